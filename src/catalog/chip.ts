@@ -1,0 +1,137 @@
+/**
+ * Chip datasheet facts, loaded from `catalog/chips/<name>.yaml`.
+ *
+ * Files hold datasheet units (TFLOP/s, TB/s, GB/s, GiB), named with their unit. `Chip` converts
+ * once to stepcal's internal units: FLOPs per µs and bytes per µs.
+ * 1 TFLOP/s = 1e6 FLOP/µs; 1 TB/s = 1e6 B/µs; 1 GB/s = 1e3 B/µs.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { UserError } from '../common/errors.ts';
+import { readText } from '../common/fs.ts';
+import type { GemmDtype } from './dtypes.ts';
+
+/** Repository root (two levels above this file). */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CHIPS_DIR = path.join(REPO_ROOT, 'catalog', 'chips');
+
+const positive = z.number().finite().positive();
+
+export const ChipFileSchema = z
+  .object({
+    name: z.string().regex(/^[a-z0-9_-]+$/),
+    provenance: z.enum(['vendor_spec', 'derived']),
+    sm_version: z.number().int().optional(),
+    peak_tflops: z
+      .object({
+        bf16: positive,
+        fp8: positive.optional(),
+        nvfp4: positive.optional(),
+        tf32: positive.optional(),
+        int8: positive.optional(),
+      })
+      .strict(),
+    hbm_tb_per_s: positive,
+    hbm_gib: positive,
+    nvlink_gb_per_s_per_dir: positive,
+    sm_count: z.number().int().positive(),
+    gpus_per_node: z.number().int().positive(),
+    rack_gpus: z.number().int().positive().optional(),
+    rack_nvlink_gb_per_s_per_dir: positive.optional(),
+    nic_gb_per_s_per_dir: positive,
+    l2_mib: positive.optional(),
+    /** Corrections a vendor tool marks as unofficial (kept apart from datasheet facts). */
+    priors: z
+      .object({
+        hbm_derate: z.number().positive().max(1).optional(),
+        hbm_constant_latency_us: z.number().nonnegative().optional(),
+        p2p_latency_us: z.number().nonnegative().optional(),
+      })
+      .strict()
+      .optional(),
+    sources: z.array(z.string()).min(1),
+  })
+  .strict();
+export type ChipFile = z.infer<typeof ChipFileSchema>;
+
+/** A chip with derived internal-unit rates. */
+export interface Chip extends ChipFile {
+  /** HBM bandwidth, bytes per µs (datasheet, no derate). */
+  hbm_bytes_per_us: number;
+  /** NVLink per GPU per direction, bytes per µs. */
+  nvlink_bytes_per_us: number;
+  /** Network fabric per GPU per direction, bytes per µs. */
+  nic_bytes_per_us: number;
+  /** True when the whole rack is one NVLink domain (GB200 NVL72). */
+  rack_is_one_domain: boolean;
+}
+
+/** Build a `Chip` from parsed file content. @throws UserError naming `source` when invalid. */
+export function chipFromObject(obj: unknown, source: string): Chip {
+  const parsed = ChipFileSchema.safeParse(obj);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new UserError(`${source}: field "${issue.path.join('.')}": ${issue.message}`);
+  }
+  const f = parsed.data;
+  return {
+    ...f,
+    hbm_bytes_per_us: f.hbm_tb_per_s * 1e6,
+    nvlink_bytes_per_us: f.nvlink_gb_per_s_per_dir * 1e3,
+    nic_bytes_per_us: f.nic_gb_per_s_per_dir * 1e3,
+    rack_is_one_domain: (f.rack_gpus ?? 0) > 0 && (f.rack_nvlink_gb_per_s_per_dir ?? 0) > 0,
+  };
+}
+
+/** Names of the shipped chips (file stems in catalog/chips). */
+export function knownChips(dir = CHIPS_DIR): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.slice(0, -5))
+    .sort();
+}
+
+/**
+ * Load a chip by name (`h200`) or by path to a YAML file.
+ * @throws UserError listing the known chips when the name is unknown.
+ */
+export function loadChip(nameOrPath: string, dir = CHIPS_DIR): Chip {
+  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(dir, `${nameOrPath}.yaml`);
+  if (!existsSync(file)) {
+    throw new UserError(`unknown chip "${nameOrPath}" (known: ${knownChips(dir).join(', ')})`);
+  }
+  return chipFromObject(parseYaml(readText(file)), file);
+}
+
+/**
+ * Dense peak of a GEMM compute dtype in FLOPs per µs, or undefined when the chip has no native
+ * peak for it. fp8_block uses the fp8 peak.
+ */
+export function peakFlopsPerUs(chip: Chip, dtype: GemmDtype): number | undefined {
+  const t =
+    dtype === 'bf16'
+      ? chip.peak_tflops.bf16
+      : dtype === 'fp8' || dtype === 'fp8_block'
+        ? chip.peak_tflops.fp8
+        : chip.peak_tflops.nvfp4;
+  return t === undefined ? undefined : t * 1e6;
+}
+
+/** Map an AIConfigurator SKU directory name to a stepcal chip name (h200_sxm → h200). */
+export function chipFromSku(sku: string): string {
+  const map: Record<string, string> = {
+    h200_sxm: 'h200',
+    h100_sxm: 'h100',
+    b200_sxm: 'b200',
+    b300_sxm: 'b300',
+    a100_sxm: 'a100',
+    gb200: 'gb200',
+    gb300: 'gb300',
+    l40s: 'l40s',
+  };
+  return map[sku] ?? sku.replace(/_sxm$/, '');
+}

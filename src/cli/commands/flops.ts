@@ -1,0 +1,13 @@
+/** `stepcal flops` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+import type { Command } from 'commander';
+import { UserError } from '../../common/errors.ts';
+
+export function register(program: Command): void {
+  program
+    .command('flops')
+    .description('(not built yet)')
+    .allowUnknownOption()
+    .action(() => {
+      throw new UserError('flops is not built yet');
+    });
+}

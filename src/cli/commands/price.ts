@@ -1,0 +1,13 @@
+/** `stepcal price` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+import type { Command } from 'commander';
+import { UserError } from '../../common/errors.ts';
+
+export function register(program: Command): void {
+  program
+    .command('price')
+    .description('(not built yet)')
+    .allowUnknownOption()
+    .action(() => {
+      throw new UserError('price is not built yet');
+    });
+}

@@ -1,0 +1,13 @@
+/** `stepcal validate` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+import type { Command } from 'commander';
+import { UserError } from '../../common/errors.ts';
+
+export function register(program: Command): void {
+  program
+    .command('validate')
+    .description('(not built yet)')
+    .allowUnknownOption()
+    .action(() => {
+      throw new UserError('validate is not built yet');
+    });
+}

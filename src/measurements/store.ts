@@ -1,0 +1,176 @@
+/**
+ * The measurement store: normalized per-family files under `measurements/<chip>/`.
+ *
+ * Layout: `<dir>/<family>.<lane>.csv.gz` (header = `FAMILY_COLUMNS[family]`) and beside it
+ * `<family>.<lane>.provenance.yaml`. Step files may also be plain `*.steps.csv`.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import Papa from 'papaparse';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { InputError, UserError } from '../common/errors.ts';
+import { encodeText, readText, sha256, writeFilesAtomic } from '../common/fs.ts';
+import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type Provenance } from './schema.ts';
+
+/** File-name-safe lane slug (`vllm-0.24.0` stays as is; spaces and slashes become `-`). */
+export function laneSlug(lane: string): string {
+  return lane.replace(/[^A-Za-z0-9._+-]+/g, '-');
+}
+
+/** Path of the data file for (family, lane) in `dir`. */
+export function measurementPath(dir: string, family: Family, lane: string): string {
+  return path.join(dir, `${family}.${laneSlug(lane)}.csv.gz`);
+}
+
+/** Path of the provenance file that sits beside `dataFile`. */
+export function provenancePath(dataFile: string): string {
+  return dataFile.replace(/\.csv(\.gz)?$/, '.provenance.yaml');
+}
+
+/** Serialize rows to CSV text with the family's canonical header. Numbers use JS shortest round-trip form. */
+export function rowsToCsv<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): string {
+  const cols = FAMILY_COLUMNS[family] as readonly string[];
+  const lines: string[] = [cols.join(',')];
+  for (const row of rows) {
+    const r = row as unknown as Record<string, unknown>;
+    const cells = cols.map((c) => {
+      const v = r[c];
+      if (v === undefined || v === null) return '';
+      const s = String(v);
+      return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+    });
+    lines.push(cells.join(','));
+  }
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * Write a family's rows and their provenance atomically (both files land, or neither).
+ * `provenance.output_sha256` is filled in here.
+ * @returns the data file path.
+ */
+export function writeMeasurements<F extends Family>(
+  dir: string,
+  family: F,
+  lane: string,
+  rows: ReadonlyArray<FamilyRow[F]>,
+  provenance: Omit<Provenance, 'output_sha256'>,
+): string {
+  const file = measurementPath(dir, family, lane);
+  const data = encodeText(file, rowsToCsv(family, rows));
+  const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
+  writeFilesAtomic([
+    { file, data },
+    { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) },
+  ]);
+  return file;
+}
+
+/**
+ * Parse canonical CSV text of a family. Numeric columns must be finite numbers; `latency_us` and
+ * `measured_us` must be positive.
+ * @throws InputError naming file, row and column.
+ */
+export function parseCanonicalCsv<F extends Family>(family: F, text: string, file: string): FamilyRow[F][] {
+  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
+  const data = parsed.data;
+  if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
+  const header = data[0]!;
+  const cols = FAMILY_COLUMNS[family] as readonly string[];
+  const idx = cols.map((c) => header.indexOf(c));
+  const missing = cols.filter((_, i) => idx[i]! < 0 && !OPTIONAL_COLUMNS.has(cols[i]!));
+  if (missing.length) {
+    throw new InputError({ file, row: 0, column: missing[0]! }, `missing column; expected header ${cols.join(',')}`);
+  }
+  const out: FamilyRow[F][] = new Array(data.length - 1);
+  for (let r = 1; r < data.length; r++) {
+    const line = data[r]!;
+    const obj: Record<string, string | number> = {};
+    for (let c = 0; c < cols.length; c++) {
+      const col = cols[c]!;
+      const j = idx[c]!;
+      const cell = j >= 0 ? (line[j] ?? '') : '';
+      if (TEXT_COLUMNS.has(col)) {
+        obj[col] = cell;
+      } else {
+        const v = cell === '' && OPTIONAL_COLUMNS.has(col) ? 0 : Number(cell);
+        if (cell === '' && !OPTIONAL_COLUMNS.has(col)) {
+          throw new InputError({ file, row: r, column: col }, 'expected a number, got an empty cell');
+        }
+        if (!Number.isFinite(v)) throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
+        if ((col === 'latency_us' || col === 'measured_us') && v <= 0) {
+          throw new InputError({ file, row: r, column: col }, `expected a positive latency, got ${cell}`);
+        }
+        obj[col] = v;
+      }
+    }
+    out[r - 1] = obj as unknown as FamilyRow[F];
+  }
+  return out;
+}
+
+/** Columns that may be absent or empty (defaulting to 0 / ''). */
+const OPTIONAL_COLUMNS: ReadonlySet<string> = new Set([
+  'kv_dtype',
+  'cudagraph_mode',
+  'prefill_context_tokens',
+  'group',
+  'flags',
+  'prefill_requests',
+  'prefill_tokens',
+  'decode_requests',
+  'decode_context_tokens',
+  'batch',
+  'prompt_tokens',
+  'output_tokens',
+]);
+
+/** One stored data file and its family and lane, as found on disk. */
+export interface StoredFile {
+  file: string;
+  family: Family;
+  lane: string;
+}
+
+/** List the canonical data files in a chip directory (`<family>.<lane>.csv[.gz]`). */
+export function listMeasurementFiles(dir: string): StoredFile[] {
+  if (!existsSync(dir)) return [];
+  const out: StoredFile[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const m = /^([a-z_]+)\.(.+)\.csv(\.gz)?$/.exec(name);
+    if (!m) continue;
+    const family = m[1] as Family;
+    if (!(FAMILIES as readonly string[]).includes(family)) continue;
+    out.push({ file: path.join(dir, name), family, lane: m[2]! });
+  }
+  return out;
+}
+
+/**
+ * Read every stored file of `family` in `dir` (optionally one lane only), concatenated in file-name order.
+ * @throws UserError when no file matches.
+ */
+export function readMeasurements<F extends Family>(
+  dir: string,
+  family: F,
+  opts: { lane?: string; required?: boolean } = {},
+): FamilyRow[F][] {
+  const files = listMeasurementFiles(dir).filter(
+    (f) => f.family === family && (opts.lane === undefined || f.lane === laneSlug(opts.lane)),
+  );
+  if (files.length === 0) {
+    if (opts.required === false) return [];
+    throw new UserError(
+      `no ${family} measurements${opts.lane ? ` for lane ${opts.lane}` : ''} in ${dir} ` +
+        `(found: ${listMeasurementFiles(dir).map((f) => path.basename(f.file)).join(', ') || 'nothing'})`,
+    );
+  }
+  const rows: FamilyRow[F][] = [];
+  for (const f of files) for (const row of parseCanonicalCsv(family, readText(f.file), f.file)) rows.push(row);
+  return rows;
+}
+
+/** Read the provenance beside a data file. */
+export function readProvenance(dataFile: string): Provenance {
+  return parseYaml(readText(provenancePath(dataFile))) as Provenance;
+}

@@ -1,0 +1,73 @@
+/**
+ * Public types of the step pricer (seed: shared/seeds/pricing-a-step.txt).
+ * All times are µs; sizes bytes; work FLOPs.
+ */
+
+/** The five resources a step's work is charged to. */
+export const RESOURCES = ['sm', 'hbm', 'nvlink', 'nic', 'host'] as const;
+export type Resource = (typeof RESOURCES)[number];
+
+/** One request in a batch (seed "What a batch is"). */
+export interface Request {
+  /** Tokens the request schedules this step. */
+  scheduled_tokens: number;
+  /** Tokens it has already computed (cached KV). */
+  computed_tokens: number;
+  /** Its prompt length. */
+  prompt_tokens: number;
+}
+
+export interface Batch {
+  requests: Request[];
+}
+
+/** vLLM CUDA-graph modes (vLLM `CompilationConfig.cudagraph_mode`). */
+export const CUDAGRAPH_MODES = ['FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL', 'FULL_DECODE_ONLY', 'NONE'] as const;
+export type CudagraphMode = (typeof CUDAGRAPH_MODES)[number];
+
+export interface Deployment {
+  /** Tensor-parallel width. */
+  tp: number;
+  /** Expert-parallel width (1 = experts sharded by tp). */
+  ep: number;
+  /** Served weight dtype or quantization (bf16, fp8, nvfp4, mxfp4, int8, int4, ...). */
+  weight_dtype: string;
+  /** KV-cache dtype; undefined = follow the weights (sub-byte → bf16). */
+  kv_dtype?: string;
+  cudagraph_mode: CudagraphMode;
+  /** Largest batch (requests) with a captured graph; larger batches run eager. */
+  max_capture_size: number;
+  /** Requests scheduling more tokens than this are prefills (vLLM default 1). */
+  decode_threshold: number;
+  /** Speculative decoding; absent = none. */
+  speculative?: { num_spec_tokens: number; drafter?: string };
+}
+
+/** Per-resource µs. */
+export type ResourceTimes = Record<Resource, number>;
+
+export interface StepPrice {
+  /** Σ_layers (max over SM, HBM, NVLink, NIC + experts) + head + host, µs. */
+  overlap_us: number;
+  /** Sum of the five resource totals, µs. */
+  no_overlap_us: number;
+  /** Resource with the largest total. */
+  bottleneck: Resource;
+  /** Per-resource totals, µs (experts and head included). */
+  resources_us: ResourceTimes;
+  /** True when any term was priced outside the domain its coefficient was fitted on. */
+  extrapolated: boolean;
+  /** Human-readable reasons for `extrapolated`. */
+  extrapolation_notes: string[];
+  /** Per layer kind breakdown, only when requested. */
+  per_kind?: Array<{ kind: string; count: number; resources_us: ResourceTimes; experts_us: number }>;
+}
+
+export interface PriceOptions {
+  /** Include the per-layer-kind breakdown. */
+  per_kind?: boolean;
+}
+
+export interface Pricer {
+  price(batch: Batch, opts?: PriceOptions): StepPrice;
+}
