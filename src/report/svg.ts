@@ -1,0 +1,185 @@
+/**
+ * Minimal, dependency-free SVG charts (self-contained: no fonts or scripts fetched), used by the
+ * fitters' plots, the pricer's sweep figure, the roofline and the accuracy report.
+ * Deterministic: the same input gives byte-identical SVG.
+ */
+
+export interface Series {
+  label: string;
+  /** Points as [x, y]; non-finite or (on log axes) non-positive points are skipped. */
+  points: Array<[number, number]>;
+  /** 'line' joins points in order; 'scatter' draws dots; 'step' draws a staircase. */
+  style: 'line' | 'scatter';
+  color?: string;
+  /** Dash pattern for lines (e.g. '4 3'). */
+  dash?: string;
+  /** Dot radius for scatter (default 2). */
+  radius?: number;
+}
+
+export interface ChartOptions {
+  title: string;
+  x_label: string;
+  y_label: string;
+  x_log?: boolean;
+  y_log?: boolean;
+  width?: number;
+  height?: number;
+  /** Draw y = x (for predicted-vs-measured). */
+  diagonal?: boolean;
+  /** Horizontal reference lines. */
+  h_lines?: Array<{ y: number; label: string }>;
+  /** Force axis ranges. */
+  x_range?: [number, number];
+  y_range?: [number, number];
+}
+
+export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#17becf', '#bcbd22'];
+
+/** Escape text for XML. */
+export function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** Format a tick value compactly (1k, 2.5M, 0.01). */
+export function fmtTick(v: number): string {
+  const a = Math.abs(v);
+  if (a === 0) return '0';
+  if (a >= 1e9) return +(v / 1e9).toPrecision(3) + 'G';
+  if (a >= 1e6) return +(v / 1e6).toPrecision(3) + 'M';
+  if (a >= 1e4) return +(v / 1e3).toPrecision(3) + 'k';
+  if (a >= 1) return String(+v.toPrecision(3));
+  return String(+v.toPrecision(2));
+}
+
+function niceLinearTicks(lo: number, hi: number, count = 6): number[] {
+  if (hi <= lo) return [lo];
+  const raw = (hi - lo) / count;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
+  const out: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+  return out;
+}
+
+function logTicks(lo: number, hi: number): number[] {
+  const out: number[] = [];
+  const a = Math.floor(Math.log10(lo));
+  const b = Math.ceil(Math.log10(hi));
+  const stride = Math.max(1, Math.ceil((b - a) / 8));
+  for (let e = a; e <= b; e += stride) {
+    const v = Math.pow(10, e);
+    if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+  }
+  return out.length ? out : [lo, hi];
+}
+
+/** Render a line/scatter chart. */
+export function chart(series: readonly Series[], o: ChartOptions): string {
+  const W = o.width ?? 720;
+  const H = o.height ?? 420;
+  const m = { l: 70, r: 170, t: 34, b: 50 };
+  const pw = W - m.l - m.r;
+  const ph = H - m.t - m.b;
+  const okX = (x: number) => Number.isFinite(x) && (!o.x_log || x > 0);
+  const okY = (y: number) => Number.isFinite(y) && (!o.y_log || y > 0);
+  const pts = series.flatMap((s) => s.points.filter(([x, y]) => okX(x) && okY(y)));
+  let [x0, x1] = o.x_range ?? [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
+  let [y0, y1] = o.y_range ?? [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
+  if (!pts.length) [x0, x1, y0, y1] = [1, 10, 1, 10];
+  if (o.h_lines && !o.y_range) for (const h of o.h_lines) if (okY(h.y)) (y0 = Math.min(y0, h.y)), (y1 = Math.max(y1, h.y));
+  if (o.diagonal) (x0 = y0 = Math.min(x0, y0)), (x1 = y1 = Math.max(x1, y1));
+  if (!o.y_log && !o.y_range && y0 > 0) y0 = 0;
+  if (x1 === x0) (x0 = o.x_log ? x0 / 2 : x0 - 1), (x1 = o.x_log ? x1 * 2 : x1 + 1);
+  if (y1 === y0) (y0 = o.y_log ? y0 / 2 : y0 - 1), (y1 = o.y_log ? y1 * 2 : y1 + 1);
+  const fx = (x: number) =>
+    m.l + (o.x_log ? (Math.log(x) - Math.log(x0)) / (Math.log(x1) - Math.log(x0)) : (x - x0) / (x1 - x0)) * pw;
+  const fy = (y: number) =>
+    m.t + ph - (o.y_log ? (Math.log(y) - Math.log(y0)) / (Math.log(y1) - Math.log(y0)) : (y - y0) / (y1 - y0)) * ph;
+  const r = (v: number) => v.toFixed(1);
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
+  );
+  parts.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+  parts.push(`<text x="${W / 2 - m.r / 2}" y="18" text-anchor="middle" font-size="13" font-weight="bold">${esc(o.title)}</text>`);
+  const xt = o.x_log ? logTicks(x0, x1) : niceLinearTicks(x0, x1);
+  const yt = o.y_log ? logTicks(y0, y1) : niceLinearTicks(y0, y1);
+  for (const t of xt) {
+    parts.push(`<line x1="${r(fx(t))}" y1="${m.t}" x2="${r(fx(t))}" y2="${m.t + ph}" stroke="#eee"/>`);
+    parts.push(`<text x="${r(fx(t))}" y="${m.t + ph + 15}" text-anchor="middle">${fmtTick(t)}</text>`);
+  }
+  for (const t of yt) {
+    parts.push(`<line x1="${m.l}" y1="${r(fy(t))}" x2="${m.l + pw}" y2="${r(fy(t))}" stroke="#eee"/>`);
+    parts.push(`<text x="${m.l - 5}" y="${r(fy(t) + 4)}" text-anchor="end">${fmtTick(t)}</text>`);
+  }
+  parts.push(`<rect x="${m.l}" y="${m.t}" width="${pw}" height="${ph}" fill="none" stroke="#333"/>`);
+  parts.push(`<text x="${m.l + pw / 2}" y="${H - 12}" text-anchor="middle">${esc(o.x_label)}</text>`);
+  parts.push(
+    `<text x="16" y="${m.t + ph / 2}" text-anchor="middle" transform="rotate(-90 16 ${m.t + ph / 2})">${esc(o.y_label)}</text>`,
+  );
+  parts.push(`<clipPath id="plot"><rect x="${m.l}" y="${m.t}" width="${pw}" height="${ph}"/></clipPath>`);
+  parts.push(`<g clip-path="url(#plot)">`);
+  if (o.diagonal) parts.push(`<line x1="${r(fx(x0))}" y1="${r(fy(y0))}" x2="${r(fx(x1))}" y2="${r(fy(y1))}" stroke="#888" stroke-dasharray="5 4"/>`);
+  for (const h of o.h_lines ?? []) {
+    if (okY(h.y)) parts.push(`<line x1="${m.l}" y1="${r(fy(h.y))}" x2="${m.l + pw}" y2="${r(fy(h.y))}" stroke="#888" stroke-dasharray="3 3"/>`);
+  }
+  series.forEach((s, i) => {
+    const color = s.color ?? PALETTE[i % PALETTE.length]!;
+    const p = s.points.filter(([x, y]) => okX(x) && okY(y));
+    if (s.style === 'line' && p.length) {
+      const d = p.map(([x, y], j) => `${j ? 'L' : 'M'}${r(fx(x))},${r(fy(y))}`).join('');
+      parts.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`);
+    } else {
+      for (const [x, y] of p) parts.push(`<circle cx="${r(fx(x))}" cy="${r(fy(y))}" r="${s.radius ?? 2}" fill="${color}" fill-opacity="0.6"/>`);
+    }
+  });
+  parts.push(`</g>`);
+  series.forEach((s, i) => {
+    const color = s.color ?? PALETTE[i % PALETTE.length]!;
+    const y = m.t + 10 + i * 16;
+    parts.push(`<rect x="${m.l + pw + 12}" y="${y - 7}" width="10" height="10" fill="${color}"/>`);
+    parts.push(`<text x="${m.l + pw + 27}" y="${y + 2}">${esc(s.label)}</text>`);
+  });
+  for (const [i, h] of (o.h_lines ?? []).entries()) {
+    parts.push(`<text x="${m.l + pw + 12}" y="${m.t + 10 + (series.length + i) * 16 + 2}" fill="#555">--- ${esc(h.label)}</text>`);
+  }
+  parts.push('</svg>');
+  return parts.join('\n') + '\n';
+}
+
+/** Stacked horizontal bars: one bar per item, segments per key. */
+export function stackedBars(
+  items: ReadonlyArray<{ label: string; segments: Record<string, number> }>,
+  o: { title: string; unit: string; keys: readonly string[]; width?: number },
+): string {
+  const W = o.width ?? 720;
+  const rowH = 22;
+  const m = { l: 200, r: 30, t: 34, b: 40 };
+  const H = m.t + m.b + items.length * rowH + 20;
+  const pw = W - m.l - m.r;
+  const total = Math.max(1e-12, ...items.map((it) => o.keys.reduce((a, k) => a + (it.segments[k] ?? 0), 0)));
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${W / 2}" y="18" text-anchor="middle" font-size="13" font-weight="bold">${esc(o.title)}</text>`,
+  ];
+  items.forEach((it, i) => {
+    const y = m.t + i * rowH;
+    parts.push(`<text x="${m.l - 6}" y="${y + 14}" text-anchor="end">${esc(it.label)}</text>`);
+    let x = m.l;
+    o.keys.forEach((k, j) => {
+      const w = ((it.segments[k] ?? 0) / total) * pw;
+      if (w > 0) parts.push(`<rect x="${x.toFixed(1)}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${PALETTE[j % PALETTE.length]}"/>`);
+      x += w;
+    });
+  });
+  const ly = m.t + items.length * rowH + 16;
+  o.keys.forEach((k, j) => {
+    parts.push(`<rect x="${m.l + j * 90}" y="${ly - 8}" width="10" height="10" fill="${PALETTE[j % PALETTE.length]}"/>`);
+    parts.push(`<text x="${m.l + j * 90 + 14}" y="${ly + 1}">${esc(k)} (${esc(o.unit)})</text>`);
+  });
+  parts.push(`<text x="${m.l + pw}" y="${ly + 1}" text-anchor="end">full bar = ${fmtTick(total)} ${esc(o.unit)}</text>`);
+  parts.push('</svg>');
+  return parts.join('\n') + '\n';
+}
