@@ -1,0 +1,159 @@
+/**
+ * Types of the held-out validation (issue 7). Times µs; errors in percent.
+ *
+ * Conventions (stated in every report):
+ * - APE = |pred/meas − 1| · 100; MAPE is its mean.
+ * - median and p90 APE are nearest-rank percentiles: `sorted[ceil(p·n) − 1]` (src/fit/stats.ts).
+ * - bias = mean of the signed (pred/meas − 1) · 100 (negative = predictions too fast).
+ * - geo_mean_ratio = exp(mean ln(pred/meas)) (1 = unbiased in the log).
+ * - shape error (reference §5.2): within a group, e_i = r_i / r_0 − 1 with r = pred/meas and r_0 the
+ *   ratio at the group's lowest batch (the anchor, excluded); shape_mape_pct = mean |e_i| · 100.
+ */
+import type { CoefficientSet } from '../registry/types.ts';
+import type { Resource, ResourceTimes } from '../pricer/types.ts';
+
+/** The regimes every metric is reported for. `mixed` = a step with both prefill and decode requests. */
+export const REGIMES = ['prefill', 'decode', 'mixed', 'static_batch'] as const;
+export type Regime = (typeof REGIMES)[number];
+
+/** The two step estimates of the pricer (seed "Composing the step"). */
+export const COMPOSITIONS = ['no_overlap', 'overlap'] as const;
+export type Composition = (typeof COMPOSITIONS)[number];
+
+/** Error metrics of a set of rows. Percent unless named otherwise. */
+export interface RegimeMetrics {
+  n: number;
+  mape_pct: number;
+  /** Nearest-rank median of APE. */
+  median_ape_pct: number;
+  /** Nearest-rank 90th percentile of APE. */
+  p90_ape_pct: number;
+  /** Signed mean error, mean (pred/meas − 1) · 100. */
+  bias_pct: number;
+  /** exp(mean ln(pred/meas)). */
+  geo_mean_ratio: number;
+  /** Shape error over the rows' groups (absent when no group has ≥ 2 held-out rows). */
+  shape_mape_pct?: number;
+  /** Non-anchor points the shape error was computed on. */
+  shape_n?: number;
+}
+
+/** One priced held-out row. */
+export interface RowResult {
+  /** Input file and 1-based data row. */
+  file: string;
+  row: number;
+  model: string;
+  chip: string;
+  tp: number;
+  engine: string;
+  kind: 'step' | 'static_batch';
+  regime: Regime;
+  /** Requests in the step (kind=step) or `batch` (static_batch): the x of shape and error-vs-batch. */
+  batch: number;
+  group: string;
+  flags: string;
+  measured_us: number;
+  /** Priced µs per composition, host included (fitted host terms when --fit-host is used). */
+  predicted_us: Record<Composition, number>;
+  /** pred/meas per composition. */
+  ratio: Record<Composition, number>;
+  /** Host µs included in the prediction (registry host, or fitted host terms). */
+  host_us: number;
+  /** Resource with the largest total (summed over a static batch's steps). */
+  bottleneck: Resource;
+  /** Per-resource µs (summed over a static batch's steps), host as used in the prediction. */
+  resources_us: ResourceTimes;
+  /** Pricer calls behind this row (1 for a step; 1 + output_tokens − 1 for a static batch). */
+  steps_priced: number;
+  extrapolated: boolean;
+  /** True when the row trained the host fit: it is then excluded from every reported error. */
+  used_for_host_fit: boolean;
+}
+
+/** Key of an aggregation group (issue 7: per model, chip, tp, kind, engine), split by regime. */
+export interface GroupKey {
+  model: string;
+  chip: string;
+  tp: number;
+  kind: 'step' | 'static_batch';
+  engine: string;
+  regime: Regime;
+}
+
+export interface GroupMetrics {
+  key: GroupKey;
+  /** Held-out metrics for each composition. */
+  metrics: Record<Composition, RegimeMetrics>;
+}
+
+/** One host term of the per-engine host fit, µs. */
+export interface HostTerm {
+  /** `per_step_us`, `per_request_step_us`, `per_kernel_us`, `per_step_tp_gt1_us`. */
+  name: 'per_step_us' | 'per_request_step_us' | 'per_kernel_us' | 'per_step_tp_gt1_us';
+  value_us: number;
+  /** False when the training rows cannot separate it (value then 0 and the term folded, see note). */
+  identified: boolean;
+  note?: string;
+}
+
+/** Host terms fitted for one engine and one composition on the training subset. */
+export interface HostFitEngine {
+  engine: string;
+  composition: Composition;
+  n_train: number;
+  terms: HostTerm[];
+  /** RMS of the training residual after the fit, µs. */
+  train_rms_us: number;
+  /** Human-readable statements (e.g. the batch=1 non-identifiability). */
+  notes: string[];
+}
+
+export interface HostFitResult {
+  /** The rule as given: `batch=1` or `fraction=F`. */
+  rule: string;
+  fits: HostFitEngine[];
+  /** The rows used for training ("file:row"), excluded from every reported error. */
+  training_rows: Array<{ file: string; row: number; engine: string; group: string }>;
+  notes: string[];
+}
+
+export interface ValidationPinned {
+  registry_sha256: string;
+  stepcal_version: string;
+  /** Flags as given (`--fit-host fraction=0.25`, ...). */
+  flags: string[];
+  inputs: Array<{ file: string; sha256: string }>;
+}
+
+/** Options of `runValidation`. */
+export interface ValidationOptions {
+  chip: string;
+  registry: CoefficientSet[];
+  stepFiles: string[];
+  /** `batch=1` or `fraction=F` (0 < F < 1). */
+  fitHost?: string;
+  /** Force the headline composition; default: the one with the lower held-out overall MAPE. */
+  composition?: Composition;
+}
+
+export interface ValidationResult {
+  chip: string;
+  rows: RowResult[];
+  /** Held-out metrics per regime for the headline composition (null = no rows of that regime). */
+  regimes: Record<Regime, RegimeMetrics | null>;
+  /** Held-out metrics per regime for both compositions. */
+  regimes_by_composition: Record<Composition, Record<Regime, RegimeMetrics | null>>;
+  groups: GroupMetrics[];
+  /** Pooled held-out metrics, headline composition (never reported without the per-regime figures). */
+  overall: RegimeMetrics;
+  overall_by_composition: Record<Composition, RegimeMetrics>;
+  headline: Composition;
+  /** Why the headline composition was chosen (the held-out evidence, or the forced flag). */
+  headline_reason: string;
+  host_fit?: HostFitResult;
+  /** Decode double-charge check (issue 7): SM vs HBM share on decode rows. */
+  double_charge?: { checked_rows: number; max_sm_over_hbm: number; suspicious: boolean; note: string };
+  warnings: string[];
+  pinned: ValidationPinned;
+}
