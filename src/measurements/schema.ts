@@ -273,4 +273,10 @@ export interface Provenance {
   /** sha256 of the written data file. */
   output_sha256: string;
   notes?: string[];
+  /** Configurations measured more than once and collapsed to their median (0 when none). */
+  duplicate_configs?: number;
+  /** Rows per lane label found in the data (a table can mix runtime versions). */
+  lanes?: Record<string, number>;
+  /** Per-dtype coverage of the sweep: rows, distinct shapes, and the union of shapes over dtypes. */
+  coverage?: Record<string, { rows: number; shapes: number; of_shapes: number }>;
 }

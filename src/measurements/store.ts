@@ -56,14 +56,51 @@ export function writeMeasurements<F extends Family>(
   rows: ReadonlyArray<FamilyRow[F]>,
   provenance: Omit<Provenance, 'output_sha256'>,
 ): string {
+  const staged = prepareMeasurements(dir, family, lane, rows, provenance);
+  writeFilesAtomic(staged.files);
+  return staged.file;
+}
+
+/** Encoded data + provenance files for one (family, lane), not yet written. */
+export interface StagedMeasurements {
+  /** Data file path. */
+  file: string;
+  family: Family;
+  lane: string;
+  rows: number;
+  /** The data file and its provenance, ready for writeFilesAtomic. */
+  files: Array<{ file: string; data: string | Uint8Array }>;
+}
+
+/**
+ * Encode a family's rows and provenance in memory (nothing is written), so that several files can be
+ * committed together with `writeMeasurementSet` after every input has validated.
+ */
+export function prepareMeasurements<F extends Family>(
+  dir: string,
+  family: F,
+  lane: string,
+  rows: ReadonlyArray<FamilyRow[F]>,
+  provenance: Omit<Provenance, 'output_sha256'>,
+): StagedMeasurements {
   const file = measurementPath(dir, family, lane);
   const data = encodeText(file, rowsToCsv(family, rows));
   const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
-  writeFilesAtomic([
-    { file, data },
-    { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) },
-  ]);
-  return file;
+  return {
+    file,
+    family,
+    lane,
+    rows: rows.length,
+    files: [
+      { file, data },
+      { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) },
+    ],
+  };
+}
+
+/** Write every staged file atomically as one set (all land, or none do). */
+export function writeMeasurementSet(staged: ReadonlyArray<StagedMeasurements>): void {
+  writeFilesAtomic(staged.flatMap((s) => s.files));
 }
 
 /**
@@ -173,4 +210,76 @@ export function readMeasurements<F extends Family>(
 /** Read the provenance beside a data file. */
 export function readProvenance(dataFile: string): Provenance {
   return parseYaml(readText(provenancePath(dataFile))) as Provenance;
+}
+
+/** Held-out step files (`<name>.steps.csv` or `.steps.csv.gz`) in a chip directory, sorted by name. */
+export function listStepFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((n) => /\.steps\.csv(\.gz)?$/.test(n))
+    .sort()
+    .map((n) => path.join(dir, n));
+}
+
+/** Step-file columns that must be present in the header. */
+const STEP_REQUIRED: readonly string[] = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'kind', 'measured_us', 'source'];
+/** Per-kind columns that must hold a number on every row of that kind. */
+const STEP_KIND_REQUIRED: Record<'step' | 'static_batch', readonly string[]> = {
+  step: ['prefill_requests', 'prefill_tokens', 'decode_requests', 'decode_context_tokens'],
+  static_batch: ['batch', 'prompt_tokens', 'output_tokens'],
+};
+
+/**
+ * Parse held-out step text (format: issue 7 / `FAMILY_COLUMNS.step`). Unknown columns are ignored with
+ * a warning passed to `warn` (default: stderr). Optional numeric columns default to 0, optional text to ''.
+ * @throws InputError naming file, row and column for a missing required column or cell, a non-numeric
+ *   cell, an unknown `kind`, or a non-positive `measured_us`.
+ */
+export function parseStepCsv(text: string, file: string, warn: (msg: string) => void = (m) => process.stderr.write(m + '\n')): StepRowOut[] {
+  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
+  const data = parsed.data;
+  if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
+  const header = data[0]!.map((h) => h.trim());
+  const cols = FAMILY_COLUMNS.step as readonly string[];
+  for (const c of STEP_REQUIRED) {
+    if (!header.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing required column; expected at least ${STEP_REQUIRED.join(', ')}`);
+  }
+  const unknown = header.filter((h) => !cols.includes(h));
+  if (unknown.length) warn(`${file}: ignoring unknown column(s) ${unknown.join(', ')}`);
+  const idx = new Map(cols.map((c) => [c, header.indexOf(c)]));
+  const out: StepRowOut[] = [];
+  for (let r = 1; r < data.length; r++) {
+    const line = data[r]!;
+    const obj: Record<string, string | number> = {};
+    const kindCell = (line[idx.get('kind')!] ?? '').trim();
+    if (kindCell !== 'step' && kindCell !== 'static_batch') {
+      throw new InputError({ file, row: r, column: 'kind' }, `expected "step" or "static_batch", got "${kindCell}"`);
+    }
+    const needed = new Set([...STEP_REQUIRED, ...STEP_KIND_REQUIRED[kindCell]]);
+    for (const c of cols) {
+      const j = idx.get(c)!;
+      const cell = j >= 0 ? (line[j] ?? '').trim() : '';
+      if (cell === '' && needed.has(c)) {
+        throw new InputError({ file, row: r, column: c }, `required for kind=${kindCell}, got an empty cell${j < 0 ? ' (column absent)' : ''}`);
+      }
+      if (TEXT_COLUMNS.has(c)) {
+        obj[c] = cell;
+        continue;
+      }
+      const v = cell === '' ? 0 : Number(cell);
+      if (!Number.isFinite(v)) throw new InputError({ file, row: r, column: c }, `expected a finite number, got "${cell}"`);
+      if (c === 'measured_us' && v <= 0) throw new InputError({ file, row: r, column: c }, `expected a positive time in µs, got ${cell}`);
+      if (c !== 'measured_us' && v < 0) throw new InputError({ file, row: r, column: c }, `expected a non-negative count, got ${cell}`);
+      obj[c] = v;
+    }
+    out.push(obj as unknown as StepRowOut);
+  }
+  return out;
+}
+
+type StepRowOut = FamilyRow['step'];
+
+/** Read one held-out step file (`*.steps.csv[.gz]`). @see parseStepCsv */
+export function readStepFile(file: string, warn?: (msg: string) => void): StepRowOut[] {
+  return parseStepCsv(readText(file), file, warn);
 }

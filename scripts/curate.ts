@@ -1,0 +1,170 @@
+/**
+ * Regenerate the shipped measurements under `measurements/<chip>/` from the read-only datasets in
+ * `../shared/datasets` (relative to the repository root), and rewrite `measurements/README.md`.
+ *
+ *   node bin/run-ts.mjs scripts/curate.ts            # everything
+ *   node bin/run-ts.mjs scripts/curate.ts aic        # AIConfigurator tables only
+ *   node bin/run-ts.mjs scripts/curate.ts splitwise  # Splitwise step files only
+ *
+ * Selection (issue 2): per SKU the vLLM lane for gemm / attention / moe, NCCL + vLLM custom all-reduce
+ * for collectives, and the TRT-LLM GEMM lane for h200 as well. Output is deterministic (gzip level 9,
+ * mtime 0), so rerunning on the same inputs reproduces the same bytes.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { chipFromSku, loadChip, REPO_ROOT } from '../src/catalog/chip.ts';
+import { note } from '../src/common/progress.ts';
+import { AIC_COMMIT, AIC_REPOSITORY, importAicFiles, type ImportSummary } from '../src/measurements/import.ts';
+import { listMeasurementFiles, listStepFiles, readProvenance } from '../src/measurements/store.ts';
+import { writeFileAtomic } from '../src/common/fs.ts';
+
+const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
+const AIC = path.join(SHARED, 'aiconfigurator');
+const SPLITWISE = path.join(SHARED, 'splitwise', 'perf_model.csv');
+const OUT = path.join(REPO_ROOT, 'measurements');
+
+const SKUS = ['h200_sxm', 'h100_sxm', 'b200_sxm', 'a100_sxm', 'l40s'];
+/** table → lane-folder prefix to take. */
+const SELECTION: Array<[string, string]> = [
+  ['gemm_perf', 'vllm-'],
+  ['context_attention_perf', 'vllm-'],
+  ['generation_attention_perf', 'vllm-'],
+  ['moe_perf', 'vllm-'],
+  ['nccl_perf', 'nccl-'],
+  ['custom_allreduce_perf', 'vllm-'],
+];
+const EXTRA: Record<string, Array<[string, string]>> = { h200_sxm: [['gemm_perf', 'trtllm-']] };
+
+/** Numeric-aware version compare ("0.24.0" > "0.14.0", "1.3.0rc20" > "1.3.0rc5"). */
+function cmpVersion(a: string, b: string): number {
+  return a.localeCompare(b, 'en', { numeric: true });
+}
+
+/** Newest `<prefix><version>` folder holding `<table>.csv` under `<sku>/<table>/`. */
+function pick(sku: string, table: string, prefix: string): string | undefined {
+  const dir = path.join(AIC, sku, table);
+  if (!existsSync(dir)) return undefined;
+  const lanes = readdirSync(dir)
+    .filter((d) => d.startsWith(prefix) && existsSync(path.join(dir, d, `${table}.csv`)))
+    .sort((a, b) => cmpVersion(b.slice(prefix.length), a.slice(prefix.length)));
+  return lanes[0] ? path.join(dir, lanes[0], `${table}.csv`) : undefined;
+}
+
+/** Known quirks to carry into provenance (dataset README, "Quirks found"). */
+function quirks(sku: string, table: string): string[] {
+  const n: string[] = ['converted upstream from Parquet to CSV unchanged (../shared/datasets/aiconfigurator/README.md)'];
+  if (table === 'nccl_perf') n.push('upstream framework column says TRTLLM (collector hard-codes it); rows are nccl-tests results, lane is the NCCL version');
+  if (sku === 'l40s' && table === 'custom_allreduce_perf')
+    n.push('upstream folder vllm/0.22.0 is a byte-identical copy of the 0.14.0 table (version column 0.14.0); lane follows the rows');
+  if (sku === 'b200_sxm' && table === 'moe_perf')
+    n.push('972 Kimi-K3 w4a16_mxfp4 Marlin rows were collected with a vLLM preview build; their lane column keeps that version');
+  if (sku === 'a100_sxm' && (table === 'context_attention_perf' || table === 'generation_attention_perf'))
+    n.push('a100 tables have no window_size column; window = 0 (full attention)');
+  if (table === 'context_attention_perf' || table === 'generation_attention_perf')
+    n.push('kernel dispatch changes within the table (e.g. triton fallbacks for head_dim 192 + fp8 KV on b200/l40s): fit per kernel_source or exclude fallbacks');
+  return n;
+}
+
+async function curateAic(): Promise<void> {
+  for (const sku of SKUS) {
+    const chip = chipFromSku(sku);
+    const chipInfo = loadChip(chip);
+    const files = [...SELECTION, ...(EXTRA[sku] ?? [])]
+      .map(([table, prefix]) => pick(sku, table, prefix))
+      .filter((f): f is string => f !== undefined);
+    note(`curate: ${chip}: ${files.length} tables`);
+    const sums: ImportSummary[] = await importAicFiles(
+      files,
+      {
+        chip,
+        chipInfo,
+        outDir: path.join(OUT, chip),
+        sourceRepository: AIC_REPOSITORY,
+        sourceCommit: AIC_COMMIT,
+        licence: 'Apache-2.0',
+        notes: (imp) => quirks(sku, imp.table),
+      },
+      (f) => note(`  read ${path.relative(AIC, f)}`),
+    );
+    for (const s of sums) {
+      note(`  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.rows_in} → ${s.rows_out} rows${s.duplicate_configs ? ` (${s.duplicate_configs} repeated configs collapsed)` : ''}`);
+    }
+  }
+}
+
+async function curateSplitwise(): Promise<void> {
+  note(`curate: splitwise importer not built yet (${SPLITWISE})`);
+}
+
+/** Rewrite measurements/README.md from what is on disk (row counts read from provenance). */
+function writeReadme(): void {
+  const lines: string[] = [];
+  const chips = existsSync(OUT)
+    ? readdirSync(OUT, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort()
+    : [];
+  for (const chip of chips) {
+    const dir = path.join(OUT, chip);
+    for (const f of listMeasurementFiles(dir)) {
+      const p = readProvenance(f.file);
+      lines.push(
+        `| ${chip}/${path.basename(f.file)} | ${p.family} | ${p.lane} | ${p.rows_in} | ${p.rows_out} | ${p.duplicate_configs ?? 0} | \`${p.source_path}\` |`,
+      );
+    }
+    for (const f of listStepFiles(dir)) {
+      const p = readProvenance(f);
+      lines.push(`| ${chip}/${path.basename(f)} | step | ${p.lane} | ${p.rows_in} | ${p.rows_out} | ${p.duplicate_configs ?? 0} | \`${p.source_path}\` |`);
+    }
+  }
+  const text = `# Shipped measurements
+
+Normalized per-operator timings (and held-out step timings) that \`stepcal calibrate\` fits and validates against.
+Generated by \`node bin/run-ts.mjs scripts/curate.ts\` from \`../shared/datasets\`; do not edit by hand.
+Each data file has a \`*.provenance.yaml\` beside it with the source repository, path and commit, licence,
+sha256 of every input, the filters applied, rows in/out, unit conversions, repeated configurations collapsed,
+lanes found and per-dtype coverage.
+
+## Sources and licence
+
+* **Per-operator tables**: NVIDIA AIConfigurator, \`${AIC_REPOSITORY}\` at commit \`${AIC_COMMIT}\`,
+  \`aic-core/src/aiconfigurator_core/systems/data/<sku>/<op_category>/<framework>/<version>/<table>.parquet\`
+  (read here from the CSV copies in \`../shared/datasets/aiconfigurator\`). Licence **Apache-2.0**
+  (copyright NVIDIA CORPORATION & AFFILIATES); redistributed with attribution, converted from Parquet and normalized.
+* **Held-out step timings** (\`*.steps.csv\`): Splitwise \`perf_model.csv\` (\`../shared/datasets/splitwise\`); see
+  the provenance files and docs/measurements.md for the mapping and the flags.
+
+## Layout and units
+
+\`<chip>/<family>.<lane>.csv.gz\` with header = \`FAMILY_COLUMNS[family]\` in \`src/measurements/schema.ts\`.
+Internal units: time in **µs** (\`latency_us\` = upstream ms × 1000), sizes in **bytes** (collective
+\`message_bytes\` = upstream element count × dtype width: half/bf16 2 B, int8 1 B), work in FLOPs.
+Decode attention \`context_tokens\` = upstream \`step + 1\`; prefill \`new_tokens\` = \`isl\`, \`prefix_tokens\` = \`step\`.
+Head counts are per GPU. \`lane\` = \`<framework>-<version>\` of each row (NCCL rows: \`nccl-<NCCL version>\`);
+the file is named after the lane most of its rows carry.
+
+Selection: the vLLM lane for gemm, attention and moe (vLLM 0.24.0; a100 only has 0.14.0), NCCL and vLLM custom
+all-reduce for collectives, plus the TRT-LLM 1.3.0rc20 GEMM lane for h200.
+
+## Files
+
+| file | family | lane | rows in | rows out | repeated configs collapsed | upstream path |
+|---|---|---|---:|---:|---:|---|
+${lines.join('\n')}
+
+## Regenerate
+
+\`\`\`
+node bin/run-ts.mjs scripts/curate.ts
+\`\`\`
+
+or import one table at a time: \`node bin/stepcal.mjs import aiconfigurator <table.csv|.parquet> --chip <chip>\`.
+`;
+  writeFileAtomic(path.join(OUT, 'README.md'), text);
+}
+
+const what = process.argv[2] ?? 'all';
+if (what === 'all' || what === 'aic') await curateAic();
+if (what === 'all' || what === 'splitwise') await curateSplitwise();
+writeReadme();

@@ -1,0 +1,623 @@
+/**
+ * Importer for NVIDIA AIConfigurator per-operator timing tables (`ai-dynamo/aiconfigurator`,
+ * `aic-core/src/aiconfigurator_core/systems/data/<sku>/<op_category>/<framework>/<version>/<table>.parquet`,
+ * or the CSV copies in `../shared/datasets/aiconfigurator/<sku>/<table>/<framework>-<version>/<table>.csv`).
+ *
+ * Units and conventions (checked in ../shared/datasets/aiconfigurator/README.md, "Units"):
+ * - `latency` is milliseconds per call → `latency_us` = latency × 1000.
+ * - collective `message_size` is an ELEMENT count → `message_bytes` = message_size × width
+ *   (nccl `half` 2 B, `int8` 1 B; custom all-reduce `bfloat16` 2 B).
+ * - decode attention: `step` = tokens already cached, attended length `context_tokens` = step + 1.
+ * - prefill attention: `new_tokens` = isl, `prefix_tokens` = step (always 0 upstream).
+ * - attention head counts are per GPU (post-TP); a100 tables have no `window_size` (→ window 0).
+ *
+ * Pure functions only: the caller reads the file (see table.ts) and writes the result (store.ts).
+ */
+import path from 'node:path';
+import { InputError, UserError } from '../common/errors.ts';
+import { type Chip, peakFlopsPerUs } from '../catalog/chip.ts';
+import { bytesPerElement, type GemmDtype, type StorageDtype } from '../catalog/dtypes.ts';
+import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
+import type {
+  AttentionDecodeRow,
+  AttentionPrefillRow,
+  CollectiveBackend,
+  CollectiveOp,
+  CollectiveRow,
+  Family,
+  FamilyRow,
+  GemmRow,
+  MoeRow,
+} from './schema.ts';
+import { FAMILY_COLUMNS } from './schema.ts';
+
+/** Upstream table names this importer understands, and the stepcal family each maps to. */
+export const AIC_TABLES = {
+  gemm_perf: 'gemm',
+  context_attention_perf: 'attention_prefill',
+  generation_attention_perf: 'attention_decode',
+  moe_perf: 'moe',
+  nccl_perf: 'collective',
+  custom_allreduce_perf: 'collective',
+} as const satisfies Record<string, Family>;
+export type AicTable = keyof typeof AIC_TABLES;
+
+/** Upstream op_category folder of each table (for provenance paths). */
+export const AIC_OP_CATEGORY: Record<AicTable, string> = {
+  gemm_perf: 'gemm',
+  context_attention_perf: 'attention',
+  generation_attention_perf: 'attention',
+  moe_perf: 'moe',
+  nccl_perf: 'comm',
+  custom_allreduce_perf: 'comm',
+};
+
+/**
+ * The table name of a file from its base name (`gemm_perf.csv`, `gemm_perf.parquet`, `gemm_perf.csv.gz`).
+ * @throws UserError when it is not one of AIC_TABLES.
+ */
+export function aicTableFromPath(file: string): AicTable {
+  const base = path.basename(file).replace(/\.(csv(\.gz)?|parquet)$/, '');
+  if (base in AIC_TABLES) return base as AicTable;
+  throw new UserError(
+    `${file}: cannot infer the measurement family from the table name "${base}" ` +
+      `(expected one of ${Object.keys(AIC_TABLES).join(', ')})`,
+  );
+}
+
+/** GEMM dtype spellings upstream → stepcal. */
+const GEMM_DTYPE_MAP: Record<string, GemmDtype> = {
+  bfloat16: 'bf16',
+  bf16: 'bf16',
+  fp8: 'fp8',
+  fp8_block: 'fp8_block',
+  nvfp4: 'nvfp4',
+};
+/** KV-cache / attention dtype spellings → stepcal storage dtype. */
+const ATTN_DTYPE_MAP: Record<string, StorageDtype> = {
+  bfloat16: 'bf16',
+  bf16: 'bf16',
+  float16: 'fp16',
+  fp16: 'fp16',
+  fp8: 'fp8',
+  int8: 'int8',
+  nvfp4: 'nvfp4',
+};
+/** MoE quantisation schemes seen upstream (bfloat16 → bf16; the rest are scheme names kept as is). */
+const MOE_DTYPE_MAP: Record<string, string> = {
+  bfloat16: 'bf16',
+  bf16: 'bf16',
+  fp8: 'fp8',
+  fp8_block: 'fp8_block',
+  nvfp4: 'nvfp4',
+  int4_wo: 'int4_wo',
+  w4a16_mxfp4: 'w4a16_mxfp4',
+  w4a8_mxfp4_mxfp8: 'w4a8_mxfp4_mxfp8',
+  w4a8_nvfp4_fp8: 'w4a8_nvfp4_fp8',
+  mxfp4: 'mxfp4',
+  int8_wo: 'int8_wo',
+};
+/** Collective element dtypes → (stepcal name, bytes per element). */
+const COLL_DTYPE_MAP: Record<string, { dtype: string; bytes: number }> = {
+  half: { dtype: 'fp16', bytes: 2 },
+  float16: { dtype: 'fp16', bytes: 2 },
+  fp16: { dtype: 'fp16', bytes: 2 },
+  bfloat16: { dtype: 'bf16', bytes: 2 },
+  bf16: { dtype: 'bf16', bytes: 2 },
+  int8: { dtype: 'int8', bytes: 1 },
+  float: { dtype: 'fp32', bytes: 4 },
+  float32: { dtype: 'fp32', bytes: 4 },
+  fp8: { dtype: 'fp8', bytes: 1 },
+};
+const COLL_OPS: ReadonlySet<string> = new Set<CollectiveOp>(['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall']);
+const BACKEND_MAP: Record<string, CollectiveBackend> = {
+  nccl: 'nccl',
+  vllm_graph: 'custom_graph',
+  vllm_eager: 'custom_eager',
+  vllm_custom_graph: 'custom_graph',
+  vllm_custom_eager: 'custom_eager',
+};
+
+function mapped<T>(table: RawTable, r: number, j: number, col: string, map: Record<string, T>, what: string): T {
+  const s = textCell(table, r, j);
+  const v = map[s] ?? map[s.toLowerCase()];
+  if (v === undefined) {
+    throw new InputError(
+      { file: table.file, row: r + 1, column: col },
+      `unknown ${what} "${s}" (expected one of ${Object.keys(map).join(', ')})`,
+    );
+  }
+  return v;
+}
+
+/** Memoised lane label `<framework lowercased>-<version>` (nccl tables: `nccl-<version>`). */
+function laneMaker(table: RawTable, fw: number, ver: number, fixedFramework?: string): (r: number) => string {
+  const cache = new Map<string, string>();
+  return (r) => {
+    const f = fixedFramework ?? textCell(table, r, fw).toLowerCase();
+    const v = textCell(table, r, ver);
+    if (!f || !v) {
+      throw new InputError(
+        { file: table.file, row: r + 1, column: !f ? 'framework' : 'version' },
+        'expected a non-empty framework and version (they form the lane)',
+      );
+    }
+    const key = f + '\u0000' + v;
+    let lane = cache.get(key);
+    if (lane === undefined) {
+      lane = `${f}-${v}`;
+      cache.set(key, lane);
+    }
+    return lane;
+  };
+}
+
+/** Check every row's op_name equals `expected`. */
+function checkOp(table: RawTable, r: number, j: number, expected: ReadonlySet<string>): string {
+  const op = textCell(table, r, j);
+  if (!expected.has(op)) {
+    throw new InputError(
+      { file: table.file, row: r + 1, column: 'op_name' },
+      `unknown op "${op}" for this table (expected ${[...expected].join(' or ')})`,
+    );
+  }
+  return op;
+}
+
+/** Map a raw upstream table to canonical rows (no dedupe, no units-slip check). */
+export function mapAicRows<T extends AicTable>(tableName: T, table: RawTable, chip: string): FamilyRow[(typeof AIC_TABLES)[T]][] {
+  switch (tableName) {
+    case 'gemm_perf':
+      return mapGemm(table, chip) as never;
+    case 'context_attention_perf':
+      return mapPrefill(table, chip) as never;
+    case 'generation_attention_perf':
+      return mapDecode(table, chip) as never;
+    case 'moe_perf':
+      return mapMoe(table, chip) as never;
+    case 'nccl_perf':
+      return mapNccl(table, chip) as never;
+    case 'custom_allreduce_perf':
+      return mapCustomAllreduce(table, chip) as never;
+  }
+  throw new UserError(`unsupported table ${String(tableName)}`);
+}
+
+const GEMM_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'gemm_dtype', 'm', 'n', 'k', 'latency'];
+function mapGemm(t: RawTable, chip: string): GemmRow[] {
+  const c = new Columns(t, GEMM_COLS);
+  const [fw, ver, op, ks, dt, m, n, k, lat] = GEMM_COLS.map((x) => c.req(x)) as [number, number, number, number, number, number, number, number, number];
+  const lane = laneMaker(t, fw, ver);
+  const ops = new Set(['gemm']);
+  const out: GemmRow[] = new Array(t.rows.length);
+  for (let r = 0; r < t.rows.length; r++) {
+    checkOp(t, r, op, ops);
+    out[r] = {
+      chip,
+      lane: lane(r),
+      kernel_source: textCell(t, r, ks),
+      dtype: mapped(t, r, dt, 'gemm_dtype', GEMM_DTYPE_MAP, 'GEMM dtype'),
+      m: intCell(t, r, m, 'm', 1),
+      n: intCell(t, r, n, 'n', 1),
+      k: intCell(t, r, k, 'k', 1),
+      latency_us: latencyCell(t, r, lat, 'latency') * 1000,
+    };
+  }
+  return out;
+}
+
+const ATTN_COLS = [
+  'framework',
+  'version',
+  'op_name',
+  'kernel_source',
+  'batch_size',
+  'isl',
+  'num_heads',
+  'num_key_value_heads',
+  'head_dim',
+  'attn_dtype',
+  'kv_cache_dtype',
+  'step',
+  'latency',
+];
+function attnIdx(t: RawTable) {
+  const c = new Columns(t, [...ATTN_COLS, 'window_size (optional)']);
+  const [fw, ver, op, ks, b, isl, nq, nkv, hd, adt, kvdt, step, lat] = ATTN_COLS.map((x) => c.req(x)) as number[];
+  return { fw: fw!, ver: ver!, op: op!, ks: ks!, b: b!, isl: isl!, nq: nq!, nkv: nkv!, hd: hd!, adt: adt!, kvdt: kvdt!, step: step!, lat: lat!, win: c.opt('window_size') };
+}
+
+function mapPrefill(t: RawTable, chip: string): AttentionPrefillRow[] {
+  const x = attnIdx(t);
+  const lane = laneMaker(t, x.fw, x.ver);
+  const ops = new Set(['context_attention']);
+  const out: AttentionPrefillRow[] = new Array(t.rows.length);
+  for (let r = 0; r < t.rows.length; r++) {
+    checkOp(t, r, x.op, ops);
+    out[r] = {
+      chip,
+      lane: lane(r),
+      kernel_source: textCell(t, r, x.ks),
+      batch: intCell(t, r, x.b, 'batch_size', 1),
+      new_tokens: intCell(t, r, x.isl, 'isl', 1),
+      prefix_tokens: intCell(t, r, x.step, 'step', 0),
+      n_q: intCell(t, r, x.nq, 'num_heads', 1),
+      n_kv: intCell(t, r, x.nkv, 'num_key_value_heads', 1),
+      head_dim: intCell(t, r, x.hd, 'head_dim', 1),
+      window: x.win >= 0 ? intCell(t, r, x.win, 'window_size', 0) : 0,
+      dtype: mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype'),
+      kv_dtype: mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype'),
+      latency_us: latencyCell(t, r, x.lat, 'latency') * 1000,
+    };
+  }
+  return out;
+}
+
+function mapDecode(t: RawTable, chip: string): AttentionDecodeRow[] {
+  const x = attnIdx(t);
+  const lane = laneMaker(t, x.fw, x.ver);
+  const ops = new Set(['generation_attention']);
+  const out: AttentionDecodeRow[] = new Array(t.rows.length);
+  for (let r = 0; r < t.rows.length; r++) {
+    checkOp(t, r, x.op, ops);
+    if (numCell(t, r, x.isl, 'isl') !== 1) {
+      throw new InputError({ file: t.file, row: r + 1, column: 'isl' }, `expected isl = 1 for generation attention, got ${textCell(t, r, x.isl)}`);
+    }
+    mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype');
+    out[r] = {
+      chip,
+      lane: lane(r),
+      kernel_source: textCell(t, r, x.ks),
+      batch: intCell(t, r, x.b, 'batch_size', 1),
+      context_tokens: intCell(t, r, x.step, 'step', 0) + 1,
+      n_q: intCell(t, r, x.nq, 'num_heads', 1),
+      n_kv: intCell(t, r, x.nkv, 'num_key_value_heads', 1),
+      head_dim: intCell(t, r, x.hd, 'head_dim', 1),
+      window: x.win >= 0 ? intCell(t, r, x.win, 'window_size', 0) : 0,
+      kv_dtype: mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype'),
+      latency_us: latencyCell(t, r, x.lat, 'latency') * 1000,
+    };
+  }
+  return out;
+}
+
+const MOE_COLS = [
+  'framework',
+  'version',
+  'op_name',
+  'kernel_source',
+  'moe_dtype',
+  'num_tokens',
+  'hidden_size',
+  'inter_size',
+  'topk',
+  'num_experts',
+  'moe_tp_size',
+  'moe_ep_size',
+  'distribution',
+  'latency',
+];
+function mapMoe(t: RawTable, chip: string): MoeRow[] {
+  const c = new Columns(t, MOE_COLS);
+  const [fw, ver, op, ks, dt, tok, hid, inter, topk, ne, tp, ep, dist, lat] = MOE_COLS.map((x) => c.req(x)) as number[];
+  const lane = laneMaker(t, fw!, ver!);
+  const ops = new Set(['moe']);
+  const out: MoeRow[] = new Array(t.rows.length);
+  for (let r = 0; r < t.rows.length; r++) {
+    checkOp(t, r, op!, ops);
+    const distribution = textCell(t, r, dist!);
+    if (distribution !== 'balanced' && !/^power_law_[0-9.]+$/.test(distribution)) {
+      throw new InputError({ file: t.file, row: r + 1, column: 'distribution' }, `expected "balanced" or "power_law_<alpha>", got "${distribution}"`);
+    }
+    out[r] = {
+      chip,
+      lane: lane(r),
+      kernel_source: textCell(t, r, ks!),
+      tokens: intCell(t, r, tok!, 'num_tokens', 1),
+      hidden: intCell(t, r, hid!, 'hidden_size', 1),
+      inter: intCell(t, r, inter!, 'inter_size', 1),
+      topk: intCell(t, r, topk!, 'topk', 1),
+      experts: intCell(t, r, ne!, 'num_experts', 1),
+      tp: intCell(t, r, tp!, 'moe_tp_size', 1),
+      ep: intCell(t, r, ep!, 'moe_ep_size', 1),
+      dtype: mapped(t, r, dt!, 'moe_dtype', MOE_DTYPE_MAP, 'MoE dtype'),
+      distribution,
+      latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
+    };
+  }
+  return out;
+}
+
+const NCCL_COLS = ['version', 'op_name', 'kernel_source', 'nccl_dtype', 'num_gpus', 'message_size', 'latency'];
+function mapNccl(t: RawTable, chip: string): CollectiveRow[] {
+  const c = new Columns(t, NCCL_COLS);
+  const [ver, op, ks, dt, ng, ms, lat] = NCCL_COLS.map((x) => c.req(x)) as number[];
+  // The collector hard-codes framework=TRTLLM; the rows are nccl-tests results and `version` is NCCL's.
+  const lane = laneMaker(t, -1, ver!, 'nccl');
+  const out: CollectiveRow[] = new Array(t.rows.length);
+  for (let r = 0; r < t.rows.length; r++) {
+    const d = mapped(t, r, dt!, 'nccl_dtype', COLL_DTYPE_MAP, 'collective dtype');
+    out[r] = {
+      chip,
+      lane: lane(r),
+      kernel_source: textCell(t, r, ks!),
+      op: checkOp(t, r, op!, COLL_OPS) as CollectiveOp,
+      dtype: d.dtype,
+      ranks: intCell(t, r, ng!, 'num_gpus', 1),
+      nodes: 1,
+      message_bytes: intCell(t, r, ms!, 'message_size', 1) * d.bytes,
+      backend: mapped(t, r, ks!, 'kernel_source', BACKEND_MAP, 'collective backend'),
+      latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
+    };
+  }
+  return out;
+}
+
+const CUSTOM_AR_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'allreduce_dtype', 'num_gpus', 'message_size', 'latency', 'backend'];
+function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
+  const c = new Columns(t, CUSTOM_AR_COLS);
+  const [fw, ver, op, ks, dt, ng, ms, lat, be] = CUSTOM_AR_COLS.map((x) => c.req(x)) as number[];
+  const lane = laneMaker(t, fw!, ver!);
+  const ops = new Set(['all_reduce']);
+  const out: CollectiveRow[] = new Array(t.rows.length);
+  for (let r = 0; r < t.rows.length; r++) {
+    const d = mapped(t, r, dt!, 'allreduce_dtype', COLL_DTYPE_MAP, 'all-reduce dtype');
+    out[r] = {
+      chip,
+      lane: lane(r),
+      kernel_source: textCell(t, r, ks!),
+      op: checkOp(t, r, op!, ops) as CollectiveOp,
+      dtype: d.dtype,
+      ranks: intCell(t, r, ng!, 'num_gpus', 1),
+      nodes: 1,
+      message_bytes: intCell(t, r, ms!, 'message_size', 1) * d.bytes,
+      backend: mapped(t, r, be!, 'backend', BACKEND_MAP, 'collective backend'),
+      latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
+    };
+  }
+  return out;
+}
+
+/** How many times larger than L2 a decode working set must be to count as "not cache-resident". */
+export const NOT_CACHE_RESIDENT_L2_MULTIPLE = 4;
+/** Tolerances of the units-slip check (issue 2): GEMM rate ≤ 1.2 × peak, DRAM-bound bandwidth ≤ 1.05 × HBM peak. */
+export const UNITS_SLIP_GEMM_PEAK_FACTOR = 1.2;
+export const UNITS_SLIP_HBM_FACTOR = 1.05;
+/** L2 assumed when a chip file gives none (MiB). */
+const DEFAULT_L2_MIB = 50;
+
+/**
+ * KV bytes one decode-attention call reads: batch × attended × n_kv × head_dim × 2 (K and V) × bytes/elem,
+ * with attended = min(context_tokens, window) for sliding-window rows. Source: dataset README "Units" 3.
+ */
+export function decodeKvBytes(row: AttentionDecodeRow): number {
+  const attended = row.window > 0 ? Math.min(row.context_tokens, row.window) : row.context_tokens;
+  let width = 2;
+  try {
+    width = bytesPerElement(row.kv_dtype as StorageDtype) ?? 2;
+  } catch {
+    width = 2;
+  }
+  return row.batch * attended * row.n_kv * row.head_dim * 2 * width;
+}
+
+/**
+ * Units-slip check (issue 2 "Bad input"): reject a table whose rows are physically impossible for the chip,
+ * the sign of a ms/µs/s mix-up.
+ * - gemm: 2·m·n·k / latency_us must not exceed 1.2 × the datasheet dense peak of its dtype
+ *   (dtypes the chip has no peak for are not checked).
+ * - attention_decode: KV bytes / latency_us must not exceed 1.05 × HBM peak on rows whose KV working set is
+ *   above NOT_CACHE_RESIDENT_L2_MULTIPLE × L2 (smaller working sets stay cache-resident under repeated timing).
+ * @param rows rows in input order; row i is reported as input row i+1.
+ * @throws InputError containing "check units (ms vs µs vs s?)" at the first offending row.
+ */
+export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chip: Chip, file: string, latencyColumn = 'latency'): void {
+  if (family === 'gemm') {
+    const peaks = new Map<string, number | undefined>();
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as GemmRow;
+      let peak = peaks.get(r.dtype);
+      if (!peaks.has(r.dtype)) {
+        peak = (GEMM_DTYPE_MAP[r.dtype] ? peakFlopsPerUs(chip, r.dtype as GemmDtype) : undefined);
+        peaks.set(r.dtype, peak);
+      }
+      if (peak === undefined) continue;
+      const rate = (2 * r.m * r.n * r.k) / r.latency_us;
+      if (rate > UNITS_SLIP_GEMM_PEAK_FACTOR * peak) {
+        throw new InputError(
+          { file, row: i + 1, column: latencyColumn },
+          `GEMM ${r.m}×${r.n}×${r.k} ${r.dtype} in ${r.latency_us} µs implies ${(rate / 1e6).toFixed(0)} TFLOP/s, ` +
+            `${(rate / peak).toFixed(1)}× the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s; check units (ms vs µs vs s?)`,
+        );
+      }
+    }
+  } else if (family === 'attention_decode') {
+    const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * (chip.l2_mib ?? DEFAULT_L2_MIB) * 1024 * 1024;
+    const limit = UNITS_SLIP_HBM_FACTOR * chip.hbm_bytes_per_us;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as AttentionDecodeRow;
+      const bytes = decodeKvBytes(r);
+      if (bytes <= minBytes) continue;
+      const bw = bytes / r.latency_us;
+      if (bw > limit) {
+        throw new InputError(
+          { file, row: i + 1, column: latencyColumn },
+          `decode attention reading ${(bytes / 1e6).toFixed(0)} MB of KV in ${r.latency_us} µs implies ` +
+            `${(bw / 1e6).toFixed(2)} TB/s, above 1.05× the ${chip.name} HBM peak of ${chip.hbm_tb_per_s} TB/s ` +
+            `on a working set too large to be cache-resident; check units (ms vs µs vs s?)`,
+        );
+      }
+    }
+  }
+}
+
+/** Result of collapsing repeated configurations. */
+export interface Collapsed<R> {
+  rows: R[];
+  /** Configurations that appeared more than once. */
+  duplicate_configs: number;
+  /** Rows removed by collapsing (rows_in − rows_out). */
+  rows_removed: number;
+}
+
+/**
+ * Collapse rows that share every column but `latency_us` to one row with the median latency
+ * (for a pair, the mean). Keeps first-occurrence order. Pure.
+ */
+export function collapseDuplicates<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): Collapsed<FamilyRow[F]> {
+  const keyCols = (FAMILY_COLUMNS[family] as readonly string[]).filter((c) => c !== 'latency_us' && c !== 'measured_us');
+  const groups = new Map<string, number[]>();
+  const order: string[] = [];
+  const first = new Map<string, FamilyRow[F]>();
+  for (const row of rows) {
+    const rec = row as unknown as Record<string, unknown>;
+    let key = '';
+    for (const c of keyCols) key += String(rec[c]) + '\u0001';
+    const g = groups.get(key);
+    const lat = (rec.latency_us ?? rec.measured_us) as number;
+    if (g) g.push(lat);
+    else {
+      groups.set(key, [lat]);
+      order.push(key);
+      first.set(key, row);
+    }
+  }
+  if (order.length === rows.length) return { rows: rows.slice(), duplicate_configs: 0, rows_removed: 0 };
+  let dup = 0;
+  const out: FamilyRow[F][] = [];
+  for (const key of order) {
+    const lats = groups.get(key)!;
+    const row = first.get(key)!;
+    if (lats.length === 1) {
+      out.push(row);
+      continue;
+    }
+    dup++;
+    const s = lats.slice().sort((a, b) => a - b);
+    const mid = s.length >> 1;
+    const med = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+    const latCol = 'latency_us' in (row as object) ? 'latency_us' : 'measured_us';
+    out.push({ ...row, [latCol]: med });
+  }
+  return { rows: out, duplicate_configs: dup, rows_removed: rows.length - out.length };
+}
+
+/** Which column holds each family's dtype for coverage reporting. */
+const COVERAGE_DTYPE: Partial<Record<Family, string>> = {
+  gemm: 'dtype',
+  attention_decode: 'kv_dtype',
+  attention_prefill: 'kv_dtype',
+  collective: 'dtype',
+  moe: 'dtype',
+};
+
+/** Per-dtype coverage of a ragged sweep: rows, distinct shapes, and the union of shapes over all dtypes. */
+export interface Coverage {
+  [dtype: string]: { rows: number; shapes: number; of_shapes: number };
+}
+
+/**
+ * Coverage per dtype (issue 2: a ragged sweep is not an error; report it, never invent rows).
+ * A "shape" is every column except chip, lane, kernel_source, the dtype column and the latency.
+ */
+export function coverageByDtype<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): Coverage {
+  const dcol = COVERAGE_DTYPE[family];
+  if (!dcol) return {};
+  const shapeCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
+    (c) => !['chip', 'lane', 'kernel_source', 'latency_us', dcol].includes(c),
+  );
+  const per = new Map<string, { rows: number; shapes: Set<string> }>();
+  const all = new Set<string>();
+  for (const row of rows) {
+    const rec = row as unknown as Record<string, unknown>;
+    const d = String(rec[dcol]);
+    let key = '';
+    for (const c of shapeCols) key += String(rec[c]) + ',';
+    let e = per.get(d);
+    if (!e) per.set(d, (e = { rows: 0, shapes: new Set() }));
+    e.rows++;
+    e.shapes.add(key);
+    all.add(key);
+  }
+  const out: Coverage = {};
+  for (const [d, e] of [...per.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    out[d] = { rows: e.rows, shapes: e.shapes.size, of_shapes: all.size };
+  }
+  return out;
+}
+
+/** The lane most rows carry (ties → alphabetical first); names the stored file. */
+export function majorityLane(rows: ReadonlyArray<{ lane: string }>): { lane: string; counts: Record<string, number> } {
+  const counts: Record<string, number> = {};
+  for (const r of rows) counts[r.lane] = (counts[r.lane] ?? 0) + 1;
+  const lane = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? '';
+  return { lane, counts };
+}
+
+/** Unit conversions applied per table (recorded in provenance). */
+export function aicUnitConversions(table: AicTable): Record<string, string> {
+  const u: Record<string, string> = { latency_us: 'latency [ms] × 1000' };
+  if (table === 'nccl_perf') u.message_bytes = 'message_size [elements] × bytes per element (half 2, int8 1)';
+  if (table === 'custom_allreduce_perf') u.message_bytes = 'message_size [bf16 elements] × 2';
+  if (table === 'generation_attention_perf') u.context_tokens = 'step + 1 (tokens cached + the new token)';
+  if (table === 'context_attention_perf') {
+    u.new_tokens = 'isl';
+    u.prefix_tokens = 'step';
+  }
+  return u;
+}
+
+/** One normalized upstream table, ready to store. */
+export interface AicImport {
+  table: AicTable;
+  family: Family;
+  file: string;
+  chip: string;
+  /** Lane naming the stored file (majority of rows). */
+  lane: string;
+  lanes: Record<string, number>;
+  rows: unknown[];
+  rows_in: number;
+  duplicate_configs: number;
+  rows_removed: number;
+  coverage: Coverage;
+  filters: string[];
+  units: Record<string, string>;
+}
+
+/**
+ * Normalize one upstream table: map columns and units, check for a units slip against `chipInfo`
+ * (when given), collapse repeated configurations to their median, and report coverage per dtype.
+ * @throws InputError for any bad row (see mapAicRows / checkUnitsSlip).
+ */
+export function normalizeAicTable(table: AicTable, raw: RawTable, chip: string, chipInfo?: Chip): AicImport {
+  const family = AIC_TABLES[table];
+  const mappedRows = mapAicRows(table, raw, chip) as unknown[];
+  if (chipInfo) checkUnitsSlip(family, mappedRows, chipInfo, raw.file);
+  const col = collapseDuplicates(family, mappedRows as never);
+  const { lane, counts } = majorityLane(col.rows as Array<{ lane: string }>);
+  const filters = [
+    `mapped ${table} columns to stepcal ${family} (dtype spellings normalized, kernel_source kept)`,
+    chipInfo
+      ? `units-slip check against catalog/chips/${chipInfo.name}.yaml (gemm ≤ ${UNITS_SLIP_GEMM_PEAK_FACTOR}× dense peak; decode KV bandwidth ≤ ${UNITS_SLIP_HBM_FACTOR}× HBM peak when working set > ${NOT_CACHE_RESIDENT_L2_MULTIPLE}× L2): passed`
+      : 'units-slip check skipped (no chip datasheet)',
+    col.duplicate_configs > 0
+      ? `collapsed ${col.duplicate_configs} repeated configurations (${col.rows_removed} rows removed) to their median latency`
+      : 'no repeated configurations',
+  ];
+  return {
+    table,
+    family,
+    file: raw.file,
+    chip,
+    lane,
+    lanes: counts,
+    rows: col.rows,
+    rows_in: raw.rows.length,
+    duplicate_configs: col.duplicate_configs,
+    rows_removed: col.rows_removed,
+    coverage: coverageByDtype(family, col.rows as never),
+    filters,
+    units: aicUnitConversions(table),
+  };
+}

@@ -1,0 +1,175 @@
+/**
+ * Import orchestration: read input files, normalize them, stage the store files with provenance, and
+ * write them as one atomic set. Every input is validated before anything is written, so a failed import
+ * leaves earlier files untouched.
+ */
+import path from 'node:path';
+import { sha256File } from '../common/fs.ts';
+import { type Chip, REPO_ROOT } from '../catalog/chip.ts';
+import {
+  AIC_OP_CATEGORY,
+  type AicImport,
+  aicTableFromPath,
+  collapseDuplicates,
+  coverageByDtype,
+  majorityLane,
+  normalizeAicTable,
+} from './aiconfigurator.ts';
+import type { Family, FamilyRow, Provenance } from './schema.ts';
+import { prepareMeasurements, type StagedMeasurements, writeMeasurementSet } from './store.ts';
+import { readTable } from './table.ts';
+
+/** The AIConfigurator snapshot the shipped data came from (dataset README). */
+export const AIC_REPOSITORY = 'ai-dynamo/aiconfigurator';
+export const AIC_COMMIT = '095f58a51c4ca8e61b66ec108d86f223f8d559ce';
+export const AIC_DATA_ROOT = 'aic-core/src/aiconfigurator_core/systems/data';
+
+/**
+ * Upstream repository path of a table, from either layout:
+ * - shared CSV copy `.../<sku>/<table>/<framework>-<version>/<table>.csv`
+ * - upstream `.../<sku>/<op_category>/<framework>/<version>/<table>.parquet`
+ * Returns '' when the path follows neither.
+ */
+export function aicUpstreamPath(file: string): string {
+  const parts = path.resolve(file).split(path.sep);
+  const n = parts.length;
+  const base = parts[n - 1] ?? '';
+  const table = base.replace(/\.(csv(\.gz)?|parquet)$/, '');
+  // shared layout
+  if (parts[n - 3] === table) {
+    const m = /^([a-z]+)-(.+)$/.exec(parts[n - 2] ?? '');
+    if (m) {
+      const cat = table in AIC_OP_CATEGORY ? AIC_OP_CATEGORY[table as keyof typeof AIC_OP_CATEGORY] : '?';
+      return `${AIC_DATA_ROOT}/${parts[n - 4]}/${cat}/${m[1]}/${m[2]}/${table}.parquet`;
+    }
+  }
+  const di = parts.lastIndexOf('data');
+  if (di >= 0 && n - di === 6) return `${AIC_DATA_ROOT}/${parts.slice(di + 1).join('/')}`;
+  return '';
+}
+
+/** A path as recorded in provenance: relative to the repository root (`../shared/...`), with `/` separators. */
+export function displayPath(file: string): string {
+  return path.relative(REPO_ROOT, path.resolve(file)).split(path.sep).join('/');
+}
+
+/** SKU directory in a path (`h200_sxm`), if any segment is one. */
+export function skuFromPath(file: string): string | undefined {
+  return path
+    .resolve(file)
+    .split(path.sep)
+    .find((p) => /^(h100|h200|b200|b300|a100|a30|l40s|l4|gb200|gb300|rtx_pro_6000)(_sxm|_pcie|_server)?$/.test(p));
+}
+
+export interface AicImportOptions {
+  /** stepcal chip name stored in every row. */
+  chip: string;
+  /** Datasheet used for the units-slip check (skipped when absent). */
+  chipInfo?: Chip;
+  /** Output directory (`measurements/<chip>/`). */
+  outDir: string;
+  sourceRepository?: string;
+  sourceCommit?: string;
+  licence?: string;
+  /** Extra notes per table name, recorded in provenance. */
+  notes?: (imp: AicImport) => string[];
+}
+
+export interface ImportSummary {
+  file: string;
+  family: Family;
+  lane: string;
+  rows_in: number;
+  rows_out: number;
+  duplicate_configs: number;
+  inputs: string[];
+  coverage: Record<string, { rows: number; shapes: number; of_shapes: number }>;
+}
+
+/**
+ * Read and normalize AIConfigurator tables and stage their store files (nothing written yet).
+ * Inputs that map to the same (family, lane) are merged (and repeats collapsed across them).
+ * @throws InputError / UserError for any bad input; nothing has been written then.
+ */
+export async function stageAicImport(
+  files: readonly string[],
+  opts: AicImportOptions,
+  onProgress?: (file: string) => void,
+): Promise<{ staged: StagedMeasurements[]; summaries: ImportSummary[] }> {
+  const imports: Array<{ imp: AicImport; sha: string }> = [];
+  for (const f of files) {
+    const table = aicTableFromPath(f);
+    const raw = await readTable(f);
+    imports.push({ imp: normalizeAicTable(table, raw, opts.chip, opts.chipInfo), sha: sha256File(f) });
+    onProgress?.(f);
+  }
+  const groups = new Map<string, Array<{ imp: AicImport; sha: string }>>();
+  for (const x of imports) {
+    const key = `${x.imp.family}.${x.imp.lane}`;
+    const g = groups.get(key);
+    if (g) g.push(x);
+    else groups.set(key, [x]);
+  }
+  const staged: StagedMeasurements[] = [];
+  const summaries: ImportSummary[] = [];
+  for (const group of groups.values()) {
+    const first = group[0]!.imp;
+    const family = first.family;
+    let rows = group.flatMap((x) => x.imp.rows) as FamilyRow[Family][];
+    let dup = group.reduce((s, x) => s + x.imp.duplicate_configs, 0);
+    const filters = [...first.filters];
+    if (group.length > 1) {
+      const c = collapseDuplicates(family, rows as never);
+      rows = c.rows as never;
+      dup += c.duplicate_configs;
+      filters.push(`merged ${group.length} inputs; collapsed ${c.duplicate_configs} configurations repeated across them`);
+    }
+    const { lane, counts } = majorityLane(rows as Array<{ lane: string }>);
+    const rowsIn = group.reduce((s, x) => s + x.imp.rows_in, 0);
+    const coverage = group.length > 1 ? coverageByDtype(family, rows as never) : first.coverage;
+    const upstream = group.map((x) => aicUpstreamPath(x.imp.file)).filter(Boolean);
+    const prov: Omit<Provenance, 'output_sha256'> = {
+      family,
+      chip: opts.chip,
+      lane,
+      source_repository: opts.sourceRepository ?? AIC_REPOSITORY,
+      source_path: upstream.join(', '),
+      source_commit: opts.sourceCommit ?? 'unknown',
+      licence: opts.licence ?? 'Apache-2.0',
+      inputs: group.map((x) => ({ file: displayPath(x.imp.file), sha256: x.sha, rows: x.imp.rows_in })),
+      filters,
+      rows_in: rowsIn,
+      rows_out: rows.length,
+      units: first.units,
+      duplicate_configs: dup,
+      lanes: counts,
+      coverage,
+      notes: group.flatMap((x) => opts.notes?.(x.imp) ?? []),
+    };
+    if (prov.notes!.length === 0) delete prov.notes;
+    const s = prepareMeasurements(opts.outDir, family, lane, rows as never, prov);
+    staged.push(s);
+    summaries.push({
+      file: s.file,
+      family,
+      lane,
+      rows_in: rowsIn,
+      rows_out: rows.length,
+      duplicate_configs: dup,
+      inputs: group.map((x) => x.imp.file),
+      coverage,
+    });
+  }
+  return { staged, summaries };
+}
+
+/** Stage then write (atomically, as one set). */
+export async function importAicFiles(
+  files: readonly string[],
+  opts: AicImportOptions,
+  onProgress?: (file: string) => void,
+): Promise<ImportSummary[]> {
+  const { staged, summaries } = await stageAicImport(files, opts, onProgress);
+  writeMeasurementSet(staged);
+  return summaries;
+}

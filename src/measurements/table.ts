@@ -1,0 +1,147 @@
+/**
+ * A raw input table (header + rows of cells) read from CSV or Parquet, and typed cell accessors that
+ * turn bad cells into `InputError`s naming file, row and column.
+ *
+ * Rows are 1-based data rows (the header is row 0), matching `InputError`.
+ */
+import { readFileSync } from 'node:fs';
+import Papa from 'papaparse';
+import { InputError, UserError } from '../common/errors.ts';
+import { readText } from '../common/fs.ts';
+
+/** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
+export type Cell = string | number | bigint | boolean | null | undefined;
+
+export interface RawTable {
+  /** File the table came from (used in error messages). */
+  file: string;
+  header: string[];
+  rows: Cell[][];
+}
+
+/**
+ * Parse CSV text into a RawTable (cells stay strings; no type guessing).
+ * @throws InputError for an empty file (no header or no data rows).
+ */
+export function csvTable(text: string, file: string): RawTable {
+  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
+  const data = parsed.data;
+  if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
+  const header = data[0]!.map((h) => h.trim());
+  if (data.length === 1) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
+  return { file, header, rows: data.slice(1) };
+}
+
+/**
+ * Read a Parquet file (any codec hyparquet-compressors handles: ZSTD, SNAPPY, GZIP, BROTLI, LZ4) into a
+ * RawTable. int64 columns arrive as bigint and are converted by the cell accessors.
+ * @throws InputError for an unreadable or empty file.
+ */
+export async function parquetTable(file: string): Promise<RawTable> {
+  const { parquetMetadata, parquetRead, parquetSchema } = await import('hyparquet');
+  const { compressors } = await import('hyparquet-compressors');
+  const buf = readFileSync(file);
+  const arrayBuffer = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
+  let metadata;
+  try {
+    metadata = parquetMetadata(arrayBuffer);
+  } catch (err) {
+    throw new InputError({ file }, `not a readable Parquet file: ${(err as Error).message}`);
+  }
+  const header = parquetSchema(metadata).children.map((c) => c.element.name);
+  let rows: Cell[][] = [];
+  try {
+    await parquetRead({
+      file: arrayBuffer,
+      metadata,
+      compressors,
+      rowFormat: 'array',
+      onComplete: (r: Cell[][]) => {
+        rows = r;
+      },
+    });
+  } catch (err) {
+    throw new InputError({ file }, `could not decode Parquet data: ${(err as Error).message}`);
+  }
+  if (rows.length === 0) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row');
+  return { file, header, rows };
+}
+
+/** Read CSV (`.csv`, `.csv.gz`) or Parquet (`.parquet`) by extension. */
+export async function readTable(file: string): Promise<RawTable> {
+  if (file.endsWith('.parquet')) return parquetTable(file);
+  if (/\.csv(\.gz)?$/.test(file) || file.endsWith('.txt')) {
+    let text: string;
+    try {
+      text = readText(file);
+    } catch (err) {
+      throw new UserError(`cannot read ${file}: ${(err as Error).message}`);
+    }
+    return csvTable(text, file);
+  }
+  throw new UserError(`${file}: unsupported file type (expected .csv, .csv.gz or .parquet)`);
+}
+
+/** Column index lookup that names the missing column and the expected header. */
+export class Columns {
+  private readonly index = new Map<string, number>();
+  constructor(
+    readonly table: RawTable,
+    readonly expected: readonly string[],
+  ) {
+    table.header.forEach((h, i) => this.index.set(h, i));
+  }
+  /** Index of a required column. @throws InputError (row 0) when absent. */
+  req(name: string): number {
+    const i = this.index.get(name);
+    if (i === undefined) {
+      throw new InputError(
+        { file: this.table.file, row: 0, column: name },
+        `missing column; expected columns ${this.expected.join(', ')} (found ${this.table.header.join(', ')})`,
+      );
+    }
+    return i;
+  }
+  /** Index of an optional column, or -1. */
+  opt(name: string): number {
+    return this.index.get(name) ?? -1;
+  }
+}
+
+/** A finite number from a cell. @throws InputError naming row/column when empty or non-numeric. */
+export function numCell(table: RawTable, r: number, j: number, col: string): number {
+  const cell = table.rows[r]![j];
+  let v: number;
+  if (typeof cell === 'number') v = cell;
+  else if (typeof cell === 'bigint') v = Number(cell);
+  else if (typeof cell === 'string' && cell.trim() !== '') v = Number(cell);
+  else v = NaN;
+  if (!Number.isFinite(v)) {
+    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected a finite number, got "${String(cell ?? '')}"`);
+  }
+  return v;
+}
+
+/** A non-negative integer count from a cell. */
+export function intCell(table: RawTable, r: number, j: number, col: string, min = 0): number {
+  const v = numCell(table, r, j, col);
+  if (!Number.isInteger(v) || v < min) {
+    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected an integer ≥ ${min}, got ${v}`);
+  }
+  return v;
+}
+
+/** A positive finite latency from a cell. */
+export function latencyCell(table: RawTable, r: number, j: number, col: string): number {
+  const v = numCell(table, r, j, col);
+  if (!(v > 0)) {
+    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected a positive, finite latency, got ${v}`);
+  }
+  return v;
+}
+
+/** A text cell (trimmed; '' for empty). */
+export function textCell(table: RawTable, r: number, j: number): string {
+  const cell = table.rows[r]![j];
+  return cell === null || cell === undefined ? '' : String(cell).trim();
+}
