@@ -93,7 +93,10 @@ async function curateAic(): Promise<void> {
 }
 
 async function curateSplitwise(): Promise<void> {
-  note(`curate: splitwise importer not built yet (${SPLITWISE})`);
+  const { importSplitwise } = await import('../src/measurements/splitwise.ts');
+  const res = importSplitwise(SPLITWISE, { outRoot: OUT, sourceRepository: 'Splitwise (Patel et al., ISCA 2024) perf_model.csv' });
+  note(`curate: splitwise: ${res.rows_in} source rows, ${res.repeated_configs} repeated configurations collapsed`);
+  for (const s of res.summaries) note(`  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.configs} configs → ${s.rows_out} rows; flagged ${JSON.stringify(s.flagged)}`);
 }
 
 /** Rewrite measurements/README.md from what is on disk (row counts read from provenance). */
