@@ -1,0 +1,280 @@
+/**
+ * Request timelines: queue, prompt span, publish gap, TTFT and later-token gaps per request, and
+ * their aggregates. Pure functions (parsing takes text, not paths).
+ *
+ * Source: seed `shared/seeds/inside-deepinfer-ch02-where-the-time-goes.txt` ("the chapter") §2.4
+ * (Listing 2.2, definitions Q = s − a, S = e − s, D = t1 − e, TTFT = t1 − a = Q + S + D,
+ * Δi = ti − ti−1) and §2.4.1 (Listing 2.3 nearest-rank percentiles, one-token requests contribute
+ * no gap, pooled gaps vs one mean per request, whole-trace throughput = tokens / (last delivery −
+ * first arrival)).
+ *
+ * All times are held in µs (`*_us`); input units are converted once on parsing.
+ */
+import Papa from 'papaparse';
+import { InputError, UserError, type InputLocation } from '../common/errors.ts';
+import { mean, percentileNearestRank, percentileType7 } from '../fit/stats.ts';
+
+/** Input time units and their size in µs. */
+export const TIME_UNITS = { us: 1, ms: 1000, s: 1e6 } as const;
+export type TimeUnit = keyof typeof TIME_UNITS;
+
+/** One request's recorded events, all on one clock, in µs. */
+export interface RequestRecord {
+  id: string;
+  /** a: arrival. */
+  arrival_us: number;
+  /** s: start of prompt processing. */
+  prompt_start_us: number;
+  /** e: end of prompt processing. */
+  prompt_end_us: number;
+  /** t1…tn: token delivery times, in recorded order. */
+  token_times_us: number[];
+  /** Where the record came from (for error messages): the request's first row, and each token's row. */
+  where?: { file: string; row?: number; token_rows?: number[] };
+}
+
+/** Derived timeline of one request (chapter §2.4). */
+export interface RequestTimeline {
+  id: string;
+  /** Q = s − a. */
+  queue_us: number;
+  /** S = e − s. */
+  prompt_us: number;
+  /** D = t1 − e, the publish gap. */
+  publish_us: number;
+  /** TTFT = t1 − a = Q + S + D. */
+  ttft_us: number;
+  /** Δi = ti − ti−1 for i ≥ 2; empty for a one-token request (never a zero). */
+  gaps_us: number[];
+  /** Delivered tokens n. */
+  tokens: number;
+}
+
+/** Percentile conventions: the chapter's nearest-rank (default) or type-7 interpolation. */
+export type PercentileConvention = 'nearest-rank' | 'type7';
+
+/** How later-token gaps are aggregated (chapter §2.4.1). */
+export type GapMode = 'pooled' | 'per-request-mean';
+
+/** Aggregates of a trace. Statistics of an empty sample are null, never 0. */
+export interface TraceSummary {
+  requests: RequestTimeline[];
+  percentile: PercentileConvention;
+  /** Human-readable statement of the percentile rule, printed with the numbers. */
+  percentile_rule: string;
+  ttft: { n: number; mean_us: number; p50_us: number; p95_us: number };
+  gap_mode: GapMode;
+  /** Pooled: n = number of gaps. Per-request-mean: n = requests with ≥ 2 tokens, values are their mean gaps. */
+  gaps: { n: number; mean_us: number | null; p95_us: number | null };
+  tokens: number;
+  first_arrival_us: number;
+  last_delivery_us: number;
+  /** last delivery − first arrival. */
+  span_us: number;
+  /** tokens / span in tokens per second; null when the span is 0. */
+  tokens_per_s: number | null;
+}
+
+function fmtIn(v_us: number, unit: TimeUnit): string {
+  return `${+(v_us / TIME_UNITS[unit]).toPrecision(12)} ${unit}`;
+}
+
+/**
+ * Derive one request's timeline (chapter Listing 2.2).
+ *
+ * @param unit only for error messages (values are shown in the input unit)
+ * @throws UserError (InputError when the record knows its file/row) naming the request, when
+ *   a ≤ s ≤ e ≤ t1 fails, tokens are not sorted, or there are no tokens
+ */
+export function analyseRequest(r: RequestRecord, unit: TimeUnit = 'us'): RequestTimeline {
+  const fail = (problem: string, row?: number): never => {
+    const msg = `request "${r.id}": ${problem}`;
+    if (r.where) {
+      const loc: InputLocation = { file: r.where.file };
+      const rr = row ?? r.where.row;
+      if (rr !== undefined) loc.row = rr;
+      throw new InputError(loc, msg);
+    }
+    throw new UserError(msg);
+  };
+  const t = r.token_times_us;
+  if (t.length === 0) fail('has no token deliveries; expected at least one');
+  const t1 = t[0]!;
+  const a = r.arrival_us;
+  const s = r.prompt_start_us;
+  const e = r.prompt_end_us;
+  if (!(a <= s)) fail(`prompt_start ${fmtIn(s, unit)} is before arrival ${fmtIn(a, unit)}; expected arrival ≤ prompt_start`);
+  if (!(s <= e)) fail(`prompt_end ${fmtIn(e, unit)} is before prompt_start ${fmtIn(s, unit)}; expected prompt_start ≤ prompt_end`);
+  if (!(e <= t1)) fail(`first token ${fmtIn(t1, unit)} is before prompt_end ${fmtIn(e, unit)}; expected prompt_end ≤ first token`);
+  const gaps_us: number[] = [];
+  for (let i = 1; i < t.length; i++) {
+    if (!(t[i]! >= t[i - 1]!)) {
+      fail(
+        `token ${i + 1} at ${fmtIn(t[i]!, unit)} is before token ${i} at ${fmtIn(t[i - 1]!, unit)}; expected sorted deliveries`,
+        r.where?.token_rows?.[i],
+      );
+    }
+    gaps_us.push(t[i]! - t[i - 1]!);
+  }
+  return {
+    id: r.id,
+    queue_us: s - a,
+    prompt_us: e - s,
+    publish_us: t1 - e,
+    ttft_us: t1 - a,
+    gaps_us,
+    tokens: t.length,
+  };
+}
+
+/** Percentile by the named convention, using the shared helpers in src/fit/stats.ts. */
+export function percentileBy(values: readonly number[], p: number, convention: PercentileConvention): number {
+  return convention === 'type7' ? percentileType7(values, p) : percentileNearestRank(values, p);
+}
+
+/** The rule as printed next to the numbers. */
+export function percentileRule(convention: PercentileConvention): string {
+  return convention === 'type7'
+    ? 'type-7 (linear interpolation between order statistics, h = (n − 1)·p)'
+    : 'nearest-rank, sorted[ceil(p·n) − 1] (chapter Listing 2.3)';
+}
+
+/**
+ * Analyse every request and aggregate (chapter §2.4.1).
+ *
+ * - TTFT: n, mean, p50, p95 over requests.
+ * - Gaps: pooled over all later-token gaps (default), or one mean gap per request with ≥ 2 tokens.
+ *   One-token requests contribute no gap.
+ * - Whole-trace throughput = total tokens / (last delivery − first arrival).
+ *
+ * @throws UserError on an empty trace, a duplicate id, or an order violation (naming the request)
+ */
+export function summariseTrace(
+  records: readonly RequestRecord[],
+  opts: { percentile?: PercentileConvention; gap_mode?: GapMode; unit?: TimeUnit } = {},
+): TraceSummary {
+  if (records.length === 0) throw new UserError('trace has no requests');
+  const conv = opts.percentile ?? 'nearest-rank';
+  const gap_mode = opts.gap_mode ?? 'pooled';
+  const seen = new Set<string>();
+  for (const r of records) {
+    if (seen.has(r.id)) throw new UserError(`request "${r.id}" appears twice`);
+    seen.add(r.id);
+  }
+  const requests = records.map((r) => analyseRequest(r, opts.unit ?? 'us'));
+  const ttfts = requests.map((r) => r.ttft_us);
+  const gapSample =
+    gap_mode === 'pooled' ? requests.flatMap((r) => r.gaps_us) : requests.filter((r) => r.gaps_us.length > 0).map((r) => mean(r.gaps_us));
+  const tokens = requests.reduce((s, r) => s + r.tokens, 0);
+  const first_arrival_us = Math.min(...records.map((r) => r.arrival_us));
+  const last_delivery_us = Math.max(...records.map((r) => r.token_times_us[r.token_times_us.length - 1]!));
+  const span_us = last_delivery_us - first_arrival_us;
+  return {
+    requests,
+    percentile: conv,
+    percentile_rule: percentileRule(conv),
+    ttft: {
+      n: ttfts.length,
+      mean_us: mean(ttfts),
+      p50_us: percentileBy(ttfts, 0.5, conv),
+      p95_us: percentileBy(ttfts, 0.95, conv),
+    },
+    gap_mode,
+    gaps: {
+      n: gapSample.length,
+      mean_us: gapSample.length ? mean(gapSample) : null,
+      p95_us: gapSample.length ? percentileBy(gapSample, 0.95, conv) : null,
+    },
+    tokens,
+    first_arrival_us,
+    last_delivery_us,
+    span_us,
+    tokens_per_s: span_us > 0 ? (tokens * 1e6) / span_us : null,
+  };
+}
+
+function toNumber(v: unknown, loc: InputLocation, unit: TimeUnit): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+  if (!Number.isFinite(n)) throw new InputError(loc, `expected a finite time in ${unit}, got ${JSON.stringify(v)}`);
+  return n * TIME_UNITS[unit];
+}
+
+/**
+ * Parse the chapter's JSON trace: an array (or `{requests: [...]}`) of
+ * `{id, arrival, prompt_start, prompt_end, tokens: [t1, …]}`, times in `unit`.
+ * Rows in errors are 1-based request positions in the array.
+ * @throws InputError naming file, request position and field
+ */
+export function parseTraceJson(text: string, file: string, unit: TimeUnit): RequestRecord[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new InputError({ file }, `not valid JSON: ${(err as Error).message}`);
+  }
+  const list = Array.isArray(raw) ? raw : (raw as { requests?: unknown })?.requests;
+  if (!Array.isArray(list)) throw new InputError({ file }, 'expected a JSON array of requests (or an object with a "requests" array)');
+  return list.map((item, i) => {
+    const row = i + 1;
+    if (typeof item !== 'object' || item === null) throw new InputError({ file, row }, 'expected an object');
+    const o = item as Record<string, unknown>;
+    const idv = o['id'];
+    if (typeof idv !== 'string' && typeof idv !== 'number') throw new InputError({ file, row, column: 'id' }, 'expected a string or number id');
+    const tokens = o['tokens'];
+    if (!Array.isArray(tokens)) throw new InputError({ file, row, column: 'tokens' }, 'expected an array of delivery times');
+    return {
+      id: String(idv),
+      arrival_us: toNumber(o['arrival'], { file, row, column: 'arrival' }, unit),
+      prompt_start_us: toNumber(o['prompt_start'], { file, row, column: 'prompt_start' }, unit),
+      prompt_end_us: toNumber(o['prompt_end'], { file, row, column: 'prompt_end' }, unit),
+      token_times_us: tokens.map((t, j) => toNumber(t, { file, row, column: `tokens[${j}]` }, unit)),
+      where: { file, row },
+    };
+  });
+}
+
+/** CSV columns of a per-delivery trace. */
+export const TRACE_CSV_COLUMNS = ['id', 'arrival', 'prompt_start', 'prompt_end', 'token_time'] as const;
+
+/**
+ * Parse a CSV with one row per token delivery (`id, arrival, prompt_start, prompt_end, token_time`).
+ * Rows of one request need not be adjacent; their deliveries keep row order, and their arrival and
+ * prompt markers must agree. Requests are listed in first-seen order.
+ * @throws InputError naming file, row and column
+ */
+export function parseTraceCsv(text: string, file: string, unit: TimeUnit): RequestRecord[] {
+  const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
+  const fields = parsed.meta.fields ?? [];
+  const missing = TRACE_CSV_COLUMNS.filter((c) => !fields.includes(c));
+  if (missing.length) throw new InputError({ file, row: 0 }, `missing column(s) ${missing.join(', ')}; expected ${TRACE_CSV_COLUMNS.join(', ')}`);
+  const byId = new Map<string, RequestRecord>();
+  parsed.data.forEach((rec, i) => {
+    const row = i + 1;
+    const id = (rec['id'] ?? '').trim();
+    if (id === '') throw new InputError({ file, row, column: 'id' }, 'expected a request id');
+    const a = toNumber(rec['arrival'], { file, row, column: 'arrival' }, unit);
+    const s = toNumber(rec['prompt_start'], { file, row, column: 'prompt_start' }, unit);
+    const e = toNumber(rec['prompt_end'], { file, row, column: 'prompt_end' }, unit);
+    const t = toNumber(rec['token_time'], { file, row, column: 'token_time' }, unit);
+    const r = byId.get(id);
+    if (!r) {
+      byId.set(id, { id, arrival_us: a, prompt_start_us: s, prompt_end_us: e, token_times_us: [t], where: { file, row, token_rows: [row] } });
+      return;
+    }
+    for (const [col, v, w] of [
+      ['arrival', a, r.arrival_us],
+      ['prompt_start', s, r.prompt_start_us],
+      ['prompt_end', e, r.prompt_end_us],
+    ] as const) {
+      if (v !== w) {
+        throw new InputError(
+          { file, row, column: col },
+          `request "${id}": ${col} ${fmtIn(v, unit)} differs from ${fmtIn(w, unit)} on row ${r.where?.row}; expected one value per request`,
+        );
+      }
+    }
+    r.token_times_us.push(t);
+    r.where?.token_rows?.push(row);
+  });
+  return [...byId.values()];
+}
