@@ -135,6 +135,10 @@ export interface ValidationOptions {
   fitHost?: string;
   /** Force the headline composition; default: the one with the lower held-out overall MAPE. */
   composition?: Composition;
+  /** Registry file the sets came from: its bytes are hashed for the pin (else the canonical YAML of the sets). */
+  registryFile?: string;
+  /** Flags to pin (defaults to the options above rendered as flags). */
+  flags?: string[];
 }
 
 export interface ValidationResult {

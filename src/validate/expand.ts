@@ -1,0 +1,132 @@
+/**
+ * From a held-out row to the batches the pricer prices, and the row's summed price. Pure (the
+ * pricer is passed in).
+ *
+ * Mapping (issue 7; docs/validation.md):
+ * - kind=step: `prefill_requests` requests, each scheduling prefill_tokens/prefill_requests new tokens
+ *   on prefill_context_tokens/prefill_requests computed tokens; `decode_requests` requests, each
+ *   scheduling 1 token on decode_context_tokens/decode_requests computed tokens. Totals that do not
+ *   divide evenly are spread floor/ceil so the sums are exact ("requests within a class are equal",
+ *   to one token).
+ * - kind=static_batch: one prefill step of `batch` prompts of `prompt_tokens`, then output_tokens − 1
+ *   decode steps at batch `batch`, decode step i (0-based) scheduling 1 token on prompt_tokens + i
+ *   computed tokens (the context grows by one each step). The row's price is the sum of every step's.
+ */
+import type { Batch, Pricer, Request, Resource, ResourceTimes } from '../pricer/types.ts';
+import { RESOURCES } from '../pricer/types.ts';
+import type { LocatedStepRow } from './steps.ts';
+import type { Regime } from './types.ts';
+
+/** Split `total` into `n` integers differing by at most 1 (larger ones first). */
+export function spread(total: number, n: number): number[] {
+  const base = Math.floor(total / n);
+  const extra = Math.round(total - base * n);
+  return Array.from({ length: n }, (_, i) => base + (i < extra ? 1 : 0));
+}
+
+/** Regime of a row: static_batch; else prefill / decode / mixed by which request classes it has. */
+export function regimeOf(row: Pick<LocatedStepRow, 'kind' | 'prefill_requests' | 'decode_requests'>): Regime {
+  if (row.kind === 'static_batch') return 'static_batch';
+  if (row.prefill_requests > 0 && row.decode_requests > 0) return 'mixed';
+  return row.prefill_requests > 0 ? 'prefill' : 'decode';
+}
+
+/** Requests in the step (kind=step) or `batch` (static_batch). */
+export function batchSizeOf(row: LocatedStepRow): number {
+  return row.kind === 'static_batch' ? row.batch : row.prefill_requests + row.decode_requests;
+}
+
+/** The batch of a kind=step row. */
+export function stepBatch(row: LocatedStepRow): Batch {
+  const requests: Request[] = [];
+  if (row.prefill_requests > 0) {
+    const n = row.prefill_requests;
+    const nw = spread(row.prefill_tokens, n);
+    const ctx = spread(row.prefill_context_tokens, n);
+    for (let i = 0; i < n; i++) {
+      requests.push({ scheduled_tokens: nw[i]!, computed_tokens: ctx[i]!, prompt_tokens: nw[i]! + ctx[i]! });
+    }
+  }
+  if (row.decode_requests > 0) {
+    const ctx = spread(row.decode_context_tokens, row.decode_requests);
+    for (const c of ctx) requests.push({ scheduled_tokens: 1, computed_tokens: c, prompt_tokens: c });
+  }
+  return { requests };
+}
+
+/** The prefill step of a static batch. */
+export function staticPrefillBatch(batch: number, prompt_tokens: number): Batch {
+  return { requests: Array.from({ length: batch }, () => ({ scheduled_tokens: prompt_tokens, computed_tokens: 0, prompt_tokens })) };
+}
+
+/** Decode step `i` (0-based) of a static batch: every request schedules 1 on prompt_tokens + i computed. */
+export function staticDecodeBatch(batch: number, prompt_tokens: number, i: number): Batch {
+  const c = prompt_tokens + i;
+  return { requests: Array.from({ length: batch }, () => ({ scheduled_tokens: 1, computed_tokens: c, prompt_tokens })) };
+}
+
+/** A row's summed price, with host split out so host terms can be refitted. */
+export interface RowPrice {
+  /** Σ steps (NoOverlap − host), µs. */
+  no_overlap_nohost_us: number;
+  /** Σ steps (Overlap − host), µs. */
+  overlap_nohost_us: number;
+  /** Σ steps host as priced from the registry, µs. */
+  host_us: number;
+  /** Σ steps per-resource µs (host = registry host). */
+  resources_us: ResourceTimes;
+  steps: number;
+  /** Σ over steps of the requests in the step (host-fit feature). */
+  request_steps: number;
+  extrapolated: boolean;
+  notes: string[];
+}
+
+function zeroTimes(): ResourceTimes {
+  return { sm: 0, hbm: 0, nvlink: 0, nic: 0, host: 0 };
+}
+
+/**
+ * Price a row: one pricer call for a step, 1 + (output_tokens − 1) for a static batch.
+ * Host is taken from `resources_us.host` of each step; composition totals are kept without it.
+ */
+export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
+  const acc: RowPrice = {
+    no_overlap_nohost_us: 0,
+    overlap_nohost_us: 0,
+    host_us: 0,
+    resources_us: zeroTimes(),
+    steps: 0,
+    request_steps: 0,
+    extrapolated: false,
+    notes: [],
+  };
+  const add = (batch: Batch) => {
+    const p = pricer.price(batch);
+    const host = p.resources_us.host;
+    acc.no_overlap_nohost_us += p.no_overlap_us - host;
+    acc.overlap_nohost_us += p.overlap_us - host;
+    acc.host_us += host;
+    for (const r of RESOURCES) acc.resources_us[r] += p.resources_us[r];
+    acc.steps += 1;
+    acc.request_steps += batch.requests.length;
+    if (p.extrapolated) {
+      acc.extrapolated = true;
+      for (const n of p.extrapolation_notes) if (!acc.notes.includes(n)) acc.notes.push(n);
+    }
+  };
+  if (row.kind === 'step') {
+    add(stepBatch(row));
+  } else {
+    add(staticPrefillBatch(row.batch, row.prompt_tokens));
+    for (let i = 0; i < row.output_tokens - 1; i++) add(staticDecodeBatch(row.batch, row.prompt_tokens, i));
+  }
+  return acc;
+}
+
+/** Resource with the largest total. */
+export function bottleneckOf(t: ResourceTimes): Resource {
+  let best: Resource = 'sm';
+  for (const r of RESOURCES) if (t[r] > t[best]) best = r;
+  return best;
+}

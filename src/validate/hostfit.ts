@@ -1,0 +1,196 @@
+/**
+ * Per-engine host-overhead fit (issue 7, `--fit-host`). Pure.
+ *
+ * Engine-side CPU time is part of every measured step and differs by engine (Splitwise's engine
+ * ≈ 25 ms per step, vLLM far less). Four terms, all µs, summed over the steps of a row:
+ *   host = per_step_us · steps + per_request_step_us · Σ_steps requests
+ *        + per_kernel_us · Σ_steps kernels + per_step_tp_gt1_us · steps · [tp > 1]
+ * fitted by least squares to the residual (measured − priced-without-host), separately for each
+ * engine and each composition, with every term constrained ≥ 0 (a term that comes out negative is
+ * fixed at 0 and the rest refitted). A term whose feature column is a linear combination of the
+ * terms already admitted (in the order above) is not identified by the training rows: it is held at
+ * 0 and reported as such, never split arbitrarily.
+ *
+ * Training subsets (declared, deterministic):
+ * - `batch=1`: rows whose batch (static_batch) or total requests (step) is 1. Then Σ requests =
+ *   steps on every row, so the per-request term cannot be separated from the per-step constant.
+ * - `fraction=F` (0 < F < 1): k = round(1/F); within each group (the row's `group`, else its
+ *   (model, chip, tp, kind, engine, regime) key), in input order, rows at 0-based index i with
+ *   i mod k = k − 1 train.
+ */
+import { UserError } from '../common/errors.ts';
+import type { Composition, HostFitEngine, HostTerm } from './types.ts';
+
+/** Host-fit features of one row (all summed over the row's steps). */
+export interface HostFeatures {
+  steps: number;
+  request_steps: number;
+  /** Σ kernels dispatched; NaN when unknown (the per-kernel term is then not fitted). */
+  kernel_steps: number;
+  tp: number;
+}
+
+export type HostRule = { kind: 'batch1' } | { kind: 'fraction'; fraction: number; k: number };
+
+/** Parse `batch=1` / `fraction=F`. @throws UserError on anything else. */
+export function parseHostRule(rule: string): HostRule {
+  const s = rule.trim();
+  if (s === 'batch=1') return { kind: 'batch1' };
+  const m = /^fraction=([0-9]*\.?[0-9]+)$/.exec(s);
+  if (m) {
+    const f = Number(m[1]);
+    if (f > 0 && f < 1) return { kind: 'fraction', fraction: f, k: Math.max(2, Math.round(1 / f)) };
+  }
+  throw new UserError(`--fit-host: expected "batch=1" or "fraction=F" with 0 < F < 1, got "${rule}"`);
+}
+
+/**
+ * Indices of the training rows under `rule`.
+ * @param items per row: its batch (requests) and its group key, in input order.
+ */
+export function selectTrainingRows(items: ReadonlyArray<{ batch: number; group: string }>, rule: HostRule): Set<number> {
+  const out = new Set<number>();
+  if (rule.kind === 'batch1') {
+    items.forEach((it, i) => {
+      if (it.batch === 1) out.add(i);
+    });
+    return out;
+  }
+  const seen = new Map<string, number>();
+  items.forEach((it, i) => {
+    const j = seen.get(it.group) ?? 0;
+    seen.set(it.group, j + 1);
+    if (j % rule.k === rule.k - 1) out.add(i);
+  });
+  return out;
+}
+
+const TERM_NAMES: HostTerm['name'][] = ['per_step_us', 'per_request_step_us', 'per_step_tp_gt1_us', 'per_kernel_us'];
+
+function featureVector(f: HostFeatures): number[] {
+  return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps];
+}
+
+/** Solve the normal equations (small, dense) by Gaussian elimination with partial pivoting. */
+function solveLeastSquares(X: number[][], y: number[]): number[] {
+  const p = X[0]?.length ?? 0;
+  const A = Array.from({ length: p }, () => new Array<number>(p + 1).fill(0));
+  for (let i = 0; i < X.length; i++) {
+    const xi = X[i]!;
+    for (let a = 0; a < p; a++) {
+      for (let b = 0; b < p; b++) A[a]![b]! += xi[a]! * xi[b]!;
+      A[a]![p]! += xi[a]! * y[i]!;
+    }
+  }
+  for (let c = 0; c < p; c++) {
+    let piv = c;
+    for (let r = c + 1; r < p; r++) if (Math.abs(A[r]![c]!) > Math.abs(A[piv]![c]!)) piv = r;
+    [A[c], A[piv]] = [A[piv]!, A[c]!];
+    const d = A[c]![c]!;
+    for (let r = 0; r < p; r++) {
+      if (r === c) continue;
+      const f = A[r]![c]! / d;
+      for (let k = c; k <= p; k++) A[r]![k]! -= f * A[c]![k]!;
+    }
+  }
+  return A.map((row, i) => row[p]! / row[i]!);
+}
+
+/**
+ * Which columns are identified, admitted greedily in order: a column is admitted when its residual
+ * after projecting on the admitted ones keeps more than 1e-9 of its norm (modified Gram–Schmidt).
+ */
+function identifiedColumns(X: number[][]): boolean[] {
+  const p = X[0]?.length ?? 0;
+  const basis: number[][] = [];
+  const ok: boolean[] = [];
+  for (let c = 0; c < p; c++) {
+    const v = X.map((r) => r[c]!);
+    if (v.some((x) => !Number.isFinite(x))) {
+      ok.push(false);
+      continue;
+    }
+    const norm0 = Math.hypot(...v);
+    for (const q of basis) {
+      let d = 0;
+      for (let i = 0; i < v.length; i++) d += v[i]! * q[i]!;
+      for (let i = 0; i < v.length; i++) v[i]! -= d * q[i]!;
+    }
+    const norm = Math.hypot(...v);
+    if (norm0 > 0 && norm > 1e-9 * norm0) {
+      basis.push(v.map((x) => x / norm));
+      ok.push(true);
+    } else ok.push(false);
+  }
+  return ok;
+}
+
+/**
+ * Fit one engine's host terms for one composition.
+ * @param features per training row.
+ * @param residual_us per training row: measured − priced-without-host, µs.
+ */
+export function fitHostTerms(
+  engine: string,
+  composition: Composition,
+  features: readonly HostFeatures[],
+  residual_us: readonly number[],
+  ruleKind: HostRule['kind'],
+): HostFitEngine {
+  const notes: string[] = [];
+  const X = features.map(featureVector);
+  const ident = identifiedColumns(X);
+  const active = ident.map((v) => v);
+  const fixedZero = new Array<boolean>(TERM_NAMES.length).fill(false);
+  let beta = new Array<number>(TERM_NAMES.length).fill(0);
+  for (let iter = 0; iter < TERM_NAMES.length; iter++) {
+    const cols = active.map((a, i) => (a ? i : -1)).filter((i) => i >= 0);
+    beta = new Array<number>(TERM_NAMES.length).fill(0);
+    if (cols.length === 0) break;
+    const sol = solveLeastSquares(
+      X.map((r) => cols.map((c) => r[c]!)),
+      [...residual_us],
+    );
+    cols.forEach((c, j) => (beta[c] = sol[j]!));
+    const neg = cols.filter((c) => beta[c]! < 0);
+    if (neg.length === 0) break;
+    // drop the most negative-contributing term and refit (simple active set for ≥ 0)
+    const worst = neg.reduce((a, b) => (beta[a]! < beta[b]! ? a : b));
+    active[worst] = false;
+    fixedZero[worst] = true;
+  }
+  const terms: HostTerm[] = TERM_NAMES.map((name, i) => {
+    const t: HostTerm = { name, value_us: active[i] ? beta[i]! : 0, identified: ident[i]! };
+    if (!ident[i]) {
+      t.note =
+        name === 'per_kernel_us' && X.some((r) => !Number.isFinite(r[3]!))
+          ? 'kernel counts unknown for these rows: not fitted'
+          : 'not identified by the training rows (collinear with the terms before it); held at 0, its cost is inside the identified terms';
+    } else if (fixedZero[i]) t.note = 'least squares gave a negative value; constrained to 0';
+    return t;
+  });
+  if (ruleKind === 'batch1') {
+    notes.push(
+      'batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant: ' +
+        'per_step_us below is the constant plus one request’s cost, and per_request_step_us is not identified (held at 0). ' +
+        'Predictions at batch > 1 therefore carry no per-request host cost; use fraction=F to identify it.',
+    );
+  }
+  if (!ident[2]) notes.push('no mix of tp = 1 and tp > 1 steps in the training rows: the tp > 1 extra is not separated from the per-step constant');
+  let ss = 0;
+  X.forEach((r, i) => {
+    const pred = r.reduce((a, x, j) => a + (Number.isFinite(x) ? x * terms[j]!.value_us : 0), 0);
+    ss += (residual_us[i]! - pred) ** 2;
+  });
+  return { engine, composition, n_train: X.length, terms, train_rms_us: X.length ? Math.sqrt(ss / X.length) : NaN, notes };
+}
+
+/** Host µs of a row under fitted terms. */
+export function applyHostTerms(fit: HostFitEngine, f: HostFeatures): number {
+  const x = featureVector(f);
+  let s = 0;
+  fit.terms.forEach((t, j) => {
+    if (t.value_us !== 0 && Number.isFinite(x[j]!)) s += t.value_us * x[j]!;
+  });
+  return s;
+}

@@ -1,0 +1,262 @@
+/**
+ * The validation core: price held-out rows, optionally refit host terms on a declared training
+ * subset, and score the rest. Pure given a pricer factory (no file I/O here; see index.ts).
+ */
+import { UserError } from '../common/errors.ts';
+import type { Pricer, ResourceTimes } from '../pricer/types.ts';
+import { RESOURCES } from '../pricer/types.ts';
+import { batchSizeOf, bottleneckOf, priceRow, regimeOf, type RowPrice } from './expand.ts';
+import { applyHostTerms, fitHostTerms, parseHostRule, selectTrainingRows, type HostFeatures } from './hostfit.ts';
+import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
+import type { LocatedStepRow } from './steps.ts';
+import {
+  COMPOSITIONS,
+  REGIMES,
+  type Composition,
+  type GroupMetrics,
+  type HostFitEngine,
+  type HostFitResult,
+  type Regime,
+  type RegimeMetrics,
+  type RowResult,
+  type ValidationResult,
+} from './types.ts';
+
+/** What selects a pricer: the deployment a row was measured on. */
+export interface PricerKey {
+  chip: string;
+  model: string;
+  tp: number;
+  weight_dtype: string;
+  /** '' = follow the weights. */
+  kv_dtype: string;
+  /** '' = FULL_AND_PIECEWISE. */
+  cudagraph_mode: string;
+}
+
+export interface ValidationDeps {
+  /** Build (or fetch) the pricer for a deployment. May throw UserError (unknown model, ...). */
+  pricerFor(key: PricerKey): Pricer;
+  /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
+  kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
+}
+
+export interface CoreOptions {
+  chip: string;
+  fitHost?: string;
+  composition?: Composition;
+}
+
+export type CoreResult = Omit<ValidationResult, 'pinned'>;
+
+function keyOf(r: LocatedStepRow, chip: string): PricerKey {
+  return { chip, model: r.model, tp: r.tp, weight_dtype: r.weight_dtype, kv_dtype: r.kv_dtype, cudagraph_mode: r.cudagraph_mode };
+}
+
+/** The aggregation key of issue 7: (model, chip, tp, kind, engine), split by regime. */
+export function aggregationKey(r: { model: string; chip: string; tp: number; kind: string; engine: string; regime: Regime }): string {
+  return `${r.model}|${r.chip}|tp${r.tp}|${r.kind}|${r.engine}|${r.regime}`;
+}
+
+/** Shape / host-fit group of a row: its `group` column, else its aggregation key. */
+function shapeGroup(r: LocatedStepRow, regime: Regime): string {
+  return r.group !== '' ? r.group : aggregationKey({ ...r, regime });
+}
+
+/**
+ * Validate parsed rows on `opts.chip`.
+ * Rows of another chip are skipped with a warning (the registry is per chip).
+ * @throws UserError when no row is left, or naming file and row when pricing fails.
+ */
+export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): CoreResult {
+  const warnings: string[] = [];
+  const rows = all.filter((r) => r.chip === opts.chip);
+  const skipped = all.length - rows.length;
+  if (skipped > 0) {
+    const chips = [...new Set(all.filter((r) => r.chip !== opts.chip).map((r) => r.chip))].join(', ');
+    warnings.push(`${skipped} row(s) measured on another chip (${chips}) skipped: this validation prices ${opts.chip}`);
+  }
+  if (rows.length === 0) throw new UserError(`no held-out rows for chip ${opts.chip} in the given files`);
+
+  const pricers = new Map<string, Pricer>();
+  const priced: RowPrice[] = [];
+  const features: HostFeatures[] = [];
+  for (const r of rows) {
+    const key = keyOf(r, opts.chip);
+    const ks = JSON.stringify(key);
+    let pricer = pricers.get(ks);
+    try {
+      if (!pricer) pricers.set(ks, (pricer = deps.pricerFor(key)));
+      priced.push(priceRow(r, pricer));
+    } catch (err) {
+      if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
+      throw err;
+    }
+    const p = priced[priced.length - 1]!;
+    let kernel_steps = NaN;
+    if (deps.kernelsPerStep) {
+      if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
+      else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
+    }
+    features.push({ steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp });
+  }
+  const regimes = rows.map(regimeOf);
+
+  // Host terms: the registry's (inside the pricer), or fitted per engine on a training subset.
+  let host_fit: HostFitResult | undefined;
+  const training = new Set<number>();
+  const fitted = new Map<string, HostFitEngine>(); // `${engine}|${composition}`
+  if (opts.fitHost !== undefined) {
+    const rule = parseHostRule(opts.fitHost);
+    for (const i of selectTrainingRows(
+      rows.map((r, i) => ({ batch: batchSizeOf(r), group: shapeGroup(r, regimes[i]!) })),
+      rule,
+    ))
+      training.add(i);
+    const engines = [...new Set(rows.map((r) => r.engine))];
+    const notes: string[] = [];
+    for (const engine of engines) {
+      const idx = [...training].filter((i) => rows[i]!.engine === engine).sort((a, b) => a - b);
+      if (idx.length === 0) {
+        notes.push(`engine ${engine}: no training rows under ${opts.fitHost}; its rows keep the registry's host terms`);
+        continue;
+      }
+      for (const c of COMPOSITIONS) {
+        const resid = idx.map((i) => rows[i]!.measured_us - (c === 'no_overlap' ? priced[i]!.no_overlap_nohost_us : priced[i]!.overlap_nohost_us));
+        fitted.set(`${engine}|${c}`, fitHostTerms(engine, c, idx.map((i) => features[i]!), resid, rule.kind));
+      }
+    }
+    host_fit = {
+      rule: opts.fitHost,
+      fits: [...fitted.values()],
+      training_rows: [...training].sort((a, b) => a - b).map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
+      notes: [...notes, ...(rule.kind === 'batch1' ? [[...fitted.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
+    };
+    if (training.size === rows.length) throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
+  }
+
+  const results: RowResult[] = rows.map((r, i) => {
+    const p = priced[i]!;
+    const hostFor = (c: Composition): number => {
+      const f = fitted.get(`${r.engine}|${c}`);
+      return f ? applyHostTerms(f, features[i]!) : p.host_us;
+    };
+    const predicted_us = {
+      no_overlap: p.no_overlap_nohost_us + hostFor('no_overlap'),
+      overlap: p.overlap_nohost_us + hostFor('overlap'),
+    };
+    const host_us = hostFor('no_overlap');
+    const resources_us: ResourceTimes = { ...p.resources_us, host: host_us };
+    return {
+      file: r.file,
+      row: r.row,
+      model: r.model,
+      chip: r.chip,
+      tp: r.tp,
+      engine: r.engine,
+      kind: r.kind,
+      regime: regimes[i]!,
+      batch: batchSizeOf(r),
+      group: shapeGroup(r, regimes[i]!),
+      flags: r.flags,
+      measured_us: r.measured_us,
+      predicted_us,
+      ratio: { no_overlap: predicted_us.no_overlap / r.measured_us, overlap: predicted_us.overlap / r.measured_us },
+      host_us,
+      bottleneck: bottleneckOf(resources_us),
+      resources_us,
+      steps_priced: p.steps,
+      extrapolated: p.extrapolated,
+      used_for_host_fit: training.has(i),
+    };
+  });
+  for (const rr of results) {
+    for (const c of COMPOSITIONS) {
+      if (!(rr.predicted_us[c] > 0)) {
+        throw new UserError(`${rr.file} row ${rr.row}: ${c} prediction is ${rr.predicted_us[c]} µs (not positive); check the registry's host terms`);
+      }
+    }
+  }
+
+  const held = results.filter((r) => !r.used_for_host_fit);
+  const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
+    rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
+  const byRegime = (c: Composition): Record<Regime, RegimeMetrics | null> => {
+    const o = {} as Record<Regime, RegimeMetrics | null>;
+    for (const g of REGIMES) o[g] = metricsOrNull(pts(held.filter((r) => r.regime === g), c));
+    return o;
+  };
+  const regimes_by_composition = { no_overlap: byRegime('no_overlap'), overlap: byRegime('overlap') };
+  const overall_by_composition: Record<Composition, RegimeMetrics> = {
+    no_overlap: computeMetrics(pts(held, 'no_overlap')),
+    overlap: computeMetrics(pts(held, 'overlap')),
+  };
+
+  const groupsMap = new Map<string, RowResult[]>();
+  for (const r of held) {
+    const k = aggregationKey(r);
+    let g = groupsMap.get(k);
+    if (!g) groupsMap.set(k, (g = []));
+    g.push(r);
+  }
+  const groups: GroupMetrics[] = [...groupsMap.values()].map((g) => ({
+    key: { model: g[0]!.model, chip: g[0]!.chip, tp: g[0]!.tp, kind: g[0]!.kind, engine: g[0]!.engine, regime: g[0]!.regime },
+    metrics: { no_overlap: computeMetrics(pts(g, 'no_overlap')), overlap: computeMetrics(pts(g, 'overlap')) },
+  }));
+
+  let headline: Composition;
+  let headline_reason: string;
+  const mn = overall_by_composition.no_overlap.mape_pct;
+  const mo = overall_by_composition.overlap.mape_pct;
+  const perRegime = REGIMES.filter((g) => regimes_by_composition.no_overlap[g])
+    .map((g) => `${g} ${regimes_by_composition.no_overlap[g]!.mape_pct.toFixed(1)}% vs ${regimes_by_composition.overlap[g]!.mape_pct.toFixed(1)}%`)
+    .join('; ');
+  if (opts.composition) {
+    headline = opts.composition;
+    headline_reason = `forced by --composition ${opts.composition} (held-out MAPE NoOverlap ${mn.toFixed(1)}%, Overlap ${mo.toFixed(1)}%)`;
+  } else {
+    headline = mo < mn ? 'overlap' : 'no_overlap';
+    headline_reason =
+      `${headline === 'overlap' ? 'Overlap' : 'NoOverlap'} has the lower held-out MAPE over ${held.length} rows ` +
+      `(NoOverlap ${mn.toFixed(1)}%, Overlap ${mo.toFixed(1)}%; per regime NoOverlap vs Overlap: ${perRegime})` +
+      (mo === mn ? '; tie → NoOverlap (seed "Which estimate to use")' : '');
+  }
+
+  // Decode double-charge check: a GEMM ramp that already contains weight reads makes small-batch
+  // decode SM time comparable to the HBM weight read (issue 7 "one known trap").
+  let double_charge: CoreResult['double_charge'];
+  const dec = results.filter((r) => r.regime === 'decode' && r.batch <= 4 && r.resources_us.hbm > 0);
+  if (dec.length) {
+    const ratios = dec.map((r) => r.resources_us.sm / r.resources_us.hbm);
+    const max = Math.max(...ratios);
+    double_charge = {
+      checked_rows: dec.length,
+      max_sm_over_hbm: max,
+      suspicious: max > 0.5,
+      note:
+        max > 0.5
+          ? `decode steps at batch ≤ 4 price SM at up to ${(100 * max).toFixed(0)}% of HBM: the GEMM ramp may contain the weight reads (double charge under NoOverlap)`
+          : `decode steps at batch ≤ 4 price SM at most ${(100 * max).toFixed(0)}% of HBM: weight reads are not re-charged as SM time`,
+    };
+  }
+
+  return {
+    chip: opts.chip,
+    rows: results,
+    regimes: regimes_by_composition[headline],
+    regimes_by_composition,
+    groups,
+    overall: overall_by_composition[headline],
+    overall_by_composition,
+    headline,
+    headline_reason,
+    ...(host_fit ? { host_fit } : {}),
+    ...(double_charge ? { double_charge } : {}),
+    warnings,
+  };
+}
+
+/** Sum of per-resource times (for checks). */
+export function sumTimes(t: ResourceTimes): number {
+  return RESOURCES.reduce((a, r) => a + t[r], 0);
+}

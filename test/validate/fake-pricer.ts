@@ -1,0 +1,48 @@
+/**
+ * A fake pricer with closed-form prices, for validation tests:
+ * prefill step (any request schedules > 1 token) = a + b·Σ scheduled tokens (charged to SM),
+ * decode step = c + d·Σ computed tokens (charged to HBM), host = h per step;
+ * NoOverlap = work + host, Overlap = overlap_factor·work + host.
+ */
+import type { Batch, Pricer, StepPrice } from '../../src/pricer/types.ts';
+
+export interface FakeCoeffs {
+  a: number;
+  b: number;
+  c: number;
+  d: number;
+  h: number;
+  overlap_factor?: number;
+}
+
+export function fakePricer(k: FakeCoeffs): Pricer & { calls: number } {
+  const p = {
+    calls: 0,
+    price(batch: Batch): StepPrice {
+      p.calls++;
+      const isPrefill = batch.requests.some((r) => r.scheduled_tokens > 1);
+      let sm = 0;
+      let hbm = 0;
+      if (isPrefill) sm = k.a + k.b * batch.requests.reduce((s, r) => s + r.scheduled_tokens, 0);
+      else hbm = k.c + k.d * batch.requests.reduce((s, r) => s + r.computed_tokens, 0);
+      const work = sm + hbm;
+      return {
+        no_overlap_us: work + k.h,
+        overlap_us: (k.overlap_factor ?? 1) * work + k.h,
+        bottleneck: isPrefill ? 'sm' : 'hbm',
+        resources_us: { sm, hbm, nvlink: 0, nic: 0, host: k.h },
+        extrapolated: false,
+        extrapolation_notes: [],
+      };
+    },
+  };
+  return p;
+}
+
+/** A steps.csv text from partial rows (header = all columns used). */
+export function stepsCsv(rows: Array<Record<string, string | number>>): string {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => String(r[c] ?? '')).join(','))].join('\n') + '\n';
+}
+
+export const BASE = { model: 'm', chip: 'h100', tp: 2, weight_dtype: 'bf16', engine: 'e', source: 'test' };
