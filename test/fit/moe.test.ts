@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { loadChip } from '../../src/catalog/chip.ts';
+import { bootstrapImbalance, fitMoe, imbalanceStats, leaveOneGeometryOut, pairMoe } from '../../src/fit/moe.ts';
+import type { MoeRow } from '../../src/measurements/schema.ts';
+import type { FitContext } from '../../src/fit/types.ts';
+import { seededRandom } from '../../src/fit/stats.ts';
+
+const ctx = (resamples = 200): FitContext => ({
+  chip: loadChip('h200'),
+  inputs: [{ file: 'measurements/h200/moe.vllm-0.24.0.csv.gz', sha256: 'c'.repeat(64), lane: 'vllm-0.24.0' }],
+  bootstrap: { resamples, seed: 5 },
+  prior: new Map(),
+});
+
+const base: MoeRow = {
+  chip: 'h200',
+  lane: 'vllm-0.24.0',
+  kernel_source: 'k',
+  tokens: 1,
+  hidden: 4096,
+  inter: 1024,
+  topk: 8,
+  experts: 128,
+  tp: 1,
+  ep: 1,
+  dtype: 'bf16',
+  distribution: 'balanced',
+  latency_us: 100,
+};
+
+/** Ten shapes (tokens 1…10) with skew ratios 0.8, 0.9, …, 1.7 and a 1.2-alpha ratio 0.1 higher. */
+function tenPairs(): MoeRow[] {
+  const rows: MoeRow[] = [];
+  for (let i = 0; i < 10; i++) {
+    const tokens = i + 1;
+    const bal = 50 + 10 * i;
+    rows.push({ ...base, tokens, latency_us: bal });
+    rows.push({ ...base, tokens, distribution: 'power_law_1.01', latency_us: bal * (0.8 + 0.1 * i) });
+    rows.push({ ...base, tokens, distribution: 'power_law_1.2', latency_us: bal * (0.9 + 0.1 * i) });
+  }
+  return rows;
+}
+
+describe('pairMoe', () => {
+  it('pairs identical shape and kernel only, reducing repeats with the median', () => {
+    const rows: MoeRow[] = [
+      { ...base, latency_us: 100 },
+      { ...base, latency_us: 140 },
+      { ...base, latency_us: 120 },
+      { ...base, distribution: 'power_law_1.01', latency_us: 150 },
+      { ...base, kernel_source: 'other', distribution: 'power_law_1.01', latency_us: 999 }, // different kernel: unpaired
+      { ...base, tokens: 2, latency_us: 80 }, // balanced only: unpaired
+      { ...base, distribution: 'power_law_1.2', latency_us: 500 }, // other alpha: ignored
+    ];
+    const p = pairMoe(rows, 'power_law_1.01');
+    expect(p.pairs).toHaveLength(1);
+    expect(p.pairs[0]!.balanced_us).toBe(120);
+    expect(p.pairs[0]!.ratio).toBeCloseTo(1.25, 12);
+    expect(p.unpaired_skewed).toBe(1);
+    expect(p.unpaired_balanced).toBe(1);
+  });
+});
+
+describe('imbalance statistics', () => {
+  it('median (type-7) and p90 (nearest rank) by hand', () => {
+    const s = imbalanceStats([0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]);
+    expect(s.median).toBeCloseTo(1.25, 12); // (1.2 + 1.3) / 2
+    expect(s.p90).toBeCloseTo(1.6, 12); // sorted[ceil(0.9·10) − 1] = sorted[8]
+    expect(s.p10).toBeCloseTo(0.8, 12);
+  });
+
+  it('bootstrap intervals contain the estimates and are seeded (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.double({ min: 0.5, max: 3, noNaN: true }), { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 1e6 }), (rs, seed) => {
+        const a = bootstrapImbalance(rs, { resamples: 50, seed });
+        const b = bootstrapImbalance(rs, { resamples: 50, seed });
+        const s = imbalanceStats(rs);
+        return (
+          JSON.stringify(a) === JSON.stringify(b) &&
+          a.median_ci95[0] <= s.median &&
+          s.median <= a.median_ci95[1] &&
+          a.p90_ci95[0] <= s.p90 &&
+          s.p90 <= a.p90_ci95[1]
+        );
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('fitMoe', () => {
+  it('writes median and p90 with evidence; alpha 1.2 only in the report', () => {
+    const r = fitMoe(tenPairs(), ctx());
+    expect(r.refusals).toEqual([]);
+    expect(r.coefficients.map((c) => [c.set, c.name])).toEqual([
+      ['cost-model-primitives', 'moe_routing_imbalance_median'],
+      ['cost-model-primitives', 'moe_routing_imbalance_p90'],
+    ]);
+    const [m, p] = r.coefficients.map((c) => c.entry);
+    expect(m!.value).toBe(1.25);
+    expect(p!.value).toBe(1.6);
+    expect(m).toMatchObject({ units: 'dimensionless', method: 'measured', fitted: false, scope: { hardware: ['h200'] } });
+    expect(m!.ci95![0]).toBeLessThanOrEqual(1.25);
+    expect(m!.ci95![1]).toBeGreaterThanOrEqual(1.25);
+    expect(m!.evidence?.ci_method).toBe('bootstrap');
+    expect(m!.evidence?.bootstrap).toEqual({ resamples: 200, seed: 5 });
+    expect(m!.evidence?.inputs?.[0]).toMatchObject({ file: 'measurements/h200/moe.vllm-0.24.0.csv.gz', rows_used: 20 });
+    expect(m!.evidence?.train_error?.n).toBe(10);
+    // One geometry only → no holdout.
+    expect(m!.evidence?.holdout_error).toBeUndefined();
+    expect(r.report_md).toContain('power_law_1.2 (reported only) | 10 | 1.35 |');
+    expect(r.figures).toHaveLength(1);
+  });
+
+  it('refuses, without writing, when there are no balanced rows (a100 vLLM)', () => {
+    const rows = tenPairs().filter((x) => x.distribution !== 'balanced');
+    const r = fitMoe(rows, ctx());
+    expect(r.coefficients).toEqual([]);
+    expect(r.warnings.join(' ')).toMatch(/refused on h200: no balanced-routing rows/);
+    expect(r.report_md).toContain('Refused');
+  });
+
+  it('symmetric ±20% noise on repeats does not bias the median (5 repeats each side, median-reduced)', () => {
+    const rand = seededRandom(99);
+    const rows: MoeRow[] = [];
+    for (let t = 1; t <= 300; t++) {
+      const bal = 20 + t;
+      for (let k = 0; k < 5; k++) {
+        rows.push({ ...base, tokens: t, latency_us: bal * (1 + 0.2 * (2 * rand() - 1)) });
+        rows.push({ ...base, tokens: t, distribution: 'power_law_1.01', latency_us: 1.3 * bal * (1 + 0.2 * (2 * rand() - 1)) });
+      }
+    }
+    const r = fitMoe(rows, ctx(100));
+    const m = r.coefficients[0]!.entry.value;
+    expect(Math.abs(m / 1.3 - 1)).toBeLessThan(0.02);
+  });
+
+  it('leave-one-geometry-out uses the other geometries only', () => {
+    const rows: MoeRow[] = [];
+    // Geometry A ratio 1.0, geometry B ratio 2.0: each is predicted with the other's median.
+    for (let t = 1; t <= 4; t++) {
+      rows.push({ ...base, tokens: t, latency_us: 10 }, { ...base, tokens: t, distribution: 'power_law_1.01', latency_us: 10 });
+      rows.push({ ...base, hidden: 7168, tokens: t, latency_us: 10 }, { ...base, hidden: 7168, tokens: t, distribution: 'power_law_1.01', latency_us: 20 });
+    }
+    const h = leaveOneGeometryOut(pairMoe(rows, 'power_law_1.01').pairs)!;
+    expect(h.geometries).toBe(2);
+    expect(h.geo).toBeCloseTo(2, 12); // every prediction off by exactly 2×
+    const r = fitMoe(rows, ctx(20));
+    expect(r.coefficients[0]!.entry.evidence?.holdout_error?.geo).toBe(2);
+    expect(r.coefficients[0]!.entry.value).toBe(1.5);
+  });
+});
