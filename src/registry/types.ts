@@ -7,7 +7,8 @@
  *
  * DECISION: the fields BLIS's strict schema lacks (fit errors, n, input hashes, lane, holdout, ...)
  * live under ONE extra key per entry, `evidence`. `stepcal registry export --format blis` strips it
- * (folding a summary into `rationale`/`sources`), so exported files decode under BLIS's strict reader.
+ * (and changes nothing else, so export → import reproduces every public field; see
+ * src/registry/blis.ts), so exported files decode under BLIS's strict reader.
  */
 
 /** BLIS unit enum (reference §1.1). */
@@ -71,6 +72,8 @@ export interface Evidence {
   notes?: string[];
   /** Set when a registry update accepted a worse held-out accuracy. */
   accepted_worse?: string;
+  /** Set when a registry update merged without held-out steps (`--no-holdout "<reason>"`). */
+  accepted_without_holdout?: string;
   /** Set for extrapolated values: what predicted it and from which chips/widths. */
   extrapolation?: { predictor: string; from: string[]; holdout_error?: FitError };
 }

@@ -1,0 +1,290 @@
+/**
+ * Gated registry update (issue 5): merge a refit into a chip's registry only when the composed
+ * model's held-out accuracy does not get worse.
+ *
+ * Reference §6.4, "a better fit can be a worse model": per-primitive refits have made end-to-end
+ * accuracy worse because the composed model rests on errors that partly cancel. So the gate is
+ * end-to-end: the held-out steps are priced with the old and with the merged registry, pinned to
+ * the same inputs (same step files, chip, host-fit flag and composition), and the update is refused
+ * when, in ANY regime, held-out MAPE or |bias| grows by more than `tolerance_pct` percentage points.
+ *
+ * Merge rules (DECISION, docs/registry.md):
+ * - only entries of the refit scoped to exactly this chip (`scope.hardware == [chip]`) and, with
+ *   `only`, of the named families are merged; everything else in the registry file is never touched;
+ * - an entry replaces the registry entry with the same (name, scope) wherever it sits, else it is
+ *   appended to its set (created when missing);
+ * - registry entries of this chip and family that the refit lacks are kept and listed as stale.
+ */
+import { UserError } from '../common/errors.ts';
+import { changedFields, diffRegistries, type RegistryDiff } from './diff.ts';
+import { entryKey, familyOf } from './names.ts';
+import type { CoefficientEntry, CoefficientSet, NamedEntry } from './types.ts';
+import { errorsOf, formatProblem, validateRegistry, type ValidateOptions } from './validate.ts';
+
+/** Held-out regimes compared by the gate (helper-7's `Regime`). */
+export type GateRegime = string;
+
+/** Metrics of one regime (subset of src/validate `RegimeMetrics`). */
+export interface GateMetrics {
+  n: number;
+  mape_pct: number;
+  bias_pct: number;
+  median_ape_pct?: number;
+  p90_ape_pct?: number;
+  geo_mean_ratio?: number;
+}
+
+/** What the gate needs from a validation run. */
+export interface HoldoutResult {
+  regimes: Record<GateRegime, GateMetrics | null>;
+  overall?: GateMetrics | null;
+  /** Composition the metrics are for (pinned across the two runs). */
+  headline?: string;
+}
+
+/**
+ * Price the held-out steps with one registry. Injected so tests can use a fake; the CLI passes
+ * src/validate's `runValidation`.
+ */
+export type HoldoutValidator = (args: { chip: string; registry: CoefficientSet[]; stepFiles: string[]; composition?: string }) => HoldoutResult;
+
+/** One regime's comparison. */
+export interface GateRow {
+  regime: string;
+  old: GateMetrics | null;
+  new: GateMetrics | null;
+  mape_delta_pp: number | null;
+  abs_bias_delta_pp: number | null;
+  worse: boolean;
+  why?: string;
+}
+
+export interface GateResult {
+  tolerance_pct: number;
+  rows: GateRow[];
+  worse: boolean;
+  notes: string[];
+}
+
+/** Default tolerance, percentage points of MAPE and of |bias|. */
+export const DEFAULT_TOLERANCE_PCT = 1;
+
+/**
+ * Compare old and new held-out metrics regime by regime (pure).
+ * Worse in a regime when new MAPE − old MAPE > tol, or |new bias| − |old bias| > tol, or the old
+ * registry could score the regime and the new one cannot.
+ */
+export function compareHoldout(oldR: HoldoutResult, newR: HoldoutResult, tolerance_pct = DEFAULT_TOLERANCE_PCT): GateResult {
+  const regimes = [...new Set([...Object.keys(oldR.regimes), ...Object.keys(newR.regimes)])];
+  const rows: GateRow[] = [];
+  const notes: string[] = [];
+  for (const regime of regimes) {
+    const o = oldR.regimes[regime] ?? null;
+    const n = newR.regimes[regime] ?? null;
+    if (!o && !n) continue;
+    if (o && !n) {
+      rows.push({ regime, old: o, new: null, mape_delta_pp: null, abs_bias_delta_pp: null, worse: true, why: 'the new registry scores no row of this regime' });
+      continue;
+    }
+    if (!o && n) {
+      rows.push({ regime, old: null, new: n, mape_delta_pp: null, abs_bias_delta_pp: null, worse: false });
+      notes.push(`${regime}: only the new registry scores rows (n=${n.n}); nothing to compare`);
+      continue;
+    }
+    const dm = n!.mape_pct - o!.mape_pct;
+    const db = Math.abs(n!.bias_pct) - Math.abs(o!.bias_pct);
+    const why: string[] = [];
+    if (dm > tolerance_pct) why.push(`MAPE +${dm.toFixed(2)} pp`);
+    if (db > tolerance_pct) why.push(`|bias| +${db.toFixed(2)} pp`);
+    if (o!.n !== n!.n) notes.push(`${regime}: scored rows differ (old n=${o!.n}, new n=${n!.n})`);
+    rows.push({ regime, old: o, new: n, mape_delta_pp: dm, abs_bias_delta_pp: db, worse: why.length > 0, ...(why.length ? { why: why.join(', ') } : {}) });
+  }
+  return { tolerance_pct, rows, worse: rows.some((r) => r.worse), notes };
+}
+
+const f2 = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(2));
+
+/** Both accuracy tables and the verdict per regime, as text. */
+export function formatGate(g: GateResult): string {
+  const lines = [`held-out accuracy (tolerance ${g.tolerance_pct} pp of MAPE and of |bias|, any regime):`];
+  lines.push('  regime        | old n | old MAPE % | old bias % | new n | new MAPE % | new bias % | ΔMAPE pp | Δ|bias| pp | verdict');
+  for (const r of g.rows) {
+    lines.push(
+      `  ${r.regime.padEnd(13)} | ${String(r.old?.n ?? '–').padStart(5)} | ${f2(r.old?.mape_pct).padStart(10)} | ${f2(r.old?.bias_pct).padStart(10)} | ${String(r.new?.n ?? '–').padStart(5)} | ${f2(r.new?.mape_pct).padStart(10)} | ${f2(r.new?.bias_pct).padStart(10)} | ${(r.mape_delta_pp === null ? '–' : r.mape_delta_pp.toFixed(2)).padStart(8)} | ${(r.abs_bias_delta_pp === null ? '–' : r.abs_bias_delta_pp.toFixed(2)).padStart(10)} | ${r.worse ? `WORSE (${r.why})` : 'ok'}`,
+    );
+  }
+  for (const n of g.notes) lines.push(`  note: ${n}`);
+  return lines.join('\n') + '\n';
+}
+
+/** Normalised hardware list equals [chip]. */
+function scopedExactlyTo(e: CoefficientEntry, chip: string): boolean {
+  const hw = e.scope?.hardware;
+  const norm = (s: string) => s.toLowerCase().replace(/-/g, '_');
+  return !!hw && hw.length === 1 && norm(String(hw[0])) === norm(chip);
+}
+
+/** Result of merging a refit (pure). */
+export interface MergePlan {
+  sets: CoefficientSet[];
+  /** Refit entries taken (set, name). */
+  merged: Array<{ set: string; name: string }>;
+  /** Refit entries ignored, with why (other chips, other families, multi-chip scope). */
+  ignored: string[];
+  /** Registry entries of this chip and the merged families the refit does not produce (kept). */
+  stale: string[];
+}
+
+/**
+ * Merge `fitted` into `current` for `chip` (see the module comment). Does not validate.
+ * @param only families to take (undefined = all families in the refit)
+ */
+export function planMerge(current: readonly CoefficientSet[], fitted: readonly CoefficientSet[], chip: string, only?: readonly string[]): MergePlan {
+  const sets = current.map((s) => ({ ...s, coefficients: [...s.coefficients] }));
+  const merged: MergePlan['merged'] = [];
+  const ignored: string[] = [];
+  const families = new Set<string>();
+  const refitKeys = new Set<string>();
+  const counts = new Map<string, number>();
+  const bump = (why: string) => counts.set(why, (counts.get(why) ?? 0) + 1);
+  for (const fs of fitted) {
+    for (const c of fs.coefficients) {
+      const fam = familyOf(c.name, c.entry);
+      if (!scopedExactlyTo(c.entry, chip)) {
+        bump(`not scoped to exactly [${chip}] (other chips are never touched)`);
+        continue;
+      }
+      if (only && !only.includes(fam)) {
+        bump(`family ${fam} not in --only ${only.join(',')}`);
+        continue;
+      }
+      families.add(fam);
+      const key = entryKey(c.name, c.entry.scope);
+      refitKeys.add(key);
+      let placed = false;
+      for (const s of sets) {
+        const i = s.coefficients.findIndex((x) => entryKey(x.name, x.entry.scope) === key);
+        if (i >= 0) {
+          s.coefficients[i] = { name: c.name, entry: c.entry };
+          placed = true;
+          merged.push({ set: s.name, name: c.name });
+          break;
+        }
+      }
+      if (!placed) {
+        let s = sets.find((x) => x.name === fs.name);
+        if (!s) sets.push((s = { kind: 'CoefficientSet', name: fs.name, coefficients: [] }));
+        s.coefficients.push({ name: c.name, entry: c.entry });
+        merged.push({ set: s.name, name: c.name });
+      }
+    }
+  }
+  for (const [why, n] of counts) ignored.push(`${n} refit entr${n === 1 ? 'y' : 'ies'} ignored: ${why}`);
+  const stale: string[] = [];
+  for (const s of current)
+    for (const c of s.coefficients)
+      if (scopedExactlyTo(c.entry, chip) && families.has(familyOf(c.name, c.entry)) && !refitKeys.has(entryKey(c.name, c.entry.scope)))
+        stale.push(`${s.name}: ${c.name}`);
+  return { sets, merged, ignored, stale };
+}
+
+/** Options of `planUpdate`. */
+export interface UpdateOptions {
+  chip: string;
+  current: readonly CoefficientSet[];
+  fitted: readonly CoefficientSet[];
+  only?: readonly string[];
+  tolerance_pct?: number;
+  /** Reason to accept a worse held-out accuracy (recorded in `evidence.accepted_worse`). */
+  accept_worse?: string;
+  /** Reason to merge without held-out steps (recorded in `evidence.accepted_without_holdout`). */
+  no_holdout?: string;
+  stepFiles: readonly string[];
+  validator: HoldoutValidator;
+  /** Physics/schema lookups for the merged registry. */
+  validate?: ValidateOptions;
+  /** File name used in problems. */
+  file?: string;
+}
+
+export interface UpdatePlan {
+  status: 'write' | 'refused' | 'unchanged';
+  /** Why refused, or what was recorded. */
+  message: string;
+  sets: CoefficientSet[];
+  diff: RegistryDiff;
+  merge: MergePlan;
+  gate?: GateResult;
+  /** Text of both accuracy tables (empty when no held-out check ran). */
+  report: string;
+}
+
+/** Attach a recorded reason to every entry of `merged` that is new or differs from `current` (returns new sets). */
+function recordOnChanged(current: readonly CoefficientSet[], merged: CoefficientSet[], field: 'accepted_worse' | 'accepted_without_holdout', reason: string): CoefficientSet[] {
+  const before = new Map<string, CoefficientEntry>();
+  for (const s of current) for (const c of s.coefficients) before.set(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`, c.entry);
+  return merged.map((s) => ({
+    ...s,
+    coefficients: s.coefficients.map((c): NamedEntry => {
+      const old = before.get(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`);
+      if (old && changedFields(old, c.entry).length === 0) return c;
+      const evidence = { ...(c.entry.evidence ?? { family: familyOf(c.name, c.entry) }), [field]: reason };
+      return { name: c.name, entry: { ...c.entry, evidence } };
+    }),
+  }));
+}
+
+/**
+ * Decide an update (no I/O besides what the validator does): merge, validate the result, run the
+ * held-out gate, and return the sets to write or the refusal.
+ * @throws UserError when the merged registry fails schema or physics checks, or when the refit
+ *   contributes nothing for the chip
+ */
+export function planUpdate(o: UpdateOptions): UpdatePlan {
+  const tol = o.tolerance_pct ?? DEFAULT_TOLERANCE_PCT;
+  if (!(tol >= 0)) throw new UserError(`--tolerance-pct must be ≥ 0, got ${tol}`);
+  const merge = planMerge(o.current, o.fitted, o.chip, o.only);
+  if (merge.merged.length === 0)
+    throw new UserError(`the refit has no entry for chip ${o.chip}${o.only ? ` in families ${o.only.join(',')}` : ''} (${merge.ignored.join('; ') || 'it is empty'})`);
+  const diff = diffRegistries(o.current, merge.sets);
+  if (diff.added.length + diff.changed.length === 0) return { status: 'unchanged', message: 'the refit equals the registry: nothing to write', sets: [...o.current], diff, merge, report: '' };
+  const problems = errorsOf(validateRegistry(merge.sets, o.file ?? `<merged registry for ${o.chip}>`, o.validate));
+  if (problems.length) throw new UserError(`the merged registry fails validation, refusing:\n${problems.map(formatProblem).join('\n')}`);
+
+  if (o.stepFiles.length === 0) {
+    const reason = o.no_holdout ?? o.accept_worse;
+    if (!reason)
+      return {
+        status: 'refused',
+        message: `chip ${o.chip} has no held-out steps, so the end-to-end gate cannot run; pass --no-holdout "<reason>" (or --accept-worse "<reason>") to merge anyway, recording the reason`,
+        sets: [...o.current],
+        diff,
+        merge,
+        report: '',
+      };
+    const sets = recordOnChanged(o.current, merge.sets, 'accepted_without_holdout', reason);
+    return { status: 'write', message: `no held-out steps for ${o.chip}: merged without the gate; reason recorded in evidence.accepted_without_holdout`, sets, diff, merge, report: '' };
+  }
+
+  const stepFiles = [...o.stepFiles];
+  const oldR = o.validator({ chip: o.chip, registry: [...o.current], stepFiles });
+  const newR = o.validator({ chip: o.chip, registry: merge.sets, stepFiles, ...(oldR.headline ? { composition: oldR.headline } : {}) });
+  const gate = compareHoldout(oldR, newR, tol);
+  const report = `held-out steps: ${stepFiles.join(', ')}${oldR.headline ? ` (composition pinned: ${oldR.headline})` : ''}\n` + formatGate(gate);
+  if (!gate.worse) return { status: 'write', message: 'held-out accuracy is not worse in any regime: merged', sets: merge.sets, diff, merge, gate, report };
+  if (!o.accept_worse)
+    return {
+      status: 'refused',
+      message: `refused: held-out accuracy gets worse by more than ${tol} pp in ${gate.rows
+        .filter((r) => r.worse)
+        .map((r) => `${r.regime} (${r.why})`)
+        .join('; ')}. A better fit can be a worse model (reference §6.4); pass --accept-worse "<reason>" to override`,
+      sets: [...o.current],
+      diff,
+      merge,
+      gate,
+      report,
+    };
+  const sets = recordOnChanged(o.current, merge.sets, 'accepted_worse', o.accept_worse);
+  return { status: 'write', message: `held-out accuracy is worse, accepted by --accept-worse; reason recorded in evidence.accepted_worse of ${diff.added.length + diff.changed.length} entries`, sets, diff, merge, gate, report };
+}

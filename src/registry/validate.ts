@@ -1,0 +1,382 @@
+/**
+ * Registry validation: schema checks (BLIS's strict CoefficientSet rules, reference §1.1) and
+ * physics checks (the registry's property tests, reference §6.4). Pure over parsed sets; the
+ * file-reading wrapper sits at the end.
+ *
+ * Every problem names the file, the set, the entry (name and hardware scope) and the field.
+ */
+import { parseAllDocuments } from 'yaml';
+import type { Chip } from '../catalog/chip.ts';
+import { loadChip } from '../catalog/chip.ts';
+import { readText } from '../common/fs.ts';
+import { entryKey, entryLabel, parseCollectiveName } from './names.ts';
+import type { CoefficientSet, NamedEntry } from './types.ts';
+import { METHODS, UNITS } from './types.ts';
+
+/** One thing wrong with a registry file. */
+export interface Problem {
+  file: string;
+  /** Set name, when the problem is inside a set. */
+  set?: string;
+  /** Entry label `name [hardware=…]`, when the problem is about an entry. */
+  entry?: string;
+  /** Field path inside the entry (`ci95`, `sources[0].role`) or the set (`kind`). */
+  field?: string;
+  check: 'schema' | 'physics';
+  severity: 'error' | 'warning';
+  message: string;
+}
+
+/** `file: set S: entry E: field F: message`. */
+export function formatProblem(p: Problem): string {
+  let s = p.file;
+  if (p.set !== undefined) s += `: set ${p.set}`;
+  if (p.entry !== undefined) s += `: entry ${p.entry}`;
+  if (p.field !== undefined) s += `: field ${p.field}`;
+  return `${s}: ${p.severity === 'warning' ? 'warning: ' : ''}${p.message}`;
+}
+
+/** Options for `validateRegistry`. */
+export interface ValidateOptions {
+  /**
+   * Chip facts by name, for the physics checks. Default: `loadChip(name)` from the catalog; a chip
+   * that cannot be found yields one warning and its physics checks are skipped.
+   */
+  chip?: (name: string) => Chip | undefined;
+  /**
+   * Strict public layout (files written by `registry export --format blis`): `evidence` is then an
+   * unknown key like any other. Default false (stepcal's superset allows it).
+   */
+  strictBlis?: boolean;
+}
+
+/** Entry keys BLIS's strict decoder accepts (reference §1.1). */
+export const BLIS_ENTRY_KEYS = [
+  'value',
+  'units',
+  'method',
+  'fitted',
+  'scope',
+  'sources',
+  'rationale',
+  'ci95',
+  'copied_from',
+  'supersedes',
+  'validated',
+  'unsupported',
+] as const;
+const SCOPE_KEYS = new Set(['hardware', 'model', 'tp', 'ep', 'nodes_spanned']);
+const SOURCE_KINDS = new Set(['discussion', 'publication', 'datasheet', 'model', 'vendor_doc']);
+const SOURCE_ROLES = new Set(['primary', 'supporting', 'upper_bound']);
+const SOURCE_KEYS = new Set(['kind', 'cite', 'role']);
+
+/**
+ * Physics bounds, stated once (reference §6.4 property tests).
+ * - GEMM eps_max is a fraction of the dense datasheet peak: (0, EPS_MAX_UPPER].
+ * - Collective rates, converted to nccl-tests bus bandwidth (all_reduce ×2(n−1)/n, the others
+ *   ×(n−1)/n), must not exceed LINK_SLACK × the chip's per-direction NVLink (or PCIe, for parts
+ *   without NVLink) rate. The slack covers NVLS in-switch reduction (≈1.07× on Hopper) and
+ *   measurement noise; it catches units slips (×2 byte/element, ×8 bit/byte, ×1000 ms/µs).
+ *   Widths beyond one node are held to the same intra-domain bound: the pricer charges crossing
+ *   traffic separately (reference §4.7 Span).
+ * - Attention decode rates (bytes_per_us) ≤ the chip's datasheet HBM rate (no derate, no slack).
+ * - Per-kind decode floors ≤ KIND_FLOOR_MULTIPLE × the part-wide floor.
+ */
+export const EPS_MAX_UPPER = 1.05;
+export const LINK_SLACK = 1.25;
+export const KIND_FLOOR_MULTIPLE = 3;
+
+/** nccl-tests bus-bandwidth factor for an op at `n` ranks. */
+export function busBandwidthFactor(op: string, n: number): number {
+  if (n <= 1) return 1;
+  return op === 'all_reduce' ? (2 * (n - 1)) / n : (n - 1) / n;
+}
+
+/** The upper bound on a collective rate (bytes/µs, algorithm bandwidth) for `op` at `n` ranks. */
+export function collectiveRateBound(chip: Chip, op: string, n: number): number {
+  return (LINK_SLACK * chip.nvlink_bytes_per_us) / busBandwidthFactor(op, n);
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return x !== null && typeof x === 'object' && !Array.isArray(x);
+}
+const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+function defaultChipLookup(): (name: string) => Chip | undefined {
+  const cache = new Map<string, Chip | undefined>();
+  return (name) => {
+    const key = name.toLowerCase().replace(/_/g, '-');
+    if (!cache.has(key)) {
+      let chip: Chip | undefined;
+      for (const candidate of [key, key.replace(/-/g, '_'), key.replace(/-sxm$/, '').replace(/-nvl72$/, '')]) {
+        try {
+          chip = loadChip(candidate);
+          break;
+        } catch {
+          /* try the next spelling */
+        }
+      }
+      cache.set(key, chip);
+    }
+    return cache.get(key);
+  };
+}
+
+/** Schema checks of one entry. */
+function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' | 'message' | 'field'>, strictBlis: boolean): Problem[] {
+  const out: Problem[] = [];
+  const err = (field: string | undefined, message: string) => out.push({ ...at, field, check: 'schema', severity: 'error', message });
+  const e = c.entry as unknown;
+  if (!isRecord(e)) {
+    err(undefined, 'entry must be a map of fields');
+    return out;
+  }
+  if (!/^[a-z][a-z0-9_]*$/.test(c.name)) err('name', `name "${c.name}" must be lower_snake_case`);
+  const allowed = new Set<string>(BLIS_ENTRY_KEYS);
+  if (!strictBlis) allowed.add('evidence');
+  for (const k of Object.keys(e)) {
+    if (!allowed.has(k)) err(k, `unknown key "${k}" (allowed: ${[...allowed].join(', ')})`);
+  }
+  for (const k of ['value', 'units', 'method', 'fitted', 'scope']) if (!(k in e)) err(k, 'required field is missing');
+
+  const method = e.method;
+  if ('method' in e && !(METHODS as readonly unknown[]).includes(method)) err('method', `"${String(method)}" is not one of ${METHODS.join(', ')}`);
+  if ('units' in e && !(UNITS as readonly unknown[]).includes(e.units)) err('units', `"${String(e.units)}" is not one of ${UNITS.join(', ')}`);
+  if ('value' in e) {
+    if (!finite(e.value)) err('value', `must be a finite number, got ${typeof e.value === 'number' ? String(e.value) : JSON.stringify(e.value)}`);
+    else if (e.value === 0 && method !== 'not_charged') err('value', '0 is allowed only with method: not_charged');
+  }
+  if ('fitted' in e) {
+    if (typeof e.fitted !== 'boolean') err('fitted', `must be true or false, got ${JSON.stringify(e.fitted)}`);
+    else if (e.fitted && method !== 'measured') err('fitted', `fitted: true is allowed only with method: measured (method is ${String(method)})`);
+  }
+  if ('scope' in e) {
+    const s = e.scope;
+    if (!isRecord(s) || Object.keys(s).length === 0) err('scope', 'must be a map with at least one dimension');
+    else {
+      for (const [k, v] of Object.entries(s)) {
+        if (!SCOPE_KEYS.has(k)) err(`scope.${k}`, `unknown scope dimension (allowed: ${[...SCOPE_KEYS].join(', ')})`);
+        else if (!Array.isArray(v) || v.length === 0) err(`scope.${k}`, 'must be a non-empty list');
+        else if (k === 'hardware' || k === 'model') {
+          if (!v.every((x) => typeof x === 'string' && x.length > 0)) err(`scope.${k}`, 'must list non-empty names');
+        } else if (!v.every((x) => Number.isInteger(x) && (x as number) >= 0)) err(`scope.${k}`, 'must list non-negative integers');
+      }
+    }
+  }
+  if ('sources' in e && e.sources !== undefined) {
+    if (!Array.isArray(e.sources)) err('sources', 'must be a list of {kind, cite, role}');
+    else
+      e.sources.forEach((src: unknown, i: number) => {
+        const f = `sources[${i}]`;
+        if (!isRecord(src)) return err(f, 'must be a map {kind, cite, role}');
+        for (const k of Object.keys(src)) if (!SOURCE_KEYS.has(k)) err(`${f}.${k}`, 'unknown key (allowed: kind, cite, role)');
+        if (!SOURCE_KINDS.has(src.kind as string)) err(`${f}.kind`, `"${String(src.kind)}" is not one of ${[...SOURCE_KINDS].join(', ')}`);
+        if (!SOURCE_ROLES.has(src.role as string)) err(`${f}.role`, `"${String(src.role)}" is not one of ${[...SOURCE_ROLES].join(', ')}`);
+        if (typeof src.cite !== 'string' || src.cite.trim() === '') err(`${f}.cite`, 'must be a non-empty string');
+      });
+  }
+  const hasSources = Array.isArray(e.sources) && e.sources.length > 0;
+  if ((method === 'literature' || method === 'vendor_spec' || method === 'measured') && !hasSources)
+    err('sources', `required for method: ${String(method)}`);
+  if ('rationale' in e && e.rationale !== undefined && typeof e.rationale !== 'string') err('rationale', 'must be a string');
+  if (method !== 'measured' && (typeof e.rationale !== 'string' || e.rationale.trim() === ''))
+    err('rationale', `required for method: ${String(method)} (every method except measured)`);
+  if (method === 'assumed' && typeof e.rationale === 'string' && e.rationale.trim().length > 0 && e.rationale.trim().length < 20)
+    err('rationale', 'an assumed value needs a substantial rationale (at least 20 characters)');
+  if (method === 'copied' && (typeof e.copied_from !== 'string' || e.copied_from.trim() === '')) err('copied_from', 'required for method: copied');
+  if ('ci95' in e && e.ci95 !== undefined) {
+    const ci = e.ci95;
+    if (!Array.isArray(ci) || ci.length !== 2 || !finite(ci[0]) || !finite(ci[1])) err('ci95', `must be [lo, hi] of finite numbers, got ${JSON.stringify(ci)}`);
+    else if (!(ci[0] <= ci[1])) err('ci95', `lo ${ci[0]} > hi ${ci[1]}`);
+    else if (finite(e.value) && !(ci[0] <= e.value && e.value <= ci[1])) err('ci95', `[${ci[0]}, ${ci[1]}] does not contain the value ${e.value}`);
+  }
+  if ('evidence' in e && !strictBlis) {
+    const ev = e.evidence;
+    if (!isRecord(ev)) err('evidence', 'must be a map');
+    else if (typeof ev.family !== 'string' || ev.family === '') err('evidence.family', 'must name the fitting family');
+  }
+  return out;
+}
+
+interface Located {
+  set: string;
+  c: NamedEntry;
+}
+
+/**
+ * Validate parsed coefficient sets.
+ *
+ * @param sets the sets of one file (as `parseCoefficientSets` returns them; entries are checked as
+ *   raw maps, so malformed entries are reported, not trusted)
+ * @param file the file name every problem carries
+ * @returns problems, errors and warnings (empty = valid)
+ */
+export function validateRegistry(sets: readonly CoefficientSet[], file: string, opts: ValidateOptions = {}): Problem[] {
+  const problems: Problem[] = [];
+  const chipOf = opts.chip ?? defaultChipLookup();
+  const all: Located[] = [];
+  const seen = new Map<string, string>();
+  for (const s of sets) {
+    if (s.kind !== 'CoefficientSet') problems.push({ file, set: s.name, field: 'kind', check: 'schema', severity: 'error', message: `expected CoefficientSet, got ${String(s.kind)}` });
+    if (typeof s.name !== 'string' || s.name === '') problems.push({ file, field: 'name', check: 'schema', severity: 'error', message: 'set has no name' });
+    for (const c of s.coefficients) {
+      const scope = isRecord(c.entry) ? (c.entry.scope as NamedEntry['entry']['scope']) : undefined;
+      const at = { file, set: s.name, entry: entryLabel(c.name, isRecord(scope) ? scope : undefined) };
+      problems.push(...checkEntrySchema(c, at, opts.strictBlis ?? false));
+      const key = entryKey(c.name, isRecord(scope) ? scope : undefined);
+      const prev = seen.get(key);
+      if (prev !== undefined)
+        problems.push({ ...at, field: 'scope', check: 'schema', severity: 'error', message: `duplicate (name, scope): already defined in set ${prev}` });
+      else seen.set(key, s.name);
+      all.push({ set: s.name, c });
+    }
+  }
+  problems.push(...physicsChecks(all, file, chipOf));
+  return problems;
+}
+
+/** Hardware names an entry applies to (lower-case). */
+function hardwareOf(c: NamedEntry): string[] {
+  const hw = isRecord(c.entry) && isRecord(c.entry.scope) ? c.entry.scope.hardware : undefined;
+  return Array.isArray(hw) ? hw.filter((h): h is string => typeof h === 'string').map((h) => h.toLowerCase()) : [];
+}
+
+function physicsChecks(all: readonly Located[], file: string, chipOf: (name: string) => Chip | undefined): Problem[] {
+  const out: Problem[] = [];
+  const missingChip = new Set<string>();
+  const phys = (l: Located, field: string, message: string) =>
+    out.push({ file, set: l.set, entry: entryLabel(l.c.name, l.c.entry?.scope), field, check: 'physics', severity: 'error', message });
+  // name → hardware → located entry (for cross-entry checks)
+  const byHw = new Map<string, Map<string, Located>>();
+  for (const l of all) {
+    if (!isRecord(l.c.entry) || !finite(l.c.entry.value)) continue;
+    for (const hw of hardwareOf(l.c)) {
+      let m = byHw.get(hw);
+      if (!m) byHw.set(hw, (m = new Map()));
+      m.set(l.c.name, l);
+    }
+  }
+  for (const [hw, entries] of byHw) {
+    const chip = chipOf(hw);
+    if (!chip && !missingChip.has(hw)) {
+      missingChip.add(hw);
+      out.push({ file, check: 'physics', severity: 'warning', message: `chip "${hw}" is not in the catalog: its datasheet-bound checks are skipped` });
+    }
+    const v = (name: string) => entries.get(name)?.c.entry.value;
+    const collectiveFloors = new Map<string, Array<{ ranks: number; l: Located }>>();
+    for (const [name, l] of entries) {
+      const value = l.c.entry.value;
+      if (/^gemm_eps_max_/.test(name) && !(value > 0 && value <= EPS_MAX_UPPER))
+        phys(l, 'value', `eps_max ${value} is outside (0, ${EPS_MAX_UPPER}] (a fraction of the dense datasheet peak)`);
+      if (/^gemm_[mnk]_half_/.test(name) && !(value >= 0)) phys(l, 'value', `half-saturation ${value} must be ≥ 0 tokens`);
+      if (name === 'hbm_derate' && !(value > 0 && value <= 1)) phys(l, 'value', `hbm_derate ${value} is outside (0, 1]`);
+      if (name === 'attention_prefill_work_scale' && !(value > 0)) phys(l, 'value', `work scale ${value} must be > 0`);
+      if (/^attention_decode_rate/.test(name)) {
+        if (!(value > 0)) phys(l, 'value', `rate ${value} bytes/µs must be > 0`);
+        else if (chip && value > chip.hbm_bytes_per_us)
+          phys(l, 'value', `rate ${value} bytes/µs exceeds ${chip.name}'s datasheet HBM rate ${chip.hbm_bytes_per_us} bytes/µs`);
+      }
+      if (/^attention_decode_floor_/.test(name)) {
+        const base = v('attention_decode_floor');
+        if (base !== undefined && value > KIND_FLOOR_MULTIPLE * base)
+          phys(l, 'value', `kind floor ${value} µs exceeds ${KIND_FLOOR_MULTIPLE}× the part-wide attention_decode_floor ${base} µs`);
+      }
+      if (/floor/.test(name) && !name.startsWith('collective_') && !(value >= 0)) phys(l, 'value', `floor ${value} µs must be ≥ 0`);
+      if (name === 'moe_routing_imbalance_p90') {
+        const med = v('moe_routing_imbalance_median');
+        if (med !== undefined && value < med) phys(l, 'value', `p90 ${value} is below the median ${med}`);
+      }
+      if (name === 'moe_routing_imbalance_median' && !(value > 0)) phys(l, 'value', `imbalance ${value} must be > 0`);
+      const cn = parseCollectiveName(name);
+      if (cn) {
+        if (cn.param === 'floor') {
+          if (!(value > 0)) phys(l, 'value', `collective floor ${value} µs must be > 0`);
+          const k = `${cn.op}_${cn.dtype}_${cn.chip}`;
+          let arr = collectiveFloors.get(k);
+          if (!arr) collectiveFloors.set(k, (arr = []));
+          arr.push({ ranks: cn.ranks, l });
+        } else {
+          if (!(value > 0)) phys(l, 'value', `collective rate ${value} bytes/µs must be > 0`);
+          else if (chip) {
+            const bound = collectiveRateBound(chip, cn.op, cn.ranks);
+            if (value > bound)
+              phys(
+                l,
+                'value',
+                `rate ${value} bytes/µs exceeds the link bound ${Math.round(bound)} bytes/µs (${LINK_SLACK} × ${chip.name} link ${chip.nvlink_bytes_per_us} bytes/µs ÷ bus factor ${busBandwidthFactor(cn.op, cn.ranks).toFixed(3)})`,
+              );
+          }
+          if (cn.param === 'transition_rate') {
+            const peak = v(name.replace('collective_transition_rate_', 'collective_peak_rate_'));
+            if (peak !== undefined && value > peak) phys(l, 'value', `r_t ${value} bytes/µs exceeds r_peak ${peak} bytes/µs`);
+          }
+        }
+      }
+    }
+    for (const [, arr] of collectiveFloors) {
+      arr.sort((a, b) => a.ranks - b.ranks);
+      for (let i = 1; i < arr.length; i++) {
+        const prev = arr[i - 1]!;
+        const cur = arr[i]!;
+        if (cur.l.c.entry.value < prev.l.c.entry.value)
+          phys(cur.l, 'value', `floor ${cur.l.c.entry.value} µs at ${cur.ranks} ranks is below ${prev.l.c.entry.value} µs at ${prev.ranks} ranks (floors must not decrease with ranks)`);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Parse and validate a registry text. YAML and layout errors become problems (not throws), so a
+ * caller can report every file.
+ */
+export function validateRegistryText(text: string, file: string, opts: ValidateOptions = {}): { sets: CoefficientSet[]; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const sets: CoefficientSet[] = [];
+  const schema = (message: string, extra: Partial<Problem> = {}) => problems.push({ file, check: 'schema', severity: 'error', message, ...extra });
+  let docs;
+  try {
+    docs = parseAllDocuments(text);
+  } catch (err) {
+    schema(`YAML error: ${(err as Error).message}`);
+    return { sets, problems };
+  }
+  const list = Array.isArray(docs) ? docs : [docs];
+  list.forEach((doc, di) => {
+    if (doc.errors.length) return schema(`YAML error in document ${di + 1}: ${doc.errors[0]!.message}`);
+    const obj = doc.toJS() as unknown;
+    if (obj === null || obj === undefined) return;
+    if (!isRecord(obj)) return schema(`document ${di + 1}: expected a CoefficientSet map`);
+    const setName = typeof obj.name === 'string' ? obj.name : `#${di + 1}`;
+    for (const k of Object.keys(obj)) if (!['kind', 'name', 'coefficients'].includes(k)) schema(`unknown set key "${k}"`, { set: setName, field: k });
+    if (obj.kind !== 'CoefficientSet') schema(`expected kind: CoefficientSet, got ${String(obj.kind)}`, { set: setName, field: 'kind' });
+    if (typeof obj.name !== 'string' || obj.name === '') schema('set has no name', { set: setName, field: 'name' });
+    if (!Array.isArray(obj.coefficients)) return schema('coefficients must be a list', { set: setName, field: 'coefficients' });
+    const coefficients: NamedEntry[] = [];
+    obj.coefficients.forEach((item: unknown, i: number) => {
+      if (!isRecord(item) || Object.keys(item).length !== 1)
+        return schema(`coefficient #${i}: expected a single-key map {name: entry}`, { set: setName, field: `coefficients[${i}]` });
+      const [name, entry] = Object.entries(item)[0]!;
+      coefficients.push({ name, entry: entry as NamedEntry['entry'] });
+    });
+    sets.push({ kind: 'CoefficientSet', name: setName, coefficients });
+  });
+  problems.push(...validateRegistry(sets, file, opts));
+  return { sets, problems };
+}
+
+/** Read and validate one registry file. A missing file is one problem. */
+export function validateRegistryFile(file: string, opts: ValidateOptions = {}): { sets: CoefficientSet[]; problems: Problem[] } {
+  let text: string;
+  try {
+    text = readText(file);
+  } catch {
+    return { sets: [], problems: [{ file, check: 'schema', severity: 'error', message: 'cannot read file' }] };
+  }
+  return validateRegistryText(text, file, opts);
+}
+
+/** Errors only. */
+export function errorsOf(problems: readonly Problem[]): Problem[] {
+  return problems.filter((p) => p.severity === 'error');
+}
