@@ -20,7 +20,9 @@ import {
   type RegimeMetrics,
   type RowResult,
   type ValidationResult,
+  DEFAULT_EXCLUDED_FLAGS,
 } from './types.ts';
+import { groupBy } from '../fit/stats.ts';
 
 /** What selects a pricer: the deployment a row was measured on. */
 export interface PricerKey {
@@ -45,6 +47,16 @@ export interface CoreOptions {
   chip: string;
   fitHost?: string;
   composition?: Composition;
+  excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>>;
+}
+
+/** The first flag of `row` that excludes it under `rules`, or undefined. */
+export function exclusionOf(row: Pick<LocatedStepRow, 'flags' | 'kind'>, rules: Readonly<Record<string, 'all' | 'static_batch'>>): string | undefined {
+  for (const f of row.flags.split(';').map((s) => s.trim()).filter(Boolean)) {
+    const scope = rules[f];
+    if (scope === 'all' || (scope === 'static_batch' && row.kind === 'static_batch')) return f;
+  }
+  return undefined;
 }
 
 export type CoreResult = Omit<ValidationResult, 'pinned'>;
@@ -101,6 +113,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     features.push({ steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp });
   }
   const regimes = rows.map(regimeOf);
+  const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
 
   // Host terms: the registry's (inside the pricer), or fitted per engine on a training subset.
   let host_fit: HostFitResult | undefined;
@@ -108,11 +121,13 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   const fitted = new Map<string, HostFitEngine>(); // `${engine}|${composition}`
   if (opts.fitHost !== undefined) {
     const rule = parseHostRule(opts.fitHost);
-    for (const i of selectTrainingRows(
-      rows.map((r, i) => ({ batch: batchSizeOf(r), group: shapeGroup(r, regimes[i]!) })),
+    // Flag-excluded rows neither train nor score; selection runs over the eligible rows only.
+    const eligible = rows.map((_, i) => i).filter((i) => excl[i] === undefined);
+    for (const j of selectTrainingRows(
+      eligible.map((i) => ({ batch: batchSizeOf(rows[i]!), group: shapeGroup(rows[i]!, regimes[i]!) })),
       rule,
     ))
-      training.add(i);
+      training.add(eligible[j]!);
     const engines = [...new Set(rows.map((r) => r.engine))];
     const notes: string[] = [];
     for (const engine of engines) {
@@ -132,7 +147,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       training_rows: [...training].sort((a, b) => a - b).map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
       notes: [...notes, ...(rule.kind === 'batch1' ? [[...fitted.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
     };
-    if (training.size === rows.length) throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
+    if (training.size === excl.filter((e) => e === undefined).length) throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
   }
 
   const results: RowResult[] = rows.map((r, i) => {
@@ -168,6 +183,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       steps_priced: p.steps,
       extrapolated: p.extrapolated,
       used_for_host_fit: training.has(i),
+      ...(excl[i] !== undefined ? { excluded: excl[i] } : {}),
     };
   });
   for (const rr of results) {
@@ -178,7 +194,8 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     }
   }
 
-  const held = results.filter((r) => !r.used_for_host_fit);
+  const held = results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
   const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
     rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
   const byRegime = (c: Composition): Record<Regime, RegimeMetrics | null> => {
@@ -240,6 +257,12 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     };
   }
 
+  const flagged: NonNullable<CoreResult['flagged']> = [];
+  for (const [k, g] of groupBy(results.filter((r) => r.excluded !== undefined), (r) => `${r.excluded}|${r.regime}`)) {
+    const [flag, regime] = k.split('|') as [string, Regime];
+    flagged.push({ flag, regime, metrics: computeMetrics(pts(g, headline)) });
+  }
+
   return {
     chip: opts.chip,
     rows: results,
@@ -252,6 +275,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     headline_reason,
     ...(host_fit ? { host_fit } : {}),
     ...(double_charge ? { double_charge } : {}),
+    ...(flagged.length ? { flagged } : {}),
     warnings,
   };
 }

@@ -69,7 +69,23 @@ export interface RowResult {
   extrapolated: boolean;
   /** True when the row trained the host fit: it is then excluded from every reported error. */
   used_for_host_fit: boolean;
+  /** Why the row is left out of the scored metrics (a flag, see `DEFAULT_EXCLUDED_FLAGS`); absent = scored. */
+  excluded?: string;
 }
+
+/**
+ * Row flags that keep a row out of the scored metrics (still priced and listed). DECISION
+ * (docs/validation.md): `admitted_fewer` (the engine ran fewer requests than the row states) and
+ * `power_capped` (a different operating point of the chip than the registry was fitted on) on every
+ * row; `stopped_early` and `e2e_inconsistent` (the end-to-end time disagrees with prompt + (output − 1)
+ * · token time) only on static_batch rows, whose measurement they concern.
+ */
+export const DEFAULT_EXCLUDED_FLAGS: Readonly<Record<string, 'all' | 'static_batch'>> = {
+  admitted_fewer: 'all',
+  power_capped: 'all',
+  stopped_early: 'static_batch',
+  e2e_inconsistent: 'static_batch',
+};
 
 /** Key of an aggregation group (issue 7: per model, chip, tp, kind, engine), split by regime. */
 export interface GroupKey {
@@ -137,6 +153,8 @@ export interface ValidationOptions {
   composition?: Composition;
   /** Registry file the sets came from: its bytes are hashed for the pin (else the canonical YAML of the sets). */
   registryFile?: string;
+  /** Row flags that exclude rows from the scored metrics (default `DEFAULT_EXCLUDED_FLAGS`; {} = score every row). */
+  excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>>;
   /** Flags to pin (defaults to the options above rendered as flags). */
   flags?: string[];
 }
@@ -156,6 +174,8 @@ export interface ValidationResult {
   /** Why the headline composition was chosen (the held-out evidence, or the forced flag). */
   headline_reason: string;
   host_fit?: HostFitResult;
+  /** Scored metrics of the rows excluded by a flag, per flag and regime (headline composition), for information. */
+  flagged?: Array<{ flag: string; regime: Regime; metrics: RegimeMetrics }>;
   /** Decode double-charge check (issue 7): SM vs HBM share on decode rows. */
   double_charge?: { checked_rows: number; max_sm_over_hbm: number; suspicious: boolean; note: string };
   warnings: string[];

@@ -1,0 +1,399 @@
+/**
+ * The held-out accuracy report: markdown and a self-contained HTML page (inline SVG, inline CSS, no
+ * script, no network). Pure: result in, strings out (writing is in ./write.ts).
+ *
+ * Every table carries its unit in each column header. Metric conventions are printed in the report
+ * (nearest-rank percentiles; see src/validate/metrics.ts).
+ */
+import { groupBy } from '../fit/stats.ts';
+import { RESOURCES } from '../pricer/types.ts';
+import { apeCdf } from '../validate/metrics.ts';
+import { COMPOSITIONS, REGIMES, type Composition, type Regime, type RegimeMetrics, type RowResult, type ValidationResult } from '../validate/types.ts';
+import { chart, esc, PALETTE, stackedBars, type Series } from './svg.ts';
+
+/** Accuracy goal of issue 7, per regime. */
+export const GOAL = { median_ape_pct: 10, p90_ape_pct: 25 } as const;
+
+export const COMPOSITION_LABEL: Record<Composition, string> = { no_overlap: 'NoOverlap', overlap: 'Overlap' };
+
+const REGIME_COLOR: Record<Regime, string> = { prefill: PALETTE[0]!, decode: PALETTE[1]!, mixed: PALETTE[4]!, static_batch: PALETTE[2]! };
+
+/** A simple table: header cells (units included) and rows of cells. */
+export interface Table {
+  header: string[];
+  rows: string[][];
+}
+
+export function mdTable(t: Table): string {
+  const line = (c: string[]) => '| ' + c.map((x) => x.replace(/\|/g, '\\|')).join(' | ') + ' |';
+  return [line(t.header), '|' + t.header.map(() => '---').join('|') + '|', ...t.rows.map(line)].join('\n') + '\n';
+}
+
+export function htmlTable(t: Table, cls = ''): string {
+  const th = t.header.map((h) => `<th>${esc(h)}</th>`).join('');
+  const tr = t.rows.map((r) => '<tr>' + r.map((c) => `<td>${esc(c)}</td>`).join('') + '</tr>').join('\n');
+  return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>\n${tr}\n</tbody></table>\n`;
+}
+
+const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
+const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+
+/** Goal verdict of one regime's metrics. */
+export function goalVerdict(m: RegimeMetrics): string {
+  const dm = m.median_ape_pct - GOAL.median_ape_pct;
+  const dp = m.p90_ape_pct - GOAL.p90_ape_pct;
+  if (dm <= 0 && dp <= 0) return 'met';
+  const parts: string[] = [];
+  if (dm > 0) parts.push(`median short by ${dm.toFixed(1)} pp`);
+  if (dp > 0) parts.push(`p90 short by ${dp.toFixed(1)} pp`);
+  return parts.join(', ');
+}
+
+/** Per-regime table for one composition (+ pooled row, labelled as such). */
+export function regimeTable(v: ValidationResult, c: Composition): Table {
+  const rows: string[][] = [];
+  for (const g of REGIMES) {
+    const m = v.regimes_by_composition[c][g];
+    if (!m) continue;
+    rows.push([g, String(m.n), f1(m.mape_pct), f1(m.median_ape_pct), f1(m.p90_ape_pct), f1(m.bias_pct), f3(m.geo_mean_ratio), f1(m.shape_mape_pct), String(m.shape_n ?? 0), goalVerdict(m)]);
+  }
+  const o = v.overall_by_composition[c];
+  rows.push(['pooled (all regimes)', String(o.n), f1(o.mape_pct), f1(o.median_ape_pct), f1(o.p90_ape_pct), f1(o.bias_pct), f3(o.geo_mean_ratio), f1(o.shape_mape_pct), String(o.shape_n ?? 0), '(see regimes)']);
+  return {
+    header: ['regime', 'n (rows)', 'MAPE (%)', 'median APE (%)', 'p90 APE (%)', 'bias (%)', 'geo mean pred/meas (×)', 'shape MAPE (%)', 'shape n (points)', 'goal: median ≤ 10 %, p90 ≤ 25 %'],
+    rows,
+  };
+}
+
+/** Side-by-side NoOverlap vs Overlap per regime. */
+export function compositionTable(v: ValidationResult): Table {
+  const rows: string[][] = [];
+  for (const g of [...REGIMES, 'pooled' as const]) {
+    const a = g === 'pooled' ? v.overall_by_composition.no_overlap : v.regimes_by_composition.no_overlap[g];
+    const b = g === 'pooled' ? v.overall_by_composition.overlap : v.regimes_by_composition.overlap[g];
+    if (!a || !b) continue;
+    rows.push([g, String(a.n), f1(a.mape_pct), f1(b.mape_pct), f1(a.median_ape_pct), f1(b.median_ape_pct), f1(a.bias_pct), f1(b.bias_pct), a.mape_pct <= b.mape_pct ? 'NoOverlap' : 'Overlap']);
+  }
+  return {
+    header: ['regime', 'n (rows)', 'NoOverlap MAPE (%)', 'Overlap MAPE (%)', 'NoOverlap median APE (%)', 'Overlap median APE (%)', 'NoOverlap bias (%)', 'Overlap bias (%)', 'lower MAPE'],
+    rows,
+  };
+}
+
+export function groupTable(v: ValidationResult): Table {
+  const h = v.headline;
+  return {
+    header: ['model', 'chip', 'tp (GPUs)', 'kind', 'engine', 'regime', 'n (rows)', `MAPE ${COMPOSITION_LABEL[h]} (%)`, 'median APE (%)', 'p90 APE (%)', 'bias (%)', 'geo mean pred/meas (×)', 'shape MAPE (%)', `MAPE ${COMPOSITION_LABEL[h === 'overlap' ? 'no_overlap' : 'overlap']} (%)`],
+    rows: v.groups.map((g) => {
+      const m = g.metrics[h];
+      const other = g.metrics[h === 'overlap' ? 'no_overlap' : 'overlap'];
+      return [g.key.model, g.key.chip, String(g.key.tp), g.key.kind, g.key.engine, g.key.regime, String(m.n), f1(m.mape_pct), f1(m.median_ape_pct), f1(m.p90_ape_pct), f1(m.bias_pct), f3(m.geo_mean_ratio), f1(m.shape_mape_pct), f1(other.mape_pct)];
+    }),
+  };
+}
+
+/** Mean share of each resource in the headline prediction (scored rows), per regime: where the time goes. */
+export function resourceShareTable(v: ValidationResult): Table {
+  const rows: string[][] = [];
+  const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  for (const g of REGIMES) {
+    const rs = scored.filter((r) => r.regime === g);
+    if (!rs.length) continue;
+    const tot = rs.reduce((a, r) => a + r.measured_us, 0);
+    const cells = RESOURCES.map((res) => f1((100 * rs.reduce((a, r) => a + r.resources_us[res], 0)) / tot));
+    const pred = rs.reduce((a, r) => a + r.predicted_us[v.headline], 0);
+    rows.push([g, String(rs.length), ...cells, f1((100 * pred) / tot)]);
+  }
+  return {
+    header: ['regime', 'n (rows)', ...RESOURCES.map((r) => `${r} (% of measured)`), `${COMPOSITION_LABEL[v.headline]} total (% of measured)`],
+    rows,
+  };
+}
+
+export function rowTable(v: ValidationResult): Table {
+  return {
+    header: ['file:row', 'model', 'tp (GPUs)', 'regime', 'batch (requests)', 'measured (µs)', 'NoOverlap (µs)', 'Overlap (µs)', `ratio ${COMPOSITION_LABEL[v.headline]} (pred/meas)`, 'host (µs)', 'bottleneck', 'status'],
+    rows: v.rows.map((r) => [
+      `${r.file}:${r.row}`,
+      r.model,
+      String(r.tp),
+      r.regime,
+      String(r.batch),
+      r.measured_us.toFixed(0),
+      r.predicted_us.no_overlap.toFixed(0),
+      r.predicted_us.overlap.toFixed(0),
+      r.ratio[v.headline].toFixed(3),
+      r.host_us.toFixed(0),
+      r.bottleneck,
+      r.used_for_host_fit ? 'host-fit training (not scored)' : r.excluded ? `excluded: ${r.excluded}` : r.extrapolated ? 'scored (extrapolated)' : 'scored',
+    ]),
+  };
+}
+
+export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: string[] } {
+  const hf = v.host_fit;
+  if (!hf) return { tables: [], notes: ['Host terms: the registry’s (no `--fit-host`).'] };
+  const terms: Table = {
+    header: ['engine', 'composition', 'n train (rows)', 'per_step_us (µs/step)', 'per_request_step_us (µs/request/step)', 'per_step_tp_gt1_us (µs/step)', 'per_kernel_us (µs/kernel)', 'train RMS (µs)', 'not identified'],
+    rows: hf.fits.map((f) => {
+      const t = (n: string) => f.terms.find((x) => x.name === n)!;
+      const cell = (n: string) => (t(n).identified ? t(n).value_us.toFixed(2) : 'n/i');
+      return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), f.train_rms_us.toFixed(0), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
+    }),
+  };
+  const train: Table = {
+    header: ['training row (file:row)', 'engine', 'group'],
+    rows: hf.training_rows.map((t) => [`${t.file}:${t.row}`, t.engine, t.group]),
+  };
+  const notes = [
+    `Host terms fitted with \`--fit-host ${hf.rule}\` on ${hf.training_rows.length} training rows, excluded from every error below. n/i = not identified by the training rows (held at 0).`,
+    ...hf.notes,
+    ...new Set(hf.fits.flatMap((f) => f.notes.filter((n) => !hf.notes.includes(n)))),
+  ];
+  return { tables: [terms, train], notes };
+}
+
+/** The report's charts (SVG strings), by file name. */
+export function validationCharts(v: ValidationResult): Array<{ name: string; title: string; svg: string }> {
+  const out: Array<{ name: string; title: string; svg: string }> = [];
+  const h = v.headline;
+  const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  const notScored = v.rows.filter((r) => r.used_for_host_fit || r.excluded !== undefined);
+  const series: Series[] = REGIMES.filter((g) => scored.some((r) => r.regime === g)).map((g) => ({
+    label: `${g} (${scored.filter((r) => r.regime === g).length})`,
+    style: 'scatter',
+    color: REGIME_COLOR[g],
+    radius: 3,
+    points: scored.filter((r) => r.regime === g).map((r) => [r.measured_us / 1000, r.predicted_us[h] / 1000] as [number, number]),
+  }));
+  if (notScored.length) {
+    series.push({ label: `not scored (${notScored.length})`, style: 'scatter', color: '#bbbbbb', radius: 2, points: notScored.map((r) => [r.measured_us / 1000, r.predicted_us[h] / 1000]) });
+  }
+  out.push({
+    name: 'validation-pred-vs-meas.svg',
+    title: 'Predicted vs measured',
+    svg: chart(series, { title: `${v.chip}: ${COMPOSITION_LABEL[h]} predicted vs measured (y = x dashed)`, x_label: 'measured (ms)', y_label: `predicted ${COMPOSITION_LABEL[h]} (ms)`, x_log: true, y_log: true, diagonal: true }),
+  });
+
+  const cdf: Series[] = [];
+  for (const c of COMPOSITIONS) {
+    for (const g of REGIMES) {
+      const rs = scored.filter((r) => r.regime === g);
+      if (!rs.length) continue;
+      cdf.push({
+        label: `${g} ${COMPOSITION_LABEL[c]}`,
+        style: 'line',
+        color: REGIME_COLOR[g],
+        ...(c === 'overlap' ? { dash: '4 3' } : {}),
+        points: apeCdf(rs.map((r) => Math.abs(r.ratio[c] - 1) * 100)).map(([x, y]) => [Math.max(x, 0.01), y]),
+      });
+    }
+  }
+  out.push({
+    name: 'validation-ape-cdf.svg',
+    title: 'CDF of APE',
+    svg: chart(cdf, { title: `${v.chip}: CDF of APE per regime (solid NoOverlap, dashed Overlap)`, x_label: 'APE (%)', y_label: 'fraction of rows', x_log: true, y_range: [0, 1], h_lines: [{ y: 0.5, label: 'median' }, { y: 0.9, label: 'p90' }] }),
+  });
+
+  // Error vs batch: groups with ≥ 2 scored rows, one chart per regime, at most 10 groups each.
+  for (const g of REGIMES) {
+    const groups = [...groupBy(scored.filter((r) => r.regime === g), (r) => r.group)].filter(([, rs]) => new Set(rs.map((r) => r.batch)).size >= 2);
+    if (!groups.length) continue;
+    groups.sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1));
+    const shown = groups.slice(0, 10);
+    const s: Series[] = shown.map(([key, rs]) => ({
+      label: shortGroup(key),
+      style: 'line',
+      points: [...rs].sort((a, b) => a.batch - b.batch).map((r) => [r.batch, (r.ratio[h] - 1) * 100] as [number, number]),
+    }));
+    out.push({
+      name: `validation-error-vs-batch-${g}.svg`,
+      title: `Error vs batch (${g})`,
+      svg: chart(s, {
+        title: `${v.chip} ${g}: ${COMPOSITION_LABEL[h]} error vs batch${groups.length > 10 ? ` (10 of ${groups.length} groups)` : ''}`,
+        x_label: 'batch (requests)',
+        y_label: 'error (pred/meas − 1, %)',
+        x_log: true,
+        h_lines: [{ y: 0, label: 'exact' }],
+      }),
+    });
+  }
+
+  const picks = selectedSteps(v);
+  if (picks.length) {
+    out.push({
+      name: 'validation-resources.svg',
+      title: 'Per-resource time of selected steps',
+      svg: stackedBars(
+        picks.map((r) => ({
+          label: `${r.regime} ${r.model} tp${r.tp} b${r.batch} (meas ${(r.measured_us / 1000).toFixed(1)} ms)`,
+          segments: Object.fromEntries(RESOURCES.map((res) => [res, r.resources_us[res] / 1000])),
+        })),
+        { title: `${v.chip}: priced time per resource (sum = NoOverlap)`, unit: 'ms', keys: RESOURCES, width: 900 },
+      ),
+    });
+  }
+  return out;
+}
+
+function shortGroup(key: string): string {
+  const s = key.replace(/\|(prefill|decode|mixed|static_batch)$/, '');
+  return s.length > 26 ? s.slice(0, 25) + '…' : s;
+}
+
+/** Selected steps for the stacked bar: per regime, the lowest and highest batch of its largest group. */
+export function selectedSteps(v: ValidationResult): RowResult[] {
+  const out: RowResult[] = [];
+  const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  for (const g of REGIMES) {
+    const groups = [...groupBy(scored.filter((r) => r.regime === g), (r) => r.group).values()].sort((a, b) => b.length - a.length);
+    const big = groups[0];
+    if (!big) continue;
+    const sorted = [...big].sort((a, b) => a.batch - b.batch);
+    out.push(sorted[0]!);
+    if (sorted.length > 1) out.push(sorted[sorted.length - 1]!);
+  }
+  return out;
+}
+
+/** Extra sections a caller (calibrate) adds: markdown and HTML renderings of the same content. */
+export interface ExtraSection {
+  title: string;
+  md: string;
+  html: string;
+}
+
+export interface ReportInputs {
+  /** Fitter figures to inline (fits/<chip>/*.svg), by name. */
+  fitFigures?: Array<{ name: string; svg: string }>;
+  /** Sections printed before the validation (e.g. calibrate's coefficient summary). */
+  before?: ExtraSection[];
+  /** A plain statement printed when there is no held-out data (then `v` is null). */
+  noValidation?: string;
+}
+
+function conventions(): string[] {
+  return [
+    'APE = |pred/meas − 1| · 100; MAPE = mean APE; median and p90 APE are nearest-rank percentiles (sorted[ceil(p·n) − 1]).',
+    'bias = mean (pred/meas − 1) · 100, signed (negative = predicted too fast); geo mean = exp(mean ln(pred/meas)).',
+    'shape (reference §5.2): within a group, each row’s pred/meas divided by that of the group’s lowest batch, minus 1; the anchor is excluded; shape MAPE = mean |·| · 100.',
+    'Every metric is reported per regime; the pooled row is never the only figure (opposite errors can cancel).',
+  ];
+}
+
+function pinLines(v: ValidationResult): string[] {
+  return [
+    `registry sha256: ${v.pinned.registry_sha256}`,
+    `stepcal version: ${v.pinned.stepcal_version}`,
+    `flags: ${v.pinned.flags.join(' ') || '(none)'}`,
+    ...v.pinned.inputs.map((i) => `input: ${i.file} sha256 ${i.sha256}`),
+  ];
+}
+
+/** The markdown report. Charts are referenced as SVG files written beside it. */
+export function validationMarkdown(chip: string, v: ValidationResult | null, inp: ReportInputs = {}): string {
+  const L: string[] = [`# stepcal accuracy report: ${chip}`, ''];
+  for (const s of inp.before ?? []) L.push(`## ${s.title}`, '', s.md, '');
+  if (!v) {
+    L.push('## Held-out validation', '', inp.noValidation ?? 'No held-out step timings for this chip.', '');
+  } else {
+    L.push('## Pinned evaluation', '', ...pinLines(v).map((l) => `- ${l}`), '');
+    L.push('## Conventions', '', ...conventions().map((l) => `- ${l}`), '');
+    L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
+    L.push(`### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`, '', mdTable(regimeTable(v, v.headline)));
+    L.push('### NoOverlap vs Overlap (held-out)', '', mdTable(compositionTable(v)));
+    L.push('### Where the priced time goes (scored rows, share of measured time)', '', mdTable(resourceShareTable(v)));
+    if (v.double_charge) L.push('### Decode double-charge check', '', `${v.double_charge.suspicious ? '**Suspicious**: ' : ''}${v.double_charge.note} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).`, '');
+    const hf = hostFitSection(v);
+    L.push('## Host overheads', '', ...hf.notes.map((n) => `- ${n}`), '');
+    for (const t of hf.tables) L.push(mdTable(t));
+    L.push('## Per group', '', mdTable(groupTable(v)));
+    if (v.flagged?.length) {
+      L.push('## Rows excluded by a flag (priced, not scored)', '', mdTable(flaggedTable(v)));
+    }
+    if (v.warnings.length) L.push('## Warnings', '', ...v.warnings.map((w) => `- ${w}`), '');
+    L.push('## Charts', '');
+    for (const c of validationCharts(v)) L.push(`### ${c.title}`, '', `![${c.title}](${c.name})`, '');
+  }
+  if (inp.fitFigures?.length) {
+    L.push('## Fit plots', '');
+    for (const f of inp.fitFigures) L.push(`![${f.name}](${f.name})`, '');
+  }
+  if (v) L.push('## Every row', '', mdTable(rowTable(v)));
+  return L.join('\n') + '\n';
+}
+
+export function flaggedTable(v: ValidationResult): Table {
+  return {
+    header: ['flag', 'regime', 'n (rows)', `MAPE ${COMPOSITION_LABEL[v.headline]} (%)`, 'median APE (%)', 'bias (%)'],
+    rows: (v.flagged ?? []).map((f) => [f.flag, f.regime, String(f.metrics.n), f1(f.metrics.mape_pct), f1(f.metrics.median_ape_pct), f1(f.metrics.bias_pct)]),
+  };
+}
+
+const CSS = `body{font-family:sans-serif;margin:24px;max-width:1240px;color:#222}
+table{border-collapse:collapse;margin:8px 0 18px;font-size:12px}
+th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.figs{display:flex;flex-wrap:wrap;gap:12px}.figs figure{margin:0}
+figcaption{font-size:12px;color:#555}code{background:#f5f5f5}
+.rows{max-height:600px;overflow:auto;display:block}`;
+
+/** The self-contained HTML report (inline SVG, inline CSS, no script, no external reference). */
+export function validationHtml(chip: string, v: ValidationResult | null, inp: ReportInputs = {}): string {
+  const H: string[] = [
+    '<!DOCTYPE html>',
+    `<html lang="en"><head><meta charset="utf-8"><title>stepcal accuracy report: ${esc(chip)}</title><style>${CSS}</style></head><body>`,
+    `<h1>stepcal accuracy report: ${esc(chip)}</h1>`,
+  ];
+  for (const s of inp.before ?? []) H.push(`<h2>${esc(s.title)}</h2>`, s.html);
+  if (!v) {
+    H.push('<h2>Held-out validation</h2>', `<p>${esc(inp.noValidation ?? 'No held-out step timings for this chip.')}</p>`);
+  } else {
+    H.push('<h2>Headline</h2>', `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`);
+    H.push(`<h3>Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)</h3>`, htmlTable(regimeTable(v, v.headline)));
+    H.push('<h3>NoOverlap vs Overlap (held-out)</h3>', htmlTable(compositionTable(v)));
+    H.push('<h2>Charts</h2><div class="figs">');
+    for (const [i, c] of validationCharts(v).entries()) H.push(`<figure data-chart="${esc(c.name)}">${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`);
+    H.push('</div>');
+    H.push('<h3>Where the priced time goes (scored rows, share of measured time)</h3>', htmlTable(resourceShareTable(v)));
+    if (v.double_charge) H.push('<h3>Decode double-charge check</h3>', `<p>${esc(v.double_charge.note)} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).</p>`);
+    const hf = hostFitSection(v);
+    H.push('<h2>Host overheads</h2>', '<ul>' + hf.notes.map((n) => `<li>${esc(n)}</li>`).join('') + '</ul>');
+    for (const t of hf.tables) H.push(htmlTable(t));
+    H.push('<h2>Per group</h2>', htmlTable(groupTable(v)));
+    if (v.flagged?.length) H.push('<h2>Rows excluded by a flag (priced, not scored)</h2>', htmlTable(flaggedTable(v)));
+    if (v.warnings.length) H.push('<h2>Warnings</h2><ul>' + v.warnings.map((w) => `<li>${esc(w)}</li>`).join('') + '</ul>');
+    H.push('<h2>Pinned evaluation</h2><ul>' + pinLines(v).map((l) => `<li><code>${esc(l)}</code></li>`).join('') + '</ul>');
+    H.push('<h2>Conventions</h2><ul>' + conventions().map((l) => `<li>${esc(l)}</li>`).join('') + '</ul>');
+  }
+  if (inp.fitFigures?.length) {
+    H.push('<h2>Fit plots</h2><div class="figs">');
+    for (const [i, f] of inp.fitFigures.entries()) H.push(`<figure data-chart="${esc(f.name)}">${uniquifyIds(stripXmlProlog(f.svg), `f${i}`)}<figcaption>${esc(f.name)}</figcaption></figure>`);
+    H.push('</div>');
+  }
+  if (v) H.push('<h2>Every row</h2>', htmlTable(rowTable(v), 'rows'));
+  H.push('</body></html>');
+  return H.join('\n') + '\n';
+}
+
+/**
+ * Prefix every `id` of an SVG (and the `url(#id)` / `href="#id"` references to it): inline SVGs share
+ * the page's id space, so two charts' `clipPath id="plot"` would otherwise clip to the first one's.
+ */
+export function uniquifyIds(svg: string, prefix: string): string {
+  const ids = new Set([...svg.matchAll(/\bid="([^"]+)"/g)].map((m) => m[1]!));
+  let out = svg;
+  for (const id of ids) {
+    const e = id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out
+      .replace(new RegExp(`\\bid="${e}"`, 'g'), `id="${prefix}-${id}"`)
+      .replace(new RegExp(`url\\(#${e}\\)`, 'g'), `url(#${prefix}-${id})`)
+      .replace(new RegExp(`href="#${e}"`, 'g'), `href="#${prefix}-${id}"`);
+  }
+  return out;
+}
+
+/** Inline SVG must not carry an XML prolog. */
+function stripXmlProlog(svg: string): string {
+  return svg.replace(/^<\?xml[^>]*>\s*/, '');
+}

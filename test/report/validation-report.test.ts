@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { goalVerdict, mdTable, regimeTable, uniquifyIds, validationCharts, validationHtml, validationMarkdown } from '../../src/report/validation.ts';
+import { validateRows } from '../../src/validate/run.ts';
+import { parseStepsCsv } from '../../src/validate/steps.ts';
+import type { ValidationResult } from '../../src/validate/types.ts';
+import { BASE, fakePricer, stepsCsv } from '../validate/fake-pricer.ts';
+
+const K = { a: 1000, b: 2, c: 500, d: 0.01, h: 50, overlap_factor: 0.8 };
+function cancelling(): ValidationResult {
+  const rs: Array<Record<string, string | number>> = [];
+  for (let i = 1; i <= 9; i++) {
+    rs.push({ ...BASE, kind: 'step', prefill_requests: 0, prefill_tokens: 0, decode_requests: i, decode_context_tokens: 1000 * i, measured_us: (K.c + K.d * 1000 * i + K.h) / 0.98, group: 'dec' });
+  }
+  rs.push({ ...BASE, kind: 'step', prefill_requests: 1, prefill_tokens: 500, decode_requests: 0, decode_context_tokens: 0, measured_us: (K.a + K.b * 500 + K.h) / 1.6, group: 'pre' });
+  rs.push({ ...BASE, kind: 'static_batch', batch: 2, prompt_tokens: 10, output_tokens: 5, measured_us: 4000, flags: 'stopped_early' });
+  const rows = parseStepsCsv(stepsCsv(rs), 't.steps.csv').rows;
+  const core = validateRows(rows, { chip: 'h100', composition: 'no_overlap' }, { pricerFor: () => fakePricer(K) });
+  return { ...core, pinned: { registry_sha256: 'abc', stepcal_version: '0.1.0', flags: ['--chip h100'], inputs: [{ file: 't.steps.csv', sha256: 'def' }] } };
+}
+
+describe('accuracy report', () => {
+  const v = cancelling();
+  const md = validationMarkdown('h100', v);
+  it('shows the regime that pooled figures hide (cancelling errors)', () => {
+    const t = regimeTable(v, 'no_overlap');
+    const pre = t.rows.find((r) => r[0] === 'prefill')!;
+    const pooled = t.rows.find((r) => r[0].startsWith('pooled'))!;
+    expect(pre[2]).toBe('60.0'); // MAPE %
+    expect(pre[5]).toBe('60.0'); // bias %
+    expect(pooled[2]).toBe('7.8');
+    expect(md).toContain('| prefill | 1 | 60.0 | 60.0 | 60.0 | 60.0 |');
+    expect(md).toMatch(/p90 short by 35\.0 pp/);
+  });
+  it('every column header carries a unit or is a label', () => {
+    const header = regimeTable(v, 'no_overlap').header;
+    for (const h of header.slice(1, 9)) expect(h).toMatch(/\((%|rows|×|points)\)/);
+  });
+  it('flagged static rows are priced but not scored, and listed', () => {
+    expect(v.rows.find((r) => r.kind === 'static_batch')!.excluded).toBe('stopped_early');
+    expect(v.regimes.static_batch).toBeNull();
+    expect(md).toContain('excluded: stopped_early');
+    expect(md).toContain('| stopped_early | static_batch | 1 |');
+  });
+  it('pins the evaluation and states the percentile convention', () => {
+    expect(md).toContain('registry sha256: abc');
+    expect(md).toContain('input: t.steps.csv sha256 def');
+    expect(md).toMatch(/nearest-rank/);
+  });
+  it('HTML is self-contained with every chart inline and unique ids', () => {
+    const html = validationHtml('h100', v, { fitFigures: [{ name: 'gemm-bf16.svg', svg: '<svg><clipPath id="plot"/><g clip-path="url(#plot)"/></svg>' }] });
+    expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)|<link|<img/);
+    const charts = validationCharts(v);
+    expect(charts.map((c) => c.name)).toEqual(['validation-pred-vs-meas.svg', 'validation-ape-cdf.svg', 'validation-error-vs-batch-decode.svg', 'validation-resources.svg']);
+    expect((html.match(/<svg /g) ?? []).length).toBe(charts.length);
+    expect(html).toContain('<clipPath id="f0-plot"/><g clip-path="url(#f0-plot)"/>');
+    const ids = [...html.matchAll(/ id="([^"]+)"/g)].map((m) => m[1]);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+  it('goal verdicts and markdown tables', () => {
+    expect(goalVerdict({ n: 1, mape_pct: 5, median_ape_pct: 9, p90_ape_pct: 25, bias_pct: 0, geo_mean_ratio: 1 })).toBe('met');
+    expect(goalVerdict({ n: 1, mape_pct: 5, median_ape_pct: 12.5, p90_ape_pct: 20, bias_pct: 0, geo_mean_ratio: 1 })).toBe('median short by 2.5 pp');
+    expect(mdTable({ header: ['a (µs)'], rows: [['x|y']] })).toBe('| a (µs) |\n|---|\n| x\\|y |\n');
+    expect(uniquifyIds('<g id="a"/><use href="#a"/>', 'p')).toBe('<g id="p-a"/><use href="#p-a"/>');
+  });
+});
