@@ -24,7 +24,7 @@ describe('accuracy report', () => {
   it('shows the regime that pooled figures hide (cancelling errors)', () => {
     const t = regimeTable(v, 'no_overlap');
     const pre = t.rows.find((r) => r[0] === 'prefill')!;
-    const pooled = t.rows.find((r) => r[0].startsWith('pooled'))!;
+    const pooled = t.rows.find((r) => r[0]!.startsWith('pooled'))!;
     expect(pre[2]).toBe('60.0'); // MAPE %
     expect(pre[5]).toBe('60.0'); // bias %
     expect(pooled[2]).toBe('7.8');
