@@ -35,7 +35,10 @@ export interface Deployment {
   /** KV-cache dtype; undefined = follow the weights (sub-byte → bf16). */
   kv_dtype?: string;
   cudagraph_mode: CudagraphMode;
-  /** Largest batch (requests) with a captured graph; larger batches run eager. */
+  /**
+   * Largest captured batch, in tokens (vLLM `max_cudagraph_capture_size`; for one-token decode rows,
+   * tokens = requests). A step with more tokens runs eager.
+   */
   max_capture_size: number;
   /** Requests scheduling more tokens than this are prefills (vLLM default 1). */
   decode_threshold: number;

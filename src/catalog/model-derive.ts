@@ -1,0 +1,210 @@
+/**
+ * Derive a model graph from a Hugging Face `config.json` (issue 4 "Model graphs").
+ *
+ * The rules, per layer (all sizes whole-model; the pricer applies the tp/ep split):
+ *   - input norm (Elementwise), attention block, tp all-reduce, post-attention norm, MLP or MoE block,
+ *     tp all-reduce — the dense layer of reference §3.1, node for node, so that llama-3.1-8b gives the
+ *     §3.1 FLOPs (436,207,616 per token per layer) and kernel counts (258 at tp 1).
+ *   - GQA/MHA attention: fused qkv GEMM n = (n_q + 2·n_kv)·d_h, k = hidden (column-parallel);
+ *     o_proj n = hidden, k = n_q·d_h (row-parallel).
+ *   - A layer states a window (sliding_window, or layer_types "sliding_attention") → kind `swa`.
+ *   - MLA (kv_lora_rank present, DeepSeek): fused q_a + kv_a (replicated, as vLLM's
+ *     MergedReplicatedLinear), two latent norms, q_b and kv_b (column), latent cache n_kv 1,
+ *     d_h = kv_lora_rank + qk_rope_head_dim; prefill arithmetic width (qk_head_dim + v_head_dim)/2.
+ *   - MLP: gated (gate_up n = 2·inter, down k = inter) or, for BLOOM, non-gated GELU 4·hidden.
+ *   - MoE: a replicated router GEMM (n = experts, kept bf16) and a GroupedGEMM with the shared
+ *     experts; All2All dispatch and combine emitted only when ep > 1 (routed: message × top_k).
+ *   - Head: final norm + lm_head (n = vocab, k = hidden), lm_head kept bf16 (quantizers leave it).
+ *   - DeepSeek MTP (num_nextn_predict_layers): a speculator layer kind `mtp` (two norms, eh_proj
+ *     n = hidden, k = 2·hidden, then a decoder layer), priced with the head per drafter pass.
+ * Pure: no I/O.
+ */
+import { UserError } from '../common/errors.ts';
+import { sha256 } from '../common/fs.ts';
+import type { StorageDtype } from './dtypes.ts';
+import type { GraphNode, ModelGraph, Stack } from './model.ts';
+
+export const DERIVER_VERSION = 1;
+
+/** The subset of a Hugging Face config the deriver reads (all optional; aliases accepted). */
+export type HfConfig = Record<string, unknown>;
+
+function num(c: HfConfig, ...keys: string[]): number | undefined {
+  for (const k of keys) {
+    const v = c[k];
+    if (typeof v === 'number' && Number.isFinite(v)) return v;
+  }
+  return undefined;
+}
+
+function req(c: HfConfig, name: string, ...keys: string[]): number {
+  const v = num(c, ...keys);
+  if (v === undefined) throw new UserError(`${name}: config.json lacks ${keys.join(' / ')}`);
+  return v;
+}
+
+function checkpointDtype(c: HfConfig): { global: StorageDtype; experts?: StorageDtype } {
+  const q = c.quantization_config as Record<string, unknown> | undefined;
+  const method = typeof q?.quant_method === 'string' ? q.quant_method.toLowerCase() : undefined;
+  if (method === 'fp8') return { global: 'fp8' };
+  const torch = typeof c.torch_dtype === 'string' ? c.torch_dtype : 'bfloat16';
+  const global: StorageDtype = torch === 'float16' ? 'fp16' : torch === 'float32' ? 'fp32' : 'bf16';
+  if (method === 'mxfp4') return { global, experts: 'mxfp4' };
+  return { global };
+}
+
+/** Compress a sequence of layer-kind ids into prologue + pattern × repeat (period ≤ 4). */
+export function compressStack(seq: readonly string[]): Stack {
+  for (let p = 0; p < seq.length; p++) {
+    for (let q = 1; q <= 4 && p + q <= seq.length; q++) {
+      if ((seq.length - p) % q !== 0) continue;
+      let ok = true;
+      for (let i = p; i < seq.length && ok; i++) ok = seq[i] === seq[p + ((i - p) % q)];
+      if (ok) {
+        const s: Stack = { pattern: seq.slice(p, p + q), repeat: (seq.length - p) / q };
+        if (p > 0) return { prologue: seq.slice(0, p), ...s };
+        return s;
+      }
+    }
+  }
+  throw new Error('unreachable: a period-1 tail always exists');
+}
+
+/**
+ * Derive a graph from a parsed `config.json`.
+ * @param config parsed Hugging Face config
+ * @param name catalog name written into the graph
+ * @param configText the file's exact text, hashed into `derived_from.sha256`
+ * @throws UserError naming the missing field
+ */
+export function deriveGraph(config: HfConfig, name: string, configText: string): ModelGraph {
+  const modelType = String(config.model_type ?? '');
+  const hidden = req(config, name, 'hidden_size', 'n_embed', 'd_model');
+  const layers = req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
+  const nQ = req(config, name, 'num_attention_heads', 'n_head');
+  const nKv = num(config, 'num_key_value_heads') ?? nQ;
+  const dH = num(config, 'head_dim') ?? hidden / nQ;
+  const vocab = req(config, name, 'vocab_size');
+  const tie = config.tie_word_embeddings === undefined ? modelType === 'bloom' : Boolean(config.tie_word_embeddings);
+  const dt = checkpointDtype(config);
+  const isBloom = modelType === 'bloom';
+  const inter = num(config, 'intermediate_size', 'n_inner') ?? 4 * hidden;
+  const experts = num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');
+  const topK = num(config, 'num_experts_per_tok', 'experts_per_token');
+  const firstDense = num(config, 'first_k_dense_replace') ?? 0;
+  const isMla = num(config, 'kv_lora_rank') !== undefined;
+  const layerTypes = Array.isArray(config.layer_types) ? (config.layer_types as string[]) : undefined;
+  const window = num(config, 'sliding_window');
+  const useSw = config.use_sliding_window !== false;
+
+  const attnBlock = (windowed: boolean): GraphNode[] => {
+    if (isMla) {
+      const qLora = req(config, name, 'q_lora_rank');
+      const kvLora = req(config, name, 'kv_lora_rank');
+      const rope = req(config, name, 'qk_rope_head_dim');
+      const nope = req(config, name, 'qk_nope_head_dim');
+      const vDim = req(config, name, 'v_head_dim');
+      return [
+        { op: 'GEMM', role: 'qkv_a_proj', n: qLora + kvLora + rope, k: hidden, parallel: 'replicated' },
+        { op: 'Elementwise', role: 'q_a_norm', bytes_per_token: qLora * 4 },
+        { op: 'Elementwise', role: 'kv_a_norm', bytes_per_token: kvLora * 4 },
+        { op: 'GEMM', role: 'q_b_proj', n: nQ * (nope + rope), k: qLora, parallel: 'column' },
+        { op: 'GEMM', role: 'kv_b_proj', n: nQ * (nope + vDim), k: kvLora, parallel: 'column' },
+        { op: 'Attention', kind: 'mla', n_q: nQ, n_kv: 1, d_h: kvLora + rope, prefill_d_h: (nope + rope + vDim) / 2 },
+        { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * vDim, parallel: 'row' },
+      ];
+    }
+    const attn: GraphNode = windowed
+      ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: window! }
+      : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: nKv, d_h: dH };
+    if (isBloom) (attn as { alibi?: boolean }).alibi = true;
+    if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
+    return [
+      { op: 'GEMM', role: 'qkv_proj', n: (nQ + 2 * nKv) * dH, k: hidden, parallel: 'column' },
+      attn,
+      { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * dH, parallel: 'row' },
+    ];
+  };
+
+  const mlpBlock = (): GraphNode[] =>
+    isBloom
+      ? [
+          { op: 'GEMM', role: 'mlp_up', n: inter, k: hidden, parallel: 'column' },
+          { op: 'GEMM', role: 'mlp_down', n: hidden, k: inter, parallel: 'row' },
+        ]
+      : [
+          { op: 'GEMM', role: 'mlp_gate_up', n: 2 * inter, k: hidden, parallel: 'column' },
+          { op: 'GEMM', role: 'mlp_down', n: hidden, k: inter, parallel: 'row' },
+        ];
+
+  const moeBlock = (): GraphNode[] => {
+    const moeInter = num(config, 'moe_intermediate_size') ?? inter;
+    const shared = num(config, 'n_shared_experts') ?? 0;
+    const g: GraphNode = {
+      op: 'GroupedGEMM',
+      role: 'experts',
+      n: moeInter,
+      k: hidden,
+      experts: experts!,
+      top_k: req(config, name, 'num_experts_per_tok', 'experts_per_token'),
+    };
+    if (shared > 0) Object.assign(g, { shared_experts: shared, shared_intermediate_size: moeInter });
+    if (dt.experts) Object.assign(g, { weight_dtype: dt.experts });
+    return [
+      { op: 'GEMM', role: 'router', n: experts!, k: hidden, parallel: 'replicated', weight_dtype: 'bf16' },
+      { op: 'All2All', role: 'dispatch', emit: 'ep>1', routed: true },
+      g,
+      { op: 'All2All', role: 'combine', emit: 'ep>1', routed: true },
+    ];
+  };
+
+  const layerNodes = (windowed: boolean, moe: boolean): GraphNode[] => [
+    { op: 'Elementwise', role: 'input_norm' },
+    ...attnBlock(windowed),
+    { op: 'AllReduce', role: 'attn_out', emit: 'tp>1' },
+    { op: 'Elementwise', role: 'post_attn_norm' },
+    ...(moe ? moeBlock() : mlpBlock()),
+    { op: 'AllReduce', role: 'mlp_out', emit: 'tp>1' },
+  ];
+
+  const kinds = new Map<string, GraphNode[]>();
+  const seq: string[] = [];
+  for (let i = 0; i < layers; i++) {
+    const windowed = layerTypes
+      ? layerTypes[i] === 'sliding_attention'
+      : window !== undefined && useSw && !isMla && window > 0;
+    if (windowed && window === undefined) throw new UserError(`${name}: layer ${i} slides but config.json has no sliding_window`);
+    const moe = experts !== undefined && topK !== undefined && i >= firstDense;
+    const id = `${isMla ? 'mla' : windowed ? 'swa' : 'gqa'}_${moe ? 'moe' : 'dense'}`;
+    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe));
+    seq.push(id);
+  }
+
+  const g: ModelGraph = {
+    kind: 'ModelGraph',
+    name,
+    derived_from: { format: 'hf_config_json', path: 'config.json', sha256: sha256(configText), deriver_version: DERIVER_VERSION },
+    global: { hidden_size: hidden, vocab_size: vocab, tie_word_embeddings: tie, weight_dtype: dt.global },
+    layer_kinds: [...kinds].map(([id, nodes]) => ({ id, nodes })),
+    stack: compressStack(seq),
+    head: [
+      { op: 'Elementwise', role: 'final_norm' },
+      { op: 'GEMM', role: 'lm_head', n: vocab, k: hidden, parallel: 'column', weight_dtype: 'bf16' },
+    ],
+  };
+  const mtp = num(config, 'num_nextn_predict_layers') ?? 0;
+  if (mtp > 0) {
+    const moe = experts !== undefined && topK !== undefined;
+    g.layer_kinds.push({
+      id: 'mtp',
+      nodes: [
+        { op: 'Elementwise', role: 'enorm' },
+        { op: 'Elementwise', role: 'hnorm' },
+        { op: 'GEMM', role: 'eh_proj', n: hidden, k: 2 * hidden, parallel: 'replicated' },
+        ...layerNodes(false, moe),
+      ],
+    });
+    g.speculator = { method: 'deepseek_mtp', num_spec_tokens: mtp, stack: { pattern: ['mtp'], repeat: mtp }, head: true };
+  }
+  return g;
+}

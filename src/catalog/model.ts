@@ -1,0 +1,252 @@
+/**
+ * Model graphs: the per-layer operator lists the step pricer walks.
+ *
+ * A graph lists each kind of layer once, with how its layers repeat (seed "One layer": "A model graph
+ * lists each kind of layer once, with how many times it repeats"). It is derived from a Hugging Face
+ * `config.json` by `deriveGraph` (src/catalog/model-derive.ts) and stored, editable, as
+ * `catalog/models/<name>/graph.yaml`; a test checks the stored graph equals the derived one, so an
+ * edit is deliberate. Layout follows BLIS's public ModelGraph (reference §3) in spirit, with
+ * stepcal's own field names; see docs/pricer.md "Graph format".
+ *
+ * Units: sizes are element counts (n, k, heads, head dims); `bytes_per_token` is bytes.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { Document, isMap, isSeq, parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { UserError } from '../common/errors.ts';
+import { readText } from '../common/fs.ts';
+import { REPO_ROOT } from './chip.ts';
+import { STORAGE_DTYPES } from './dtypes.ts';
+
+export const MODELS_DIR = path.join(REPO_ROOT, 'catalog', 'models');
+
+/** When a node is emitted: always, only when tp > 1, only when ep > 1. */
+export const EMIT_CONDITIONS = ['always', 'tp>1', 'ep>1'] as const;
+export type Emit = (typeof EMIT_CONDITIONS)[number];
+
+/** Attention kinds (seed "Attention": full, sliding-window, latent, sparse latent). */
+export const ATTENTION_KINDS = ['gqa', 'swa', 'mla', 'sparse'] as const;
+export type AttentionKind = (typeof ATTENTION_KINDS)[number];
+
+const dtype = z.enum(STORAGE_DTYPES);
+const posInt = z.number().int().positive();
+const common = {
+  role: z.string().optional(),
+  /** `prefill`: the node runs only in a step with at least one prefill row (seed "Host time"). */
+  phase: z.literal('prefill').optional(),
+  emit: z.enum(EMIT_CONDITIONS).optional(),
+};
+
+const GemmNode = z
+  .object({
+    op: z.literal('GEMM'),
+    ...common,
+    n: posInt,
+    k: posInt,
+    /** Tensor-parallel split: column (n/tp), row (k/tp) or replicated (whole on every rank). Default column. */
+    parallel: z.enum(['column', 'row', 'replicated']).optional(),
+    /** Stored weight dtype when it differs from the model's (e.g. an lm_head kept in bf16). */
+    weight_dtype: dtype.optional(),
+  })
+  .strict();
+
+const GroupedGemmNode = z
+  .object({
+    op: z.literal('GroupedGEMM'),
+    ...common,
+    /** Expert inner (intermediate) width. */
+    n: posInt,
+    /** Hidden width. */
+    k: posInt,
+    experts: posInt,
+    top_k: posInt,
+    /** Gated (gate, up, down: 3·n·k parameters per expert) or not (2·n·k). Default true. */
+    gated: z.boolean().optional(),
+    shared_experts: z.number().int().nonnegative().optional(),
+    shared_intermediate_size: posInt.optional(),
+    weight_dtype: dtype.optional(),
+  })
+  .strict();
+
+const AttentionNode = z
+  .object({
+    op: z.literal('Attention'),
+    ...common,
+    kind: z.enum(ATTENTION_KINDS),
+    /** Query heads (whole model, before the tp split). */
+    n_q: posInt,
+    /** KV heads; 1 for latent (MLA) caches. */
+    n_kv: posInt,
+    /** Cached width per KV head (MLA: kv_lora_rank + qk_rope_head_dim). */
+    d_h: posInt,
+    /** Mean head width of the prefill arithmetic when it differs from d_h (MLA prefill runs un-absorbed). */
+    prefill_d_h: posInt.optional(),
+    /** Sliding window, tokens: the layer reads and attends at most this many keys. */
+    window: posInt.optional(),
+    /** Sparse: positions the indexer selects per query (top-k). */
+    index_topk: posInt.optional(),
+    /** Sparse: the compressed stream has one entry per this many tokens. */
+    compress_ratio: posInt.optional(),
+    /** Position bias with no parameters (ALiBi); informational. */
+    alibi: z.boolean().optional(),
+    /** Learned attention sinks (gpt-oss); informational. */
+    sinks: z.boolean().optional(),
+  })
+  .strict();
+
+const RecurrentNode = z
+  .object({
+    op: z.literal('RecurrentUpdate'),
+    ...common,
+    recurrent_kind: z.enum(['mamba2', 'kda', 'gdn']),
+    num_heads: posInt,
+    head_dim: posInt,
+    state_size: posInt,
+  })
+  .strict();
+
+const ElementwiseNode = z
+  .object({
+    op: z.literal('Elementwise'),
+    ...common,
+    /** Bytes moved per token; default 2·hidden·2 (read + write at bf16). */
+    bytes_per_token: z.number().positive().optional(),
+  })
+  .strict();
+
+const CollectiveNode = z
+  .object({
+    op: z.enum(['AllReduce', 'AllGather', 'ReduceScatter', 'All2All']),
+    ...common,
+    /** Message bytes per token; default hidden·2. */
+    bytes_per_token: z.number().positive().optional(),
+    /** All2All of a routed expert dispatch/combine: message × top_k. */
+    routed: z.boolean().optional(),
+  })
+  .strict();
+
+export const NodeSchema = z.discriminatedUnion('op', [
+  GemmNode,
+  GroupedGemmNode,
+  AttentionNode,
+  RecurrentNode,
+  ElementwiseNode,
+  CollectiveNode,
+]);
+export type GraphNode = z.infer<typeof NodeSchema>;
+export type GemmNodeT = z.infer<typeof GemmNode>;
+export type GroupedGemmNodeT = z.infer<typeof GroupedGemmNode>;
+export type AttentionNodeT = z.infer<typeof AttentionNode>;
+export type RecurrentNodeT = z.infer<typeof RecurrentNode>;
+export type CollectiveNodeT = z.infer<typeof CollectiveNode>;
+
+const StackSchema = z
+  .object({
+    prologue: z.array(z.string()).optional(),
+    pattern: z.array(z.string()).min(1),
+    repeat: posInt,
+    epilogue: z.array(z.string()).optional(),
+  })
+  .strict();
+export type Stack = z.infer<typeof StackSchema>;
+
+export const ModelGraphSchema = z
+  .object({
+    kind: z.literal('ModelGraph'),
+    name: z.string(),
+    derived_from: z
+      .object({ format: z.literal('hf_config_json'), path: z.string(), sha256: z.string(), deriver_version: posInt })
+      .strict()
+      .optional(),
+    global: z
+      .object({
+        hidden_size: posInt,
+        vocab_size: posInt,
+        tie_word_embeddings: z.boolean(),
+        /** Checkpoint weight dtype (what `weight_dtype: auto` serves). */
+        weight_dtype: dtype,
+      })
+      .strict(),
+    layer_kinds: z.array(z.object({ id: z.string(), nodes: z.array(NodeSchema).min(1) }).strict()).min(1),
+    stack: StackSchema,
+    head: z.array(NodeSchema),
+    /** Draft module priced under speculative decoding (e.g. DeepSeek's MTP layer). */
+    speculator: z
+      .object({ method: z.string(), num_spec_tokens: posInt, stack: StackSchema, head: z.boolean().optional() })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .superRefine((g, ctx) => {
+    const ids = new Set(g.layer_kinds.map((k) => k.id));
+    const check = (s: Stack, where: string) => {
+      for (const id of [...(s.prologue ?? []), ...s.pattern, ...(s.epilogue ?? [])]) {
+        if (!ids.has(id)) ctx.addIssue({ code: 'custom', message: `${where} names unknown layer kind "${id}" (known: ${[...ids].join(', ')})` });
+      }
+    };
+    check(g.stack, 'stack');
+    if (g.speculator) check(g.speculator.stack, 'speculator.stack');
+  });
+export type ModelGraph = z.infer<typeof ModelGraphSchema>;
+
+/** Expand a stack into its layer-kind ids, in order (prologue + pattern × repeat + epilogue). */
+export function expandStack(s: Stack): string[] {
+  const out = [...(s.prologue ?? [])];
+  for (let i = 0; i < s.repeat; i++) out.push(...s.pattern);
+  out.push(...(s.epilogue ?? []));
+  return out;
+}
+
+/** Validate a parsed object as a graph. @throws UserError naming `source`, the field and the problem. */
+export function graphFromObject(obj: unknown, source: string): ModelGraph {
+  const r = ModelGraphSchema.safeParse(obj);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new UserError(`${source}: field "${issue.path.join('.')}": ${issue.message}`);
+  }
+  return r.data;
+}
+
+/** Deterministic YAML of a graph (nodes as one-line flow maps). */
+export function stringifyGraph(g: ModelGraph): string {
+  const header = `# Model graph for ${g.name}. Derived from config.json by deriveGraph (src/catalog/model-derive.ts);\n# edit deliberately: test/catalog/model.test.ts checks it equals the derived graph.\n`;
+  const doc = new Document(g, { aliasDuplicateObjects: false });
+  const flowItems = (seq: unknown) => {
+    if (isSeq(seq)) for (const it of seq.items) if (isMap(it)) it.flow = true;
+  };
+  g.layer_kinds.forEach((_, i) => flowItems(doc.getIn(['layer_kinds', i, 'nodes'])));
+  flowItems(doc.getIn(['head']));
+  for (const key of ['derived_from', 'global']) {
+    const m = doc.get(key);
+    if (isMap(m)) m.flow = false;
+  }
+  return header + doc.toString({ lineWidth: 0 });
+}
+
+/** Names of shipped models (directories in catalog/models holding a graph.yaml). */
+export function knownModels(dir = MODELS_DIR): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((d) => existsSync(path.join(dir, d, 'graph.yaml')))
+    .sort();
+}
+
+/**
+ * Load a model graph by catalog name (`llama-3.1-8b`) or by path to a graph YAML file.
+ * @throws UserError listing the known models when the name is unknown, or naming the bad field.
+ */
+export function loadModel(nameOrPath: string, dir = MODELS_DIR): ModelGraph {
+  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(dir, nameOrPath, 'graph.yaml');
+  if (!existsSync(file)) {
+    throw new UserError(`unknown model "${nameOrPath}" (known: ${knownModels(dir).join(', ')})`);
+  }
+  return graphFromObject(parseYaml(readText(file)), file);
+}
+
+/** Read a shipped model's `config.json` text. @throws UserError listing known models. */
+export function loadModelConfigText(name: string, dir = MODELS_DIR): string {
+  const file = path.join(dir, name, 'config.json');
+  if (!existsSync(file)) throw new UserError(`model "${name}" has no config.json (known: ${knownModels(dir).join(', ')})`);
+  return readText(file);
+}

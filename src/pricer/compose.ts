@@ -1,0 +1,77 @@
+/**
+ * The one composition site (seed "Composing the step"; reference §4.8). Everything else only computes
+ * terms; these two functions turn per-layer resource times into Overlap, NoOverlap and the bottleneck.
+ *
+ *   Overlap   = Σ_ℓ ( max(T_SM, T_HBM, T_NVLink, T_NIC) + E ) + H + T_host
+ *   NoOverlap = T_SM + T_HBM + T_NVLink + T_NIC + T_host   (each total includes experts and head)
+ *
+ * E is a layer's expert time, arithmetic PLUS reads (seed footnote 1); H the head, max of its
+ * arithmetic and reads. Overlap ≤ NoOverlap holds algebraically; it is also enforced against
+ * floating-point reordering, as reference §4.8 does.
+ */
+import type { Resource, StepPrice } from './types.ts';
+
+/** Accumulator slots (a preallocated Float64Array of length ACC_LEN). */
+export const SM = 0;
+export const HBM = 1;
+export const NVLINK = 2;
+export const NIC = 3;
+export const HOST = 4;
+export const OVERLAP = 5;
+export const ACC_LEN = 6;
+
+/**
+ * Add `count` layers of one kind. Times per layer, µs: sm/hbm exclude the experts; expert_sm and
+ * expert_hbm are the experts' arithmetic and reads.
+ */
+export function composeLayers(
+  acc: Float64Array,
+  count: number,
+  sm: number,
+  hbm: number,
+  nvlink: number,
+  nic: number,
+  expert_sm: number,
+  expert_hbm: number,
+): void {
+  let stage = sm;
+  if (hbm > stage) stage = hbm;
+  if (nvlink > stage) stage = nvlink;
+  if (nic > stage) stage = nic;
+  acc[OVERLAP]! += count * (stage + expert_sm + expert_hbm);
+  acc[SM]! += count * (sm + expert_sm);
+  acc[HBM]! += count * (hbm + expert_hbm);
+  acc[NVLINK]! += count * nvlink;
+  acc[NIC]! += count * nic;
+}
+
+/** Add the output head (once per pass): its arithmetic and reads, max of the two in Overlap. */
+export function composeHead(acc: Float64Array, sm: number, hbm: number): void {
+  acc[OVERLAP]! += sm > hbm ? sm : hbm;
+  acc[SM]! += sm;
+  acc[HBM]! += hbm;
+}
+
+/** Add host time (additive: a kernel cannot start before the CPU dispatched it). */
+export function composeHost(acc: Float64Array, host: number): void {
+  acc[OVERLAP]! += host;
+  acc[HOST]! += host;
+}
+
+/** Finish: the two estimates, the bottleneck (largest total; ties go to the earlier resource) and the totals. */
+export function finishStep(acc: Float64Array): Pick<StepPrice, 'overlap_us' | 'no_overlap_us' | 'bottleneck' | 'resources_us'> {
+  const sm = acc[SM]!;
+  const hbm = acc[HBM]!;
+  const nvlink = acc[NVLINK]!;
+  const nic = acc[NIC]!;
+  const host = acc[HOST]!;
+  const no = sm + hbm + nvlink + nic + host;
+  const ov = acc[OVERLAP]! < no ? acc[OVERLAP]! : no;
+  let bottleneck: Resource = 'sm';
+  let top = sm;
+  if (hbm > top) (top = hbm), (bottleneck = 'hbm');
+  if (nvlink > top) (top = nvlink), (bottleneck = 'nvlink');
+  if (nic > top) (top = nic), (bottleneck = 'nic');
+  if (host > top) (top = host), (bottleneck = 'host');
+  return { overlap_us: ov, no_overlap_us: no, bottleneck, resources_us: { sm, hbm, nvlink, nic, host } };
+}

@@ -1,0 +1,137 @@
+/**
+ * Deployment defaults and the dtype choices they imply (reference §4.2, seed "Arithmetic rates").
+ */
+import { UserError } from '../common/errors.ts';
+import type { Chip } from '../catalog/chip.ts';
+import { bytesPerElement, type StorageDtype } from '../catalog/dtypes.ts';
+import { CUDAGRAPH_MODES, type Deployment } from './types.ts';
+
+/**
+ * A full deployment from a partial one. Defaults: tp 1, ep 1, weight_dtype `auto` (the checkpoint's),
+ * KV cache follows the weights, FULL_AND_PIECEWISE (vLLM's default), max capture 512 tokens (vLLM's
+ * default `max_cudagraph_capture_size`), decode threshold 1 (vLLM's default), no speculation.
+ * @throws UserError on a non-positive width or an unknown CUDA-graph mode.
+ */
+export function defaultDeployment(partial: Partial<Deployment> = {}): Deployment {
+  const d: Deployment = {
+    tp: 1,
+    ep: 1,
+    weight_dtype: 'auto',
+    cudagraph_mode: 'FULL_AND_PIECEWISE',
+    max_capture_size: 512,
+    decode_threshold: 1,
+    ...partial,
+  };
+  for (const k of ['tp', 'ep', 'max_capture_size', 'decode_threshold'] as const) {
+    if (!Number.isInteger(d[k]) || d[k] < (k === 'max_capture_size' ? 0 : 1)) throw new UserError(`deployment ${k} must be a positive integer, got ${d[k]}`);
+  }
+  if (!(CUDAGRAPH_MODES as readonly string[]).includes(d.cudagraph_mode)) {
+    throw new UserError(`unknown cudagraph mode "${d.cudagraph_mode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);
+  }
+  if (d.speculative && (!Number.isInteger(d.speculative.num_spec_tokens) || d.speculative.num_spec_tokens < 0)) {
+    throw new UserError(`speculative num_spec_tokens must be a non-negative integer`);
+  }
+  return d;
+}
+
+const QUANTIZATION: Record<string, StorageDtype | 'checkpoint'> = {
+  auto: 'checkpoint',
+  bf16: 'bf16',
+  bfloat16: 'bf16',
+  fp16: 'fp16',
+  float16: 'fp16',
+  half: 'fp16',
+  fp32: 'fp32',
+  fp8: 'fp8',
+  ptpc_fp8: 'fp8',
+  fbgemm_fp8: 'fp8',
+  modelopt: 'fp8',
+  fp8_block: 'fp8_block',
+  int8: 'int8',
+  nvfp4: 'nvfp4',
+  modelopt_fp4: 'nvfp4',
+  mxfp4: 'mxfp4',
+  int4: 'int4',
+  awq: 'int4',
+  awq_marlin: 'int4',
+  gptq: 'int4',
+  gptq_marlin: 'int4',
+};
+
+/**
+ * The dtype the weights are served in: the checkpoint's, overridden by the deployment's quantization
+ * (reference §4.2 mapping). @throws UserError listing the known names.
+ */
+export function servedDtype(weightDtype: string, checkpoint: StorageDtype): StorageDtype {
+  const m = QUANTIZATION[weightDtype.toLowerCase()];
+  if (!m) throw new UserError(`unknown weight dtype or quantization "${weightDtype}" (known: ${Object.keys(QUANTIZATION).join(', ')})`);
+  return m === 'checkpoint' ? checkpoint : m;
+}
+
+/** Bytes per cached element: `auto`/undefined follows the served weights, sub-byte widths fall back to bf16 (reference §4.2). */
+export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype): number {
+  const k = (kvDtype ?? 'auto').toLowerCase();
+  if (k === 'auto' || k === '') {
+    const b = bytesPerElement(served);
+    return b < 1 ? 2 : Math.min(b, 2);
+  }
+  if (k.startsWith('fp8') || k === 'int8') return 1;
+  if (k === 'bf16' || k === 'bfloat16' || k === 'fp16' || k === 'float16' || k === 'half') return 2;
+  if (k.startsWith('nvfp4')) return 0.5;
+  if (k === 'fp32' || k === 'float32') return 4;
+  throw new UserError(`unknown KV-cache dtype "${kvDtype}" (known: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, nvfp4, fp32)`);
+}
+
+/** The compute format of a GEMM: which ramp coefficients (suffix) and which chip peak. */
+export interface ComputeFormat {
+  /** Registry suffix of gemm_eps_max_<suffix> / gemm_m_half_<suffix>. */
+  ramp: 'bf16' | 'fp8' | 'fp8_block' | 'nvfp4';
+  /** Peak rate, FLOPs per µs. */
+  peak_flops_per_us: number;
+  /** Why this format was chosen when it is not the weights' own (an assumption to report). */
+  note?: string;
+}
+
+/**
+ * Which format a GEMM with weights in `w` computes in (seed "Arithmetic rates"): bf16/fp16 at the
+ * bf16 rate; fp32 at the tf32 rate (bf16 ramp); fp8/int8 at the fp8 rate where the chip has one, else
+ * at bf16 (weight-only kernels); four-bit at the four-bit rate only where the chip has a four-bit
+ * peak AND the registry a four-bit ramp, else at the bf16 rate of vLLM's weight-only kernels.
+ * `hasRamp(suffix)` says whether the registry carries that ramp.
+ */
+export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) => boolean): ComputeFormat {
+  const bf16 = chip.peak_tflops.bf16 * 1e6;
+  switch (w) {
+    case 'bf16':
+    case 'fp16':
+      return { ramp: 'bf16', peak_flops_per_us: bf16 };
+    case 'fp32':
+    case 'tf32':
+      return { ramp: 'bf16', peak_flops_per_us: (chip.peak_tflops.tf32 ?? chip.peak_tflops.bf16 / 2) * 1e6, note: 'fp32 weights at the tf32 rate with the bf16 ramp' };
+    case 'fp8':
+    case 'fp8_block':
+    case 'int8': {
+      const fp8 = chip.peak_tflops.fp8;
+      if (fp8 === undefined) return { ramp: 'bf16', peak_flops_per_us: bf16, note: `${w} weights on ${chip.name} (no fp8 peak) at the bf16 rate of weight-only kernels` };
+      // KNOWN DIVERGENCE (reference §1.3): BLIS cannot reach its fp8_block ramp; stepcal uses it where the registry has one.
+      if (w === 'fp8_block' && hasRamp('fp8_block')) return { ramp: 'fp8_block', peak_flops_per_us: fp8 * 1e6 };
+      return { ramp: 'fp8', peak_flops_per_us: fp8 * 1e6 };
+    }
+    case 'nvfp4':
+    case 'mxfp4':
+    case 'int4': {
+      const fp4 = chip.peak_tflops.nvfp4;
+      if (w !== 'int4' && fp4 !== undefined && hasRamp('nvfp4')) return { ramp: 'nvfp4', peak_flops_per_us: fp4 * 1e6 };
+      // KNOWN DIVERGENCE (reference §4.2 falls back to fp8): the seed prices four-bit weights on a part
+      // without a four-bit peak at the bf16 rate of vLLM's weight-only kernels.
+      return {
+        ramp: 'bf16',
+        peak_flops_per_us: bf16,
+        note:
+          fp4 === undefined || w === 'int4'
+            ? `${w} weights on ${chip.name} at the bf16 rate of weight-only kernels (seed "Arithmetic rates")`
+            : `${w} weights on ${chip.name}: registry has no gemm_*_nvfp4 ramp, priced at the bf16 rate`,
+      };
+    }
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Host time by CUDA-graph mode (seed "Host time"; reference §4.10; vLLM v0.31.0's choice).
+ *
+ *   full      one graph replay for the whole step
+ *   piecewise one replay per piece; the graph splits at each attention or recurrent mixer
+ *   eager     every kernel launched at the eager cost
+ * A batch larger than the largest captured size runs eager and is never charged less than the same
+ * batch captured. Every kernel also pays a dispatch cost (added by the caller). Pure.
+ */
+import type { CudagraphMode } from '../types.ts';
+
+export const GRAPH_FULL = 0;
+export const GRAPH_PIECEWISE = 1;
+export const GRAPH_EAGER = 2;
+
+/** The graph mode vLLM picks for a batch: uniform decode (every row 1 + num_spec_tokens) or not. */
+export function graphModeFor(mode: CudagraphMode, uniformDecode: boolean): number {
+  switch (mode) {
+    case 'FULL':
+      return GRAPH_FULL;
+    case 'PIECEWISE':
+      return GRAPH_PIECEWISE;
+    case 'FULL_AND_PIECEWISE':
+      return uniformDecode ? GRAPH_FULL : GRAPH_PIECEWISE;
+    case 'FULL_DECODE_ONLY':
+      return uniformDecode ? GRAPH_FULL : GRAPH_EAGER;
+    case 'NONE':
+      return GRAPH_EAGER;
+  }
+}
+
+/**
+ * Launch/replay cost of one pass, µs (without per-kernel dispatch).
+ * @param graphMode GRAPH_FULL | GRAPH_PIECEWISE | GRAPH_EAGER
+ * @param overCapture the batch is larger than the largest captured size
+ * @param replay_us one replay of a whole-step graph
+ * @param piece_us one replay of a piecewise piece
+ * @param pieces pieces of the pass under piecewise capture
+ * @param eager_us the pass launched eagerly
+ */
+export function launchUs(graphMode: number, overCapture: boolean, replay_us: number, piece_us: number, pieces: number, eager_us: number): number {
+  if (graphMode === GRAPH_EAGER) return eager_us;
+  const captured = graphMode === GRAPH_FULL ? replay_us : piece_us * pieces;
+  // Past the largest captured size the step runs eager, never cheaper than captured (seed "Host time").
+  if (overCapture) return eager_us > captured ? eager_us : captured;
+  return captured;
+}
