@@ -1,0 +1,143 @@
+/**
+ * Every bad-input case of issue 2: an error naming file, row and column and what was expected, and
+ * nothing written — a failed import leaves earlier files untouched.
+ */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runImport } from '../../src/cli/commands/import.ts';
+import { aicPath, csvSlice, getCell, setCell, tmpDir, writeTable } from './helpers.ts';
+
+const GEMM = aicPath('h200_sxm', 'gemm_perf', 'vllm-0.24.0');
+const DECODE = aicPath('h200_sxm', 'generation_attention_perf', 'vllm-0.24.0');
+const gemm = csvSlice(GEMM, (_, i) => i < 20);
+
+/** Snapshot of every file (name → bytes) in a directory. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const f of readdirSync(dir).sort()) out[f] = readFileSync(path.join(dir, f)).toString('base64');
+  return out;
+}
+
+/**
+ * Import a good gemm table into `out`, then a bad one (same family and lane, so it would overwrite);
+ * expect the error and the directory byte-for-byte unchanged.
+ */
+async function expectRejected(table: string, header: string, lines: string[], message: RegExp): Promise<Error> {
+  const dir = tmpDir();
+  const out = path.join(dir, 'out');
+  const good = writeTable(path.join(dir, 'good'), 'gemm_perf', gemm.header, gemm.lines);
+  await runImport('aiconfigurator', [good], { chip: 'h200', out });
+  const before = snapshot(out);
+  expect(Object.keys(before)).toEqual(['gemm.vllm-0.24.0.csv.gz', 'gemm.vllm-0.24.0.provenance.yaml']);
+  const bad = writeTable(path.join(dir, 'bad'), table, header, lines);
+  const err = await runImport('aiconfigurator', [bad], { chip: 'h200', out }).then(
+    () => undefined,
+    (e: Error) => e,
+  );
+  expect(err, 'import should fail').toBeInstanceOf(Error);
+  expect(err!.message).toMatch(message);
+  expect(err!.message).toContain(bad);
+  expect(snapshot(out)).toEqual(before);
+  expect(readdirSync(out).some((f) => f.endsWith('.tmp'))).toBe(false);
+  return err!;
+}
+
+describe('bad input is rejected with file/row/column and writes nothing', () => {
+  it('missing column', async () => {
+    const header = gemm.header.replace(',gemm_dtype', '');
+    const lines = gemm.lines.map((l) => l.split(',').filter((_, i) => i !== gemm.header.split(',').indexOf('gemm_dtype')).join(','));
+    await expectRejected('gemm_perf', header, lines, /row 0 column "gemm_dtype": missing column; expected columns .*gemm_dtype/);
+  });
+
+  it('non-numeric cell', async () => {
+    const lines = gemm.lines.slice();
+    lines[6] = setCell(gemm.header, lines[6]!, 'k', '4k');
+    await expectRejected('gemm_perf', gemm.header, lines, /row 7 column "k": expected a finite number, got "4k"/);
+  });
+
+  it.each([
+    ['zero', '0', /row 3 column "latency": expected a positive, finite latency, got 0/],
+    ['negative', '-0.25', /row 3 column "latency": expected a positive, finite latency, got -0.25/],
+    ['non-finite', 'inf', /row 3 column "latency": expected a finite number, got "inf"/],
+    ['NaN', 'NaN', /row 3 column "latency": expected a finite number, got "NaN"/],
+    ['empty', '', /row 3 column "latency": expected a finite number, got ""/],
+  ])('%s latency', async (_name, value, re) => {
+    const lines = gemm.lines.slice();
+    lines[2] = setCell(gemm.header, lines[2]!, 'latency', value);
+    await expectRejected('gemm_perf', gemm.header, lines, re);
+  });
+
+  it('unknown dtype', async () => {
+    const lines = gemm.lines.slice();
+    lines[4] = setCell(gemm.header, lines[4]!, 'gemm_dtype', 'int3');
+    await expectRejected('gemm_perf', gemm.header, lines, /row 5 column "gemm_dtype": unknown GEMM dtype "int3" \(expected one of bfloat16, bf16, fp8, fp8_block, nvfp4\)/);
+  });
+
+  it('unknown op', async () => {
+    const lines = gemm.lines.slice();
+    lines[0] = setCell(gemm.header, lines[0]!, 'op_name', 'bmm');
+    await expectRejected('gemm_perf', gemm.header, lines, /row 1 column "op_name": unknown op "bmm" for this table \(expected gemm\)/);
+  });
+
+  it('unknown collective op', async () => {
+    const nccl = csvSlice(aicPath('h200_sxm', 'nccl_perf', 'nccl-2.29.2'), (_, i) => i < 4);
+    const lines = nccl.lines.slice();
+    lines[1] = setCell(nccl.header, lines[1]!, 'op_name', 'broadcast');
+    await expectRejected('nccl_perf', nccl.header, lines, /row 2 column "op_name": unknown op "broadcast"/);
+  });
+
+  it('empty file', async () => {
+    const dir = tmpDir();
+    const out = path.join(dir, 'out');
+    const empty = path.join(dir, 'gemm_perf.csv');
+    writeFileSync(empty, '');
+    await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(/gemm_perf\.csv: empty file: expected a header row and data rows/);
+    writeFileSync(empty, gemm.header + '\n');
+    await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(/gemm_perf\.csv row 1: no data rows/);
+    expect(() => readdirSync(out)).toThrow(); // never created
+  });
+
+  it('units slip in a GEMM table (latency in seconds labelled ms): "check units"', async () => {
+    // 1000× too fast: every row's implied rate is far above 1.2 × the 989.5 TFLOP/s bf16 peak once the shape is big
+    const lines = gemm.lines.map((l) => setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) / 1000)));
+    const err = await expectRejected('gemm_perf', gemm.header, lines, /row 1 column "latency": GEMM 32768×65536×12288 bf16 .* TFLOP\/s.*datasheet peak of 990 TFLOP\/s; check units \(ms vs µs vs s\?\)/);
+    expect(err.message).toContain('check units (ms vs µs vs s?)');
+  });
+
+  it('units slip in decode attention: bandwidth above 1.05× HBM on a working set far above L2', async () => {
+    // rows whose KV working set is > 4 × 50 MiB on h200
+    const { header, lines } = csvSlice(DECODE, () => true);
+    const big = lines.filter((l) => {
+      const b = Number(getCell(header, l, 'batch_size'));
+      const s = Number(getCell(header, l, 'step')) + 1;
+      const kv = Number(getCell(header, l, 'num_key_value_heads'));
+      const hd = Number(getCell(header, l, 'head_dim'));
+      const w = getCell(header, l, 'kv_cache_dtype') === 'fp8' ? 1 : 2;
+      return getCell(header, l, 'window_size') === '0' && b * s * kv * hd * 2 * w > 1e9;
+    }).slice(0, 5);
+    expect(big.length).toBe(5);
+    const lines2 = big.map((l, i) => (i === 3 ? setCell(header, l, 'latency', String(Number(getCell(header, l, 'latency')) / 1000)) : l));
+    const dir = tmpDir();
+    const bad = writeTable(dir, 'generation_attention_perf', header, lines2);
+    await expect(runImport('aiconfigurator', [bad], { chip: 'h200', out: path.join(dir, 'out') })).rejects.toThrow(
+      /row 4 column "latency": decode attention reading \d+ MB of KV .* TB\/s, above 1\.05× the h200 HBM peak of 4\.8 TB\/s .*check units \(ms vs µs vs s\?\)/,
+    );
+    // the unmodified rows pass
+    const ok = writeTable(path.join(dir, 'ok'), 'generation_attention_perf', header, big);
+    const written = await runImport('aiconfigurator', [ok], { chip: 'h200', out: path.join(dir, 'out') });
+    expect(written[0]!.rows_out).toBe(5);
+  });
+
+  it('a failing input among several writes none of them', async () => {
+    const dir = tmpDir();
+    const out = path.join(dir, 'out');
+    const good = aicPath('h200_sxm', 'custom_allreduce_perf', 'vllm-0.24.0');
+    const lines = gemm.lines.slice();
+    lines[9] = setCell(gemm.header, lines[9]!, 'm', '');
+    const bad = writeTable(dir, 'gemm_perf', gemm.header, lines);
+    await expect(runImport('aiconfigurator', [good, bad], { chip: 'h200', out })).rejects.toThrow(/row 10 column "m": expected a finite number, got ""/);
+    expect(() => readdirSync(out)).toThrow();
+  });
+});
+
