@@ -15,8 +15,10 @@
  * - `batch=1`: rows whose batch (static_batch) or total requests (step) is 1. Then Σ requests =
  *   steps on every row, so the per-request term cannot be separated from the per-step constant.
  * - `fraction=F` (0 < F < 1): k = round(1/F); within each group (the row's `group`, else its
- *   (model, chip, tp, kind, engine, regime) key), in input order, rows at 0-based index i with
- *   i mod k = k − 1 train.
+ *   (model, chip, tp, kind, engine, regime) key), in input order, the row at 0-based index i trains
+ *   when (i + g) mod k = k − 1, g being the group's 0-based first-seen number. DECISION: the offset
+ *   rotates with g so that groups that are batch sweeps of the same shape do not all give up the same
+ *   batch (which would leave the per-request term collinear with the per-step constant).
  */
 import { UserError } from '../common/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
@@ -56,11 +58,12 @@ export function selectTrainingRows(items: ReadonlyArray<{ batch: number; group: 
     });
     return out;
   }
-  const seen = new Map<string, number>();
+  const seen = new Map<string, { n: number; g: number }>();
   items.forEach((it, i) => {
-    const j = seen.get(it.group) ?? 0;
-    seen.set(it.group, j + 1);
-    if (j % rule.k === rule.k - 1) out.add(i);
+    let s = seen.get(it.group);
+    if (!s) seen.set(it.group, (s = { n: 0, g: seen.size }));
+    if ((s.n + s.g) % rule.k === rule.k - 1) out.add(i);
+    s.n++;
   });
   return out;
 }

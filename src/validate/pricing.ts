@@ -1,15 +1,57 @@
 /**
- * The real pricer behind validation (edge module: loads chip and model files).
- * Placeholder until the pricer (src/pricer) lands: it refuses clearly rather than pretending.
+ * The real pricer behind validation (edge module: loads chip and model files once per deployment).
+ * Deployment of a row: tp from the row, ep 1, weight_dtype / kv_dtype from the row, cudagraph_mode
+ * from the row or FULL_AND_PIECEWISE, other fields `defaultDeployment`'s (src/pricer/deployment.ts).
  */
+import { loadChip, type Chip } from '../catalog/chip.ts';
+import { loadModel, type ModelGraph } from '../catalog/model.ts';
 import { UserError } from '../common/errors.ts';
+import { defaultDeployment } from '../pricer/deployment.ts';
+import { createPricer, type StepPricer } from '../pricer/pricer.ts';
+import { CUDAGRAPH_MODES, type CudagraphMode } from '../pricer/types.ts';
+import { resolveCoefficients } from '../registry/load.ts';
 import type { CoefficientSet } from '../registry/types.ts';
-import type { ValidationDeps } from './run.ts';
+import type { PricerKey, ValidationDeps } from './run.ts';
 
-export function defaultValidationDeps(_registry: CoefficientSet[]): ValidationDeps {
+/** Deps pricing rows with `createPricer` on the given registry sets. */
+export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDeps {
+  const chips = new Map<string, Chip>();
+  const models = new Map<string, ModelGraph>();
+  const pricers = new Map<string, StepPricer>();
+  const get = (key: PricerKey): StepPricer => {
+    const ks = JSON.stringify(key);
+    let p = pricers.get(ks);
+    if (p) return p;
+    let chip = chips.get(key.chip);
+    if (!chip) chips.set(key.chip, (chip = loadChip(key.chip)));
+    let model = models.get(key.model);
+    if (!model) models.set(key.model, (model = loadModel(key.model)));
+    const mode = key.cudagraph_mode === '' ? 'FULL_AND_PIECEWISE' : key.cudagraph_mode;
+    if (!(CUDAGRAPH_MODES as readonly string[]).includes(mode)) {
+      throw new UserError(`unknown cudagraph_mode "${mode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);
+    }
+    const deployment = defaultDeployment({
+      tp: key.tp,
+      weight_dtype: key.weight_dtype,
+      ...(key.kv_dtype ? { kv_dtype: key.kv_dtype } : {}),
+      cudagraph_mode: mode as CudagraphMode,
+    });
+    const reg = resolveCoefficients(registry, {
+      hardware: key.chip,
+      model: key.model,
+      tp: key.tp,
+      ep: 1,
+      nodes_spanned: Math.ceil(key.tp / chip.gpus_per_node),
+    });
+    p = createPricer(chip, model, deployment, reg);
+    pricers.set(ks, p);
+    return p;
+  };
   return {
-    pricerFor() {
-      throw new UserError('the step pricer is not built yet');
+    pricerFor: get,
+    kernelsPerStep: (key, hasPrefill) => {
+      const info = get(key).info;
+      return hasPrefill ? info.kernels_with_prefill : info.kernels_decode_only;
     },
   };
 }

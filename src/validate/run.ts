@@ -41,6 +41,8 @@ export interface ValidationDeps {
   pricerFor(key: PricerKey): Pricer;
   /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
   kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
+  /** Called after each row is priced (progress display at the edge). */
+  onRowPriced?(done: number, total: number): void;
 }
 
 export interface CoreOptions {
@@ -111,6 +113,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
     }
     features.push({ steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp });
+    deps.onRowPriced?.(priced.length, rows.length);
   }
   const regimes = rows.map(regimeOf);
   const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));

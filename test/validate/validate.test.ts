@@ -93,8 +93,8 @@ describe('host fit', () => {
 
   it('fraction=F takes every k-th row per group, deterministically', () => {
     const items = [...Array(10)].map((_, i) => ({ batch: i + 1, group: i < 6 ? 'a' : 'b' }));
-    // k = 3: group a (indices 0..5) → its 3rd and 6th rows = 2, 5; group b (6..9) → its 3rd = 8
-    expect([...selectTrainingRows(items, { kind: 'fraction', fraction: 1 / 3, k: 3 })]).toEqual([2, 5, 8]);
+    // k = 3: group a (g = 0, indices 0..5) → (i + 0) mod 3 = 2 → 2, 5; group b (g = 1, indices 6..9 → i = 0..3) → (i + 1) mod 3 = 2 → i = 1 → 7
+    expect([...selectTrainingRows(items, { kind: 'fraction', fraction: 1 / 3, k: 3 })]).toEqual([2, 5, 7]);
     expect([...selectTrainingRows(items, { kind: 'batch1' })]).toEqual([0]);
   });
 
@@ -112,7 +112,8 @@ describe('host fit', () => {
     expect(term('per_request_step_us').value_us).toBeCloseTo(300, 6);
     expect(term('per_step_tp_gt1_us').identified).toBe(false); // every row is tp 2
     expect(term('per_kernel_us').identified).toBe(false); // kernel counts unknown to the fake
-    expect(v.host_fit!.training_rows.map((t) => t.row)).toEqual([3, 4, 7, 8, 11, 12]);
+    // groups dec (g 0: rows 1,3,5,7,9,11) and pre (g 1: rows 2,4,...): k = 2 → dec's 2nd, 4th, 6th; pre's 1st, 3rd, 5th
+    expect(v.host_fit!.training_rows.map((t) => t.row)).toEqual([2, 3, 6, 7, 10, 11]);
     expect(v.rows.filter((r) => r.used_for_host_fit)).toHaveLength(6);
     expect(v.overall_by_composition.no_overlap.n).toBe(6);
     expect(v.overall_by_composition.no_overlap.mape_pct).toBeLessThan(1e-6);

@@ -1,13 +1,124 @@
-/** `stepcal validate` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+/**
+ * `stepcal validate --chip <c> [--steps <files...>] [--registry <file>] [--fit-host <rule>]
+ *   [--composition no_overlap|overlap] [--score-flagged] [--json | --md] [--out <dir>] [--no-report]`
+ *
+ * Prices every held-out row with NoOverlap and Overlap and reports the error per regime
+ * (issue 7; docs/validation.md). Defaults: steps = measurements/<chip>/*.steps.csv, registry =
+ * registry/<chip>.yaml, report written to fits/<chip>/report.{md,html}. Results on stdout (a table,
+ * JSON with --json, or the generated accuracy markdown with --md); progress on stderr.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
+import { REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
+import { progress } from '../../common/progress.ts';
+import { listStepFiles } from '../../measurements/store.ts';
+import { loadRegistryFile } from '../../registry/load.ts';
+import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.ts';
+import { writeReport } from '../../report/write.ts';
+import { defaultValidationDeps } from '../../validate/pricing.ts';
+import { displayPath, runValidation } from '../../validate/index.ts';
+import { COMPOSITIONS, type Composition, type ValidationResult } from '../../validate/types.ts';
+
+interface ValidateOpts {
+  chip: string;
+  steps?: string[];
+  registry?: string;
+  fitHost?: string;
+  composition?: string;
+  scoreFlagged?: boolean;
+  json?: boolean;
+  md?: boolean;
+  out?: string;
+  report?: boolean;
+}
+
+/** Held-out step files for a chip (measurements/<chip>/*.steps.csv[.gz]). */
+export function defaultStepFiles(chip: string): string[] {
+  return listStepFiles(path.join(REPO_ROOT, 'measurements', chip));
+}
+
+/** Run a validation with a progress bar on stderr. */
+export function validateWithProgress(args: {
+  chip: string;
+  registryFile: string;
+  stepFiles: string[];
+  fitHost?: string;
+  composition?: Composition;
+  scoreFlagged?: boolean;
+  flags: string[];
+}): ValidationResult {
+  const registry = loadRegistryFile(args.registryFile);
+  const deps = defaultValidationDeps(registry);
+  let bar: ReturnType<typeof progress> | undefined;
+  deps.onRowPriced = (done, total) => {
+    bar ??= progress(`pricing held-out rows (${args.chip})`, total);
+    bar.tick();
+    if (done === total) bar.done();
+  };
+  return runValidation(
+    {
+      chip: args.chip,
+      registry,
+      registryFile: args.registryFile,
+      stepFiles: args.stepFiles,
+      ...(args.fitHost ? { fitHost: args.fitHost } : {}),
+      ...(args.composition ? { composition: args.composition } : {}),
+      ...(args.scoreFlagged ? { excludeFlags: {} } : {}),
+      flags: args.flags,
+    },
+    deps,
+  );
+}
 
 export function register(program: Command): void {
   program
     .command('validate')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new UserError('validate is not built yet');
+    .description('Price held-out step timings with the registry and report the error per regime (NoOverlap and Overlap)')
+    .requiredOption('--chip <name>', 'chip to validate (registry and held-out rows of this chip)')
+    .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
+    .option('--registry <file>', 'coefficient registry (default: registry/<chip>.yaml)')
+    .option('--fit-host <rule>', 'fit per-engine host terms on a training subset: batch=1 | fraction=F (rows used are not scored)')
+    .option('--composition <c>', `force the headline composition (${COMPOSITIONS.join(' | ')}); default: lower held-out MAPE`)
+    .option('--score-flagged', 'score rows carrying exclusion flags too (admitted_fewer, power_capped, ...)')
+    .option('--json', 'print the full result as JSON')
+    .option('--md', 'print the generated accuracy markdown (for docs/accuracy.md)')
+    .option('--out <dir>', 'report directory (default: fits/<chip>)')
+    .option('--no-report', 'do not write report.md / report.html')
+    .action((opts: ValidateOpts) => {
+      if (opts.composition && !(COMPOSITIONS as readonly string[]).includes(opts.composition)) {
+        throw new UserError(`--composition: expected one of ${COMPOSITIONS.join(', ')}, got "${opts.composition}"`);
+      }
+      const stepFiles = opts.steps ?? defaultStepFiles(opts.chip);
+      if (stepFiles.length === 0) throw new UserError(`no held-out step files for chip ${opts.chip} (looked in measurements/${opts.chip}/*.steps.csv); pass --steps`);
+      for (const f of stepFiles) if (!existsSync(f)) throw new UserError(`steps file not found: ${f}`);
+      const registryFile = opts.registry ?? path.join(REPO_ROOT, 'registry', `${opts.chip}.yaml`);
+      if (!existsSync(registryFile)) throw new UserError(`registry not found: ${displayPath(registryFile)} (run \`stepcal calibrate --chip ${opts.chip}\` or pass --registry)`);
+      const flags = [
+        `--chip ${opts.chip}`,
+        ...(opts.fitHost ? [`--fit-host ${opts.fitHost}`] : []),
+        ...(opts.composition ? [`--composition ${opts.composition}`] : []),
+        ...(opts.scoreFlagged ? ['--score-flagged'] : []),
+      ];
+      const v = validateWithProgress({
+        chip: opts.chip,
+        registryFile,
+        stepFiles,
+        ...(opts.fitHost ? { fitHost: opts.fitHost } : {}),
+        ...(opts.composition ? { composition: opts.composition as Composition } : {}),
+        ...(opts.scoreFlagged ? { scoreFlagged: true } : {}),
+        flags,
+      });
+      let written: string[] = [];
+      if (opts.report !== false) written = writeReport(opts.out ?? path.join(REPO_ROOT, 'fits', opts.chip), opts.chip, v);
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(v, null, 1) + '\n');
+      } else if (opts.md) {
+        process.stdout.write(accuracyMarkdown(v, `stepcal validate ${flags.join(' ')}`));
+      } else {
+        process.stdout.write(validationSummaryLines(v).join('\n') + '\n');
+        if (written.length) process.stdout.write(`report: ${written.filter((f) => /report\.(md|html)$/.test(f)).map(displayPath).join(', ')}\n`);
+      }
     });
 }
