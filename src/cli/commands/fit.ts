@@ -1,13 +1,72 @@
-/** `stepcal fit` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+/**
+ * `stepcal fit <family|all> --chip <name> [--lane <lane>] [--check] [--json] [--registry-out <file>]`
+ *
+ * Fits coefficient families from `measurements/<chip>/` and writes `registry/<chip>.yaml`,
+ * `fits/<chip>/*.svg` and `fits/<chip>/README.md` (all or nothing). `--check` writes nothing and
+ * exits 1 naming every entry or file that would change. Summary on stdout; progress on stderr.
+ */
 import type { Command } from 'commander';
 import { UserError } from '../../common/errors.ts';
+import { note } from '../../common/progress.ts';
+import { checkFitOutputs, fitAll, FIT_FAMILIES, type FitFamily, writeFitOutputs } from '../../fit/index.ts';
 
 export function register(program: Command): void {
   program
     .command('fit')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new UserError('fit is not built yet');
+    .description(`fit coefficients from stored measurements: <family> is one of ${FIT_FAMILIES.join(', ')} or all`)
+    .argument('<family>', `${FIT_FAMILIES.join(' | ')} | all`)
+    .requiredOption('--chip <name>', 'chip name (catalog/chips/<name>.yaml)')
+    .option('--lane <lane>', 'measurement lane for gemm/attention/moe (default: the vllm-* lane)')
+    .option('--check', 'write nothing; exit 1 naming entries that would change')
+    .option('--json', 'print the summary, refusals and coefficients as JSON')
+    .option('--registry-out <file>', 'registry output path (default registry/<chip>.yaml)')
+    .option('--measurements <dir>', 'measurement directory (default measurements/<chip>)')
+    .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
+    .action(async (family: string, o: { chip: string; lane?: string; check?: boolean; json?: boolean; registryOut?: string; measurements?: string; resamples: string }) => {
+      if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
+        throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all)`);
+      }
+      const resamples = Number(o.resamples);
+      if (!Number.isInteger(resamples) || resamples < 200) throw new UserError(`--resamples must be an integer ≥ 200, got ${o.resamples}`);
+      const families = family === 'all' ? undefined : [family as FitFamily];
+      const result = await fitAll(o.chip, {
+        ...(families ? { families } : {}),
+        ...(o.lane ? { lane: o.lane } : {}),
+        ...(o.measurements ? { measurementsDir: o.measurements } : {}),
+        bootstrap: { resamples, seed: 20261129 },
+        onFamily: (f, phase, ms) => note(phase === 'start' ? `fit ${o.chip}: ${f} ...` : `fit ${o.chip}: ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`),
+      });
+      if (family !== 'all' && !o.registryOut && !o.check) {
+        // A single family would overwrite the chip's full registry with a partial one.
+        note(`fit ${family}: partial fit; use --registry-out <file> to write it (registry/${o.chip}.yaml holds every family)`);
+      }
+      const out = o.registryOut ? { registryOut: o.registryOut } : {};
+      if (o.json) {
+        process.stdout.write(
+          JSON.stringify(
+            {
+              chip: result.chip,
+              refusals: result.refusals,
+              warnings: result.warnings,
+              summary: result.summary,
+              coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
+            },
+            null,
+            2,
+          ) + '\n',
+        );
+      } else {
+        process.stdout.write(result.summary.join('\n') + '\n');
+      }
+      if (result.refusals.length) throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
+      if (o.check) {
+        const drift = checkFitOutputs(result, out);
+        if (drift.length) throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);
+        note(`fit --check ${o.chip}: clean`);
+        return;
+      }
+      if (family !== 'all' && !o.registryOut) return;
+      const written = writeFitOutputs(result, out);
+      note(`fit ${o.chip}: wrote ${written.length} files`);
     });
 }

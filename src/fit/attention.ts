@@ -1,0 +1,453 @@
+/**
+ * Attention fitters (reference §4.5 laws, §6.3 methods).
+ *
+ * Decode (per layer call):   t = floor_us + kv_bytes / rate_bytes_per_us
+ *   kv_bytes = batch · context · 2 · n_kv · head_dim · bytes(kv_dtype)   (full attention)
+ *   sliding window: context replaced by min(context, window), fitted separately as `_swa`.
+ * Prefill (per layer call):  t = floor_us + causal_flops / (bf16_peak · eps_bf16(tokens) · work_scale)
+ *   causal_flops = batch · 4 · (S·C + S²/2) · n_q · head_dim,  tokens = batch · S.
+ *
+ * Objective: mean |ln(pred/meas)| (geometric), minimised by compass search in log parameters.
+ * Holdouts: head geometry (n_q, n_kv, head_dim) for full attention; one window width (leave-one-
+ * out, median over folds) for SWA. See docs/fitting.md for the cache-resident threshold.
+ */
+import { peakFlopsPerUs } from '../catalog/chip.ts';
+import { bytesPerElement, parseDtype } from '../catalog/dtypes.ts';
+import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
+import type { FitError } from '../registry/types.ts';
+import { SET_NAMES } from '../registry/types.ts';
+import { chart } from '../report/svg.ts';
+import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
+import { geometricError, groupBy, median, seededRandom } from './stats.ts';
+import type { FamilyFit, FitContext } from './types.ts';
+
+/** A row reduced to what a two-parameter "floor + work / rate" law needs. */
+export interface WorkPoint {
+  /** Work: bytes (decode) or FLOPs already divided by the ramp (prefill). */
+  work: number;
+  latency_us: number;
+  /** Grouping key for holdout (head geometry or window). */
+  group: string;
+  kernel_source: string;
+}
+
+/** KV bytes a decode call reads; `window` > 0 caps the context at the window. */
+export function decodeKvBytes(r: Pick<AttentionDecodeRow, 'batch' | 'context_tokens' | 'n_kv' | 'head_dim' | 'window' | 'kv_dtype'>): number {
+  const ctx = r.window > 0 ? Math.min(r.context_tokens, r.window) : r.context_tokens;
+  return r.batch * ctx * 2 * r.n_kv * r.head_dim * bytesPerElement(parseDtype(r.kv_dtype));
+}
+
+/** Causal attention FLOPs of a prefill call: batch · 4 · (S·C + S²/2) · n_q · head_dim. */
+export function prefillCausalFlops(r: Pick<AttentionPrefillRow, 'batch' | 'new_tokens' | 'prefix_tokens' | 'n_q' | 'head_dim'>): number {
+  const S = r.new_tokens;
+  const C = r.prefix_tokens;
+  return r.batch * 4 * (S * C + (S * S) / 2) * r.n_q * r.head_dim;
+}
+
+/** mean |ln((floor + work/rate)/meas)| over points. */
+export function logL1(points: readonly WorkPoint[], floor_us: number, rate: number): number {
+  let s = 0;
+  for (const p of points) s += Math.abs(Math.log((floor_us + p.work / rate) / p.latency_us));
+  return s / points.length;
+}
+
+/**
+ * Fit floor (µs) and rate (work per µs) minimising mean |ln(pred/meas)|. Starts from floor = the
+ * 5th percentile of latency among the smallest-work decile and rate = median work/latency of the
+ * largest-work decile, then compass search in (ln floor, ln rate).
+ */
+export function fitFloorRate(points: readonly WorkPoint[], init?: [number, number]): { floor_us: number; rate: number; objective: number } {
+  if (points.length < 2) return { floor_us: NaN, rate: NaN, objective: NaN };
+  let start = init;
+  if (!start) {
+    const byWork = [...points].sort((a, b) => a.work - b.work);
+    const tenth = Math.max(1, Math.floor(byWork.length / 10));
+    const small = byWork.slice(0, tenth).map((p) => p.latency_us).sort((a, b) => a - b);
+    const large = byWork.slice(-tenth).map((p) => p.work / p.latency_us);
+    start = [Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3), Math.max(median(large), 1e-9)];
+  }
+  const r = patternSearch(
+    (x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)),
+    [Math.log(start[0]), Math.log(start[1])],
+    [0.5, 0.5],
+    { minStep: 1e-4, maxEvals: 600 },
+  );
+  return { floor_us: Math.exp(r.x[0]!), rate: Math.exp(r.x[1]!), objective: r.value };
+}
+
+/** Predictions of the law for points. */
+export function predictFloorRate(points: readonly WorkPoint[], floor_us: number, rate: number): number[] {
+  return points.map((p) => floor_us + p.work / rate);
+}
+
+/** Bootstrap sample size cap (rows per resample); see docs/fitting.md. */
+export const BOOTSTRAP_ROWS = 3000;
+
+/**
+ * Seeded bootstrap of (floor, rate). Resamples min(n, BOOTSTRAP_ROWS) rows with replacement from all
+ * n rows (an m-out-of-n bootstrap when n is larger: its CI is wider than the n-row one, so it errs
+ * conservative), warm-started at the full-data optimum.
+ */
+export function bootstrapFloorRate(
+  points: readonly WorkPoint[],
+  at: { floor_us: number; rate: number },
+  opts: { resamples: number; seed: number },
+  fitter?: PointFitter,
+): { ci_floor: [number, number]; ci_rate: [number, number] } {
+  const rand = seededRandom(opts.seed);
+  const n = points.length;
+  const size = Math.min(n, BOOTSTRAP_ROWS);
+  const fs: number[] = [];
+  const rs: number[] = [];
+  for (let b = 0; b < opts.resamples; b++) {
+    const sample: WorkPoint[] = new Array(size);
+    for (let i = 0; i < size; i++) sample[i] = points[Math.floor(rand() * n)]!;
+    if (fitter) {
+      const f = fitter(sample, [at.floor_us, at.rate]);
+      fs.push(f.floor_us);
+      rs.push(f.rate);
+      continue;
+    }
+    const f = patternSearch(
+      (x) => logL1(sample, Math.exp(x[0]!), Math.exp(x[1]!)),
+      [Math.log(at.floor_us), Math.log(at.rate)],
+      [0.1, 0.1],
+      { minStep: 1e-3, maxEvals: 120 },
+    );
+    fs.push(Math.exp(f.x[0]!));
+    rs.push(Math.exp(f.x[1]!));
+  }
+  return { ci_floor: widen(ciFromEstimates(fs), at.floor_us), ci_rate: widen(ciFromEstimates(rs), at.rate) };
+}
+
+/**
+ * The compass search in a resample stops at a finite step, so a resample's optimum can sit a hair
+ * from the full-data one; when the whole bootstrap distribution lies on one side within that
+ * tolerance (1e-3 in log space), the bound is extended to the value. A CI that misses its value by
+ * more is left as it is, and the registry gate refuses it.
+ */
+function widen(ci: [number, number], v: number): [number, number] {
+  const tol = 1e-3;
+  let [lo, hi] = ci;
+  if (lo > v && Math.log(lo / v) <= tol) lo = v;
+  if (hi < v && Math.log(v / hi) <= tol) hi = v;
+  return [lo, hi];
+}
+
+function errorsPerKernel(points: readonly WorkPoint[], floor_us: number, rate: number): Array<{ kernel: string; err: FitError; before?: number }> {
+  const out: Array<{ kernel: string; err: FitError }> = [];
+  const g = groupBy(points, (p) => p.kernel_source || '(unknown)');
+  for (const k of [...g.keys()].sort()) {
+    const ps = g.get(k)!;
+    out.push({ kernel: k, err: fitError(predictFloorRate(ps, floor_us, rate), ps.map((p) => p.latency_us)) });
+  }
+  return out;
+}
+
+/** Head-geometry key. */
+function geometry(r: { n_q: number; n_kv: number; head_dim: number }): string {
+  return `${r.n_q}/${r.n_kv}/${r.head_dim}`;
+}
+
+/** Fits a floor/rate law to points (the joint fit, or the decode two-stage fit). */
+type PointFitter = (points: readonly WorkPoint[], init: [number, number]) => { floor_us: number; rate: number };
+
+/** Holdout by whole group: fit on groups not in `held`, evaluate on `held`. */
+function groupHoldout(points: readonly WorkPoint[], held: ReadonlySet<string>, init: [number, number], fitter: PointFitter = fitFloorRate): FitError | undefined {
+  const tr = points.filter((p) => !held.has(p.group));
+  const ho = points.filter((p) => held.has(p.group));
+  if (!tr.length || !ho.length) return undefined;
+  const f = fitter(tr, init);
+  return fitError(predictFloorRate(ho, f.floor_us, f.rate), ho.map((p) => p.latency_us));
+}
+
+/**
+ * Decode two-stage fit (docs/fitting.md): the rate is fitted (jointly with a nuisance floor) on
+ * rows whose KV working set is at least the L2 size, so it is a DRAM rate; the floor is then fitted
+ * with that rate fixed on rows whose working set is below L2/16, where the read is a small part of
+ * the call whether or not it hits in cache. Falls back to the joint fit on all rows when either
+ * subset is empty.
+ */
+export function fitDecodeTwoStage(points: readonly WorkPoint[], l2_bytes: number, init?: [number, number]): { floor_us: number; rate: number; two_stage: boolean } {
+  const big = points.filter((p) => p.work >= l2_bytes);
+  const tiny = points.filter((p) => p.work < l2_bytes / 16);
+  if (big.length < 3 || tiny.length < 1) {
+    const f = fitFloorRate(points, init);
+    return { floor_us: f.floor_us, rate: f.rate, two_stage: false };
+  }
+  const r = fitFloorRate(big, init);
+  const fl = patternSearch((x) => logL1(tiny, Math.exp(x[0]!), r.rate), [Math.log(init?.[0] ?? r.floor_us)], [0.5], { minStep: 1e-4, maxEvals: 200 });
+  return { floor_us: Math.exp(fl.x[0]!), rate: r.rate, two_stage: true };
+}
+
+/** Cache-resident threshold: KV working sets below this many bytes are treated as L2-resident. */
+export function cacheResidentBytes(l2_mib: number | undefined): number {
+  return (l2_mib ?? 50) * 1024 * 1024;
+}
+
+/** Result of one decode fit, kept for tests and the report. */
+export interface DecodeResult {
+  kind: 'full' | 'swa';
+  floor_us: number;
+  rate: number;
+  ci_floor: [number, number];
+  ci_rate: [number, number];
+  n: number;
+  excluded_cache_resident: number;
+  with_cache_resident: { floor_us: number; rate: number; geo: number };
+  train: FitError;
+  holdout?: FitError & { split: string };
+  before_geo: number;
+  per_kernel: Array<{ kernel: string; err: FitError }>;
+  points: WorkPoint[];
+}
+
+/**
+ * Decode fit for one kind: the two-stage fit (fitDecodeTwoStage); the joint all-rows fit is reported
+ * beside it to show what cache-resident working sets do to the rate.
+ */
+export function fitDecodeKind(
+  rowsIn: readonly AttentionDecodeRow[],
+  kind: 'full' | 'swa',
+  ctx: FitContext,
+): DecodeResult | string {
+  const rows = reduceRepeats(rowsIn, (r) => `${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}|${r.kernel_source}`);
+  const all: WorkPoint[] = rows.map((r) => ({
+    work: decodeKvBytes(r),
+    latency_us: r.latency_us,
+    group: kind === 'full' ? geometry(r) : String(r.window),
+    kernel_source: r.kernel_source,
+  }));
+  if (all.length < 3) return `attention_decode ${kind}: only ${all.length} rows`;
+  const l2 = cacheResidentBytes(ctx.chip.l2_mib);
+  const withAll = fitFloorRate(all);
+  const fitter: PointFitter = (ps, init) => fitDecodeTwoStage(ps, l2, init);
+  const f = fitDecodeTwoStage(all, l2, [withAll.floor_us, withAll.rate]);
+  const pts = all;
+  const init: [number, number] = [f.floor_us, f.rate];
+  let holdout: (FitError & { split: string }) | undefined;
+  if (kind === 'full') {
+    const held = holdoutValues(pts.map((p) => p.group));
+    const e = groupHoldout(pts, held, init, fitter);
+    if (e) holdout = { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` };
+  } else {
+    const windows = [...new Set(pts.map((p) => p.group))].sort((a, b) => Number(a) - Number(b));
+    const folds: FitError[] = [];
+    for (const w of windows) {
+      const e = groupHoldout(pts, new Set([w]), init, fitter);
+      if (e) folds.push(e);
+    }
+    if (folds.length) {
+      const geo = median(folds.map((e) => e.geo));
+      const mape = median(folds.map((e) => e.mape_pct));
+      holdout = { geo, mape_pct: mape, n: folds.reduce((a, e) => a + e.n, 0), split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds` };
+    }
+  }
+  const ci = bootstrapFloorRate(pts, f, ctx.bootstrap, fitter);
+  const meas = pts.map((p) => p.latency_us);
+  return {
+    kind,
+    floor_us: f.floor_us,
+    rate: f.rate,
+    ci_floor: ci.ci_floor,
+    ci_rate: ci.ci_rate,
+    n: pts.length,
+    excluded_cache_resident: f.two_stage ? pts.filter((p) => p.work < l2).length : 0,
+    with_cache_resident: { floor_us: withAll.floor_us, rate: withAll.rate, geo: Math.exp(withAll.objective) },
+    train: fitError(predictFloorRate(pts, f.floor_us, f.rate), meas),
+    ...(holdout ? { holdout } : {}),
+    before_geo: geometricError(pts.map((p) => p.work / ctx.chip.hbm_bytes_per_us), meas),
+    per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
+    points: pts,
+  };
+}
+
+/**
+ * Decode attention family: full attention → attention_decode_floor / attention_decode_rate;
+ * sliding window → attention_decode_floor_swa / attention_decode_rate_swa (set cost-model-attention).
+ */
+export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: FitContext): FamilyFit & { results: DecodeResult[] } {
+  const fit: FamilyFit & { results: DecodeResult[] } = {
+    family: 'attention_decode',
+    coefficients: [],
+    summary: [],
+    report_md: '',
+    figures: [],
+    refusals: [],
+    warnings: [],
+    results: [],
+  };
+  const md = ['## Decode attention', ''];
+  for (const kind of ['full', 'swa'] as const) {
+    const sel = rows.filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
+    if (!sel.length) {
+      if (kind === 'full') fit.refusals.push('attention_decode: no full-attention rows (window = 0)');
+      else fit.warnings.push('attention_decode: no sliding-window rows; no _swa pair');
+      continue;
+    }
+    const r = fitDecodeKind(sel, kind, ctx);
+    if (typeof r === 'string') {
+      fit.refusals.push(r);
+      continue;
+    }
+    fit.results.push(r);
+    const sfx = kind === 'full' ? '' : '_swa';
+    const l2 = cacheResidentBytes(ctx.chip.l2_mib);
+    const filter = `${kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${l2} (L2), floor from KV bytes < ${l2 / 16}` : ''}`;
+    const notes = [
+      `geometric error before (pure KV read at datasheet ${fmt(ctx.chip.hbm_bytes_per_us)} B/us): ${fmt(r.before_geo)}; after: ${r.train.geo}`,
+      `joint fit on all rows incl. cache-resident working sets (KV < L2): floor ${fmt(r.with_cache_resident.floor_us)} us, rate ${fmt(r.with_cache_resident.rate)} B/us, geo ${fmt(r.with_cache_resident.geo)}; ${r.excluded_cache_resident ? `${r.excluded_cache_resident} rows with KV < L2 kept out of the rate fit` : 'two-stage fit not possible; joint fit stored'}`,
+      ...r.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
+    ];
+    const used = { filter, rows_used: r.n };
+    const base = { family: 'attention_decode', ctx, used, ci_method: 'bootstrap' as const, train: r.train, ...(r.holdout ? { holdout: r.holdout } : {}), notes };
+    fit.coefficients.push(
+      { set: SET_NAMES.attention, name: `attention_decode_floor${sfx}`, entry: measuredEntry({ ...base, value: r.floor_us, units: 'us_per_transfer', ci95: r.ci_floor }) },
+      { set: SET_NAMES.attention, name: `attention_decode_rate${sfx}`, entry: measuredEntry({ ...base, value: r.rate, units: 'bytes_per_us', ci95: r.ci_rate }) },
+    );
+    fit.summary.push(
+      `attention_decode${sfx}: floor ${fmt(r.floor_us)} us [${fmt(r.ci_floor[0])}, ${fmt(r.ci_floor[1])}], rate ${fmt(r.rate)} B/us (${fmt(r.rate / ctx.chip.hbm_bytes_per_us, 3)} of datasheet); n ${r.n}; geo before ${fmt(r.before_geo)} → train ${r.train.geo} / holdout ${r.holdout?.geo ?? '—'}`,
+    );
+    md.push(
+      `### ${kind === 'full' ? 'Full attention' : 'Sliding window (context capped at the window)'}`,
+      '',
+      `floor ${fmt(r.floor_us)} µs [${fmt(r.ci_floor[0])}, ${fmt(r.ci_floor[1])}], rate ${fmt(r.rate)} B/µs [${fmt(r.ci_rate[0])}, ${fmt(r.ci_rate[1])}] = ${fmt(r.rate / ctx.chip.hbm_bytes_per_us, 3)} × datasheet; n = ${r.n} rows.`,
+      '',
+      `Geometric error before (pure KV read at datasheet bandwidth) ${fmt(r.before_geo)}, after ${r.train.geo} (MAPE ${r.train.mape_pct}%); holdout (${r.holdout?.split ?? 'none'}) ${r.holdout ? `${r.holdout.geo} (MAPE ${r.holdout.mape_pct}%)` : '—'}.`,
+      '',
+      `Cache-resident working sets (KV bytes < L2 = ${ctx.chip.l2_mib ?? 50} MiB): a joint fit on every row, them included, gives floor ${fmt(r.with_cache_resident.floor_us)} µs and rate ${fmt(r.with_cache_resident.rate)} B/µs (geo ${fmt(r.with_cache_resident.geo)}): repeated timing keeps small KV in L2, which distorts the joint fit of a DRAM rate. ${r.excluded_cache_resident ? `Stored: rate from the ${r.n - r.excluded_cache_resident} rows with KV ≥ L2, floor (rate fixed) from rows with KV < L2/16; errors above are on all ${r.n} rows.` : 'Too few rows on one side of L2: the joint fit is stored.'}`,
+      '',
+      '| kernel_source | n | geo | MAPE % |',
+      '|---|---|---|---|',
+      ...r.per_kernel.map((k) => `| ${k.kernel} | ${k.err.n} | ${k.err.geo} | ${k.err.mape_pct} |`),
+      '',
+      `![decode ${kind}](attention_decode${sfx}.svg) ![residuals](attention_decode${sfx}_residuals.svg)`,
+      '',
+    );
+    fit.figures.push(...floorRateFigures(`attention_decode${sfx}`, `${ctx.chip.name} decode attention (${kind})`, 'KV bytes', r.points, r.floor_us, r.rate));
+  }
+  fit.report_md = md.join('\n') + '\n';
+  return fit;
+}
+
+/** Measured points, the fitted law, and log residuals. */
+function floorRateFigures(name: string, title: string, xLabel: string, points: readonly WorkPoint[], floor_us: number, rate: number) {
+  const sorted = [...points].sort((a, b) => a.work - b.work);
+  const shown = thin(sorted, 1500);
+  const xs = [...new Set(thin(sorted, 200).map((p) => p.work))];
+  const main = chart(
+    [
+      { label: 'measured', points: shown.map((p) => [p.work, p.latency_us]), style: 'scatter', color: '#1f77b4', radius: 1.5 },
+      { label: 'fit: floor + work/rate', points: xs.map((x) => [x, floor_us + x / rate]), style: 'line', color: '#d62728' },
+    ],
+    { title, x_label: xLabel, y_label: 'latency (µs)', x_log: true, y_log: true },
+  );
+  const resid = chart(
+    [{ label: 'ln(pred/meas)', points: shown.map((p) => [p.work, Math.log((floor_us + p.work / rate) / p.latency_us)]), style: 'scatter', color: '#d62728', radius: 1.5 }],
+    { title: `${title}: residuals`, x_label: xLabel, y_label: 'ln(predicted / measured)', x_log: true, h_lines: [{ y: 0, label: 'zero' }] },
+  );
+  return [
+    { name: `${name}.svg`, svg: main },
+    { name: `${name}_residuals.svg`, svg: resid },
+  ];
+}
+
+/** Prefill result kept for tests and the report. */
+export interface PrefillResult {
+  floor_us: number;
+  work_scale: number;
+  ci_floor: [number, number];
+  ci_scale: [number, number];
+  n: number;
+  excluded: string[];
+  train: FitError;
+  holdout?: FitError & { split: string };
+  per_kernel: Array<{ kernel: string; err: FitError }>;
+}
+
+/**
+ * Prefill attention family: attention_prefill_floor (µs) and attention_prefill_work_scale
+ * (dimensionless), using the bf16 ramp from `ctx.prior` (`gemm_eps_max_bf16`, `gemm_m_half_bf16`).
+ * Rows: full attention (window 0), bf16 compute; rows with new_tokens = 1 are decode calls (some
+ * engines dispatch a decode kernel for them) and are excluded.
+ * The law is rewritten as floor + W / ws with W = flops / (peak · eps(tokens)), so it is the same
+ * two-parameter "floor + work/rate" fit with rate = work_scale.
+ */
+export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx: FitContext): FamilyFit & { result?: PrefillResult } {
+  const fit: FamilyFit & { result?: PrefillResult } = {
+    family: 'attention_prefill',
+    coefficients: [],
+    summary: [],
+    report_md: '',
+    figures: [],
+    refusals: [],
+    warnings: [],
+  };
+  const eps = ctx.prior.get('gemm_eps_max_bf16');
+  const mh = ctx.prior.get('gemm_m_half_bf16');
+  const peak = peakFlopsPerUs(ctx.chip, 'bf16')!;
+  if (eps === undefined || mh === undefined) {
+    fit.refusals.push('attention_prefill: needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first');
+    return fit;
+  }
+  const excluded: string[] = [];
+  const full = rowsIn.filter((r) => r.window === 0 && (r.dtype === 'bf16' || r.dtype === 'bfloat16'));
+  if (full.length < rowsIn.length) excluded.push(`${rowsIn.length - full.length} rows with window > 0 or non-bf16 compute`);
+  const sel = full.filter((r) => r.new_tokens > 1);
+  if (sel.length < full.length) excluded.push(`${full.length - sel.length} rows with new_tokens = 1 (decode calls)`);
+  const rows = reduceRepeats(sel, (r) => `${r.batch}|${r.new_tokens}|${r.prefix_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.kv_dtype}|${r.kernel_source}`);
+  if (rows.length < 3) {
+    fit.refusals.push(`attention_prefill: only ${rows.length} usable rows`);
+    return fit;
+  }
+  const pts: WorkPoint[] = rows.map((r) => {
+    const tokens = r.batch * r.new_tokens;
+    return { work: prefillCausalFlops(r) / (peak * ((eps * tokens) / (tokens + mh))), latency_us: r.latency_us, group: geometry(r), kernel_source: r.kernel_source };
+  });
+  const f = fitFloorRate(pts);
+  const held = holdoutValues(pts.map((p) => p.group));
+  const he = groupHoldout(pts, held, [f.floor_us, f.rate]);
+  const ci = bootstrapFloorRate(pts, f, ctx.bootstrap);
+  const result: PrefillResult = {
+    floor_us: f.floor_us,
+    work_scale: f.rate,
+    ci_floor: ci.ci_floor,
+    ci_scale: ci.ci_rate,
+    n: pts.length,
+    excluded,
+    train: fitError(predictFloorRate(pts, f.floor_us, f.rate), pts.map((p) => p.latency_us)),
+    ...(he ? { holdout: { ...he, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } } : {}),
+    per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
+  };
+  fit.result = result;
+  const notes = [
+    `bf16 ramp used: eps_max ${eps}, m_half ${mh} (this run's gemm fit), tokens = batch · new_tokens`,
+    ...excluded.map((e) => `excluded ${e}`),
+    ...result.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
+  ];
+  const used = { filter: 'window == 0; dtype bf16; new_tokens > 1', rows_used: result.n };
+  const base = { family: 'attention_prefill', ctx, used, ci_method: 'bootstrap' as const, train: result.train, ...(result.holdout ? { holdout: result.holdout } : {}), notes };
+  fit.coefficients.push(
+    { set: SET_NAMES.attention, name: 'attention_prefill_floor', entry: measuredEntry({ ...base, value: result.floor_us, units: 'us_per_transfer', ci95: result.ci_floor }) },
+    { set: SET_NAMES.attention, name: 'attention_prefill_work_scale', entry: measuredEntry({ ...base, value: result.work_scale, units: 'dimensionless', ci95: result.ci_scale }) },
+  );
+  fit.summary.push(
+    `attention_prefill: floor ${fmt(result.floor_us)} us [${fmt(result.ci_floor[0])}, ${fmt(result.ci_floor[1])}], work_scale ${fmt(result.work_scale)} [${fmt(result.ci_scale[0])}, ${fmt(result.ci_scale[1])}]; n ${result.n}; geo train ${result.train.geo} / holdout ${result.holdout?.geo ?? '—'}`,
+  );
+  fit.report_md = [
+    '## Prefill attention',
+    '',
+    `floor ${fmt(result.floor_us)} µs [${fmt(result.ci_floor[0])}, ${fmt(result.ci_floor[1])}], work_scale ${fmt(result.work_scale)} [${fmt(result.ci_scale[0])}, ${fmt(result.ci_scale[1])}] of the bf16 ramp (eps_max ${eps}, m_half ${mh}); n = ${result.n}. Excluded: ${excluded.join('; ') || 'none'}.`,
+    '',
+    `Train geo ${result.train.geo} (MAPE ${result.train.mape_pct}%); holdout (${result.holdout?.split ?? 'none'}) ${result.holdout ? `${result.holdout.geo} (MAPE ${result.holdout.mape_pct}%)` : '—'}.`,
+    '',
+    '| kernel_source | n | geo | MAPE % |',
+    '|---|---|---|---|',
+    ...result.per_kernel.map((k) => `| ${k.kernel} | ${k.err.n} | ${k.err.geo} | ${k.err.mape_pct} |`),
+    '',
+    '![prefill](attention_prefill.svg) ![residuals](attention_prefill_residuals.svg)',
+    '',
+  ].join('\n');
+  fit.figures.push(...floorRateFigures('attention_prefill', `${ctx.chip.name} prefill attention`, 'causal FLOPs / (bf16 peak · eps_bf16(tokens))  (µs at work_scale 1)', pts, f.floor_us, f.rate));
+  return fit;
+}
