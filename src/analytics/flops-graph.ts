@@ -1,18 +1,17 @@
 /**
  * Build the FLOP counter's model shape (`FlopsModel`) from a catalog model graph
  * (`catalog/models/<name>/graph.yaml`, format: docs/pricer.md "Graph format"), and turn pricer
- * batch requests into scheduled (q, k) rows.
+ * batch requests (src/pricer/batch.ts `parseBatchSpec`) into scheduled (q, k) rows. The CLI loads
+ * graphs with the catalog's `loadModel` (src/catalog/model.ts), which validates the full schema.
  *
  * Only the graph fields the counter reads are checked here (zod, non-strict), so the adapter works
- * on any graph file the catalog loader accepts. Pure except `readGraphFile`.
+ * on any graph the catalog loader accepts, and on hand-made test graphs. Pure.
  */
 import path from 'node:path';
-import { existsSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { UserError } from '../common/errors.ts';
-import { readText } from '../common/fs.ts';
 import { REPO_ROOT } from '../catalog/chip.ts';
+import type { Request } from '../pricer/types.ts';
 import type { ComputeFormat, FlopsAttention, FlopsGemm, FlopsLayer, FlopsModel, ScheduledRequest } from './flops.ts';
 
 const posInt = z.number().int().positive();
@@ -179,34 +178,14 @@ export function flopsModelFromGraph(obj: unknown, source: string, opts: ShapeOpt
 
 /** Where a catalog model's graph lives: `catalog/models/<name>/graph.yaml` (or the path itself). */
 export function graphPath(nameOrPath: string): string {
-  return /\.ya?ml$/i.test(nameOrPath) ? nameOrPath : path.join(REPO_ROOT, 'catalog', 'models', nameOrPath, 'graph.yaml');
+  return nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(REPO_ROOT, 'catalog', 'models', nameOrPath, 'graph.yaml');
 }
 
-/**
- * Read a graph YAML by catalog name or path (I/O edge).
- * @throws UserError when the file is missing or not YAML
- */
-export function readGraphFile(nameOrPath: string): { graph: unknown; file: string } {
-  const file = graphPath(nameOrPath);
-  if (!existsSync(file)) throw new UserError(`unknown model "${nameOrPath}": no graph at ${file}`);
-  try {
-    return { graph: parseYaml(readText(file)), file };
-  } catch (err) {
-    throw new UserError(`${file}: not valid YAML: ${(err as Error).message}`);
-  }
-}
-
-/** A pricer batch request (src/pricer/types.ts `Request`). */
-export interface PricerRequestLike {
-  scheduled_tokens: number;
-  computed_tokens: number;
-  prompt_tokens: number;
-}
 
 /**
  * Scheduled (q, k) of a pricer request (chapter Listing 2.4): q = scheduled tokens,
  * k = computed + scheduled; a prompt row while computed tokens fall short of the prompt.
  */
-export function scheduledFromRequest(r: PricerRequestLike): ScheduledRequest {
+export function scheduledFromRequest(r: Request): ScheduledRequest {
   return { q: r.scheduled_tokens, k: r.computed_tokens + r.scheduled_tokens, is_prompt: r.computed_tokens < r.prompt_tokens };
 }

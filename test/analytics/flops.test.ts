@@ -2,7 +2,7 @@
  * FLOP accounting (seed ch02 §2.5.1–2.5.2, §2.2.2). Shapes are hand-made from public configs;
  * expected values are hand arithmetic.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
@@ -23,8 +23,8 @@ import {
   type FlopsModel,
 } from '../../src/analytics/flops.ts';
 import { flopsModelFromGraph, scheduledFromRequest } from '../../src/analytics/flops-graph.ts';
-import { parseBatchSpecLocal } from '../../src/analytics/batch-spec.ts';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { parseBatchSpec } from '../../src/pricer/batch.ts';
+import { loadModel } from '../../src/catalog/model.ts';
 import { runCli } from './cli-helper.ts';
 
 const FIXTURE = path.join(import.meta.dirname, '..', 'fixtures', 'analytics', 'llama-3.1-8b.flops.yaml');
@@ -79,7 +79,7 @@ describe('counting main-model work from scheduled (q, k) (chapter Listing 2.6)',
 
   it('a batch sums per-request pairs, as the scheduler accumulates attn_flops and total_flops', () => {
     const m = llama8b();
-    const reqs = parseBatchSpecLocal('decode:4@1024').map(scheduledFromRequest);
+    const reqs = parseBatchSpec('decode:4@1024').map(scheduledFromRequest);
     const b = batchFlops(m, reqs, 'plain');
     const one = requestFlops(m, { q: 1, k: 1025, is_prompt: false }, 'plain');
     expect(b.total).toBe(4 * one.total);
@@ -183,15 +183,11 @@ describe('shape from a model graph', () => {
     expect(dominantGemmFormat(shape)).toBe('bf16');
   });
 
-  it.skipIf(!existsSync(path.join(REPO_ROOT, 'catalog', 'models', 'llama-3.1-8b', 'graph.yaml')))(
-    'the catalog llama-3.1-8b graph (fused projections) counts the same as the hand-made one',
-    () => {
-      const file = path.join(REPO_ROOT, 'catalog', 'models', 'llama-3.1-8b', 'graph.yaml');
-      const shape = flopsModelFromGraph(parseYaml(readFileSync(file, 'utf8')), file);
-      const r = { q: 512, k: 1536, is_prompt: true };
-      expect(requestFlops(shape, r, 'fp8-equivalent')).toEqual(requestFlops(llama8b(), r, 'fp8-equivalent'));
-    },
-  );
+  it('the catalog llama-3.1-8b graph (fused projections, via loadModel) counts the same as the hand-made one', () => {
+    const shape = flopsModelFromGraph(loadModel('llama-3.1-8b'), 'llama-3.1-8b');
+    const r = { q: 512, k: 1536, is_prompt: true };
+    expect(requestFlops(shape, r, 'fp8-equivalent')).toEqual(requestFlops(llama8b(), r, 'fp8-equivalent'));
+  });
 
   it('MoE experts count top_k × 3 matrices plus shared experts; prefill-only nodes skip decode rows; the drafter is left out', () => {
     const g = {
@@ -237,20 +233,22 @@ describe('shape from a model graph', () => {
   });
 
   it('pricer requests map to (q, k): decode q = 1, k = ctx + 1; a prefill chunk is a prompt row', () => {
-    expect(parseBatchSpecLocal('decode:2@1024').map(scheduledFromRequest)).toEqual([
+    expect(parseBatchSpec('decode:2@1024').map(scheduledFromRequest)).toEqual([
       { q: 1, k: 1025, is_prompt: false },
       { q: 1, k: 1025, is_prompt: false },
     ]);
-    expect(parseBatchSpecLocal('prefill:1x2048@512').map(scheduledFromRequest)).toEqual([{ q: 2048, k: 2560, is_prompt: true }]);
-    expect(parseBatchSpecLocal('decode:1x6@100').map(scheduledFromRequest)).toEqual([{ q: 6, k: 106, is_prompt: false }]);
-    expect(() => parseBatchSpecLocal('decode:4')).toThrow(/needs its context/);
-    expect(() => parseBatchSpecLocal('verify:4')).toThrow(/bad batch spec/);
+    expect(parseBatchSpec('prefill:1x2048@512').map(scheduledFromRequest)).toEqual([{ q: 2048, k: 2560, is_prompt: true }]);
+    expect(parseBatchSpec('decode:1x6@100').map(scheduledFromRequest)).toEqual([{ q: 6, k: 106, is_prompt: false }]);
+    expect(() => parseBatchSpec('decode:4')).toThrow(/needs its context/);
+    expect(() => parseBatchSpec('verify:4')).toThrow(/bad batch spec/);
   });
 });
 
 describe('stepcal flops (CLI)', () => {
   it('counts a decode batch from a graph YAML path and states the convention and scope', async () => {
     const r = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--json']);
+    // catalog name resolves through loadModel and gives the same counts
+    const byName = JSON.parse((await runCli(['flops', '--model', 'llama-3.1-8b', '--batch', 'decode:1@0', '--json'])).stdout);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.convention).toBe('plain');
@@ -258,6 +256,7 @@ describe('stepcal flops (CLI)', () => {
     expect(j.flops.non_attention).toBe(32 * DENSE_PER_LAYER);
     expect(j.flops.total).toBe(j.flops.attention + j.flops.non_attention + j.flops.logits);
     expect(j.total_includes_attention).toBe(true);
+    expect(byName.flops).toEqual(j.flops);
     expect(j.scope).toMatch(/drafter.*padding.*replicas.*excluded/);
     const t = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--format-weighted', '--chip', 'h200', '--step-us', '1000']);
     expect(t.stdout).toMatch(/FP8-equivalent FLOPs/);

@@ -18,8 +18,9 @@ import {
   type FlopsConvention,
   type FlopsCount,
 } from '../../analytics/flops.ts';
-import { flopsModelFromGraph, readGraphFile, scheduledFromRequest } from '../../analytics/flops-graph.ts';
-import { parseBatchSpecLocal } from '../../analytics/batch-spec.ts';
+import { loadModel } from '../../catalog/model.ts';
+import { parseBatchSpec } from '../../pricer/batch.ts';
+import { flopsModelFromGraph, graphPath, scheduledFromRequest } from '../../analytics/flops-graph.ts';
 import { fmtFixed, fmtNum, renderTable } from '../../analytics/format.ts';
 
 interface Opts {
@@ -54,13 +55,14 @@ export function register(program: Command): void {
     .option('--json', 'print JSON instead of the table')
     .action((opts: Opts) => {
       const convention: FlopsConvention = opts.formatWeighted ? 'fp8-equivalent' : 'plain';
-      const { graph, file } = readGraphFile(opts.model);
+      const graph = loadModel(opts.model);
+      const file = graphPath(opts.model);
       const shape = flopsModelFromGraph(graph, file, {
         ...(opts.gemmFormat ? { gemm_format: opts.gemmFormat } : {}),
         attention_format: opts.attentionFormat,
       });
       const groups = opts.batch.map((spec) => {
-        const reqs = parseBatchSpecLocal(spec).map(scheduledFromRequest);
+        const reqs = parseBatchSpec(spec).map(scheduledFromRequest);
         return { spec, reqs, count: batchFlops(shape, reqs, convention) };
       });
       const total: FlopsCount = { attention: 0, non_attention: 0, logits: 0, total: 0 };
