@@ -80,10 +80,9 @@ interface AttnPlan {
   /** Decode: floor µs and µs per cached token read. */
   decFloor: number;
   decUsPerToken: number;
-  /** Prefill: floor µs and µs per attended key pair at full efficiency (× (tok + mHalf)/tok). */
+  /** Prefill: floor µs and µs per attended key pair at ε_max (the walk folds in each row's ramp). */
   preFloor: number;
   preUsPerPair: number;
-  preMHalf: number;
 }
 
 /** A collective launched by a layer kind. */
@@ -367,7 +366,6 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
             decUsPerToken: kvPerToken / (dc ? dc.rate : hbmBytesPerUs),
             preFloor: prefillScale === undefined ? 0 : prefillFloor,
             preUsPerPair: flopsPerPair / (bf16Fmt.peak_flops_per_us * bf16Fmt.eps * scale),
-            preMHalf: bf16Fmt.mh,
           });
           kp.kvBytesPerToken += kvPerToken;
           kp.mixers += 1;
@@ -472,6 +470,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   const eagerUs = (p: PassPlan, kernels: number) => (eagerPerKernel !== undefined ? eagerPerKernel * kernels : eagerPerLayer * p.layers);
 
   const nR = readers.length;
+  const attnMHalf = bf16Fmt.mh;
   const decRead = new Float64Array(nR);
   const preRead = new Float64Array(nR);
   const allRead = new Float64Array(nR);
@@ -489,13 +488,14 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     for (let a = 0; a < kp.attn.length; a++) {
       const at = kp.attn[a]!;
       if (anyDecode) hbm += at.decFloor + dec[at.reader]! * at.decUsPerToken;
-      if (anyPrefill) sm += at.preFloor + (pre[at.reader]! * at.preUsPerPair * (tok + at.preMHalf)) / tok;
+      if (anyPrefill) sm += at.preFloor + pre[at.reader]! * at.preUsPerPair;
     }
     for (let r = 0; r < kp.rec.length; r++) {
       const rc = kp.rec[r]!;
       if (anyDecode) sm += rc.floor + decTok / rc.decRate;
       const preTok = tok - decTok;
-      if (preTok > 0) sm += rc.preRate !== undefined ? preTok / rc.preRate : (rc.preA * preTok * (tok + rc.preMh)) / tok;
+      // Without a measured prefill rate: the scan's arithmetic on the ramp of the prefill tokens.
+      if (preTok > 0) sm += rc.preRate !== undefined ? preTok / rc.preRate : rc.preA * (preTok + rc.preMh);
     }
     let nvl = 0;
     let nic = 0;
@@ -590,8 +590,13 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       if (s > threshold) {
         nPrefill++;
         headRows += 1;
+        // KNOWN DIVERGENCE (reference §4.5 ramps prefill attention at the step's token count): each
+        // prefill row's pairs run at the ramp of its own query length, ε(s) — FlashAttention's varlen
+        // kernel tiles each sequence separately — so a decode row added to the step cannot make the
+        // prefill attention cheaper (adding a request never lowers the price).
+        const rampScale = (s + attnMHalf) / s;
         for (let r = 0; r < nR; r++) {
-          preRead[r]! += prefillPairs(s, c, readers[r]!);
+          preRead[r]! += prefillPairs(s, c, readers[r]!) * rampScale;
           if (drafter) allRead[r]! += decodeTokensRead(ctx, readers[r]!);
         }
       } else {

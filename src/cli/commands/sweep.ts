@@ -1,13 +1,42 @@
-/** `stepcal sweep` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+/** `stepcal sweep`: price decode steps over batch sizes; print a table and write an SVG (seed figure). */
+import path from 'node:path';
 import type { Command } from 'commander';
 import { UserError } from '../../common/errors.ts';
+import { writeFileAtomic } from '../../common/fs.ts';
+import { REPO_ROOT } from '../../catalog/chip.ts';
+import { sweepDecode, sweepSvg } from '../../pricer/sweep.ts';
+import { setupPricer } from '../../pricer/setup.ts';
+import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
 
 export function register(program: Command): void {
-  program
-    .command('sweep')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new UserError('sweep is not built yet');
+  addDeploymentOptions(program.command('sweep').description('per-resource time and both estimates vs batch size (every request decoding one token)'))
+    .option('--context <tokens>', 'context each request decodes against', '4096')
+    .option('--batches <list>', 'comma-separated batch sizes', '1,2,4,8,16,32,64,128,256')
+    .option('--out <file>', 'SVG path (default fits/<chip>/sweep-<model>.svg)')
+    .option('--json', 'print JSON')
+    .action((o: Record<string, string | undefined> & { json?: boolean }) => {
+      const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
+      const ctx = Number(o.context);
+      const sizes = String(o.batches).split(',').map((x) => Number(x.trim()));
+      if (!Number.isInteger(ctx) || ctx < 1) throw new UserError(`--context must be a positive integer, got "${o.context}"`);
+      if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UserError(`--batches must be positive integers, got "${o.batches}"`);
+      const rows = sweepDecode(s.pricer, sizes, ctx);
+      const title = `${s.model.name} ${s.pricer.info.served_dtype} on ${s.deployment.tp}×${s.chip.name} (tp ${s.deployment.tp}), decode @ ${ctx}`;
+      const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);
+      writeFileAtomic(out, sweepSvg(rows, title));
+      if (o.json) {
+        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: s.registry_file, context: ctx, svg: out, rows }, null, 2) + '\n');
+        return;
+      }
+      process.stdout.write(`${title}\nregistry ${s.registry_file}\n\n`);
+      process.stdout.write('batch     sm_us    hbm_us nvlink_us    nic_us   host_us NoOverlap_us Overlap_us us_per_req bottleneck\n');
+      for (const r of rows) {
+        const p = r.price;
+        const c = (v: number, w = 9) => v.toFixed(1).padStart(w);
+        process.stdout.write(
+          `${String(r.batch).padStart(5)} ${c(p.resources_us.sm)} ${c(p.resources_us.hbm)} ${c(p.resources_us.nvlink)} ${c(p.resources_us.nic)} ${c(p.resources_us.host)} ${c(p.no_overlap_us, 12)} ${c(p.overlap_us, 10)} ${c(p.no_overlap_us / r.batch, 10)} ${p.bottleneck}${p.extrapolated ? ' (extrapolated)' : ''}\n`,
+        );
+      }
+      process.stdout.write(`\nwrote ${path.relative(process.cwd(), out) || out}\n`);
     });
 }
