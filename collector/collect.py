@@ -198,7 +198,9 @@ def main(argv: List[str]) -> int:
                     except Skip as e:
                         skipped.append(f"{describe(p)}: {e}")
                         summary = f"skipped ({e})"
-                    if clocks.cheap():
+                    # clocks are sampled under load (right after each point's repeats); where a
+                    # reading is slow (nvidia-smi) only after the first and the last point
+                    if clocks.cheap() or i == 0 or i == len(sw.points) - 1:
                         samples.append(clocks.read())
                     done += 1
                     el = time.perf_counter() - t_start
@@ -213,7 +215,7 @@ def main(argv: List[str]) -> int:
                 if dev.is_cuda:
                     torch.cuda.empty_cache()
             after = clocks.read()
-            verdict = throttle_verdict(samples if samples else [before, after], max_drop)
+            verdict = throttle_verdict(samples, max_drop)
             info = {
                 "attempts": attempt, "points": len(sw.points), "rows": len(rows), "skipped": skipped,
                 "elapsed_s": round(time.perf_counter() - t0, 2), "clocks_before": before, "clocks_after": after,
@@ -226,16 +228,16 @@ def main(argv: List[str]) -> int:
                 break
             if verdict.get("throttled") and mode == "refuse":
                 if attempt <= retries:
-                    log(f"sweep {sw.name}: SM clock dropped {verdict['drop']:.1%} (> {max_drop:.0%}); cooling {cooldown:.0f} s and retrying")
+                    log(f"sweep {sw.name}: throttled ({verdict}); cooling {cooldown:.0f} s and retrying")
                     time.sleep(cooldown)
                     done = done_at_start
                     continue
-                log(f"sweep {sw.name}: REFUSED — SM clock dropped {verdict['drop']:.1%} (> {max_drop:.0%}) in {attempt} attempts")
+                log(f"sweep {sw.name}: REFUSED — throttled in {attempt} attempt(s): {verdict}")
                 info["status"] = "refused_throttled"
                 results[sw.name] = {"sweep": sw, "rows": [], "info": info}
                 break
             if verdict.get("throttled"):
-                log(f"sweep {sw.name}: warning — clock dropped {verdict['drop']:.1%}; recorded anyway (--throttle-check {mode})")
+                log(f"sweep {sw.name}: warning — throttled ({verdict}); recorded anyway (--throttle-check {mode})")
             info["status"] = "recorded"
             results[sw.name] = {"sweep": sw, "rows": rows, "info": info}
             break
@@ -273,7 +275,8 @@ def main(argv: List[str]) -> int:
         w = group[0]["sweep"]
         filters = [
             f"each point: {w.warmup} warm-up runs, then median of {w.repeats} timed repeats",
-            (f"throttle rule (refuse): a sweep whose lowest sampled SM clock is more than {max_drop:.0%} below its highest is re-run "
+            (f"throttle rule (refuse): a sweep with a thermal/HW-slowdown clock reason, or whose lowest SM clock not explained by "
+             f"idle/power cap is more than {max_drop:.0%} below its highest, is re-run "
              f"after {cooldown:.0f} s up to {retries} time(s), then refused (no rows written)") if mode == "refuse" else
             (f"throttle rule ({mode}): clocks sampled and a drop of more than {max_drop:.0%} reported, but no sweep refused"),
         ]

@@ -161,9 +161,15 @@ class ClockReader:
                 res["max_sm_mhz"] = float(n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM))
                 res["temp_c"] = float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU))
                 res["power_w"] = n.nvmlDeviceGetPowerUsage(h) / 1000.0
-                res["throttle_reasons"] = float(n.nvmlDeviceGetCurrentClocksThrottleReasons(h))
             except Exception:
                 pass
+            for fn in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+                if hasattr(n, fn):
+                    try:
+                        res["throttle_reasons"] = float(getattr(n, fn)(h))
+                        break
+                    except Exception:
+                        pass
             return res
         if self.method == "nvidia-smi":
             return self._smi()
@@ -177,22 +183,44 @@ class ClockReader:
         return self.method in ("nvml", "proc-cpuinfo")
 
 
-def throttle_verdict(samples: List[Dict[str, float]], max_drop: float) -> Dict[str, object]:
-    """The throttle rule: a sweep is throttled when the lowest SM clock sampled during it (after
-    warm-up) is more than `max_drop` (a fraction, e.g. 0.10) below the highest one sampled during it.
+#: NVML clock-event ("throttle") reason bits that mean the clock was pulled down by heat or a hardware
+#: slowdown: HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40, HW power brake 0x80.
+THERMAL_OR_HW = 0x8 | 0x20 | 0x40 | 0x80
+#: Reasons that explain a lower clock without making the numbers unrepeatable: GPU idle 0x1,
+#: application clocks setting 0x2, SW power cap 0x4 (the sustained clock every real run also gets),
+#: sync boost 0x10.
+BENIGN = 0x1 | 0x2 | 0x4 | 0x10
 
-    Returns {checked, throttled, min_sm_mhz, max_sm_mhz, drop}; `checked` is False when fewer than
-    two SM-clock samples could be read (then nothing is refused, and provenance says so).
+
+def throttle_verdict(samples: List[Dict[str, float]], max_drop: float) -> Dict[str, object]:
+    """The throttle rule, applied to the SM-clock samples taken after each point of a sweep (after its
+    warm-up and timed repeats).
+
+    - Where NVML reports clock-event reasons: the sweep is throttled if any sample carries a thermal or
+      hardware-slowdown reason (THERMAL_OR_HW), or if the lowest clock among samples with no benign
+      reason (BENIGN: idle, power cap, ...) is more than `max_drop` below the highest sample.
+    - Where reasons are unreadable (nvidia-smi, CPU): throttled if the lowest SM clock is more than
+      `max_drop` (a fraction, e.g. 0.10) below the highest.
+
+    Returns {checked, throttled, min_sm_mhz, max_sm_mhz, drop[, reasons]}; `checked` is False when
+    fewer than two SM-clock samples could be read (then nothing is refused, and provenance says so).
     """
-    sm = [s["sm_mhz"] for s in samples if "sm_mhz" in s and s["sm_mhz"] > 0]
+    sm = [s for s in samples if s.get("sm_mhz", 0) > 0]
     if len(sm) < 2:
         return {"checked": False, "throttled": False}
-    lo, hi = min(sm), max(sm)
-    drop = 1.0 - lo / hi
-    return {
-        "checked": True,
-        "throttled": drop > max_drop,
-        "min_sm_mhz": round(lo, 1),
-        "max_sm_mhz": round(hi, 1),
-        "drop": round(drop, 4),
-    }
+    hi = max(s["sm_mhz"] for s in sm)
+    lo_all = min(s["sm_mhz"] for s in sm)
+    with_reasons = [s for s in sm if "throttle_reasons" in s]
+    out: Dict[str, object] = {"checked": True, "min_sm_mhz": round(lo_all, 1), "max_sm_mhz": round(hi, 1),
+                              "drop": round(1.0 - lo_all / hi, 4)}
+    if len(with_reasons) == len(sm):
+        bits = 0
+        for s in sm:
+            bits |= int(s["throttle_reasons"])
+        unexplained = [s["sm_mhz"] for s in sm if not (int(s["throttle_reasons"]) & BENIGN)]
+        lo = min(unexplained) if unexplained else hi
+        out["reasons"] = hex(bits)
+        out["throttled"] = bool(bits & THERMAL_OR_HW) or (1.0 - lo / hi) > max_drop
+    else:
+        out["throttled"] = (1.0 - lo_all / hi) > max_drop
+    return out

@@ -245,19 +245,30 @@ describe.skipIf(!PY)('collector plans and throttle rule', () => {
     expect(r.stderr).toMatch(/gemm\s+180 points/);
   });
 
-  it('refuses a sweep whose SM clock dropped more than 10 % and accepts 10 % exactly', () => {
+  it('refuses a sweep whose SM clock dropped more than 10 % (unless idle/power cap explains it) or that hit a thermal slowdown', () => {
     const code = [
       'import json, sys',
       "sys.path.insert(0, 'collector')",
       'from stepcal_collector.timing import throttle_verdict as v',
-      "print(json.dumps([v([{'sm_mhz': 1980}, {'sm_mhz': 1700}], 0.10), v([{'sm_mhz': 2000}, {'sm_mhz': 1800}], 0.10), v([{'sm_mhz': 1980}], 0.10)]))",
+      'cases = [',
+      "  [{'sm_mhz': 1980}, {'sm_mhz': 1700}],",  // no reasons readable: 14 % drop
+      "  [{'sm_mhz': 2000}, {'sm_mhz': 1800}],",  // exactly 10 %: kept
+      "  [{'sm_mhz': 1980}],",  // one sample: not checked
+      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1700, 'throttle_reasons': 4}],",  // power cap explains it
+      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1950, 'throttle_reasons': 0x20}],",  // SW thermal: refused
+      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1500, 'throttle_reasons': 0}],",  // unexplained 24 % drop
+      ']',
+      'print(json.dumps([v(c, 0.10) for c in cases]))',
     ].join('\n');
     const r = spawnSync(PY!, ['-c', code], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(0);
-    const [dropped, edge, single] = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
+    const [dropped, edge, single, powerCap, thermal, unexplained] = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
     expect(dropped).toMatchObject({ checked: true, throttled: true, min_sm_mhz: 1700, max_sm_mhz: 1980, drop: 0.1414 });
     expect(edge).toMatchObject({ checked: true, throttled: false, drop: 0.1 });
     expect(single).toEqual({ checked: false, throttled: false });
+    expect(powerCap).toMatchObject({ throttled: false, drop: 0.1414, reasons: '0x4' });
+    expect(thermal).toMatchObject({ throttled: true, reasons: '0x20' });
+    expect(unexplained).toMatchObject({ throttled: true, drop: 0.2424 });
   });
 });
 
