@@ -394,7 +394,13 @@ export function extrapolateFamily(target: ChipRegistry, others: readonly ChipReg
       continue;
     }
     const withName = siblings.filter((c) => valueOn(c, name) !== undefined);
-    const candidates: Array<[string, Anchor | undefined]> = [['generation_median', undefined], ...anchorsFor(name).map((a) => [a.label, a] as [string, Anchor])];
+    // Only predictors that can be evaluated on the target compete (its anchor must exist there).
+    const candidates: Array<[string, Anchor | undefined]> = [
+      ['generation_median', undefined],
+      ...anchorsFor(name)
+        .filter((a) => (a.of(target) ?? 0) > 0)
+        .map((a) => [a.label, a] as [string, Anchor]),
+    ];
     const scores = candidates.map(([p, a]) => scorePredictor(p, a, withName, name)).filter((s): s is PredictorScore => s !== undefined);
     if (scores.length === 0) {
       res.coefficients.push({ name, status: 'refused', reason: `fewer than two siblings carry ${name}: no holdout is possible`, scores: [], from: withName.map((c) => c.chip.name) });

@@ -25,7 +25,7 @@ describe('registry validate: the fixtures pass', () => {
 
 describe('registry validate: schema failures name file, set, entry and field', () => {
   it('missing required field', () => {
-    const m = mutate((s) => delete (findEntry(s, 'gemm_m_half_bf16') as Partial<Record<string, unknown>>).units);
+    const m = mutate((s) => delete (findEntry(s, 'gemm_m_half_bf16') as unknown as Partial<Record<string, unknown>>).units);
     expect(m).toEqual(['registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_bf16 [hardware=h200]: field units: required field is missing']);
   });
   it('units and method enums', () => {

@@ -1,13 +1,314 @@
-/** `stepcal registry` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+/**
+ * `stepcal registry` — validate, diff, gated update, BLIS export/import, extrapolation.
+ * Thin wiring over src/registry; rules, tolerance and exit codes in docs/registry.md.
+ *
+ * Exit codes: 0 ok (an extrapolation refusal is a correct answer and exits 0); 1 validation errors,
+ * a gate refusal, or bad input; 2 usage.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
+import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
+import { readText, writeFilesAtomic } from '../../common/fs.ts';
+import { listStepFiles } from '../../measurements/store.ts';
+import { exportBlis, importBlis } from '../../registry/blis.ts';
+import { diffRegistries, formatDiff } from '../../registry/diff.ts';
+import {
+  extrapolateCollectiveWidths,
+  extrapolateFamily,
+  mergeEntries,
+  widthHoldoutMedians,
+  type ChipRegistry,
+  type FamilyExtrapolation,
+  type WidthExtrapolation,
+} from '../../registry/extrapolate.ts';
+import { loadRegistryFile, stringifyCoefficientSets } from '../../registry/load.ts';
+import { DEFAULT_TOLERANCE_PCT, planUpdate, type HoldoutValidator } from '../../registry/update.ts';
+import { errorsOf, formatProblem, validateRegistryFile, type Problem } from '../../registry/validate.ts';
+import { writeRegistryAtomic } from '../../registry/write.ts';
+
+/** Default registry directory (committed registries). */
+export const REGISTRY_DIR = path.join(REPO_ROOT, 'registry');
+/** Default measurement directory. */
+export const MEASUREMENTS_DIR = path.join(REPO_ROOT, 'measurements');
+
+/** BLIS's published width-holdout medians, pred/meas 4→8 on NVLink parts (reference §6.3). */
+export const BLIS_WIDTH_HOLDOUT_MEDIANS: Record<string, number> = { all_reduce: 0.987, all_gather: 1.017, reduce_scatter: 1.018, alltoall: 1.128 };
+
+const out = (s: string): void => {
+  process.stdout.write(s.endsWith('\n') ? s : s + '\n');
+};
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/** Chip facts from a catalog dir, with a clear error. */
+function chipLookup(catalogDir: string): (name: string) => Chip | undefined {
+  return (name) => {
+    for (const n of [name, name.toLowerCase().replace(/_/g, '-'), name.toLowerCase().replace(/-sxm$/, '')]) {
+      try {
+        return loadChip(n, catalogDir);
+      } catch {
+        /* next */
+      }
+    }
+    return undefined;
+  };
+}
+
+/** The real held-out validator (src/validate), loaded lazily. */
+async function realValidator(fitHost?: string): Promise<HoldoutValidator> {
+  const { runValidation } = await import('../../validate/index.ts');
+  return ({ chip, registry, stepFiles, composition }) => {
+    const r = runValidation({ chip, registry, stepFiles, ...(fitHost ? { fitHost } : {}), ...(composition ? { composition: composition as 'no_overlap' | 'overlap' } : {}) });
+    return { regimes: r.regimes, overall: r.overall, headline: r.headline };
+  };
+}
+
+function printWidths(results: readonly WidthExtrapolation[]): void {
+  out('chip | op | dtype | widths | target | status | floor µs | peak bytes/µs | r_t bytes/µs | holdout (held-out width: pred/meas) | note');
+  for (const r of results) {
+    const h = r.holdout ? `${r.holdout.held_out_ranks}: ${r.holdout.predicted_us.toFixed(3)}/${r.holdout.measured_us} = ${r.holdout.ratio.toFixed(3)}` : '–';
+    out(
+      `${r.chip} | ${r.op} | ${r.dtype} | ${r.measured_widths.join('/')} | ${r.target_ranks} | ${r.status.toUpperCase()} | ${r.floor_us ?? '–'} | ${r.peak_rate_bytes_per_us ?? '–'} | ${r.transition_rate_bytes_per_us ?? '–'} | ${h} | ${r.reason ?? (r.rates_from_ranks ? `rates copied from ${r.rates_from_ranks} ranks (lower bound on transfer time)` : '')}`,
+    );
+  }
+  const med = widthHoldoutMedians(results);
+  if (Object.keys(med).length) {
+    out('width holdout, median pred/meas per op (stepcal vs BLIS reference §6.3):');
+    for (const [op, m] of Object.entries(med)) out(`  ${op}: ${m.median_ratio.toFixed(3)} (n=${m.n}) vs BLIS ${BLIS_WIDTH_HOLDOUT_MEDIANS[op] ?? '–'}`);
+  }
+}
+
+function printFamily(r: FamilyExtrapolation): void {
+  if (r.status !== 'extrapolated') out(`${r.status === 'refused' ? 'REFUSED' : 'SKIPPED'} (a correct answer): ${r.chip} ${r.family}: ${r.reason}`);
+  else out(`${r.chip} ${r.family}: extrapolated from same-generation siblings ${r.siblings.join(', ')} (compute capability ${r.generation}.x)`);
+  for (const c of r.coefficients) {
+    const scores = c.scores.map((s) => `${s.predictor} geo ${s.holdout_geo.toFixed(4)} MAPE ${s.holdout_mape_pct.toFixed(2)}%`).join('; ');
+    out(`  ${c.name}: ${c.status === 'extrapolated' ? `${c.value} by ${c.predictor} from ${c.from.join(', ')}` : `REFUSED: ${c.reason}`}${scores ? ` [LOCO: ${scores}]` : ''}`);
+  }
+}
+
+/** Registries of every chip in a directory (`<chip>.yaml`), for family extrapolation. */
+function loadAllRegistries(dir: string, chips: (n: string) => Chip | undefined): ChipRegistry[] {
+  if (!existsSync(dir)) return [];
+  const outR: ChipRegistry[] = [];
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.yaml')).sort()) {
+    const chip = chips(f.slice(0, -5));
+    if (chip) outR.push({ chip, sets: loadRegistryFile(path.join(dir, f)) });
+  }
+  return outR;
+}
 
 export function register(program: Command): void {
-  program
-    .command('registry')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new UserError('registry is not built yet');
+  const reg = program.command('registry').description('validate, diff, update (gated), export/import and extrapolate coefficient registries');
+
+  reg
+    .command('validate')
+    .description('schema and physics checks; every failure names file, set, entry and field; exit 1 on any error')
+    .argument('<files...>', 'registry YAML files')
+    .option('--catalog-dir <dir>', 'chip catalog for the physics bounds', CHIPS_DIR)
+    .option('--strict-blis', 'check the strict public layout (evidence is an unknown key)')
+    .option('--json', 'print problems as JSON')
+    .action((files: string[], o: { catalogDir: string; strictBlis?: boolean; json?: boolean }) => {
+      const all: Problem[] = [];
+      for (const f of files) all.push(...validateRegistryFile(f, { chip: chipLookup(o.catalogDir), strictBlis: !!o.strictBlis }).problems);
+      const errors = errorsOf(all);
+      if (o.json) out(JSON.stringify({ ok: errors.length === 0, problems: all }, null, 2));
+      else {
+        for (const p of all) out(formatProblem(p));
+        out(`${files.length} file(s): ${errors.length} error(s), ${all.length - errors.length} warning(s)`);
+      }
+      if (errors.length) throw new UserError(`registry validate: ${errors.length} error(s)`);
+    });
+
+  reg
+    .command('diff')
+    .description('entries added, removed or changed, with relative change and ci95 overlap')
+    .argument('<old>')
+    .argument('<new>')
+    .option('--json', 'print the diff as JSON')
+    .action((a: string, b: string, o: { json?: boolean }) => {
+      const d = diffRegistries(loadRegistryFile(a), loadRegistryFile(b));
+      out(o.json ? JSON.stringify(d, null, 2) : formatDiff(d));
+    });
+
+  reg
+    .command('update')
+    .description('merge a refit into registry/<chip>.yaml, refused when held-out accuracy gets worse')
+    .requiredOption('--chip <chip>')
+    .requiredOption('--from <fitted>', 'fitted registry YAML (e.g. the output of stepcal fit)')
+    .option('--only <families>', 'comma-separated families to merge (gemm, hbm, attention_decode, attention_prefill, collective, moe, host)')
+    .option('--tolerance-pct <pp>', 'allowed worsening of held-out MAPE and |bias| per regime, percentage points', String(DEFAULT_TOLERANCE_PCT))
+    .option('--accept-worse <reason>', 'merge although held-out accuracy is worse; the reason is recorded in each changed entry')
+    .option('--no-holdout <reason>', 'merge for a chip without held-out steps; the reason is recorded in each changed entry')
+    .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
+    .option('--registry <file>', 'registry file to update (default: registry/<chip>.yaml)')
+    .option('--measurements-dir <dir>', 'where default step files are found', MEASUREMENTS_DIR)
+    .option('--catalog-dir <dir>', 'chip catalog for the physics checks', CHIPS_DIR)
+    .option('--fit-host <rule>', 'pass the same host-fit rule to both validation runs')
+    .option('--dry-run', 'print the gate and diff, write nothing')
+    .action(
+      async (o: {
+        chip: string;
+        from: string;
+        only?: string;
+        tolerancePct: string;
+        acceptWorse?: string;
+        holdout?: string | boolean;
+        steps?: string[];
+        registry?: string;
+        measurementsDir: string;
+        catalogDir: string;
+        fitHost?: string;
+        dryRun?: boolean;
+      }) => {
+        const file = o.registry ?? path.join(REGISTRY_DIR, `${o.chip}.yaml`);
+        const tol = Number(o.tolerancePct);
+        if (!Number.isFinite(tol)) throw new UserError(`--tolerance-pct must be a number, got "${o.tolerancePct}"`);
+        const noHoldout = typeof o.holdout === 'string' ? o.holdout : undefined;
+        const current = existsSync(file) ? loadRegistryFile(file) : [];
+        const fitted = loadRegistryFile(o.from);
+        const stepFiles = o.steps ?? listStepFiles(path.join(o.measurementsDir, o.chip));
+        const validator: HoldoutValidator = stepFiles.length ? await realValidator(o.fitHost) : () => ({ regimes: {} });
+        const plan = planUpdate({
+          chip: o.chip,
+          current,
+          fitted,
+          ...(o.only ? { only: o.only.split(',').map((s) => s.trim()) } : {}),
+          tolerance_pct: tol,
+          ...(o.acceptWorse ? { accept_worse: o.acceptWorse } : {}),
+          ...(noHoldout ? { no_holdout: noHoldout } : {}),
+          stepFiles,
+          validator,
+          validate: { chip: chipLookup(o.catalogDir) },
+          file,
+        });
+        if (plan.report) out(plan.report);
+        out(formatDiff(plan.diff));
+        for (const n of plan.merge.ignored) out(`note: ${n}`);
+        if (plan.merge.stale.length) out(`note: kept ${plan.merge.stale.length} entr(ies) of ${o.chip} the refit does not produce: ${plan.merge.stale.join(', ')}`);
+        if (plan.status === 'refused') throw new UserError(plan.message);
+        if (plan.status === 'unchanged') {
+          out(plan.message);
+          return;
+        }
+        if (o.dryRun) {
+          out(`dry run: would write ${file} (${plan.message})`);
+          return;
+        }
+        writeRegistryAtomic(file, plan.sets);
+        out(`wrote ${file}: ${plan.message}`);
+      },
+    );
+
+  reg
+    .command('export')
+    .description('write the strict public CoefficientSet layout: one file per set and hardware scope, evidence stripped')
+    .requiredOption('--format <format>', 'only "blis"')
+    .option('--out <dir>', 'output directory (default: print every file to stdout)')
+    .argument('<file>', 'registry file')
+    .action((file: string, o: { format: string; out?: string }) => {
+      if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
+      const files = exportBlis(loadRegistryFile(file));
+      if (!o.out) {
+        for (const f of files) out(`# file: ${f.path}\n${f.text}---`);
+        return;
+      }
+      writeFilesAtomic(files.map((f) => ({ file: path.join(o.out!, f.path), data: f.text })));
+      for (const f of files) out(`wrote ${path.join(o.out, f.path)} (${f.set.coefficients.length} entries)`);
+    });
+
+  reg
+    .command('import')
+    .description('read strict-layout files back into one registry for a chip')
+    .requiredOption('--format <format>', 'only "blis"')
+    .requiredOption('--chip <chip>')
+    .option('--out <file>', 'registry file to write (default: stdout)')
+    .option('--catalog-dir <dir>', 'chip catalog for the physics checks', CHIPS_DIR)
+    .argument('<files...>')
+    .action((files: string[], o: { format: string; chip: string; out?: string; catalogDir: string }) => {
+      if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
+      const r = importBlis(
+        files.map((f) => ({ file: f, text: readText(f) })),
+        o.chip,
+        { chip: chipLookup(o.catalogDir) },
+      );
+      if (r.skipped_other_hardware) process.stderr.write(`note: ${r.skipped_other_hardware} entries scoped to other hardware skipped\n`);
+      if (!o.out) {
+        out(stringifyCoefficientSets(r.sets));
+        return;
+      }
+      writeRegistryAtomic(o.out, r.sets);
+      out(`wrote ${o.out} (${r.sets.reduce((n, s) => n + s.coefficients.length, 0)} entries in ${r.sets.length} sets)`);
+    });
+
+  const ext = reg.command('extrapolate').description('flagged, holdout-checked extrapolation (collective widths; missing families by generation)');
+
+  ext
+    .command('widths')
+    .description('floor(n) = a + b·(n−1) on the chip\'s own measured widths; rates copied from the widest; 4→8 holdout')
+    .requiredOption('--chip <chips>', 'chip name, comma list, or "all" (every registry in --registry-dir)')
+    .option('--widths <list>', 'target widths', '16')
+    .option('--registry-dir <dir>', 'registry directory', REGISTRY_DIR)
+    .option('--registry <file>', 'registry file (single chip; default <registry-dir>/<chip>.yaml)')
+    .option('--write', 'merge the extrapolated entries into the registry (never over measured ones)')
+    .option('--json', 'JSON output')
+    .action((o: { chip: string; widths: string; registryDir: string; registry?: string; write?: boolean; json?: boolean }) => {
+      const targets = o.widths.split(',').map((w) => Number(w));
+      if (targets.some((t) => !Number.isInteger(t) || t < 2)) throw new UserError(`--widths must list integers ≥ 2, got "${o.widths}"`);
+      const chips =
+        o.chip === 'all'
+          ? readdirSync(o.registryDir)
+              .filter((f) => f.endsWith('.yaml'))
+              .map((f) => f.slice(0, -5))
+              .sort()
+          : o.chip.split(',');
+      if (o.registry && chips.length !== 1) throw new UserError('--registry needs a single --chip');
+      const all: WidthExtrapolation[] = [];
+      for (const chip of chips) {
+        const file = o.registry ?? path.join(o.registryDir, `${chip}.yaml`);
+        const sets = loadRegistryFile(file);
+        const res = extrapolateCollectiveWidths(sets, chip, targets);
+        all.push(...res);
+        if (o.write) {
+          const add = res.flatMap((r) => r.entries.map((e) => ({ ...e, set: 'cost-model-collectives' })));
+          if (add.length) {
+            const m = mergeEntries(sets, add);
+            writeRegistryAtomic(file, m.sets);
+            if (!o.json) out(`wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`);
+          }
+        }
+      }
+      if (o.json) out(JSON.stringify({ results: all.map(({ entries, ...r }) => ({ ...r, entries: entries.map((e) => e.name) })), holdout_medians: widthHoldoutMedians(all), blis_holdout_medians: BLIS_WIDTH_HOLDOUT_MEDIANS }, null, 2));
+      else printWidths(all);
+    });
+
+  ext
+    .command('family')
+    .description('fill a family missing on a chip from same-generation siblings (median or within-chip ratio, chosen by leave-one-chip-out holdout)')
+    .requiredOption('--chip <chip>')
+    .requiredOption('--family <family>')
+    .option('--registry-dir <dir>', 'registries of the candidate siblings', REGISTRY_DIR)
+    .option('--registry <file>', 'the target chip\'s registry (default <registry-dir>/<chip>.yaml; may not exist yet)')
+    .option('--catalog-dir <dir>', 'chip catalog', CHIPS_DIR)
+    .option('--write', 'merge the extrapolated entries into the target registry (never over measured ones)')
+    .option('--json', 'JSON output')
+    .action((o: { chip: string; family: string; registryDir: string; registry?: string; catalogDir: string; write?: boolean; json?: boolean }) => {
+      const chips = chipLookup(o.catalogDir);
+      const chip = chips(o.chip);
+      if (!chip) throw new UserError(`unknown chip "${o.chip}" in ${o.catalogDir}`);
+      const file = o.registry ?? path.join(o.registryDir, `${o.chip}.yaml`);
+      const sets = existsSync(file) ? loadRegistryFile(file) : [];
+      const r = extrapolateFamily({ chip, sets }, loadAllRegistries(o.registryDir, chips), o.family);
+      if (o.json) out(JSON.stringify(r, null, 2));
+      else printFamily(r);
+      if (o.write && r.status === 'extrapolated') {
+        const m = mergeEntries(
+          sets,
+          r.coefficients.filter((c) => c.entry).map((c) => c.entry!),
+        );
+        writeRegistryAtomic(file, m.sets);
+        if (!o.json) out(`wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`);
+      }
     });
 }
