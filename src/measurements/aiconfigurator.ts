@@ -466,40 +466,35 @@ export interface Collapsed<R> {
  */
 export function collapseDuplicates<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): Collapsed<FamilyRow[F]> {
   const keyCols = (FAMILY_COLUMNS[family] as readonly string[]).filter((c) => c !== 'latency_us' && c !== 'measured_us');
-  const groups = new Map<string, number[]>();
-  const order: string[] = [];
-  const first = new Map<string, FamilyRow[F]>();
+  const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
+  const index = new Map<string, number>();
+  const out: FamilyRow[F][] = [];
+  /** Latencies of output rows seen more than once (index → all latencies). */
+  const repeats = new Map<number, number[]>();
+  const parts: unknown[] = new Array(keyCols.length);
   for (const row of rows) {
     const rec = row as unknown as Record<string, unknown>;
-    let key = '';
-    for (const c of keyCols) key += String(rec[c]) + '\u0001';
-    const g = groups.get(key);
-    const lat = (rec.latency_us ?? rec.measured_us) as number;
-    if (g) g.push(lat);
-    else {
-      groups.set(key, [lat]);
-      order.push(key);
-      first.set(key, row);
+    for (let i = 0; i < keyCols.length; i++) parts[i] = rec[keyCols[i]!];
+    const key = parts.join('\u0001');
+    const at = index.get(key);
+    if (at === undefined) {
+      index.set(key, out.length);
+      out.push(row);
+    } else {
+      const lat = rec[latCol] as number;
+      const list = repeats.get(at);
+      if (list) list.push(lat);
+      else repeats.set(at, [(out[at] as unknown as Record<string, number>)[latCol]!, lat]);
     }
   }
-  if (order.length === rows.length) return { rows: rows.slice(), duplicate_configs: 0, rows_removed: 0 };
-  let dup = 0;
-  const out: FamilyRow[F][] = [];
-  for (const key of order) {
-    const lats = groups.get(key)!;
-    const row = first.get(key)!;
-    if (lats.length === 1) {
-      out.push(row);
-      continue;
-    }
-    dup++;
-    const s = lats.slice().sort((a, b) => a - b);
+  if (repeats.size === 0) return { rows: out, duplicate_configs: 0, rows_removed: 0 };
+  for (const [at, lats] of repeats) {
+    const s = lats.sort((a, b) => a - b);
     const mid = s.length >> 1;
     const med = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-    const latCol = 'latency_us' in (row as object) ? 'latency_us' : 'measured_us';
-    out.push({ ...row, [latCol]: med });
+    out[at] = { ...out[at]!, [latCol]: med };
   }
-  return { rows: out, duplicate_configs: dup, rows_removed: rows.length - out.length };
+  return { rows: out, duplicate_configs: repeats.size, rows_removed: rows.length - out.length };
 }
 
 /** Which column holds each family's dtype for coverage reporting. */
@@ -528,11 +523,12 @@ export function coverageByDtype<F extends Family>(family: F, rows: ReadonlyArray
   );
   const per = new Map<string, { rows: number; shapes: Set<string> }>();
   const all = new Set<string>();
+  const parts: unknown[] = new Array(shapeCols.length);
   for (const row of rows) {
     const rec = row as unknown as Record<string, unknown>;
     const d = String(rec[dcol]);
-    let key = '';
-    for (const c of shapeCols) key += String(rec[c]) + ',';
+    for (let i = 0; i < shapeCols.length; i++) parts[i] = rec[shapeCols[i]!];
+    const key = parts.join(',');
     let e = per.get(d);
     if (!e) per.set(d, (e = { rows: 0, shapes: new Set() }));
     e.rows++;

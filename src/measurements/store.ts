@@ -6,6 +6,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../common/errors.ts';
@@ -30,16 +31,22 @@ export function provenancePath(dataFile: string): string {
 /** Serialize rows to CSV text with the family's canonical header. Numbers use JS shortest round-trip form. */
 export function rowsToCsv<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): string {
   const cols = FAMILY_COLUMNS[family] as readonly string[];
-  const lines: string[] = [cols.join(',')];
-  for (const row of rows) {
-    const r = row as unknown as Record<string, unknown>;
-    const cells = cols.map((c) => {
-      const v = r[c];
-      if (v === undefined || v === null) return '';
-      const s = String(v);
-      return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
-    });
-    lines.push(cells.join(','));
+  const isText = cols.map((c) => TEXT_COLUMNS.has(c));
+  const lines: string[] = new Array(rows.length + 1);
+  lines[0] = cols.join(',');
+  const cells: string[] = new Array(cols.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i] as unknown as Record<string, unknown>;
+    for (let j = 0; j < cols.length; j++) {
+      const v = r[cols[j]!];
+      if (v === undefined || v === null) cells[j] = '';
+      else if (!isText[j]) cells[j] = String(v);
+      else {
+        const s = String(v);
+        cells[j] = s.includes('"') || s.includes(',') || s.includes('\n') ? '"' + s.replace(/"/g, '""') + '"' : s;
+      }
+    }
+    lines[i + 1] = cells.join(',');
   }
   return lines.join('\n') + '\n';
 }
@@ -84,7 +91,7 @@ export function prepareMeasurements<F extends Family>(
   provenance: Omit<Provenance, 'output_sha256'>,
 ): StagedMeasurements {
   const file = measurementPath(dir, family, lane);
-  const data = encodeText(file, rowsToCsv(family, rows));
+  const data = encodeMeasurementText(file, rowsToCsv(family, rows));
   const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
   return {
     file,
@@ -96,6 +103,17 @@ export function prepareMeasurements<F extends Family>(
       { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) },
     ],
   };
+}
+
+/**
+ * Gzip level used for stored measurement files. Level 6 instead of encodeText's 9: on the 107k-row h200
+ * GEMM table it is ~2.5× faster for 5 % more bytes (1.46 vs 1.39 MB). Node's gzip writes mtime 0, so the
+ * output is byte-reproducible at any level.
+ */
+export const MEASUREMENT_GZIP_LEVEL = 6;
+
+function encodeMeasurementText(file: string, text: string): Uint8Array {
+  return file.endsWith('.gz') ? gzipSync(Buffer.from(text, 'utf8'), { level: MEASUREMENT_GZIP_LEVEL }) : encodeText(file, text);
 }
 
 /** Write every staged file atomically as one set (all land, or none do). */

@@ -24,12 +24,30 @@ export interface RawTable {
  * @throws InputError for an empty file (no header or no data rows).
  */
 export function csvTable(text: string, file: string): RawTable {
-  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
-  const data = parsed.data;
+  const data = text.includes('"') ? Papa.parse<string[]>(text, { skipEmptyLines: true }).data : splitPlainCsv(text);
   if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
   const header = data[0]!.map((h) => h.trim());
   if (data.length === 1) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
   return { file, header, rows: data.slice(1) };
+}
+
+/**
+ * Split CSV text that has no quoted fields (the AIConfigurator copies never quote): lines on \n (a trailing
+ * \r is dropped), cells on commas, blank lines skipped. Several times faster than a general parser.
+ */
+function splitPlainCsv(text: string): string[][] {
+  const out: string[][] = [];
+  let start = 0;
+  const n = text.length;
+  while (start < n) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = n;
+    let stop = end;
+    if (stop > start && text.charCodeAt(stop - 1) === 13) stop--;
+    if (stop > start) out.push(text.slice(start, stop).split(','));
+    start = end + 1;
+  }
+  return out;
 }
 
 /**
