@@ -616,12 +616,23 @@ function buildFigures(chip: string, curves: CollectiveCurve[], selected: Collect
     }
   }
   if (r3.length) {
+    // Per-size medians of both laws as lines, every 3-parameter residual as a dot.
+    const medLine = (pts: Array<[number, number]>): Array<[number, number]> => {
+      const by = new Map<number, number[]>();
+      for (const [b, r] of pts) {
+        let l = by.get(b);
+        if (!l) by.set(b, (l = []));
+        l.push(r);
+      }
+      return [...by.keys()].sort((x, y) => x - y).map((b) => [b, median(by.get(b)!)]);
+    };
     figs.push({
       name: 'collective_residuals.svg',
       svg: chart(
         [
-          { label: '2-param max(t0, b/r_peak)', style: 'scatter', points: r2, color: '#7f7f7f' },
-          { label: '3-param fit', style: 'scatter', points: r3, color: '#d62728' },
+          { label: '3-param, each curve', style: 'scatter', points: r3, color: '#d62728', radius: 1.5 },
+          { label: '3-param, median', style: 'line', points: medLine(r3), color: '#d62728' },
+          { label: '2-param max(t0, b/r_peak), median', style: 'line', points: medLine(r2), color: '#7f7f7f', dash: '4 3' },
         ],
         {
           title: `${chip} collectives: predicted / measured, every registry curve`,

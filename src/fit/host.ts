@@ -170,7 +170,7 @@ function assumedEntry(chip: string, a: (typeof BLIS_HOST_ASSUMED)[number]): Coef
     scope: { hardware: [chip] },
     sources: [{ kind: 'publication', cite: SOURCE_CITE, role: 'primary' }],
     rationale:
-      `Assumed, not measured on ${chip}: value copied from the BLIS registry's cost-model-host-overheads set, where it is ${a.why} ` +
+      `Assumed, not measured on ${chip}: value copied from the BLIS registry's cost-model-host-overheads set (provenance there: ${a.why}) ` +
       'stepcal never fits host terms from per-operator tables (the AIConfigurator per-operator data holds no host rows, and host time is a ' +
       'property of the whole engine step): step-level fitting happens per engine in `stepcal validate --fit-host`, from measured step timings, ' +
       'and a host launch/replay microbenchmark (`host` rows) replaces the launch and replay terms when present.',

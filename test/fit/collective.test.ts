@@ -1,6 +1,8 @@
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { REPO_ROOT, loadChip } from '../../src/catalog/chip.ts';
+import { readMeasurements } from '../../src/measurements/store.ts';
 import { collectiveTime } from '../../src/pricer/laws/collective.ts';
 import {
   bootstrapTransitionRate,
@@ -354,5 +356,38 @@ describe('fitCollectives', () => {
     const f = fitCurve(pts);
     const pred = pts.map((p) => collectiveTime(p.message_bytes, { t0_us: f.t0_us, r_t_bytes_per_us: f.r_t_bytes_per_us, r_peak_bytes_per_us: f.r_peak_bytes_per_us }));
     expect(geometricError(pred, pts.map((p) => p.latency_us))).toBeCloseTo(f.geo3, 12);
+  });
+});
+
+describe('real curated store (measurements/<chip>/collective.*.csv.gz)', () => {
+  const real = (chip: string) => {
+    const rows = readMeasurements(path.join(REPO_ROOT, 'measurements', chip), 'collective');
+    return fitCollectives(rows, ctxFor(chip, 30));
+  };
+
+  it('h200: floors non-decreasing, r_t ≤ r_peak, fp16 rates 2× BLIS (element counts read as bytes there)', () => {
+    const r = real('h200');
+    expect(r.refusals).toEqual([]);
+    const v = (n: string) => r.coefficients.find((c) => c.name === n)!.entry;
+    expect(v('collective_floor_all_reduce_fp16_8rank_h200').value).toBe(4.711); // custom AR under CUDA graph; BLIS 4.71
+    expect(v('collective_floor_all_reduce_fp16_8rank_h200').evidence?.lane).toBe('vllm-0.24.0');
+    expect(v('collective_floor_all_reduce_int8_8rank_h200').value).toBe(16.65); // NCCL; BLIS 16.65
+    // fp16 all_gather 8-rank: BLIS peak 192,431.0, transition 148,500 (per "byte" = per element).
+    expect(v('collective_peak_rate_all_gather_fp16_8rank_h200').value / (2 * 192431.0)).toBeCloseTo(1, 4);
+    expect(Math.abs(v('collective_transition_rate_all_gather_fp16_8rank_h200').value / (2 * 148500) - 1)).toBeLessThan(0.01);
+    // int8 matches 1:1.
+    expect(v('collective_peak_rate_all_reduce_int8_8rank_h200').value / 201446.5).toBeCloseTo(1, 4);
+    expect(r.report_md).toContain('Registry curves: floors non-decreasing');
+  });
+
+  it('h100 and l40s pass the width gate; l40s uses NCCL for all_reduce above 2 ranks', () => {
+    const h = real('h100');
+    expect(h.refusals).toEqual([]);
+    const l = real('l40s');
+    expect(l.refusals).toEqual([]);
+    const e = (n: string) => l.coefficients.find((c) => c.name === n)!.entry;
+    expect(e('collective_floor_all_reduce_fp16_2rank_l40s').evidence?.lane).toMatch(/^vllm-/);
+    expect(e('collective_floor_all_reduce_fp16_8rank_l40s').evidence?.lane).toMatch(/^nccl-/);
+    expect(l.report_md).toContain('vLLM disables custom all-reduce above 2 PCIe-only GPUs');
   });
 });

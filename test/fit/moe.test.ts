@@ -1,6 +1,8 @@
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { REPO_ROOT, loadChip } from '../../src/catalog/chip.ts';
+import { readMeasurements } from '../../src/measurements/store.ts';
 import { bootstrapImbalance, fitMoe, imbalanceStats, leaveOneGeometryOut, pairMoe } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
@@ -149,5 +151,26 @@ describe('fitMoe', () => {
     const r = fitMoe(rows, ctx(20));
     expect(r.coefficients[0]!.entry.evidence?.holdout_error?.geo).toBe(2);
     expect(r.coefficients[0]!.entry.value).toBe(1.5);
+  });
+});
+
+describe('real curated store (measurements/<chip>/moe.*.csv.gz)', () => {
+  const real = (chip: string) =>
+    fitMoe(readMeasurements(path.join(REPO_ROOT, 'measurements', chip), 'moe'), { ...ctx(50), chip: loadChip(chip) });
+
+  it('h200 vLLM: median ≈ 1 and p90 ≈ 1.4, as BLIS found on vLLM 0.25.0 (0.999 / 1.394)', () => {
+    const r = real('h200');
+    const [m, p] = r.coefficients.map((c) => c.entry);
+    expect(m!.value).toBeGreaterThan(0.98);
+    expect(m!.value).toBeLessThan(1.02);
+    expect(p!.value).toBeGreaterThan(1.3);
+    expect(p!.value).toBeLessThan(1.5);
+    expect(m!.evidence?.train_error?.n).toBeGreaterThan(16000);
+  });
+
+  it('a100 vLLM has no balanced rows: refused, nothing written', () => {
+    const r = real('a100');
+    expect(r.coefficients).toEqual([]);
+    expect(r.warnings[0]).toMatch(/refused on a100: no balanced-routing rows/);
   });
 });
