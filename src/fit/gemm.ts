@@ -267,16 +267,17 @@ function freeShapeFit(train: readonly Pt[], init: [number, number, number, numbe
 }
 
 /**
- * Fit one dtype's ramp. Rows must be one dtype, repeats already reduced.
+ * Fit one dtype's ramp. Rows must be one dtype; repeats (same m, n, k, kernel) are reduced to their median.
  * @returns the result, or a refusal string when m_half is unidentifiable.
  */
 export function fitRampForDtype(
-  rows: readonly GemmRow[],
+  rowsIn: readonly GemmRow[],
   dtype: GemmDtype,
   chip: Chip,
   bootstrap: { resamples: number; seed: number },
 ): RampResult | string {
   const peak = peakFlopsPerUs(chip, dtype)!;
+  const rows = reduceRepeats(rowsIn, (r) => `${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
   const all: Pt[] = rows.map((r) => ({ m: r.m, n: r.n, k: r.k, latency_us: r.latency_us, kernel_source: r.kernel_source, eff: gemmEfficiency(r, peak) }));
   const compute = all.filter((p) => !isMemoryBound(p, dtype, chip));
   const distinctM = new Set(compute.map((p) => p.m));

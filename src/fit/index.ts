@@ -10,7 +10,6 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Chip } from '../catalog/chip.ts';
 import { loadChip, REPO_ROOT } from '../catalog/chip.ts';
 import { UserError } from '../common/errors.ts';
@@ -26,6 +25,7 @@ import { fitCollectives } from './collective.ts';
 import { fmt } from './common.ts';
 import { fitGemm } from './gemm.ts';
 import { fitHbm } from './hbm.ts';
+import { fitHost } from './host.ts';
 import { fitMoe } from './moe.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
@@ -48,8 +48,6 @@ export interface FitOptions {
   bootstrap?: { resamples: number; seed: number };
   /** Called with family names as they start and finish (progress goes to stderr in the CLI). */
   onFamily?: (family: string, phase: 'start' | 'done', ms?: number) => void;
-  /** Host fitter override (tests); by default loaded from ./host.ts when that module exists. */
-  hostFitter?: (rows: FamilyRow['host'][], ctx: FitContext) => FamilyFit;
 }
 
 export interface FitAllResult {
@@ -86,13 +84,6 @@ function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   if (want.has('attention_prefill')) want.add('gemm');
   if (want.has('hbm')) want.add('gemm').add('attention_decode');
   return want;
-}
-
-async function loadHostFitter(): Promise<((rows: FamilyRow['host'][], ctx: FitContext) => FamilyFit) | undefined> {
-  const file = path.join(path.dirname(new URL(import.meta.url).pathname), 'host.ts');
-  if (!existsSync(file)) return undefined;
-  const mod = (await import(pathToFileURL(file).href)) as { fitHost?: (rows: FamilyRow['host'][], ctx: FitContext) => FamilyFit };
-  return typeof mod.fitHost === 'function' ? mod.fitHost : undefined;
 }
 
 /**
@@ -181,15 +172,10 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     run('moe', () => (rows.length ? fitMoe(rows, ctxFor(inputsFor('moe', lane))) : missing('moe', 'no measurements')));
   }
   if (want.has('host')) {
+    // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
+    // host overheads from per-operator tables.
     const rows = read('host');
-    const fitter = opts.hostFitter ?? (await loadHostFitter());
-    run('host', () =>
-      !rows.length
-        ? missing('host', 'no host rows (host overheads are fitted per engine from step timings in validation, never from per-operator tables)')
-        : fitter
-          ? fitter(rows, ctxFor(inputsFor('host')))
-          : missing('host', 'host fitter not available'),
-    );
+    run('host', () => fitHost(rows, ctxFor(inputsFor('host'))));
   }
 
   const coefficients = fits.flatMap((f) => f.coefficients);

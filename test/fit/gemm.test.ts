@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import { loadChip, peakFlopsPerUs } from '../../src/catalog/chip.ts';
+import { readMeasurements } from '../../src/measurements/store.ts';
+import type { GemmRow } from '../../src/measurements/schema.ts';
+import { envelope, fitGemm, fitRamp, fitRampForDtype, isMemoryBound, memoryBoundThresholdM, rampEff } from '../../src/fit/gemm.ts';
+
+const chip = loadChip('h200');
+const peak = peakFlopsPerUs(chip, 'bf16')!;
+const ctx = { chip, inputs: [], bootstrap: { resamples: 200, seed: 7 }, prior: new Map<string, number>() };
+
+/** Rows generated from a known ramp (and optional shape factor), with 3 repeats at ×0.8, ×1, ×1.2. */
+function generate(eps_max: number, m_half: number, opts: { nh?: number; kh?: number; ms?: number[] } = {}): GemmRow[] {
+  const ms = opts.ms ?? [256, 384, 512, 768, 1024, 2048, 4096, 8192, 16384];
+  const ns = [1024, 2048, 4096, 8192, 16384];
+  const ks = [512, 1024, 2048, 4096, 8192, 16384];
+  const rows: GemmRow[] = [];
+  for (const m of ms)
+    for (const n of ns)
+      for (const k of ks) {
+        const shape = (opts.nh ? n / (n + opts.nh) : 1) * (opts.kh ? k / (k + opts.kh) : 1);
+        const t = (2 * m * n * k) / (peak * rampEff(eps_max, m_half, m) * shape);
+        for (const f of [0.8, 1.2, 1.0]) rows.push({ chip: 'h200', lane: 'test', kernel_source: 'k', dtype: 'bf16', m, n, k, latency_us: t * f });
+      }
+  return rows;
+}
+
+describe('GEMM ramp', () => {
+  it('classifies memory-bound rows by weight bytes / HBM against FLOPs / peak', () => {
+    // m* = peak · 2 B / (2 · 4.8e6 B/us) = 989.5e6 / 4.8e6 = 206.1
+    expect(memoryBoundThresholdM(chip, 'bf16')).toBeCloseTo(989.5 / 4.8, 6);
+    expect(isMemoryBound({ m: 206, n: 4096, k: 4096 }, 'bf16', chip)).toBe(true);
+    expect(isMemoryBound({ m: 207, n: 4096, k: 4096 }, 'bf16', chip)).toBe(false);
+    // fp8: 1 B per weight against twice the peak → the same knee
+    expect(memoryBoundThresholdM(chip, 'fp8')).toBeCloseTo(1979 / 9.6, 6);
+  });
+
+  it('recovers eps_max and m_half from generated rows; ±20% repeats are reduced by the median, without bias', () => {
+    const fit = fitGemm(generate(0.9, 120), ctx);
+    expect(fit.refusals).toEqual([]);
+    const v = (n: string) => fit.coefficients.find((c) => c.name === n)!.entry;
+    expect(v('gemm_eps_max_bf16').value).toBeCloseTo(0.9, 3);
+    expect(v('gemm_m_half_bf16').value).toBeGreaterThan(118);
+    expect(v('gemm_m_half_bf16').value).toBeLessThan(122);
+    const e = v('gemm_eps_max_bf16');
+    expect(e.ci95![0]).toBeLessThanOrEqual(e.value);
+    expect(e.ci95![1]).toBeGreaterThanOrEqual(e.value);
+    expect(e.evidence!.bootstrap).toEqual({ resamples: 200, seed: 7 });
+    expect(e.evidence!.holdout_error!.split).toMatch(/whole k/);
+  });
+
+  it('keeps memory-bound rows out of the ramp (they would drag a 1-factor fit down)', () => {
+    const rows = generate(0.9, 120, { ms: [16, 64, 128, 256, 512, 1024, 4096] });
+    // make the memory-bound rows much slower than the ramp predicts
+    for (const r of rows) if (r.m < 200) r.latency_us *= 5;
+    const r = fitRampForDtype(rows, 'bf16', chip, { resamples: 200, seed: 1 });
+    if (typeof r === 'string') throw new Error(r);
+    expect(r.rows_memory_bound).toBe(3 * 5 * 6); // m ∈ {16, 64, 128} × 5 n × 6 k, after the median of repeats
+    expect(r.envelope_fit.eps_max).toBeCloseTo(0.9, 3);
+  });
+
+  it('refuses a ramp with fewer than 3 distinct m', () => {
+    const fit = fitGemm(generate(0.9, 120, { ms: [512, 1024] }), ctx);
+    expect(fit.refusals.join()).toMatch(/m_half unidentifiable/);
+    expect(fit.coefficients).toEqual([]);
+  });
+
+  it('recovers the shape factor and stores n_half/k_half only when it clearly wins on held-out k', () => {
+    const r = fitRampForDtype(generate(0.9, 120, { nh: 600, kh: 900 }), 'bf16', chip, { resamples: 200, seed: 3 });
+    if (typeof r === 'string') throw new Error(r);
+    expect(r.shape.free.n_half).toBeGreaterThan(540);
+    expect(r.shape.free.n_half).toBeLessThan(660);
+    expect(r.shape.free.k_half).toBeGreaterThan(810);
+    expect(r.shape.free.k_half).toBeLessThan(990);
+    expect(r.shape.holdout_geo_shape).toBeLessThan(r.shape.holdout_geo_envelope);
+    expect(r.shape.stored).toBe(true);
+    const flat = fitRampForDtype(generate(0.9, 120), 'bf16', chip, { resamples: 200, seed: 3 });
+    if (typeof flat === 'string') throw new Error(flat);
+    expect(flat.shape.stored).toBe(false);
+  });
+
+  it('envelope takes the best efficiency per m and fitRamp solves a hand case', () => {
+    expect(envelope([{ m: 2, eff: 0.1 }, { m: 1, eff: 0.3 }, { m: 2, eff: 0.5 }])).toEqual([{ m: 1, eff: 0.3 }, { m: 2, eff: 0.5 }]);
+    const ms = [100, 200, 400, 800, 1600];
+    const f = fitRamp(ms, ms.map((m) => rampEff(0.8, 50, m)));
+    expect(f.eps_max).toBeCloseTo(0.8, 5);
+    expect(f.m_half).toBeCloseTo(50, 2);
+  });
+
+  it('real data: h200 bf16 (vLLM 0.24.0, k ≤ 8192 slice) lands in a plausible band', () => {
+    const rows = readMeasurements('measurements/h200', 'gemm', { lane: 'vllm-0.24.0' }).filter((r) => r.dtype === 'bf16' && r.k <= 8192 && r.n <= 8192);
+    const r = fitRampForDtype(rows, 'bf16', chip, { resamples: 200, seed: 1 });
+    if (typeof r === 'string') throw new Error(r);
+    // BLIS (vLLM 0.25.0, memory-bound m included): 0.992 / 110. Ours excludes m < 206, so m_half is smaller.
+    expect(r.envelope_fit.eps_max).toBeGreaterThan(0.85);
+    expect(r.envelope_fit.eps_max).toBeLessThan(1.0);
+    expect(r.envelope_fit.m_half).toBeGreaterThan(5);
+    expect(r.envelope_fit.m_half).toBeLessThan(300);
+    // the large-m bias is shown, not hidden
+    expect(r.large_m.map((p) => p.m)).toContain(8192);
+  });
+});
