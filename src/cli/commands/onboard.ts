@@ -1,13 +1,48 @@
-/** `stepcal onboard` — placeholder until its issue lands; it refuses clearly rather than pretending. */
+/**
+ * `stepcal onboard --chip <name> --data <dir> --system <descriptor.yaml> [--out-root dir]`:
+ * a chip never seen, from raw upstream tables to a registry in one command (src/registry/onboard.ts).
+ * Exit 0 on success; 1 when the data cannot support a required family (the coverage list is
+ * printed), on bad input, or when a fit, gate or check fails.
+ */
 import type { Command } from 'commander';
+import { REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
+import { onboardChip } from '../../registry/onboard.ts';
 
 export function register(program: Command): void {
   program
     .command('onboard')
-    .description('(not built yet)')
-    .allowUnknownOption()
-    .action(() => {
-      throw new UserError('onboard is not built yet');
+    .description('import → chip file → gates → fit all → extrapolation → registry → report, for a new chip')
+    .requiredOption('--chip <name>', 'stepcal name of the new chip')
+    .requiredOption('--data <dir>', 'directory of upstream per-operator tables (Parquet or CSV, any depth)')
+    .requiredOption('--system <descriptor>', 'AIConfigurator system descriptor YAML')
+    .option('--out-root <dir>', 'root for catalog/, measurements/, registry/ and fits/ (default: the repository)', REPO_ROOT)
+    .option('--sm-count <n>', 'SM count (not in the descriptor)')
+    .option('--l2-mib <n>', 'L2 size in MiB (not in the descriptor)')
+    .option('--widths <list>', 'collective widths to extrapolate when missing', '16')
+    .option('--sibling-registry-dir <dir>', 'registries that may serve as same-generation siblings')
+    .action(async (o: { chip: string; data: string; system: string; outRoot: string; smCount?: string; l2Mib?: string; widths: string; siblingRegistryDir?: string }) => {
+      const num = (v: string | undefined, flag: string) => {
+        if (v === undefined) return undefined;
+        const n = Number(v);
+        if (!(n > 0)) throw new UserError(`${flag} expects a positive number, got "${v}"`);
+        return n;
+      };
+      const sm = num(o.smCount, '--sm-count');
+      const l2 = num(o.l2Mib, '--l2-mib');
+      const widths = o.widths.split(',').map(Number);
+      if (widths.some((w) => !Number.isInteger(w) || w < 2)) throw new UserError(`--widths must list integers ≥ 2, got "${o.widths}"`);
+      const r = await onboardChip({
+        chip: o.chip,
+        dataDir: o.data,
+        systemFile: o.system,
+        outRoot: o.outRoot,
+        ...(sm !== undefined ? { sm_count: sm } : {}),
+        ...(l2 !== undefined ? { l2_mib: l2 } : {}),
+        widths,
+        ...(o.siblingRegistryDir ? { siblingRegistryDir: o.siblingRegistryDir } : {}),
+        log: (l) => process.stderr.write(l + '\n'),
+      });
+      process.stdout.write(r.report);
     });
 }

@@ -1,0 +1,66 @@
+/**
+ * End-to-end onboarding: a shipped chip (a100, the smallest) onboarded "as new" from a temporary
+ * copy of its raw upstream tables and its system descriptor, into a temporary output root; the
+ * resulting registry must equal the normal path's (`fitAll('a100')` over the curated store).
+ */
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { fitAll } from '../../src/fit/index.ts';
+import { diffRegistries } from '../../src/registry/diff.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+import { coverageOf, findTables, onboardChip } from '../../src/registry/onboard.ts';
+import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
+
+const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets', 'aiconfigurator');
+const RAW = path.join(SHARED, 'a100_sxm');
+const SYSTEM = path.join(SHARED, 'systems', 'a100_sxm.yaml');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'stepcal-onboard-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => {
+  it('coverage lists what the data can and cannot support, and fails early without a required family', async () => {
+    const data = path.join(tmp, 'partial');
+    cpSync(path.join(RAW, 'gemm_perf'), path.join(data, 'gemm_perf'), { recursive: true });
+    cpSync(path.join(RAW, 'nccl_perf'), path.join(data, 'nccl_perf'), { recursive: true });
+    const c = coverageOf(findTables(data).tables);
+    expect(c.supported).toEqual(['gemm', 'collective', 'host']);
+    expect(c.unsupported).toEqual([
+      { family: 'hbm', missing: ['attention_decode'] },
+      { family: 'attention_decode', missing: ['attention_decode'] },
+      { family: 'attention_prefill', missing: ['attention_prefill'] },
+      { family: 'moe', missing: ['moe'] },
+    ]);
+    const out = path.join(tmp, 'partial-out');
+    await expect(onboardChip({ chip: 'a100', dataDir: data, systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40 })).rejects.toThrow(
+      /cannot support required family attention_decode; nothing written\.\n.*\ncannot support hbm: no attention_decode table/,
+    );
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('onboards from raw tables into a temp root; the registry equals the normal path', async () => {
+    const data = path.join(tmp, 'data', 'a100_sxm');
+    cpSync(RAW, data, { recursive: true });
+    const out = path.join(tmp, 'out');
+    const lines: string[] = [];
+    const r = await onboardChip({ chip: 'a100', dataDir: path.join(tmp, 'data'), systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40, log: (l) => lines.push(l) });
+    expect(r.files.registry).toBe(path.join(out, 'registry', 'a100.yaml'));
+    expect(lines[0]!.split('\n')[0]).toBe('families the data can support: gemm, hbm, attention_decode, attention_prefill, collective, moe, host');
+    const onboarded = loadRegistryFile(r.files.registry);
+    const normal = await fitAll('a100');
+    const d = diffRegistries(normal.sets, onboarded);
+    // Same entries, same values, same evidence (input paths are relative to each root, so they agree too).
+    expect({ added: d.added.map((x) => x.name), removed: d.removed.map((x) => x.name), changed: d.changed.map((x) => `${x.name}: ${x.fields}`) }).toEqual({ added: [], removed: [], changed: [] });
+    expect(d.unchanged).toBe(normal.sets.reduce((n, s) => n + s.coefficients.length, 0));
+    expect(errorsOf(validateRegistry(onboarded, r.files.registry, { chip: (n) => (n === 'a100' ? r.chip : undefined) }))).toEqual([]);
+    // a100's MoE fit refuses (no balanced rows); the family extrapolation refuses too: its only
+    // same-generation sibling (compute capability 8.x) in the committed registries is at most l40s.
+    const moe = r.families.find((f) => f.family === 'moe')!;
+    expect(moe.status).toBe('refused');
+    expect(readFileSync(r.files.report, 'utf8')).toContain('- family moe: REFUSED');
+    // The chip file came from the descriptor.
+    expect(r.chip).toMatchObject({ name: 'a100', sm_version: 80, hbm_tb_per_s: 2.039, nvlink_gb_per_s_per_dir: 300, sm_count: 108 });
+  });
+});
