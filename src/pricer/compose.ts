@@ -58,8 +58,11 @@ export function composeHost(acc: Float64Array, host: number): void {
   acc[HOST]! += host;
 }
 
-/** Finish: the two estimates, the bottleneck (largest total; ties go to the earlier resource) and the totals. */
-export function finishStep(acc: Float64Array): Pick<StepPrice, 'overlap_us' | 'no_overlap_us' | 'bottleneck' | 'resources_us'> {
+/**
+ * Finish: the two estimates, the bottleneck (largest total; ties go to the earlier resource) and the
+ * totals. `notes` are the extrapolation notes (empty = nothing priced outside a fitted domain).
+ */
+export function finishStep(acc: Float64Array, notes: string[]): StepPrice {
   const sm = acc[SM]!;
   const hbm = acc[HBM]!;
   const nvlink = acc[NVLINK]!;
@@ -73,5 +76,12 @@ export function finishStep(acc: Float64Array): Pick<StepPrice, 'overlap_us' | 'n
   if (nvlink > top) (top = nvlink), (bottleneck = 'nvlink');
   if (nic > top) (top = nic), (bottleneck = 'nic');
   if (host > top) (top = host), (bottleneck = 'host');
-  return { overlap_us: ov, no_overlap_us: no, bottleneck, resources_us: { sm, hbm, nvlink, nic, host } };
+  return {
+    overlap_us: ov,
+    no_overlap_us: no,
+    bottleneck,
+    resources_us: { sm, hbm, nvlink, nic, host },
+    extrapolated: notes.length > 0,
+    extrapolation_notes: notes,
+  };
 }

@@ -20,7 +20,7 @@ import { computeFormat, kvBytesPerElement, servedDtype, type ComputeFormat } fro
 import { shapeFactor } from './laws/gemm.ts';
 import { graphModeFor, launchUs } from './laws/host.ts';
 import { all2allSpan, ringSpan } from './laws/placement.ts';
-import { decodeTokensRead, prefillPairs, type ReaderSpec } from './laws/attention.ts';
+import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from './laws/attention.ts';
 import type { Batch, Deployment, PriceOptions, Pricer, ResourceTimes, StepPrice } from './types.ts';
 
 /** Kernels per primitive (reference §3.2; gives llama-3.1-8b's 258 kernels at tp 1). */
@@ -471,12 +471,15 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
 
   const nR = readers.length;
   const attnMHalf = bf16Fmt.mh;
+  // The unbounded reader (full attention) is summed inline; only bounded readers loop per request.
+  const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
+  const bounded = readers.map((_, i) => i).filter((i) => i !== fullReader);
+  const nBounded = bounded.length;
   const decRead = new Float64Array(nR);
   const preRead = new Float64Array(nR);
   const allRead = new Float64Array(nR);
   const acc = new Float64Array(ACC_LEN);
   const lay = new Float64Array(6); // scratch: sm, hbm, nvlink, nic, expert_sm, expert_hbm of one layer
-  const noNotes: string[] = [];
   const frozenNotes = staticNotes.slice();
 
   /** Per-layer times of one kind into `lay`. `pre` = prefill reads, `dec` = decode reads. */
@@ -578,6 +581,9 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     let headRows = 0;
     let uniform = true;
     const reqs = batch.requests;
+    let ctxSum = 0; // Σ context over decode rows (what an unbounded reader reads)
+    let ctxSumAll = 0; // Σ context over every row (drafter passes after the first)
+    let pairsFull = 0; // Σ ramp-scaled causal pairs over prefill rows (unbounded reader)
     for (let i = 0; i < reqs.length; i++) {
       const q = reqs[i]!;
       const s = q.scheduled_tokens;
@@ -586,6 +592,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       const ctx = c + s;
       tok += s;
       nReq++;
+      ctxSumAll += ctx;
       if (s !== uniformWidth) uniform = false;
       if (s > threshold) {
         nPrefill++;
@@ -595,23 +602,32 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
         // kernel tiles each sequence separately — so a decode row added to the step cannot make the
         // prefill attention cheaper (adding a request never lowers the price).
         const rampScale = (s + attnMHalf) / s;
-        for (let r = 0; r < nR; r++) {
+        pairsFull += attendedKeys(c, s, 1, Infinity) * rampScale;
+        for (let j = 0; j < nBounded; j++) {
+          const r = bounded[j]!;
           preRead[r]! += prefillPairs(s, c, readers[r]!) * rampScale;
           if (drafter) allRead[r]! += decodeTokensRead(ctx, readers[r]!);
         }
       } else {
         decTok += s;
         headRows += s;
-        for (let r = 0; r < nR; r++) {
+        ctxSum += ctx;
+        for (let j = 0; j < nBounded; j++) {
+          const r = bounded[j]!;
           const t = decodeTokensRead(ctx, readers[r]!);
           decRead[r]! += t;
           allRead[r]! += t;
         }
       }
     }
+    if (fullReader >= 0) {
+      decRead[fullReader] = ctxSum;
+      preRead[fullReader] = pairsFull;
+      allRead[fullReader] = ctxSumAll;
+    }
     const anyPrefill = nPrefill > 0;
     const anyDecode = nReq > nPrefill;
-    acc.fill(0);
+    for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
     const perKind: StepPrice['per_kind'] | undefined = popts?.per_kind ? [] : undefined;
 
     let big = 0;
@@ -650,10 +666,9 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       }
     }
     composeHost(acc, host);
-    const fin = finishStep(acc);
-    let notes = frozenNotes.length ? frozenNotes : noNotes;
+    let notes: string[] = frozenNotes.length ? frozenNotes.slice() : [];
     if (big > 0) notes = [...notes, `a collective message of ${big} bytes exceeds the largest fitted size (${COLLECTIVE_MAX_FITTED_BYTES} bytes)`];
-    const out: StepPrice = { ...fin, extrapolated: notes.length > 0, extrapolation_notes: notes.length ? notes.slice() : noNotes };
+    const out = finishStep(acc, notes);
     if (perKind) out.per_kind = perKind;
     return out;
   };
