@@ -8,7 +8,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { chipFromSku, CHIPS_DIR, type Chip, type ChipFile, knownChips, loadChip } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
@@ -226,7 +226,7 @@ export function register(program: Command): void {
   program
     .command('import')
     .description('Import measurements: aiconfigurator (CSV/Parquet tables), nccl-tests (stdout), splitwise (perf_model.csv), system (descriptor YAML → chip file)')
-    .argument('<format>', `one of ${IMPORT_FORMATS.join(', ')}`)
+    .addArgument(new Argument('<format>', 'input format').choices(IMPORT_FORMATS))
     .argument('<paths...>', 'input files')
     .option('--chip <name>', 'stepcal chip name (inferred from an AIC <sku> folder when omitted; splitwise: all chips in the file)')
     .option('--out <dir>', 'output directory (default measurements/<chip>/; system: output file, default catalog/chips/<chip>.yaml)')
