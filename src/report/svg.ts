@@ -148,17 +148,25 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
   return parts.join('\n') + '\n';
 }
 
-/** Stacked horizontal bars: one bar per item, segments per key. */
+/**
+ * Stacked horizontal bars: one bar per item, segments per key. Optional (additive): `marker` per item
+ * draws a black tick at that value on the same scale (e.g. the measured time beside the priced
+ * segments), labelled by `o.marker_label`; `o.label_width` widens the left label column.
+ */
 export function stackedBars(
-  items: ReadonlyArray<{ label: string; segments: Record<string, number> }>,
-  o: { title: string; unit: string; keys: readonly string[]; width?: number },
+  items: ReadonlyArray<{ label: string; segments: Record<string, number>; marker?: number }>,
+  o: { title: string; unit: string; keys: readonly string[]; width?: number; label_width?: number; marker_label?: string },
 ): string {
   const W = o.width ?? 720;
   const rowH = 22;
-  const m = { l: 200, r: 30, t: 34, b: 40 };
+  const m = { l: o.label_width ?? 200, r: 30, t: 34, b: 40 };
   const H = m.t + m.b + items.length * rowH + 20;
   const pw = W - m.l - m.r;
-  const total = Math.max(1e-12, ...items.map((it) => o.keys.reduce((a, k) => a + (it.segments[k] ?? 0), 0)));
+  const total = Math.max(
+    1e-12,
+    ...items.map((it) => o.keys.reduce((a, k) => a + (it.segments[k] ?? 0), 0)),
+    ...items.map((it) => (it.marker !== undefined && Number.isFinite(it.marker) ? it.marker : 0)),
+  );
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
@@ -173,6 +181,10 @@ export function stackedBars(
       if (w > 0) parts.push(`<rect x="${x.toFixed(1)}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${PALETTE[j % PALETTE.length]}"/>`);
       x += w;
     });
+    if (it.marker !== undefined && Number.isFinite(it.marker)) {
+      const mx = m.l + (it.marker / total) * pw;
+      parts.push(`<line x1="${mx.toFixed(1)}" y1="${y}" x2="${mx.toFixed(1)}" y2="${y + rowH}" stroke="black" stroke-width="2.5"/>`);
+    }
   });
   const ly = m.t + items.length * rowH + 16;
   o.keys.forEach((k, j) => {
@@ -180,6 +192,10 @@ export function stackedBars(
     parts.push(`<text x="${m.l + j * 90 + 14}" y="${ly + 1}">${esc(k)} (${esc(o.unit)})</text>`);
   });
   parts.push(`<text x="${m.l + pw}" y="${ly + 1}" text-anchor="end">full bar = ${fmtTick(total)} ${esc(o.unit)}</text>`);
+  if (items.some((it) => it.marker !== undefined)) {
+    parts.push(`<line x1="${m.l}" y1="${ly + 10}" x2="${m.l}" y2="${ly + 20}" stroke="black" stroke-width="2.5"/>`);
+    parts.push(`<text x="${m.l + 6}" y="${ly + 19}">${esc(o.marker_label ?? 'marker')}</text>`);
+  }
   parts.push('</svg>');
   return parts.join('\n') + '\n';
 }

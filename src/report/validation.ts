@@ -202,7 +202,7 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
     groups.sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1));
     const shown = groups.slice(0, 10);
     const s: Series[] = shown.map(([key, rs]) => ({
-      label: shortGroup(key),
+      label: shortGroup(key, v.chip),
       style: 'line',
       points: [...rs].sort((a, b) => a.batch - b.batch).map((r) => [r.batch, (r.ratio[h] - 1) * 100] as [number, number]),
     }));
@@ -226,18 +226,21 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
       title: 'Per-resource time of selected steps',
       svg: stackedBars(
         picks.map((r) => ({
-          label: `${r.regime} ${r.model} tp${r.tp} b${r.batch} (meas ${(r.measured_us / 1000).toFixed(1)} ms)`,
+          label: `${r.regime} ${r.model} tp${r.tp} batch ${r.batch}`,
           segments: Object.fromEntries(RESOURCES.map((res) => [res, r.resources_us[res] / 1000])),
+          marker: r.measured_us / 1000,
         })),
-        { title: `${v.chip}: priced time per resource (sum = NoOverlap)`, unit: 'ms', keys: RESOURCES, width: 900 },
+        { title: `${v.chip}: priced time per resource (sum = NoOverlap), measured as a black tick`, unit: 'ms', keys: RESOURCES, width: 900, label_width: 290, marker_label: 'measured (ms)' },
       ),
     });
   }
   return out;
 }
 
-function shortGroup(key: string): string {
-  const s = key.replace(/\|(prefill|decode|mixed|static_batch)$/, '');
+/** Legend label of a group: its parts without the chip and the regime (`llama-2-70b tp2 p512 o128`). */
+export function shortGroup(key: string, chip = ''): string {
+  const parts = key.split('|').filter((p) => p !== chip && !['prefill', 'decode', 'mixed', 'static_batch', 'step'].includes(p));
+  const s = parts.join(' ');
   return s.length > 26 ? s.slice(0, 25) + '…' : s;
 }
 
@@ -334,7 +337,7 @@ const CSS = `body{font-family:sans-serif;margin:24px;max-width:1240px;color:#222
 table{border-collapse:collapse;margin:8px 0 18px;font-size:12px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
-.figs{display:flex;flex-wrap:wrap;gap:12px}.figs figure{margin:0}
+.figs{display:flex;flex-wrap:wrap;gap:12px}.figs figure{margin:0}.figs svg{width:600px;height:auto}.figs .wide svg{width:1200px}
 figcaption{font-size:12px;color:#555}code{background:#f5f5f5}
 .rows{max-height:600px;overflow:auto;display:block}`;
 
@@ -353,7 +356,7 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
     H.push(`<h3>Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)</h3>`, htmlTable(regimeTable(v, v.headline)));
     H.push('<h3>NoOverlap vs Overlap (held-out)</h3>', htmlTable(compositionTable(v)));
     H.push('<h2>Charts</h2><div class="figs">');
-    for (const [i, c] of validationCharts(v).entries()) H.push(`<figure data-chart="${esc(c.name)}">${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`);
+    for (const [i, c] of validationCharts(v).entries()) H.push(`<figure data-chart="${esc(c.name)}"${c.name.includes('resources') ? ' class="wide"' : ''}>${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`);
     H.push('</div>');
     H.push('<h3>Where the priced time goes (scored rows, share of measured time)</h3>', htmlTable(resourceShareTable(v)));
     if (v.double_charge) H.push('<h3>Decode double-charge check</h3>', `<p>${esc(v.double_charge.note)} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).</p>`);
