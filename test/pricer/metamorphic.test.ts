@@ -165,3 +165,27 @@ describe('graph features', () => {
     expect(() => makePricer('llama-3.1-8b', 'h200', { weight_dtype: 'fp8' }, sets)).toThrow(/gemm_eps_max_fp8.*known gemm_eps_\*: gemm_eps_max_bf16/);
   });
 });
+
+describe('sparse attention with an indexer (synthetic graph)', () => {
+  it('decode reads window + top-k: cost stops growing past them; the indexer scan keeps growing; both phases price', () => {
+    const g = structuredClone(loadModel('deepseek-v3')) as ModelGraph;
+    for (const k of g.layer_kinds) {
+      const i = k.nodes.findIndex((n) => n.op === 'Attention');
+      k.nodes.splice(i, 1,
+        { op: 'Attention', kind: 'sparse', n_q: 128, n_kv: 1, d_h: 576, window: 128, index_topk: 2048 },
+        { op: 'Attention', kind: 'sparse', role: 'indexer', n_q: 64, n_kv: 1, d_h: 128, compress_ratio: 4 },
+      );
+    }
+    const d = defaultDeployment({ tp: 8 });
+    const p = createPricer(loadChip('h200'), g, d, resolved(syntheticSets('h200'), 'h200', 'deepseek-v3', d));
+    const a = p.price(decodeBatch(8, 60000)).resources_us.hbm;
+    const b = p.price(decodeBatch(8, 120000)).resources_us.hbm;
+    expect(b).toBeGreaterThan(a); // the indexer scans the whole compressed stream
+    const noIdx = structuredClone(g) as ModelGraph;
+    for (const k of noIdx.layer_kinds) k.nodes = k.nodes.filter((n) => n.role !== 'indexer');
+    const q = createPricer(loadChip('h200'), noIdx, d, resolved(syntheticSets('h200'), 'h200', 'deepseek-v3', d));
+    expect(q.price(decodeBatch(8, 60000)).resources_us.hbm).toBe(q.price(decodeBatch(8, 120000)).resources_us.hbm);
+    const pre = p.price(prefillBatch(1, 4096, 8192));
+    expect(pre.resources_us.sm).toBeGreaterThan(q.price(prefillBatch(1, 4096, 8192)).resources_us.sm);
+  });
+});
