@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFileAtomic } from '../common/fs.ts';
 import { deriveGraph } from './model-derive.ts';
-import { knownModels, loadModelConfigText, MODELS_DIR, stringifyGraph } from './model.ts';
+import { loadModelConfigText, MODELS_DIR, stringifyGraph } from './model.ts';
 import { readdirSync } from 'node:fs';
 
 /** Derive the graph YAML text of a shipped model from its config.json. */
@@ -23,5 +23,4 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     writeFileAtomic(path.join(MODELS_DIR, n, 'graph.yaml'), derivedGraphText(n));
     process.stdout.write(`wrote catalog/models/${n}/graph.yaml\n`);
   }
-  void knownModels;
 }
