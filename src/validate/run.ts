@@ -24,6 +24,9 @@ import {
 } from './types.ts';
 import { groupBy } from '../fit/stats.ts';
 
+/** SM/HBM ratio on decode steps at batch ≤ 4 above which the ramp is suspected to contain the weight reads. */
+export const DOUBLE_CHARGE_SM_OVER_HBM = 0.25;
+
 /** What selects a pricer: the deployment a row was measured on. */
 export interface PricerKey {
   chip: string;
@@ -242,8 +245,11 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       (mo === mn ? '; tie → NoOverlap (seed "Which estimate to use")' : '');
   }
 
-  // Decode double-charge check: a GEMM ramp that already contains weight reads makes small-batch
-  // decode SM time comparable to the HBM weight read (issue 7 "one known trap").
+  // Decode double-charge check (issue 7 "one known trap"): a GEMM ramp that already contains the
+  // weight reads makes small-batch decode SM time comparable to the HBM weight read. A compute-only
+  // ramp gives SM/HBM ≈ (FLOPs per weight byte = m) · (1 + m_half/m) · derate / (ridge · eps_max),
+  // with ridge = peak/bandwidth ≈ 150–300 FLOP/B on the shipped chips: well under 0.1 at batch ≤ 4.
+  // DECISION: flag above 0.25.
   let double_charge: CoreResult['double_charge'];
   const dec = results.filter((r) => r.regime === 'decode' && r.batch <= 4 && r.resources_us.hbm > 0);
   if (dec.length) {
@@ -252,9 +258,9 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     double_charge = {
       checked_rows: dec.length,
       max_sm_over_hbm: max,
-      suspicious: max > 0.5,
+      suspicious: max > DOUBLE_CHARGE_SM_OVER_HBM,
       note:
-        max > 0.5
+        max > DOUBLE_CHARGE_SM_OVER_HBM
           ? `decode steps at batch ≤ 4 price SM at up to ${(100 * max).toFixed(0)}% of HBM: the GEMM ramp may contain the weight reads (double charge under NoOverlap)`
           : `decode steps at batch ≤ 4 price SM at most ${(100 * max).toFixed(0)}% of HBM: weight reads are not re-charged as SM time`,
     };
