@@ -24,6 +24,7 @@ import {
   readStepFile,
 } from '../../src/measurements/store.ts';
 import { parseStepsCsv } from '../../src/validate/steps.ts';
+import { fitHostLinear } from '../../src/fit/host.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const COLLECT = path.join(REPO, 'collector', 'collect.py');
@@ -275,32 +276,4 @@ describe.skipIf(!PY)('collector plans and throttle rule', () => {
 function memoryName(dir: string): string {
   const prov = listMeasurementFiles(dir)[0]!;
   return `memory.${prov.lane}.csv.gz`;
-}
-
-/**
- * Stand-in for src/fit/host.ts fitHostLinear until it is committed: ordinary least squares of
- * latency_us on kernels over the per-N medians (one row per N here), the same estimator.
- * residual_geo = exp(mean |ln(pred/meas)|).
- */
-function fitHostLinear(points: Array<{ kernels: number; latency_us: number }>) {
-  const n = points.length;
-  const xs = points.map((p) => p.kernels);
-  const ys = points.map((p) => p.latency_us);
-  const mx = xs.reduce((s, x) => s + x, 0) / n;
-  const my = ys.reduce((s, y) => s + y, 0) / n;
-  let sxx = 0;
-  let sxy = 0;
-  for (let i = 0; i < n; i++) (sxx += (xs[i]! - mx) ** 2), (sxy += (xs[i]! - mx) * (ys[i]! - my));
-  const b = sxy / sxx;
-  const a = my - b * mx;
-  let sse = 0;
-  let lg = 0;
-  for (let i = 0; i < n; i++) {
-    const pred = a + b * xs[i]!;
-    sse += (ys[i]! - pred) ** 2;
-    lg += Math.abs(Math.log(pred / ys[i]!));
-  }
-  const seB = Math.sqrt(sse / (n - 2) / sxx);
-  const t = 2.447; // t(0.975, 6 dof): the tiny plan has 8 launch counts
-  return { a_us: a, b_us_per_kernel: b, ci95_b: [b - t * seB, b + t * seB], n, residual_geo: Math.exp(lg / n) };
 }
