@@ -7,6 +7,9 @@ import { loadRegistryFile, parseCoefficientSets, stringifyCoefficientSets } from
 import type { CoefficientSet } from '../../src/registry/types.ts';
 import { compareHoldout, planMerge, planUpdate, type HoldoutResult, type HoldoutValidator } from '../../src/registry/update.ts';
 import { PAUSE_ENV } from '../../src/registry/write.ts';
+import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { listStepFiles } from '../../src/measurements/store.ts';
+import { runValidation } from '../../src/validate/index.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';
 import { BIN, runCli } from './cli.ts';
 
@@ -181,5 +184,48 @@ describe('registry update CLI: atomic write, killed mid-write', () => {
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/no held-out steps/);
     expect(readFileSync(regFile).equals(before)).toBe(true);
+  });
+});
+
+describe('held-out gate with the real validator (a100 registry, Splitwise held-out steps)', () => {
+  const regFile = path.join(REPO_ROOT, 'registry', 'a100.yaml');
+  const steps = listStepFiles(path.join(REPO_ROOT, 'measurements', 'a100'));
+  const have = existsSync(regFile) && steps.length > 0;
+  const validator: HoldoutValidator = ({ chip, registry, stepFiles, composition }) => {
+    const r = runValidation({ chip, registry, stepFiles, ...(composition ? { composition: composition as 'no_overlap' | 'overlap' } : {}) });
+    return { regimes: r.regimes, headline: r.headline };
+  };
+  const scaled = (f: (sets: CoefficientSet[]) => void) => {
+    const s = loadRegistryFile(regFile);
+    f(s);
+    return s;
+  };
+  it.skipIf(!have)('refuses a deliberately worse coefficient (hbm_derate → 1.0, decode rate ×1.2: faster, on a chip already under-predicted)', () => {
+    const current = loadRegistryFile(regFile);
+    const worse = scaled((s) => {
+      findEntry(s, 'hbm_derate').value = 1;
+      findEntry(s, 'hbm_derate').ci95 = undefined;
+      findEntry(s, 'attention_decode_rate').value = Math.round(findEntry(s, 'attention_decode_rate').value * 1.2); // ×2 would exceed the HBM datasheet and fail physics first
+      findEntry(s, 'attention_decode_rate').ci95 = undefined;
+    });
+    const plan = planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator });
+    expect(plan.status).toBe('refused');
+    const decode = plan.gate!.rows.find((r) => r.regime === 'decode')!;
+    expect(decode.worse).toBe(true);
+    expect(decode.mape_delta_pp!).toBeGreaterThan(1);
+    const ok = planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator, accept_worse: 'demonstration' });
+    expect(ok.status).toBe('write');
+    expect(findEntry(ok.sets, 'hbm_derate').evidence!.accepted_worse).toBe('demonstration');
+  });
+  it.skipIf(!have)('"a better fit can be a worse model" runs both ways: a slower decode rate (a worse primitive) passes because the composed model improves', () => {
+    const current = loadRegistryFile(regFile);
+    const slower = scaled((s) => {
+      findEntry(s, 'attention_decode_rate').value = Math.round(findEntry(s, 'attention_decode_rate').value * 0.8);
+      findEntry(s, 'attention_decode_rate').ci95 = undefined;
+    });
+    const plan = planUpdate({ chip: 'a100', current, fitted: slower, stepFiles: steps, validator });
+    // The end-to-end gate judges the composed model only: a100 steps are under-predicted, so slower attention helps.
+    expect(plan.gate!.rows.find((r) => r.regime === 'decode')!.mape_delta_pp!).toBeLessThan(0);
+    expect(plan.status).toBe('write');
   });
 });
