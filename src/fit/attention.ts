@@ -163,13 +163,14 @@ function groupHoldout(points: readonly WorkPoint[], held: ReadonlySet<string>, i
 
 /**
  * Decode two-stage fit (docs/fitting.md): the rate is fitted (jointly with a nuisance floor) on
- * rows whose KV working set is at least the L2 size, so it is a DRAM rate; the floor is then fitted
+ * rows whose KV working set is at least twice the L2 size (it cannot stay L2-resident), so it is a
+ * DRAM rate; the floor is then fitted
  * with that rate fixed on rows whose working set is below L2/16, where the read is a small part of
  * the call whether or not it hits in cache. Falls back to the joint fit on all rows when either
  * subset is empty.
  */
 export function fitDecodeTwoStage(points: readonly WorkPoint[], l2_bytes: number, init?: [number, number]): { floor_us: number; rate: number; two_stage: boolean } {
-  const big = points.filter((p) => p.work >= l2_bytes);
+  const big = points.filter((p) => p.work >= 2 * l2_bytes);
   const tiny = points.filter((p) => p.work < l2_bytes / 16);
   if (big.length < 3 || tiny.length < 1) {
     const f = fitFloorRate(points, init);
@@ -252,7 +253,7 @@ export function fitDecodeKind(
     ci_floor: ci.ci_floor,
     ci_rate: ci.ci_rate,
     n: pts.length,
-    excluded_cache_resident: f.two_stage ? pts.filter((p) => p.work < l2).length : 0,
+    excluded_cache_resident: f.two_stage ? pts.filter((p) => p.work < 2 * l2).length : 0,
     with_cache_resident: { floor_us: withAll.floor_us, rate: withAll.rate, geo: Math.exp(withAll.objective) },
     train: fitError(predictFloorRate(pts, f.floor_us, f.rate), meas),
     ...(holdout ? { holdout } : {}),
@@ -293,10 +294,10 @@ export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: Fit
     fit.results.push(r);
     const sfx = kind === 'full' ? '' : '_swa';
     const l2 = cacheResidentBytes(ctx.chip.l2_mib);
-    const filter = `${kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${l2} (L2), floor from KV bytes < ${l2 / 16}` : ''}`;
+    const filter = `${kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${2 * l2} (2×L2), floor from KV bytes < ${l2 / 16} (L2/16)` : ''}`;
     const notes = [
       `geometric error before (pure KV read at datasheet ${fmt(ctx.chip.hbm_bytes_per_us)} B/us): ${fmt(r.before_geo)}; after: ${r.train.geo}`,
-      `joint fit on all rows incl. cache-resident working sets (KV < L2): floor ${fmt(r.with_cache_resident.floor_us)} us, rate ${fmt(r.with_cache_resident.rate)} B/us, geo ${fmt(r.with_cache_resident.geo)}; ${r.excluded_cache_resident ? `${r.excluded_cache_resident} rows with KV < L2 kept out of the rate fit` : 'two-stage fit not possible; joint fit stored'}`,
+      `joint fit on all rows incl. cache-resident working sets (KV < L2): floor ${fmt(r.with_cache_resident.floor_us)} us, rate ${fmt(r.with_cache_resident.rate)} B/us, geo ${fmt(r.with_cache_resident.geo)}; ${r.excluded_cache_resident ? `${r.excluded_cache_resident} rows with KV < 2×L2 kept out of the rate fit` : 'two-stage fit not possible; joint fit stored'}`,
       ...r.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
     ];
     const used = { filter, rows_used: r.n };
@@ -315,7 +316,7 @@ export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: Fit
       '',
       `Geometric error before (pure KV read at datasheet bandwidth) ${fmt(r.before_geo)}, after ${r.train.geo} (MAPE ${r.train.mape_pct}%); holdout (${r.holdout?.split ?? 'none'}) ${r.holdout ? `${r.holdout.geo} (MAPE ${r.holdout.mape_pct}%)` : '—'}.`,
       '',
-      `Cache-resident working sets (KV bytes < L2 = ${ctx.chip.l2_mib ?? 50} MiB): a joint fit on every row, them included, gives floor ${fmt(r.with_cache_resident.floor_us)} µs and rate ${fmt(r.with_cache_resident.rate)} B/µs (geo ${fmt(r.with_cache_resident.geo)}): repeated timing keeps small KV in L2, which distorts the joint fit of a DRAM rate. ${r.excluded_cache_resident ? `Stored: rate from the ${r.n - r.excluded_cache_resident} rows with KV ≥ L2, floor (rate fixed) from rows with KV < L2/16; errors above are on all ${r.n} rows.` : 'Too few rows on one side of L2: the joint fit is stored.'}`,
+      `Cache-resident working sets (KV bytes < L2 = ${ctx.chip.l2_mib ?? 50} MiB): a joint fit on every row, them included, gives floor ${fmt(r.with_cache_resident.floor_us)} µs and rate ${fmt(r.with_cache_resident.rate)} B/µs (geo ${fmt(r.with_cache_resident.geo)}): repeated timing keeps small KV in L2, which distorts the joint fit of a DRAM rate. ${r.excluded_cache_resident ? `Stored: rate from the rows with KV ≥ 2×L2, floor (rate fixed) from rows with KV < L2/16; errors above are on all ${r.n} rows.` : 'Too few rows on one side of L2: the joint fit is stored.'}`,
       '',
       '| kernel_source | n | geo | MAPE % |',
       '|---|---|---|---|',

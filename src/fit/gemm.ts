@@ -131,8 +131,10 @@ export function envelope(points: ReadonlyArray<{ m: number; eff: number }>): Arr
 export function fitShapeHalves(
   cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
   init: [number, number] = [256, 256],
+  warm = false,
 ): { n_half: number; k_half: number } {
   if (cells.length < 3) return { n_half: NaN, k_half: NaN };
+  if (warm) return polishHalves(cells, [Math.log(init[0]), Math.log(init[1])], 0.02, 150);
   const idx = cells.map((_, i) => i);
   const res = levenbergMarquardt(
     { x: idx, y: cells.map((c) => c.r) },
@@ -165,6 +167,10 @@ export function fitShapeHalves(
   );
   // Polish with a compass search on the same weighted objective (the library runs a fixed number of
   // iterations with absolute damping; the polish makes the optimum independent of the start).
+  return polishHalves(cells, res.parameterValues, 0.05, 400);
+}
+
+function polishHalves(cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>, x0: readonly number[], step: number, maxEvals: number): { n_half: number; k_half: number } {
   const sse = ([un, uk]: readonly number[]) => {
     const nh = Math.exp(un!);
     const kh = Math.exp(uk!);
@@ -175,7 +181,7 @@ export function fitShapeHalves(
     }
     return t;
   };
-  const pol = patternSearch(sse, res.parameterValues, [0.05, 0.05], { minStep: 1e-6, maxEvals: 400 });
+  const pol = patternSearch(sse, x0, [step, step], { minStep: 1e-6, maxEvals });
   const [un, uk] = pol.x as [number, number];
   return { n_half: Math.exp(un), k_half: Math.exp(uk) };
 }
@@ -355,7 +361,7 @@ export function fitRampForDtype(
     const cells: Array<{ n: number; k: number; r: number; w: number }> = [];
     for (let i = 0; i < ks.length; i++) cells.push(...cellsByK.get(ks[Math.floor(rand2() * ks.length)]!)!);
     if (new Set(cells.map((c) => c.k)).size < 2) continue;
-    const f = fitShapeHalves(cells, [halves.n_half, halves.k_half]);
+    const f = fitShapeHalves(cells, [halves.n_half, halves.k_half], true);
     bN.push(f.n_half);
     bK.push(f.k_half);
   }
