@@ -228,6 +228,12 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     expect(fit.b_us_per_kernel).toBeLessThan(50);
     expect(fit.ci95_b[0]).toBeGreaterThan(0);
     expect(fit.residual_geo).toBeLessThan(1.25);
+    // the other two kinds fit too (a negative intercept would throw): every sample ends in one synchronize
+    for (const what of ['graph_replay', 'dispatch'] as const) {
+      const f = fitHostLinear(readMeasurements(dir, 'host').filter((r) => r.what === what));
+      expect(f.a_us).toBeGreaterThanOrEqual(0);
+      expect(f.b_us_per_kernel).toBeGreaterThan(0);
+    }
     console.log(
       `CPU eager launch: a = ${fit.a_us.toFixed(2)} µs, b = ${fit.b_us_per_kernel.toFixed(3)} µs/kernel ` +
         `(ci95 ${fit.ci95_b.map((x) => x.toFixed(3)).join('…')}), residual_geo ${fit.residual_geo.toFixed(3)}`,
