@@ -1,6 +1,6 @@
 /** One-screen text summaries of a validation (stdout of `validate` and `calibrate`). Pure. */
 import { COMPOSITIONS, REGIMES, type ValidationResult } from '../validate/types.ts';
-import { COMPOSITION_LABEL, goalVerdict, mdTable, regimeTable } from './validation.ts';
+import { COMPOSITION_LABEL, goalVerdict, groupTable, mdTable, regimeTable, resourceShareTable } from './validation.ts';
 
 const pad = (s: string, n: number) => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const padl = (s: string, n: number) => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
@@ -50,7 +50,16 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
   L.push(mdTable(regimeTable(v, v.headline)));
   const other = v.headline === 'overlap' ? 'no_overlap' : 'overlap';
   L.push(`${COMPOSITION_LABEL[other]} for comparison:`, '', mdTable(regimeTable(v, other)));
-  if (v.host_fit) L.push(...v.host_fit.notes.map((n) => `- ${n}`), '');
+  L.push('Where the priced time goes (scored rows; each resource as % of the measured time, headline composition):', '', mdTable(resourceShareTable(v)));
+  const g = groupTable(v);
+  const worst = [...g.rows].sort((a, b) => Number(b[7]) - Number(a[7])).slice(0, 5);
+  L.push('Worst groups by MAPE:', '', mdTable({ header: g.header, rows: worst }));
+  if (v.host_fit) {
+    for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
+      L.push(`Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored) for ${f.engine}: ` + f.terms.map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`).join(', ') + '.', '');
+    }
+    L.push(...v.host_fit.notes.map((n) => `- ${n}`), '');
+  }
   if (v.double_charge) L.push(`Decode double-charge check: ${v.double_charge.note}.`, '');
   return L.join('\n') + '\n';
 }
