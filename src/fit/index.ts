@@ -294,7 +294,7 @@ function renderReadme(
   }
   lines.push(
     '',
-    'Why values differ from BLIS: (1) lane and version (vLLM 0.24.0 here vs 0.25.0 there); (2) the GEMM ramp here excludes memory-bound rows (m below the roofline knee), which BLIS fits, so our m_half is smaller; (3) decode attention: our rate comes from working sets larger than L2 (BLIS fits every row, including cache-resident ones, which lowers its rate); (4) prefill work_scale is relative to each registry\'s own bf16 ramp.',
+    'Why values differ from BLIS: (1) lane and version (vLLM 0.24.0 here vs 0.25.0 there); (2) the GEMM ramp here excludes memory-bound rows (m below the roofline knee), which BLIS fits, so our m_half is smaller; (3) decode attention: our rate comes from KV working sets of at least 2 × L2 (BLIS fits every row, including cache-resident ones, which lowers its rate); (4) prefill work_scale is relative to each registry\'s own bf16 ramp.',
     '',
   );
   if (warnings.length) lines.push('## Warnings', '', ...warnings.map((w) => `- ${w}`), '');
