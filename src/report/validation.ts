@@ -226,11 +226,11 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
       title: 'Per-resource time of selected steps',
       svg: stackedBars(
         picks.map((r) => ({
-          label: `${r.regime} ${r.model} tp${r.tp} batch ${r.batch}`,
-          segments: Object.fromEntries(RESOURCES.map((res) => [res, r.resources_us[res] / 1000])),
-          marker: r.measured_us / 1000,
+          label: `${r.regime} ${r.model} tp${r.tp} batch ${r.batch} (${(r.measured_us / 1000).toFixed(1)} ms)`,
+          segments: Object.fromEntries(RESOURCES.map((res) => [res, (100 * r.resources_us[res]) / r.measured_us])),
+          marker: 100,
         })),
-        { title: `${v.chip}: priced time per resource (sum = NoOverlap), measured as a black tick`, unit: 'ms', keys: RESOURCES, width: 900, label_width: 290, marker_label: 'measured (ms)' },
+        { title: `${v.chip}: priced time per resource as % of the measured step (sum = NoOverlap; tick = measured)`, unit: '%', keys: RESOURCES, width: 1000, label_width: 330, marker_label: 'measured = 100 %' },
       ),
     });
   }
