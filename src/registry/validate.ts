@@ -315,6 +315,19 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
     }
     for (const [, arr] of collectiveFloors) {
       arr.sort((a, b) => a.ranks - b.ranks);
+      // Governance (reference §6.3): a width extrapolation must not fit floors measured on several lanes.
+      const measuredLanes = new Set(arr.filter((x) => x.l.c.entry.method === 'measured').map((x) => x.l.c.entry.evidence?.lane ?? 'unknown'));
+      for (const x of arr)
+        if (x.l.c.entry.method === 'assumed' && x.l.c.entry.evidence?.extrapolation && measuredLanes.size > 1)
+          out.push({
+            file,
+            set: x.l.set,
+            entry: entryLabel(x.l.c.name, x.l.c.entry.scope),
+            field: 'evidence.extrapolation',
+            check: 'physics',
+            severity: 'warning',
+            message: `width extrapolation over floors measured on several lanes (${[...measuredLanes].sort().join(', ')}); \`stepcal registry extrapolate widths\` refuses such a fit`,
+          });
       for (let i = 1; i < arr.length; i++) {
         const prev = arr[i - 1]!;
         const cur = arr[i]!;

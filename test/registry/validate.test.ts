@@ -131,6 +131,27 @@ describe('registry validate: physics failures', () => {
       'registry/h200.yaml: set cost-model-attention: entry attention_decode_floor_swa [hardware=h200]: field value: kind floor 41 µs exceeds 3× the part-wide attention_decode_floor 13.5 µs',
     ]);
   });
+  it('warns on a width extrapolation over floors from several lanes (the l40s all_reduce fp16 case)', () => {
+    const sets = clone(chipRegistry('h200'));
+    findEntry(sets, 'collective_floor_all_reduce_fp16_2rank_h200').evidence!.lane = 'vllm-0.24.0';
+    sets[2]!.coefficients.push({
+      name: 'collective_floor_all_reduce_fp16_16rank_h200',
+      entry: {
+        value: 5.2,
+        units: 'us_per_transfer',
+        method: 'assumed',
+        fitted: false,
+        scope: { hardware: ['h200'] },
+        rationale: 'width extrapolation from 2/4/8 ranks (test)',
+        evidence: { family: 'collective', extrapolation: { predictor: 'floor_linear_in_ranks', from: ['h200:2rank', 'h200:4rank', 'h200:8rank'] } },
+      },
+    });
+    const ps = validateRegistry(sets, FILE);
+    expect(errorsOf(ps)).toEqual([]);
+    expect(ps.map(formatProblem)).toEqual([
+      'registry/h200.yaml: set cost-model-collectives: entry collective_floor_all_reduce_fp16_16rank_h200 [hardware=h200]: field evidence.extrapolation: warning: width extrapolation over floors measured on several lanes (nccl-2.29.2, vllm-0.24.0); `stepcal registry extrapolate widths` refuses such a fit',
+    ]);
+  });
   it('an unknown chip is a warning and skips datasheet bounds only', () => {
     const sets = clone(chipRegistry('h200'));
     for (const s of sets) for (const c of s.coefficients) c.entry.scope = { hardware: ['mystery'] };
