@@ -124,6 +124,27 @@ function scopedExactlyTo(e: CoefficientEntry, chip: string): boolean {
   return !!hw && hw.length === 1 && norm(String(hw[0])) === norm(chip);
 }
 
+/**
+ * When a refit entry equals the registry entry in every public field, keep the reasons an earlier
+ * update recorded (`accepted_worse`, `accepted_without_holdout`): re-merging the same refit must not
+ * erase them.
+ */
+function keepRecordedReasons(old: CoefficientEntry, next: CoefficientEntry): CoefficientEntry {
+  const ev = old.evidence;
+  if (!ev || (ev.accepted_worse === undefined && ev.accepted_without_holdout === undefined)) return next;
+  const { evidence: _a, ...o } = old;
+  const { evidence: _b, ...n } = next;
+  if (changedFields(o as CoefficientEntry, n as CoefficientEntry).length) return next;
+  return {
+    ...next,
+    evidence: {
+      ...(next.evidence ?? { family: ev.family }),
+      ...(ev.accepted_worse !== undefined ? { accepted_worse: ev.accepted_worse } : {}),
+      ...(ev.accepted_without_holdout !== undefined ? { accepted_without_holdout: ev.accepted_without_holdout } : {}),
+    },
+  };
+}
+
 /** Result of merging a refit (pure). */
 export interface MergePlan {
   sets: CoefficientSet[];
@@ -165,7 +186,7 @@ export function planMerge(current: readonly CoefficientSet[], fitted: readonly C
       for (const s of sets) {
         const i = s.coefficients.findIndex((x) => entryKey(x.name, x.entry.scope) === key);
         if (i >= 0) {
-          s.coefficients[i] = { name: c.name, entry: c.entry };
+          s.coefficients[i] = { name: c.name, entry: keepRecordedReasons(s.coefficients[i]!.entry, c.entry) };
           placed = true;
           merged.push({ set: s.name, name: c.name });
           break;

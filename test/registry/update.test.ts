@@ -229,3 +229,14 @@ describe('held-out gate with the real validator (a100 registry, Splitwise held-o
     expect(plan.status).toBe('write');
   });
 });
+
+describe('recorded reasons survive a re-merge of the same refit', () => {
+  it('merging the accepted refit again is "unchanged" and keeps evidence.accepted_worse', () => {
+    const current = chipRegistry('h200');
+    const worse = refit((s) => (findEntry(s, 'attention_decode_rate').value = 2_000_000));
+    const first = planUpdate({ chip: 'h200', current, fitted: worse, stepFiles: ['x'], validator: fakeValidator, accept_worse: 'kept reason' });
+    const again = planUpdate({ chip: 'h200', current: first.sets, fitted: worse, stepFiles: ['x'], validator: fakeValidator });
+    expect(again.status).toBe('unchanged');
+    expect(findEntry(again.sets, 'attention_decode_rate').evidence!.accepted_worse).toBe('kept reason');
+  });
+});
