@@ -121,8 +121,15 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
     L.push(...textTable(heldOutTable(v)).map((l) => '  ' + l));
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-        L.push(`  host fit ${f.engine}: ${f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}`);
+        L.push(`  host fit ${f.engine}: ${f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${f.sm_scale.value.toFixed(3)}` : ''}`);
       }
+    }
+    const es = v.engine_sm;
+    if (es) {
+      const side = (x: typeof es.with) => REGIMES.filter((g) => x.regimes[g]).map((g) => `${g} ${x.regimes[g]!.median_ape_pct.toFixed(1)}/${x.regimes[g]!.p90_ape_pct.toFixed(1)}/${x.regimes[g]!.bias_pct.toFixed(1)}`).join('; ');
+      L.push(`  engine compute-efficiency s (${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}): headline NoOverlap ${es.used ? 'WITH' : 'WITHOUT'} s — ${es.reason}`);
+      L.push(`    NoOverlap median/p90/bias % without s: ${side(es.without)}`);
+      L.push(`    NoOverlap median/p90/bias % with s:    ${side(es.with)}`);
     }
     const r = o.validation_registry_host;
     if (r) {

@@ -1,6 +1,6 @@
 /** One-screen text summaries of a validation (stdout of `validate` and `calibrate`). Pure. */
 import { COMPOSITIONS, REGIMES, type ValidationResult } from '../validate/types.ts';
-import { COMPOSITION_LABEL, goalVerdict, groupTable, mdTable, regimeTable, resourceShareTable } from './validation.ts';
+import { COMPOSITION_LABEL, engineSmSentence, engineSmTable, goalVerdict, groupTable, mdTable, regimeTable, resourceShareTable } from './validation.ts';
 
 const pad = (s: string, n: number) => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const padl = (s: string, n: number) => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
@@ -31,9 +31,20 @@ export function validationSummaryLines(v: ValidationResult): string[] {
   }
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-      L.push(`host fit (${v.host_fit.rule}) ${f.engine}: ` + f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') + ` (n ${f.n_train})`);
+      L.push(`host fit (${v.host_fit.rule}) ${f.engine}: ` + f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') + (f.sm_scale ? `, s ${f.sm_scale.value.toFixed(3)}` : '') + ` (n ${f.n_train})`);
     }
     for (const n of v.host_fit.notes) L.push(`note: ${n}`);
+  }
+  const es = v.engine_sm;
+  if (es) {
+    L.push(`engine compute-efficiency term s (NoOverlap, held-out): ${es.scales.map((x) => `${x.engine} s ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'with' : 'without'} s — ${es.reason}`);
+    L.push(pad('  NoOverlap', 13) + pad('regime', 13) + padl('n', 5) + padl('med%', 7) + padl('p90%', 7) + padl('bias%', 8) + padl('MAPE%', 8));
+    for (const [label, side] of [['without s', es.without], ['with s', es.with]] as const) {
+      for (const g of REGIMES) {
+        const m = side.regimes[g];
+        if (m) L.push(pad('  ' + label, 13) + pad(g, 13) + padl(String(m.n), 5) + padl(m.median_ape_pct.toFixed(1), 7) + padl(m.p90_ape_pct.toFixed(1), 7) + padl(m.bias_pct.toFixed(1), 8) + padl(m.mape_pct.toFixed(1), 8));
+      }
+    }
   }
   if (v.double_charge) L.push(`double-charge check: ${v.double_charge.note}`);
   for (const w of v.warnings) L.push(`warning: ${w}`);
@@ -56,10 +67,12 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
   L.push('Worst groups by MAPE:', '', mdTable({ header: g.header, rows: worst }));
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-      L.push(`Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored) for ${f.engine}: ` + f.terms.map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`).join(', ') + '.', '');
+      L.push(`Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored, least squares ${v.host_fit.weighting === 'absolute' ? 'in µs' : 'on relative error'}) for ${f.engine}: ` + f.terms.map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`).join(', ') + (f.sm_scale ? `, s = ${f.sm_scale.value.toFixed(3)}` : '') + '.', '');
     }
     L.push(...v.host_fit.notes.map((n) => `- ${n}`), '');
   }
+  const smT = engineSmTable(v);
+  if (smT) L.push(engineSmSentence(v)!, '', 'NoOverlap without and with the engine compute-efficiency term s (same training and scored rows):', '', mdTable(smT));
   if (v.double_charge) L.push(`Decode double-charge check: ${v.double_charge.note}.`, '');
   return L.join('\n') + '\n';
 }

@@ -130,15 +130,44 @@ export function rowTable(v: ValidationResult): Table {
   };
 }
 
+/**
+ * Held-out NoOverlap metrics without and with the engine compute-efficiency term s, per regime
+ * (same training rows, same scored rows). Null without --fit-host.
+ */
+export function engineSmTable(v: ValidationResult): Table | null {
+  const es = v.engine_sm;
+  if (!es) return null;
+  const rows: string[][] = [];
+  for (const g of [...REGIMES, 'pooled' as const]) {
+    const a = g === 'pooled' ? es.without.overall : es.without.regimes[g];
+    const b = g === 'pooled' ? es.with.overall : es.with.regimes[g];
+    if (!a || !b) continue;
+    rows.push([g === 'pooled' ? 'pooled (all regimes)' : g, String(a.n), f1(a.mape_pct), f1(b.mape_pct), f1(a.median_ape_pct), f1(b.median_ape_pct), f1(a.p90_ape_pct), f1(b.p90_ape_pct), f1(a.bias_pct), f1(b.bias_pct), g === 'pooled' ? '(see regimes)' : goalVerdict(b)]);
+  }
+  return {
+    header: ['regime', 'n (rows)', 'MAPE without s (%)', 'MAPE with s (%)', 'median APE without s (%)', 'median APE with s (%)', 'p90 APE without s (%)', 'p90 APE with s (%)', 'bias without s (%)', 'bias with s (%)', 'goal with s'],
+    rows,
+  };
+}
+
+/** One sentence naming the fitted s per engine and which variant the headline uses and why. */
+export function engineSmSentence(v: ValidationResult): string | null {
+  const es = v.engine_sm;
+  if (!es) return null;
+  const sc = es.scales.map((x) => `${x.engine} s = ${x.identified && !x.note ? x.value.toFixed(3) : `1 (${x.note ?? 'not identified'})`}`).join(', ');
+  return `Engine compute-efficiency term (NoOverlap: measured = s · T_SM + T_HBM + T_NVLink + T_NIC + host, fitted on the host-fit training rows; --engine-sm ${es.mode}): ${sc}. Headline NoOverlap ${es.used ? 'uses' : 'does not use'} s — ${es.reason}.`;
+}
+
 export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: string[] } {
   const hf = v.host_fit;
   if (!hf) return { tables: [], notes: ['Host terms: the registry’s (no `--fit-host`).'] };
   const terms: Table = {
-    header: ['engine', 'composition', 'n train (rows)', 'per_step_us (µs/step)', 'per_request_step_us (µs/request/step)', 'per_step_tp_gt1_us (µs/step)', 'per_kernel_us (µs/kernel)', 'train RMS (µs)', 'not identified'],
+    header: ['engine', 'composition', 'n train (rows)', 'per_step_us (µs/step)', 'per_request_step_us (µs/request/step)', 'per_step_tp_gt1_us (µs/step)', 'per_kernel_us (µs/kernel)', 's (× priced SM)', 'train RMS (µs)', 'train RMS (% of measured)', 'not identified'],
     rows: hf.fits.map((f) => {
       const t = (n: string) => f.terms.find((x) => x.name === n)!;
       const cell = (n: string) => (t(n).identified ? t(n).value_us.toFixed(2) : 'n/i');
-      return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), f.train_rms_us.toFixed(0), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
+      const sCell = f.sm_scale ? (f.sm_scale.identified && !f.sm_scale.note ? f.sm_scale.value.toFixed(3) : '1 (held)') : '– (not fitted)';
+      return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), sCell, f.train_rms_us.toFixed(0), f1(f.train_rms_rel_pct), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
     }),
   };
   const train: Table = {
@@ -146,7 +175,8 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
     rows: hf.training_rows.map((t) => [`${t.file}:${t.row}`, t.engine, t.group]),
   };
   const notes = [
-    `Host terms fitted with \`--fit-host ${hf.rule}\` on ${hf.training_rows.length} training rows, excluded from every error below. n/i = not identified by the training rows (held at 0).`,
+    `Host terms fitted with \`--fit-host ${hf.rule}\` on ${hf.training_rows.length} training rows (least squares weighted ${hf.weighting === 'absolute' ? 'in absolute µs' : 'by 1/measured, i.e. on relative error'}), excluded from every error below. n/i = not identified by the training rows (held at 0).`,
+    ...(engineSmSentence(v) ? [engineSmSentence(v)!] : []),
     ...hf.notes,
     ...new Set(hf.fits.flatMap((f) => f.notes.filter((n) => !hf.notes.includes(n)))),
   ];
@@ -305,6 +335,8 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
     L.push(`### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`, '', mdTable(regimeTable(v, v.headline)));
     L.push('### NoOverlap vs Overlap (held-out)', '', mdTable(compositionTable(v)));
+    const smT = engineSmTable(v);
+    if (smT) L.push('### NoOverlap without vs with the engine compute-efficiency term s (held-out)', '', engineSmSentence(v)!, '', mdTable(smT));
     L.push('### Where the priced time goes (scored rows, share of measured time)', '', mdTable(resourceShareTable(v)));
     if (v.double_charge) L.push('### Decode double-charge check', '', `${v.double_charge.suspicious ? '**Suspicious**: ' : ''}${v.double_charge.note} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).`, '');
     const hf = hostFitSection(v);
@@ -355,6 +387,8 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
     H.push('<h2>Headline</h2>', `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`);
     H.push(`<h3>Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)</h3>`, htmlTable(regimeTable(v, v.headline)));
     H.push('<h3>NoOverlap vs Overlap (held-out)</h3>', htmlTable(compositionTable(v)));
+    const smT = engineSmTable(v);
+    if (smT) H.push('<h3>NoOverlap without vs with the engine compute-efficiency term s (held-out)</h3>', `<p>${esc(engineSmSentence(v)!)}</p>`, htmlTable(smT));
     H.push('<h2>Charts</h2><div class="figs">');
     for (const [i, c] of validationCharts(v).entries()) H.push(`<figure data-chart="${esc(c.name)}"${c.name.includes('resources') ? ' class="wide"' : ''}>${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`);
     H.push('</div>');

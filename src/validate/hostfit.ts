@@ -30,6 +30,34 @@ export interface HostFeatures {
   /** Σ kernels dispatched; NaN when unknown (the per-kernel term is then not fitted). */
   kernel_steps: number;
   tp: number;
+  /** Σ priced SM µs (the regressor of the engine compute-efficiency term); 0 when not used. */
+  sm_us?: number;
+}
+
+/**
+ * How the training rows are weighted.
+ * - `relative` (default): minimise Σ ((pred − meas) / meas)², i.e. each row weighted by 1/measured.
+ *   DECISION: the scores are relative (APE, bias), measurement repeats and model errors are
+ *   multiplicative, and the Splitwise rows span 40 ms steps to 900 s static batches; an absolute fit
+ *   is decided by the few longest static batches.
+ * - `absolute`: minimise Σ (pred − meas)² in µs (the original estimator, kept for comparison).
+ */
+export const HOST_WEIGHTINGS = ['relative', 'absolute'] as const;
+export type HostWeighting = (typeof HOST_WEIGHTINGS)[number];
+
+/** Options of `fitHostTerms`. */
+export interface HostFitOptions {
+  /**
+   * Also fit the engine compute-efficiency term s (NoOverlap only):
+   *   measured = s · T_SM + T_HBM + T_NVLink + T_NIC + host terms,
+   * T_SM entering as one more least-squares regressor (feature `sm_us`), admitted after the host
+   * terms. s = 1 is the registry; s > 1 = the engine runs its arithmetic slower than the registry's
+   * per-operator tables. Not identified or s ≤ 0 → s held at 1 (noted).
+   */
+  engineSm?: boolean;
+  weighting?: HostWeighting;
+  /** Measured µs per training row (needed by `relative` weighting). */
+  measured_us?: readonly number[];
 }
 
 export type HostRule = { kind: 'batch1' } | { kind: 'fraction'; fraction: number; k: number };
@@ -139,28 +167,56 @@ export function fitHostTerms(
   features: readonly HostFeatures[],
   residual_us: readonly number[],
   ruleKind: HostRule['kind'],
+  opts: HostFitOptions = {},
 ): HostFitEngine {
   const notes: string[] = [];
+  const weighting = opts.weighting ?? 'relative';
+  const n = features.length;
+  if (weighting === 'relative' && (opts.measured_us === undefined || opts.measured_us.length !== n)) {
+    throw new Error('fitHostTerms: relative weighting needs measured_us for every training row');
+  }
+  const w = (i: number): number => (weighting === 'relative' ? 1 / opts.measured_us![i]! : 1);
   const X = features.map(featureVector);
-  const ident = identifiedColumns(X);
+  const nh = TERM_NAMES.length;
+  // Design matrix: host columns, then (engineSm) the SM column; target: residual (+ T_SM when the SM
+  // column is fitted, since the residual was taken against the price that already holds s = 1 · T_SM).
+  const sm = features.map((f) => f.sm_us ?? 0);
+  const D = X.map((r, i) => (opts.engineSm ? [...r, sm[i]!] : r));
+  const Dw = D.map((r, i) => r.map((x) => x * w(i)));
+  const ident = identifiedColumns(Dw);
+  const smIdentified = opts.engineSm ? ident[nh]! : false;
+  const y = residual_us.map((r, i) => (opts.engineSm ? r + (smIdentified ? sm[i]! : 0) : r));
+  const yw = y.map((v, i) => v * w(i));
   const active = ident.map((v) => v);
-  const fixedZero = new Array<boolean>(TERM_NAMES.length).fill(false);
-  let beta = new Array<number>(TERM_NAMES.length).fill(0);
-  for (let iter = 0; iter < TERM_NAMES.length; iter++) {
+  const p = active.length;
+  const fixedZero = new Array<boolean>(p).fill(false);
+  let beta = new Array<number>(p).fill(0);
+  for (let iter = 0; iter < p; iter++) {
     const cols = active.map((a, i) => (a ? i : -1)).filter((i) => i >= 0);
-    beta = new Array<number>(TERM_NAMES.length).fill(0);
+    beta = new Array<number>(p).fill(0);
     if (cols.length === 0) break;
     const sol = solveLeastSquares(
-      X.map((r) => cols.map((c) => r[c]!)),
-      [...residual_us],
+      Dw.map((r) => cols.map((c) => r[c]!)),
+      yw,
     );
     cols.forEach((c, j) => (beta[c] = sol[j]!));
     const neg = cols.filter((c) => beta[c]! < 0);
     if (neg.length === 0) break;
-    // drop the most negative-contributing term and refit (simple active set for ≥ 0)
+    // drop the most negative-contributing term and refit (simple active set for ≥ 0). A
+    // non-positive s is dropped the same way and then held at 1 (below).
     const worst = neg.reduce((a, b) => (beta[a]! < beta[b]! ? a : b));
     active[worst] = false;
     fixedZero[worst] = true;
+    if (worst === nh) {
+      // s ≤ 0 is not an efficiency: hold s = 1, i.e. fit the host terms to the residual itself.
+      for (let i = 0; i < n; i++) yw[i] = residual_us[i]! * w(i);
+    }
+  }
+  let sm_scale: HostFitEngine['sm_scale'];
+  if (opts.engineSm) {
+    if (!smIdentified) sm_scale = { value: 1, identified: false, note: 'T_SM is a linear combination of the host columns on the training rows: s held at 1' };
+    else if (!active[nh]) sm_scale = { value: 1, identified: true, note: 'least squares gave s ≤ 0 (no efficiency); s held at 1' };
+    else sm_scale = { value: beta[nh]!, identified: true };
   }
   const terms: HostTerm[] = TERM_NAMES.map((name, i) => {
     const t: HostTerm = { name, value_us: active[i] ? beta[i]! : 0, identified: ident[i]! };
@@ -181,11 +237,31 @@ export function fitHostTerms(
   }
   if (!ident[2]) notes.push('no mix of tp = 1 and tp > 1 steps in the training rows: the tp > 1 extra is not separated from the per-step constant');
   let ss = 0;
+  let ssRel = 0;
   X.forEach((r, i) => {
-    const pred = r.reduce((a, x, j) => a + (Number.isFinite(x) ? x * terms[j]!.value_us : 0), 0);
+    const pred = r.reduce((a, x, j) => a + (Number.isFinite(x) ? x * terms[j]!.value_us : 0), 0) + (sm_scale ? (sm_scale.value - 1) * sm[i]! : 0);
     ss += (residual_us[i]! - pred) ** 2;
+    if (opts.measured_us) ssRel += ((residual_us[i]! - pred) / opts.measured_us[i]!) ** 2;
   });
-  return { engine, composition, n_train: X.length, terms, train_rms_us: X.length ? Math.sqrt(ss / X.length) : NaN, notes };
+  return {
+    engine,
+    composition,
+    n_train: X.length,
+    terms,
+    ...(sm_scale ? { sm_scale } : {}),
+    weighting,
+    train_rms_us: X.length ? Math.sqrt(ss / X.length) : NaN,
+    ...(opts.measured_us && X.length ? { train_rms_rel_pct: 100 * Math.sqrt(ssRel / X.length) } : {}),
+    notes,
+  };
+}
+
+/**
+ * Extra SM µs a row carries under the fit's engine compute-efficiency term: (s − 1) · T_SM
+ * (0 without the term). Added to the NoOverlap price.
+ */
+export function engineSmExtraUs(fit: HostFitEngine, f: HostFeatures): number {
+  return fit.sm_scale ? (fit.sm_scale.value - 1) * (f.sm_us ?? 0) : 0;
 }
 
 /** Host µs of a row under fitted terms. */

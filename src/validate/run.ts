@@ -6,7 +6,7 @@ import { UserError } from '../common/errors.ts';
 import type { Pricer, ResourceTimes } from '../pricer/types.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import { batchSizeOf, bottleneckOf, priceRow, regimeOf, type RowPrice } from './expand.ts';
-import { applyHostTerms, fitHostTerms, parseHostRule, selectTrainingRows, type HostFeatures } from './hostfit.ts';
+import { applyHostTerms, engineSmExtraUs, fitHostTerms, parseHostRule, selectTrainingRows, type HostFeatures, type HostWeighting } from './hostfit.ts';
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
 import type { LocatedStepRow } from './steps.ts';
 import {
@@ -20,6 +20,7 @@ import {
   type RegimeMetrics,
   type RowResult,
   type ValidationResult,
+  type EngineSmMode,
   DEFAULT_EXCLUDED_FLAGS,
 } from './types.ts';
 import { groupBy } from '../fit/stats.ts';
@@ -53,6 +54,35 @@ export interface CoreOptions {
   fitHost?: string;
   composition?: Composition;
   excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>>;
+  /** Engine compute-efficiency term (needs fitHost for `on`): off (default) | on | auto. */
+  engineSm?: EngineSmMode;
+  /** Host-fit least-squares weighting (default `relative`). */
+  hostWeighting?: HostWeighting;
+}
+
+/**
+ * Which NoOverlap variant the headline uses: without or with the engine compute-efficiency term s.
+ * Rule (`auto`): the variant with the lower mean over regimes of the held-out NoOverlap MAPE (each
+ * regime present weighs the same, so a regime is not outvoted by a larger one); ties → without
+ * (fewer fitted parameters). Both are scored on the same held-out rows (same training subset).
+ */
+export function engineSmChoice(
+  without: Record<Regime, RegimeMetrics | null>,
+  withSm: Record<Regime, RegimeMetrics | null>,
+  mode: EngineSmMode,
+): { use: boolean; reason: string } {
+  const present = REGIMES.filter((g) => without[g] && withSm[g]);
+  const mean = (m: Record<Regime, RegimeMetrics | null>) => present.reduce((a, g) => a + m[g]!.mape_pct, 0) / Math.max(1, present.length);
+  const a = mean(without);
+  const b = mean(withSm);
+  const detail =
+    `mean over regimes of held-out NoOverlap MAPE: without s ${a.toFixed(1)}%, with s ${b.toFixed(1)}% (` +
+    present.map((g) => `${g} ${without[g]!.mape_pct.toFixed(1)}% → ${withSm[g]!.mape_pct.toFixed(1)}%`).join('; ') +
+    ')';
+  if (mode === 'on') return { use: true, reason: `forced by --engine-sm on; ${detail}` };
+  if (mode === 'off') return { use: false, reason: `--engine-sm off; ${detail}` };
+  const use = b < a;
+  return { use, reason: `${use ? 'with s' : 'without s'}: ${detail}${a === b ? '; tie → without s' : ''}` };
 }
 
 /** The first flag of `row` that excludes it under `rules`, or undefined. */
@@ -115,7 +145,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
       else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
     }
-    features.push({ steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp });
+    features.push({ steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm });
     deps.onRowPriced?.(priced.length, rows.length);
   }
   const regimes = rows.map(regimeOf);
@@ -124,7 +154,12 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   // Host terms: the registry's (inside the pricer), or fitted per engine on a training subset.
   let host_fit: HostFitResult | undefined;
   const training = new Set<number>();
-  const fitted = new Map<string, HostFitEngine>(); // `${engine}|${composition}`
+  const weighting: HostWeighting = opts.hostWeighting ?? 'relative';
+  // Fitted per `${engine}|${composition}`, for the variant without (false) and with (true) the
+  // engine compute-efficiency term (NoOverlap only; Overlap keeps the host-only fit in both).
+  const fittedBy: Record<'false' | 'true', Map<string, HostFitEngine>> = { false: new Map(), true: new Map() };
+  const engineSmMode: EngineSmMode = opts.engineSm ?? 'off';
+  if (opts.fitHost === undefined && engineSmMode === 'on') throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
   if (opts.fitHost !== undefined) {
     const rule = parseHostRule(opts.fitHost);
     // Flag-excluded rows neither train nor score; selection runs over the eligible rows only.
@@ -142,56 +177,100 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
         notes.push(`engine ${engine}: no training rows under ${opts.fitHost}; its rows keep the registry's host terms`);
         continue;
       }
+      const measured_us = idx.map((i) => rows[i]!.measured_us);
       for (const c of COMPOSITIONS) {
         const resid = idx.map((i) => rows[i]!.measured_us - (c === 'no_overlap' ? priced[i]!.no_overlap_nohost_us : priced[i]!.overlap_nohost_us));
-        fitted.set(`${engine}|${c}`, fitHostTerms(engine, c, idx.map((i) => features[i]!), resid, rule.kind));
+        const base = fitHostTerms(engine, c, idx.map((i) => features[i]!), resid, rule.kind, { weighting, measured_us });
+        fittedBy.false.set(`${engine}|${c}`, base);
+        fittedBy.true.set(
+          `${engine}|${c}`,
+          c === 'no_overlap' ? fitHostTerms(engine, c, idx.map((i) => features[i]!), resid, rule.kind, { weighting, measured_us, engineSm: true }) : base,
+        );
       }
     }
     host_fit = {
       rule: opts.fitHost,
-      fits: [...fitted.values()],
+      weighting,
+      fits: [],
       training_rows: [...training].sort((a, b) => a - b).map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
-      notes: [...notes, ...(rule.kind === 'batch1' ? [[...fitted.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
+      notes: [...notes, ...(rule.kind === 'batch1' ? [[...fittedBy.false.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
     };
     if (training.size === excl.filter((e) => e === undefined).length) throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
   }
 
-  const results: RowResult[] = rows.map((r, i) => {
-    const p = priced[i]!;
-    const hostFor = (c: Composition): number => {
-      const f = fitted.get(`${r.engine}|${c}`);
-      return f ? applyHostTerms(f, features[i]!) : p.host_us;
+  const buildResults = (fitted: Map<string, HostFitEngine>): RowResult[] =>
+    rows.map((r, i) => {
+      const p = priced[i]!;
+      const fitOf = (c: Composition) => fitted.get(`${r.engine}|${c}`);
+      const hostFor = (c: Composition): number => {
+        const f = fitOf(c);
+        return f ? applyHostTerms(f, features[i]!) : p.host_us;
+      };
+      const noFit = fitOf('no_overlap');
+      const sm_extra_us = noFit ? engineSmExtraUs(noFit, features[i]!) : 0;
+      const predicted_us = {
+        no_overlap: p.no_overlap_nohost_us + sm_extra_us + hostFor('no_overlap'),
+        overlap: p.overlap_nohost_us + hostFor('overlap'),
+      };
+      const host_us = hostFor('no_overlap');
+      const resources_us: ResourceTimes = { ...p.resources_us, sm: p.resources_us.sm + sm_extra_us, host: host_us };
+      return {
+        file: r.file,
+        row: r.row,
+        model: r.model,
+        chip: r.chip,
+        tp: r.tp,
+        engine: r.engine,
+        kind: r.kind,
+        regime: regimes[i]!,
+        batch: batchSizeOf(r),
+        group: shapeGroup(r, regimes[i]!),
+        flags: r.flags,
+        measured_us: r.measured_us,
+        predicted_us,
+        ratio: { no_overlap: predicted_us.no_overlap / r.measured_us, overlap: predicted_us.overlap / r.measured_us },
+        host_us,
+        bottleneck: bottleneckOf(resources_us),
+        resources_us,
+        steps_priced: p.steps,
+        extrapolated: p.extrapolated,
+        used_for_host_fit: training.has(i),
+        ...(excl[i] !== undefined ? { excluded: excl[i] } : {}),
+      };
+    });
+
+  const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
+    rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
+  const heldOf = (results: readonly RowResult[]) => results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  const regimesOf = (held: readonly RowResult[], c: Composition): Record<Regime, RegimeMetrics | null> => {
+    const o = {} as Record<Regime, RegimeMetrics | null>;
+    for (const g of REGIMES) o[g] = metricsOrNull(pts(held.filter((r) => r.regime === g), c));
+    return o;
+  };
+
+  // The engine compute-efficiency term: both variants are scored on the same held-out rows; the
+  // headline variant follows `engineSmMode` (auto = held-out evidence, rule in engineSmChoice).
+  let useEngineSm = false;
+  let engine_sm: CoreResult['engine_sm'];
+  const resultsBy = { false: buildResults(fittedBy.false), true: buildResults(fittedBy.true) };
+  if (host_fit) {
+    const without = regimesOf(heldOf(resultsBy.false), 'no_overlap');
+    const withSm = regimesOf(heldOf(resultsBy.true), 'no_overlap');
+    const choice = engineSmChoice(without, withSm, engineSmMode);
+    useEngineSm = choice.use;
+    engine_sm = {
+      mode: engineSmMode,
+      used: useEngineSm,
+      reason: choice.reason,
+      scales: [...fittedBy.true.values()].filter((f) => f.sm_scale).map((f) => ({ engine: f.engine, ...f.sm_scale! })),
+      without: { regimes: without, overall: computeMetrics(pts(heldOf(resultsBy.false), 'no_overlap')) },
+      with: { regimes: withSm, overall: computeMetrics(pts(heldOf(resultsBy.true), 'no_overlap')) },
+      with_fits: [...fittedBy.true.values()].filter((f) => f.composition === 'no_overlap'),
     };
-    const predicted_us = {
-      no_overlap: p.no_overlap_nohost_us + hostFor('no_overlap'),
-      overlap: p.overlap_nohost_us + hostFor('overlap'),
-    };
-    const host_us = hostFor('no_overlap');
-    const resources_us: ResourceTimes = { ...p.resources_us, host: host_us };
-    return {
-      file: r.file,
-      row: r.row,
-      model: r.model,
-      chip: r.chip,
-      tp: r.tp,
-      engine: r.engine,
-      kind: r.kind,
-      regime: regimes[i]!,
-      batch: batchSizeOf(r),
-      group: shapeGroup(r, regimes[i]!),
-      flags: r.flags,
-      measured_us: r.measured_us,
-      predicted_us,
-      ratio: { no_overlap: predicted_us.no_overlap / r.measured_us, overlap: predicted_us.overlap / r.measured_us },
-      host_us,
-      bottleneck: bottleneckOf(resources_us),
-      resources_us,
-      steps_priced: p.steps,
-      extrapolated: p.extrapolated,
-      used_for_host_fit: training.has(i),
-      ...(excl[i] !== undefined ? { excluded: excl[i] } : {}),
-    };
-  });
+  }
+  const fitted = useEngineSm ? fittedBy.true : fittedBy.false;
+  if (host_fit) host_fit.fits = [...fitted.values()];
+  const results = useEngineSm ? resultsBy.true : resultsBy.false;
   for (const rr of results) {
     for (const c of COMPOSITIONS) {
       if (!(rr.predicted_us[c] > 0)) {
@@ -200,16 +279,9 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     }
   }
 
-  const held = results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  const held = heldOf(results);
   if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
-  const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
-    rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
-  const byRegime = (c: Composition): Record<Regime, RegimeMetrics | null> => {
-    const o = {} as Record<Regime, RegimeMetrics | null>;
-    for (const g of REGIMES) o[g] = metricsOrNull(pts(held.filter((r) => r.regime === g), c));
-    return o;
-  };
-  const regimes_by_composition = { no_overlap: byRegime('no_overlap'), overlap: byRegime('overlap') };
+  const regimes_by_composition = { no_overlap: regimesOf(held, 'no_overlap'), overlap: regimesOf(held, 'overlap') };
   const overall_by_composition: Record<Composition, RegimeMetrics> = {
     no_overlap: computeMetrics(pts(held, 'no_overlap')),
     overlap: computeMetrics(pts(held, 'overlap')),
@@ -251,9 +323,10 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   // with ridge = peak/bandwidth ≈ 150–300 FLOP/B on the shipped chips: well under 0.1 at batch ≤ 4.
   // DECISION: flag above 0.25.
   let double_charge: CoreResult['double_charge'];
-  const dec = results.filter((r) => r.regime === 'decode' && r.batch <= 4 && r.resources_us.hbm > 0);
+  // Uses the registry's SM (the pricer's, before any engine compute-efficiency term): the check is about the ramp.
+  const dec = results.map((r, i) => ({ r, p: priced[i]! })).filter(({ r, p }) => r.regime === 'decode' && r.batch <= 4 && p.resources_us.hbm > 0);
   if (dec.length) {
-    const ratios = dec.map((r) => r.resources_us.sm / r.resources_us.hbm);
+    const ratios = dec.map(({ p }) => p.resources_us.sm / p.resources_us.hbm);
     const max = Math.max(...ratios);
     double_charge = {
       checked_rows: dec.length,
@@ -283,6 +356,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     headline,
     headline_reason,
     ...(host_fit ? { host_fit } : {}),
+    ...(engine_sm ? { engine_sm } : {}),
     ...(double_charge ? { double_charge } : {}),
     ...(flagged.length ? { flagged } : {}),
     warnings,

@@ -119,15 +119,30 @@ export interface HostFitEngine {
   composition: Composition;
   n_train: number;
   terms: HostTerm[];
+  /**
+   * Engine compute-efficiency term s (NoOverlap fits with the term only): the priced SM time is
+   * multiplied by s. identified = false or a note → held at 1.
+   */
+  sm_scale?: { value: number; identified: boolean; note?: string };
+  /** Least-squares weighting (`relative` = rows weighted by 1/measured). */
+  weighting?: 'relative' | 'absolute';
   /** RMS of the training residual after the fit, µs. */
   train_rms_us: number;
+  /** RMS of the training residual relative to measured, percent. */
+  train_rms_rel_pct?: number;
   /** Human-readable statements (e.g. the batch=1 non-identifiability). */
   notes: string[];
 }
 
+/** Whether the NoOverlap headline uses the engine compute-efficiency term: never, always, or by held-out evidence. */
+export const ENGINE_SM_MODES = ['off', 'on', 'auto'] as const;
+export type EngineSmMode = (typeof ENGINE_SM_MODES)[number];
+
 export interface HostFitResult {
   /** The rule as given: `batch=1` or `fraction=F`. */
   rule: string;
+  /** Least-squares weighting of the training rows. */
+  weighting?: 'relative' | 'absolute';
   fits: HostFitEngine[];
   /** The rows used for training ("file:row"), excluded from every reported error. */
   training_rows: Array<{ file: string; row: number; engine: string; group: string }>;
@@ -155,6 +170,10 @@ export interface ValidationOptions {
   registryFile?: string;
   /** Row flags that exclude rows from the scored metrics (default `DEFAULT_EXCLUDED_FLAGS`; {} = score every row). */
   excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>>;
+  /** Engine compute-efficiency term: off (default) | on | auto (held-out evidence). */
+  engineSm?: EngineSmMode;
+  /** Host-fit least-squares weighting (default relative). */
+  hostWeighting?: 'relative' | 'absolute';
   /** Flags to pin (defaults to the options above rendered as flags). */
   flags?: string[];
 }
@@ -176,6 +195,20 @@ export interface ValidationResult {
   host_fit?: HostFitResult;
   /** Scored metrics of the rows excluded by a flag, per flag and regime (headline composition), for information. */
   flagged?: Array<{ flag: string; regime: Regime; metrics: RegimeMetrics }>;
+  /**
+   * The engine compute-efficiency term (with --fit-host): held-out NoOverlap metrics without and with
+   * s (same training rows), the fitted s per engine, and which the headline uses and why.
+   */
+  engine_sm?: {
+    mode: EngineSmMode;
+    used: boolean;
+    reason: string;
+    scales: Array<{ engine: string; value: number; identified: boolean; note?: string }>;
+    without: { regimes: Record<Regime, RegimeMetrics | null>; overall: RegimeMetrics };
+    with: { regimes: Record<Regime, RegimeMetrics | null>; overall: RegimeMetrics };
+    /** NoOverlap fits with the term (host terms + s), shown whether or not the headline uses them. */
+    with_fits: HostFitEngine[];
+  };
   /** Decode double-charge check (issue 7): SM vs HBM share on decode rows. */
   double_charge?: { checked_rows: number; max_sm_over_hbm: number; suspicious: boolean; note: string };
   warnings: string[];

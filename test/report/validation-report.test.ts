@@ -63,3 +63,23 @@ describe('accuracy report', () => {
     expect(uniquifyIds('<g id="a"/><use href="#a"/>', 'p')).toBe('<g id="p-a"/><use href="#p-a"/>');
   });
 });
+
+describe('engine compute-efficiency term in the report', () => {
+  // truth: prefill SM runs 1.5× slower than priced, host = 2000 µs per step
+  const rs: Array<Record<string, string | number>> = [];
+  for (const n of [1, 2, 4, 8, 16, 32]) {
+    rs.push({ ...BASE, kind: 'step', prefill_requests: n, prefill_tokens: 256 * n, decode_requests: 0, decode_context_tokens: 0, measured_us: 1.5 * (K.a + K.b * 256 * n) + 2000, group: 'pre' });
+    rs.push({ ...BASE, kind: 'step', prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: 500 * n, measured_us: K.c + K.d * 500 * n + 2000, group: 'dec' });
+  }
+  const rows = parseStepsCsv(stepsCsv(rs), 't.steps.csv').rows;
+  const core = validateRows(rows, { chip: 'h100', fitHost: 'fraction=0.5', engineSm: 'auto', composition: 'no_overlap' }, { pricerFor: () => fakePricer(K) });
+  const v: ValidationResult = { ...core, pinned: { registry_sha256: 'abc', stepcal_version: '0.1.0', flags: ['--chip h100', '--fit-host fraction=0.5', '--engine-sm auto'], inputs: [{ file: 't.steps.csv', sha256: 'def' }] } };
+  it('shows both variants per regime, the fitted s and why the headline uses it', () => {
+    const md = validationMarkdown('h100', v);
+    expect(md).toContain('### NoOverlap without vs with the engine compute-efficiency term s (held-out)');
+    expect(md).toMatch(/e s = 1\.500\. Headline NoOverlap uses s — with s: mean over regimes/);
+    // the prefill line: 3 held-out rows, with s every error is 0.0
+    expect(md).toMatch(/\| prefill \| 3 \| [0-9.]+ \| 0\.0 \| [0-9.]+ \| 0\.0 \| [0-9.]+ \| 0\.0 \| -[0-9.]+ \| 0\.0 \| met \|/);
+    expect(validationHtml('h100', v)).toContain('engine compute-efficiency term s (held-out)</h3>');
+  });
+});

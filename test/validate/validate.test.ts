@@ -132,7 +132,7 @@ describe('host fit', () => {
 
   it('a negative least-squares term is constrained to 0', () => {
     const feats = [1, 2, 3].map((n) => ({ steps: 1, request_steps: n, kernel_steps: NaN, tp: 1 }));
-    const f = fitHostTerms('e', 'no_overlap', feats, [100, 90, 80], 'fraction');
+    const f = fitHostTerms('e', 'no_overlap', feats, [100, 90, 80], 'fraction', { weighting: 'absolute' });
     expect(f.terms[1]).toMatchObject({ name: 'per_request_step_us', value_us: 0 });
     expect(f.terms[0]!.value_us).toBeCloseTo(90, 9);
   });

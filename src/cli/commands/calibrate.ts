@@ -14,7 +14,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { loadChip, REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
 import { sha256File } from '../../common/fs.ts';
@@ -26,7 +26,7 @@ import { writeReport } from '../../report/write.ts';
 import { displayPath } from '../../validate/index.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
 import { readStepsFile } from '../../validate/steps.ts';
-import type { ValidationResult } from '../../validate/types.ts';
+import { ENGINE_SM_MODES, type EngineSmMode, type ValidationResult } from '../../validate/types.ts';
 import { validateWithProgress } from './validate.ts';
 
 interface CalibrateOpts {
@@ -34,6 +34,7 @@ interface CalibrateOpts {
   json?: boolean;
   report?: boolean;
   fitHost: string;
+  engineSm: string;
   resamples: string;
 }
 
@@ -79,6 +80,11 @@ export function register(program: Command): void {
     .option('--json', 'print the outcome as JSON instead of the summary')
     .option('--no-report', 'do not write fits/<chip>/report.{md,html}')
     .option('--fit-host <rule>', 'per-engine host fit on a declared training subset (batch=1 | fraction=F); rows used are not scored', DEFAULT_CALIBRATE_FIT_HOST)
+    .addOption(
+      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms: auto = held-out evidence picks (docs/validation.md), on, off')
+        .choices([...ENGINE_SM_MODES])
+        .default('auto'),
+    )
     .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
     .action(async (opts: CalibrateOpts) => {
       const chip = loadChip(opts.chip).name;
@@ -119,7 +125,12 @@ export function register(program: Command): void {
       } else {
         const base = { chip, registryFile: paths.registry, stepFiles };
         try {
-          validation = validateWithProgress({ ...base, fitHost: opts.fitHost, flags: [`calibrate --chip ${chip}`, `--fit-host ${opts.fitHost}`] });
+          validation = validateWithProgress({
+            ...base,
+            fitHost: opts.fitHost,
+            engineSm: opts.engineSm as EngineSmMode,
+            flags: [`calibrate --chip ${chip}`, `--fit-host ${opts.fitHost}`, `--engine-sm ${opts.engineSm}`],
+          });
           registryHost = validateWithProgress({ ...base, flags: [`calibrate --chip ${chip}`, '(registry host terms)'] });
         } catch (err) {
           if (!(err instanceof UserError)) throw err;
@@ -158,7 +169,7 @@ export function register(program: Command): void {
               coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, method: c.entry.method, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
               warnings: result.warnings,
               held_out: validation
-                ? { headline: validation.headline, headline_reason: validation.headline_reason, regimes: validation.regimes, regimes_by_composition: validation.regimes_by_composition, overall: validation.overall, host_fit: validation.host_fit?.fits, pinned: validation.pinned }
+                ? { headline: validation.headline, headline_reason: validation.headline_reason, regimes: validation.regimes, regimes_by_composition: validation.regimes_by_composition, overall: validation.overall, host_fit: validation.host_fit?.fits, engine_sm: validation.engine_sm ? { used: validation.engine_sm.used, reason: validation.engine_sm.reason, scales: validation.engine_sm.scales, without: validation.engine_sm.without, with: validation.engine_sm.with } : null, pinned: validation.pinned }
                 : null,
               held_out_registry_host: registryHost ? { regimes: registryHost.regimes, overall: registryHost.overall } : null,
               validation_note: validation_note ?? null,

@@ -9,7 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
 import { progress } from '../../common/progress.ts';
@@ -19,13 +19,16 @@ import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.t
 import { writeReport } from '../../report/write.ts';
 import { defaultValidationDeps } from '../../validate/pricing.ts';
 import { displayPath, runValidation } from '../../validate/index.ts';
-import { COMPOSITIONS, type Composition, type ValidationResult } from '../../validate/types.ts';
+import { HOST_WEIGHTINGS, type HostWeighting } from '../../validate/hostfit.ts';
+import { COMPOSITIONS, ENGINE_SM_MODES, type Composition, type EngineSmMode, type ValidationResult } from '../../validate/types.ts';
 
 interface ValidateOpts {
   chip: string;
   steps?: string[];
   registry?: string;
   fitHost?: string;
+  engineSm?: string;
+  hostWeighting?: string;
   composition?: string;
   scoreFlagged?: boolean;
   json?: boolean;
@@ -45,6 +48,8 @@ export function validateWithProgress(args: {
   registryFile: string;
   stepFiles: string[];
   fitHost?: string;
+  engineSm?: EngineSmMode;
+  hostWeighting?: HostWeighting;
   composition?: Composition;
   scoreFlagged?: boolean;
   flags: string[];
@@ -64,6 +69,8 @@ export function validateWithProgress(args: {
       registryFile: args.registryFile,
       stepFiles: args.stepFiles,
       ...(args.fitHost ? { fitHost: args.fitHost } : {}),
+      ...(args.engineSm ? { engineSm: args.engineSm } : {}),
+      ...(args.hostWeighting ? { hostWeighting: args.hostWeighting } : {}),
       ...(args.composition ? { composition: args.composition } : {}),
       ...(args.scoreFlagged ? { excludeFlags: {} } : {}),
       flags: args.flags,
@@ -80,6 +87,12 @@ export function register(program: Command): void {
     .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
     .option('--registry <file>', 'coefficient registry (default: registry/<chip>.yaml)')
     .option('--fit-host <rule>', 'fit per-engine host terms on a training subset: batch=1 | fraction=F (rows used are not scored)')
+    .addOption(
+      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms (NoOverlap): auto = held-out evidence picks, on, off')
+        .choices([...ENGINE_SM_MODES])
+        .default('auto'),
+    )
+    .addOption(new Option('--host-weighting <w>', 'host-fit least squares: relative (rows weighted by 1/measured) or absolute (µs)').choices([...HOST_WEIGHTINGS]).default('relative'))
     .option('--composition <c>', `force the headline composition (${COMPOSITIONS.join(' | ')}); default: lower held-out MAPE`)
     .option('--score-flagged', 'score rows carrying exclusion flags too (admitted_fewer, power_capped, ...)')
     .option('--json', 'print the full result as JSON')
@@ -95,9 +108,12 @@ export function register(program: Command): void {
       for (const f of stepFiles) if (!existsSync(f)) throw new UserError(`steps file not found: ${f}`);
       const registryFile = opts.registry ?? path.join(REPO_ROOT, 'registry', `${opts.chip}.yaml`);
       if (!existsSync(registryFile)) throw new UserError(`registry not found: ${displayPath(registryFile)} (run \`stepcal calibrate --chip ${opts.chip}\` or pass --registry)`);
+      const fitFlags = opts.fitHost
+        ? [`--fit-host ${opts.fitHost}`, `--engine-sm ${opts.engineSm ?? 'auto'}`, ...(opts.hostWeighting && opts.hostWeighting !== 'relative' ? [`--host-weighting ${opts.hostWeighting}`] : [])]
+        : [];
       const flags = [
         `--chip ${opts.chip}`,
-        ...(opts.fitHost ? [`--fit-host ${opts.fitHost}`] : []),
+        ...fitFlags,
         ...(opts.composition ? [`--composition ${opts.composition}`] : []),
         ...(opts.scoreFlagged ? ['--score-flagged'] : []),
       ];
@@ -105,7 +121,7 @@ export function register(program: Command): void {
         chip: opts.chip,
         registryFile,
         stepFiles,
-        ...(opts.fitHost ? { fitHost: opts.fitHost } : {}),
+        ...(opts.fitHost ? { fitHost: opts.fitHost, engineSm: (opts.engineSm ?? 'auto') as EngineSmMode, hostWeighting: (opts.hostWeighting ?? 'relative') as HostWeighting } : {}),
         ...(opts.composition ? { composition: opts.composition as Composition } : {}),
         ...(opts.scoreFlagged ? { scoreFlagged: true } : {}),
         flags,
