@@ -147,6 +147,13 @@ export interface StepRow {
   flags: string;
 }
 
+/** A parsed step row with where it came from (the step reader, src/measurements/store.ts). */
+export interface LocatedStepRow extends StepRow {
+  file: string;
+  /** 1-based data row (header = 0). */
+  row: number;
+}
+
 /** Column order on disk for each family (also the header row). */
 export const FAMILY_COLUMNS = {
   gemm: ['chip', 'lane', 'kernel_source', 'dtype', 'm', 'n', 'k', 'latency_us'],

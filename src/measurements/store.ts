@@ -11,7 +11,7 @@ import Papa from 'papaparse';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../common/errors.ts';
 import { encodeText, readText, sha256, writeFilesAtomic } from '../common/fs.ts';
-import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type Provenance } from './schema.ts';
+import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type LocatedStepRow, type Provenance } from './schema.ts';
 
 /** File-name-safe lane slug (`vllm-0.24.0` stays as is; spaces and slashes become `-`). */
 export function laneSlug(lane: string): string {
@@ -239,65 +239,122 @@ export function listStepFiles(dir: string): string[] {
     .map((n) => path.join(dir, n));
 }
 
-/** Step-file columns that must be present in the header. */
-const STEP_REQUIRED: readonly string[] = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'kind', 'measured_us', 'source'];
-/** Per-kind columns that must hold a number on every row of that kind. */
-const STEP_KIND_REQUIRED: Record<'step' | 'static_batch', readonly string[]> = {
+/** Step-file columns every row needs (issue 7). */
+export const STEP_ALWAYS_REQUIRED = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'kind', 'measured_us', 'source'] as const;
+/** Columns a row of each kind needs (`prefill_context_tokens` defaults to 0). */
+export const STEP_KIND_REQUIRED: Readonly<Record<'step' | 'static_batch', readonly string[]>> = {
   step: ['prefill_requests', 'prefill_tokens', 'decode_requests', 'decode_context_tokens'],
   static_batch: ['batch', 'prompt_tokens', 'output_tokens'],
 };
+const STEP_KNOWN: ReadonlySet<string> = new Set(FAMILY_COLUMNS.step);
 
 /**
- * Parse held-out step text (format: issue 7 / `FAMILY_COLUMNS.step`). Unknown columns are ignored with
- * a warning passed to `warn` (default: stderr). Optional numeric columns default to 0, optional text to ''.
- * @throws InputError naming file, row and column for a missing required column or cell, a non-numeric
- *   cell, an unknown `kind`, or a non-positive `measured_us`.
+ * Parse held-out step text (format: issue 7; columns `FAMILY_COLUMNS.step`). The one step reader:
+ * the validator (src/validate/steps.ts re-exports it), `calibrate`'s measurement check and the tests
+ * all use it.
+ * - Columns may come in any order; an unknown column is ignored with one warning per column.
+ * - `kv_dtype`, `cudagraph_mode`, `group`, `flags` (text, default '') and `prefill_context_tokens`
+ *   (default 0) are optional; the columns of the other kind may be absent or empty (default 0).
+ * - A required column that is absent or empty is an error naming the file, the 1-based data row that
+ *   needs it (the header is row 0) and the column: the always-required columns on the first data row,
+ *   the per-kind columns on the first row of that kind.
+ * @returns the rows (with file and row) and the warnings.
+ * @throws InputError naming file, row and column: missing/empty required cell, non-numeric or negative
+ *   count, non-integer or zero tp, non-positive measured_us, unknown kind, a step with no request or
+ *   fewer prefill tokens than prefill requests, a static batch with batch, prompt_tokens or
+ *   output_tokens < 1; an empty file.
  */
-export function parseStepCsv(text: string, file: string, warn: (msg: string) => void = (m) => process.stderr.write(m + '\n')): StepRowOut[] {
-  const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
-  const data = parsed.data;
-  if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
+export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRow[]; warnings: string[] } {
+  const data = Papa.parse<string[]>(text, { skipEmptyLines: 'greedy' }).data;
+  if (data.length < 2) throw new InputError({ file }, 'empty file: expected a header row and at least one data row');
   const header = data[0]!.map((h) => h.trim());
-  const cols = FAMILY_COLUMNS.step as readonly string[];
-  for (const c of STEP_REQUIRED) {
-    if (!header.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing required column; expected at least ${STEP_REQUIRED.join(', ')}`);
-  }
-  const unknown = header.filter((h) => !cols.includes(h));
-  if (unknown.length) warn(`${file}: ignoring unknown column(s) ${unknown.join(', ')}`);
-  const idx = new Map(cols.map((c) => [c, header.indexOf(c)]));
-  const out: StepRowOut[] = [];
+  const warnings: string[] = [];
+  for (const h of header) if (!STEP_KNOWN.has(h)) warnings.push(`${file}: unknown column "${h}" ignored`);
+  const col = new Map<string, number>();
+  header.forEach((h, i) => col.set(h, i));
+  const rows: LocatedStepRow[] = [];
   for (let r = 1; r < data.length; r++) {
     const line = data[r]!;
-    const obj: Record<string, string | number> = {};
-    const kindCell = (line[idx.get('kind')!] ?? '').trim();
-    if (kindCell !== 'step' && kindCell !== 'static_batch') {
-      throw new InputError({ file, row: r, column: 'kind' }, `expected "step" or "static_batch", got "${kindCell}"`);
+    const cell = (name: string): string | undefined => {
+      const j = col.get(name);
+      return j === undefined ? undefined : (line[j] ?? '').trim();
+    };
+    const need = (name: string, why: string): string => {
+      const v = cell(name);
+      if (v === undefined) throw new InputError({ file, row: r, column: name }, `missing column (required ${why})`);
+      if (v === '') throw new InputError({ file, row: r, column: name }, `empty cell; a value is required ${why}`);
+      return v;
+    };
+    for (const c of STEP_ALWAYS_REQUIRED) need(c, 'by every row');
+    const kind = need('kind', 'by every row');
+    if (kind !== 'step' && kind !== 'static_batch') {
+      throw new InputError({ file, row: r, column: 'kind' }, `expected "step" or "static_batch", got "${kind}"`);
     }
-    const needed = new Set([...STEP_REQUIRED, ...STEP_KIND_REQUIRED[kindCell]]);
-    for (const c of cols) {
-      const j = idx.get(c)!;
-      const cell = j >= 0 ? (line[j] ?? '').trim() : '';
-      if (cell === '' && needed.has(c)) {
-        throw new InputError({ file, row: r, column: c }, `required for kind=${kindCell}, got an empty cell${j < 0 ? ' (column absent)' : ''}`);
+    const why = `for kind=${kind}`;
+    const kindNeeds = new Set(STEP_KIND_REQUIRED[kind]);
+    const num = (name: string): number => {
+      const v = kindNeeds.has(name) ? need(name, why) : name === 'measured_us' || name === 'tp' ? need(name, 'by every row') : (cell(name) ?? '');
+      if (v === '') return 0;
+      const x = Number(v);
+      if (!Number.isFinite(x)) throw new InputError({ file, row: r, column: name }, `expected a finite number, got "${v}"`);
+      if (x < 0) throw new InputError({ file, row: r, column: name }, `expected a non-negative number, got ${v}`);
+      return x;
+    };
+    const measured_us = num('measured_us');
+    if (!(measured_us > 0)) throw new InputError({ file, row: r, column: 'measured_us' }, `expected a positive time in µs, got ${measured_us}`);
+    const tp = num('tp');
+    if (!(tp >= 1 && Number.isInteger(tp))) throw new InputError({ file, row: r, column: 'tp' }, `expected an integer ≥ 1, got ${tp}`);
+    const out: LocatedStepRow = {
+      file,
+      row: r,
+      model: need('model', 'by every row'),
+      chip: need('chip', 'by every row'),
+      tp,
+      weight_dtype: need('weight_dtype', 'by every row'),
+      kv_dtype: cell('kv_dtype') ?? '',
+      cudagraph_mode: cell('cudagraph_mode') ?? '',
+      engine: need('engine', 'by every row'),
+      kind,
+      prefill_requests: num('prefill_requests'),
+      prefill_tokens: num('prefill_tokens'),
+      prefill_context_tokens: num('prefill_context_tokens'),
+      decode_requests: num('decode_requests'),
+      decode_context_tokens: num('decode_context_tokens'),
+      batch: num('batch'),
+      prompt_tokens: num('prompt_tokens'),
+      output_tokens: num('output_tokens'),
+      measured_us,
+      group: cell('group') ?? '',
+      source: need('source', 'by every row'),
+      flags: cell('flags') ?? '',
+    };
+    if (kind === 'step') {
+      if (out.prefill_requests + out.decode_requests < 1) {
+        throw new InputError({ file, row: r, column: 'prefill_requests' }, 'a step needs at least one prefill or decode request');
       }
-      if (TEXT_COLUMNS.has(c)) {
-        obj[c] = cell;
-        continue;
+      if (out.prefill_requests > 0 && out.prefill_tokens < out.prefill_requests) {
+        throw new InputError({ file, row: r, column: 'prefill_tokens' }, `expected ≥ prefill_requests (${out.prefill_requests}) new tokens, got ${out.prefill_tokens}`);
       }
-      const v = cell === '' ? 0 : Number(cell);
-      if (!Number.isFinite(v)) throw new InputError({ file, row: r, column: c }, `expected a finite number, got "${cell}"`);
-      if (c === 'measured_us' && v <= 0) throw new InputError({ file, row: r, column: c }, `expected a positive time in µs, got ${cell}`);
-      if (c !== 'measured_us' && v < 0) throw new InputError({ file, row: r, column: c }, `expected a non-negative count, got ${cell}`);
-      obj[c] = v;
+    } else {
+      for (const c of ['batch', 'prompt_tokens', 'output_tokens'] as const) {
+        if (out[c] < 1) throw new InputError({ file, row: r, column: c }, `expected ≥ 1, got ${out[c]}`);
+      }
     }
-    out.push(obj as unknown as StepRowOut);
+    rows.push(out);
   }
-  return out;
+  return { rows, warnings };
 }
 
-type StepRowOut = FamilyRow['step'];
-
-/** Read one held-out step file (`*.steps.csv[.gz]`). @see parseStepCsv */
-export function readStepFile(file: string, warn?: (msg: string) => void): StepRowOut[] {
-  return parseStepCsv(readText(file), file, warn);
+/**
+ * Read and parse one held-out step file (`*.steps.csv` or `.steps.csv.gz`). @see parseStepsCsv
+ * @throws InputError naming the file when it cannot be read, else as parseStepsCsv.
+ */
+export function readStepsFile(file: string): { rows: LocatedStepRow[]; warnings: string[] } {
+  let text: string;
+  try {
+    text = readText(file);
+  } catch {
+    throw new InputError({ file }, 'cannot read file');
+  }
+  return parseStepsCsv(text, file);
 }

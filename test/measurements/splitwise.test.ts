@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { runImport } from '../../src/cli/commands/import.ts';
 import { FAMILY_COLUMNS } from '../../src/measurements/schema.ts';
 import { parseSplitwise, splitwiseStepRows } from '../../src/measurements/splitwise.ts';
-import { parseStepCsv, readProvenance, readStepFile } from '../../src/measurements/store.ts';
+import { parseStepsCsv, readProvenance, readStepsFile } from '../../src/measurements/store.ts';
+import * as validateSteps from '../../src/validate/steps.ts';
 import { MEASUREMENTS, SPLITWISE_CSV, tmpDir } from './helpers.ts';
 
 const text = readFileSync(SPLITWISE_CSV, 'utf8');
@@ -67,21 +68,22 @@ describe('Splitwise perf_model.csv → steps', () => {
     expect(sb).toMatchObject({ kind: 'static_batch', batch: 8, prompt_tokens: 512, output_tokens: 128, measured_us: c.e2e_us });
   });
 
-  it('curated files: a100 228 rows, h100 456 rows, header = FAMILY_COLUMNS.step, readable by readStepFile', () => {
+  it('curated files: a100 228 rows, h100 456 rows, header = FAMILY_COLUMNS.step, readable by readStepsFile', () => {
     for (const [chip, n] of [
       ['a100', 228],
       ['h100', 456],
     ] as const) {
       const file = path.join(MEASUREMENTS, chip, 'splitwise.steps.csv');
       expect(readFileSync(file, 'utf8').split('\n')[0]).toBe((FAMILY_COLUMNS.step as readonly string[]).join(','));
-      const rows = readStepFile(file);
+      const { rows, warnings } = readStepsFile(file);
+      expect(warnings).toEqual([]);
       expect(rows).toHaveLength(n);
       expect(rows.every((r) => r.chip === chip && r.engine === 'splitwise' && r.measured_us > 0)).toBe(true);
       const prov = readProvenance(file);
       expect(prov.rows_out).toBe(n);
       expect(prov.inputs[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
     }
-    const a100 = readStepFile(path.join(MEASUREMENTS, 'a100', 'splitwise.steps.csv'));
+    const a100 = readStepsFile(path.join(MEASUREMENTS, 'a100', 'splitwise.steps.csv')).rows;
     expect(a100.filter((r) => r.flags.includes('admitted_fewer'))).toHaveLength(3);
     expect(a100.filter((r) => r.kind === 'static_batch')).toHaveLength(76);
   });
@@ -113,22 +115,32 @@ describe('step file reader', () => {
   const header = (FAMILY_COLUMNS.step as readonly string[]).join(',');
   const row = 'llama-2-70b,h100,2,fp16,,,splitwise,step,1,512,0,0,0,0,0,0,83830,g,src,';
 
-  it('ignores unknown columns with a warning', () => {
-    const warnings: string[] = [];
-    const rows = parseStepCsv(`${header},note\n${row},hello\n`, 's.steps.csv', (m) => warnings.push(m));
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ model: 'llama-2-70b', tp: 2, kind: 'step', prefill_tokens: 512, measured_us: 83830 });
-    expect(warnings).toEqual(['s.steps.csv: ignoring unknown column(s) note']);
+  it('is one implementation: the validator re-exports the store reader', () => {
+    expect(validateSteps.parseStepsCsv).toBe(parseStepsCsv);
+    expect(validateSteps.readStepsFile).toBe(readStepsFile);
   });
 
-  it('a missing required column or cell is an error naming the row', () => {
+  it('ignores unknown columns with one warning each', () => {
+    const { rows, warnings } = parseStepsCsv(`${header},note,power_w\n${row},hello,300\n`, 's.steps.csv');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ file: 's.steps.csv', row: 1, model: 'llama-2-70b', tp: 2, kind: 'step', prefill_tokens: 512, measured_us: 83830 });
+    expect(warnings).toEqual(['s.steps.csv: unknown column "note" ignored', 's.steps.csv: unknown column "power_w" ignored']);
+  });
+
+  it('a missing required column or cell is an error naming file, row and column', () => {
     const noModel = header.replace('model,', '') + '\n' + row.replace('llama-2-70b,', '') + '\n';
-    expect(() => parseStepCsv(noModel, 's.csv', () => {})).toThrow(/s\.csv row 0 column "model": missing required column/);
+    expect(() => parseStepsCsv(noModel, 's.csv')).toThrow(/^s\.csv row 1 column "model": missing column \(required by every row\)$/);
     const sb = row.replace(',step,1,512,0,0,0,0,0,0,', ',static_batch,0,0,0,0,0,8,512,,');
-    expect(() => parseStepCsv(`${header}\n${row}\n${sb}\n`, 's.csv', () => {})).toThrow(/s\.csv row 2 column "output_tokens": required for kind=static_batch/);
-    expect(() => parseStepCsv(`${header}\n${row.replace(',step,', ',decode,')}\n`, 's.csv', () => {})).toThrow(/row 1 column "kind": expected "step" or "static_batch", got "decode"/);
-    expect(() => parseStepCsv(`${header}\n${row.replace(',83830,', ',-1,')}\n`, 's.csv', () => {})).toThrow(/row 1 column "measured_us": expected a positive time/);
-    expect(() => parseStepCsv('', 's.csv', () => {})).toThrow(/empty file/);
+    expect(() => parseStepsCsv(`${header}\n${row}\n${sb}\n`, 's.csv')).toThrow(/^s\.csv row 2 column "output_tokens": empty cell; a value is required for kind=static_batch$/);
+    // a per-kind column absent from the header: the first row of that kind is named
+    const noBatch = [header, row, sb.replace(',,', ',4,')].map((l) => l.split(',').filter((_, i) => i !== 13).join(',')).join('\n');
+    expect(() => parseStepsCsv(noBatch, 's.csv')).toThrow(/^s\.csv row 2 column "batch": missing column \(required for kind=static_batch\)$/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',step,', ',decode,')}\n`, 's.csv')).toThrow(/row 1 column "kind": expected "step" or "static_batch", got "decode"/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',-1,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a non-negative number, got -1/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',0,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a positive time/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',2,fp16', ',2.5,fp16')}\n`, 's.csv')).toThrow(/row 1 column "tp": expected an integer ≥ 1, got 2\.5/);
+    expect(() => parseStepsCsv('', 's.csv')).toThrow(/empty file/);
+    expect(() => readStepsFile('/nonexistent/x.steps.csv')).toThrow(/x\.steps\.csv: cannot read file/);
   });
 
   it('optional columns may be absent (defaults 0 / empty)', () => {
@@ -136,7 +148,7 @@ describe('step file reader', () => {
     const dir = tmpDir();
     const f = path.join(dir, 'x.steps.csv');
     writeFileSync(f, minimal);
-    const [r] = readStepFile(f, () => {});
+    const [r] = readStepsFile(f).rows;
     expect(r).toMatchObject({ kv_dtype: '', cudagraph_mode: '', prefill_context_tokens: 0, batch: 0, group: '', flags: '', decode_context_tokens: 4096 });
   });
 });
