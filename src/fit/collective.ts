@@ -11,8 +11,10 @@
  * - Floors must not fall as ranks grow (a refusal for the selected backend, a warning otherwise).
  * - Holdout along rank width: leave-one-width-out (floor line a + b·(n−1) from the other widths,
  *   rates from the nearest other width).
- * - 16-rank entries are `assumed` width extrapolations (floor line over the measured widths, rates
- *   copied from the widest), as BLIS ships them; without them BLIS's kernel cannot price tp = 16.
+ * - 16-rank entries are `assumed` width extrapolations made by src/registry/extrapolate.ts (floor
+ *   line over the measured widths of one lane, rates copied from the widest, widest width held out),
+ *   as BLIS ships them; without them BLIS's kernel cannot price tp = 16. Where that library refuses
+ *   (e.g. widths measured on two lanes) no 16-rank entry is written and the refusal is reported.
  *
  * Units: message_bytes bytes, latency µs, rates bytes/µs.
  */
@@ -26,7 +28,6 @@ import {
   SMALL_MESSAGE_BYTES,
   bootstrapTransitionRate,
   fitCurve,
-  floorWidthLine,
   leaveOneWidthOut,
   reduceRepeats,
   type CurveFit,
@@ -34,6 +35,7 @@ import {
   type WidthHoldout,
 } from './collective-curve.ts';
 import { fmt, provenance } from './collective-provenance.ts';
+import { extrapolateWidth, type WidthExtrapolation, type WidthPoint } from '../registry/extrapolate.ts';
 import { median, roundSig } from './stats.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
@@ -209,10 +211,14 @@ export function fitCollectives(rows: CollectiveRow[], ctx: FitContext): FamilyFi
   // 5. Registry entries.
   const coefficients: FittedCoefficient[] = [];
   for (const c of selected) coefficients.push(...entriesFor(c, ctx));
-  coefficients.push(...extrapolatedEntries(selected, ctx, warnings));
+  const widths = extrapolateSelectedWidths(selected, ctx);
+  coefficients.push(...widths.coefficients);
+  for (const o of widths.outcomes)
+    if (o.result.status === 'refused')
+      warnings.push(`collective: ${o.op} ${o.dtype} ${EXTRAPOLATED_RANKS}-rank width extrapolation refused (a correct answer; no entry written): ${o.result.reason}`);
 
   // 6. Report.
-  const report = buildReport(chip, curves, selected, unselectedViolations, ctx);
+  const report = buildReport(chip, curves, selected, unselectedViolations, ctx, widths.outcomes);
   return {
     family: 'collective',
     coefficients,
@@ -342,9 +348,27 @@ function entriesFor(c: CollectiveCurve, ctx: FitContext): FittedCoefficient[] {
   ];
 }
 
-function extrapolatedEntries(selected: CollectiveCurve[], ctx: FitContext, warnings: string[]): FittedCoefficient[] {
+/** Outcome of the 16-rank width extrapolation for one (op, dtype), as the report shows it. */
+export interface CollectiveWidthOutcome {
+  op: string;
+  dtype: string;
+  result: WidthExtrapolation;
+}
+
+/**
+ * 16-rank entries through the registry's extrapolation library (src/registry/extrapolate.ts, the
+ * one implementation of reference §6.3 / issue 5: floor(n) = a + b·(n−1) least squares over the
+ * measured widths of ONE lane, rates copied from the widest width, the widest width held out and
+ * predicted from the narrower ones; refused across lanes, with fewer than three widths, or when the
+ * prediction falls below the widest measured floor). The points are the registry values of the
+ * selected curves (rounded as stored), so `stepcal registry extrapolate widths` on the written
+ * registry reproduces the same floor, rates and refusals. A refusal writes no entry for that
+ * (op, dtype): it is reported (warnings and README), never fatal.
+ */
+export function extrapolateSelectedWidths(selected: readonly CollectiveCurve[], ctx: FitContext): { coefficients: FittedCoefficient[]; outcomes: CollectiveWidthOutcome[] } {
   const chip = ctx.chip.name;
-  const out: FittedCoefficient[] = [];
+  const coefficients: FittedCoefficient[] = [];
+  const outcomes: CollectiveWidthOutcome[] = [];
   const by = new Map<string, CollectiveCurve[]>();
   for (const c of selected) {
     const k = key(c.op, c.dtype);
@@ -352,54 +376,39 @@ function extrapolatedEntries(selected: CollectiveCurve[], ctx: FitContext, warni
     if (!l) by.set(k, (l = []));
     l.push(c);
   }
-  for (const list of by.values()) {
-    const s = [...list].sort((a, b) => a.ranks - b.ranks);
+  for (const k of [...by.keys()].sort()) {
+    const s = [...by.get(k)!].sort((a, b) => a.ranks - b.ranks);
     const widest = s[s.length - 1]!;
-    if (s.length < 2 || widest.ranks >= EXTRAPOLATED_RANKS) continue;
-    const line = floorWidthLine(s.map((c) => ({ ranks: c.ranks, t0_us: c.fit.t0_us })));
-    const t0 = line.a + line.b * (EXTRAPOLATED_RANKS - 1);
-    if (!(t0 >= widest.fit.t0_us)) {
-      warnings.push(
-        `collective: ${widest.op} ${widest.dtype} ${EXTRAPOLATED_RANKS}-rank floor extrapolates to ${fmt(t0)} µs, below the measured ${widest.ranks}-rank ${fmt(widest.fit.t0_us)} µs; not emitted`,
-      );
-      continue;
-    }
-    const from = s.map((c) => String(c.ranks));
-    const h = widest.holdout;
+    if (widest.ranks >= EXTRAPOLATED_RANKS) continue;
+    const points: WidthPoint[] = s.map((c) => {
+      const peak = roundSig(c.fit.r_peak_bytes_per_us, 6);
+      return {
+        ranks: c.ranks,
+        floor_us: roundSig(c.fit.t0_us, 4),
+        peak_rate_bytes_per_us: peak,
+        transition_rate_bytes_per_us: Math.min(roundSig(c.fit.r_t_bytes_per_us, 6), peak),
+        lane: c.lane,
+      };
+    });
+    const result = extrapolateWidth(chip, widest.op, widest.dtype, points, EXTRAPOLATED_RANKS);
+    outcomes.push({ op: widest.op, dtype: widest.dtype, result });
+    if (result.status !== 'extrapolated') continue;
+    // Provenance of the measured curves the extrapolation rests on (the library names the method).
     const lanes = [...new Set(s.map((c) => c.lane))];
     const prov = provenance(ctx, lanes, `floors of ${s.map((c) => `${c.ranks}-rank ${c.backend}`).join(', ')} (${widest.op} ${widest.dtype}); rates of the ${widest.ranks}-rank curve`, s.reduce((a, c) => a + c.rows, 0));
-    const rationale =
-      `Width extrapolation, not a measurement: no ${EXTRAPOLATED_RANKS}-rank ${widest.op} was measured on ${chip}. ` +
-      `Floor = a + b·(n−1) least-squares over the measured widths ${from.join('/')} (a = ${fmt(line.a)} µs, b = ${fmt(line.b)} µs per extra rank), ` +
-      `evaluated at n = ${EXTRAPOLATED_RANKS}; peak and transition rates copied from the widest measured width (${widest.ranks} ranks), ` +
-      `a stated lower bound on transfer time since wider rings rarely move bytes faster. Method after the BLIS registry's ` +
-      `extrapolate_collective_width (reference §6.3). A 16-rank group spans two 8-GPU nodes on most parts; the pricer charges the crossing separately.`;
-    const extrapolation = {
-      predictor: 'floor a+b(n-1) least squares over measured widths; rates copied from the widest measured width',
-      from,
-      ...(h ? { holdout_error: { geo: roundSig(h.geo, 4), mape_pct: roundSig(h.mape_pct, 4), n: h.n } } : {}),
-    };
-    const ev: Evidence = { family: 'collective', lane: lanes.join('+'), inputs: prov.inputs, ci_method: 'none', extrapolation };
-    const scope = { hardware: [chip] };
-    const mk = (value: number, units: 'us_per_transfer' | 'bytes_per_us'): CoefficientEntry => ({
-      value,
-      units,
-      method: 'assumed',
-      fitted: false,
-      scope,
-      sources: prov.sources,
-      rationale,
-      evidence: ev,
-    });
-    const peak = roundSig(widest.fit.r_peak_bytes_per_us, 6);
-    const trans = Math.min(roundSig(widest.fit.r_t_bytes_per_us, 6), peak);
-    out.push(
-      { set: SET_NAMES.collectives, name: collectiveName('floor', widest.op, widest.dtype, EXTRAPOLATED_RANKS, chip), entry: mk(roundSig(t0, 4), 'us_per_transfer') },
-      { set: SET_NAMES.collectives, name: collectiveName('peak_rate', widest.op, widest.dtype, EXTRAPOLATED_RANKS, chip), entry: mk(peak, 'bytes_per_us') },
-      { set: SET_NAMES.collectives, name: collectiveName('transition_rate', widest.op, widest.dtype, EXTRAPOLATED_RANKS, chip), entry: mk(trans, 'bytes_per_us') },
-    );
+    for (const e of result.entries) {
+      coefficients.push({
+        set: SET_NAMES.collectives,
+        name: e.name,
+        entry: {
+          ...e.entry,
+          sources: [...(e.entry.sources ?? []), ...prov.sources.map((x) => ({ ...x, role: 'supporting' as const }))],
+          evidence: { ...e.entry.evidence!, inputs: prov.inputs, ci_method: 'none' },
+        },
+      });
+    }
   }
-  return out;
+  return { coefficients, outcomes };
 }
 
 /** Median ratio latency(a)/latency(b) over message sizes both measured. */
@@ -419,6 +428,7 @@ function buildReport(
   selected: CollectiveCurve[],
   unselectedViolations: string[],
   ctx: FitContext,
+  widthOutcomes: readonly CollectiveWidthOutcome[] = [],
 ): { md: string; summary: string[] } {
   const L: string[] = [];
   const summary: string[] = [];
@@ -565,10 +575,27 @@ function buildReport(
     }
     L.push('');
   }
-  L.push(
-    `16-rank entries (when emitted) are \`assumed\` width extrapolations: floor line a + b·(n−1) over the measured widths, rates from the widest; see each entry's rationale.`,
-    '',
-  );
+  if (widthOutcomes.length) {
+    L.push(`### ${EXTRAPOLATED_RANKS}-rank entries: width extrapolation (method: assumed)`, '');
+    L.push(
+      `Through \`src/registry/extrapolate.ts\` (the same code as \`stepcal registry extrapolate widths\`): floor(n) = a + b·(n−1) least squares over the registry's measured widths of one lane, evaluated at ${EXTRAPOLATED_RANKS}; peak and transition rates copied from the widest measured width (a stated lower bound on transfer time). Check: the widest width predicted from the narrower ones. Refused (no entry written; a refusal is a correct answer) across lanes, with fewer than three widths, or below the widest measured floor.`,
+      '',
+    );
+    L.push(`| op | dtype | measured widths (lane) | ${EXTRAPOLATED_RANKS}-rank floor µs | holdout: widest floor pred/meas | outcome |`, '|---|---|---|---|---|---|');
+    for (const o of widthOutcomes) {
+      const r = o.result;
+      const h = r.holdout ? `${r.holdout.held_out_ranks} from ${r.holdout.train_widths.join('/')}: ${fmt(r.holdout.predicted_us)} / ${fmt(r.holdout.measured_us)} = ${fmt(r.holdout.ratio, 3)}` : '–';
+      L.push(`| ${o.op} | ${o.dtype} | ${r.measured_widths.join('/')} (${r.lane}) | ${r.status === 'extrapolated' ? fmt(r.floor_us!) : '–'} | ${h} | ${r.status === 'extrapolated' ? 'extrapolated' : `**refused**: ${r.reason}`} |`);
+    }
+    const ratios = widthOutcomes.filter((o) => o.result.holdout).map((o) => o.result.holdout!.ratio);
+    const refused = widthOutcomes.filter((o) => o.result.status === 'refused').length;
+    L.push(
+      '',
+      `${widthOutcomes.length - refused} extrapolated, ${refused} refused; median holdout pred/meas ${ratios.length ? fmt(median(ratios), 3) : '–'} (BLIS 4→8: 0.987 all_reduce, 1.017 all_gather, 1.018 reduce_scatter, 1.128 alltoall).`,
+      '',
+    );
+    summary.push(`collective: ${EXTRAPOLATED_RANKS}-rank width extrapolation: ${widthOutcomes.length - refused} extrapolated, ${refused} refused`);
+  }
   return { md: L.join('\n'), summary };
 }
 

@@ -47,6 +47,14 @@ export function isMemoryBound(row: Pick<GemmRow, 'm' | 'n' | 'k'>, dtype: GemmDt
 /** Levenberg–Marquardt iterations per fit (the library always runs them all; 2–4 parameter fits converge well before). */
 export const LM_ITERATIONS = 60;
 
+/**
+ * gemm_n_half_<d> / gemm_k_half_<d> are widths in elements (features of the n or k dimension).
+ * BLIS's unit enum (reference §1.1) has no "elements" and `tokens` means the m (row) dimension, so
+ * they are stored with units `dimensionless` and this statement in `rationale` and evidence notes
+ * (docs/fitting.md, "Units of the shape halves").
+ */
+export const HALF_UNIT_NOTE = 'unit of the half: elements (features), stored as dimensionless';
+
 /** eps_max · m / (m + m_half). */
 export function rampEff(eps_max: number, m_half: number, m: number): number {
   return (eps_max * m) / (m + m_half);
@@ -474,14 +482,11 @@ function addRampCoefficients(fit: FamilyFit, r: RampResult, ctx: FitContext): vo
       `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, shape-aware ${fmt(s.holdout_geo_shape)}`,
     ];
     shapeHold.mape_pct = NaN;
-    for (const [nm, v, ci] of [
-      [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n],
-      [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k],
+    for (const [nm, v, ci, dim] of [
+      [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, 'n (output features, the weight matrix\'s output width)'],
+      [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k, 'k (input features, the reduction width)'],
     ] as const) {
-      fit.coefficients.push({
-        set: SET_NAMES.primitives,
-        name: nm,
-        entry: measuredEntry({
+      const entry = measuredEntry({
           value: v,
           units: 'dimensionless',
           family: 'gemm',
@@ -491,9 +496,12 @@ function addRampCoefficients(fit: FamilyFit, r: RampResult, ctx: FitContext): vo
           ci_method: 'bootstrap',
           train: r.envelope_train,
           holdout: { geo: Number(fmt(s.holdout_geo_shape)), mape_pct: 0, n: 0, split: shapeHold.split },
-          notes: shapeNote,
-        }),
-      });
+          notes: [...shapeNote, `${HALF_UNIT_NOTE}: ${dim}`],
+        });
+      const { evidence, ci95, ...head } = entry;
+      const rationale = `Unit: elements (features) of GEMM dimension ${dim}, not tokens. BLIS's unit enum has no "elements", so the entry is stored as dimensionless (a count); the shape factor is ${nm.includes('_n_') ? 'n/(n + n_half)' : 'k/(k + k_half)'} with ${nm.includes('_n_') ? 'n' : 'k'} in elements.`;
+      // Keys in BLIS's order (rationale before ci95), evidence last.
+      fit.coefficients.push({ set: SET_NAMES.primitives, name: nm, entry: { ...head, rationale, ...(ci95 ? { ci95 } : {}), ...(evidence ? { evidence } : {}) } });
     }
   }
 }
@@ -518,7 +526,7 @@ function rampReport(r: RampResult, ctx: FitContext): string[] {
     '|---|---|---|---|',
     ...r.large_m.map((p) => `| ${p.m} | ${fmt(p.measured, 3)} | ${fmt(p.predicted, 3)} | ${fmt(p.predicted / p.measured, 3)} |`),
     '',
-    `Shape-aware ramp (n_half ${fmt(s.n_half)} [${fmt(s.ci_n[0])}, ${fmt(s.ci_n[1])}], k_half ${fmt(s.k_half)} [${fmt(s.ci_k[0])}, ${fmt(s.ci_k[1])}], on top of the stored envelope ramp): held-out-k geometric error ${fmt(s.holdout_geo_shape)} against ${fmt(s.holdout_geo_envelope)} (envelope 1-factor) and ${fmt(s.holdout_geo_all_rows)} (all-rows 1-factor). Free 4-parameter fit: eps_max ${fmt(s.free.eps_max)}, m_half ${fmt(s.free.m_half)}, n_half ${fmt(s.free.n_half)}, k_half ${fmt(s.free.k_half)}, held-out-k geo ${fmt(s.free.holdout_geo)}. ${s.stored ? `Stored (removes ≥ ${Math.round((1 - SHAPE_STORE_RULE) * 100)}% of the 1-factor excess error).` : 'Not stored (does not clearly win).'}`,
+    `Shape-aware ramp (n_half ${fmt(s.n_half)} [${fmt(s.ci_n[0])}, ${fmt(s.ci_n[1])}], k_half ${fmt(s.k_half)} [${fmt(s.ci_k[0])}, ${fmt(s.ci_k[1])}] elements (features; stored as dimensionless), on top of the stored envelope ramp): held-out-k geometric error ${fmt(s.holdout_geo_shape)} against ${fmt(s.holdout_geo_envelope)} (envelope 1-factor) and ${fmt(s.holdout_geo_all_rows)} (all-rows 1-factor). Free 4-parameter fit: eps_max ${fmt(s.free.eps_max)}, m_half ${fmt(s.free.m_half)}, n_half ${fmt(s.free.n_half)}, k_half ${fmt(s.free.k_half)}, held-out-k geo ${fmt(s.free.holdout_geo)}. ${s.stored ? `Stored (removes ≥ ${Math.round((1 - SHAPE_STORE_RULE) * 100)}% of the 1-factor excess error).` : 'Not stored (does not clearly win).'}`,
     '',
     `![gemm ${r.dtype}](gemm_${r.dtype}.svg) ![residuals](gemm_${r.dtype}_residuals.svg)`,
     '',

@@ -302,8 +302,20 @@ function renderReadme(
   return lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
 }
 
-/** Paths written for a chip. */
-export function outputPaths(chip: string, opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {}) {
+/**
+ * Where a fit writes. `registryOut` defaults to `<root>/registry/<chip>.yaml`; `fitsDir` to
+ * `<root>/fits/<chip>`, and `fitsDir: null` means "no fit report" (registry only). The CLI passes
+ * null when `--registry-out` redirects the registry without `--fits-out`, so a scratch fit never
+ * rewrites the committed `fits/<chip>/` (docs/fitting.md).
+ */
+export interface FitOutputOptions {
+  registryOut?: string;
+  fitsDir?: string | null;
+  repoRoot?: string;
+}
+
+/** Default paths for a chip (registry file and fit-report directory). */
+export function outputPaths(chip: string, opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {}): { registry: string; fitsDir: string } {
   const root = opts.repoRoot ?? REPO_ROOT;
   return {
     registry: opts.registryOut ?? path.join(root, 'registry', `${chip}.yaml`),
@@ -311,21 +323,24 @@ export function outputPaths(chip: string, opts: { registryOut?: string; fitsDir?
   };
 }
 
-/** The files `writeFitOutputs` would write, as (path, text) pairs. */
-export function fitOutputFiles(result: FitAllResult, opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {}) {
-  const p = outputPaths(result.chip, opts);
+/** The files `writeFitOutputs` would write, as (path, text) pairs (no report files when `fitsDir` is null). */
+export function fitOutputFiles(result: FitAllResult, opts: FitOutputOptions = {}): Array<{ file: string; data: string }> {
+  const p = outputPaths(result.chip, { ...opts, fitsDir: opts.fitsDir ?? undefined });
+  const fitsDir = opts.fitsDir === null ? null : p.fitsDir;
   return [
     { file: p.registry, data: result.registry_text },
-    { file: path.join(p.fitsDir, 'README.md'), data: result.readme },
-    ...result.figures.map((f) => ({ file: path.join(p.fitsDir, f.name), data: f.svg })),
+    ...(fitsDir === null
+      ? []
+      : [{ file: path.join(fitsDir, 'README.md'), data: result.readme }, ...result.figures.map((f) => ({ file: path.join(fitsDir, f.name), data: f.svg }))]),
   ];
 }
 
 /**
- * Write registry/<chip>.yaml, fits/<chip>/*.svg and fits/<chip>/README.md atomically (all or none).
+ * Write registry/<chip>.yaml, fits/<chip>/*.svg and fits/<chip>/README.md atomically (all or none;
+ * paths per `FitOutputOptions`).
  * @throws UserError (writing nothing) when any family refused or any gate failed.
  */
-export function writeFitOutputs(result: FitAllResult, opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {}): string[] {
+export function writeFitOutputs(result: FitAllResult, opts: FitOutputOptions = {}): string[] {
   if (result.refusals.length) {
     throw new UserError(`fit ${result.chip}: refused, nothing written:\n  ${result.refusals.join('\n  ')}`);
   }
@@ -338,7 +353,7 @@ export function writeFitOutputs(result: FitAllResult, opts: { registryOut?: stri
  * Compare a fit with what is on disk. Returns drift messages naming registry entries (added,
  * removed, changed) and other files that would change; empty when clean.
  */
-export function checkFitOutputs(result: FitAllResult, opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {}): string[] {
+export function checkFitOutputs(result: FitAllResult, opts: FitOutputOptions = {}): string[] {
   const out: string[] = [];
   for (const { file, data } of fitOutputFiles(result, opts)) {
     const old = existsSync(file) ? readText(file) : undefined;

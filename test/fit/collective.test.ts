@@ -16,6 +16,7 @@ import {
 } from '../../src/fit/collective-curve.ts';
 import { collectiveDtypeClass, collectiveName, fitCollectives, selectBackend } from '../../src/fit/collective.ts';
 import type { CollectiveRow } from '../../src/measurements/schema.ts';
+import { extrapolateCollectiveWidths } from '../../src/registry/extrapolate.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { geometricError, seededRandom } from '../../src/fit/stats.ts';
 
@@ -288,7 +289,16 @@ describe('fitCollectives', () => {
     expect(f16.entry.value).toBeCloseTo(22 + 256 / 3e5, 2);
     expect(f16.entry).toMatchObject({ method: 'assumed', fitted: false });
     expect(f16.entry.rationale!.length).toBeGreaterThan(200);
-    expect(f16.entry.evidence?.extrapolation?.from).toEqual(['2', '4', '8']);
+    expect(f16.entry.evidence?.extrapolation?.from).toEqual(['h200:2rank', 'h200:4rank', 'h200:8rank']);
+    expect(f16.entry.evidence?.lane).toBe('nccl-2.29.2');
+    // Holdout of the library: 8-rank floor predicted from 2/4 on the exact line → pred/meas ≈ 1.
+    expect(f16.entry.evidence?.extrapolation?.holdout_error?.geo).toBeLessThan(1.001);
+    // One implementation: the registry library on the fitted sets gives the same 16-rank values.
+    const again = extrapolateCollectiveWidths([{ kind: 'CoefficientSet', name: 'c', coefficients: r.coefficients.filter((c) => c.entry.method === 'measured') }], 'h200');
+    for (const w of again) {
+      expect(w.status).toBe('extrapolated');
+      for (const e of w.entries) expect(names.get(e.name)?.entry.value).toBe(e.entry.value);
+    }
     // Every CI contains its value; every transition ≤ peak.
     for (const c of r.coefficients) {
       if (c.entry.ci95) {
@@ -326,6 +336,12 @@ describe('fitCollectives', () => {
     expect(v(2).value).toBeCloseTo(4.2 + 256 / 3.5e5, 3);
     expect(v(4).value).toBeCloseTo(4 + 1.2 * 3 + 256 / 3e5, 3);
     expect(v(4).evidence?.lane).toBe('nccl-2.29.2');
+    // 2-rank from vLLM, 4/8 from NCCL: the width extrapolation across lanes is refused, no entry.
+    expect(r.coefficients.some((c) => c.name.startsWith('collective_floor_all_reduce_fp16_16rank'))).toBe(false);
+    expect(r.coefficients.some((c) => c.name === 'collective_floor_all_reduce_int8_16rank_l40s')).toBe(true);
+    expect(r.refusals).toEqual([]);
+    expect(r.warnings.find((w) => w.includes('all_reduce fp16 16-rank'))).toContain('more than one lane');
+    expect(r.report_md).toContain('**refused**: measured widths come from more than one lane');
   });
 
   it('refuses a registry floor that falls as ranks grow, and names it', () => {

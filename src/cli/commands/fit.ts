@@ -1,14 +1,49 @@
 /**
- * `stepcal fit <family|all> --chip <name> [--lane <lane>] [--check] [--json] [--registry-out <file>]`
+ * `stepcal fit <family|all> --chip <name> [--lane <lane>] [--check] [--json] [--registry-out <file>] [--fits-out <dir>]`
  *
  * Fits coefficient families from `measurements/<chip>/` and writes `registry/<chip>.yaml`,
  * `fits/<chip>/*.svg` and `fits/<chip>/README.md` (all or nothing). `--check` writes nothing and
  * exits 1 naming every entry or file that would change. Summary on stdout; progress on stderr.
+ * Where the outputs go is decided by `planFitOutputs` (docs/fitting.md).
  */
 import type { Command } from 'commander';
 import { UserError } from '../../common/errors.ts';
 import { note } from '../../common/progress.ts';
-import { checkFitOutputs, fitAll, FIT_FAMILIES, type FitFamily, writeFitOutputs } from '../../fit/index.ts';
+import { checkFitOutputs, fitAll, FIT_FAMILIES, type FitFamily, type FitOutputOptions, writeFitOutputs } from '../../fit/index.ts';
+
+/** What a `stepcal fit` invocation writes (or, with --check, compares). */
+export interface FitOutputPlan {
+  /** False: nothing is written (a partial fit with no --registry-out). */
+  write: boolean;
+  /** Passed to writeFitOutputs / checkFitOutputs. */
+  out: FitOutputOptions;
+  /** Why something is not written (printed on stderr). */
+  notes: string[];
+}
+
+/**
+ * Decide the outputs of `stepcal fit` (pure). Rules (docs/fitting.md):
+ * - no --registry-out: `fit all` writes registry/<chip>.yaml and the report in `--fits-out`
+ *   (default fits/<chip>); a single family writes nothing (it would replace the chip's full
+ *   registry with a partial one);
+ * - --registry-out F: the registry goes to F, and the report ONLY to an explicit `--fits-out`;
+ *   without it no report is written, so a scratch or family-only fit never rewrites the committed
+ *   fits/<chip>/.
+ * `--check` compares exactly the files that would be written.
+ */
+export function planFitOutputs(chip: string, family: string, o: { registryOut?: string; fitsOut?: string; check?: boolean }): FitOutputPlan {
+  const notes: string[] = [];
+  const out: FitOutputOptions = {};
+  if (o.registryOut) out.registryOut = o.registryOut;
+  if (o.fitsOut) out.fitsDir = o.fitsOut;
+  else if (o.registryOut) {
+    out.fitsDir = null;
+    notes.push(`fit ${chip}: registry redirected to ${o.registryOut}; no fit report written (pass --fits-out <dir> for SVGs and README; fits/${chip}/ is left untouched)`);
+  }
+  const write = family === 'all' || !!o.registryOut;
+  if (!write && !o.check) notes.push(`fit ${family}: partial fit; use --registry-out <file> to write it (registry/${chip}.yaml holds every family)`);
+  return { write, out, notes };
+}
 
 export function register(program: Command): void {
   program
@@ -19,10 +54,11 @@ export function register(program: Command): void {
     .option('--lane <lane>', 'measurement lane for gemm/attention/moe (default: the vllm-* lane)')
     .option('--check', 'write nothing; exit 1 naming entries that would change')
     .option('--json', 'print the summary, refusals and coefficients as JSON')
-    .option('--registry-out <file>', 'registry output path (default registry/<chip>.yaml)')
+    .option('--registry-out <file>', 'registry output path (default registry/<chip>.yaml); without --fits-out no fit report is written')
+    .option('--fits-out <dir>', 'fit report directory for SVGs and README (default fits/<chip> when the registry is not redirected)')
     .option('--measurements <dir>', 'measurement directory (default measurements/<chip>)')
     .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
-    .action(async (family: string, o: { chip: string; lane?: string; check?: boolean; json?: boolean; registryOut?: string; measurements?: string; resamples: string }) => {
+    .action(async (family: string, o: { chip: string; lane?: string; check?: boolean; json?: boolean; registryOut?: string; fitsOut?: string; measurements?: string; resamples: string }) => {
       if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
         throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all)`);
       }
@@ -36,11 +72,9 @@ export function register(program: Command): void {
         bootstrap: { resamples, seed: 20261129 },
         onFamily: (f, phase, ms) => note(phase === 'start' ? `fit ${o.chip}: ${f} ...` : `fit ${o.chip}: ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`),
       });
-      if (family !== 'all' && !o.registryOut && !o.check) {
-        // A single family would overwrite the chip's full registry with a partial one.
-        note(`fit ${family}: partial fit; use --registry-out <file> to write it (registry/${o.chip}.yaml holds every family)`);
-      }
-      const out = o.registryOut ? { registryOut: o.registryOut } : {};
+      const plan = planFitOutputs(o.chip, family, o);
+      for (const n of plan.notes) note(n);
+      const out = plan.out;
       if (o.json) {
         process.stdout.write(
           JSON.stringify(
@@ -65,7 +99,7 @@ export function register(program: Command): void {
         note(`fit --check ${o.chip}: clean`);
         return;
       }
-      if (family !== 'all' && !o.registryOut) return;
+      if (!plan.write) return;
       const written = writeFitOutputs(result, out);
       note(`fit ${o.chip}: wrote ${written.length} files`);
     });

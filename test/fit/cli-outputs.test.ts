@@ -1,0 +1,64 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { sha256File } from '../../src/common/fs.ts';
+import { planFitOutputs } from '../../src/cli/commands/fit.ts';
+import { fitOutputFiles, type FitAllResult } from '../../src/fit/index.ts';
+import { runCli } from '../registry/cli.ts';
+
+const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-fit-out-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const fake = { chip: 'h200', registry_text: 'r', readme: 'md', figures: [{ name: 'a.svg', svg: '<svg/>' }] } as unknown as FitAllResult;
+const files = (o: Parameters<typeof fitOutputFiles>[1]) => fitOutputFiles(fake, o).map((f) => path.relative(REPO_ROOT, f.file));
+
+describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
+  it('fit all writes the committed registry and fits/<chip>/ by default, or --fits-out', () => {
+    const p = planFitOutputs('h200', 'all', {});
+    expect(p.write).toBe(true);
+    expect(files(p.out)).toEqual(['registry/h200.yaml', 'fits/h200/README.md', 'fits/h200/a.svg']);
+    const q = planFitOutputs('h200', 'all', { fitsOut: '/tmp/x' });
+    expect(fitOutputFiles(fake, q.out).map((f) => f.file)).toEqual([path.join(REPO_ROOT, 'registry/h200.yaml'), '/tmp/x/README.md', '/tmp/x/a.svg']);
+  });
+
+  it('a redirected registry writes no report unless --fits-out is given (family-only or all)', () => {
+    for (const family of ['gemm', 'all']) {
+      const p = planFitOutputs('h200', family, { registryOut: '/tmp/r.yaml' });
+      expect(p.write).toBe(true);
+      expect(fitOutputFiles(fake, p.out).map((f) => f.file)).toEqual(['/tmp/r.yaml']);
+      expect(p.notes.join('\n')).toContain('no fit report written');
+      const q = planFitOutputs('h200', family, { registryOut: '/tmp/r.yaml', fitsOut: '/tmp/f' });
+      expect(fitOutputFiles(fake, q.out).map((f) => f.file)).toEqual(['/tmp/r.yaml', '/tmp/f/README.md', '/tmp/f/a.svg']);
+    }
+  });
+
+  it('a family-only fit without --registry-out writes nothing', () => {
+    const p = planFitOutputs('h200', 'host', { fitsOut: '/tmp/f' });
+    expect(p.write).toBe(false);
+    expect(p.notes.join('\n')).toContain('partial fit');
+  });
+
+  it('CLI: fit host --registry-out leaves the committed fits/h200/ untouched; --fits-out writes the report there', () => {
+    const committed = path.join(REPO_ROOT, 'fits', 'h200');
+    const snap = () => readdirSync(committed).filter((f) => f === 'README.md' || f.endsWith('.svg')).map((f) => `${f}:${sha256File(path.join(committed, f))}:${statSync(path.join(committed, f)).mtimeMs}`).sort();
+    const before = snap();
+    const reg = path.join(tmp, 'h200.host.yaml');
+    const a = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg]);
+    expect(a.status, a.stderr).toBe(0);
+    expect(readFileSync(reg, 'utf8')).toContain('host_launch_per_kernel');
+    expect(a.stderr).toContain('no fit report written');
+    expect(snap()).toEqual(before);
+
+    const fitsOut = path.join(tmp, 'fits');
+    const b = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg, '--fits-out', fitsOut]);
+    expect(b.status, b.stderr).toBe(0);
+    expect(existsSync(path.join(fitsOut, 'README.md'))).toBe(true);
+    expect(readFileSync(path.join(fitsOut, 'README.md'), 'utf8')).toContain('# Fitted coefficients: h200');
+    expect(snap()).toEqual(before);
+    // --check against the scratch outputs is clean (same files, same bytes).
+    const c = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg, '--fits-out', fitsOut, '--check']);
+    expect(c.status, c.stderr).toBe(0);
+  });
+});
