@@ -162,12 +162,12 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
   const hf = v.host_fit;
   if (!hf) return { tables: [], notes: ['Host terms: the registry’s (no `--fit-host`).'] };
   const terms: Table = {
-    header: ['engine', 'composition', 'n train (rows)', 'per_step_us (µs/step)', 'per_request_step_us (µs/request/step)', 'per_step_tp_gt1_us (µs/step)', 'per_kernel_us (µs/kernel)', 's (× priced SM)', 'train RMS (µs)', 'train RMS (% of measured)', 'not identified'],
+    header: ['engine', 'composition', 'n train (rows)', 'per_step_us (µs/step)', 'per_request_step_us (µs/request/step)', 'per_step_tp_gt1_us (µs/step)', 'per_kernel_us (µs/kernel)', 'per_step_per_rank_us (µs/step/rank)', 's (× priced SM)', 'train RMS (µs)', 'train RMS (% of measured)', 'not identified'],
     rows: hf.fits.map((f) => {
       const t = (n: string) => f.terms.find((x) => x.name === n)!;
       const cell = (n: string) => (t(n).identified ? t(n).value_us.toFixed(2) : 'n/i');
       const sCell = f.sm_scale ? (f.sm_scale.identified && !f.sm_scale.note ? f.sm_scale.value.toFixed(3) : '1 (held)') : '– (not fitted)';
-      return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), sCell, f.train_rms_us.toFixed(0), f1(f.train_rms_rel_pct), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
+      return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), cell('per_step_per_rank_us'), sCell, f.train_rms_us.toFixed(0), f1(f.train_rms_rel_pct), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
     }),
   };
   const train: Table = {

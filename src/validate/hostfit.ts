@@ -5,6 +5,11 @@
  * ≈ 25 ms per step, vLLM far less). Four terms, all µs, summed over the steps of a row:
  *   host = per_step_us · steps + per_request_step_us · Σ_steps requests
  *        + per_kernel_us · Σ_steps kernels + per_step_tp_gt1_us · steps · [tp > 1]
+ *        + per_step_per_rank_us · steps · tp
+ * The last term generalises the tp > 1 extra: a per-step control cost that grows with the number
+ * of tensor-parallel workers the engine drives (one message / launch path per rank). DECISION
+ * (docs/validation.md): Splitwise's decode steps at batch 1 take 29.7 ms at tp 4 and 29.8 ms at
+ * tp 8 on H100 while the weight read halves, so the engine's per-step cost is not one constant.
  * fitted by least squares to the residual (measured − priced-without-host), separately for each
  * engine and each composition, with every term constrained ≥ 0 (a term that comes out negative is
  * fixed at 0 and the rest refitted). A term whose feature column is a linear combination of the
@@ -96,10 +101,10 @@ export function selectTrainingRows(items: ReadonlyArray<{ batch: number; group: 
   return out;
 }
 
-const TERM_NAMES: HostTerm['name'][] = ['per_step_us', 'per_request_step_us', 'per_step_tp_gt1_us', 'per_kernel_us'];
+const TERM_NAMES: HostTerm['name'][] = ['per_step_us', 'per_request_step_us', 'per_step_tp_gt1_us', 'per_kernel_us', 'per_step_per_rank_us'];
 
 function featureVector(f: HostFeatures): number[] {
-  return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps];
+  return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps, f.steps * f.tp];
 }
 
 /** Solve the normal equations (small, dense) by Gaussian elimination with partial pivoting. */

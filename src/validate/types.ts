@@ -105,8 +105,8 @@ export interface GroupMetrics {
 
 /** One host term of the per-engine host fit, µs. */
 export interface HostTerm {
-  /** `per_step_us`, `per_request_step_us`, `per_kernel_us`, `per_step_tp_gt1_us`. */
-  name: 'per_step_us' | 'per_request_step_us' | 'per_kernel_us' | 'per_step_tp_gt1_us';
+  /** `per_step_us`, `per_request_step_us`, `per_kernel_us`, `per_step_tp_gt1_us`, `per_step_per_rank_us` (µs per step per tp rank). */
+  name: 'per_step_us' | 'per_request_step_us' | 'per_kernel_us' | 'per_step_tp_gt1_us' | 'per_step_per_rank_us';
   value_us: number;
   /** False when the training rows cannot separate it (value then 0 and the term folded, see note). */
   identified: boolean;

@@ -112,6 +112,7 @@ describe('host fit', () => {
     expect(term('per_request_step_us').value_us).toBeCloseTo(300, 6);
     expect(term('per_step_tp_gt1_us').identified).toBe(false); // every row is tp 2
     expect(term('per_kernel_us').identified).toBe(false); // kernel counts unknown to the fake
+    expect(term('per_step_per_rank_us').identified).toBe(false); // steps · tp = 2 · steps: collinear with per_step_us
     // groups dec (g 0: rows 1,3,5,7,9,11) and pre (g 1: rows 2,4,...): k = 2 → dec's 2nd, 4th, 6th; pre's 1st, 3rd, 5th
     expect(v.host_fit!.training_rows.map((t) => t.row)).toEqual([2, 3, 6, 7, 10, 11]);
     expect(v.rows.filter((r) => r.used_for_host_fit)).toHaveLength(6);
@@ -128,6 +129,22 @@ describe('host fit', () => {
     expect(f.terms.find((t) => t.name === 'per_step_us')!.identified).toBe(true);
     expect(f.terms.find((t) => t.name === 'per_request_step_us')).toMatchObject({ identified: false, value_us: 0 });
     expect(v.overall.n).toBe(2);
+  });
+
+  it('recovers a per-step-per-rank cost when the training rows span several tp widths', () => {
+    // truth: host = 5,000 µs per step + 1,500 µs per step per tp rank + 200 µs per request per step
+    const rs = [] as Array<Record<string, string | number>>;
+    for (const tp of [2, 4, 8]) {
+      for (const n of [1, 4, 16, 64]) rs.push(dec(n, 1000 * n, K.c + K.d * 1000 * n + 5000 + 1500 * tp + 200 * n, { tp, group: `dec-tp${tp}` }));
+    }
+    const v = validateRows(rowsOf(rs), { chip: 'h100', fitHost: 'fraction=0.5' }, deps());
+    const f = v.host_fit!.fits.find((x) => x.composition === 'no_overlap')!;
+    const term = (n: string) => f.terms.find((t) => t.name === n)!;
+    expect(term('per_step_us').value_us).toBeCloseTo(5000, 4);
+    expect(term('per_request_step_us').value_us).toBeCloseTo(200, 6);
+    expect(term('per_step_tp_gt1_us').identified).toBe(false); // every row has tp > 1
+    expect(term('per_step_per_rank_us').value_us).toBeCloseTo(1500, 4);
+    expect(v.overall_by_composition.no_overlap.mape_pct).toBeLessThan(1e-6);
   });
 
   it('a negative least-squares term is constrained to 0', () => {
