@@ -67,6 +67,25 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     expect(r2.stderr).toMatch(/registry not found: nope\.yaml/);
     const r3 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--composition', 'max']);
     expect(r3.code).toBe(1);
+    const r4 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--engine-sm', 'on']);
+    expect(r4.code).toBe(1);
+    expect(r4.stderr).toMatch(/--engine-sm on needs --fit-host/);
+    const r5 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--engine-sm', 'sometimes']);
+    expect(r5.code).toBe(2); // not one of the choices: a usage error
+  });
+
+  it('--fit-host prints both NoOverlap variants (without / with s) and pins the engine-sm mode', async () => {
+    const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--json', '--fit-host', 'fraction=0.25', '--engine-sm', 'off']);
+    expect(r.code).toBe(0);
+    const v = JSON.parse(r.stdout);
+    expect(v.pinned.flags).toEqual(['--chip h100', '--fit-host fraction=0.25', '--engine-sm off']);
+    expect(v.engine_sm.used).toBe(false);
+    expect(v.engine_sm.scales).toHaveLength(1);
+    expect(v.engine_sm.scales[0].engine).toBe('splitwise');
+    // off: the headline NoOverlap is the host-only variant, scored on the same rows as the variant with s
+    expect(v.regimes_by_composition.no_overlap.prefill.mape_pct).toBe(v.engine_sm.without.regimes.prefill.mape_pct);
+    expect(v.engine_sm.with.overall.n).toBe(v.engine_sm.without.overall.n);
+    expect(v.host_fit.weighting).toBe('relative');
   });
 });
 

@@ -103,6 +103,7 @@ export function register(program: Command): void {
       if (opts.composition && !(COMPOSITIONS as readonly string[]).includes(opts.composition)) {
         throw new UserError(`--composition: expected one of ${COMPOSITIONS.join(', ')}, got "${opts.composition}"`);
       }
+      if (opts.engineSm === 'on' && !opts.fitHost) throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
       const stepFiles = opts.steps ?? defaultStepFiles(opts.chip);
       if (stepFiles.length === 0) throw new UserError(`no held-out step files for chip ${opts.chip} (looked in measurements/${opts.chip}/*.steps.csv); pass --steps`);
       for (const f of stepFiles) if (!existsSync(f)) throw new UserError(`steps file not found: ${f}`);
