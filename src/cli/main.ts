@@ -27,6 +27,11 @@ export const VERSION = '0.1.0';
 
 /** Run the CLI with `argv` (as in process.argv). Resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  // A closed pipe (`stepcal price ... | head`) is not an error: stop writing quietly.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   const program = buildProgram();
   const debug = argv.includes('--debug');
   try {
