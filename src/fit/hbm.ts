@@ -85,6 +85,7 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
     `GEMM weight reads (bf16, m ≤ ${HBM_MAX_M}, ≥ 2×L2): n ${g.length}, derate alone ${fmt(gOnly?.derate ?? NaN)}, raw median bytes/latency/datasheet ${fmt(gMed)}`,
     `decode-attention KV reads (full, ≥ 2×L2): n ${a.length}, derate alone ${fmt(aOnly?.derate ?? NaN)}, raw median ${fmt(aMed)}`,
     `prior (AIC mem_bw_empirical_scaling_factor, BLIS vendor_spec): ${prior}; measured/prior ${fmt(derate / prior, 3)}`,
+    ...boot.notes.filter((n) => n.startsWith('rate ')).map((n) => n.replace(/^rate /, 'derate (as rate) ')),
   ];
   const entry = measuredEntry({
     value: derate,
