@@ -383,6 +383,17 @@ export const NOT_CACHE_RESIDENT_L2_MULTIPLE = 4;
 /** Tolerances of the units-slip check (issue 2): GEMM rate ≤ 1.2 × peak, DRAM-bound bandwidth ≤ 1.05 × HBM peak. */
 export const UNITS_SLIP_GEMM_PEAK_FACTOR = 1.2;
 export const UNITS_SLIP_HBM_FACTOR = 1.05;
+/**
+ * Lower plausibility bounds of the units-slip check (a table written in µs but labelled ms reads ×1000 too
+ * slow). The BEST row must reach this fraction of the datasheet rate; rows that cannot be judged
+ * (small or cache-resident shapes) are not counted. Measured on every shipped table (docs/measurements.md):
+ * the best large GEMM reaches 47 % (l40s fp8_block) to 97 % (h100 bf16) of the dense peak, the best large
+ * decode working set 85 % (a100) to 95 % (b200) of HBM; a ×1000 slip puts both below 0.1 %.
+ */
+export const UNITS_SLIP_MIN_GEMM_EFFICIENCY = 0.05;
+export const UNITS_SLIP_MIN_HBM_FRACTION = 0.05;
+/** A GEMM counts as large and compute-bound for the lower bound when m, n and k are all at least this. */
+export const UNITS_SLIP_LARGE_GEMM_DIM = 1024;
 /** L2 assumed when a chip file gives none (MiB). */
 const DEFAULT_L2_MIB = 50;
 
@@ -408,12 +419,19 @@ export function decodeKvBytes(row: AttentionDecodeRow): number {
  *   (dtypes the chip has no peak for are not checked).
  * - attention_decode: KV bytes / latency_us must not exceed 1.05 × HBM peak on rows whose KV working set is
  *   above NOT_CACHE_RESIDENT_L2_MULTIPLE × L2 (smaller working sets stay cache-resident under repeated timing).
+ * - lower bounds (a ×1000 slip the other way): among GEMMs with m, n, k ≥ UNITS_SLIP_LARGE_GEMM_DIM of a
+ *   dtype with a datasheet peak, the best 2·m·n·k / latency_us must reach UNITS_SLIP_MIN_GEMM_EFFICIENCY
+ *   of that peak; among decode rows above the L2 bound, the best KV bandwidth must reach
+ *   UNITS_SLIP_MIN_HBM_FRACTION of HBM peak. A table with no such rows is not judged.
  * @param rows rows in input order; row i is reported as input row i+1.
- * @throws InputError containing "check units (ms vs µs vs s?)" at the first offending row.
+ * @throws InputError containing "check units (ms vs µs vs s?)" at the first offending row (upper bound)
+ *   or at the best row (lower bound).
  */
 export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chip: Chip, file: string, latencyColumn = 'latency'): void {
   if (family === 'gemm') {
     const peaks = new Map<string, number | undefined>();
+    /** dtype → best efficiency among large shapes, its row index and how many large rows. */
+    const best = new Map<string, { eff: number; i: number; n: number }>();
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i] as GemmRow;
       let peak = peaks.get(r.dtype);
@@ -430,15 +448,46 @@ export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chi
             `${(rate / peak).toFixed(1)}× the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s; check units (ms vs µs vs s?)`,
         );
       }
+      if (r.m >= UNITS_SLIP_LARGE_GEMM_DIM && r.n >= UNITS_SLIP_LARGE_GEMM_DIM && r.k >= UNITS_SLIP_LARGE_GEMM_DIM) {
+        const b = best.get(r.dtype);
+        const eff = rate / peak;
+        if (!b) best.set(r.dtype, { eff, i, n: 1 });
+        else {
+          b.n++;
+          if (eff > b.eff) {
+            b.eff = eff;
+            b.i = i;
+          }
+        }
+      }
+    }
+    for (const [dtype, b] of best) {
+      if (b.eff >= UNITS_SLIP_MIN_GEMM_EFFICIENCY) continue;
+      const r = rows[b.i] as GemmRow;
+      const peak = peaks.get(dtype)!;
+      throw new InputError(
+        { file, row: b.i + 1, column: latencyColumn },
+        `the fastest of ${b.n} large ${dtype} GEMMs (m, n, k ≥ ${UNITS_SLIP_LARGE_GEMM_DIM}), ${r.m}×${r.n}×${r.k} in ${r.latency_us} µs, ` +
+          `implies ${fmtPct(b.eff)} of the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s ` +
+          `(below ${UNITS_SLIP_MIN_GEMM_EFFICIENCY * 100} %; real tables reach 47–97 %); check units (ms vs µs vs s?)`,
+      );
     }
   } else if (family === 'attention_decode') {
     const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * (chip.l2_mib ?? DEFAULT_L2_MIB) * 1024 * 1024;
     const limit = UNITS_SLIP_HBM_FACTOR * chip.hbm_bytes_per_us;
+    let bestBw = -1;
+    let bestI = -1;
+    let large = 0;
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i] as AttentionDecodeRow;
       const bytes = decodeKvBytes(r);
       if (bytes <= minBytes) continue;
       const bw = bytes / r.latency_us;
+      large++;
+      if (bw > bestBw) {
+        bestBw = bw;
+        bestI = i;
+      }
       if (bw > limit) {
         throw new InputError(
           { file, row: i + 1, column: latencyColumn },
@@ -448,7 +497,21 @@ export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chi
         );
       }
     }
+    if (large > 0 && bestBw < UNITS_SLIP_MIN_HBM_FRACTION * chip.hbm_bytes_per_us) {
+      const r = rows[bestI] as AttentionDecodeRow;
+      throw new InputError(
+        { file, row: bestI + 1, column: latencyColumn },
+        `the fastest of ${large} decode-attention rows with a KV working set above ${NOT_CACHE_RESIDENT_L2_MULTIPLE}× L2 reads ` +
+          `${(decodeKvBytes(r) / 1e6).toFixed(0)} MB in ${r.latency_us} µs, ${fmtPct(bestBw / chip.hbm_bytes_per_us)} of the ${chip.name} ` +
+          `HBM peak of ${chip.hbm_tb_per_s} TB/s (below ${UNITS_SLIP_MIN_HBM_FRACTION * 100} %; real tables reach 85–95 %); check units (ms vs µs vs s?)`,
+      );
+    }
   }
+}
+
+/** A fraction as a percentage with 2 significant digits (`0.086 %`, `4.9 %`). */
+function fmtPct(x: number): string {
+  return `${Number((x * 100).toPrecision(2))} %`;
 }
 
 /** Result of collapsing repeated configurations. */

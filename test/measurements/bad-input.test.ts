@@ -105,6 +105,23 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     expect(err.message).toContain('check units (ms vs µs vs s?)');
   });
 
+  it('units slip too SLOW in a GEMM table (latency written in µs, labelled ms: ×1000): "check units"', async () => {
+    // the 20 h200 rows include large bf16 shapes that really run at ~90 % of the 989.5 TFLOP/s peak; ×1000 puts the best under 0.1 %
+    const lines = gemm.lines.map((l) => setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) * 1000)));
+    const err = await expectRejected(
+      'gemm_perf',
+      gemm.header,
+      lines,
+      /row \d+ column "latency": the fastest of \d+ large bf16 GEMMs \(m, n, k ≥ 1024\), .* implies 0\.0\d+ % of the h200 datasheet peak of 990 TFLOP\/s .*check units \(ms vs µs vs s\?\)/,
+    );
+    expect(err.message).toContain('check units (ms vs µs vs s?)');
+    // ×10 is still plausible for the fastest large shape (≈ 9 %): the bound is aimed at ms/µs/s slips, not noise
+    const x10 = gemm.lines.map((l) => setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) * 10)));
+    const dir = tmpDir();
+    const ok = writeTable(dir, 'gemm_perf', gemm.header, x10);
+    await expect(runImport('aiconfigurator', [ok], { chip: 'h200', out: path.join(dir, 'out') })).resolves.toHaveLength(1);
+  });
+
   it('units slip in decode attention: bandwidth above 1.05× HBM on a working set far above L2', async () => {
     // rows whose KV working set is > 4 × 50 MiB on h200
     const { header, lines } = csvSlice(DECODE, () => true);
@@ -128,6 +145,11 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     const ok = writeTable(path.join(dir, 'ok'), 'generation_attention_perf', header, big);
     const written = await runImport('aiconfigurator', [ok], { chip: 'h200', out: path.join(dir, 'out') });
     expect(written[0]!.rows_out).toBe(5);
+    // every row ×1000 too slow: the best large working set reads at < 0.1 % of HBM
+    const slow = writeTable(path.join(dir, 'slow'), 'generation_attention_perf', header, big.map((l) => setCell(header, l, 'latency', String(Number(getCell(header, l, 'latency')) * 1000))));
+    await expect(runImport('aiconfigurator', [slow], { chip: 'h200', out: path.join(dir, 'out2') })).rejects.toThrow(
+      /row \d column "latency": the fastest of 5 decode-attention rows with a KV working set above 4× L2 reads \d+ MB in .* of the h200 HBM peak of 4\.8 TB\/s \(below 5 %.*check units \(ms vs µs vs s\?\)/,
+    );
   });
 
   it('a failing input among several writes none of them', async () => {
