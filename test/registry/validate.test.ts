@@ -113,6 +113,51 @@ describe('registry validate: physics failures', () => {
       'registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=h200]: field value: hbm_derate 1.2 is outside (0, 1]',
     ]);
   });
+  it('eps_max in (1, 1.05] is a warning (asymptote above datasheet peak), not an error; 1.05 is the error bound', () => {
+    for (const [value, warned] of [[1.03, true], [1.05, true], [1.0, false]] as const) {
+      const sets = clone(chipRegistry('h200'));
+      findEntry(sets, 'gemm_eps_max_bf16').value = value;
+      findEntry(sets, 'gemm_eps_max_bf16').ci95 = [0.95, value];
+      const ps = validateRegistry(sets, FILE);
+      expect(errorsOf(ps)).toEqual([]);
+      expect(ps.map(formatProblem)).toEqual(
+        warned
+          ? [`registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: warning: eps_max ${value} is above 1: asymptote above datasheet peak (allowed up to 1.05)`]
+          : [],
+      );
+    }
+    expect(
+      mutate((s) => {
+        findEntry(s, 'gemm_eps_max_bf16').value = 1.0501;
+        findEntry(s, 'gemm_eps_max_bf16').ci95 = [1, 1.06];
+      }),
+    ).toEqual(['registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: eps_max 1.0501 is outside (0, 1.05] (a fraction of the dense datasheet peak)']);
+  });
+  it('a ci95 upper bound above the datasheet rate is a warning naming the entry (eps_max, HBM, link)', () => {
+    const sets = clone(chipRegistry('h200'));
+    findEntry(sets, 'gemm_eps_max_bf16').ci95 = [0.9, 1.02]; // value 0.992
+    const rate = findEntry(sets, 'attention_decode_rate');
+    rate.ci95 = [rate.value * 0.9, 5_000_000]; // h200 HBM 4,800,000 bytes/µs
+    const peak = findEntry(sets, 'collective_peak_rate_all_reduce_int8_8rank_h200');
+    peak.ci95 = [peak.value * 0.9, 330_000]; // link bound 321,429
+    const ps = validateRegistry(sets, FILE);
+    expect(errorsOf(ps)).toEqual([]);
+    expect(ps.map(formatProblem)).toEqual([
+      'registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field ci95: warning: upper bound 1.02 exceeds the datasheet peak (eps_max) 1; the value 0.992 is within it, its ci95 is not',
+      "registry/h200.yaml: set cost-model-attention: entry attention_decode_rate [hardware=h200]: field ci95: warning: upper bound 5000000 exceeds h200's datasheet HBM rate (bytes/µs) 4800000; the value 2592000 is within it, its ci95 is not",
+      'registry/h200.yaml: set cost-model-collectives: entry collective_peak_rate_all_reduce_int8_8rank_h200 [hardware=h200]: field ci95: warning: upper bound 330000 exceeds the h200 link bound (bytes/µs) 321429; the value 201446.5 is within it, its ci95 is not',
+    ]);
+  });
+  it('an empty registry file (no sets, or sets without coefficients) is an error', () => {
+    for (const [text, msg] of [
+      ['', 'empty registry: no CoefficientSet documents'],
+      ['# nothing\n', 'empty registry: no CoefficientSet documents'],
+      ['kind: CoefficientSet\nname: x\ncoefficients: []\n', 'empty registry: 1 set(s) but no coefficients'],
+    ] as const) {
+      const { problems } = validateRegistryText(text, 'e.yaml');
+      expect(errorsOf(problems).map(formatProblem)).toEqual([`e.yaml: ${msg}`]);
+    }
+  });
   it('r_t > r_peak', () => {
     const m = mutate((s) => (findEntry(s, 'collective_transition_rate_alltoall_fp16_4rank_h200').value = 220_000));
     expect(m).toEqual(['registry/h200.yaml: set cost-model-collectives: entry collective_transition_rate_alltoall_fp16_4rank_h200 [hardware=h200]: field value: r_t 220000 bytes/µs exceeds r_peak 212642.4 bytes/µs']);
