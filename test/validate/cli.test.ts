@@ -55,6 +55,20 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     expect(r.stdout).toMatch(/batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant/);
   });
 
+  it('without --fit-host it says in one line that the registry host terms priced the rows and points to calibrate\'s rule', async () => {
+    const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report']);
+    expect(r.code).toBe(0);
+    const notes = r.stdout.split('\n').filter((l) => l.includes('--fit-host'));
+    expect(notes).toEqual(["host terms: the registry's (no --fit-host); calibrate fits them per engine: pass --fit-host fraction=0.25 to match"]);
+    // JSON on stdout stays parseable; the note moves to stderr
+    const j = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--json']);
+    expect(JSON.parse(j.stdout).host_fit).toBeFalsy();
+    expect(j.stderr).toContain('pass --fit-host fraction=0.25 to match');
+    // with the rule calibrate uses, no note
+    const f = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--fit-host', 'fraction=0.25']);
+    expect(f.stdout).not.toContain("host terms: the registry's");
+  });
+
   it('user errors exit 1 with the file named; a bad composition is refused', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'stepcal-val-'));
     const bad = path.join(dir, 'bad.steps.csv');

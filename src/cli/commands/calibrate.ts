@@ -27,7 +27,7 @@ import { displayPath } from '../../validate/index.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
 import { readStepsFile } from '../../validate/steps.ts';
 import { ENGINE_SM_MODES, type EngineSmMode, type ValidationResult } from '../../validate/types.ts';
-import { validateWithProgress } from './validate.ts';
+import { DEFAULT_CALIBRATE_FIT_HOST, validateWithProgress } from './validate.ts';
 
 interface CalibrateOpts {
   chip: string;
@@ -39,7 +39,7 @@ interface CalibrateOpts {
 }
 
 /** DECISION (docs/validation.md): calibrate fits host terms per engine on every 4th row per group by default. */
-export const DEFAULT_CALIBRATE_FIT_HOST = 'fraction=0.25';
+export { DEFAULT_CALIBRATE_FIT_HOST };
 
 /**
  * Step 1: check every stored file of a chip. Per-operator files: sha256 against the provenance's

@@ -37,6 +37,16 @@ interface ValidateOpts {
   report?: boolean;
 }
 
+/**
+ * The host-term rule `stepcal calibrate` validates with by default (DECISION, docs/validation.md): per-engine
+ * host terms fitted on every 4th row per group, those rows not scored. `validate` without `--fit-host`
+ * uses the registry's host terms instead and says so (REGISTRY_HOST_NOTE), so the two never disagree silently.
+ */
+export const DEFAULT_CALIBRATE_FIT_HOST = 'fraction=0.25';
+
+/** The one line `validate` prints when it prices with the registry's host terms (no --fit-host). */
+export const REGISTRY_HOST_NOTE = `host terms: the registry's (no --fit-host); calibrate fits them per engine: pass --fit-host ${DEFAULT_CALIBRATE_FIT_HOST} to match`;
+
 /** Held-out step files for a chip (measurements/<chip>/*.steps.csv[.gz]). */
 export function defaultStepFiles(chip: string): string[] {
   return listStepFiles(path.join(REPO_ROOT, 'measurements', chip));
@@ -86,7 +96,7 @@ export function register(program: Command): void {
     .requiredOption('--chip <name>', 'chip to validate (registry and held-out rows of this chip)')
     .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
     .option('--registry <file>', 'coefficient registry (default: registry/<chip>.yaml)')
-    .option('--fit-host <rule>', 'fit per-engine host terms on a training subset: batch=1 | fraction=F (rows used are not scored)')
+    .option('--fit-host <rule>', `fit per-engine host terms on a training subset: batch=1 | fraction=F (rows used are not scored); without it the registry's host terms price every row (calibrate uses ${DEFAULT_CALIBRATE_FIT_HOST})`)
     .addOption(
       new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms (NoOverlap): auto = held-out evidence picks, on, off')
         .choices([...ENGINE_SM_MODES])
@@ -129,12 +139,12 @@ export function register(program: Command): void {
       });
       let written: string[] = [];
       if (opts.report !== false) written = writeReport(opts.out ?? path.join(REPO_ROOT, 'fits', opts.chip), opts.chip, v);
-      if (opts.json) {
-        process.stdout.write(JSON.stringify(v, null, 1) + '\n');
-      } else if (opts.md) {
-        process.stdout.write(accuracyMarkdown(v, `stepcal validate ${flags.join(' ')}`));
+      if (opts.json || opts.md) {
+        // stdout is the machine-readable JSON / markdown; the note goes to stderr
+        if (!opts.fitHost) process.stderr.write(`stepcal: note: ${REGISTRY_HOST_NOTE}\n`);
+        process.stdout.write(opts.json ? JSON.stringify(v, null, 1) + '\n' : accuracyMarkdown(v, `stepcal validate ${flags.join(' ')}`));
       } else {
-        process.stdout.write(validationSummaryLines(v).join('\n') + '\n');
+        process.stdout.write([...(opts.fitHost ? [] : [REGISTRY_HOST_NOTE]), ...validationSummaryLines(v)].join('\n') + '\n');
         if (written.length) process.stdout.write(`report: ${written.filter((f) => /report\.(md|html)$/.test(f)).map(displayPath).join(', ')}\n`);
       }
     });
