@@ -236,6 +236,9 @@ export interface RampResult {
     holdout_geo_envelope: number;
     holdout_geo_all_rows: number;
     holdout_geo_shape: number;
+    /** Errors of the shape-aware ramp on all compute-bound rows (train) and on held-out whole k (holdout). */
+    shape_train: FitError;
+    shape_holdout: FitError;
     free: { eps_max: number; m_half: number; n_half: number; k_half: number; holdout_geo: number };
     stored: boolean;
   };
@@ -354,7 +357,11 @@ export function fitRampForDtype(
   const holdout_geo_envelope = geo(holdKAll.map((p) => rampEff(splitFit.eps_max, splitFit.m_half, p.m)));
   const allSplitK = fitRampAllRows(trainK, [allFull.eps_max, allFull.m_half]);
   const holdout_geo_all_rows = geo(holdKAll.map((p) => rampEff(allSplitK.eps_max, allSplitK.m_half, p.m)));
-  const holdout_geo_shape = geo(holdKAll.map((p) => shapePred(splitFit.eps_max, splitFit.m_half, halvesSplit.n_half, halvesSplit.k_half, p)));
+  const shapeHoldPred = holdKAll.map((p) => shapePred(splitFit.eps_max, splitFit.m_half, halvesSplit.n_half, halvesSplit.k_half, p));
+  const holdout_geo_shape = geo(shapeHoldPred);
+  // Full errors of the shape-aware ramp: train on every compute-bound row with the stored halves,
+  // holdout on the whole-k rows with halves fitted without them.
+  const shape_holdout: FitError = shapeHoldPred.length ? fitError(shapeHoldPred, meas) : { geo: NaN, mape_pct: NaN, n: 0 };
   const free = freeShapeFit(trainK, [stored.eps_max, stored.m_half, halves.n_half || 100, halves.k_half || 100]);
   const free_holdout = geo(holdKAll.map((p) => shapePred(free.eps_max, free.m_half, free.n_half, free.k_half, p)));
   // Cluster bootstrap over whole k values for the halves (k is the dimension the fit must cross).
@@ -376,6 +383,10 @@ export function fitRampForDtype(
   const best1 = Math.min(holdout_geo_envelope, holdout_geo_all_rows);
   const storedShape =
     Number.isFinite(holdout_geo_shape) && Number.isFinite(best1) && holdout_geo_shape - 1 <= SHAPE_STORE_RULE * (best1 - 1);
+  const shape_train = fitError(
+    compute.map((p) => shapePred(stored.eps_max, stored.m_half, halves.n_half, halves.k_half, p)),
+    compute.map((p) => p.eff),
+  );
 
   return {
     dtype,
@@ -397,6 +408,8 @@ export function fitRampForDtype(
       holdout_geo_envelope,
       holdout_geo_all_rows,
       holdout_geo_shape,
+      shape_train,
+      shape_holdout,
       free: { ...free, holdout_geo: free_holdout },
       stored: storedShape,
     },
@@ -476,12 +489,11 @@ function addRampCoefficients(fit: FamilyFit, r: RampResult, ctx: FitContext): vo
     `gemm ${r.dtype}: eps_max ${fmt(r.envelope_fit.eps_max)} [${fmt(r.envelope_fit.ci_eps[0])}, ${fmt(r.envelope_fit.ci_eps[1])}], m_half ${fmt(r.envelope_fit.m_half)} tokens; n ${r.rows_total - r.rows_memory_bound} rows; envelope geo train ${r.envelope_train.geo} / holdout ${r.envelope_holdout.geo}; shape ramp holdout geo ${fmt(s.holdout_geo_shape)} vs 1-factor ${fmt(Math.min(s.holdout_geo_envelope, s.holdout_geo_all_rows))}${s.stored ? ' (stored)' : ''}`,
   );
   if (s.stored) {
-    const shapeHold = { geo: Math.round(s.holdout_geo_shape * 1e4) / 1e4, mape_pct: NaN, n: 0, split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)` };
+    const shapeHold = { ...s.shape_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)` };
     const shapeNote = [
       `shape factor n/(n+n_half)·k/(k+k_half) fitted with eps_max, m_half fixed at the stored envelope ramp`,
       `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, shape-aware ${fmt(s.holdout_geo_shape)}`,
     ];
-    shapeHold.mape_pct = NaN;
     for (const [nm, v, ci, dim] of [
       [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, 'n (output features, the weight matrix\'s output width)'],
       [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k, 'k (input features, the reduction width)'],
@@ -494,8 +506,8 @@ function addRampCoefficients(fit: FamilyFit, r: RampResult, ctx: FitContext): vo
           used,
           ci95: ci,
           ci_method: 'bootstrap',
-          train: r.envelope_train,
-          holdout: { geo: Number(fmt(s.holdout_geo_shape)), mape_pct: 0, n: 0, split: shapeHold.split },
+          train: s.shape_train,
+          holdout: shapeHold,
           notes: [...shapeNote, `${HALF_UNIT_NOTE}: ${dim}`],
         });
       const { evidence, ci95, ...head } = entry;
