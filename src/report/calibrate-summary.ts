@@ -2,7 +2,7 @@
  * The one-screen summary of `stepcal calibrate` (coefficients with ci95 and fit errors, held-out
  * accuracy per regime) and the matching report section. Pure.
  */
-import type { CoefficientSet } from '../registry/types.ts';
+import type { CoefficientSet, NamedEntry } from '../registry/types.ts';
 import { COMPOSITION_LABEL, goalVerdict, htmlTable, mdTable, type ExtraSection, type Table } from './validation.ts';
 import { REGIMES, type ValidationResult } from '../validate/types.ts';
 
@@ -22,23 +22,77 @@ const sig = (x: number) => {
   return a !== 0 && (a >= 1e6 || a < 1e-3) ? x.toExponential(3) : String(Number(x.toPrecision(4)));
 };
 
+/** 3 significant digits, exponent without "+" for |x| ≥ 1e5 or < 1e-3 (`0.958`, `71.3`, `1.60e6`). For the terminal. */
+export const sig3 = (x: number): string => {
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  return a !== 0 && (a >= 1e5 || a < 1e-3) ? x.toExponential(2).replace('e+', 'e') : String(Number(x.toPrecision(3)));
+};
+
+/** Terminal abbreviations of the registry units (the report keeps the registry spelling). */
+const UNIT_ABBR: Record<string, string> = {
+  dimensionless: '1',
+  tokens: 'tok',
+  us_per_transfer: 'µs',
+  bytes_per_us: 'B/µs',
+  us_per_request: 'µs/req',
+  us_per_token: 'µs/tok',
+  us_per_layer: 'µs/layer',
+  us_per_step: 'µs/step',
+  us_per_hop: 'µs/hop',
+  us_per_load: 'µs/load',
+  bytes_per_rank: 'B/rank',
+  sm_count: 'SMs',
+};
+
 const COLLECTIVE_RE = /^collective_(floor|peak_rate|transition_rate)_(.+?)_(fp16|int8|bf16|fp8)_(\d+)rank_(.+)$/;
+
+/** One collective (op, dtype) condensed over its widths. */
+interface CollectiveGroup {
+  key: string;
+  /** Widths whose floor was measured (fitted on rows). */
+  measured: number[];
+  /** Widths whose floor is not measured (width extrapolations: method assumed), with their methods. */
+  other: number[];
+  methods: Set<string>;
+  floors: number[];
+  peaks: number[];
+}
+
+function collectiveGroups(sets: readonly CoefficientSet[]): CollectiveGroup[] {
+  const coll = new Map<string, CollectiveGroup>();
+  for (const s of sets) {
+    for (const { name, entry: e } of s.coefficients) {
+      const m = COLLECTIVE_RE.exec(name);
+      if (!m) continue;
+      const k = `${m[2]} ${m[3]}`;
+      let c = coll.get(k);
+      if (!c) coll.set(k, (c = { key: k, measured: [], other: [], methods: new Set(), floors: [], peaks: [] }));
+      if (m[1] === 'floor') {
+        (e.method === 'measured' ? c.measured : c.other).push(Number(m[4]));
+        c.methods.add(e.method);
+        c.floors.push(e.value);
+      }
+      if (m[1] === 'peak_rate') c.peaks.push(e.value);
+    }
+  }
+  for (const c of coll.values()) for (const xs of [c.measured, c.other]) xs.sort((a, b) => a - b);
+  return [...coll.values()].sort((a, b) => a.key.localeCompare(b.key));
+}
+
+/** `2/4/8 +16 extrapolated` style width label; `extrap` names the non-measured widths. */
+function widthLabel(c: CollectiveGroup, extrap: string): string {
+  const m = c.measured.join('/');
+  const o = c.other.length ? `+${c.other.join('/')} ${extrap}` : '';
+  return [m, o].filter(Boolean).join(' ');
+}
 
 /** Coefficient table: every non-collective entry, and one line per collective (op, dtype) summarising its widths. */
 export function coefficientTable(sets: readonly CoefficientSet[]): Table {
   const rows: string[][] = [];
-  const coll = new Map<string, { ranks: number[]; floors: number[]; peaks: number[] }>();
   for (const s of sets) {
     for (const { name, entry: e } of s.coefficients) {
-      const m = COLLECTIVE_RE.exec(name);
-      if (m) {
-        const k = `${m[2]} ${m[3]}`;
-        let c = coll.get(k);
-        if (!c) coll.set(k, (c = { ranks: [], floors: [], peaks: [] }));
-        if (m[1] === 'floor') (c.ranks.push(Number(m[4])), c.floors.push(e.value));
-        if (m[1] === 'peak_rate') c.peaks.push(e.value);
-        continue;
-      }
+      if (COLLECTIVE_RE.test(name)) continue;
       const ev = e.evidence;
       const n = ev?.train_error?.n ?? ev?.inputs?.[0]?.rows_used;
       rows.push([
@@ -53,12 +107,117 @@ export function coefficientTable(sets: readonly CoefficientSet[]): Table {
       ]);
     }
   }
-  for (const [k, c] of [...coll].sort()) {
-    const r = [...new Set(c.ranks)].sort((a, b) => a - b);
-    const range = (xs: number[]) => (xs.length ? `${sig(Math.min(...xs))}–${sig(Math.max(...xs))}` : '–');
-    rows.push([`collective ${k} ×${r.join('/')}`, range(c.floors), 'us (floor)', `peak ${range(c.peaks)} B/us`, '–', '–', '–', 'registry']);
+  const range = (xs: number[]) => (xs.length ? `${sig(Math.min(...xs))}–${sig(Math.max(...xs))}` : '–');
+  for (const c of collectiveGroups(sets)) {
+    rows.push([
+      `collective ${c.key} ×${widthLabel(c, 'extrapolated (method assumed)')}`,
+      range(c.floors),
+      'us (floor)',
+      `peak ${range(c.peaks)} B/us`,
+      '–',
+      '–',
+      '–',
+      [...c.methods].sort().join(' + '),
+    ]);
   }
   return { header: ['coefficient', 'value', 'units', 'ci95', 'n (rows)', 'train geo (×)', 'holdout geo (×)', 'method'], rows };
+}
+
+const GEMM_RE = /^gemm_(eps_max|m_half|n_half|k_half)_(.+)$/;
+const HOST_RE = /^host_/;
+
+/**
+ * The terminal's GEMM table: one row per dtype with eps_max and its ci95, the half-saturation sizes
+ * m½ (tokens), n½ and k½ (elements), the rows each fit used (eps_max/m½ fit, n½/k½ fit) and their holdout
+ * geometric errors. The ci95 of m½, n½ and k½ are in the report.
+ */
+export function gemmTextTable(sets: readonly CoefficientSet[]): Table {
+  const by = new Map<string, Partial<Record<string, NamedEntry['entry']>>>();
+  for (const s of sets)
+    for (const { name, entry } of s.coefficients) {
+      const m = GEMM_RE.exec(name);
+      if (!m) continue;
+      let d = by.get(m[2]!);
+      if (!d) by.set(m[2]!, (d = {}));
+      d[m[1]!] = entry;
+    }
+  const v = (e: NamedEntry['entry'] | undefined) => (e ? sig3(e.value) : '–');
+  const n = (e: NamedEntry['entry'] | undefined) => String(e?.evidence?.train_error?.n ?? e?.evidence?.inputs?.[0]?.rows_used ?? '–');
+  const g = (e: NamedEntry['entry'] | undefined) => (e?.evidence?.holdout_error ? sig3(e.evidence.holdout_error.geo) : '–');
+  return {
+    header: ['gemm', 'eps_max', 'ci95', 'm½ tok', 'n½', 'k½', 'rows eps/nk', 'holdout geo× eps/nk'],
+    rows: [...by].map(([dtype, d]) => [
+      dtype,
+      v(d.eps_max),
+      d.eps_max?.ci95 ? `[${sig3(d.eps_max.ci95[0])}, ${sig3(d.eps_max.ci95[1])}]` : '–',
+      v(d.m_half),
+      v(d.n_half),
+      v(d.k_half),
+      `${n(d.eps_max)}/${n(d.n_half)}`,
+      `${g(d.eps_max)}/${g(d.n_half)}`,
+    ]),
+  };
+}
+
+/** Host terms on a line per method (`host (assumed): admission_per_request 40000 µs/req, ...`), for wrapping. */
+export function hostTextLines(sets: readonly CoefficientSet[]): string[] {
+  const by = new Map<string, string[]>();
+  for (const s of sets)
+    for (const { name, entry: e } of s.coefficients) {
+      if (!HOST_RE.test(name)) continue;
+      const item = `${name.replace(HOST_RE, '')} ${sig3(e.value)} ${UNIT_ABBR[e.units] ?? e.units}${e.ci95 ? ` [${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : ''}`;
+      by.set(e.method, [...(by.get(e.method) ?? []), item]);
+    }
+  return [...by].map(([method, items]) => `host (${method}): ${items.join(', ')}`);
+}
+
+/**
+ * The terminal's table of the remaining coefficients (≤ 100 columns): 3 significant digits, abbreviated
+ * units, train and holdout geometric error in one column, and columns that are the same on every row
+ * dropped (their value stated in `dropped`). GEMM, host and collective entries have their own renderings
+ * (`gemmTextTable`, `hostTextLines`, `collectiveTextTable`).
+ */
+export function compactCoefficientTable(sets: readonly CoefficientSet[]): { table: Table; dropped: string[] } {
+  const rows: string[][] = [];
+  for (const s of sets) {
+    for (const { name, entry: e } of s.coefficients) {
+      if (COLLECTIVE_RE.test(name) || GEMM_RE.test(name) || HOST_RE.test(name)) continue;
+      const ev = e.evidence;
+      const n = ev?.train_error?.n ?? ev?.inputs?.[0]?.rows_used;
+      const tr = ev?.train_error ? sig3(ev.train_error.geo) : '–';
+      const ho = ev?.holdout_error ? sig3(ev.holdout_error.geo) : '–';
+      rows.push([
+        name,
+        sig3(e.value),
+        UNIT_ABBR[e.units] ?? e.units,
+        e.ci95 ? `[${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : '–',
+        n === undefined ? '–' : String(n),
+        tr === '–' && ho === '–' ? '–' : `${tr}/${ho}`,
+        e.method,
+      ]);
+    }
+  }
+  return dropConstantColumns({ header: ['coefficient', 'value', 'units', 'ci95', 'n', 'geo× train/hold', 'method'], rows });
+}
+
+/**
+ * Collectives per (op, dtype): widths (measured, then `+N extrap.` for widths that are not measured —
+ * width extrapolations, method assumed), floor range (µs), peak-rate range (GB/s = bytes/µs ÷ 1000), methods.
+ */
+export function collectiveTextTable(sets: readonly CoefficientSet[]): Table {
+  const range = (xs: number[]) => (xs.length ? `${sig3(Math.min(...xs))}–${sig3(Math.max(...xs))}` : '–');
+  return {
+    header: ['collective', 'ranks', 'floor µs', 'peak GB/s', 'method'],
+    rows: collectiveGroups(sets).map((c) => [c.key, widthLabel(c, 'extrap.'), range(c.floors), range(c.peaks.map((b) => b / 1e3)), [...c.methods].sort().join('+')]),
+  };
+}
+
+/** Drop columns (never the first) whose cells are identical on every row; returns `header: value` of each. */
+export function dropConstantColumns(t: Table): { table: Table; dropped: string[] } {
+  if (t.rows.length < 2) return { table: t, dropped: [] };
+  const keep = t.header.map((_, i) => i === 0 || new Set(t.rows.map((r) => r[i])).size > 1);
+  const dropped = t.header.filter((_, i) => !keep[i]).map((h) => `${h} ${t.rows[0]![t.header.indexOf(h)]}`);
+  return { table: { header: t.header.filter((_, i) => keep[i]), rows: t.rows.map((r) => r.filter((_, i) => keep[i])) }, dropped };
 }
 
 /** Held-out accuracy table: one row per regime for the headline composition. */
@@ -74,11 +233,65 @@ export function heldOutTable(v: ValidationResult): Table {
   return { header: ['regime', 'n (rows)', 'MAPE (%)', 'median APE (%)', 'p90 APE (%)', 'bias (%)', `${other} MAPE (%)`, 'goal (median ≤ 10 %, p90 ≤ 25 %)'], rows };
 }
 
+/** The goal verdict in a few characters: `met`, or how far above the goal each percentile is (`med +9.1 p90 +2.1`). */
+function shortVerdict(m: { median_ape_pct: number; p90_ape_pct: number }): string {
+  const full = goalVerdict(m as never);
+  if (full === 'met') return 'met';
+  const dm = /median short by ([0-9.]+)/.exec(full)?.[1];
+  const dp = /p90 short by ([0-9.]+)/.exec(full)?.[1];
+  return [dm ? `med +${dm}` : '', dp ? `p90 +${dp}` : ''].filter(Boolean).join(' ') + ' pp';
+}
+
+/** The terminal's held-out table (≤ 100 columns). */
+export function compactHeldOutTable(v: ValidationResult): Table {
+  const t = heldOutTable(v);
+  const other = COMPOSITION_LABEL[v.headline === 'overlap' ? 'no_overlap' : 'overlap'];
+  return {
+    header: ['regime', 'n', 'MAPE%', 'med%', 'p90%', 'bias%', `${other} MAPE%`, 'goal med≤10 p90≤25'],
+    rows: t.rows.map((r) => {
+      const m = v.regimes[r[0] as (typeof REGIMES)[number]]!;
+      return [...r.slice(0, 7), shortVerdict(m)];
+    }),
+  };
+}
+
 /** Fixed-width text rendering of a table for the terminal. */
 export function textTable(t: Table): string[] {
   const w = t.header.map((h, i) => Math.max(h.length, ...t.rows.map((r) => (r[i] ?? '').length)));
   const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padEnd(w[i]!) : x.padStart(w[i]!))).join('  ').trimEnd();
   return [line(t.header), ...t.rows.map(line)];
+}
+
+/** Terminal width the summary keeps to. */
+export const SUMMARY_WIDTH = 100;
+
+/**
+ * Wrap one line to `width` columns, breaking after ", " or "; " where it can (so `7 µs/step` stays
+ * whole) and between words otherwise; continuation lines get the line's indent plus two spaces. A word
+ * longer than the width is left whole.
+ */
+export function wrapLine(line: string, width = SUMMARY_WIDTH): string[] {
+  if (line.length <= width) return [line];
+  const lead = line.slice(0, line.length - line.trimStart().length);
+  const indent = lead + '  ';
+  const out: string[] = [];
+  let cur = lead;
+  const fresh = () => cur.trim() === '';
+  const push = (piece: string, sep: string) => {
+    const cand = fresh() ? cur + piece : cur + sep + piece;
+    if (cand.length <= width || fresh()) cur = cand;
+    else {
+      out.push(cur);
+      cur = indent + piece;
+    }
+  };
+  for (const chunk of line.trim().split(/(?<=[,;]) /)) {
+    const room = width - (fresh() ? cur.length : cur.length + 1);
+    if (chunk.length <= room || chunk.length <= width - indent.length) push(chunk, ' ');
+    else for (const [i, word] of chunk.split(' ').entries()) push(word, i === 0 && fresh() ? '' : ' ');
+  }
+  if (!fresh()) out.push(cur);
+  return out;
 }
 
 export interface CalibrateOutcome {
@@ -97,18 +310,34 @@ export interface CalibrateOutcome {
   report_files: string[];
 }
 
-/** One-screen summary lines. */
+/** Every warning of a calibration (fit, then validation), each once, in first-seen order. For stderr. */
+export function calibrateWarnings(o: CalibrateOutcome): string[] {
+  return [...new Set([...o.fit_warnings, ...(o.validation?.warnings ?? [])])];
+}
+
+/**
+ * One-screen summary lines (≤ SUMMARY_WIDTH columns each; about 40–50 lines). Warnings are not in it:
+ * the caller prints `calibrateWarnings` on stderr, and the summary says how many there were.
+ */
 export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
   const L: string[] = [];
   const byFam = new Map<string, number>();
   for (const c of o.checks) byFam.set(c.family, (byFam.get(c.family) ?? 0) + c.rows);
-  L.push(`stepcal calibrate ${o.chip}: measurements ${[...byFam].map(([f, n]) => `${f} ${n}`).join(', ')} rows`);
+  L.push(`stepcal calibrate ${o.chip}: rows ${[...byFam].map(([f, n]) => `${f} ${n}`).join(', ')}`);
   const bad = o.checks.filter((c) => c.status !== 'ok');
   for (const b of bad) L.push(`  check: ${b.file}: ${b.status}`);
   const n = o.sets.reduce((a, s) => a + s.coefficients.length, 0);
   L.push(`registry: ${o.registry_file} (${n} coefficients in ${o.sets.length} sets; gates passed)`);
-  L.push(...textTable(coefficientTable(o.sets)).map((l) => '  ' + l));
-  for (const w of o.fit_warnings) L.push(`  warning: ${w}`);
+  const gemm = gemmTextTable(o.sets);
+  if (gemm.rows.length) L.push(...textTable(gemm).map((l) => '  ' + l));
+  const { table, dropped } = compactCoefficientTable(o.sets);
+  L.push(...textTable(table).map((l) => '  ' + l));
+  if (dropped.length) L.push(`  (every row: ${dropped.join('; ')})`);
+  L.push(...hostTextLines(o.sets).map((l) => '  ' + l));
+  const coll = collectiveTextTable(o.sets);
+  if (coll.rows.length) L.push(...textTable(coll).map((l) => '  ' + l));
+  const warnings = calibrateWarnings(o);
+  if (warnings.length) L.push(`${warnings.length} warning(s): printed once each on stderr, and in the report`);
   const v = o.validation;
   if (!v) {
     L.push(`held-out accuracy: ${o.validation_note ?? 'not measured'}`);
@@ -118,18 +347,18 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
       `held-out accuracy (${v.pinned.inputs.map((i) => i.file).join(', ')}; ${scored} scored rows of ${v.rows.length}; ` +
         `host: ${v.host_fit ? `per-engine fit --fit-host ${v.host_fit.rule} on ${v.host_fit.training_rows.length} rows, not scored` : 'registry'}; headline ${COMPOSITION_LABEL[v.headline]}):`,
     );
-    L.push(...textTable(heldOutTable(v)).map((l) => '  ' + l));
+    L.push(...textTable(compactHeldOutTable(v)).map((l) => '  ' + l));
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-        L.push(`  host fit ${f.engine}: ${f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${f.sm_scale.value.toFixed(3)}` : ''}`);
+        L.push(`  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${f.sm_scale.value.toFixed(3)}` : ''}`);
       }
     }
     const es = v.engine_sm;
     if (es) {
       const side = (x: typeof es.with) => REGIMES.filter((g) => x.regimes[g]).map((g) => `${g} ${x.regimes[g]!.median_ape_pct.toFixed(1)}/${x.regimes[g]!.p90_ape_pct.toFixed(1)}/${x.regimes[g]!.bias_pct.toFixed(1)}`).join('; ');
-      L.push(`  engine compute-efficiency s (${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}): headline NoOverlap ${es.used ? 'WITH' : 'WITHOUT'} s — ${es.reason}`);
-      L.push(`    NoOverlap median/p90/bias % without s: ${side(es.without)}`);
-      L.push(`    NoOverlap median/p90/bias % with s:    ${side(es.with)}`);
+      L.push(`  engine compute-efficiency s: ${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'WITH' : 'WITHOUT'} s; NoOverlap med/p90/bias %:`);
+      L.push(`    without s: ${side(es.without)}`);
+      L.push(`    with s:    ${side(es.with)}`);
     }
     const r = o.validation_registry_host;
     if (r) {
@@ -137,7 +366,7 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
     }
   }
   if (o.report_files.length) L.push(`report: ${o.report_files.join(', ')}`);
-  return L;
+  return L.flatMap((l) => wrapLine(l));
 }
 
 /** The calibration section placed at the top of the report. */
@@ -149,7 +378,7 @@ export function calibrateSection(o: CalibrateOutcome): ExtraSection {
   const coef = coefficientTable(o.sets);
   const notes = [
     `Registry written: \`${o.registry_file}\`; plausibility gates passed.`,
-    ...o.fit_warnings.map((w) => `Warning: ${w}`),
+    ...calibrateWarnings(o).map((w) => `Warning: ${w}`),
     ...(o.validation ? [] : [`Held-out accuracy: ${o.validation_note ?? 'not measured'}`]),
     ...(o.validation_registry_host
       ? [

@@ -21,7 +21,7 @@ import { sha256File } from '../../common/fs.ts';
 import { note } from '../../common/progress.ts';
 import { fitAll, outputPaths, writeFitOutputs } from '../../fit/index.ts';
 import { listMeasurementFiles, listStepFiles, provenancePath, readProvenance } from '../../measurements/store.ts';
-import { calibrateSection, calibrateSummaryLines, type CalibrateOutcome, type MeasurementCheck } from '../../report/calibrate-summary.ts';
+import { calibrateSection, calibrateSummaryLines, calibrateWarnings, type CalibrateOutcome, type MeasurementCheck } from '../../report/calibrate-summary.ts';
 import { writeReport } from '../../report/write.ts';
 import { displayPath } from '../../validate/index.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
@@ -159,6 +159,8 @@ export function register(program: Command): void {
           .filter((f) => /report\.(md|html)$/.test(f))
           .map(displayPath);
       }
+      // Warnings once each, on stderr (the summary on stdout only counts them; the report lists them).
+      for (const w of calibrateWarnings(outcome)) process.stderr.write(`stepcal: warning: ${w}\n`);
       if (opts.json) {
         process.stdout.write(
           JSON.stringify(
@@ -167,7 +169,7 @@ export function register(program: Command): void {
               checks,
               registry_file: outcome.registry_file,
               coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, method: c.entry.method, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
-              warnings: result.warnings,
+              warnings: calibrateWarnings(outcome),
               held_out: validation
                 ? { headline: validation.headline, headline_reason: validation.headline_reason, regimes: validation.regimes, regimes_by_composition: validation.regimes_by_composition, overall: validation.overall, host_fit: validation.host_fit?.fits, engine_sm: validation.engine_sm ? { used: validation.engine_sm.used, reason: validation.engine_sm.reason, scales: validation.engine_sm.scales, without: validation.engine_sm.without, with: validation.engine_sm.with } : null, pinned: validation.pinned }
                 : null,
