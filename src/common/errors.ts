@@ -9,10 +9,16 @@ export class UserError extends Error {
   override name = 'UserError';
 }
 
-/** Where in an input file a problem sits. Row numbers are 1-based data rows (the header is row 0). */
+/**
+ * Where in an input file a problem sits. Row numbers are 1-based data rows (the header is row 0; a
+ * problem with a named column on row 0 prints as `row 0 (header)`). Text formats that are not tables
+ * (nccl-tests stdout) use `line`, the 1-based line number of the file, and print `line N`.
+ */
 export interface InputLocation {
   file: string;
   row?: number;
+  /** 1-based line of a free-text input (instead of `row`). */
+  line?: number;
   column?: string;
 }
 
@@ -31,10 +37,11 @@ export class InputError extends UserError {
   }
 }
 
-/** `file`, `file row 12`, `file row 12 column "latency"`. */
+/** `file`, `file row 12`, `file row 12 column "latency"`, `file row 0 (header) column "m"`, `file line 17`. */
 export function formatLocation(loc: InputLocation): string {
   let s = loc.file;
-  if (loc.row !== undefined) s += ` row ${loc.row}`;
+  if (loc.line !== undefined) s += ` line ${loc.line}`;
+  if (loc.row !== undefined) s += loc.row === 0 && loc.column !== undefined ? ' row 0 (header)' : ` row ${loc.row}`;
   if (loc.column !== undefined) s += ` column "${loc.column}"`;
   return s;
 }

@@ -116,7 +116,7 @@ function decimals(tok: string): number {
 
 /**
  * Parse nccl-tests stdout. Pure.
- * @throws InputError naming the line (as `row`, 1-based line number) and column for a malformed data line,
+ * @throws InputError naming the line (`line N`, 1-based line of the text; not a table row) and column for a malformed data line,
  *   a non-positive time, or a printed bandwidth that disagrees with size/time and the bus factor
  *   (usually a wrong rank count or collective); UserError when ranks or op cannot be determined.
  */
@@ -182,11 +182,11 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     let k: number;
     if (tok.length >= 13) k = 5;
     else if (tok.length >= 11 && tok.length <= 12) k = 4;
-    else throw new InputError({ file, row: li + 1 }, `expected an nccl-tests data line "size count type redop root time algbw busbw #wrong time algbw busbw #wrong", got ${tok.length} fields`);
+    else throw new InputError({ file, line: li + 1 }, `expected an nccl-tests data line "size count type redop root time algbw busbw #wrong time algbw busbw #wrong", got ${tok.length} fields`);
     const num = (i: number, col: string, positive = false): number => {
       const v = Number(tok[i]);
       if (!Number.isFinite(v) || (positive && !(v > 0))) {
-        throw new InputError({ file, row: li + 1, column: col }, `expected a ${positive ? 'positive ' : ''}finite number, got "${tok[i] ?? ''}"`);
+        throw new InputError({ file, line: li + 1, column: col }, `expected a ${positive ? 'positive ' : ''}finite number, got "${tok[i] ?? ''}"`);
       }
       return v;
     };
@@ -195,7 +195,7 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     const count = num(1, 'count');
     const typeTok = tok[2]!;
     const type = TYPE_MAP[typeTok];
-    if (!type) throw new InputError({ file, row: li + 1, column: 'type' }, `unknown dtype "${typeTok}" (expected one of ${Object.keys(TYPE_MAP).join(', ')})`);
+    if (!type) throw new InputError({ file, line: li + 1, column: 'type' }, `unknown dtype "${typeTok}" (expected one of ${Object.keys(TYPE_MAP).join(', ')})`);
     const stride = tok.length - k >= 8 ? 4 : 3; // with or without #wrong
     const rec: NcclTestsLine = {
       size_bytes: size,
@@ -220,13 +220,13 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
       const d = decimals(tok[base]!);
       if (Math.abs(algbw - ab) > bwTolerance(ab, t, d)) {
         throw new InputError(
-          { file, row: li + 1, column: `${where} algbw` },
+          { file, line: li + 1, column: `${where} algbw` },
           `printed algbw ${ab} GB/s but size/time = ${size} B / ${t} µs = ${algbw.toFixed(2)} GB/s; check units (time must be µs, size bytes)`,
         );
       }
       if (Math.abs(busbw - bb) > bwTolerance(bb, t, d)) {
         throw new InputError(
-          { file, row: li + 1, column: `${where} busbw` },
+          { file, line: li + 1, column: `${where} busbw` },
           `printed busbw ${bb} GB/s but algbw × ${op} factor for ${ranks} ranks (${factor.toFixed(4)}) = ${busbw.toFixed(2)} GB/s; check --ranks and --op`,
         );
       }

@@ -154,7 +154,7 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
         }
         if (!Number.isFinite(v)) throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
         if ((col === 'latency_us' || col === 'measured_us') && v <= 0) {
-          throw new InputError({ file, row: r, column: col }, `expected a positive latency, got ${cell}`);
+          throw new InputError({ file, row: r, column: col }, `expected a positive number (µs), got ${cell}`);
         }
         obj[col] = v;
       }
@@ -281,7 +281,7 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
     };
     const need = (name: string, why: string): string => {
       const v = cell(name);
-      if (v === undefined) throw new InputError({ file, row: r, column: name }, `missing column (required ${why})`);
+      if (v === undefined) throw new InputError({ file, row: r, column: name }, `missing column: not in row 0 (header); required ${why}, first needed on this row`);
       if (v === '') throw new InputError({ file, row: r, column: name }, `empty cell; a value is required ${why}`);
       return v;
     };
@@ -297,11 +297,12 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
       if (v === '') return 0;
       const x = Number(v);
       if (!Number.isFinite(x)) throw new InputError({ file, row: r, column: name }, `expected a finite number, got "${v}"`);
+      if (name === 'measured_us' && !(x > 0)) throw new InputError({ file, row: r, column: name }, `expected a positive number (µs), got ${v}`);
       if (x < 0) throw new InputError({ file, row: r, column: name }, `expected a non-negative number, got ${v}`);
       return x;
     };
     const measured_us = num('measured_us');
-    if (!(measured_us > 0)) throw new InputError({ file, row: r, column: 'measured_us' }, `expected a positive time in µs, got ${measured_us}`);
+    if (!(measured_us > 0)) throw new InputError({ file, row: r, column: 'measured_us' }, `expected a positive number (µs), got ${measured_us}`);
     const tp = num('tp');
     if (!(tp >= 1 && Number.isInteger(tp))) throw new InputError({ file, row: r, column: 'tp' }, `expected an integer ≥ 1, got ${tp}`);
     const out: LocatedStepRow = {

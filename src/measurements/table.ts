@@ -153,7 +153,7 @@ export function intCell(table: RawTable, r: number, j: number, col: string, min 
 export function latencyCell(table: RawTable, r: number, j: number, col: string): number {
   const v = numCell(table, r, j, col);
   if (!(v > 0)) {
-    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected a positive, finite latency, got ${v}`);
+    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected a positive number (a latency), got ${v}`);
   }
   return v;
 }

@@ -47,7 +47,7 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
   it('missing column', async () => {
     const header = gemm.header.replace(',gemm_dtype', '');
     const lines = gemm.lines.map((l) => l.split(',').filter((_, i) => i !== gemm.header.split(',').indexOf('gemm_dtype')).join(','));
-    await expectRejected('gemm_perf', header, lines, /row 0 column "gemm_dtype": missing column; expected columns .*gemm_dtype/);
+    await expectRejected('gemm_perf', header, lines, /row 0 \(header\) column "gemm_dtype": missing column; expected columns .*gemm_dtype/);
   });
 
   it('non-numeric cell', async () => {
@@ -57,8 +57,8 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
   });
 
   it.each([
-    ['zero', '0', /row 3 column "latency": expected a positive, finite latency, got 0/],
-    ['negative', '-0.25', /row 3 column "latency": expected a positive, finite latency, got -0.25/],
+    ['zero', '0', /row 3 column "latency": expected a positive number \(a latency\), got 0/],
+    ['negative', '-0.25', /row 3 column "latency": expected a positive number \(a latency\), got -0.25/],
     ['non-finite', 'inf', /row 3 column "latency": expected a finite number, got "inf"/],
     ['NaN', 'NaN', /row 3 column "latency": expected a finite number, got "NaN"/],
     ['empty', '', /row 3 column "latency": expected a finite number, got ""/],

@@ -67,7 +67,7 @@ describe('nccl-tests stdout', () => {
 
   it('a wrong rank count shows as a busbw mismatch naming the line and column', () => {
     expect(() => parseNcclTests(text(F8), F8, { chip: 'h100', ranks: 4 })).toThrow(
-      /all_reduce_perf\.8ranks\.txt row 17 column "out-of-place busbw": printed busbw 419\.49 GB\/s but algbw × all_reduce factor for 4 ranks \(1\.5000\) = 359\.58 GB\/s; check --ranks and --op/,
+      /all_reduce_perf\.8ranks\.txt line 17 column "out-of-place busbw": printed busbw 419\.49 GB\/s but algbw × all_reduce factor for 4 ranks \(1\.5000\) = 359\.58 GB\/s; check --ranks and --op/,
     );
   });
 
@@ -78,13 +78,13 @@ describe('nccl-tests stdout', () => {
 
   it('malformed lines, unknown types and missing rank info are errors', () => {
     const t = text(F8).replace('     float     sum', '     quad     sum');
-    expect(() => parseNcclTests(t, F8, { chip: 'h100' })).toThrow(/row 17 column "type": unknown dtype "quad"/);
+    expect(() => parseNcclTests(t, F8, { chip: 'h100' })).toThrow(/line 17 column "type": unknown dtype "quad"/);
     const noRanks = text(F8).replace(/^# +Rank.*$/gm, '#');
     expect(() => parseNcclTests(noRanks, F8, { chip: 'h100' })).toThrow(/cannot tell the number of ranks.*--ranks/);
     expect(parseNcclTests(noRanks, F8, { chip: 'h100', ranks: 8 }).ranks).toBe(8);
     expect(() => parseNcclTests('# nothing here\n', 'x.txt', { chip: 'h100', ranks: 8, op: 'all_reduce' })).toThrow(/empty file: no nccl-tests data lines/);
     const short = text(F8).replace(/1119\.8.*$/m, '1119.8 239.71');
-    expect(() => parseNcclTests(short, F8, { chip: 'h100' })).toThrow(/row 17: expected an nccl-tests data line/);
+    expect(() => parseNcclTests(short, F8, { chip: 'h100' })).toThrow(/line 17: expected an nccl-tests data line/);
   });
 
   it('stepcal import nccl-tests writes a collective file under its own lane', async () => {

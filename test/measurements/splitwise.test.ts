@@ -95,10 +95,10 @@ describe('Splitwise perf_model.csv → steps', () => {
     const hw = text.replace(/^(llama2-70b,)a100-80gb/m, '$1v100');
     expect(() => parseSplitwise(hw, 'p.csv')).toThrow(/row 1 column "hardware": unknown hardware "v100"/);
     const noTp = text.replace(',tensor_parallel', ',tp');
-    expect(() => parseSplitwise(noTp, 'p.csv')).toThrow(/row 0 column "tensor_parallel": missing column/);
+    expect(() => parseSplitwise(noTp, 'p.csv')).toThrow(/row 0 \(header\) column "tensor_parallel": missing column/);
     const zero = text.split('\n');
     zero[5] = zero[5]!.split(',').map((c, i) => (i === 8 ? '0' : c)).join(',');
-    expect(() => parseSplitwise(zero.join('\n'), 'p.csv')).toThrow(/row 5 column "token_time": expected a positive, finite latency, got 0/);
+    expect(() => parseSplitwise(zero.join('\n'), 'p.csv')).toThrow(/row 5 column "token_time": expected a positive number \(a latency\), got 0/);
   });
 
   it('stepcal import splitwise --chip h100 --out writes one chip atomically', async () => {
@@ -129,15 +129,16 @@ describe('step file reader', () => {
 
   it('a missing required column or cell is an error naming file, row and column', () => {
     const noModel = header.replace('model,', '') + '\n' + row.replace('llama-2-70b,', '') + '\n';
-    expect(() => parseStepsCsv(noModel, 's.csv')).toThrow(/^s\.csv row 1 column "model": missing column \(required by every row\)$/);
+    expect(() => parseStepsCsv(noModel, 's.csv')).toThrow(/^s\.csv row 1 column "model": missing column: not in row 0 \(header\); required by every row, first needed on this row$/);
     const sb = row.replace(',step,1,512,0,0,0,0,0,0,', ',static_batch,0,0,0,0,0,8,512,,');
     expect(() => parseStepsCsv(`${header}\n${row}\n${sb}\n`, 's.csv')).toThrow(/^s\.csv row 2 column "output_tokens": empty cell; a value is required for kind=static_batch$/);
     // a per-kind column absent from the header: the first row of that kind is named
     const noBatch = [header, row, sb.replace(',,', ',4,')].map((l) => l.split(',').filter((_, i) => i !== 13).join(',')).join('\n');
-    expect(() => parseStepsCsv(noBatch, 's.csv')).toThrow(/^s\.csv row 2 column "batch": missing column \(required for kind=static_batch\)$/);
+    expect(() => parseStepsCsv(noBatch, 's.csv')).toThrow(/^s\.csv row 2 column "batch": missing column: not in row 0 \(header\); required for kind=static_batch, first needed on this row$/);
     expect(() => parseStepsCsv(`${header}\n${row.replace(',step,', ',decode,')}\n`, 's.csv')).toThrow(/row 1 column "kind": expected "step" or "static_batch", got "decode"/);
-    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',-1,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a non-negative number, got -1/);
-    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',0,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a positive time/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',-1,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a positive number \(µs\), got -1/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',-5,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a positive number \(µs\), got -5$/);
+    expect(() => parseStepsCsv(`${header}\n${row.replace(',83830,', ',0,')}\n`, 's.csv')).toThrow(/row 1 column "measured_us": expected a positive number \(µs\), got 0$/);
     expect(() => parseStepsCsv(`${header}\n${row.replace(',2,fp16', ',2.5,fp16')}\n`, 's.csv')).toThrow(/row 1 column "tp": expected an integer ≥ 1, got 2\.5/);
     expect(() => parseStepsCsv('', 's.csv')).toThrow(/empty file/);
     expect(() => readStepsFile('/nonexistent/x.steps.csv')).toThrow(/x\.steps\.csv: cannot read file/);
