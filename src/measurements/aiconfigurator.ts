@@ -52,17 +52,46 @@ export const AIC_OP_CATEGORY: Record<AicTable, string> = {
   custom_allreduce_perf: 'comm',
 };
 
+/** The table name of a file from its base name (`gemm_perf.csv`, `.parquet`, `.csv.gz`), or undefined. */
+export function aicTableFromName(file: string): AicTable | undefined {
+  const base = path.basename(file).replace(/\.(csv(\.gz)?|parquet)$/, '');
+  return base in AIC_TABLES ? (base as AicTable) : undefined;
+}
+
 /**
  * The table name of a file from its base name (`gemm_perf.csv`, `gemm_perf.parquet`, `gemm_perf.csv.gz`).
  * @throws UserError when it is not one of AIC_TABLES.
  */
 export function aicTableFromPath(file: string): AicTable {
+  const t = aicTableFromName(file);
+  if (t) return t;
   const base = path.basename(file).replace(/\.(csv(\.gz)?|parquet)$/, '');
-  if (base in AIC_TABLES) return base as AicTable;
   throw new UserError(
     `${file}: cannot infer the measurement family from the table name "${base}" ` +
       `(expected one of ${Object.keys(AIC_TABLES).join(', ')})`,
   );
+}
+
+/**
+ * The table a file holds, from its header (and, for attention, the first row's op_name), for files whose
+ * name does not say it (`good.csv`). Each upstream table has a column no other has: `gemm_dtype`,
+ * `moe_dtype`, `nccl_dtype`, `allreduce_dtype`; the two attention tables share their columns and differ in
+ * op_name (`context_attention` / `generation_attention`). Pure.
+ * @returns undefined when the header matches no table.
+ */
+export function aicTableFromHeader(table: RawTable): AicTable | undefined {
+  const h = new Set(table.header);
+  if (h.has('gemm_dtype')) return 'gemm_perf';
+  if (h.has('moe_dtype')) return 'moe_perf';
+  if (h.has('nccl_dtype')) return 'nccl_perf';
+  if (h.has('allreduce_dtype')) return 'custom_allreduce_perf';
+  if (h.has('attn_dtype') && h.has('kv_cache_dtype')) {
+    const j = table.header.indexOf('op_name');
+    const op = j >= 0 && table.rows.length ? textCell(table, 0, j) : '';
+    if (op === 'context_attention') return 'context_attention_perf';
+    if (op === 'generation_attention') return 'generation_attention_perf';
+  }
+  return undefined;
 }
 
 /** GEMM dtype spellings upstream → stepcal. */

@@ -4,12 +4,15 @@
  * leaves earlier files untouched.
  */
 import path from 'node:path';
+import { UserError } from '../common/errors.ts';
 import { sha256File } from '../common/fs.ts';
 import { type Chip, REPO_ROOT } from '../catalog/chip.ts';
 import {
   AIC_OP_CATEGORY,
+  AIC_TABLES,
   type AicImport,
-  aicTableFromPath,
+  aicTableFromHeader,
+  aicTableFromName,
   collapseDuplicates,
   coverageByDtype,
   majorityLane,
@@ -98,9 +101,21 @@ export async function stageAicImport(
 ): Promise<{ staged: StagedMeasurements[]; summaries: ImportSummary[] }> {
   const imports: Array<{ imp: AicImport; sha: string }> = [];
   for (const f of files) {
-    const table = aicTableFromPath(f);
+    const named = aicTableFromName(f);
     const raw = await readTable(f);
-    imports.push({ imp: normalizeAicTable(table, raw, opts.chip, opts.chipInfo), sha: sha256File(f) });
+    // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
+    const table = named ?? aicTableFromHeader(raw);
+    if (!table) {
+      const base = path.basename(f).replace(/\.(csv(\.gz)?|parquet)$/, '');
+      throw new UserError(
+        `${f}: cannot infer the measurement family from the table name "${base}" (expected one of ${Object.keys(AIC_TABLES).join(', ')}) ` +
+          `nor from the header (${raw.header.slice(0, 12).join(', ')}${raw.header.length > 12 ? ', …' : ''}): no gemm_dtype, moe_dtype, nccl_dtype or ` +
+          `allreduce_dtype column, nor attn_dtype + kv_cache_dtype with op_name context_attention / generation_attention`,
+      );
+    }
+    const imp = normalizeAicTable(table, raw, opts.chip, opts.chipInfo);
+    if (!named) imp.filters.unshift(`table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`);
+    imports.push({ imp, sha: sha256File(f) });
     onProgress?.(f);
   }
   const groups = new Map<string, Array<{ imp: AicImport; sha: string }>>();

@@ -1,7 +1,13 @@
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { aicPath, SPLITWISE_CSV, tmpDir } from './helpers.ts';
+import { writeFileSync } from 'node:fs';
+import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';
+
+function writeCsv(file: string, header: string, lines: string[]): string {
+  writeFileSync(file, [header, ...lines].join('\n') + '\n');
+  return file;
+}
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -43,5 +49,43 @@ describe('stepcal import (CLI)', () => {
     expect(bad.stderr).not.toMatch(/\n\s+at /); // no stack without --debug
     expect((await cli(['import', 'bogus', 'x'])).code).toBe(2);
     expect((await cli(['import'])).code).toBe(2);
+  });
+
+  it('malformed numeric flags are usage errors (exit 2) naming the flag, before anything is read', async () => {
+    const out = tmpDir();
+    for (const args of [
+      ['--ranks', 'abc'],
+      ['--ranks', '0'],
+      ['--nodes', '1.5'],
+    ]) {
+      const r = await cli(['import', 'nccl-tests', 'missing.txt', '--chip', 'h100', '--out', out, ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`option '${args[0]} <n>' argument '${args[1]!.replace('.', '\\.')}' is invalid\\. expected a (positive integer|finite number)`));
+    }
+    const l2 = await cli(['import', 'system', 'x.yaml', '--l2-mib', 'big']);
+    expect(l2.code).toBe(2);
+    const cal = await cli(['calibrate', '--chip', 'h100', '--resamples', '100']);
+    expect(cal.code).toBe(2);
+    expect(cal.stderr).toMatch(/--resamples <n>' argument '100' is invalid\. expected an integer ≥ 200/);
+    expect((await cli(['calibrate', '--chip', 'h100', '--resamples', 'lots'])).code).toBe(2);
+  });
+
+  it('aiconfigurator infers the family from the header when the file name does not say it (good.csv with gemm columns)', async () => {
+    const dir = tmpDir();
+    const gemm = csvSlice(aicPath('h200_sxm', 'gemm_perf', 'vllm-0.24.0'), (_, i) => i < 20);
+    const good = writeCsv(path.join(dir, 'good.csv'), gemm.header, gemm.lines);
+    const r = await cli(['import', 'aiconfigurator', good, '--chip', 'h200', '--out', path.join(dir, 'out'), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).written).toEqual([expect.objectContaining({ family: 'gemm', lane: 'vllm-0.24.0', rows_in: 20 })]);
+    // the two attention tables share columns: op_name tells them apart
+    const dec = csvSlice(aicPath('h200_sxm', 'generation_attention_perf', 'vllm-0.24.0'), (_, i) => i < 5);
+    const d = writeCsv(path.join(dir, 'mine.csv'), dec.header, dec.lines);
+    const rd = await cli(['import', 'aiconfigurator', d, '--chip', 'h200', '--out', path.join(dir, 'out2'), '--json']);
+    expect(JSON.parse(rd.stdout).written[0].family).toBe('attention_decode');
+    // a header that tells nothing is still refused, naming the file and what was looked for
+    const odd = writeCsv(path.join(dir, 'odd.csv'), 'a,b,latency', ['1,2,3']);
+    const ro = await cli(['import', 'aiconfigurator', odd, '--chip', 'h200', '--out', path.join(dir, 'out3')]);
+    expect(ro.code).toBe(1);
+    expect(ro.stderr).toMatch(/odd\.csv: cannot infer the measurement family from the table name "odd" .* nor from the header \(a, b, latency\): no gemm_dtype/);
   });
 });

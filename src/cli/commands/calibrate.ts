@@ -14,7 +14,8 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { parsePositiveInt } from '../../analytics/args.ts';
 import { loadChip, REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
 import { sha256File } from '../../common/fs.ts';
@@ -35,7 +36,7 @@ interface CalibrateOpts {
   report?: boolean;
   fitHost: string;
   engineSm: string;
-  resamples: string;
+  resamples: number;
 }
 
 /** DECISION (docs/validation.md): calibrate fits host terms per engine on every 4th row per group by default. */
@@ -85,12 +86,19 @@ export function register(program: Command): void {
         .choices([...ENGINE_SM_MODES])
         .default('auto'),
     )
-    .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
+    .addOption(
+      new Option('--resamples <n>', 'bootstrap resamples (≥ 200)')
+        .argParser((v: string) => {
+          const n = parsePositiveInt(v);
+          if (n < 200) throw new InvalidArgumentError(`expected an integer ≥ 200, got "${v}"`);
+          return n;
+        })
+        .default(200),
+    )
     .action(async (opts: CalibrateOpts) => {
       const chip = loadChip(opts.chip).name;
       parseHostRule(opts.fitHost); // fail fast on a bad rule
-      const resamples = Number(opts.resamples);
-      if (!Number.isInteger(resamples) || resamples < 200) throw new UserError(`--resamples must be an integer ≥ 200, got ${opts.resamples}`);
+      const resamples = opts.resamples;
       const dir = path.join(REPO_ROOT, 'measurements', chip);
 
       note(`calibrate ${chip}: 1/6 checking measurements in ${displayPath(dir)} ...`);

@@ -1,14 +1,16 @@
 /**
  * `stepcal import <format> <paths...> --chip <name> [--out dir] [--json]`
  *
- * Formats: aiconfigurator (per-operator CSV or Parquet tables; family from the table name), nccl-tests
+ * Formats: aiconfigurator (per-operator CSV or Parquet tables; family from the table name, else from the
+ * header columns), nccl-tests
  * (stdout text), splitwise (perf_model.csv → held-out steps), system (AIC descriptor YAML → chip file).
  * Every input is validated before anything is written; the outputs land together atomically.
  * Results go to stdout (a table, or JSON with --json); progress goes to stderr.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Argument, type Command } from 'commander';
+import { Argument, type Command, Option } from 'commander';
+import { parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import { parse as parseYaml } from 'yaml';
 import { chipFromSku, CHIPS_DIR, type Chip, type ChipFile, knownChips, loadChip } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
@@ -24,18 +26,19 @@ import { systemToChip } from '../../measurements/system.ts';
 export const IMPORT_FORMATS = ['aiconfigurator', 'nccl-tests', 'splitwise', 'system'] as const;
 type Format = (typeof IMPORT_FORMATS)[number];
 
+/** Options of runImport. Numeric flags arrive as numbers from the CLI (parsed, a bad value is exit 2) or as strings from callers. */
 interface ImportOpts {
   chip?: string;
   out?: string;
   json?: boolean;
-  ranks?: string;
+  ranks?: string | number;
   op?: string;
-  nodes?: string;
+  nodes?: string | number;
   lane?: string;
   sourceRepo?: string;
   sourceCommit?: string;
-  smCount?: string;
-  l2Mib?: string;
+  smCount?: string | number;
+  l2Mib?: string | number;
 }
 
 /** One written file, as reported. */
@@ -49,7 +52,7 @@ export interface WrittenFile {
   notes?: string[];
 }
 
-function posInt(v: string | undefined, flag: string): number | undefined {
+function posInt(v: string | number | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new UserError(`${flag} expects a positive integer, got "${v}"`);
@@ -231,14 +234,14 @@ export function register(program: Command): void {
     .option('--chip <name>', 'stepcal chip name (inferred from an AIC <sku> folder when omitted; splitwise: all chips in the file)')
     .option('--out <dir>', 'output directory (default measurements/<chip>/; system: output file, default catalog/chips/<chip>.yaml)')
     .option('--json', 'print what was written as JSON')
-    .option('--ranks <n>', 'nccl-tests: number of ranks (default: from the header)')
-    .option('--nodes <n>', 'nccl-tests: number of nodes (default: distinct hosts in the header)')
+    .addOption(new Option('--ranks <n>', 'nccl-tests: number of ranks (default: from the header)').argParser(parsePositiveInt))
+    .addOption(new Option('--nodes <n>', 'nccl-tests: number of nodes (default: distinct hosts in the header)').argParser(parsePositiveInt))
     .option('--op <op>', `nccl-tests: collective (${COLLECTIVE_OPS.join(', ')}; default from the text or file name)`)
     .option('--lane <lane>', 'nccl-tests: lane label (default nccl-tests-<NCCL version>)')
     .option('--source-repo <repo>', 'provenance: source repository')
     .option('--source-commit <sha>', 'provenance: source commit')
-    .option('--sm-count <n>', 'system: SM count (the descriptor has none)')
-    .option('--l2-mib <n>', 'system: L2 size in MiB')
+    .addOption(new Option('--sm-count <n>', 'system: SM count (the descriptor has none)').argParser(parsePositiveInt))
+    .addOption(new Option('--l2-mib <n>', 'system: L2 size in MiB').argParser(parsePositive))
     .addHelpText(
       'after',
       '\nExamples:\n  stepcal import aiconfigurator ../shared/datasets/aiconfigurator/h200_sxm/gemm_perf/vllm-0.24.0/gemm_perf.csv --chip h200\n' +
