@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.ts';
+import type { Command } from 'commander';
+import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { buildProgram, main } from '../../src/cli/main.ts';
 import { writeFileSync } from 'node:fs';
 import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';
 
@@ -87,5 +89,28 @@ describe('stepcal import (CLI)', () => {
     const ro = await cli(['import', 'aiconfigurator', odd, '--chip', 'h200', '--out', path.join(dir, 'out3')]);
     expect(ro.code).toBe(1);
     expect(ro.stderr).toMatch(/odd\.csv: cannot infer the measurement family from the table name "odd" .* nor from the header \(a, b, latency\): no gemm_dtype/);
+  });
+});
+
+describe('help text of every command', () => {
+  const all: Command[] = [];
+  const walk = (c: Command) => {
+    all.push(c);
+    c.commands.forEach(walk);
+  };
+  walk(buildProgram());
+
+  it('every option has a description; defaults are shown once and never as an absolute path', () => {
+    expect(all.length).toBeGreaterThan(20);
+    const bare: string[] = [];
+    const bad: string[] = [];
+    for (const c of all) {
+      for (const o of c.options) if (!o.description?.trim()) bare.push(`${c.name()} ${o.flags}`);
+      const help = c.helpInformation();
+      if (help.includes(REPO_ROOT)) bad.push(`${c.name()}: absolute path`);
+      if (/\(default: [^)]*\)\s*\(default:/.test(help)) bad.push(`${c.name()}: default shown twice`);
+    }
+    expect(bare).toEqual([]);
+    expect(bad).toEqual([]);
   });
 });

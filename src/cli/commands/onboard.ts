@@ -4,7 +4,7 @@
  * Exit 0 on success; 1 when the data cannot support a required family (the coverage list is
  * printed), on bad input, or when a fit, gate or check fails.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
 import { onboardChip } from '../../registry/onboard.ts';
@@ -16,7 +16,7 @@ export function register(program: Command): void {
     .requiredOption('--chip <name>', 'stepcal name of the new chip')
     .requiredOption('--data <dir>', 'directory of upstream per-operator tables (Parquet or CSV, any depth)')
     .requiredOption('--system <descriptor>', 'AIConfigurator system descriptor YAML')
-    .option('--out-root <dir>', 'root for catalog/, measurements/, registry/ and fits/ (default: the repository)', REPO_ROOT)
+    .addOption(new Option('--out-root <dir>', 'root for catalog/, measurements/, registry/ and fits/').default(REPO_ROOT, 'the repository'))
     .option('--sm-count <n>', 'SM count (not in the descriptor)')
     .option('--l2-mib <n>', 'L2 size in MiB (not in the descriptor)')
     .option('--widths <list>', 'collective widths to extrapolate when missing', '16')

@@ -7,7 +7,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
 import { readText, writeFilesAtomic } from '../../common/fs.ts';
@@ -106,7 +106,7 @@ export function register(program: Command): void {
     .command('validate')
     .description('schema and physics checks; every failure names file, set, entry and field; exit 1 on any error')
     .argument('<files...>', 'registry YAML files')
-    .option('--catalog-dir <dir>', 'chip catalog for the physics bounds', CHIPS_DIR)
+    .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics bounds').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .option('--strict-blis', 'check the strict public layout (evidence is an unknown key)')
     .option('--json', 'print problems as JSON')
     .action((files: string[], o: { catalogDir: string; strictBlis?: boolean; json?: boolean }) => {
@@ -135,7 +135,7 @@ export function register(program: Command): void {
   reg
     .command('update')
     .description('merge a refit into registry/<chip>.yaml, refused when held-out accuracy gets worse')
-    .requiredOption('--chip <chip>')
+    .requiredOption('--chip <chip>', 'chip whose registry is updated (registry/<chip>.yaml) and whose held-out steps gate the merge')
     .requiredOption('--from <fitted>', 'fitted registry YAML (e.g. the output of stepcal fit)')
     .option('--only <families>', 'comma-separated families to merge (gemm, hbm, attention_decode, attention_prefill, collective, moe, host)')
     .option('--tolerance-pct <pp>', 'allowed worsening of held-out MAPE and |bias| per regime, percentage points', String(DEFAULT_TOLERANCE_PCT))
@@ -143,8 +143,8 @@ export function register(program: Command): void {
     .option('--no-holdout <reason>', 'merge for a chip without held-out steps; the reason is recorded in each changed entry')
     .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
     .option('--registry <file>', 'registry file to update (default: registry/<chip>.yaml)')
-    .option('--measurements-dir <dir>', 'where default step files are found', MEASUREMENTS_DIR)
-    .option('--catalog-dir <dir>', 'chip catalog for the physics checks', CHIPS_DIR)
+    .addOption(new Option('--measurements-dir <dir>', 'where default step files are found').default(MEASUREMENTS_DIR, 'measurements in the repository'))
+    .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .option('--fit-host <rule>', 'pass the same host-fit rule to both validation runs')
     .option('--dry-run', 'print the gate and diff, write nothing')
     .action(
@@ -222,9 +222,9 @@ export function register(program: Command): void {
     .command('import')
     .description('read strict-layout files back into one registry for a chip')
     .requiredOption('--format <format>', 'only "blis"')
-    .requiredOption('--chip <chip>')
+    .requiredOption('--chip <chip>', 'chip the imported entries belong to (the hardware scope kept, and the datasheet for the physics checks)')
     .option('--out <file>', 'registry file to write (default: stdout)')
-    .option('--catalog-dir <dir>', 'chip catalog for the physics checks', CHIPS_DIR)
+    .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .argument('<files...>')
     .action((files: string[], o: { format: string; chip: string; out?: string; catalogDir: string }) => {
       if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
@@ -249,7 +249,7 @@ export function register(program: Command): void {
     .description('floor(n) = a + b·(n−1) on the chip\'s own measured widths; rates copied from the widest; 4→8 holdout')
     .requiredOption('--chip <chips>', 'chip name, comma list, or "all" (every registry in --registry-dir)')
     .option('--widths <list>', 'target widths', '16')
-    .option('--registry-dir <dir>', 'registry directory', REGISTRY_DIR)
+    .addOption(new Option('--registry-dir <dir>', 'registry directory').default(REGISTRY_DIR, 'registry in the repository'))
     .option('--registry <file>', 'registry file (single chip; default <registry-dir>/<chip>.yaml)')
     .option('--write', 'merge the extrapolated entries into the registry (never over measured ones)')
     .option('--json', 'JSON output')
@@ -286,11 +286,11 @@ export function register(program: Command): void {
   ext
     .command('family')
     .description('fill a family missing on a chip from same-generation siblings (median or within-chip ratio, chosen by leave-one-chip-out holdout)')
-    .requiredOption('--chip <chip>')
-    .requiredOption('--family <family>')
-    .option('--registry-dir <dir>', 'registries of the candidate siblings', REGISTRY_DIR)
+    .requiredOption('--chip <chip>', 'chip missing the family (its catalog entry names its generation)')
+    .requiredOption('--family <family>', 'family to fill (e.g. moe, collective)')
+    .addOption(new Option('--registry-dir <dir>', 'registries of the candidate siblings').default(REGISTRY_DIR, 'registry in the repository'))
     .option('--registry <file>', 'the target chip\'s registry (default <registry-dir>/<chip>.yaml; may not exist yet)')
-    .option('--catalog-dir <dir>', 'chip catalog', CHIPS_DIR)
+    .addOption(new Option('--catalog-dir <dir>', 'chip catalog').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .option('--write', 'merge the extrapolated entries into the target registry (never over measured ones)')
     .option('--json', 'JSON output')
     .action((o: { chip: string; family: string; registryDir: string; registry?: string; catalogDir: string; write?: boolean; json?: boolean }) => {
