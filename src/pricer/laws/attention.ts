@@ -7,9 +7,10 @@
  * window plus the positions its indexer selects, at most its top-k, or, with no top-k, its whole
  * compressed stream; its indexer scans the compressed stream in both phases.
  *
- * Pairs use the continuous form of reference §4.5, 4·(S·C + S²/2) for full attention (the 4 is
- * 2 FLOPs per multiply-add × 2 matmuls), generalised here to the integral of the keys each query
- * position p ∈ (C, C+S] sees: ∫ min(slope·p, cap) dp. Pure.
+ * KNOWN DIVERGENCE 9 (reference §4.5 scorer-pinned kernel uses 2·S·(C+S)): pairs use the continuous
+ * form of reference §4.5 (main), 4·(S·C + S²/2) for full attention (the 4 is 2 FLOPs per
+ * multiply-add × 2 matmuls), generalised here to the integral of the keys each query position
+ * p ∈ (C, C+S] sees: ∫ min(slope·p, cap) dp. Pure.
  */
 
 /**
@@ -52,10 +53,4 @@ export function prefillPairs(s: number, c: number, r: ReaderSpec): number {
   let p = attendedKeys(c, s, 1, r.window);
   if (r.ratio > 0) p += attendedKeys(c, s, 1 / r.ratio, r.cap);
   return p;
-}
-
-/** Decode attention of one layer, µs: floor + bytes / rate (rate in bytes per µs). 0 with no decode row. */
-export function decodeAttentionUs(floor_us: number, bytes: number, rate_bytes_per_us: number, anyDecode: boolean): number {
-  if (!anyDecode) return 0;
-  return floor_us + bytes / rate_bytes_per_us;
 }

@@ -33,8 +33,3 @@ export function collectiveTime(message_bytes: number, c: CollectiveCoefficients,
   if (c.r_t_bytes_per_us === undefined) return Math.max(c.t0_us, peak);
   return Math.max(c.t0_us + message_bytes / c.r_t_bytes_per_us, peak);
 }
-
-/** Two-parameter comparator max(t0, b/r_peak), µs (1-rank group → 0). */
-export function collectiveTimeTwoParam(message_bytes: number, t0_us: number, r_peak_bytes_per_us: number, ranks = 2): number {
-  return collectiveTime(message_bytes, { t0_us, r_peak_bytes_per_us }, ranks);
-}

@@ -23,8 +23,17 @@ export function shapeFactor(x: number, x_half: number | undefined): number {
   return x / (x + x_half);
 }
 
-/** Time of `flops` at `peak_flops_per_us` and efficiency `eff`, µs (0 when there is no work). */
-export function arithmeticUs(flops: number, peak_flops_per_us: number, eff: number): number {
-  if (!(flops > 0)) return 0;
-  return flops / (peak_flops_per_us * eff);
+/**
+ * Smallest m (tokens) at which a GEMM of this format is compute-bound: its weight read at the
+ * datasheet HBM rate takes no longer than its arithmetic at peak, n·k·bytes / HBM ≤ 2·m·n·k / peak,
+ * so m ≥ peak · bytes_per_element / (2 · HBM). The registry's GEMM ramps are fitted on rows above this
+ * ridge (the fitter's `memoryBoundThresholdM`, src/fit/gemm.ts, is the same rule; a test checks they
+ * agree), so a step with fewer tokens prices the ramp below the m range it was fitted on.
+ * @param peak_flops_per_us dense peak of the format, FLOPs per µs (datasheet)
+ * @param bytes_per_element weight bytes per element of the format (bf16 2, fp8 1, nvfp4 0.5)
+ * @param hbm_bytes_per_us datasheet HBM bandwidth, bytes per µs (no derate)
+ * @returns m in tokens (a count, may be fractional)
+ */
+export function computeBoundMinM(peak_flops_per_us: number, bytes_per_element: number, hbm_bytes_per_us: number): number {
+  return (peak_flops_per_us * bytes_per_element) / (2 * hbm_bytes_per_us);
 }

@@ -6,6 +6,10 @@
  *   eager     every kernel launched at the eager cost
  * A batch larger than the largest captured size runs eager and is never charged less than the same
  * batch captured. Every kernel also pays a dispatch cost (added by the caller). Pure.
+ *
+ * KNOWN DIVERGENCE 2 (reference §4.10 keeps TotalLayers + 1 replays and prices over-capture batches
+ * with graphs): piecewise capture pays one replay per piece, pieces = attention/recurrent mixers + 1
+ * (the caller counts them), and a batch past the largest capture is charged max(eager, captured).
  */
 import type { CudagraphMode } from '../types.ts';
 
