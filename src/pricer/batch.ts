@@ -26,19 +26,24 @@ const SPEC = /^(decode|prefill):(\d+)(?:x(\d+))?(?:@(\d+))?$/;
  *   `decode:32x2@1024`    32 requests scheduling 2 tokens each (speculative verify) at 1,024 cached
  *   `prefill:4x2048`      4 prompts of 2,048 tokens, nothing cached
  *   `prefill:4x2048@512`  4 chunks of 2,048 tokens on top of 512 cached tokens
- * @throws UserError showing the accepted forms.
+ * @throws UserError showing the accepted forms, or when N or T is 0 (the spec schedules nothing).
  */
 export function parseBatchSpec(spec: string): Request[] {
   const m = SPEC.exec(spec.trim());
   if (!m) throw new UserError(`bad batch spec "${spec}" (expected decode:N@CTX, decode:NxT@CTX, prefill:NxTOKENS or prefill:NxTOKENS@CTX)`);
   const n = Number(m[2]);
   const ctx = m[4] === undefined ? 0 : Number(m[4]);
+  const tokens = m[3] === undefined ? undefined : Number(m[3]);
+  // A spec that schedules nothing is a typo, not a request for an empty step (the library still
+  // prices an explicitly empty batch: host only).
+  if (n < 1) throw new UserError(`bad batch spec "${spec}": the request count N must be at least 1`);
+  if (tokens !== undefined && tokens < 1) throw new UserError(`bad batch spec "${spec}": the tokens per request T must be at least 1`);
   if (m[1] === 'decode') {
     if (m[4] === undefined) throw new UserError(`bad batch spec "${spec}": a decode needs its context (decode:N@CTX)`);
-    return decodeBatch(n, ctx, m[3] === undefined ? 1 : Number(m[3])).requests;
+    return decodeBatch(n, ctx, tokens ?? 1).requests;
   }
-  if (m[3] === undefined) throw new UserError(`bad batch spec "${spec}": a prefill needs its token count (prefill:NxTOKENS[@CTX])`);
-  return prefillBatch(n, Number(m[3]), ctx).requests;
+  if (tokens === undefined) throw new UserError(`bad batch spec "${spec}": a prefill needs its token count (prefill:NxTOKENS[@CTX])`);
+  return prefillBatch(n, tokens, ctx).requests;
 }
 
 /** Concatenate several specs into one batch. */

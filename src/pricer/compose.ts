@@ -11,13 +11,13 @@
  */
 import type { Resource, StepPrice } from './types.ts';
 
-/** Accumulator slots (a preallocated Float64Array of length ACC_LEN). */
-export const SM = 0;
-export const HBM = 1;
-export const NVLINK = 2;
-export const NIC = 3;
-export const HOST = 4;
-export const OVERLAP = 5;
+/** Accumulator slots (a preallocated Float64Array of length ACC_LEN); only this module indexes it. */
+const SM = 0;
+const HBM = 1;
+const NVLINK = 2;
+const NIC = 3;
+const HOST = 4;
+const OVERLAP = 5;
 export const ACC_LEN = 6;
 
 /**
@@ -62,7 +62,7 @@ export function composeHost(acc: Float64Array, host: number): void {
  * Finish: the two estimates, the bottleneck (largest total; ties go to the earlier resource) and the
  * totals. `notes` are the extrapolation notes (empty = nothing priced outside a fitted domain).
  */
-export function finishStep(acc: Float64Array, notes: string[]): StepPrice {
+export function finishStep(acc: Float64Array, notes: readonly string[]): StepPrice {
   const sm = acc[SM]!;
   const hbm = acc[HBM]!;
   const nvlink = acc[NVLINK]!;

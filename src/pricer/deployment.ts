@@ -4,6 +4,7 @@
 import { UserError } from '../common/errors.ts';
 import type { Chip } from '../catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../catalog/dtypes.ts';
+import type { GraphNode, ModelGraph } from '../catalog/model.ts';
 import { CUDAGRAPH_MODES, type Deployment } from './types.ts';
 
 /**
@@ -32,6 +33,65 @@ export function defaultDeployment(partial: Partial<Deployment> = {}): Deployment
     throw new UserError(`speculative num_spec_tokens must be a non-negative integer`);
   }
   return d;
+}
+
+/** Every node of a graph: its layer kinds and its head. */
+function graphNodes(g: ModelGraph): GraphNode[] {
+  return [...g.layer_kinds.flatMap((k) => k.nodes), ...g.head];
+}
+
+/** Positive integers 1..max that satisfy `ok`. */
+function valid(max: number, ok: (x: number) => boolean): number[] {
+  const out: number[] = [];
+  for (let x = 1; x <= max; x++) if (ok(x)) out.push(x);
+  return out;
+}
+
+/**
+ * Refuse a tensor/expert-parallel layout the engine cannot run (vLLM's checks), naming what is valid.
+ *
+ * tp (vLLM `ModelConfig.verify_with_parallel_config` and `QKVParallelLinear`): every attention layer's
+ * query heads n_q divisible by tp, and its KV heads n_kv divisible by tp or tp divisible by n_kv
+ * (KV heads replicated when tp > n_kv); a recurrent mixer's heads divisible by tp. A latent (MLA)
+ * cache has n_kv 1, which every tp satisfies; an indexer's heads are not split and are not checked.
+ * Together these bound tp by the graph: at most n_q (one query head per rank). A tp group wider than
+ * the chip's NVLink domain is allowed (vLLM runs multi-node tp); it is priced on the NIC and flagged
+ * where the registry has no coefficients for its width.
+ *
+ * ep: the expert count of every GroupedGEMM divisible by ep; ep > 1 on a graph with no experts refused.
+ *
+ * @param graphs the target graph and, if any, a separate drafter graph (run at the same tp)
+ * @throws UserError naming the rule broken and listing the valid tp (or ep) values.
+ */
+export function validateParallelism(graphs: readonly ModelGraph[], tp: number, ep: number): void {
+  const name = graphs[0]!.name;
+  const nodes = graphs.flatMap(graphNodes);
+  const heads: Array<{ n_q: number; n_kv: number }> = [];
+  const recurrentHeads: number[] = [];
+  const experts: number[] = [];
+  for (const n of nodes) {
+    if (n.op === 'Attention' && n.role !== 'indexer') heads.push({ n_q: n.n_q, n_kv: n.n_kv });
+    else if (n.op === 'RecurrentUpdate') recurrentHeads.push(n.num_heads);
+    else if (n.op === 'GroupedGEMM') experts.push(n.experts);
+  }
+  const tpOk = (t: number) =>
+    heads.every((h) => h.n_q % t === 0 && (h.n_kv % t === 0 || t % h.n_kv === 0)) && recurrentHeads.every((r) => r % t === 0);
+  if (!tpOk(tp)) {
+    const maxHeads = Math.max(1, ...heads.map((h) => h.n_q), ...recurrentHeads);
+    const qs = [...new Set(heads.map((h) => h.n_q))].join('/');
+    const kvs = [...new Set(heads.map((h) => h.n_kv))].join('/');
+    const rule = heads.length
+      ? `query heads (${qs}) divisible by tp, and KV heads (${kvs}) divisible by tp or tp divisible by them` + (recurrentHeads.length ? `; recurrent heads (${[...new Set(recurrentHeads)].join('/')}) divisible by tp` : '')
+      : `recurrent heads (${[...new Set(recurrentHeads)].join('/')}) divisible by tp`;
+    throw new UserError(`${name} cannot run at tp ${tp}: vLLM needs ${rule}; valid tp: ${valid(maxHeads, tpOk).join(', ')}`);
+  }
+  if (ep > 1) {
+    if (!experts.length) throw new UserError(`${name} has no experts (a dense model): ep must be 1, got ep ${ep}`);
+    const epOk = (e: number) => experts.every((x) => x % e === 0);
+    if (!epOk(ep)) {
+      throw new UserError(`${name} cannot run at ep ${ep}: its ${[...new Set(experts)].join('/')} experts must divide evenly over ep; valid ep: ${valid(Math.min(...experts), epOk).join(', ')}`);
+    }
+  }
 }
 
 const QUANTIZATION: Record<string, StorageDtype | 'checkpoint'> = {
@@ -113,7 +173,7 @@ export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) 
     case 'int8': {
       const fp8 = chip.peak_tflops.fp8;
       if (fp8 === undefined) return { ramp: 'bf16', peak_flops_per_us: bf16, note: `${w} weights on ${chip.name} (no fp8 peak) at the bf16 rate of weight-only kernels` };
-      // KNOWN DIVERGENCE (reference §1.3): BLIS cannot reach its fp8_block ramp; stepcal uses it where the registry has one.
+      // KNOWN DIVERGENCE 11 (reference §1.3): BLIS cannot reach its fp8_block ramp; stepcal uses it where the registry has one.
       if (w === 'fp8_block' && hasRamp('fp8_block')) return { ramp: 'fp8_block', peak_flops_per_us: fp8 * 1e6 };
       return { ramp: 'fp8', peak_flops_per_us: fp8 * 1e6 };
     }
@@ -122,7 +182,7 @@ export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) 
     case 'int4': {
       const fp4 = chip.peak_tflops.nvfp4;
       if (w !== 'int4' && fp4 !== undefined && hasRamp('nvfp4')) return { ramp: 'nvfp4', peak_flops_per_us: fp4 * 1e6 };
-      // KNOWN DIVERGENCE (reference §4.2 falls back to fp8): the seed prices four-bit weights on a part
+      // KNOWN DIVERGENCE 7 (reference §4.2 falls back to fp8): the seed prices four-bit weights on a part
       // without a four-bit peak at the bf16 rate of vLLM's weight-only kernels.
       return {
         ramp: 'bf16',

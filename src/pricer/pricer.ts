@@ -7,21 +7,23 @@
  * with plain arithmetic into preallocated accumulators; it reads no clock and allocates only its
  * small result object. Composition happens in compose.ts, nowhere else.
  *
- * Every deliberate departure from the engine or from the BLIS kernel is marked `KNOWN DIVERGENCE`
- * and listed in docs/pricer.md.
+ * Every deliberate departure from the engine or from the BLIS kernel is marked `KNOWN DIVERGENCE n`,
+ * n its number in the list in docs/pricer.md (test/pricer/divergences.test.ts checks both ways).
  */
 import { UserError } from '../common/errors.ts';
-import type { Chip } from '../catalog/chip.ts';
+import { peakFlopsPerUs, type Chip } from '../catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../catalog/dtypes.ts';
 import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../catalog/model.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
+import { gemmFittedRange } from './fitted-range.ts';
 import { ACC_LEN, composeHead, composeHost, composeLayers, finishStep } from './compose.ts';
-import { computeFormat, kvBytesPerElement, servedDtype, type ComputeFormat } from './deployment.ts';
-import { shapeFactor } from './laws/gemm.ts';
+import { computeFormat, kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
+import { computeBoundMinM, shapeFactor } from './laws/gemm.ts';
 import { graphModeFor, launchUs } from './laws/host.ts';
-import { all2allSpan, ringSpan } from './laws/placement.ts';
+import { expertsTouched } from './laws/moe.ts';
+import { all2allSpan, nvlinkDomainGpus, ringSpan } from './laws/placement.ts';
 import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from './laws/attention.ts';
-import type { Batch, Deployment, PriceOptions, Pricer, ResourceTimes, StepPrice } from './types.ts';
+import type { Batch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 
 /** Kernels per primitive (reference §3.2; gives llama-3.1-8b's 258 kernels at tp 1). */
 const KERNELS: Record<GraphNode['op'], number> = {
@@ -62,8 +64,10 @@ export interface PricerInfo {
   kernels_decode_only: number;
   /** Pieces of one target pass under piecewise capture. */
   piecewise_pieces: number;
-  /** Weights resident per rank, bytes (target + drafter). */
+  /** Weights resident per rank, bytes (target + drafter + the input embedding table). */
   weight_bytes_per_rank: number;
+  /** Of which the input embedding table (vocab · hidden · 2 / tp; 0 when tied to the lm_head), bytes. */
+  embedding_bytes_per_rank: number;
   /** KV cache per token per rank, bytes (target + drafter). */
   kv_bytes_per_token_per_rank: number;
   /** Choices made for this deployment that a reader should know (fallbacks, format choices). */
@@ -122,6 +126,8 @@ interface KindPlan {
   /** Of which routed experts (read only when touched). */
   routedBytes: number;
   kvBytesPerToken: number;
+  /** KV bytes per token of each attention node with the tokens it keeps resident (window, Infinity = all). */
+  kvResident: Array<[window: number, bytesPerToken: number]>;
 }
 
 interface PassPlan {
@@ -133,6 +139,8 @@ interface PassPlan {
   pieces: number;
   weightBytes: number;
   kvBytesPerToken: number;
+  /** Σ_layers KV bytes per resident token, keyed by the resident window (Infinity = whole context). */
+  kvByWindow: Map<number, number>;
 }
 
 /**
@@ -150,8 +158,11 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   const served = servedDtype(deployment.weight_dtype, model.global.weight_dtype);
   const kvB = kvBytesPerElement(deployment.kv_dtype, served);
   const hidden = model.global.hidden_size;
+  validateParallelism(opts.drafter ? [model, opts.drafter] : [model], tp, ep);
   const assumptions: string[] = [];
-  const staticNotes: string[] = [];
+  // Extrapolation notes known at construction; a Set so a note met by several layer kinds (or by the
+  // with/without-prefill variants of one kind) is reported once.
+  const staticNotes = new Set<string>();
 
   const need = (name: string): number => {
     if (reg.has(name)) return reg.value(name);
@@ -192,7 +203,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       const rate = opt(`attention_decode_rate${suffix}`);
       if (rate !== undefined) return { floor: opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate };
       if (baseRate !== undefined) {
-        staticNotes.push(`no attention_decode_rate${suffix} in the registry: ${kind} decode priced with the full-attention rate`);
+        staticNotes.add(`no attention_decode_rate${suffix} in the registry: ${kind} decode priced with the full-attention rate`);
         return { floor: opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate: baseRate };
       }
     }
@@ -206,9 +217,10 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   // Collectives (seed "Collectives"; reference §4.7).
   const collDtype = served === 'int8' ? 'int8' : 'fp16';
   const chipKey = chip.name.replace(/-/g, '_');
-  const domain = chip.rack_is_one_domain ? chip.rack_gpus! : chip.gpus_per_node;
+  const domain = nvlinkDomainGpus(chip);
   const linkRatio = chip.nvlink_bytes_per_us / chip.nic_bytes_per_us;
-  const measuredWidths = (op: string): number[] => {
+  /** Widths with coefficients for `op` (ascending), whether each was measured or assumed/extrapolated. */
+  const fittedWidths = (op: string): number[] => {
     const re = new RegExp(`^collective_floor_${op}_${collDtype}_(\\d+)rank_${chipKey}$`);
     const widths: number[] = [];
     for (const n of reg.names()) {
@@ -225,20 +237,28 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     const key = `${op}/${width}`;
     const hit = collCache.get(key);
     if (hit) return hit;
-    const widths = measuredWidths(op);
+    const widths = fittedWidths(op);
     if (!widths.length) need(`collective_floor_${op}_${collDtype}_${width}rank_${chipKey}`);
-    // Width snapping: exact, else the next measured width above, else the widest (flagged).
+    // A width's coefficients count as measured only when its floor and peak rate both say so.
+    const tailOf = (x: number) => `${op}_${collDtype}_${x}rank_${chipKey}`;
+    const isMeasured = (x: number) =>
+      reg.entries.get(`collective_floor_${tailOf(x)}`)?.entry.method === 'measured' && reg.entries.get(`collective_peak_rate_${tailOf(x)}`)?.entry.method === 'measured';
+    const measured = widths.filter(isMeasured);
+    const assumed = widths.filter((x) => !isMeasured(x));
+    const widthList = `measured widths: ${measured.length ? measured.join(', ') : 'none'}` + (assumed.length ? `; assumed (not measured) widths: ${assumed.join(', ')}` : '');
+    // Width snapping: exact, else the next width above, else the widest (flagged).
     const w = widths.find((x) => x >= width) ?? widths[widths.length - 1]!;
-    if (w !== width) staticNotes.push(`${op} over ${width} ranks priced with the ${w}-rank ${chipKey} coefficients (measured widths: ${widths.join(', ')})`);
-    const tail = `${op}_${collDtype}_${w}rank_${chipKey}`;
-    const crosses = width > domain;
-    const sp = op === 'alltoall' ? all2allSpan(width, chip.gpus_per_node, linkRatio) : ringSpan(width, chip.gpus_per_node, linkRatio);
+    if (w !== width) staticNotes.add(`${op} over ${width} ranks priced with the ${w}-rank ${chipKey} coefficients (${widthList})`);
+    else if (!isMeasured(w)) staticNotes.add(`${op} over ${width} ranks priced with assumed (not measured) ${w}-rank ${chipKey} coefficients (${widthList})`);
+    const tail = tailOf(w);
+    // One domain rule for both questions: does the group cross, and by how much (laws/placement.ts).
+    const sp = op === 'alltoall' ? all2allSpan(width, domain, linkRatio) : ringSpan(width, domain, linkRatio);
     const c = {
       t0: need(`collective_floor_${tail}`),
       rt: opt(`collective_transition_rate_${tail}`),
       rpeak: need(`collective_peak_rate_${tail}`),
-      nic: crosses,
-      span: crosses ? sp : 1,
+      nic: width > domain,
+      span: sp,
     };
     collCache.set(key, c);
     return c;
@@ -251,6 +271,9 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   const pieceUs = graphsUsed ? (opt('host_replay_graph_per_node') ?? replayUs) : 0;
   const eagerPerKernel = opt('host_launch_eager_per_kernel');
   const eagerPerLayer = eagerPerKernel === undefined ? need('host_launch_eager_per_layer') : 0;
+
+  // Ramps the GEMMs and expert GEMMs run on at m = step tokens (for the fitted-range check).
+  const gemmRamps = new Set<ComputeFormat['ramp']>();
 
   // Readers: distinct ways a layer sees a request's context (shared by target and drafter).
   const readers: ReaderSpec[] = [];
@@ -287,9 +310,11 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       weightBytes: 0,
       routedBytes: 0,
       kvBytesPerToken: 0,
+      kvResident: [],
     };
     const addGemm = (w: StorageDtype, flopsPerToken: number, nEff: number, kEff: number) => {
       const f = fmt(w);
+      gemmRamps.add(f.ramp);
       const shape = shapeFactor(nEff, f.nh) * shapeFactor(kEff, f.kh);
       const key = `${f.ramp}/${f.peak_flops_per_us}`;
       const g = groups.get(key) ?? { A: 0, mh: f.mh };
@@ -314,9 +339,9 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
           // Experts (seed "Experts"; reference §4.6).
           const w = node.weight_dtype ?? served;
           const f = fmt(w);
-          const local = ep > 1 ? Math.floor(node.experts / ep) : node.experts;
-          if (local < 1) throw new UserError(`${model.name}: ${node.experts} experts cannot be spread over ep ${ep}`);
-          // KNOWN DIVERGENCE (reference §4.6): under pure TP each rank computes every expert at 1/tp
+          gemmRamps.add(f.ramp);
+          const local = node.experts / ep; // an integer: validateParallelism refused anything else
+          // KNOWN DIVERGENCE 3 (reference §4.6): under pure TP each rank computes every expert at 1/tp
           // width, so routed FLOPs are divided by tp like the bytes; BLIS keeps them whole on purpose.
           const shards = ep > 1 ? 1 : tp;
           const mats = node.gated === false ? 2 : 3;
@@ -345,19 +370,23 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
           const indexer = node.role === 'indexer';
           const sparse = node.kind === 'sparse';
           // A layer that states a window reads at most the window, whatever its kind (seed).
-          // KNOWN DIVERGENCE (reference §4.5): the BLIS kernel does not bound the primary swa decode read.
+          // KNOWN DIVERGENCE 1 (reference §4.5): the BLIS kernel does not bound the primary swa decode read.
           const r: ReaderSpec = indexer
             ? { window: 0, ratio: node.compress_ratio ?? 1, cap: Infinity }
             : sparse
               ? { window: node.window ?? 0, ratio: node.compress_ratio ?? 1, cap: node.index_topk ?? Infinity }
               : { window: node.window ?? Infinity, ratio: 0, cap: Infinity };
           const latent = node.kind === 'mla' || node.kind === 'sparse' || indexer;
+          // KNOWN DIVERGENCE 10 (reference §4.5 divides a whole-model KV figure by TotalLayers, which
+          // under-counts hybrids): each layer's KV bytes come from its own attention node.
           const kvPerToken = latent ? node.n_kv * node.d_h * kvB : 2 * Math.max(1, Math.floor(node.n_kv / tp)) * node.d_h * kvB;
           const dc = decodeCoef(node.kind);
           if (!dc) assumptions.push(`no attention_decode_rate: ${node.kind} decode charged as raw bytes at the derated HBM rate, no floor`);
-          const qHeads = latent && node.n_kv === 1 && !indexer ? node.n_q / tp : node.n_q / tp;
+          // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local
+          // heads (only its latent cache is replicated, which kvPerToken reflects).
+          const qHeads = node.n_q / tp;
           const flopsPerPair = (indexer ? 2 : 4) * qHeads * (node.prefill_d_h ?? node.d_h);
-          // KNOWN DIVERGENCE (reference §4.5 [CHECK]): work_scale is fitted against the bf16 ramp, so
+          // KNOWN DIVERGENCE 4 (reference §4.5 [CHECK]): work_scale is fitted against the bf16 ramp, so
           // prefill attention is priced on the bf16 peak and ramp whatever the served weight dtype.
           const scale = prefillScale ?? 1;
           kp.attn.push({
@@ -368,6 +397,9 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
             preUsPerPair: flopsPerPair / (bf16Fmt.peak_flops_per_us * bf16Fmt.eps * scale),
           });
           kp.kvBytesPerToken += kvPerToken;
+          // Resident KV (capacity check): a windowed layer keeps its window (vLLM frees blocks that
+          // slide out); full, latent, sparse and indexer caches keep the whole context.
+          kp.kvResident.push([r.ratio === 0 ? r.window : Infinity, kvPerToken]);
           kp.mixers += 1;
           break;
         }
@@ -391,7 +423,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
           break;
         }
         case 'Elementwise':
-          // KNOWN DIVERGENCE (reference §4.4): norms run on the full hidden state on every rank, so
+          // KNOWN DIVERGENCE 6 (reference §4.4): norms run on the full hidden state on every rank, so
           // their bytes are not divided by tp.
           kp.eltUsPerToken += (node.bytes_per_token ?? 4 * hidden) / hbmBytesPerUs;
           break;
@@ -421,7 +453,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     const seq = expandStack(stack);
     const counts = new Map<string, number>();
     for (const id of seq) counts.set(id, (counts.get(id) ?? 0) + 1);
-    const plan: PassPlan = { withPrefill: [], decodeOnly: [], layers: seq.length, kernelsWithPrefill: 0, kernelsDecodeOnly: 0, pieces: 1, weightBytes: 0, kvBytesPerToken: 0 };
+    const plan: PassPlan = { withPrefill: [], decodeOnly: [], layers: seq.length, kernelsWithPrefill: 0, kernelsDecodeOnly: 0, pieces: 1, weightBytes: 0, kvBytesPerToken: 0, kvByWindow: new Map() };
     for (const [id, count] of counts) {
       const kind = g.layer_kinds.find((k) => k.id === id)!;
       const a = buildKind(id, count, kind.nodes, true);
@@ -433,6 +465,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       plan.pieces += count * a.mixers;
       plan.weightBytes += count * a.weightBytes;
       plan.kvBytesPerToken += count * a.kvBytesPerToken;
+      for (const [w, b] of a.kvResident) plan.kvByWindow.set(w, (plan.kvByWindow.get(w) ?? 0) + count * b);
     }
     return plan;
   };
@@ -480,7 +513,70 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   const allRead = new Float64Array(nR);
   const acc = new Float64Array(ACC_LEN);
   const lay = new Float64Array(6); // scratch: sm, hbm, nvlink, nic, expert_sm, expert_hbm of one layer
-  const frozenNotes = staticNotes.slice();
+
+  // Memory capacity (per rank): resident weights + the embedding table + the batch's KV cache against
+  // the chip's HBM. vLLM's VocabParallelEmbedding splits the table over tp; it stays bf16 under
+  // quantization; a tied table is the lm_head's weight, already counted.
+  const embeddingBytes = model.global.tie_word_embeddings ? 0 : (model.global.vocab_size * hidden * 2) / tp;
+  const weightBytesPerRank =
+    target.weightBytes + head.k.weightBytes + embeddingBytes + (drafter ? drafter.weightBytes + (drafterHead && drafterHead !== head ? drafterHead.k.weightBytes : 0) : 0);
+  const hbmCapacityBytes = chip.hbm_gib * 2 ** 30;
+  const kvByWindow = new Map(target.kvByWindow);
+  if (drafter) for (const [w, b] of drafter.kvByWindow) kvByWindow.set(w, (kvByWindow.get(w) ?? 0) + b);
+  const kvFullPerToken = kvByWindow.get(Infinity) ?? 0;
+  // A windowed layer keeps Σ_rows min(ctx, W) tokens: exactly what the walk sums into allRead for
+  // its reader (window W, no compressed stream), so the capacity check adds nothing per request.
+  const kvWindows = [...kvByWindow.keys()].filter((w) => w !== Infinity);
+  const nWin = kvWindows.length;
+  const winReader = Int32Array.from(kvWindows.map((w) => readers.findIndex((r) => r.window === w && r.ratio === 0)));
+  const winBytesPerToken = Float64Array.from(kvWindows.map((w) => kvByWindow.get(w)!));
+  const gib = (b: number) => (b / 2 ** 30).toFixed(1);
+  const weightsOverflow = weightBytesPerRank > hbmCapacityBytes;
+  if (weightsOverflow) {
+    staticNotes.add(`memory: weights ${gib(weightBytesPerRank)} GiB per rank exceed ${chip.name}'s ${chip.hbm_gib} GiB of HBM before any KV cache`);
+  }
+
+  // GEMM ramps below their fitted m range (flagged, prices unchanged). Sorted by edge, widest first, so
+  // the ramps a step of m tokens is below are a prefix; notes for each prefix are built here, once.
+  const rampEdges = [...gemmRamps]
+    .map((r) => ({ r, range: gemmFittedRange(reg, r, chip) }))
+    .filter((x): x is { r: ComputeFormat['ramp']; range: NonNullable<ReturnType<typeof gemmFittedRange>> } => x.range !== undefined)
+    .sort((a, b) => b.range.min_m - a.range.min_m);
+  const rampMinM = Float64Array.from(rampEdges.map((x) => x.range.min_m));
+  const nRamps = rampEdges.length;
+  const base = [...staticNotes];
+  /** noteSets[k]: the construction-time notes plus the notes of the k widest-edged ramps; frozen, shared by every call. */
+  const noteSets: ReadonlyArray<readonly string[]> = rampEdges
+    .map((_, k) => k + 1)
+    .reduce<string[][]>(
+      (sets, k) => [...sets, [...base, ...rampEdges.slice(0, k).map((x) => `GEMM ramp below its fitted m range: the ${x.r} ramp at fewer than ${+x.range.min_m.toFixed(1)} tokens per step (${x.range.source})`)]],
+      [base],
+    )
+    .map((n) => Object.freeze(n));
+
+  /**
+   * Extrapolation notes of a walked step: the shared frozen construction-time set for its GEMM m, plus
+   * (in a new array, only when one applies) memory capacity and oversized collective messages. Kept out
+   * of `price`: a larger `price` body measurably slowed its walk (V8 register pressure / inlining).
+   * @param tok step tokens; nReq rows; ctxSumAll Σ context after the step over rows; big largest
+   *   out-of-table collective message, bytes (0 = none).
+   */
+  const stepNotes = (tok: number, nReq: number, ctxSumAll: number, big: number): readonly string[] => {
+    // The GEMM ramps run at m = tok (and at m = requests in drafter passes 2..k).
+    const mMin = drafter && specTokens > 1 && nReq < tok ? nReq : tok;
+    let k = 0;
+    if (mMin > 0) while (k < nRamps && mMin < rampMinM[k]!) k++;
+    const shared = noteSets[k]!;
+    let kvBytes = kvFullPerToken * ctxSumAll;
+    for (let w = 0; w < nWin; w++) kvBytes += winBytesPerToken[w]! * allRead[winReader[w]!]!;
+    const total = weightBytesPerRank + kvBytes;
+    const full = !weightsOverflow && total > hbmCapacityBytes;
+    if (!full && !(big > 0)) return shared;
+    const out = [...shared];
+    if (full) out.push(`memory: weights ${gib(weightBytesPerRank)} GiB + KV cache ${gib(kvBytes)} GiB for this batch = ${gib(total)} GiB per rank exceed ${chip.name}'s ${chip.hbm_gib} GiB of HBM`);
+    if (big > 0) out.push(`a collective message of ${big} bytes exceeds the largest fitted size (${COLLECTIVE_MAX_FITTED_BYTES} bytes)`);
+    return out;
+  };
 
   /** Per-layer times of one kind into `lay`. `pre` = prefill reads, `dec` = decode reads. */
   const layerTimes = (kp: KindPlan, tok: number, anyDecode: boolean, anyPrefill: boolean, dec: Float64Array, pre: Float64Array, decTok: number): number => {
@@ -516,9 +612,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     let ehbm = 0;
     if (kp.hasMoe) {
       esm = kp.moeA * (ramp + kp.moeMh);
-      let touched = kp.moeLocal;
-      if (kp.moeTopK < kp.moeExperts) touched = kp.moeLocal * (1 - Math.pow((kp.moeExperts - kp.moeTopK) / kp.moeExperts, Math.round(tok)));
-      ehbm = touched * kp.moeUsPerExpert;
+      ehbm = expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal) * kp.moeUsPerExpert;
     }
     lay[0] = sm;
     lay[1] = hbm;
@@ -561,7 +655,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   };
 
   const priceHead = (h: ReturnType<typeof buildHead>, rows: number, tok: number, perKind: StepPrice['per_kind'] | undefined, label: string) => {
-    // KNOWN DIVERGENCE (reference §4.8): vLLM computes logits only for the rows it samples (a decode
+    // KNOWN DIVERGENCE 5 (reference §4.8): vLLM computes logits only for the rows it samples (a decode
     // row's scheduled tokens, one per prefill row); BLIS prices the head over every token. The final
     // norm still runs over all `tok` rows.
     layerTimes(h.k, rows, false, false, decRead, preRead, 0);
@@ -597,7 +691,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       if (s > threshold) {
         nPrefill++;
         headRows += 1;
-        // KNOWN DIVERGENCE (reference §4.5 ramps prefill attention at the step's token count): each
+        // KNOWN DIVERGENCE 4 (reference §4.5 ramps prefill attention at the step's token count): each
         // prefill row's pairs run at the ramp of its own query length, ε(s) — FlashAttention's varlen
         // kernel tiles each sequence separately — so a decode row added to the step cannot make the
         // prefill attention cheaper (adding a request never lowers the price).
@@ -606,7 +700,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
         for (let j = 0; j < nBounded; j++) {
           const r = bounded[j]!;
           preRead[r]! += prefillPairs(s, c, readers[r]!) * rampScale;
-          if (drafter) allRead[r]! += decodeTokensRead(ctx, readers[r]!);
+          allRead[r]! += decodeTokensRead(ctx, readers[r]!); // drafter passes 2..k and resident KV
         }
       } else {
         decTok += s;
@@ -643,6 +737,8 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     host += launchUs(gm, over, replayUs, pieceUs, target.pieces, eagerUs(target, kernels)) + dispatchUs * kernels;
 
     if (drafter && tok > 0) {
+      // KNOWN DIVERGENCE 8 (BLIS does not expand the speculator stack): each of num_spec_tokens drafter
+      // passes is priced (seed "Speculative decoding"), with the target's graph mode for its decode.
       // Pass 1 sees the target's batch; passes 2..k one new token per request, all rows decoding.
       const dk = drafter.kernelsWithPrefill + (drafterHead?.kernels ?? 0);
       const dkd = drafter.kernelsDecodeOnly + (drafterHead?.kernels ?? 0);
@@ -666,8 +762,7 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       }
     }
     composeHost(acc, host);
-    let notes: string[] = frozenNotes.length ? frozenNotes.slice() : [];
-    if (big > 0) notes = [...notes, `a collective message of ${big} bytes exceeds the largest fitted size (${COLLECTIVE_MAX_FITTED_BYTES} bytes)`];
+    const notes = stepNotes(tok, nReq, ctxSumAll, big);
     const out = finishStep(acc, notes);
     if (perKind) out.per_kind = perKind;
     return out;
@@ -680,7 +775,8 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     kernels_with_prefill: target.kernelsWithPrefill + head.kernels,
     kernels_decode_only: target.kernelsDecodeOnly + head.kernels,
     piecewise_pieces: target.pieces,
-    weight_bytes_per_rank: target.weightBytes + head.k.weightBytes + (drafter ? drafter.weightBytes + (drafterHead && drafterHead !== head ? drafterHead.k.weightBytes : 0) : 0),
+    weight_bytes_per_rank: weightBytesPerRank,
+    embedding_bytes_per_rank: embeddingBytes,
     kv_bytes_per_token_per_rank: target.kvBytesPerToken + (drafter?.kvBytesPerToken ?? 0),
     assumptions: [...new Set(assumptions)],
   };
@@ -697,9 +793,4 @@ export function collectiveTimeInline(bytes: number, t0: number, rt: number | und
   const peak = bytes / rpeak;
   const ramp = rt === undefined ? t0 : t0 + bytes / rt;
   return ramp > peak ? ramp : peak;
-}
-
-/** Sum of per-resource times (convenience for reports). */
-export function totalUs(r: ResourceTimes): number {
-  return r.sm + r.hbm + r.nvlink + r.nic + r.host;
 }

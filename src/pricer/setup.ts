@@ -13,7 +13,7 @@ import { createPricer, type StepPricer } from './pricer.ts';
 import type { Deployment } from './types.ts';
 
 /** Default registry file of a chip: `registry/<chip>.yaml`. */
-export function defaultRegistryPath(chip: string): string {
+function defaultRegistryPath(chip: string): string {
   return path.join(REPO_ROOT, 'registry', `${chip}.yaml`);
 }
 

@@ -60,8 +60,11 @@ export interface StepPrice {
   resources_us: ResourceTimes;
   /** True when any term was priced outside the domain its coefficient was fitted on. */
   extrapolated: boolean;
-  /** Human-readable reasons for `extrapolated`. */
-  extrapolation_notes: string[];
+  /**
+   * Human-readable reasons for `extrapolated`, each once. Frozen and shared between calls when only
+   * construction-time reasons apply: do not mutate (copy it first).
+   */
+  extrapolation_notes: readonly string[];
   /** Per layer kind breakdown, only when requested. */
   per_kind?: Array<{ kind: string; count: number; resources_us: ResourceTimes; experts_us: number }>;
 }

@@ -1,0 +1,50 @@
+/**
+ * Source hygiene of the pricer: every KNOWN DIVERGENCE in docs/pricer.md is marked in the code and
+ * vice versa; every export of src/pricer is used somewhere else (no dead laws).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../src/catalog/chip.ts';
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? tsFiles(p) : e.name.endsWith('.ts') ? [p] : [];
+  });
+}
+const pricerFiles = tsFiles(path.join(REPO_ROOT, 'src', 'pricer'));
+
+describe('KNOWN DIVERGENCE markers', () => {
+  const doc = readFileSync(path.join(REPO_ROOT, 'docs', 'pricer.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## KNOWN DIVERGENCEs'), doc.indexOf('\nNot modelled:'));
+  const listed = new Set([...section.matchAll(/^(\d+)\. \*\*/gm)].map((m) => Number(m[1])));
+  const code = pricerFiles.map((f) => readFileSync(f, 'utf8')).join('\n');
+  const marked = new Set([...code.matchAll(/KNOWN DIVERGENCE (\d+)/g)].map((m) => Number(m[1])));
+  it('the doc lists 1..n without gaps', () => {
+    expect([...listed].sort((a, b) => a - b)).toEqual([...Array(listed.size).keys()].map((i) => i + 1));
+  });
+  it('every listed divergence is marked in src/pricer and every marker is listed', () => {
+    expect([...marked].sort((a, b) => a - b)).toEqual([...listed].sort((a, b) => a - b));
+  });
+  it('no unnumbered marker', () => {
+    expect(code.match(/KNOWN DIVERGENCE(?! \d| n`)/g)).toBeNull();
+  });
+});
+
+describe('no dead exports in src/pricer', () => {
+  const others = [...tsFiles(path.join(REPO_ROOT, 'src')), ...tsFiles(path.join(REPO_ROOT, 'test')), ...tsFiles(path.join(REPO_ROOT, 'bench'))].map((f) => ({
+    f,
+    text: readFileSync(f, 'utf8'),
+  }));
+  for (const file of pricerFiles) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^export (?:function|const|class) (\w+)/gm)) {
+      const name = m[1]!;
+      it(`${path.relative(REPO_ROOT, file)}: ${name} is used outside its file`, () => {
+        const re = new RegExp(`\\b${name}\\b`);
+        expect(others.some((o) => o.f !== file && re.test(o.text))).toBe(true);
+      });
+    }
+  }
+});
