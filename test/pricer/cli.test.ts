@@ -41,6 +41,29 @@ describe('stepcal price / sweep', () => {
     expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'l40s', '--batch', 'decode:1@1', '--registry', '/nonexistent.yaml'])).toBe(1);
     expect(c.err()).toMatch(/no registry file|cannot read/);
   });
+  it('price says "1 request" and prints the registry relative to the repository root', async () => {
+    const c = capture();
+    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:1@1024', '--registry', BLIS_H200])).toBe(0);
+    expect(c.out()).toMatch(/batch decode:1@1024 \(1 request\)\nregistry test\/fixtures\/registry\/blis-h200\.yaml\n/);
+    vi.restoreAllMocks();
+    const j = capture();
+    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:2@1024', '--registry', BLIS_H200, '--json'])).toBe(0);
+    expect(JSON.parse(j.out()).registry).toBe('test/fixtures/registry/blis-h200.yaml');
+  });
+  it('a batch spec that schedules nothing is a usage error (exit 2); an impossible tp a user error (exit 1)', async () => {
+    let c = capture();
+    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:0@1024', '--registry', BLIS_H200])).toBe(2);
+    expect(c.err()).toMatch(/request count N must be at least 1/);
+    vi.restoreAllMocks();
+    c = capture();
+    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--tp', '3', '--batch', 'decode:1@1024', '--registry', BLIS_H200])).toBe(1);
+    expect(c.err()).toMatch(/valid tp: 1, 2, 4, 8, 16, 32/);
+  });
+  it('sweep --help states the default SVG path', async () => {
+    const c = capture();
+    expect(await main(['node', 'stepcal', 'sweep', '--help'])).toBe(0);
+    expect(c.out().replace(/\s+/g, ' ')).toMatch(/default: fits\/<chip>\/sweep-<model>\.svg under the repository root/);
+  });
   it('sweep writes an SVG and prints one row per batch size', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sweep-'));
     const out = path.join(dir, 's.svg');

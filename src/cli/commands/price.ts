@@ -1,7 +1,9 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
-import type { Command } from 'commander';
+import path from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
 import { UserError } from '../../common/errors.ts';
-import { parseBatchSpecs } from '../../pricer/batch.ts';
+import { REPO_ROOT } from '../../catalog/chip.ts';
+import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { setupPricer } from '../../pricer/setup.ts';
 import { CUDAGRAPH_MODES, RESOURCES, type CudagraphMode, type Deployment, type StepPrice } from '../../pricer/types.ts';
 
@@ -47,6 +49,23 @@ export function deploymentFromFlags(o: Record<string, string | undefined>): Part
 
 const f1 = (v: number) => v.toFixed(1);
 
+/** A path as printed: relative to the repository root when inside it, else as given. */
+export function displayPath(file: string): string {
+  const rel = path.relative(REPO_ROOT, path.resolve(file));
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+}
+
+/** `--batch` collector: a malformed or empty spec is a usage error (exit 2), caught when parsed. */
+function collectBatch(v: string, acc: string[]): string[] {
+  try {
+    parseBatchSpec(v);
+  } catch (e) {
+    if (e instanceof UserError) throw new InvalidArgumentError(e.message);
+    throw e;
+  }
+  return [...acc, v];
+}
+
 /** Text table of a step price. */
 export function formatStepPrice(p: StepPrice): string {
   const lines: string[] = [];
@@ -68,7 +87,7 @@ export function formatStepPrice(p: StepPrice): string {
 
 export function register(program: Command): void {
   addDeploymentOptions(program.command('price').description('price one step of a batch: Overlap, NoOverlap, bottleneck and per-resource µs'))
-    .option('--batch <spec>', 'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--batch <spec>', 'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)', collectBatch, [] as string[])
     .option('--per-kind', 'add the per-layer-kind breakdown')
     .option('--json', 'print JSON')
     .action((o: Record<string, string | undefined> & { batch: string[]; perKind?: boolean; json?: boolean }) => {
@@ -77,13 +96,13 @@ export function register(program: Command): void {
       const batch = parseBatchSpecs(o.batch);
       const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
       if (o.json) {
-        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: s.registry_file, batch: o.batch, info: s.pricer.info, price: p }, null, 2) + '\n');
+        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), batch: o.batch, info: s.pricer.info, price: p }, null, 2) + '\n');
         return;
       }
       const d = s.deployment;
       process.stdout.write(
-        `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} requests)\n` +
-          `registry ${s.registry_file}\n\n` +
+        `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
+          `registry ${displayPath(s.registry_file)}\n\n` +
           formatStepPrice(p),
       );
       if (s.pricer.info.assumptions.length) process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');

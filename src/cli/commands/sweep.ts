@@ -6,13 +6,13 @@ import { writeFileAtomic } from '../../common/fs.ts';
 import { REPO_ROOT } from '../../catalog/chip.ts';
 import { sweepDecode, sweepSvg } from '../../pricer/sweep.ts';
 import { setupPricer } from '../../pricer/setup.ts';
-import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
+import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
 
 export function register(program: Command): void {
   addDeploymentOptions(program.command('sweep').description('per-resource time and both estimates vs batch size (every request decoding one token)'))
     .option('--context <tokens>', 'context each request decodes against', '4096')
     .option('--batches <list>', 'comma-separated batch sizes', '1,2,4,8,16,32,64,128,256')
-    .option('--out <file>', 'SVG path (default fits/<chip>/sweep-<model>.svg)')
+    .option('--out <file>', 'SVG path (default: fits/<chip>/sweep-<model>.svg under the repository root, a build output git ignores)')
     .option('--json', 'print JSON')
     .action((o: Record<string, string | undefined> & { json?: boolean }) => {
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
@@ -25,10 +25,10 @@ export function register(program: Command): void {
       const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);
       writeFileAtomic(out, sweepSvg(rows, title));
       if (o.json) {
-        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: s.registry_file, context: ctx, svg: out, rows }, null, 2) + '\n');
+        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), context: ctx, svg: out, rows }, null, 2) + '\n');
         return;
       }
-      process.stdout.write(`${title}\nregistry ${s.registry_file}\n\n`);
+      process.stdout.write(`${title}\nregistry ${displayPath(s.registry_file)}\n\n`);
       process.stdout.write('batch     sm_us    hbm_us nvlink_us    nic_us   host_us NoOverlap_us Overlap_us us_per_req bottleneck\n');
       for (const r of rows) {
         const p = r.price;
