@@ -5,7 +5,7 @@
  * Exit codes: 0 success; 1 user error (message on stderr, stack only with --debug); 2 usage error.
  */
 import { Command, CommanderError } from 'commander';
-import { UserError } from '../common/errors.ts';
+import { UsageError, UserError } from '../common/errors.ts';
 import { COMMANDS } from './commands/index.ts';
 
 export function buildProgram(): Command {
@@ -25,13 +25,18 @@ export function buildProgram(): Command {
 
 export const VERSION = '0.1.0';
 
+let pipeGuardInstalled = false;
+
 /** Run the CLI with `argv` (as in process.argv). Resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   // A closed pipe (`stepcal price ... | head`) is not an error: stop writing quietly.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
-  });
+  if (!pipeGuardInstalled) {
+    pipeGuardInstalled = true;
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(0);
+      throw err;
+    });
+  }
   const program = buildProgram();
   const debug = argv.includes('--debug');
   try {
@@ -45,7 +50,7 @@ export async function main(argv: string[]): Promise<number> {
     if (err instanceof UserError) {
       process.stderr.write(`stepcal: ${err.message}\n`);
       if (debug && err.stack) process.stderr.write(err.stack + '\n');
-      return 1;
+      return err instanceof UsageError ? 2 : 1;
     }
     process.stderr.write(`stepcal: internal error: ${(err as Error)?.stack ?? String(err)}\n`);
     return 3;

@@ -9,6 +9,11 @@ export class UserError extends Error {
   override name = 'UserError';
 }
 
+/** A malformed flag value or argument found after parsing: printed like a UserError, exit code 2. */
+export class UsageError extends UserError {
+  override name = 'UsageError';
+}
+
 /**
  * Where in an input file a problem sits. Row numbers are 1-based data rows (the header is row 0; a
  * problem with a named column on row 0 prints as `row 0 (header)`). Text formats that are not tables

@@ -1,7 +1,7 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { UserError } from '../../common/errors.ts';
+import { UsageError, UserError } from '../../common/errors.ts';
 import { REPO_ROOT } from '../../catalog/chip.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { setupPricer } from '../../pricer/setup.ts';
@@ -25,7 +25,7 @@ export function addDeploymentOptions(cmd: Command): Command {
 
 function int(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UserError(`${flag} must be a non-negative integer, got "${v}"`);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a non-negative integer, got "${v}"`);
   return n;
 }
 

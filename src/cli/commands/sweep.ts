@@ -1,7 +1,7 @@
 /** `stepcal sweep`: price decode steps over batch sizes; print a table and write an SVG (seed figure). */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { UserError } from '../../common/errors.ts';
+import { UsageError, UserError } from '../../common/errors.ts';
 import { writeFileAtomic } from '../../common/fs.ts';
 import { REPO_ROOT } from '../../catalog/chip.ts';
 import { sweepDecode, sweepSvg } from '../../pricer/sweep.ts';
@@ -18,8 +18,8 @@ export function register(program: Command): void {
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
       const ctx = Number(o.context);
       const sizes = String(o.batches).split(',').map((x) => Number(x.trim()));
-      if (!Number.isInteger(ctx) || ctx < 1) throw new UserError(`--context must be a positive integer, got "${o.context}"`);
-      if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UserError(`--batches must be positive integers, got "${o.batches}"`);
+      if (!Number.isInteger(ctx) || ctx < 1) throw new UsageError(`--context must be a positive integer, got "${o.context}"`);
+      if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError(`--batches must be positive integers, got "${o.batches}"`);
       const rows = sweepDecode(s.pricer, sizes, ctx);
       const title = `${s.model.name} ${s.pricer.info.served_dtype} on ${s.deployment.tp}×${s.chip.name} (tp ${s.deployment.tp}), decode @ ${ctx}`;
       const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);
