@@ -1,13 +1,17 @@
 /**
  * The one composition site (seed "Composing the step"; reference §4.8). Everything else only computes
- * terms; these two functions turn per-layer resource times into Overlap, NoOverlap and the bottleneck.
+ * terms; these functions turn per-layer resource times into the three estimates and the bottleneck.
  *
  *   Overlap   = Σ_ℓ ( max(T_SM, T_HBM, T_NVLink, T_NIC) + E ) + H + T_host
+ *   CMOverlap = Σ_ℓ ( max(T_SM, T_HBM) + T_NVLink + T_NIC + E ) + H + T_host   (stepcal extension)
  *   NoOverlap = T_SM + T_HBM + T_NVLink + T_NIC + T_host   (each total includes experts and head)
  *
  * E is a layer's expert time, arithmetic PLUS reads (seed footnote 1); H the head, max of its
- * arithmetic and reads. Overlap ≤ NoOverlap holds algebraically; it is also enforced against
- * floating-point reordering, as reference §4.8 does.
+ * arithmetic and reads. CMOverlap ("compute–memory overlap") is not in the seed: a kernel streams its
+ * weights while it computes, so SM and HBM overlap inside a layer, but vLLM's step runs the TP
+ * collectives and the host serially (docs/pricer.md "Three estimates"). Overlap ≤ CMOverlap ≤
+ * NoOverlap holds algebraically (max(a, b, c, d) ≤ max(a, b) + c + d ≤ a + b + c + d for
+ * non-negative terms); it is also enforced against floating-point reordering, as reference §4.8 does.
  */
 import type { Resource, StepPrice } from './types.ts';
 
@@ -18,7 +22,8 @@ const NVLINK = 2;
 const NIC = 3;
 const HOST = 4;
 const OVERLAP = 5;
-export const ACC_LEN = 6;
+const CM_OVERLAP = 6;
+export const ACC_LEN = 7;
 
 /**
  * Add `count` layers of one kind. Times per layer, µs: sm/hbm exclude the experts; expert_sm and
@@ -34,33 +39,39 @@ export function composeLayers(
   expert_sm: number,
   expert_hbm: number,
 ): void {
-  let stage = sm;
-  if (hbm > stage) stage = hbm;
+  const cm = sm > hbm ? sm : hbm;
+  let stage = cm;
   if (nvlink > stage) stage = nvlink;
   if (nic > stage) stage = nic;
-  acc[OVERLAP]! += count * (stage + expert_sm + expert_hbm);
+  const experts = expert_sm + expert_hbm;
+  acc[OVERLAP]! += count * (stage + experts);
+  acc[CM_OVERLAP]! += count * (cm + nvlink + nic + experts);
   acc[SM]! += count * (sm + expert_sm);
   acc[HBM]! += count * (hbm + expert_hbm);
   acc[NVLINK]! += count * nvlink;
   acc[NIC]! += count * nic;
 }
 
-/** Add the output head (once per pass): its arithmetic and reads, max of the two in Overlap. */
+/** Add the output head (once per pass): its arithmetic and reads, max of the two in Overlap and CMOverlap. */
 export function composeHead(acc: Float64Array, sm: number, hbm: number): void {
-  acc[OVERLAP]! += sm > hbm ? sm : hbm;
+  const m = sm > hbm ? sm : hbm;
+  acc[OVERLAP]! += m;
+  acc[CM_OVERLAP]! += m;
   acc[SM]! += sm;
   acc[HBM]! += hbm;
 }
 
-/** Add host time (additive: a kernel cannot start before the CPU dispatched it). */
+/** Add host time (additive in every estimate: a kernel cannot start before the CPU dispatched it). */
 export function composeHost(acc: Float64Array, host: number): void {
   acc[OVERLAP]! += host;
+  acc[CM_OVERLAP]! += host;
   acc[HOST]! += host;
 }
 
 /**
- * Finish: the two estimates, the bottleneck (largest total; ties go to the earlier resource) and the
- * totals. `notes` are the extrapolation notes (empty = nothing priced outside a fitted domain).
+ * Finish: the three estimates (clamped so Overlap ≤ CMOverlap ≤ NoOverlap also after rounding), the
+ * bottleneck (largest total; ties go to the earlier resource) and the totals. `notes` are the
+ * extrapolation notes (empty = nothing priced outside a fitted domain).
  */
 export function finishStep(acc: Float64Array, notes: readonly string[]): StepPrice {
   const sm = acc[SM]!;
@@ -69,7 +80,8 @@ export function finishStep(acc: Float64Array, notes: readonly string[]): StepPri
   const nic = acc[NIC]!;
   const host = acc[HOST]!;
   const no = sm + hbm + nvlink + nic + host;
-  const ov = acc[OVERLAP]! < no ? acc[OVERLAP]! : no;
+  const cm = acc[CM_OVERLAP]! < no ? acc[CM_OVERLAP]! : no;
+  const ov = acc[OVERLAP]! < cm ? acc[OVERLAP]! : cm;
   let bottleneck: Resource = 'sm';
   let top = sm;
   if (hbm > top) (top = hbm), (bottleneck = 'hbm');
@@ -78,6 +90,7 @@ export function finishStep(acc: Float64Array, notes: readonly string[]): StepPri
   if (host > top) (top = host), (bottleneck = 'host');
   return {
     overlap_us: ov,
+    compute_memory_overlap_us: cm,
     no_overlap_us: no,
     bottleneck,
     resources_us: { sm, hbm, nvlink, nic, host },

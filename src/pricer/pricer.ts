@@ -52,6 +52,12 @@ const COLLECTIVE_MAX_FITTED_BYTES = 512 * 1024 * 1024;
 export interface PricerOptions {
   /** Drafter graph for speculative decoding; default: the model's own `speculator`. */
   drafter?: ModelGraph;
+  /**
+   * Multiplier s on every priced SM time (layers, experts' arithmetic, head), default 1: the engine
+   * compute-efficiency term validation fits (docs/validation.md). Applied per layer before composition,
+   * so CMOverlap sees max(s·SM, HBM). Must be finite and > 0.
+   */
+  sm_scale?: number;
 }
 
 /** Batch-independent facts resolved at construction (for reports and capacity checks). */
@@ -159,6 +165,8 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   const kvB = kvBytesPerElement(deployment.kv_dtype, served);
   const hidden = model.global.hidden_size;
   validateParallelism(opts.drafter ? [model, opts.drafter] : [model], tp, ep);
+  const smScale = opts.sm_scale ?? 1;
+  if (!(smScale > 0 && Number.isFinite(smScale))) throw new UserError(`sm_scale must be a finite number > 0, got ${opts.sm_scale}`);
   const assumptions: string[] = [];
   // Extrapolation notes known at construction; a Set so a note met by several layer kinds (or by the
   // with/without-prefill variants of one kind) is reported once.
@@ -614,11 +622,11 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
       esm = kp.moeA * (ramp + kp.moeMh);
       ehbm = expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal) * kp.moeUsPerExpert;
     }
-    lay[0] = sm;
+    lay[0] = sm * smScale;
     lay[1] = hbm;
     lay[2] = nvl;
     lay[3] = nic;
-    lay[4] = esm;
+    lay[4] = esm * smScale;
     lay[5] = ehbm;
     return big;
   };

@@ -1,6 +1,6 @@
 /**
  * Batch-size sweep of decode steps and its figure (seed "Composing the step", the deepseek-v3 figure):
- * left, each resource's time per step; right, the two estimates on the same scale.
+ * left, each resource's time per step; right, the three estimates on the same scale.
  */
 import { chart, type Series } from '../report/svg.ts';
 import { decodeBatch } from './batch.ts';
@@ -16,19 +16,20 @@ export function sweepDecode(pricer: Pricer, sizes: readonly number[], ctx: numbe
   return sizes.map((n) => ({ batch: n, price: pricer.price(decodeBatch(n, ctx - 1)) }));
 }
 
-/** Two side-by-side charts (log-log): per-resource µs, and NoOverlap/Overlap µs, vs batch size. */
+/** Two side-by-side charts (log-log): per-resource µs, and NoOverlap/CMOverlap/Overlap µs, vs batch size. */
 export function sweepSvg(rows: readonly SweepRow[], title: string): string {
   const res: Series[] = RESOURCES.filter((r) => rows.some((x) => x.price.resources_us[r] > 0)).map((r) => ({
     label: r,
     style: 'line' as const,
     points: rows.map((x) => [x.batch, x.price.resources_us[r]] as [number, number]),
   }));
-  const all = rows.flatMap((x) => [x.price.no_overlap_us, x.price.overlap_us, ...RESOURCES.map((r) => x.price.resources_us[r])]).filter((v) => v > 0);
+  const all = rows.flatMap((x) => [x.price.no_overlap_us, x.price.compute_memory_overlap_us, x.price.overlap_us, ...RESOURCES.map((r) => x.price.resources_us[r])]).filter((v) => v > 0);
   const yr: [number, number] = [Math.min(...all), Math.max(...all)];
   const left = chart(res, { title: `${title}: time per resource`, x_label: 'requests in the batch', y_label: 'µs per step', x_log: true, y_log: true, width: 560, height: 400, y_range: yr });
   const right = chart(
     [
       { label: 'NoOverlap', style: 'line', points: rows.map((x) => [x.batch, x.price.no_overlap_us] as [number, number]) },
+      { label: 'CMOverlap', style: 'line', dash: '8 2 2 2', points: rows.map((x) => [x.batch, x.price.compute_memory_overlap_us] as [number, number]) },
       { label: 'Overlap', style: 'line', dash: '5 3', points: rows.map((x) => [x.batch, x.price.overlap_us] as [number, number]) },
     ],
     { title: 'step estimates', x_label: 'requests in the batch', y_label: 'µs per step', x_log: true, y_log: true, width: 560, height: 400, y_range: yr },

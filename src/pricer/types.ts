@@ -52,6 +52,13 @@ export type ResourceTimes = Record<Resource, number>;
 export interface StepPrice {
   /** Σ_layers (max over SM, HBM, NVLink, NIC + experts) + head + host, µs. */
   overlap_us: number;
+  /**
+   * CMOverlap (stepcal extension beyond the seed; docs/pricer.md "Three estimates"): Σ_layers
+   * (max(SM, HBM) + NVLink + NIC + experts' SM and HBM) + head max(SM, HBM) + host, µs. SM and HBM
+   * overlap inside a layer (kernels stream weights while computing); TP collectives and host are
+   * serial, as in vLLM's step. Overlap ≤ CMOverlap ≤ NoOverlap.
+   */
+  compute_memory_overlap_us: number;
   /** Sum of the five resource totals, µs. */
   no_overlap_us: number;
   /** Resource with the largest total. */

@@ -24,6 +24,9 @@ describe('stepcal price / sweep', () => {
     expect(j.price.bottleneck).toBe('hbm');
     expect(j.price.resources_us.host).toBeCloseTo(832.6, 6);
     expect(j.price.no_overlap_us).toBeCloseTo(9010.3 + (32 * 16384) / 3.84e6, 1);
+    // the third estimate sits between the seed's two
+    expect(j.price.compute_memory_overlap_us).toBeGreaterThanOrEqual(j.price.overlap_us);
+    expect(j.price.compute_memory_overlap_us).toBeLessThanOrEqual(j.price.no_overlap_us);
   });
   it('price prints a table with units and the per-kind breakdown', async () => {
     const c = capture();
@@ -31,6 +34,10 @@ describe('stepcal price / sweep', () => {
     expect(code).toBe(0);
     expect(c.out()).toMatch(/time_us/);
     expect(c.out()).toMatch(/gqa_moe\s+32/);
+    const v = (label: string) => Number(new RegExp(`^${label} +([0-9.]+)`, 'm').exec(c.out())![1]);
+    expect(c.out()).toMatch(/^CMOverlap +[0-9.]+ +\(stepcal extension/m);
+    expect(v('Overlap')).toBeLessThanOrEqual(v('CMOverlap'));
+    expect(v('CMOverlap')).toBeLessThanOrEqual(v('NoOverlap'));
   });
   it('unknown model and missing registry are user errors (exit 1) that say what is known / what to do', async () => {
     let c = capture();
@@ -74,6 +81,11 @@ describe('stepcal price / sweep', () => {
     expect(j.rows.map((r: { batch: number }) => r.batch)).toEqual([1, 4, 256]);
     expect(j.rows[0].price.bottleneck).toBe('host');
     expect(j.rows[2].price.bottleneck).toBe('hbm');
-    expect(readFileSync(out, 'utf8')).toMatch(/^<svg[\s\S]*NoOverlap[\s\S]*<\/svg>\n$/);
+    expect(readFileSync(out, 'utf8')).toMatch(/^<svg[\s\S]*NoOverlap[\s\S]*CMOverlap[\s\S]*<\/svg>\n$/);
+    expect(j.rows[2].price.compute_memory_overlap_us).toBeLessThanOrEqual(j.rows[2].price.no_overlap_us);
+    vi.restoreAllMocks();
+    const t = capture();
+    expect(await main(['node', 'stepcal', 'sweep', '--model', 'llama-3.1-8b', '--chip', 'h200', '--registry', BLIS_H200, '--batches', '1,8', '--out', out])).toBe(0);
+    expect(t.out()).toMatch(/NoOverlap_us CMOverlap_us Overlap_us/);
   });
 });

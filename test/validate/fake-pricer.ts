@@ -2,7 +2,8 @@
  * A fake pricer with closed-form prices, for validation tests:
  * prefill step (any request schedules > 1 token) = a + b·Σ scheduled tokens (charged to SM),
  * decode step = c + d·Σ computed tokens (charged to HBM), host = h per step;
- * NoOverlap = work + host, Overlap = overlap_factor·work + host.
+ * NoOverlap = work + host, CMOverlap = cm_factor·work + host, Overlap = overlap_factor·work + host.
+ * `sm_scale` multiplies the SM (prefill) work, as the real pricer's `sm_scale` option does.
  */
 import type { Batch, Pricer, StepPrice } from '../../src/pricer/types.ts';
 
@@ -13,9 +14,11 @@ export interface FakeCoeffs {
   d: number;
   h: number;
   overlap_factor?: number;
+  /** CMOverlap = cm_factor · work + host (default 1; keep overlap_factor ≤ cm_factor ≤ 1). */
+  cm_factor?: number;
 }
 
-export function fakePricer(k: FakeCoeffs): Pricer & { calls: number } {
+export function fakePricer(k: FakeCoeffs, sm_scale = 1): Pricer & { calls: number } {
   const p = {
     calls: 0,
     price(batch: Batch): StepPrice {
@@ -23,12 +26,13 @@ export function fakePricer(k: FakeCoeffs): Pricer & { calls: number } {
       const isPrefill = batch.requests.some((r) => r.scheduled_tokens > 1);
       let sm = 0;
       let hbm = 0;
-      if (isPrefill) sm = k.a + k.b * batch.requests.reduce((s, r) => s + r.scheduled_tokens, 0);
+      if (isPrefill) sm = sm_scale * (k.a + k.b * batch.requests.reduce((s, r) => s + r.scheduled_tokens, 0));
       else hbm = k.c + k.d * batch.requests.reduce((s, r) => s + r.computed_tokens, 0);
       const work = sm + hbm;
       return {
         no_overlap_us: work + k.h,
         overlap_us: (k.overlap_factor ?? 1) * work + k.h,
+        compute_memory_overlap_us: (k.cm_factor ?? 1) * work + k.h,
         bottleneck: isPrefill ? 'sm' : 'hbm',
         resources_us: { sm, hbm, nvlink: 0, nic: 0, host: k.h },
         extrapolated: false,

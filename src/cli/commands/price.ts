@@ -72,6 +72,7 @@ export function formatStepPrice(p: StepPrice): string {
   lines.push('resource   time_us');
   for (const r of RESOURCES) lines.push(`${r.padEnd(10)} ${f1(p.resources_us[r]).padStart(10)}${r === p.bottleneck ? '  <- bottleneck' : ''}`);
   lines.push(`${'NoOverlap'.padEnd(10)} ${f1(p.no_overlap_us).padStart(10)}   (use this one; seed "Which estimate to use")`);
+  lines.push(`${'CMOverlap'.padEnd(10)} ${f1(p.compute_memory_overlap_us).padStart(10)}   (stepcal extension: SM and HBM overlap per layer; collectives and host serial)`);
   lines.push(`${'Overlap'.padEnd(10)} ${f1(p.overlap_us).padStart(10)}`);
   if (p.per_kind) {
     lines.push('', 'layer kind             count     sm_us    hbm_us nvlink_us    nic_us experts_us');
@@ -86,7 +87,7 @@ export function formatStepPrice(p: StepPrice): string {
 }
 
 export function register(program: Command): void {
-  addDeploymentOptions(program.command('price').description('price one step of a batch: Overlap, NoOverlap, bottleneck and per-resource µs'))
+  addDeploymentOptions(program.command('price').description('price one step of a batch: NoOverlap, CMOverlap, Overlap, bottleneck and per-resource µs'))
     .option('--batch <spec>', 'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)', collectBatch, [] as string[])
     .option('--per-kind', 'add the per-layer-kind breakdown')
     .option('--json', 'print JSON')

@@ -9,7 +9,7 @@ import { setupPricer } from '../../pricer/setup.ts';
 import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
 
 export function register(program: Command): void {
-  addDeploymentOptions(program.command('sweep').description('per-resource time and both estimates vs batch size (every request decoding one token)'))
+  addDeploymentOptions(program.command('sweep').description('per-resource time and the three estimates (NoOverlap, CMOverlap, Overlap) vs batch size (every request decoding one token)'))
     .option('--context <tokens>', 'context each request decodes against', '4096')
     .option('--batches <list>', 'comma-separated batch sizes', '1,2,4,8,16,32,64,128,256')
     .option('--out <file>', 'SVG path (default: fits/<chip>/sweep-<model>.svg under the repository root, a build output git ignores)')
@@ -29,12 +29,12 @@ export function register(program: Command): void {
         return;
       }
       process.stdout.write(`${title}\nregistry ${displayPath(s.registry_file)}\n\n`);
-      process.stdout.write('batch     sm_us    hbm_us nvlink_us    nic_us   host_us NoOverlap_us Overlap_us us_per_req bottleneck\n');
+      process.stdout.write('batch     sm_us    hbm_us nvlink_us    nic_us   host_us NoOverlap_us CMOverlap_us Overlap_us us_per_req bottleneck\n');
       for (const r of rows) {
         const p = r.price;
         const c = (v: number, w = 9) => v.toFixed(1).padStart(w);
         process.stdout.write(
-          `${String(r.batch).padStart(5)} ${c(p.resources_us.sm)} ${c(p.resources_us.hbm)} ${c(p.resources_us.nvlink)} ${c(p.resources_us.nic)} ${c(p.resources_us.host)} ${c(p.no_overlap_us, 12)} ${c(p.overlap_us, 10)} ${c(p.no_overlap_us / r.batch, 10)} ${p.bottleneck}${p.extrapolated ? ' (extrapolated)' : ''}\n`,
+          `${String(r.batch).padStart(5)} ${c(p.resources_us.sm)} ${c(p.resources_us.hbm)} ${c(p.resources_us.nvlink)} ${c(p.resources_us.nic)} ${c(p.resources_us.host)} ${c(p.no_overlap_us, 12)} ${c(p.compute_memory_overlap_us, 12)} ${c(p.overlap_us, 10)} ${c(p.no_overlap_us / r.batch, 10)} ${p.bottleneck}${p.extrapolated ? ' (extrapolated)' : ''}\n`,
         );
       }
       process.stdout.write(`\nwrote ${path.relative(process.cwd(), out) || out}\n`);
