@@ -3,8 +3,8 @@
  * accuracy per regime) and the matching report section. Pure.
  */
 import type { CoefficientSet, NamedEntry } from '../registry/types.ts';
-import { COMPOSITION_LABEL, goalVerdict, htmlTable, mdTable, type ExtraSection, type Table } from './validation.ts';
-import { REGIMES, type ValidationResult } from '../validate/types.ts';
+import { COMPOSITION_LABEL, engineSmOutcomes, goalVerdict, htmlTable, mdTable, otherCompositions, smScaleText, type ExtraSection, type Table } from './validation.ts';
+import { REGIMES, type Composition, type ValidationResult } from '../validate/types.ts';
 
 /** Row counts found by the measurement check. */
 export interface MeasurementCheck {
@@ -220,18 +220,21 @@ export function dropConstantColumns(t: Table): { table: Table; dropped: string[]
   return { table: { header: t.header.filter((_, i) => keep[i]), rows: t.rows.map((r) => r.filter((_, i) => keep[i])) }, dropped };
 }
 
-/** Held-out accuracy table: one row per regime for the headline composition. */
+/** Held-out accuracy table: one row per regime for the headline composition, the other two compositions' MAPE beside it. */
 export function heldOutTable(v: ValidationResult): Table {
   const rows: string[][] = [];
+  const others = otherCompositions(v.headline);
   for (const g of REGIMES) {
     const m = v.regimes[g];
-    const o = v.regimes_by_composition[v.headline === 'overlap' ? 'no_overlap' : 'overlap'][g];
     if (!m) continue;
-    rows.push([g, String(m.n), m.mape_pct.toFixed(1), m.median_ape_pct.toFixed(1), m.p90_ape_pct.toFixed(1), m.bias_pct.toFixed(1), o ? o.mape_pct.toFixed(1) : '–', goalVerdict(m)]);
+    const o = others.map((c) => v.regimes_by_composition[c][g]);
+    rows.push([g, String(m.n), m.mape_pct.toFixed(1), m.median_ape_pct.toFixed(1), m.p90_ape_pct.toFixed(1), m.bias_pct.toFixed(1), ...o.map((x) => (x ? x.mape_pct.toFixed(1) : '–')), goalVerdict(m)]);
   }
-  const other = COMPOSITION_LABEL[v.headline === 'overlap' ? 'no_overlap' : 'overlap'];
-  return { header: ['regime', 'n (rows)', 'MAPE (%)', 'median APE (%)', 'p90 APE (%)', 'bias (%)', `${other} MAPE (%)`, 'goal (median ≤ 10 %, p90 ≤ 25 %)'], rows };
+  return { header: ['regime', 'n (rows)', 'MAPE (%)', 'median APE (%)', 'p90 APE (%)', 'bias (%)', ...others.map((c) => `${COMPOSITION_LABEL[c]} MAPE (%)`), 'goal (median ≤ 10 %, p90 ≤ 25 %)'], rows };
 }
+
+/** Short composition names for the terminal table (≤ 100 columns). */
+const SHORT: Record<Composition, string> = { no_overlap: 'NoOv', cm_overlap: 'CMOv', overlap: 'Ov' };
 
 /** The goal verdict in a few characters: `met`, or how far above the goal each percentile is (`med +9.1 p90 +2.1`). */
 function shortVerdict(m: { median_ape_pct: number; p90_ape_pct: number }): string {
@@ -245,12 +248,12 @@ function shortVerdict(m: { median_ape_pct: number; p90_ape_pct: number }): strin
 /** The terminal's held-out table (≤ 100 columns). */
 export function compactHeldOutTable(v: ValidationResult): Table {
   const t = heldOutTable(v);
-  const other = COMPOSITION_LABEL[v.headline === 'overlap' ? 'no_overlap' : 'overlap'];
+  const others = otherCompositions(v.headline);
   return {
-    header: ['regime', 'n', 'MAPE%', 'med%', 'p90%', 'bias%', `${other} MAPE%`, 'goal med≤10 p90≤25'],
+    header: ['regime', 'n', 'MAPE%', 'med%', 'p90%', 'bias%', ...others.map((c) => `${SHORT[c]} MAPE%`), 'goal med≤10 p90≤25'],
     rows: t.rows.map((r) => {
       const m = v.regimes[r[0] as (typeof REGIMES)[number]]!;
-      return [...r.slice(0, 7), shortVerdict(m)];
+      return [...r.slice(0, 6 + others.length), shortVerdict(m)];
     }),
   };
 }
@@ -350,13 +353,12 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
     L.push(...textTable(compactHeldOutTable(v)).map((l) => '  ' + l));
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-        L.push(`  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${f.sm_scale.value.toFixed(3)}` : ''}`);
+        L.push(`  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`);
       }
     }
-    const es = v.engine_sm;
-    if (es) {
+    for (const es of engineSmOutcomes(v)) {
       const side = (x: typeof es.with) => REGIMES.filter((g) => x.regimes[g]).map((g) => `${g} ${x.regimes[g]!.median_ape_pct.toFixed(1)}/${x.regimes[g]!.p90_ape_pct.toFixed(1)}/${x.regimes[g]!.bias_pct.toFixed(1)}`).join('; ');
-      L.push(`  engine compute-efficiency s: ${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'WITH' : 'WITHOUT'} s; NoOverlap med/p90/bias %:`);
+      L.push(`  engine compute-efficiency s (${COMPOSITION_LABEL[es.composition ?? 'no_overlap']}): ${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'WITH' : 'WITHOUT'} s; med/p90/bias %:`);
       L.push(`    without s: ${side(es.without)}`);
       L.push(`    with s:    ${side(es.with)}`);
     }

@@ -1,11 +1,26 @@
 /** One-screen text summaries of a validation (stdout of `validate` and `calibrate`). Pure. */
 import { COMPOSITIONS, REGIMES, type ValidationResult } from '../validate/types.ts';
-import { COMPOSITION_LABEL, engineSmSentence, engineSmTable, goalVerdict, groupTable, mdTable, regimeTable, resourceShareTable } from './validation.ts';
+import {
+  COMPOSITION_LABEL,
+  compositionTable,
+  engineSmOutcomes,
+  engineSmSentence,
+  engineSmTable,
+  extrapolationSentence,
+  extrapolationTable,
+  goalVerdict,
+  groupTable,
+  HEADLINE_RULE,
+  mdTable,
+  regimeTable,
+  resourceShareTable,
+  smScaleText,
+} from './validation.ts';
 
 const pad = (s: string, n: number) => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const padl = (s: string, n: number) => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
 
-/** Per-regime held-out lines for both compositions, headline marked. */
+/** Per-regime held-out lines for the three compositions, headline marked. */
 export function validationSummaryLines(v: ValidationResult): string[] {
   const L: string[] = [];
   const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined).length;
@@ -31,20 +46,23 @@ export function validationSummaryLines(v: ValidationResult): string[] {
   }
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-      L.push(`host fit (${v.host_fit.rule}) ${f.engine}: ` + f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') + (f.sm_scale ? `, s ${f.sm_scale.value.toFixed(3)}` : '') + ` (n ${f.n_train})`);
+      L.push(`host fit (${v.host_fit.rule}) ${f.engine}: ` + f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') + (f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : '') + ` (n ${f.n_train})`);
     }
     for (const n of v.host_fit.notes) L.push(`note: ${n}`);
   }
-  const es = v.engine_sm;
-  if (es) {
-    L.push(`engine compute-efficiency term s (NoOverlap, held-out): ${es.scales.map((x) => `${x.engine} s ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'with' : 'without'} s — ${es.reason}`);
-    L.push(pad('  NoOverlap', 13) + pad('regime', 13) + padl('n', 5) + padl('med%', 7) + padl('p90%', 7) + padl('bias%', 8) + padl('MAPE%', 8));
+  for (const es of engineSmOutcomes(v)) {
+    const name = COMPOSITION_LABEL[es.composition ?? 'no_overlap'];
+    L.push(`engine compute-efficiency term s (${name}, held-out): ${es.scales.map((x) => `${x.engine} s ${smScaleText(x)}`).join(', ')}; headline ${es.used ? 'with' : 'without'} s — ${es.reason}`);
+    L.push(pad(`  ${name}`, 13) + pad('regime', 13) + padl('n', 5) + padl('med%', 7) + padl('p90%', 7) + padl('bias%', 8) + padl('MAPE%', 8));
     for (const [label, side] of [['without s', es.without], ['with s', es.with]] as const) {
       for (const g of REGIMES) {
         const m = side.regimes[g];
         if (m) L.push(pad('  ' + label, 13) + pad(g, 13) + padl(String(m.n), 5) + padl(m.median_ape_pct.toFixed(1), 7) + padl(m.p90_ape_pct.toFixed(1), 7) + padl(m.bias_pct.toFixed(1), 8) + padl(m.mape_pct.toFixed(1), 8));
       }
     }
+  }
+  if (v.extrapolation?.length) {
+    L.push(`extrapolated rows by reason (all priced / scored): ` + v.extrapolation.map((e) => `${e.reason}: ${e.rows} / ${e.scored_rows}`).join('; '));
   }
   if (v.double_charge) L.push(`double-charge check: ${v.double_charge.note}`);
   for (const w of v.warnings) L.push(`warning: ${w}`);
@@ -59,20 +77,24 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
   L.push(`Inputs: ${v.pinned.inputs.map((i) => `\`${i.file}\` (sha256 \`${i.sha256.slice(0, 16)}…\`)`).join(', ')}.`, '');
   L.push(`Headline: **${COMPOSITION_LABEL[v.headline]}**: ${v.headline_reason}.`, '');
   L.push(mdTable(regimeTable(v, v.headline)));
-  const other = v.headline === 'overlap' ? 'no_overlap' : 'overlap';
-  L.push(`${COMPOSITION_LABEL[other]} for comparison:`, '', mdTable(regimeTable(v, other)));
+  L.push(`${HEADLINE_RULE}`, '');
+  L.push('The three compositions side by side (held-out; NoOverlap and CMOverlap as the headline uses them):', '', mdTable(compositionTable(v)));
   L.push('Where the priced time goes (scored rows; each resource as % of the measured time, headline composition):', '', mdTable(resourceShareTable(v)));
   const g = groupTable(v);
   const worst = [...g.rows].sort((a, b) => Number(b[7]) - Number(a[7])).slice(0, 5);
   L.push('Worst groups by MAPE:', '', mdTable({ header: g.header, rows: worst }));
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-      L.push(`Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored, least squares ${v.host_fit.weighting === 'absolute' ? 'in µs' : 'on relative error'}) for ${f.engine}: ` + f.terms.map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`).join(', ') + (f.sm_scale ? `, s = ${f.sm_scale.value.toFixed(3)}` : '') + '.', '');
+      L.push(`Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored, least squares ${v.host_fit.weighting === 'absolute' ? 'in µs' : 'on relative error'}) for ${f.engine}: ` + f.terms.map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`).join(', ') + (f.sm_scale ? `, s = ${smScaleText(f.sm_scale)}` : '') + '.', '');
     }
     L.push(...v.host_fit.notes.map((n) => `- ${n}`), '');
   }
-  const smT = engineSmTable(v);
-  if (smT) L.push(engineSmSentence(v)!, '', 'NoOverlap without and with the engine compute-efficiency term s (same training and scored rows):', '', mdTable(smT));
+  for (const es of engineSmOutcomes(v)) {
+    const name = COMPOSITION_LABEL[es.composition ?? 'no_overlap'];
+    L.push(engineSmSentence(v, es)!, '', `${name} without and with the engine compute-efficiency term s (same training and scored rows):`, '', mdTable(engineSmTable(v, es)!));
+  }
+  const exT = extrapolationTable(v);
+  if (exT) L.push('Extrapolated rows by reason: ' + extrapolationSentence(v), '', mdTable(exT));
   if (v.double_charge) L.push(`Decode double-charge check: ${v.double_charge.note}.`, '');
   return L.join('\n') + '\n';
 }

@@ -8,13 +8,36 @@
 import { groupBy } from '../fit/stats.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import { apeCdf } from '../validate/metrics.ts';
-import { COMPOSITIONS, REGIMES, type Composition, type Regime, type RegimeMetrics, type RowResult, type ValidationResult } from '../validate/types.ts';
+import {
+  COMPOSITION_NAME,
+  COMPOSITIONS,
+  REGIMES,
+  type Composition,
+  type EngineSmOutcome,
+  type HostFitEngine,
+  type Regime,
+  type RegimeMetrics,
+  type RowResult,
+  type ValidationResult,
+} from '../validate/types.ts';
 import { chart, esc, PALETTE, stackedBars, type Series } from './svg.ts';
+
+/** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
+export const HEADLINE_RULE =
+  'Headline composition: the one of NoOverlap, CMOverlap and Overlap with the lowest held-out pooled MAPE (ties → the earlier in that order; `--composition` forces it). NoOverlap and CMOverlap each use the variant with or without the engine compute-efficiency term s that `--engine-sm` selects (auto: lower mean over regimes of that composition’s held-out MAPE).';
 
 /** Accuracy goal of issue 7, per regime. */
 export const GOAL = { median_ape_pct: 10, p90_ape_pct: 25 } as const;
 
-export const COMPOSITION_LABEL: Record<Composition, string> = { no_overlap: 'NoOverlap', overlap: 'Overlap' };
+export const COMPOSITION_LABEL: Record<Composition, string> = COMPOSITION_NAME;
+
+/** CDF line dash per composition (solid NoOverlap, dash-dot CMOverlap, dashed Overlap). */
+const COMPOSITION_DASH: Record<Composition, string | undefined> = { no_overlap: undefined, cm_overlap: '8 2 2 2', overlap: '4 3' };
+
+/** The compositions other than `c`, in COMPOSITIONS order. */
+export function otherCompositions(c: Composition): Composition[] {
+  return COMPOSITIONS.filter((x) => x !== c);
+}
 
 const REGIME_COLOR: Record<Regime, string> = { prefill: PALETTE[0]!, decode: PALETTE[1]!, mixed: PALETTE[4]!, static_batch: PALETTE[2]! };
 
@@ -65,17 +88,41 @@ export function regimeTable(v: ValidationResult, c: Composition): Table {
   };
 }
 
-/** Side-by-side NoOverlap vs Overlap per regime. */
+/**
+ * The three compositions side by side per regime (held-out): MAPE, median and p90 APE, bias (all %),
+ * and which has the lowest MAPE (ties → the earlier of NoOverlap, CMOverlap, Overlap).
+ */
 export function compositionTable(v: ValidationResult): Table {
   const rows: string[][] = [];
   for (const g of [...REGIMES, 'pooled' as const]) {
-    const a = g === 'pooled' ? v.overall_by_composition.no_overlap : v.regimes_by_composition.no_overlap[g];
-    const b = g === 'pooled' ? v.overall_by_composition.overlap : v.regimes_by_composition.overlap[g];
-    if (!a || !b) continue;
-    rows.push([g, String(a.n), f1(a.mape_pct), f1(b.mape_pct), f1(a.median_ape_pct), f1(b.median_ape_pct), f1(a.bias_pct), f1(b.bias_pct), a.mape_pct <= b.mape_pct ? 'NoOverlap' : 'Overlap']);
+    const ms = COMPOSITIONS.map((c) => (g === 'pooled' ? v.overall_by_composition[c] : v.regimes_by_composition[c][g]));
+    if (ms.some((m) => !m)) continue;
+    const m = ms as RegimeMetrics[];
+    let best = 0;
+    m.forEach((x, i) => {
+      if (x.mape_pct < m[best]!.mape_pct) best = i;
+    });
+    rows.push([
+      g === 'pooled' ? 'pooled (all regimes)' : g,
+      String(m[0]!.n),
+      ...m.map((x) => f1(x.mape_pct)),
+      ...m.map((x) => f1(x.median_ape_pct)),
+      ...m.map((x) => f1(x.p90_ape_pct)),
+      ...m.map((x) => f1(x.bias_pct)),
+      COMPOSITION_LABEL[COMPOSITIONS[best]!],
+    ]);
   }
+  const L = COMPOSITIONS.map((c) => COMPOSITION_LABEL[c]);
   return {
-    header: ['regime', 'n (rows)', 'NoOverlap MAPE (%)', 'Overlap MAPE (%)', 'NoOverlap median APE (%)', 'Overlap median APE (%)', 'NoOverlap bias (%)', 'Overlap bias (%)', 'lower MAPE'],
+    header: [
+      'regime',
+      'n (rows)',
+      ...L.map((l) => `${l} MAPE (%)`),
+      ...L.map((l) => `${l} median APE (%)`),
+      ...L.map((l) => `${l} p90 APE (%)`),
+      ...L.map((l) => `${l} bias (%)`),
+      'lowest MAPE',
+    ],
     rows,
   };
 }
@@ -83,11 +130,40 @@ export function compositionTable(v: ValidationResult): Table {
 export function groupTable(v: ValidationResult): Table {
   const h = v.headline;
   return {
-    header: ['model', 'chip', 'tp (GPUs)', 'kind', 'engine', 'regime', 'n (rows)', `MAPE ${COMPOSITION_LABEL[h]} (%)`, 'median APE (%)', 'p90 APE (%)', 'bias (%)', 'geo mean pred/meas (×)', 'shape MAPE (%)', `MAPE ${COMPOSITION_LABEL[h === 'overlap' ? 'no_overlap' : 'overlap']} (%)`],
+    header: [
+      'model',
+      'chip',
+      'tp (GPUs)',
+      'kind',
+      'engine',
+      'regime',
+      'n (rows)',
+      `MAPE ${COMPOSITION_LABEL[h]} (%)`,
+      'median APE (%)',
+      'p90 APE (%)',
+      'bias (%)',
+      'geo mean pred/meas (×)',
+      'shape MAPE (%)',
+      ...otherCompositions(h).map((c) => `MAPE ${COMPOSITION_LABEL[c]} (%)`),
+    ],
     rows: v.groups.map((g) => {
       const m = g.metrics[h];
-      const other = g.metrics[h === 'overlap' ? 'no_overlap' : 'overlap'];
-      return [g.key.model, g.key.chip, String(g.key.tp), g.key.kind, g.key.engine, g.key.regime, String(m.n), f1(m.mape_pct), f1(m.median_ape_pct), f1(m.p90_ape_pct), f1(m.bias_pct), f3(m.geo_mean_ratio), f1(m.shape_mape_pct), f1(other.mape_pct)];
+      return [
+        g.key.model,
+        g.key.chip,
+        String(g.key.tp),
+        g.key.kind,
+        g.key.engine,
+        g.key.regime,
+        String(m.n),
+        f1(m.mape_pct),
+        f1(m.median_ape_pct),
+        f1(m.p90_ape_pct),
+        f1(m.bias_pct),
+        f3(m.geo_mean_ratio),
+        f1(m.shape_mape_pct),
+        ...otherCompositions(h).map((c) => f1(g.metrics[c].mape_pct)),
+      ];
     }),
   };
 }
@@ -110,9 +186,27 @@ export function resourceShareTable(v: ValidationResult): Table {
   };
 }
 
+/**
+ * Every row: measured, the three predictions, the headline ratio, host, bottleneck, status, and the
+ * numbers of its extrapolation reasons (the rows of `extrapolationTable`).
+ */
 export function rowTable(v: ValidationResult): Table {
+  const ids = new Map((v.extrapolation ?? []).map((e, i) => [e.reason, i + 1]));
   return {
-    header: ['file:row', 'model', 'tp (GPUs)', 'regime', 'batch (requests)', 'measured (µs)', 'NoOverlap (µs)', 'Overlap (µs)', `ratio ${COMPOSITION_LABEL[v.headline]} (pred/meas)`, 'host (µs)', 'bottleneck', 'status'],
+    header: [
+      'file:row',
+      'model',
+      'tp (GPUs)',
+      'regime',
+      'batch (requests)',
+      'measured (µs)',
+      ...COMPOSITIONS.map((c) => `${COMPOSITION_LABEL[c]} (µs)`),
+      `ratio ${COMPOSITION_LABEL[v.headline]} (pred/meas)`,
+      'host (µs)',
+      'bottleneck',
+      'status',
+      'extrapolation (reason #)',
+    ],
     rows: v.rows.map((r) => [
       `${r.file}:${r.row}`,
       r.model,
@@ -120,22 +214,50 @@ export function rowTable(v: ValidationResult): Table {
       r.regime,
       String(r.batch),
       r.measured_us.toFixed(0),
-      r.predicted_us.no_overlap.toFixed(0),
-      r.predicted_us.overlap.toFixed(0),
+      ...COMPOSITIONS.map((c) => r.predicted_us[c].toFixed(0)),
       r.ratio[v.headline].toFixed(3),
       r.host_us.toFixed(0),
       r.bottleneck,
-      r.used_for_host_fit ? 'host-fit training (not scored)' : r.excluded ? `excluded: ${r.excluded}` : r.extrapolated ? 'scored (extrapolated)' : 'scored',
+      r.used_for_host_fit ? 'host-fit training (not scored)' : r.excluded ? `excluded: ${r.excluded}` : 'scored',
+      (r.extrapolation_reasons ?? []).map((x) => String(ids.get(x) ?? '?')).join(', ') || '–',
     ]),
   };
 }
 
 /**
- * Held-out NoOverlap metrics without and with the engine compute-efficiency term s, per regime
- * (same training rows, same scored rows). Null without --fit-host.
+ * Rows per extrapolation reason (the pricer's notes grouped): every priced row, the scored rows, and
+ * the scored rows per regime. Null when no row is extrapolated.
  */
-export function engineSmTable(v: ValidationResult): Table | null {
-  const es = v.engine_sm;
+export function extrapolationTable(v: ValidationResult): Table | null {
+  const ex = v.extrapolation ?? [];
+  if (!ex.length) return null;
+  const regimes = REGIMES.filter((g) => ex.some((e) => e.scored_by_regime[g]));
+  return {
+    header: ['#', 'reason', 'rows (all priced)', 'scored rows', ...regimes.map((g) => `scored ${g} (rows)`)],
+    rows: ex.map((e, i) => [String(i + 1), e.reason, String(e.rows), String(e.scored_rows), ...regimes.map((g) => String(e.scored_by_regime[g] ?? 0))]),
+  };
+}
+
+/** One sentence stating how many rows are priced, scored and carry no extrapolation reason. */
+export function extrapolationSentence(v: ValidationResult): string {
+  const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+  const clean = scored.filter((r) => !(r.extrapolation_reasons ?? []).length).length;
+  return (
+    `${v.rows.length} rows priced, ${scored.length} scored; ${clean} scored rows priced with no term outside its fitted domain. ` +
+    'A row counts once under each reason it carries; the reasons are the pricer\'s extrapolation notes without their per-step figures (docs/pricer.md "Extrapolation flags"), so a reason that marks nearly every decode row (the GEMM ramp below its fitted m range) stays distinguishable from rare ones.'
+  );
+}
+
+/** The engine compute-efficiency outcomes present, NoOverlap first. */
+export function engineSmOutcomes(v: ValidationResult): EngineSmOutcome[] {
+  return [v.engine_sm, v.engine_sm_cm_overlap].filter((x): x is EngineSmOutcome => x !== undefined);
+}
+
+/**
+ * Held-out metrics of one composition without and with the engine compute-efficiency term s, per
+ * regime (same training rows, same scored rows). Default: NoOverlap's; null without --fit-host.
+ */
+export function engineSmTable(v: ValidationResult, es: EngineSmOutcome | undefined = v.engine_sm): Table | null {
   if (!es) return null;
   const rows: string[][] = [];
   for (const g of [...REGIMES, 'pooled' as const]) {
@@ -150,12 +272,25 @@ export function engineSmTable(v: ValidationResult): Table | null {
   };
 }
 
+/** An s as printed: its value, `1 (held: why)` when held at 1, the note appended when at a bound. */
+export function smScaleText(x: NonNullable<HostFitEngine['sm_scale']>): string {
+  const held = x.value === 1 && (!x.identified || x.note !== undefined);
+  if (held) return `1 (${x.note ?? 'not identified'})`;
+  return x.value.toFixed(3) + (x.note ? ` (${x.note})` : '');
+}
+
+/** How s enters each composition, for the sentences. */
+const SM_LAW: Partial<Record<Composition, string>> = {
+  no_overlap: 'NoOverlap: measured = s · T_SM + T_HBM + T_NVLink + T_NIC + host, linear least squares',
+  cm_overlap: `CMOverlap: measured = Σ_layers (max(s · T_SM, T_HBM) + T_NVLink + T_NIC + experts) + head + host, s by a bounded 1-D search in [0.25, 4] with the host terms solved by weighted least squares at each trial`,
+};
+
 /** One sentence naming the fitted s per engine and which variant the headline uses and why. */
-export function engineSmSentence(v: ValidationResult): string | null {
-  const es = v.engine_sm;
+export function engineSmSentence(v: ValidationResult, es: EngineSmOutcome | undefined = v.engine_sm): string | null {
   if (!es) return null;
-  const sc = es.scales.map((x) => `${x.engine} s = ${x.identified && !x.note ? x.value.toFixed(3) : `1 (${x.note ?? 'not identified'})`}`).join(', ');
-  return `Engine compute-efficiency term (NoOverlap: measured = s · T_SM + T_HBM + T_NVLink + T_NIC + host, fitted on the host-fit training rows; --engine-sm ${es.mode}): ${sc}. Headline NoOverlap ${es.used ? 'uses' : 'does not use'} s — ${es.reason}.`;
+  const c = es.composition ?? 'no_overlap';
+  const sc = es.scales.map((x) => `${x.engine} s = ${smScaleText(x)}`).join(', ');
+  return `Engine compute-efficiency term (${SM_LAW[c] ?? COMPOSITION_LABEL[c]}; fitted on the host-fit training rows; --engine-sm ${es.mode}): ${sc}. Headline ${COMPOSITION_LABEL[c]} ${es.used ? 'uses' : 'does not use'} s — ${es.reason}.`;
 }
 
 export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: string[] } {
@@ -166,7 +301,7 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
     rows: hf.fits.map((f) => {
       const t = (n: string) => f.terms.find((x) => x.name === n)!;
       const cell = (n: string) => (t(n).identified ? t(n).value_us.toFixed(2) : 'n/i');
-      const sCell = f.sm_scale ? (f.sm_scale.identified && !f.sm_scale.note ? f.sm_scale.value.toFixed(3) : '1 (held)') : '– (not fitted)';
+      const sCell = f.sm_scale ? (f.sm_scale.value === 1 && (!f.sm_scale.identified || f.sm_scale.note) ? '1 (held)' : f.sm_scale.value.toFixed(3) + (f.sm_scale.note ? ' (bound)' : '')) : '– (not fitted)';
       return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), cell('per_step_per_rank_us'), sCell, f.train_rms_us.toFixed(0), f1(f.train_rms_rel_pct), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
     }),
   };
@@ -176,7 +311,7 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
   };
   const notes = [
     `Host terms fitted with \`--fit-host ${hf.rule}\` on ${hf.training_rows.length} training rows (least squares weighted ${hf.weighting === 'absolute' ? 'in absolute µs' : 'by 1/measured, i.e. on relative error'}), excluded from every error below. n/i = not identified by the training rows (held at 0).`,
-    ...(engineSmSentence(v) ? [engineSmSentence(v)!] : []),
+    ...engineSmOutcomes(v).map((es) => engineSmSentence(v, es)!),
     ...hf.notes,
     ...new Set(hf.fits.flatMap((f) => f.notes.filter((n) => !hf.notes.includes(n)))),
   ];
@@ -214,7 +349,7 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
         label: `${g} ${COMPOSITION_LABEL[c]}`,
         style: 'line',
         color: REGIME_COLOR[g],
-        ...(c === 'overlap' ? { dash: '4 3' } : {}),
+        ...(COMPOSITION_DASH[c] ? { dash: COMPOSITION_DASH[c] } : {}),
         points: apeCdf(rs.map((r) => Math.abs(r.ratio[c] - 1) * 100)).map(([x, y]) => [Math.max(x, 0.01), y]),
       });
     }
@@ -222,7 +357,7 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
   out.push({
     name: 'validation-ape-cdf.svg',
     title: 'CDF of APE',
-    svg: chart(cdf, { title: `${v.chip}: CDF of APE per regime (solid NoOverlap, dashed Overlap)`, x_label: 'APE (%)', y_label: 'fraction of rows', x_log: true, y_range: [0, 1], h_lines: [{ y: 0.5, label: 'median' }, { y: 0.9, label: 'p90' }] }),
+    svg: chart(cdf, { title: `${v.chip}: CDF of APE per regime (solid NoOverlap, dash-dot CMOverlap, dashed Overlap)`, x_label: 'APE (%)', y_label: 'fraction of rows', x_log: true, y_range: [0, 1], h_lines: [{ y: 0.5, label: 'median' }, { y: 0.9, label: 'p90' }] }),
   });
 
   // Error vs batch: groups with ≥ 2 scored rows, one chart per regime, at most 10 groups each.
@@ -311,6 +446,7 @@ function conventions(): string[] {
     'bias = mean (pred/meas − 1) · 100, signed (negative = predicted too fast); geo mean = exp(mean ln(pred/meas)).',
     'shape (reference §5.2): within a group, each row’s pred/meas divided by that of the group’s lowest batch, minus 1; the anchor is excluded; shape MAPE = mean |·| · 100.',
     'Every metric is reported per regime; the pooled row is never the only figure (opposite errors can cancel).',
+    HEADLINE_RULE,
   ];
 }
 
@@ -334,9 +470,12 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     L.push('## Conventions', '', ...conventions().map((l) => `- ${l}`), '');
     L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
     L.push(`### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`, '', mdTable(regimeTable(v, v.headline)));
-    L.push('### NoOverlap vs Overlap (held-out)', '', mdTable(compositionTable(v)));
-    const smT = engineSmTable(v);
-    if (smT) L.push('### NoOverlap without vs with the engine compute-efficiency term s (held-out)', '', engineSmSentence(v)!, '', mdTable(smT));
+    L.push('### The three compositions side by side (held-out)', '', mdTable(compositionTable(v)));
+    for (const es of engineSmOutcomes(v)) {
+      L.push(`### ${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)`, '', engineSmSentence(v, es)!, '', mdTable(engineSmTable(v, es)!));
+    }
+    const exT = extrapolationTable(v);
+    if (exT) L.push('### Extrapolated rows by reason', '', extrapolationSentence(v), '', mdTable(exT));
     L.push('### Where the priced time goes (scored rows, share of measured time)', '', mdTable(resourceShareTable(v)));
     if (v.double_charge) L.push('### Decode double-charge check', '', `${v.double_charge.suspicious ? '**Suspicious**: ' : ''}${v.double_charge.note} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).`, '');
     const hf = hostFitSection(v);
@@ -386,9 +525,12 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
   } else {
     H.push('<h2>Headline</h2>', `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`);
     H.push(`<h3>Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)</h3>`, htmlTable(regimeTable(v, v.headline)));
-    H.push('<h3>NoOverlap vs Overlap (held-out)</h3>', htmlTable(compositionTable(v)));
-    const smT = engineSmTable(v);
-    if (smT) H.push('<h3>NoOverlap without vs with the engine compute-efficiency term s (held-out)</h3>', `<p>${esc(engineSmSentence(v)!)}</p>`, htmlTable(smT));
+    H.push('<h3>The three compositions side by side (held-out)</h3>', htmlTable(compositionTable(v)));
+    for (const es of engineSmOutcomes(v)) {
+      H.push(`<h3>${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)</h3>`, `<p>${esc(engineSmSentence(v, es)!)}</p>`, htmlTable(engineSmTable(v, es)!));
+    }
+    const exT = extrapolationTable(v);
+    if (exT) H.push('<h3>Extrapolated rows by reason</h3>', `<p>${esc(extrapolationSentence(v))}</p>`, htmlTable(exT));
     H.push('<h2>Charts</h2><div class="figs">');
     for (const [i, c] of validationCharts(v).entries()) H.push(`<figure data-chart="${esc(c.name)}"${c.name.includes('resources') ? ' class="wide"' : ''}>${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`);
     H.push('</div>');

@@ -71,6 +71,8 @@ export interface RowPrice {
   no_overlap_nohost_us: number;
   /** Σ steps (Overlap − host), µs. */
   overlap_nohost_us: number;
+  /** Σ steps (CMOverlap − host), µs. */
+  cm_overlap_nohost_us: number;
   /** Σ steps host as priced from the registry, µs. */
   host_us: number;
   /** Σ steps per-resource µs (host = registry host). */
@@ -94,6 +96,7 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
   const acc: RowPrice = {
     no_overlap_nohost_us: 0,
     overlap_nohost_us: 0,
+    cm_overlap_nohost_us: 0,
     host_us: 0,
     resources_us: zeroTimes(),
     steps: 0,
@@ -106,6 +109,7 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
     const host = p.resources_us.host;
     acc.no_overlap_nohost_us += p.no_overlap_us - host;
     acc.overlap_nohost_us += p.overlap_us - host;
+    acc.cm_overlap_nohost_us += p.compute_memory_overlap_us - host;
     acc.host_us += host;
     for (const r of RESOURCES) acc.resources_us[r] += p.resources_us[r];
     acc.steps += 1;
@@ -129,4 +133,29 @@ export function bottleneckOf(t: ResourceTimes): Resource {
   let best: Resource = 'sm';
   for (const r of RESOURCES) if (t[r] > t[best]) best = r;
   return best;
+}
+
+/**
+ * The reason of one pricer extrapolation note, for counting rows per reason: the note without its
+ * trailing parenthetical source, and, for the notes that carry per-step figures (memory capacity in
+ * GiB, collective message bytes), a fixed wording without the figures. Pure.
+ * Notes come from src/pricer/pricer.ts ("Extrapolation flags" in docs/pricer.md).
+ */
+export function extrapolationReason(note: string): string {
+  if (/^memory: weights .* KV cache .* exceed /.test(note)) return "memory: weights + the batch's KV cache exceed the chip's HBM";
+  if (/^memory: weights .* before any KV cache$/.test(note)) return "memory: weights alone exceed the chip's HBM";
+  if (/^a collective message of \d+ bytes exceeds/.test(note)) return 'a collective message exceeds the largest fitted size (512 MiB)';
+  let s = note.trim();
+  if (s.endsWith(')')) {
+    // drop the trailing balanced "( ... )"
+    let depth = 0;
+    for (let i = s.length - 1; i >= 0; i--) {
+      if (s[i] === ')') depth++;
+      else if (s[i] === '(' && --depth === 0) {
+        if (i > 0) s = s.slice(0, i).trimEnd();
+        break;
+      }
+    }
+  }
+  return s;
 }

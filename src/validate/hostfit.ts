@@ -278,3 +278,98 @@ export function applyHostTerms(fit: HostFitEngine, f: HostFeatures): number {
   });
   return s;
 }
+
+/** Bounds of the CMOverlap engine compute-efficiency search, s ∈ [1/4, 4] (DECISION, docs/validation.md). */
+export const CM_SM_SCALE_BOUNDS: readonly [number, number] = [0.25, 4];
+
+/**
+ * Fit one engine's host terms together with an engine compute-efficiency term s that enters
+ * non-linearly (CMOverlap: per layer max(s · T_SM, T_HBM), so the price must be recomputed for each s).
+ * For each trial s the host terms are solved by weighted least squares (`fitHostTerms`, same weighting,
+ * terms ≥ 0) on the residual measured − priced-without-host(s); s minimises the training objective
+ * (Σ ((pred − meas)/meas)² relative, Σ (pred − meas)² absolute) by a bounded 1-D search in log s:
+ * a grid of 13 points, 2^(k/3) for k = −6..6 (so s = 1 is tried), then 24 golden-section steps inside
+ * the best grid point's neighbours (|Δ log2 s| ≈ 1e-5 at the end). Deterministic.
+ *
+ * s is held at 1 (identified = false) when the objective does not change over the grid (the priced
+ * training rows do not depend on s, e.g. every layer HBM-bound at every trial). A minimum at a bound is
+ * kept and noted.
+ * @param nohostAt priced-without-host µs of every training row at scale s (same order as `features`).
+ * @param measured_us measured µs per training row.
+ * @returns the fit at the chosen s, with `sm_scale` set; `nohost_us` the training rows' prices at it.
+ */
+export function fitHostTermsWithScaleSearch(
+  engine: string,
+  composition: Composition,
+  features: readonly HostFeatures[],
+  measured_us: readonly number[],
+  nohostAt: (s: number) => readonly number[],
+  ruleKind: HostRule['kind'],
+  weighting: HostWeighting = 'relative',
+): HostFitEngine {
+  const fitAt = new Map<number, HostFitEngine>();
+  const objective = (log2s: number): number => {
+    const s = 2 ** log2s;
+    let f = fitAt.get(log2s);
+    if (!f) {
+      const priced = nohostAt(s);
+      const resid = measured_us.map((m, i) => m - priced[i]!);
+      f = fitHostTerms(engine, composition, features, resid, ruleKind, { weighting, measured_us });
+      fitAt.set(log2s, f);
+    }
+    const v = weighting === 'relative' ? f.train_rms_rel_pct! : f.train_rms_us;
+    return Number.isFinite(v) ? v : Infinity;
+  };
+  const lo = Math.log2(CM_SM_SCALE_BOUNDS[0]);
+  const hi = Math.log2(CM_SM_SCALE_BOUNDS[1]);
+  const grid = Array.from({ length: 13 }, (_, k) => lo + ((hi - lo) * k) / 12);
+  const vals = grid.map(objective);
+  const vmin = Math.min(...vals);
+  const vmax = Math.max(...vals);
+  if (!(vmax - vmin > 1e-12 * Math.max(Math.abs(vmin), 1e-300))) {
+    const f = fitAt.get(0)!;
+    return { ...f, sm_scale: { value: 1, identified: false, note: 'the priced training rows do not depend on s over the search range: s held at 1' } };
+  }
+  // Golden section inside the best grid point's neighbours.
+  const k = vals.indexOf(vmin);
+  let a = grid[Math.max(0, k - 1)]!;
+  let b = grid[Math.min(grid.length - 1, k + 1)]!;
+  const g = (Math.sqrt(5) - 1) / 2;
+  let c = b - g * (b - a);
+  let d = a + g * (b - a);
+  let fc = objective(c);
+  let fd = objective(d);
+  for (let it = 0; it < 24; it++) {
+    if (fc <= fd) {
+      b = d;
+      d = c;
+      fd = fc;
+      c = b - g * (b - a);
+      fc = objective(c);
+    } else {
+      a = c;
+      c = d;
+      fc = fd;
+      d = a + g * (b - a);
+      fd = objective(d);
+    }
+  }
+  // The best point evaluated (grid or golden section).
+  let best = 0;
+  let bestV = Infinity;
+  for (const [x] of fitAt) {
+    const v = objective(x);
+    if (v < bestV || (v === bestV && Math.abs(x) < Math.abs(best))) (best = x), (bestV = v);
+  }
+  const f = fitAt.get(best)!;
+  const s = 2 ** best;
+  const atBound = best <= lo + 1e-3 || best >= hi - 1e-3;
+  return {
+    ...f,
+    sm_scale: {
+      value: s,
+      identified: true,
+      ...(atBound ? { note: `s at the search bound ${s < 1 ? CM_SM_SCALE_BOUNDS[0] : CM_SM_SCALE_BOUNDS[1]} (range ${CM_SM_SCALE_BOUNDS.join('–')}); the training rows want a value outside it` } : {}),
+    },
+  };
+}

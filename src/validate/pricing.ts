@@ -1,6 +1,6 @@
 /**
  * The real pricer behind validation (edge module: loads chip and model files once per deployment).
- * Deployment of a row: tp from the row, ep 1, weight_dtype / kv_dtype from the row, cudagraph_mode
+ * Deployment of a row (with an optional sm_scale, the engine compute-efficiency term): tp from the row, ep 1, weight_dtype / kv_dtype from the row, cudagraph_mode
  * from the row or FULL_AND_PIECEWISE, other fields `defaultDeployment`'s (src/pricer/deployment.ts).
  */
 import { loadChip, type Chip } from '../catalog/chip.ts';
@@ -9,7 +9,7 @@ import { UserError } from '../common/errors.ts';
 import { defaultDeployment } from '../pricer/deployment.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
 import { CUDAGRAPH_MODES, type CudagraphMode } from '../pricer/types.ts';
-import { resolveCoefficients } from '../registry/load.ts';
+import { resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
 import type { CoefficientSet } from '../registry/types.ts';
 import type { PricerKey, ValidationDeps } from './run.ts';
 
@@ -18,9 +18,12 @@ export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDep
   const chips = new Map<string, Chip>();
   const models = new Map<string, ModelGraph>();
   const pricers = new Map<string, StepPricer>();
-  const get = (key: PricerKey): StepPricer => {
+  const regs = new Map<string, ResolvedCoefficients>();
+  /** sm_scale ≠ 1 (the CMOverlap engine-term search) builds a fresh pricer each call, uncached. */
+  const get = (key: PricerKey, opts: { sm_scale?: number } = {}): StepPricer => {
+    const scale = opts.sm_scale ?? 1;
     const ks = JSON.stringify(key);
-    let p = pricers.get(ks);
+    let p = scale === 1 ? pricers.get(ks) : undefined;
     if (p) return p;
     let chip = chips.get(key.chip);
     if (!chip) chips.set(key.chip, (chip = loadChip(key.chip)));
@@ -36,15 +39,19 @@ export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDep
       ...(key.kv_dtype ? { kv_dtype: key.kv_dtype } : {}),
       cudagraph_mode: mode as CudagraphMode,
     });
-    const reg = resolveCoefficients(registry, {
-      hardware: key.chip,
-      model: key.model,
-      tp: key.tp,
-      ep: 1,
-      nodes_spanned: Math.ceil(key.tp / chip.gpus_per_node),
-    });
-    p = createPricer(chip, model, deployment, reg);
-    pricers.set(ks, p);
+    let reg = regs.get(ks);
+    if (!reg) {
+      reg = resolveCoefficients(registry, {
+        hardware: key.chip,
+        model: key.model,
+        tp: key.tp,
+        ep: 1,
+        nodes_spanned: Math.ceil(key.tp / chip.gpus_per_node),
+      });
+      regs.set(ks, reg);
+    }
+    p = createPricer(chip, model, deployment, reg, scale === 1 ? {} : { sm_scale: scale });
+    if (scale === 1) pricers.set(ks, p);
     return p;
   };
   return {

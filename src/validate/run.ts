@@ -5,11 +5,21 @@
 import { UserError } from '../common/errors.ts';
 import type { Pricer, ResourceTimes } from '../pricer/types.ts';
 import { RESOURCES } from '../pricer/types.ts';
-import { batchSizeOf, bottleneckOf, priceRow, regimeOf, type RowPrice } from './expand.ts';
-import { applyHostTerms, engineSmExtraUs, fitHostTerms, parseHostRule, selectTrainingRows, type HostFeatures, type HostWeighting } from './hostfit.ts';
+import { batchSizeOf, bottleneckOf, extrapolationReason, priceRow, regimeOf, type RowPrice } from './expand.ts';
+import {
+  applyHostTerms,
+  engineSmExtraUs,
+  fitHostTerms,
+  fitHostTermsWithScaleSearch,
+  parseHostRule,
+  selectTrainingRows,
+  type HostFeatures,
+  type HostWeighting,
+} from './hostfit.ts';
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
 import type { LocatedStepRow } from './steps.ts';
 import {
+  COMPOSITION_NAME,
   COMPOSITIONS,
   REGIMES,
   type Composition,
@@ -21,6 +31,8 @@ import {
   type RowResult,
   type ValidationResult,
   type EngineSmMode,
+  type EngineSmOutcome,
+  type ExtrapolationCount,
   DEFAULT_EXCLUDED_FLAGS,
 } from './types.ts';
 import { groupBy } from '../fit/stats.ts';
@@ -41,8 +53,13 @@ export interface PricerKey {
 }
 
 export interface ValidationDeps {
-  /** Build (or fetch) the pricer for a deployment. May throw UserError (unknown model, ...). */
-  pricerFor(key: PricerKey): Pricer;
+  /**
+   * Build (or fetch) the pricer for a deployment. May throw UserError (unknown model, ...).
+   * `sm_scale` (default 1): the engine compute-efficiency term s multiplying every priced SM time
+   * (src/pricer/pricer.ts `PricerOptions.sm_scale`); a factory that ignores it makes the CMOverlap
+   * search find no dependence on s (s then held at 1, said so).
+   */
+  pricerFor(key: PricerKey, opts?: { sm_scale?: number }): Pricer;
   /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
   kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
   /** Called after each row is priced (progress display at the edge). */
@@ -61,22 +78,24 @@ export interface CoreOptions {
 }
 
 /**
- * Which NoOverlap variant the headline uses: without or with the engine compute-efficiency term s.
- * Rule (`auto`): the variant with the lower mean over regimes of the held-out NoOverlap MAPE (each
- * regime present weighs the same, so a regime is not outvoted by a larger one); ties → without
- * (fewer fitted parameters). Both are scored on the same held-out rows (same training subset).
+ * Which variant of a composition (NoOverlap or CMOverlap) the headline uses: without or with the
+ * engine compute-efficiency term s. Rule (`auto`): the variant with the lower mean over regimes of
+ * that composition's held-out MAPE (each regime present weighs the same, so a regime is not outvoted
+ * by a larger one); ties → without (fewer fitted parameters). Both are scored on the same held-out
+ * rows (same training subset).
  */
 export function engineSmChoice(
   without: Record<Regime, RegimeMetrics | null>,
   withSm: Record<Regime, RegimeMetrics | null>,
   mode: EngineSmMode,
+  composition: Composition = 'no_overlap',
 ): { use: boolean; reason: string } {
   const present = REGIMES.filter((g) => without[g] && withSm[g]);
   const mean = (m: Record<Regime, RegimeMetrics | null>) => present.reduce((a, g) => a + m[g]!.mape_pct, 0) / Math.max(1, present.length);
   const a = mean(without);
   const b = mean(withSm);
   const detail =
-    `mean over regimes of held-out NoOverlap MAPE: without s ${a.toFixed(1)}%, with s ${b.toFixed(1)}% (` +
+    `mean over regimes of held-out ${COMPOSITION_NAME[composition]} MAPE: without s ${a.toFixed(1)}%, with s ${b.toFixed(1)}% (` +
     present.map((g) => `${g} ${without[g]!.mape_pct.toFixed(1)}% → ${withSm[g]!.mape_pct.toFixed(1)}%`).join('; ') +
     ')';
   if (mode === 'on') return { use: true, reason: `forced by --engine-sm on; ${detail}` };
@@ -150,15 +169,34 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   }
   const regimes = rows.map(regimeOf);
   const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
+  const keys = rows.map((r) => keyOf(r, opts.chip));
+
+  /** CMOverlap without host of rows `idx`, priced with every SM time scaled by s (fresh pricers: µs each). */
+  const cmNohostAt = (idx: readonly number[], s: number): number[] => {
+    if (s === 1) return idx.map((i) => priced[i]!.cm_overlap_nohost_us);
+    const scaled = new Map<string, Pricer>();
+    return idx.map((i) => {
+      const ks = JSON.stringify(keys[i]);
+      let p = scaled.get(ks);
+      if (!p) scaled.set(ks, (p = deps.pricerFor(keys[i]!, { sm_scale: s })));
+      return priceRow(rows[i]!, p).cm_overlap_nohost_us;
+    });
+  };
+  const nohostOf = (i: number, c: Composition): number =>
+    c === 'no_overlap' ? priced[i]!.no_overlap_nohost_us : c === 'overlap' ? priced[i]!.overlap_nohost_us : priced[i]!.cm_overlap_nohost_us;
 
   // Host terms: the registry's (inside the pricer), or fitted per engine on a training subset.
   let host_fit: HostFitResult | undefined;
   const training = new Set<number>();
   const weighting: HostWeighting = opts.hostWeighting ?? 'relative';
-  // Fitted per `${engine}|${composition}`, for the variant without (false) and with (true) the
-  // engine compute-efficiency term (NoOverlap only; Overlap keeps the host-only fit in both).
+  // Fitted per `${engine}|${composition}`, for the variant without (false) and with (true) the engine
+  // compute-efficiency term s: NoOverlap by linear least squares, CMOverlap by a bounded 1-D search
+  // (s inside max(s·SM, HBM); skipped under --engine-sm off); Overlap keeps the host-only fit in both.
   const fittedBy: Record<'false' | 'true', Map<string, HostFitEngine>> = { false: new Map(), true: new Map() };
+  /** Row index → CMOverlap without host at its engine's fitted s (the "with s" variant). */
+  const cmScaled = new Map<number, number>();
   const engineSmMode: EngineSmMode = opts.engineSm ?? 'off';
+  const cmSearch = engineSmMode !== 'off';
   if (opts.fitHost === undefined && engineSmMode === 'on') throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
   if (opts.fitHost !== undefined) {
     const rule = parseHostRule(opts.fitHost);
@@ -178,14 +216,20 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
         continue;
       }
       const measured_us = idx.map((i) => rows[i]!.measured_us);
+      const feats = idx.map((i) => features[i]!);
       for (const c of COMPOSITIONS) {
-        const resid = idx.map((i) => rows[i]!.measured_us - (c === 'no_overlap' ? priced[i]!.no_overlap_nohost_us : priced[i]!.overlap_nohost_us));
-        const base = fitHostTerms(engine, c, idx.map((i) => features[i]!), resid, rule.kind, { weighting, measured_us });
+        const resid = idx.map((i) => rows[i]!.measured_us - nohostOf(i, c));
+        const base = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us });
         fittedBy.false.set(`${engine}|${c}`, base);
-        fittedBy.true.set(
-          `${engine}|${c}`,
-          c === 'no_overlap' ? fitHostTerms(engine, c, idx.map((i) => features[i]!), resid, rule.kind, { weighting, measured_us, engineSm: true }) : base,
-        );
+        let withS = base;
+        if (c === 'no_overlap') withS = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us, engineSm: true });
+        else if (c === 'cm_overlap' && cmSearch) {
+          withS = fitHostTermsWithScaleSearch(engine, c, feats, measured_us, (s) => cmNohostAt(idx, s), rule.kind, weighting);
+          const all = rows.map((_, i) => i).filter((i) => rows[i]!.engine === engine);
+          const at = cmNohostAt(all, withS.sm_scale!.value);
+          all.forEach((i, j) => cmScaled.set(i, at[j]!));
+        }
+        fittedBy.true.set(`${engine}|${c}`, withS);
       }
     }
     host_fit = {
@@ -198,20 +242,28 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     if (training.size === excl.filter((e) => e === undefined).length) throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
   }
 
-  const buildResults = (fitted: Map<string, HostFitEngine>): RowResult[] =>
+  // Extrapolation reasons per row (the pricer's notes grouped; see extrapolationReason).
+  const reasonsOf = priced.map((p) => [...new Set(p.notes.map(extrapolationReason))]);
+
+  type Use = Record<Composition, boolean>;
+  const buildResults = (use: Use): RowResult[] =>
     rows.map((r, i) => {
       const p = priced[i]!;
-      const fitOf = (c: Composition) => fitted.get(`${r.engine}|${c}`);
+      const fitOf = (c: Composition) => (use[c] ? fittedBy.true : fittedBy.false).get(`${r.engine}|${c}`);
       const hostFor = (c: Composition): number => {
         const f = fitOf(c);
         return f ? applyHostTerms(f, features[i]!) : p.host_us;
       };
       const noFit = fitOf('no_overlap');
       const sm_extra_us = noFit ? engineSmExtraUs(noFit, features[i]!) : 0;
-      const predicted_us = {
+      const cmNohost = use.cm_overlap ? (cmScaled.get(i) ?? p.cm_overlap_nohost_us) : p.cm_overlap_nohost_us;
+      const predicted_us: Record<Composition, number> = {
         no_overlap: p.no_overlap_nohost_us + sm_extra_us + hostFor('no_overlap'),
+        cm_overlap: cmNohost + hostFor('cm_overlap'),
         overlap: p.overlap_nohost_us + hostFor('overlap'),
       };
+      const ratio = {} as Record<Composition, number>;
+      for (const c of COMPOSITIONS) ratio[c] = predicted_us[c] / r.measured_us;
       const host_us = hostFor('no_overlap');
       const resources_us: ResourceTimes = { ...p.resources_us, sm: p.resources_us.sm + sm_extra_us, host: host_us };
       return {
@@ -228,12 +280,13 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
         flags: r.flags,
         measured_us: r.measured_us,
         predicted_us,
-        ratio: { no_overlap: predicted_us.no_overlap / r.measured_us, overlap: predicted_us.overlap / r.measured_us },
+        ratio,
         host_us,
         bottleneck: bottleneckOf(resources_us),
         resources_us,
         steps_priced: p.steps,
         extrapolated: p.extrapolated,
+        extrapolation_reasons: reasonsOf[i]!,
         used_for_host_fit: training.has(i),
         ...(excl[i] !== undefined ? { excluded: excl[i] } : {}),
       };
@@ -248,29 +301,37 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     return o;
   };
 
-  // The engine compute-efficiency term: both variants are scored on the same held-out rows; the
-  // headline variant follows `engineSmMode` (auto = held-out evidence, rule in engineSmChoice).
-  let useEngineSm = false;
-  let engine_sm: CoreResult['engine_sm'];
-  const resultsBy = { false: buildResults(fittedBy.false), true: buildResults(fittedBy.true) };
+  // The engine compute-efficiency term: for NoOverlap and CMOverlap, both variants are scored on the
+  // same held-out rows; each composition's headline variant follows `engineSmMode` (auto = held-out
+  // evidence, rule in engineSmChoice), independently.
+  const use: Use = { no_overlap: false, cm_overlap: false, overlap: false };
+  let engine_sm: EngineSmOutcome | undefined;
+  let engine_sm_cm_overlap: EngineSmOutcome | undefined;
   if (host_fit) {
-    const without = regimesOf(heldOf(resultsBy.false), 'no_overlap');
-    const withSm = regimesOf(heldOf(resultsBy.true), 'no_overlap');
-    const choice = engineSmChoice(without, withSm, engineSmMode);
-    useEngineSm = choice.use;
-    engine_sm = {
-      mode: engineSmMode,
-      used: useEngineSm,
-      reason: choice.reason,
-      scales: [...fittedBy.true.values()].filter((f) => f.sm_scale).map((f) => ({ engine: f.engine, ...f.sm_scale! })),
-      without: { regimes: without, overall: computeMetrics(pts(heldOf(resultsBy.false), 'no_overlap')) },
-      with: { regimes: withSm, overall: computeMetrics(pts(heldOf(resultsBy.true), 'no_overlap')) },
-      with_fits: [...fittedBy.true.values()].filter((f) => f.composition === 'no_overlap'),
+    const heldNone = heldOf(buildResults({ no_overlap: false, cm_overlap: false, overlap: false }));
+    const heldAll = heldOf(buildResults({ no_overlap: true, cm_overlap: true, overlap: false }));
+    const outcome = (c: Composition): EngineSmOutcome => {
+      const without = regimesOf(heldNone, c);
+      const withSm = regimesOf(heldAll, c);
+      const choice = engineSmChoice(without, withSm, engineSmMode, c);
+      use[c] = choice.use;
+      const withFits = [...fittedBy.true.values()].filter((f) => f.composition === c);
+      return {
+        mode: engineSmMode,
+        composition: c,
+        used: choice.use,
+        reason: choice.reason,
+        scales: withFits.filter((f) => f.sm_scale).map((f) => ({ engine: f.engine, ...f.sm_scale! })),
+        without: { regimes: without, overall: computeMetrics(pts(heldNone, c)) },
+        with: { regimes: withSm, overall: computeMetrics(pts(heldAll, c)) },
+        with_fits: withFits,
+      };
     };
+    engine_sm = outcome('no_overlap');
+    if (cmSearch) engine_sm_cm_overlap = outcome('cm_overlap');
+    host_fit.fits = [...fittedBy.false.keys()].map((k) => (use[k.slice(k.lastIndexOf('|') + 1) as Composition] ? fittedBy.true : fittedBy.false).get(k)!);
   }
-  const fitted = useEngineSm ? fittedBy.true : fittedBy.false;
-  if (host_fit) host_fit.fits = [...fitted.values()];
-  const results = useEngineSm ? resultsBy.true : resultsBy.false;
+  const results = buildResults(use);
   for (const rr of results) {
     for (const c of COMPOSITIONS) {
       if (!(rr.predicted_us[c] > 0)) {
@@ -281,11 +342,12 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
 
   const held = heldOf(results);
   if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
-  const regimes_by_composition = { no_overlap: regimesOf(held, 'no_overlap'), overlap: regimesOf(held, 'overlap') };
-  const overall_by_composition: Record<Composition, RegimeMetrics> = {
-    no_overlap: computeMetrics(pts(held, 'no_overlap')),
-    overlap: computeMetrics(pts(held, 'overlap')),
-  };
+  const regimes_by_composition = {} as Record<Composition, Record<Regime, RegimeMetrics | null>>;
+  const overall_by_composition = {} as Record<Composition, RegimeMetrics>;
+  for (const c of COMPOSITIONS) {
+    regimes_by_composition[c] = regimesOf(held, c);
+    overall_by_composition[c] = computeMetrics(pts(held, c));
+  }
 
   const groupsMap = new Map<string, RowResult[]>();
   for (const r of held) {
@@ -294,28 +356,15 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     if (!g) groupsMap.set(k, (g = []));
     g.push(r);
   }
-  const groups: GroupMetrics[] = [...groupsMap.values()].map((g) => ({
-    key: { model: g[0]!.model, chip: g[0]!.chip, tp: g[0]!.tp, kind: g[0]!.kind, engine: g[0]!.engine, regime: g[0]!.regime },
-    metrics: { no_overlap: computeMetrics(pts(g, 'no_overlap')), overlap: computeMetrics(pts(g, 'overlap')) },
-  }));
+  const groups: GroupMetrics[] = [...groupsMap.values()].map((g) => {
+    const metrics = {} as Record<Composition, RegimeMetrics>;
+    for (const c of COMPOSITIONS) metrics[c] = computeMetrics(pts(g, c));
+    return { key: { model: g[0]!.model, chip: g[0]!.chip, tp: g[0]!.tp, kind: g[0]!.kind, engine: g[0]!.engine, regime: g[0]!.regime }, metrics };
+  });
 
-  let headline: Composition;
-  let headline_reason: string;
-  const mn = overall_by_composition.no_overlap.mape_pct;
-  const mo = overall_by_composition.overlap.mape_pct;
-  const perRegime = REGIMES.filter((g) => regimes_by_composition.no_overlap[g])
-    .map((g) => `${g} ${regimes_by_composition.no_overlap[g]!.mape_pct.toFixed(1)}% vs ${regimes_by_composition.overlap[g]!.mape_pct.toFixed(1)}%`)
-    .join('; ');
-  if (opts.composition) {
-    headline = opts.composition;
-    headline_reason = `forced by --composition ${opts.composition} (held-out MAPE NoOverlap ${mn.toFixed(1)}%, Overlap ${mo.toFixed(1)}%)`;
-  } else {
-    headline = mo < mn ? 'overlap' : 'no_overlap';
-    headline_reason =
-      `${headline === 'overlap' ? 'Overlap' : 'NoOverlap'} has the lower held-out MAPE over ${held.length} rows ` +
-      `(NoOverlap ${mn.toFixed(1)}%, Overlap ${mo.toFixed(1)}%; per regime NoOverlap vs Overlap: ${perRegime})` +
-      (mo === mn ? '; tie → NoOverlap (seed "Which estimate to use")' : '');
-  }
+  const { headline, headline_reason } = headlineChoice(overall_by_composition, regimes_by_composition, held.length, opts.composition);
+
+  const extrapolation = extrapolationCounts(results);
 
   // Decode double-charge check (issue 7 "one known trap"): a GEMM ramp that already contains the
   // weight reads makes small-batch decode SM time comparable to the HBM weight read. A compute-only
@@ -357,10 +406,61 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     headline_reason,
     ...(host_fit ? { host_fit } : {}),
     ...(engine_sm ? { engine_sm } : {}),
+    ...(engine_sm_cm_overlap ? { engine_sm_cm_overlap } : {}),
+    extrapolation,
     ...(double_charge ? { double_charge } : {}),
     ...(flagged.length ? { flagged } : {}),
     warnings,
   };
+}
+
+/**
+ * The headline composition: forced, or the one of the three with the lowest held-out pooled MAPE;
+ * ties go to the earlier of NoOverlap, CMOverlap, Overlap (NoOverlap first: seed "Which estimate to
+ * use"). The reason names every composition's pooled and per-regime MAPE (the evidence).
+ */
+export function headlineChoice(
+  overall: Record<Composition, RegimeMetrics>,
+  byRegime: Record<Composition, Record<Regime, RegimeMetrics | null>>,
+  nHeld: number,
+  forced?: Composition,
+): { headline: Composition; headline_reason: string } {
+  const names = COMPOSITIONS.map((c) => COMPOSITION_NAME[c]).join(' / ');
+  const pooled = COMPOSITIONS.map((c) => `${COMPOSITION_NAME[c]} ${overall[c].mape_pct.toFixed(1)}%`).join(', ');
+  const perRegime = REGIMES.filter((g) => COMPOSITIONS.every((c) => byRegime[c][g]))
+    .map((g) => `${g} ${COMPOSITIONS.map((c) => `${byRegime[c][g]!.mape_pct.toFixed(1)}%`).join(' / ')}`)
+    .join('; ');
+  if (forced) return { headline: forced, headline_reason: `forced by --composition ${forced} (held-out pooled MAPE ${pooled})` };
+  let headline: Composition = COMPOSITIONS[0];
+  for (const c of COMPOSITIONS) if (overall[c].mape_pct < overall[headline].mape_pct) headline = c;
+  const tied = COMPOSITIONS.filter((c) => c !== headline && overall[c].mape_pct === overall[headline].mape_pct);
+  return {
+    headline,
+    headline_reason:
+      `${COMPOSITION_NAME[headline]} has the lowest held-out pooled MAPE over ${nHeld} rows (${pooled}; per regime ${names}: ${perRegime})` +
+      (tied.length ? `; tie with ${tied.map((c) => COMPOSITION_NAME[c]).join(', ')} → the earlier of NoOverlap, CMOverlap, Overlap (seed "Which estimate to use")` : ''),
+  };
+}
+
+/**
+ * Rows per extrapolation reason, most frequent first (ties by reason): every priced row, the scored
+ * rows, and the scored rows per regime. A row with several reasons counts once under each.
+ */
+export function extrapolationCounts(results: readonly RowResult[]): ExtrapolationCount[] {
+  const by = new Map<string, ExtrapolationCount>();
+  for (const r of results) {
+    const scored = !r.used_for_host_fit && r.excluded === undefined;
+    for (const reason of r.extrapolation_reasons) {
+      let e = by.get(reason);
+      if (!e) by.set(reason, (e = { reason, rows: 0, scored_rows: 0, scored_by_regime: {} }));
+      e.rows++;
+      if (scored) {
+        e.scored_rows++;
+        e.scored_by_regime[r.regime] = (e.scored_by_regime[r.regime] ?? 0) + 1;
+      }
+    }
+  }
+  return [...by.values()].sort((a, b) => b.rows - a.rows || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
 }
 
 /** Sum of per-resource times (for checks). */

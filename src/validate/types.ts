@@ -16,9 +16,16 @@ import type { Resource, ResourceTimes } from '../pricer/types.ts';
 export const REGIMES = ['prefill', 'decode', 'mixed', 'static_batch'] as const;
 export type Regime = (typeof REGIMES)[number];
 
-/** The two step estimates of the pricer (seed "Composing the step"). */
-export const COMPOSITIONS = ['no_overlap', 'overlap'] as const;
+/**
+ * The three step estimates of the pricer: the seed's NoOverlap and Overlap ("Composing the step") and
+ * stepcal's CMOverlap (`compute_memory_overlap_us`, docs/pricer.md "Three estimates"). The order is
+ * the headline tie-break order (NoOverlap first: seed "Which estimate to use").
+ */
+export const COMPOSITIONS = ['no_overlap', 'cm_overlap', 'overlap'] as const;
 export type Composition = (typeof COMPOSITIONS)[number];
+
+/** Display names of the compositions (reports, reasons, CLI output). */
+export const COMPOSITION_NAME: Record<Composition, string> = { no_overlap: 'NoOverlap', cm_overlap: 'CMOverlap', overlap: 'Overlap' };
 
 /** Error metrics of a set of rows. Percent unless named otherwise. */
 export interface RegimeMetrics {
@@ -67,6 +74,11 @@ export interface RowResult {
   /** Pricer calls behind this row (1 for a step; 1 + output_tokens − 1 for a static batch). */
   steps_priced: number;
   extrapolated: boolean;
+  /**
+   * Why the row is extrapolated: one short reason per kind of pricer note (numbers that vary per step,
+   * such as GiB or message bytes, are dropped so rows group; `extrapolationReason` in expand.ts).
+   */
+  extrapolation_reasons: string[];
   /** True when the row trained the host fit: it is then excluded from every reported error. */
   used_for_host_fit: boolean;
   /** Why the row is left out of the scored metrics (a flag, see `DEFAULT_EXCLUDED_FLAGS`); absent = scored. */
@@ -120,8 +132,10 @@ export interface HostFitEngine {
   n_train: number;
   terms: HostTerm[];
   /**
-   * Engine compute-efficiency term s (NoOverlap fits with the term only): the priced SM time is
-   * multiplied by s. identified = false or a note → held at 1.
+   * Engine compute-efficiency term s (NoOverlap and CMOverlap fits with the term only): the priced SM
+   * time is multiplied by s (NoOverlap: linear least squares; CMOverlap: bounded 1-D search, s inside
+   * max(s·SM, HBM)). identified = false or a note → held at 1 (a CMOverlap s at a search bound keeps
+   * its value and says so in the note).
    */
   sm_scale?: { value: number; identified: boolean; note?: string };
   /** Least-squares weighting (`relative` = rows weighted by 1/measured). */
@@ -134,7 +148,7 @@ export interface HostFitEngine {
   notes: string[];
 }
 
-/** Whether the NoOverlap headline uses the engine compute-efficiency term: never, always, or by held-out evidence. */
+/** Whether the NoOverlap and CMOverlap headlines use the engine compute-efficiency term: never, always, or by held-out evidence. */
 export const ENGINE_SM_MODES = ['off', 'on', 'auto'] as const;
 export type EngineSmMode = (typeof ENGINE_SM_MODES)[number];
 
@@ -164,7 +178,7 @@ export interface ValidationOptions {
   stepFiles: string[];
   /** `batch=1` or `fraction=F` (0 < F < 1). */
   fitHost?: string;
-  /** Force the headline composition; default: the one with the lower held-out overall MAPE. */
+  /** Force the headline composition; default: the one of the three with the lowest held-out pooled MAPE. */
   composition?: Composition;
   /** Registry file the sets came from: its bytes are hashed for the pin (else the canonical YAML of the sets). */
   registryFile?: string;
@@ -183,7 +197,7 @@ export interface ValidationResult {
   rows: RowResult[];
   /** Held-out metrics per regime for the headline composition (null = no rows of that regime). */
   regimes: Record<Regime, RegimeMetrics | null>;
-  /** Held-out metrics per regime for both compositions. */
+  /** Held-out metrics per regime for every composition. */
   regimes_by_composition: Record<Composition, Record<Regime, RegimeMetrics | null>>;
   groups: GroupMetrics[];
   /** Pooled held-out metrics, headline composition (never reported without the per-regime figures). */
@@ -196,21 +210,47 @@ export interface ValidationResult {
   /** Scored metrics of the rows excluded by a flag, per flag and regime (headline composition), for information. */
   flagged?: Array<{ flag: string; regime: Regime; metrics: RegimeMetrics }>;
   /**
-   * The engine compute-efficiency term (with --fit-host): held-out NoOverlap metrics without and with
-   * s (same training rows), the fitted s per engine, and which the headline uses and why.
+   * The engine compute-efficiency term (with --fit-host) for NoOverlap: held-out NoOverlap metrics
+   * without and with s (same training rows), the fitted s per engine, and which the headline uses and why.
    */
-  engine_sm?: {
-    mode: EngineSmMode;
-    used: boolean;
-    reason: string;
-    scales: Array<{ engine: string; value: number; identified: boolean; note?: string }>;
-    without: { regimes: Record<Regime, RegimeMetrics | null>; overall: RegimeMetrics };
-    with: { regimes: Record<Regime, RegimeMetrics | null>; overall: RegimeMetrics };
-    /** NoOverlap fits with the term (host terms + s), shown whether or not the headline uses them. */
-    with_fits: HostFitEngine[];
-  };
+  engine_sm?: EngineSmOutcome;
+  /**
+   * The same for CMOverlap (s enters through max(s·SM, HBM); fitted by a bounded 1-D search with the
+   * host terms solved by weighted least squares inside). Absent without --fit-host or with --engine-sm off.
+   */
+  engine_sm_cm_overlap?: EngineSmOutcome;
+  /**
+   * Rows per extrapolation reason (the pricer's notes grouped, docs/validation.md), most frequent first:
+   * every priced row, the scored ones, and the scored ones per regime.
+   */
+  extrapolation?: ExtrapolationCount[];
   /** Decode double-charge check (issue 7): SM vs HBM share on decode rows. */
   double_charge?: { checked_rows: number; max_sm_over_hbm: number; suspicious: boolean; note: string };
   warnings: string[];
   pinned: ValidationPinned;
+}
+
+/** Outcome of the engine compute-efficiency term for one composition. */
+export interface EngineSmOutcome {
+  mode: EngineSmMode;
+  /** The composition it applies to (NoOverlap or CMOverlap). */
+  composition: Composition;
+  used: boolean;
+  reason: string;
+  scales: Array<{ engine: string; value: number; identified: boolean; note?: string }>;
+  without: { regimes: Record<Regime, RegimeMetrics | null>; overall: RegimeMetrics };
+  with: { regimes: Record<Regime, RegimeMetrics | null>; overall: RegimeMetrics };
+  /** Fits with the term (host terms + s), shown whether or not the headline uses them. */
+  with_fits: HostFitEngine[];
+}
+
+/** Rows carrying one extrapolation reason. */
+export interface ExtrapolationCount {
+  reason: string;
+  /** Priced rows with the reason (scored, training and flag-excluded). */
+  rows: number;
+  /** Scored rows with the reason. */
+  scored_rows: number;
+  /** Scored rows with the reason, per regime (regimes with none omitted). */
+  scored_by_regime: Partial<Record<Regime, number>>;
 }

@@ -50,7 +50,8 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   it('text summary names the headline and the per-regime goal verdicts; --fit-host batch=1 says what it cannot separate', async () => {
     const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--fit-host', 'batch=1']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^headline: (NoOverlap|Overlap) — /m);
+    expect(r.stdout).toMatch(/^headline: (NoOverlap|CMOverlap|Overlap) — /m);
+    expect(r.stdout).toMatch(/\*?CMOverlap +decode +\d+/);
     expect(r.stdout).toMatch(/\*?NoOverlap +decode +\d+/);
     expect(r.stdout).toMatch(/batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant/);
   });

@@ -79,7 +79,9 @@ describe('per-regime reporting', () => {
     expect(v.warnings[0]).toMatch(/1 row\(s\) measured on another chip \(a100\) skipped/);
     // measured 600 vs NoOverlap 560/570 and Overlap 458/466: NoOverlap is closer
     expect(v.headline).toBe('no_overlap');
-    expect(v.headline_reason).toMatch(/NoOverlap has the lower held-out MAPE/);
+    expect(v.headline_reason).toMatch(/NoOverlap has the lowest held-out pooled MAPE over 2 rows \(NoOverlap 5.8%, CMOverlap 5.8%, Overlap 23.0%/);
+    // the fake prices CMOverlap = NoOverlap (cm_factor 1): the tie goes to NoOverlap, and says so
+    expect(v.headline_reason).toMatch(/tie with CMOverlap → the earlier of NoOverlap, CMOverlap, Overlap/);
   });
 });
 

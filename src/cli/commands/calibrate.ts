@@ -82,7 +82,7 @@ export function register(program: Command): void {
     .option('--no-report', 'do not write fits/<chip>/report.{md,html}')
     .option('--fit-host <rule>', 'per-engine host fit on a declared training subset (batch=1 | fraction=F); rows used are not scored', DEFAULT_CALIBRATE_FIT_HOST)
     .addOption(
-      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms: auto = held-out evidence picks (docs/validation.md), on, off')
+      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time (NoOverlap and CMOverlap), fitted with the host terms: auto = held-out evidence picks (docs/validation.md), on, off')
         .choices([...ENGINE_SM_MODES])
         .default('auto'),
     )
@@ -179,7 +179,7 @@ export function register(program: Command): void {
               coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, method: c.entry.method, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
               warnings: calibrateWarnings(outcome),
               held_out: validation
-                ? { headline: validation.headline, headline_reason: validation.headline_reason, regimes: validation.regimes, regimes_by_composition: validation.regimes_by_composition, overall: validation.overall, host_fit: validation.host_fit?.fits, engine_sm: validation.engine_sm ? { used: validation.engine_sm.used, reason: validation.engine_sm.reason, scales: validation.engine_sm.scales, without: validation.engine_sm.without, with: validation.engine_sm.with } : null, pinned: validation.pinned }
+                ? { headline: validation.headline, headline_reason: validation.headline_reason, regimes: validation.regimes, regimes_by_composition: validation.regimes_by_composition, overall: validation.overall, host_fit: validation.host_fit?.fits, engine_sm: validation.engine_sm ? { used: validation.engine_sm.used, reason: validation.engine_sm.reason, scales: validation.engine_sm.scales, without: validation.engine_sm.without, with: validation.engine_sm.with } : null, engine_sm_cm_overlap: validation.engine_sm_cm_overlap ? { used: validation.engine_sm_cm_overlap.used, reason: validation.engine_sm_cm_overlap.reason, scales: validation.engine_sm_cm_overlap.scales, without: validation.engine_sm_cm_overlap.without, with: validation.engine_sm_cm_overlap.with } : null, extrapolation: validation.extrapolation ?? [], pinned: validation.pinned }
                 : null,
               held_out_registry_host: registryHost ? { regimes: registryHost.regimes, overall: registryHost.overall } : null,
               validation_note: validation_note ?? null,

@@ -1,8 +1,8 @@
 /**
  * `stepcal validate --chip <c> [--steps <files...>] [--registry <file>] [--fit-host <rule>]
- *   [--composition no_overlap|overlap] [--score-flagged] [--json | --md] [--out <dir>] [--no-report]`
+ *   [--composition no_overlap|cm_overlap|overlap] [--score-flagged] [--json | --md] [--out <dir>] [--no-report]`
  *
- * Prices every held-out row with NoOverlap and Overlap and reports the error per regime
+ * Prices every held-out row with NoOverlap, CMOverlap and Overlap and reports the error per regime
  * (issue 7; docs/validation.md). Defaults: steps = measurements/<chip>/*.steps.csv, registry =
  * registry/<chip>.yaml, report written to fits/<chip>/report.{md,html}. Results on stdout (a table,
  * JSON with --json, or the generated accuracy markdown with --md); progress on stderr.
@@ -92,18 +92,18 @@ export function validateWithProgress(args: {
 export function register(program: Command): void {
   program
     .command('validate')
-    .description('Price held-out step timings with the registry and report the error per regime (NoOverlap and Overlap)')
+    .description('Price held-out step timings with the registry and report the error per regime (NoOverlap, CMOverlap and Overlap)')
     .requiredOption('--chip <name>', 'chip to validate (registry and held-out rows of this chip)')
     .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
     .option('--registry <file>', 'coefficient registry (default: registry/<chip>.yaml)')
     .option('--fit-host <rule>', `fit per-engine host terms on a training subset: batch=1 | fraction=F (rows used are not scored); without it the registry's host terms price every row (calibrate uses ${DEFAULT_CALIBRATE_FIT_HOST})`)
     .addOption(
-      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms (NoOverlap): auto = held-out evidence picks, on, off')
+      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms (NoOverlap: linear; CMOverlap: bounded search): auto = held-out evidence picks, on, off')
         .choices([...ENGINE_SM_MODES])
         .default('auto'),
     )
     .addOption(new Option('--host-weighting <w>', 'host-fit least squares: relative (rows weighted by 1/measured) or absolute (µs)').choices([...HOST_WEIGHTINGS]).default('relative'))
-    .option('--composition <c>', `force the headline composition (${COMPOSITIONS.join(' | ')}); default: lower held-out MAPE`)
+    .option('--composition <c>', `force the headline composition (${COMPOSITIONS.join(' | ')}); default: lowest held-out pooled MAPE of the three`)
     .option('--score-flagged', 'score rows carrying exclusion flags too (admitted_fewer, power_capped, ...)')
     .option('--json', 'print the full result as JSON')
     .option('--md', 'print the generated accuracy markdown (for docs/accuracy.md)')
