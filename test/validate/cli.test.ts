@@ -37,8 +37,19 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
       expect(v.regimes_by_composition.overlap[g].n).toBe(v.regimes_by_composition.no_overlap[g].n);
     }
     expect(v.regimes.mixed).toBeNull();
-    // Overlap ≤ NoOverlap on every row (seed "Composing the step")
-    for (const x of v.rows) expect(x.predicted_us.overlap).toBeLessThanOrEqual(x.predicted_us.no_overlap * (1 + 1e-12));
+    // Overlap ≤ CMOverlap ≤ NoOverlap on every row (registry host terms: the same host in all three)
+    for (const x of v.rows) {
+      expect(x.predicted_us.overlap).toBeLessThanOrEqual(x.predicted_us.cm_overlap * (1 + 1e-12));
+      expect(x.predicted_us.cm_overlap).toBeLessThanOrEqual(x.predicted_us.no_overlap * (1 + 1e-12));
+    }
+    for (const g of ['prefill', 'decode', 'static_batch']) expect(v.regimes_by_composition.cm_overlap[g].n).toBe(v.regimes_by_composition.no_overlap[g].n);
+    // extrapolation counted per reason: the GEMM-ramp reason first, its counts consistent with the rows
+    expect(v.extrapolation[0].reason).toMatch(/^GEMM ramp below its fitted m range: the bf16 ramp at fewer than [0-9.]+ tokens per step$/);
+    const withReason = (reason: string) => v.rows.filter((x: { extrapolation_reasons: string[] }) => x.extrapolation_reasons.includes(reason));
+    for (const e of v.extrapolation) {
+      expect(e.rows).toBe(withReason(e.reason).length);
+      expect(e.scored_rows).toBe(withReason(e.reason).filter((x: { excluded?: string; used_for_host_fit: boolean }) => !x.excluded && !x.used_for_host_fit).length);
+    }
     expect(v.pinned.inputs).toEqual([{ file: SPLIT_H100, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
     expect(v.pinned.flags).toEqual(['--chip h100']);
     // every power-capped row is priced but not scored

@@ -16,6 +16,8 @@ export interface FakeCoeffs {
   overlap_factor?: number;
   /** CMOverlap = cm_factor · work + host (default 1; keep overlap_factor ≤ cm_factor ≤ 1). */
   cm_factor?: number;
+  /** Extrapolation notes every decode step carries (default none). */
+  decode_notes?: string[];
 }
 
 export function fakePricer(k: FakeCoeffs, sm_scale = 1): Pricer & { calls: number } {
@@ -35,8 +37,8 @@ export function fakePricer(k: FakeCoeffs, sm_scale = 1): Pricer & { calls: numbe
         compute_memory_overlap_us: (k.cm_factor ?? 1) * work + k.h,
         bottleneck: isPrefill ? 'sm' : 'hbm',
         resources_us: { sm, hbm, nvlink: 0, nic: 0, host: k.h },
-        extrapolated: false,
-        extrapolation_notes: [],
+        extrapolated: !isPrefill && (k.decode_notes?.length ?? 0) > 0,
+        extrapolation_notes: isPrefill ? [] : (k.decode_notes ?? []),
       };
     },
   };
