@@ -246,7 +246,11 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   const reasonsOf = priced.map((p) => [...new Set(p.notes.map(extrapolationReason))]);
 
   type Use = Record<Composition, boolean>;
-  const buildResults = (use: Use): RowResult[] =>
+  /**
+   * Rows priced under `use` (which compositions take their s variant); `resFor` is the composition
+   * whose resources and host the row reports (the headline; predictions do not depend on it).
+   */
+  const buildResults = (use: Use, resFor: Composition = 'no_overlap'): RowResult[] =>
     rows.map((r, i) => {
       const p = priced[i]!;
       const fitOf = (c: Composition) => (use[c] ? fittedBy.true : fittedBy.false).get(`${r.engine}|${c}`);
@@ -264,8 +268,16 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       };
       const ratio = {} as Record<Composition, number>;
       for (const c of COMPOSITIONS) ratio[c] = predicted_us[c] / r.measured_us;
-      const host_us = hostFor('no_overlap');
-      const resources_us: ResourceTimes = { ...p.resources_us, sm: p.resources_us.sm + sm_extra_us, host: host_us };
+      // Resources of the reported composition: SM with its s (NoOverlap: + (s − 1)·T_SM; CMOverlap: s·T_SM,
+      // as the scaled pricer charges it; Overlap: none), host as its fit prices it.
+      const cmFit = fitOf('cm_overlap');
+      const smOf: Record<Composition, number> = {
+        no_overlap: p.resources_us.sm + sm_extra_us,
+        cm_overlap: p.resources_us.sm * (use.cm_overlap && cmScaled.has(i) ? (cmFit?.sm_scale?.value ?? 1) : 1),
+        overlap: p.resources_us.sm,
+      };
+      const host_us = hostFor(resFor);
+      const resources_us: ResourceTimes = { ...p.resources_us, sm: smOf[resFor], host: host_us };
       return {
         file: r.file,
         row: r.row,
@@ -331,7 +343,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     if (cmSearch) engine_sm_cm_overlap = outcome('cm_overlap');
     host_fit.fits = [...fittedBy.false.keys()].map((k) => (use[k.slice(k.lastIndexOf('|') + 1) as Composition] ? fittedBy.true : fittedBy.false).get(k)!);
   }
-  const results = buildResults(use);
+  let results = buildResults(use);
   for (const rr of results) {
     for (const c of COMPOSITIONS) {
       if (!(rr.predicted_us[c] > 0)) {
@@ -363,6 +375,8 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   });
 
   const { headline, headline_reason } = headlineChoice(overall_by_composition, regimes_by_composition, held.length, opts.composition);
+  // Rows report the headline's resources and host (same predictions, same held-out set).
+  if (headline !== 'no_overlap') results = buildResults(use, headline);
 
   const extrapolation = extrapolationCounts(results);
 

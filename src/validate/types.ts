@@ -65,11 +65,14 @@ export interface RowResult {
   predicted_us: Record<Composition, number>;
   /** pred/meas per composition. */
   ratio: Record<Composition, number>;
-  /** Host µs included in the prediction (registry host, or fitted host terms). */
+  /** Host µs included in the headline composition's prediction (registry host, or its fitted host terms). */
   host_us: number;
   /** Resource with the largest total (summed over a static batch's steps). */
   bottleneck: Resource;
-  /** Per-resource µs (summed over a static batch's steps), host as used in the prediction. */
+  /**
+   * Per-resource µs (summed over a static batch's steps) as the headline composition prices them:
+   * SM with its engine term s where it uses one, host as in its prediction.
+   */
   resources_us: ResourceTimes;
   /** Pricer calls behind this row (1 for a step; 1 + output_tokens − 1 for a static batch). */
   steps_priced: number;

@@ -82,6 +82,12 @@ describe('CMOverlap engine term: bounded 1-D search with the host terms solved i
     const fit = v.host_fit!.fits.find((f) => f.composition === 'cm_overlap')!;
     expect(fit.sm_scale!.value).toBeCloseTo(S, 3);
     expect(fit.terms[0]!.value_us).toBeCloseTo(20000, -2);
+    // rows report the headline's resources: prefill row 1 (held out) SM = s · (1000 + 2·512), host = its CMOverlap host
+    const r1 = v.rows.find((r) => r.row === 1)!;
+    expect(r1.used_for_host_fit).toBe(false);
+    expect(r1.resources_us.sm / (K.a + K.b * 512)).toBeCloseTo(S, 3);
+    expect(r1.host_us).toBeCloseTo(r1.predicted_us.cm_overlap - 0.9 * r1.resources_us.sm, 6);
+    expect(r1.resources_us.host).toBe(r1.host_us);
     // one fit per composition, host-only for Overlap
     expect(v.host_fit!.fits.map((f) => f.composition).sort()).toEqual([...COMPOSITIONS].sort());
     expect(v.host_fit!.fits.find((f) => f.composition === 'overlap')!.sm_scale).toBeUndefined();
