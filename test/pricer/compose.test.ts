@@ -12,7 +12,17 @@ import { inflate, makePricer, syntheticSets } from './helpers.ts';
 const t = fc.double({ min: 0, max: 1e6, noNaN: true });
 const layerArb = fc.record({ count: fc.integer({ min: 1, max: 128 }), sm: t, hbm: t, nvlink: t, nic: t, esm: t, ehbm: t });
 
-function compose(layers: ReadonlyArray<fc.RecordValue<typeof layerArb>>, head: [number, number], host: number) {
+interface Layer {
+  count: number;
+  sm: number;
+  hbm: number;
+  nvlink: number;
+  nic: number;
+  esm: number;
+  ehbm: number;
+}
+
+function compose(layers: readonly Layer[], head: [number, number], host: number) {
   const acc = new Float64Array(ACC_LEN);
   for (const l of layers) composeLayers(acc, l.count, l.sm, l.hbm, l.nvlink, l.nic, l.esm, l.ehbm);
   composeHead(acc, head[0], head[1]);
