@@ -16,7 +16,7 @@
  * Units: message_bytes in bytes, latency in µs, rates in bytes per µs. No I/O, no clock.
  */
 import { collectiveTime } from '../pricer/laws/collective.ts';
-import { geometricError, mapePct, median, seededRandom, percentileType7 } from './stats.ts';
+import { geometricError, gridGoldenMin, mapePct, median, seededRandom, percentileType7 } from './stats.ts';
 
 /** Messages at or below this many bytes form the size-independent region the floor is read from. */
 export const SMALL_MESSAGE_BYTES = 4096;
@@ -117,40 +117,7 @@ export function fitTransitionRate(
       if (L > loL && L < hiL) cand.add(L);
     }
   }
-  const xs = [...cand].sort((a, b) => a - b);
-  const fs = xs.map(f);
-  let best = 0;
-  for (let i = 1; i < xs.length; i++) if (fs[i]! < fs[best]!) best = i;
-  let a = xs[Math.max(0, best - 1)]!;
-  let b = xs[Math.min(xs.length - 1, best + 1)]!;
-  let bestL = xs[best]!;
-  let bestF = fs[best]!;
-  const phi = (Math.sqrt(5) - 1) / 2;
-  let c = b - phi * (b - a);
-  let d = a + phi * (b - a);
-  let fc = f(c);
-  let fd = f(d);
-  for (let it = 0; it < 60 && b - a > 1e-10; it++) {
-    if (fc <= fd) {
-      b = d;
-      d = c;
-      fd = fc;
-      c = b - phi * (b - a);
-      fc = f(c);
-    } else {
-      a = c;
-      c = d;
-      fc = fd;
-      d = a + phi * (b - a);
-      fd = f(d);
-    }
-  }
-  for (const [L, v] of [
-    [c, fc],
-    [d, fd],
-  ] as const) {
-    if (v < bestF) (bestF = v), (bestL = L);
-  }
+  const { x: bestL, fx: bestF } = gridGoldenMin(f, [...cand].sort((a, b) => a - b));
   const r_t = Math.min(Math.exp(bestL), r_peak);
   return { r_t, objective: bestF, at_peak: hiL - bestL < 1e-9 };
 }

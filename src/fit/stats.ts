@@ -114,3 +114,53 @@ export function roundSig(x: number, digits: number): number {
   if (x === 0 || !Number.isFinite(x)) return x;
   return Number(x.toPrecision(digits));
 }
+
+/**
+ * Minimise a 1-D function that is unimodal near its minimum: evaluate it on `grid` (sorted), then
+ * refine by golden-section search between the best grid point's neighbours.
+ *
+ * @param f objective (any unit); must be deterministic
+ * @param grid candidate abscissae, ascending, at least one
+ * @param opts.iterations golden-section steps (default 60), `opts.tol` stop when the bracket is narrower
+ * @returns the best point evaluated (grid or refinement) and its value; ties keep the earlier point
+ * @throws Error on an empty grid
+ */
+export function gridGoldenMin(
+  f: (x: number) => number,
+  grid: readonly number[],
+  opts: { iterations?: number; tol?: number } = {},
+): { x: number; fx: number } {
+  if (grid.length === 0) throw new Error('gridGoldenMin needs at least one grid point');
+  const fs = grid.map(f);
+  let k = 0;
+  for (let i = 1; i < grid.length; i++) if (fs[i]! < fs[k]!) k = i;
+  let bestX = grid[k]!;
+  let bestF = fs[k]!;
+  let a = grid[Math.max(0, k - 1)]!;
+  let b = grid[Math.min(grid.length - 1, k + 1)]!;
+  const phi = (Math.sqrt(5) - 1) / 2;
+  let c = b - phi * (b - a);
+  let d = a + phi * (b - a);
+  let fc = f(c);
+  let fd = f(d);
+  const iterations = opts.iterations ?? 60;
+  const tol = opts.tol ?? 1e-10;
+  for (let it = 0; it < iterations && b - a > tol; it++) {
+    if (fc <= fd) {
+      b = d;
+      d = c;
+      fd = fc;
+      c = b - phi * (b - a);
+      fc = f(c);
+    } else {
+      a = c;
+      c = d;
+      fc = fd;
+      d = a + phi * (b - a);
+      fd = f(d);
+    }
+  }
+  if (fc < bestF) (bestF = fc), (bestX = c);
+  if (fd < bestF) (bestF = fd), (bestX = d);
+  return { x: bestX, fx: bestF };
+}

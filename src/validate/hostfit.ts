@@ -27,6 +27,7 @@
  */
 import { UserError } from '../common/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
+import { gridGoldenMin } from '../fit/stats.ts';
 
 /** Host-fit features of one row (all summed over the row's steps). */
 export interface HostFeatures {
@@ -330,30 +331,8 @@ export function fitHostTermsWithScaleSearch(
     const f = fitAt.get(0)!;
     return { ...f, sm_scale: { value: 1, identified: false, note: 'the priced training rows do not depend on s over the search range: s held at 1' } };
   }
-  // Golden section inside the best grid point's neighbours.
-  const k = vals.indexOf(vmin);
-  let a = grid[Math.max(0, k - 1)]!;
-  let b = grid[Math.min(grid.length - 1, k + 1)]!;
-  const g = (Math.sqrt(5) - 1) / 2;
-  let c = b - g * (b - a);
-  let d = a + g * (b - a);
-  let fc = objective(c);
-  let fd = objective(d);
-  for (let it = 0; it < 24; it++) {
-    if (fc <= fd) {
-      b = d;
-      d = c;
-      fd = fc;
-      c = b - g * (b - a);
-      fc = objective(c);
-    } else {
-      a = c;
-      c = d;
-      fc = fd;
-      d = a + g * (b - a);
-      fd = objective(d);
-    }
-  }
+  // Golden section inside the best grid point's neighbours (every evaluation is cached in fitAt).
+  gridGoldenMin(objective, grid, { iterations: 24, tol: 0 });
   // The best point evaluated (grid or golden section).
   let best = 0;
   let bestV = Infinity;
