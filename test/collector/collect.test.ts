@@ -2,17 +2,20 @@
  * The collector's CPU mode end to end: `collector/collect.py --device cpu --plan tiny` runs once
  * (~2 s of sweeps plus the torch import), then every file it wrote is read back with the store's own
  * readers, its provenance is checked, and the host fitter's `t = a + b·N` is recovered from the CPU
- * eager-launch sweep.
+ * eager-launch sweep. Finally the real CLI (`stepcal fit host --chip h200 --measurements <run>
+ * --registry-out <tmp>`) runs in-process on the run's output, and the committed fits/h200/ must be
+ * byte-identical afterwards.
  *
  * Needs a Python with torch and yaml (/usr/bin/python3 with Debian's python3-torch, installed by
  * .ci/run). Without one the suite is skipped locally and FAILS under CI=true.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Papa from 'papaparse';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { readText, sha256 } from '../../src/common/fs.ts';
 import { FAMILY_COLUMNS } from '../../src/measurements/schema.ts';
 import {
@@ -24,6 +27,7 @@ import {
   readStepsFile,
 } from '../../src/measurements/store.ts';
 import { fitHostLinear } from '../../src/fit/host.ts';
+import { main } from '../../src/cli/main.ts';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 const COLLECT = path.join(REPO, 'collector', 'collect.py');
@@ -236,6 +240,61 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
         `(ci95 ${fit.ci95_b.map((x) => x.toFixed(3)).join('…')}), residual_geo ${fit.residual_geo.toFixed(3)}`,
     );
   });
+
+  it('feeds `stepcal fit host` end to end: measured launch/replay terms, committed fits/h200/ untouched', async () => {
+    const fitsDir = path.join(REPO, 'fits', 'h200');
+    const before = hashTree(fitsDir);
+    expect(Object.keys(before).length).toBeGreaterThan(0);
+    const registryOut = path.join(dir, 'host.yaml');
+    let out = '';
+    let err = '';
+    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
+    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
+    let code: number;
+    try {
+      code = await main(['node', 'stepcal', 'fit', 'host', '--chip', 'h200', '--measurements', dir, '--registry-out', registryOut]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(code, `stdout:\n${out}\nstderr:\n${err}`).toBe(0);
+    expect(err).toMatch(/no fit report written .*fits\/h200\/ is left untouched/);
+    expect(out).toMatch(/^host eager_launch: a = [\d.]+ µs, b = [\d.]+ µs per unit over 8 N values/m);
+    expect(out).toMatch(/^host graph_replay: a = [\d.]+ µs, b = [\d.]+ µs per unit over 5 N values/m);
+
+    const doc = parseYaml(readText(registryOut)) as { coefficients: Array<Record<string, Record<string, any>>> };
+    const entries = new Map(doc.coefficients.map((c) => Object.entries(c)[0]!));
+    const measured = (name: string) => {
+      const e = entries.get(name);
+      expect(e, `${name} in ${registryOut}`).toBeDefined();
+      expect(e!.method).toBe('measured');
+      expect(e!.fitted).toBe(true);
+      expect(e!.scope.hardware).toEqual(['h200']);
+      expect(e!.evidence.inputs[0].file).toMatch(/host\.torch-[^/]+\.csv\.gz$/);
+      return e!;
+    };
+    // eager_launch: the slope is the registry entry; its intercept is stated in the evidence note
+    const launch = measured('host_launch_per_kernel');
+    expect(launch.units).toBe('us_per_transfer');
+    expect(launch.value).toBeGreaterThan(0);
+    expect(launch.evidence.inputs[0].rows_used).toBe(8);
+    const a = /a = (-?[\d.]+) µs, b = ([\d.]+) µs per kernel/.exec(launch.evidence.notes.join('\n'));
+    expect(a).not.toBeNull();
+    expect(Number(a![1])).toBeGreaterThanOrEqual(0);
+    expect(Number(a![2])).toBeCloseTo(launch.value, 3);
+    // graph_replay: intercept (per step) and slope (per node) are both entries
+    const perStep = measured('host_replay_graph_per_step');
+    const perNode = measured('host_replay_graph_per_node');
+    expect([perStep.units, perNode.units]).toEqual(['us_per_step', 'us_per_transfer']);
+    expect(perStep.value).toBeGreaterThanOrEqual(0);
+    expect(perNode.value).toBeGreaterThan(0);
+    expect(perNode.evidence.inputs[0].rows_used).toBe(5);
+    // the same numbers the library fitter gives on the same rows
+    const lib = fitHostLinear(readMeasurements(dir, 'host').filter((r) => r.what === 'graph_replay'));
+    expect(perNode.value).toBeCloseTo(lib.b_us_per_kernel, 3);
+    expect(perStep.value).toBeCloseTo(lib.a_us, 3);
+
+    expect(hashTree(fitsDir)).toEqual(before);
+  });
 });
 
 describe.skipIf(!PY)('collector plans and throttle rule', () => {
@@ -279,4 +338,15 @@ describe.skipIf(!PY)('collector plans and throttle rule', () => {
 function memoryName(dir: string): string {
   const prov = listMeasurementFiles(dir)[0]!;
   return `memory.${prov.lane}.csv.gz`;
+}
+
+/** sha256 of every file under `root` (recursive), keyed by path relative to root. */
+function hashTree(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of readdirSync(root, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile()) continue;
+    const full = path.join(e.parentPath, e.name);
+    out[path.relative(root, full)] = sha256(readFileSync(full));
+  }
+  return out;
 }
