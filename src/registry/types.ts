@@ -76,6 +76,8 @@ export interface Evidence {
   accepted_without_holdout?: string;
   /** Set for extrapolated values: what predicted it and from which chips/widths. */
   extrapolation?: { predictor: string; from: string[]; holdout_error?: FitError };
+  /** Set for copied entries (`stepcal registry copy`): the source chip, entry, its method and file. */
+  copy?: { from: string; source_name: string; source_method: Method; source_file: string };
 }
 
 export interface CoefficientEntry {

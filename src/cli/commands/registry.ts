@@ -13,6 +13,7 @@ import { UserError } from '../../common/errors.ts';
 import { readText, writeFilesAtomic } from '../../common/fs.ts';
 import { listStepFiles } from '../../measurements/store.ts';
 import { exportBlis, importBlis } from '../../registry/blis.ts';
+import { copyRegistry } from '../../registry/copy.ts';
 import { diffRegistries, formatDiff } from '../../registry/diff.ts';
 import {
   extrapolateCollectiveWidths,
@@ -240,6 +241,76 @@ export function register(program: Command): void {
       }
       writeRegistryAtomic(o.out, r.sets);
       out(`wrote ${o.out} (${r.sets.reduce((n, s) => n + s.coefficients.length, 0)} entries in ${r.sets.length} sets)`);
+    });
+
+  reg
+    .command('copy')
+    .description('a registry for a chip without measurements: every entry of the source chip, re-scoped, method: copied (refused when it breaks the target\'s physics or would replace measured data)')
+    .requiredOption('--from <chip>', 'source chip (its registry is <registry-dir>/<chip>.yaml)')
+    .requiredOption('--to <chip>', 'target chip (catalog entry required: its datasheet bounds the copy)')
+    .option('--reason <text>', 'why the parts are comparable (default: stepcal\'s stated reason for the pair, where it has one)')
+    .option('--out <file>', 'registry to write (default <registry-dir>/<to>.yaml)')
+    .option('--from-registry <file>', 'source registry (default <registry-dir>/<from>.yaml)')
+    .addOption(new Option('--registry-dir <dir>', 'registry directory').default(REGISTRY_DIR, 'registry in the repository'))
+    .addOption(new Option('--catalog-dir <dir>', 'chip catalog').default(CHIPS_DIR, 'catalog/chips in the repository'))
+    .option('--dry-run', 'check and report, write nothing')
+    .option('--json', 'JSON output')
+    .action((o: { from: string; to: string; reason?: string; out?: string; fromRegistry?: string; registryDir: string; catalogDir: string; dryRun?: boolean; json?: boolean }) => {
+      const lookup = chipLookup(o.catalogDir);
+      const from = lookup(o.from);
+      const to = lookup(o.to);
+      for (const [flag, name, chip] of [['--from', o.from, from], ['--to', o.to, to]] as const)
+        if (!chip) throw new UserError(`${flag}: unknown chip "${name}" in ${o.catalogDir}`);
+      const srcFile = o.fromRegistry ?? path.join(o.registryDir, `${o.from}.yaml`);
+      if (!existsSync(srcFile)) throw new UserError(`no registry ${srcFile} for --from ${o.from}`);
+      const file = o.out ?? path.join(o.registryDir, `${o.to}.yaml`);
+      const rel = (f: string) => path.relative(REPO_ROOT, path.resolve(f)).startsWith('..') ? f : path.relative(REPO_ROOT, path.resolve(f));
+      const r = copyRegistry({
+        from: from!,
+        to: to!,
+        source: loadRegistryFile(srcFile),
+        ...(existsSync(file) ? { existing: loadRegistryFile(file) } : {}),
+        ...(o.reason !== undefined ? { reason: o.reason } : {}),
+        sourceFile: rel(srcFile),
+        file: rel(file),
+        chipLookup: lookup,
+      });
+      const written = r.status === 'write' && !o.dryRun;
+      if (written) writeRegistryAtomic(file, r.sets);
+      const warnings = r.problems.filter((p) => p.severity === 'warning');
+      if (o.json)
+        out(
+          JSON.stringify(
+            {
+              status: r.status === 'refused' ? 'refused' : written ? 'written' : 'dry_run',
+              from: r.from,
+              to: r.to,
+              source: rel(srcFile),
+              out: rel(file),
+              ...(r.reason ? { reason: r.reason } : {}),
+              copied: r.copied,
+              by_source_method: r.by_source_method,
+              renamed: r.renamed,
+              skipped: r.skipped,
+              replaces: r.replaces,
+              problems: r.problems,
+              rationale: r.rationale,
+            },
+            null,
+            2,
+          ),
+        );
+      else {
+        for (const s of r.skipped) out(`note: skipped ${s}`);
+        for (const p of warnings) out(formatProblem(p));
+        if (r.status === 'write')
+          out(
+            `${written ? 'wrote' : 'dry run: would write'} ${rel(file)}: ${r.copied} entries copied from ${r.from} to ${r.to} (source methods: ${Object.entries(r.by_source_method)
+              .map(([m, n]) => `${m} ${n}`)
+              .join(', ')}), ${r.renamed} collective names rewritten, method: copied, validator clean against ${r.to}'s datasheet (${warnings.length} warning(s))${r.replaces.length ? `; replaces ${r.replaces.length} earlier entries (none measured)` : ''}`,
+          );
+      }
+      if (r.status === 'refused') throw new UserError(`registry copy ${r.from} → ${r.to} refused: ${r.reason}`);
     });
 
   const ext = reg.command('extrapolate').description('flagged, holdout-checked extrapolation (collective widths; missing families by generation)');
