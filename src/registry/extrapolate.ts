@@ -360,14 +360,18 @@ const sig4 = (x: number) => Number(x.toPrecision(4));
 
 /**
  * Fill `family` on `target` from same-generation siblings (module comment, rule 2).
- * @param others registries of other chips (the target's own name is ignored among them)
+ * @param others registries of other chips (the target's own name is ignored among them; their `method: copied` entries
+ *   are ignored: a copy is its source's value again, not independent evidence)
  */
 export function extrapolateFamily(target: ChipRegistry, others: readonly ChipRegistry[], family: string): FamilyExtrapolation {
   const chip = target.chip.name;
   const gen = generationOf(target.chip);
   const base = { chip, family, siblings: [] as string[], coefficients: [] as FamilyCoefficientExtrapolation[] };
   if (gen === undefined) return { ...base, status: 'refused', reason: `${chip} has no sm_version: its generation is unknown` };
-  const siblings = others.filter((c) => c.chip.name !== chip && generationOf(c.chip) === gen && familyNames(c, family).size > 0);
+  // A copied entry (`stepcal registry copy`) is its source chip's value again, not independent
+  // evidence: siblings contribute only their own entries, or a copy would "predict" its source.
+  const own = others.map((c) => ({ ...c, sets: c.sets.map((s) => ({ ...s, coefficients: s.coefficients.filter((e) => e.entry.method !== 'copied') })) }));
+  const siblings = own.filter((c) => c.chip.name !== chip && generationOf(c.chip) === gen && familyNames(c, family).size > 0);
   const res: FamilyExtrapolation = { ...base, generation: gen, siblings: siblings.map((c) => c.chip.name), status: 'refused' };
   if (siblings.length === 0) return { ...res, reason: `no same-generation sibling (compute capability ${gen}.x) has family ${family}: refusing to invent it` };
   if (siblings.length === 1)

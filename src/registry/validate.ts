@@ -290,8 +290,8 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
       if (/^attention_decode_rate/.test(name)) {
         if (!(value > 0)) phys(l, 'value', `rate ${value} bytes/µs must be > 0`);
         else if (chip && value > chip.hbm_bytes_per_us)
-          phys(l, 'value', `rate ${value} bytes/µs exceeds ${chip.name}'s datasheet HBM rate ${chip.hbm_bytes_per_us} bytes/µs`);
-        else if (chip) ciAbove(l, chip.hbm_bytes_per_us, `${chip.name}'s datasheet HBM rate (bytes/µs)`);
+          phys(l, 'value', `rate ${value} bytes/µs exceeds ${chip.name}'s datasheet HBM rate ${Math.round(chip.hbm_bytes_per_us)} bytes/µs`);
+        else if (chip) ciAbove(l, Math.round(chip.hbm_bytes_per_us), `${chip.name}'s datasheet HBM rate (bytes/µs)`);
       }
       if (/^attention_decode_floor_/.test(name)) {
         const base = v('attention_decode_floor');
