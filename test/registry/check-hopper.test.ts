@@ -1,4 +1,4 @@
 import { describe } from 'vitest';
-import { checkChips } from './check-shared.ts';
+import { CHECK_SPLIT, checkChips } from './check-shared.ts';
 
-describe('reproducibility: fit all --check (h100, h200)', () => checkChips(['h100', 'h200']));
+describe('reproducibility: fit all --check (h100, h200)', () => checkChips(CHECK_SPLIT.hopper));

@@ -1,5 +1,22 @@
-import { describe } from 'vitest';
-import { checkChips } from './check-shared.ts';
+import { describe, expect, it } from 'vitest';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+import { CHECK_SPLIT, checkChips, measuredChips } from './check-shared.ts';
 
 // Split over two files (see check-hopper.test.ts) so two workers share the ~1.5 min of fitting.
-describe('reproducibility: fit all --check (a100, l40s, b200)', () => checkChips(['a100', 'l40s', 'b200']));
+describe('reproducibility: fit all --check (a100, l40s, b200)', () => checkChips(CHECK_SPLIT.main));
+
+describe('reproducibility: which chips are refit', () => {
+  it('the two check files cover exactly the measured chips; every other registry holds only copies', () => {
+    expect([...CHECK_SPLIT.main, ...CHECK_SPLIT.hopper].sort()).toEqual(measuredChips());
+    const dir = path.join(REPO_ROOT, 'registry');
+    const unmeasured = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).filter((c) => !measuredChips().includes(c));
+    expect(unmeasured).toEqual(expect.arrayContaining(['b300', 'gb200']));
+    for (const chip of unmeasured) {
+      const methods = new Set(loadRegistryFile(path.join(dir, `${chip}.yaml`)).flatMap((s) => s.coefficients.map((c) => c.entry.method)));
+      expect([...methods], `${chip}: a registry without measurements must be copied (stepcal registry copy)`).toEqual(['copied']);
+    }
+  });
+});
