@@ -12,11 +12,11 @@
  */
 import { SET_NAMES } from '../registry/types.ts';
 import type { AttentionDecodeRow, GemmRow } from '../measurements/schema.ts';
-import { chart } from '../report/svg.ts';
+import { chart, type Series } from '../report/svg.ts';
 import { decodeKvBytes, cacheResidentBytes } from './attention.ts';
 import { bootstrapFloorRate, fitFloorRate, logL1, type WorkPoint } from './attention.ts';
-import { ciFromEstimates, fitError, fmt, measuredEntry, patternSearch, reduceRepeats } from './common.ts';
-import { median, seededRandom } from './stats.ts';
+import { fitError, fmt, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
+import { median } from './stats.ts';
 import type { FamilyFit, FitContext } from './types.ts';
 
 /** Largest m counted as a pure weight read. */
@@ -37,7 +37,10 @@ export function memoryBoundReads(gemm: readonly GemmRow[], decode: readonly Atte
     const bytes = r.n * r.k * 2;
     if (bytes >= min) out.push({ source: 'gemm', bytes, latency_us: r.latency_us });
   }
-  for (const r of decode) {
+  // Decode repeats (same kernel and configuration) are reduced by their median too, like the GEMM
+  // rows (docs/fitting.md "Repeats"); the shipped decode tables have none, so this changes nothing there.
+  const decodeKey = (r: AttentionDecodeRow) => `${r.kernel_source}|${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}`;
+  for (const r of reduceRepeats(decode, decodeKey)) {
     if (r.window !== 0) continue;
     const bytes = decodeKvBytes(r);
     if (bytes >= min) out.push({ source: 'attention_decode', bytes, latency_us: r.latency_us });
@@ -70,11 +73,13 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
   const predict = (rs: readonly Read[], d: number, t0: number) => rs.map((r) => t0 + r.bytes / (bw * d));
   const train = fitError(predict(primary, derate, pf.floor_us), primary.map((r) => r.latency_us));
   let holdout: (ReturnType<typeof fitError> & { split: string }) | undefined;
+  let holdoutT0 = NaN;
   const other = primary === g ? a : [];
   if (other.length) {
     // Only the derate crosses: the attention per-call cost is refitted with the derate fixed.
     const t0 = patternSearch((x) => logL1(wp(other), Math.exp(x[0]!), pf.rate), [Math.log(10)], [0.5], { minStep: 1e-4, maxEvals: 200 });
-    holdout = { ...fitError(predict(other, derate, Math.exp(t0.x[0]!)), other.map((r) => r.latency_us)), split: 'derate from GEMM weight reads, evaluated on decode-attention KV reads (their per-call cost refitted)' };
+    holdoutT0 = Math.exp(t0.x[0]!);
+    holdout = { ...fitError(predict(other, derate, holdoutT0), other.map((r) => r.latency_us)), split: 'derate from GEMM weight reads, evaluated on decode-attention KV reads (their per-call cost refitted)' };
   }
   const full = { t0_us: { [primary === g ? 'gemm' : 'attention_decode']: pf.floor_us } as Record<string, number> };
   const prior = ctx.chip.priors?.hbm_derate ?? 0.8;
@@ -114,7 +119,9 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
     '',
     `Train geo ${train.geo} (MAPE ${train.mape_pct}%) for t = bytes/(datasheet·derate); holdout (${holdout?.split ?? 'none'}) ${holdout ? `${holdout.geo} (MAPE ${holdout.mape_pct}%)` : '—'}. The per-call cost t0 is fitted per source so the derate is the streaming slope; the raw ratios (figure) include t0 and sit below it.`,
     '',
-    '![hbm](hbm.svg)',
+    '![hbm](hbm.svg) ![residuals](hbm_residuals.svg)',
+    '',
+    `Residuals (hbm_residuals.svg): ln(predicted/measured) against bytes read, for the fit rows (${primary === g ? 'GEMM weight reads' : 'decode KV reads'}, t0 ${fmt(pf.floor_us)} us)${other.length ? ` and the holdout decode KV reads (derate fixed, t0 refitted ${fmt(holdoutT0)} us)` : ''}.`,
     '',
   ].join('\n');
   fit.figures.push({
@@ -127,5 +134,29 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
       { title: `${ctx.chip.name}: achieved / datasheet HBM bandwidth`, x_label: 'bytes read', y_label: 'achieved / datasheet', x_log: true, h_lines: [{ y: derate, label: `derate ${fmt(derate)}` }, { y: prior, label: `prior ${prior}` }] },
     ),
   });
+  fit.figures.push({ name: 'hbm_residuals.svg', svg: residualFigure(ctx.chip.name, primary, pf.floor_us, other, holdoutT0, bw, derate, primary === g) });
   return fit;
+}
+
+/** Points per series in the residual figure (deterministic thinning in bytes order keeps it small). */
+export const HBM_RESIDUAL_POINTS = 500;
+
+/**
+ * ln(predicted/measured) against bytes for the fit rows (their t0) and, when present, the holdout
+ * decode KV reads (same derate, their refitted t0). Positive = the law predicts slower than measured.
+ */
+function residualFigure(chip: string, fitRows: readonly Read[], fitT0: number, holdRows: readonly Read[], holdT0: number, bw: number, derate: number, fitIsGemm: boolean): string {
+  const res = (rs: readonly Read[], t0: number): Array<[number, number]> =>
+    thin([...rs].sort((x, y) => x.bytes - y.bytes || x.latency_us - y.latency_us), HBM_RESIDUAL_POINTS).map((r) => [r.bytes, Math.log((t0 + r.bytes / (bw * derate)) / r.latency_us)]);
+  const series: Series[] = [
+    { label: fitIsGemm ? 'fit: GEMM weight reads' : 'fit: decode KV reads', points: res(fitRows, fitT0), style: 'scatter', color: '#1f77b4', radius: 1.5 },
+  ];
+  if (holdRows.length) series.push({ label: 'holdout: decode KV reads', points: res(holdRows, holdT0), style: 'scatter', color: '#ff7f0e', radius: 1.5 });
+  return chart(series, {
+    title: `${chip}: HBM derate ${fmt(derate)} residuals`,
+    x_label: 'bytes read',
+    y_label: 'ln(predicted / measured)',
+    x_log: true,
+    h_lines: [{ y: 0, label: 'zero' }],
+  });
 }

@@ -19,6 +19,7 @@ import type { CoefficientEntry, Evidence } from '../registry/types.ts';
 import { SET_NAMES } from '../registry/types.ts';
 import { chart, type Series } from '../report/svg.ts';
 import { fmt, provenance } from './collective-provenance.ts';
+import { thin } from './common.ts';
 import { geometricError, mapePct, median, percentileNearestRank, percentileType7, roundSig, seededRandom } from './stats.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
@@ -277,6 +278,10 @@ export function fitMoe(rows: MoeRow[], ctx: FitContext): FamilyFit {
     `Errors of latency(skewed) ≈ median · latency(balanced): train geo ${fmt(train.geo)}x (MAPE ${fmt(train.mape_pct, 3)}%)` +
       (hold ? `; leave-one-geometry-out geo ${fmt(hold.geo)}x (MAPE ${fmt(hold.mape_pct, 3)}%) over ${hold.geometries} geometries.` : '; single geometry, no holdout.'),
     '',
+    `![ratios](moe_imbalance.svg) ![residuals](moe_imbalance_residuals.svg)`,
+    '',
+    `Residuals (moe_imbalance_residuals.svg): per pair, ln(median · latency(balanced) / latency(skewed)) = ln(median / ratio), the error of the stored multiplier's use; the p90 line sits at ln(median/p90) = ${fmt(Math.log(est.median / est.p90))}, with 10% of pairs below it by construction.`,
+    '',
     'BLIS (vLLM 0.25.0 lane, 18,144 pairs): H100 median 0.998, p90 1.387; H200 median 0.999, p90 1.394. Older TRT-LLM lane: H100 1.044 (p10–p90 0.839–1.714), H200 1.056 (0.85–1.7).',
     '',
   );
@@ -288,10 +293,41 @@ export function fitMoe(rows: MoeRow[], ctx: FitContext): FamilyFit {
     coefficients,
     summary,
     report_md: L.join('\n'),
-    figures: [{ name: 'moe_imbalance.svg', svg: figure(chip, prim.pairs, sec.pairs, est) }],
+    figures: [
+      { name: 'moe_imbalance.svg', svg: figure(chip, prim.pairs, sec.pairs, est) },
+      { name: 'moe_imbalance_residuals.svg', svg: residualFigure(chip, prim.pairs, est) },
+    ],
     refusals: [],
     warnings,
   };
+}
+
+/** Pairs drawn in the residual figure (deterministic thinning in (tokens, ratio) order). */
+export const MOE_RESIDUAL_POINTS = 1000;
+
+/**
+ * Residual of one pair under the stored multiplier: ln(median · balanced / skewed) = ln(median / ratio)
+ * (the same prediction the train error scores). Positive = the median over-predicts the skewed latency.
+ */
+export function imbalanceResidual(p: Pick<MoePair, 'ratio'>, medianRatio: number): number {
+  return Math.log(medianRatio / p.ratio);
+}
+
+function residualFigure(chip: string, prim: readonly MoePair[], est: { median: number; p90: number }): string {
+  const shown = thin([...prim].sort((a, b) => a.tokens - b.tokens || a.ratio - b.ratio), MOE_RESIDUAL_POINTS);
+  return chart(
+    [{ label: `${PRIMARY_DISTRIBUTION} pairs`, points: shown.map((p) => [p.tokens, imbalanceResidual(p, est.median)]), style: 'scatter', color: '#1f77b4', radius: 1.5 }],
+    {
+      title: `${chip} MoE: residuals of latency(skewed) ≈ median · latency(balanced)`,
+      x_label: 'tokens per rank',
+      y_label: 'ln(median / ratio)',
+      x_log: true,
+      h_lines: [
+        { y: 0, label: 'zero (median)' },
+        { y: Math.log(est.median / est.p90), label: `p90: ln(median/p90) ${fmt(Math.log(est.median / est.p90))}` },
+      ],
+    },
+  );
 }
 
 function figure(chip: string, prim: MoePair[], sec: MoePair[], est: { median: number; p90: number }): string {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { REPO_ROOT, loadChip } from '../../src/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
-import { bootstrapImbalance, fitMoe, imbalanceStats, leaveOneGeometryOut, pairMoe } from '../../src/fit/moe.ts';
+import { bootstrapImbalance, fitMoe, imbalanceResidual, imbalanceStats, leaveOneGeometryOut, MOE_RESIDUAL_POINTS, pairMoe } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { seededRandom } from '../../src/fit/stats.ts';
@@ -112,7 +112,22 @@ describe('fitMoe', () => {
     // One geometry only → no holdout.
     expect(m!.evidence?.holdout_error).toBeUndefined();
     expect(r.report_md).toContain('power_law_1.2 (reported only) | 10 | 1.35 |');
-    expect(r.figures).toHaveLength(1);
+    expect(r.figures.map((f) => f.name)).toEqual(['moe_imbalance.svg', 'moe_imbalance_residuals.svg']);
+  });
+
+  it('residuals are ln(median / ratio) per pair: the error of latency(skewed) ≈ median · latency(balanced)', () => {
+    // Ratios 0.8 … 1.7, median 1.25, p90 1.6 (hand values above).
+    expect(imbalanceResidual({ ratio: 1.0 }, 1.25)).toBeCloseTo(Math.log(1.25), 12);
+    expect(imbalanceResidual({ ratio: 1.25 }, 1.25)).toBe(0);
+    const pairs = pairMoe(tenPairs(), 'power_law_1.01').pairs;
+    const res = pairs.map((p) => imbalanceResidual(p, 1.25));
+    // Half the pairs on each side of zero; 1 in 10 (ratio 1.7) below the p90 line ln(1.25/1.6).
+    expect(res.filter((x) => x > 0)).toHaveLength(5);
+    expect(res.filter((x) => x < Math.log(1.25 / 1.6) - 1e-12)).toHaveLength(1);
+    const svg = fitMoe(tenPairs(), ctx(20)).figures.find((f) => f.name === 'moe_imbalance_residuals.svg')!.svg;
+    expect(svg.match(/<circle /g)).toHaveLength(10); // one dot per pair (≤ MOE_RESIDUAL_POINTS)
+    expect(svg).toContain('p90: ln(median/p90) -0.2469'); // ln(1.25/1.6) = −0.24686, 4 s.f.
+    expect(MOE_RESIDUAL_POINTS).toBeLessThanOrEqual(1000);
   });
 
   it('refuses, without writing, when there are no balanced rows (a100 vLLM)', () => {
