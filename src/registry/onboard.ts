@@ -120,7 +120,7 @@ export interface OnboardOptions {
 export interface OnboardResult {
   chip: Chip;
   coverage: Coverage;
-  files: { chip: string; registry: string; report: string; measurements: string[] };
+  files: { chip: string; registry: string; report: string; measurements: string[]; /** Fit report files (fits/<chip>/README.md, SVGs). */ fit_report: string[] };
   /** Registry as fitted (before extrapolation). */
   fitted: CoefficientSet[];
   /** Registry as written. */
@@ -220,7 +220,42 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   const reportFile = path.join(root, 'fits', chipName, 'onboard.md');
   writeFilesAtomic([...outFiles, { file: reportFile, data: report }]);
   log(`wrote ${registryFile}, ${reportFile} and ${outFiles.length - 1} fit report file(s)`);
-  return { chip, coverage, files: { chip: chipFile, registry: registryFile, report: reportFile, measurements: summaries.map((s) => s.file) }, fitted: fit.sets, sets, widths, families, report };
+  return { chip, coverage, files: { chip: chipFile, registry: registryFile, report: reportFile, measurements: summaries.map((s) => s.file), fit_report: outFiles.map((f) => f.file).filter((f) => f !== registryFile) }, fitted: fit.sets, sets, widths, families, report };
+}
+
+/** Coverage as JSON: families supported and unsupported (with the missing measurement families), tables found. */
+export function coverageJson(c: Coverage): { supported: string[]; unsupported: Coverage['unsupported']; tables: Record<string, number>; ignored: string[] } {
+  return { supported: c.supported, unsupported: c.unsupported, tables: Object.fromEntries(Object.entries(c.tables).map(([t, f]) => [t, f!.length])), ignored: c.ignored };
+}
+
+/** `stepcal onboard --json` (docs/registry.md "JSON output"); pure over the result. */
+export function onboardJson(r: OnboardResult): {
+  status: 'onboarded';
+  chip: string;
+  coverage: ReturnType<typeof coverageJson>;
+  files_written: string[];
+  registry: string;
+  summary: { entries: number; sets: number; by_method: Record<string, number>; fitted_entries: number; extrapolated: number; widths: Array<{ op: string; dtype: string; target_ranks: number; status: string; reason?: string }>; families: Array<{ family: string; status: string; reason?: string; extrapolated: string[] }> };
+} {
+  const all = r.sets.flatMap((s) => s.coefficients);
+  const by: Record<string, number> = {};
+  for (const c of all) by[c.entry.method] = (by[c.entry.method] ?? 0) + 1;
+  return {
+    status: 'onboarded',
+    chip: r.chip.name,
+    coverage: coverageJson(r.coverage),
+    files_written: [r.files.chip, ...r.files.measurements, r.files.registry, ...r.files.fit_report, r.files.report],
+    registry: r.files.registry,
+    summary: {
+      entries: all.length,
+      sets: r.sets.length,
+      by_method: by,
+      fitted_entries: r.fitted.reduce((n, s) => n + s.coefficients.length, 0),
+      extrapolated: all.filter((c) => c.entry.evidence?.extrapolation).length,
+      widths: r.widths.filter((w) => w.status !== 'skipped').map((w) => ({ op: w.op, dtype: w.dtype, target_ranks: w.target_ranks, status: w.status, ...(w.reason ? { reason: w.reason } : {}) })),
+      families: r.families.map((f) => ({ family: f.family, status: f.status, ...(f.reason ? { reason: f.reason } : {}), extrapolated: f.coefficients.filter((c) => c.status === 'extrapolated').map((c) => c.name) })),
+    },
+  };
 }
 
 /** Markdown report of an onboarding. */

@@ -236,6 +236,8 @@ export interface UpdatePlan {
   diff: RegistryDiff;
   merge: MergePlan;
   gate?: GateResult;
+  /** The two validation runs behind the gate (absent when no held-out check ran). */
+  holdout?: { step_files: string[]; composition?: string; old: HoldoutResult; new: HoldoutResult };
   /** Text of both accuracy tables (empty when no held-out check ran). */
   report: string;
 }
@@ -291,8 +293,9 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
   const oldR = o.validator({ chip: o.chip, registry: [...o.current], stepFiles });
   const newR = o.validator({ chip: o.chip, registry: merge.sets, stepFiles, ...(oldR.headline ? { composition: oldR.headline } : {}) });
   const gate = compareHoldout(oldR, newR, tol);
+  const holdout = { step_files: stepFiles, ...(oldR.headline ? { composition: oldR.headline } : {}), old: oldR, new: newR };
   const report = `held-out steps: ${stepFiles.join(', ')}${oldR.headline ? ` (composition pinned: ${oldR.headline})` : ''}\n` + formatGate(gate);
-  if (!gate.worse) return { status: 'write', message: 'held-out accuracy is not worse in any regime: merged', sets: merge.sets, diff, merge, gate, report };
+  if (!gate.worse) return { status: 'write', message: 'held-out accuracy is not worse in any regime: merged', sets: merge.sets, diff, merge, gate, holdout, report };
   if (!o.accept_worse)
     return {
       status: 'refused',
@@ -304,8 +307,51 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
       diff,
       merge,
       gate,
+      holdout,
       report,
     };
   const sets = recordOnChanged(o.current, merge.sets, 'accepted_worse', o.accept_worse);
-  return { status: 'write', message: `held-out accuracy is worse, accepted by --accept-worse; reason recorded in evidence.accepted_worse of ${diff.added.length + diff.changed.length} entries`, sets, diff, merge, gate, report };
+  return { status: 'write', message: `held-out accuracy is worse, accepted by --accept-worse; reason recorded in evidence.accepted_worse of ${diff.added.length + diff.changed.length} entries`, sets, diff, merge, gate, holdout, report };
+}
+
+/** `stepcal registry update --json` outcome (docs/registry.md "JSON output"). */
+export interface UpdateJson {
+  /** written | dry_run | unchanged | refused */
+  status: 'written' | 'dry_run' | 'unchanged' | 'refused';
+  chip: string;
+  registry: string;
+  message: string;
+  /** Gate verdict: `passed`, `failed` (refused), `accepted_worse` (failed, overridden), `skipped_no_holdout` (no steps: refused or merged with --no-holdout), `not_run` (nothing changed). */
+  gate: { verdict: 'passed' | 'failed' | 'accepted_worse' | 'skipped_no_holdout' | 'not_run'; tolerance_pct: number | null; step_files: string[]; composition: string | null; rows: GateRow[]; notes: string[] };
+  /** Both accuracy tables: per regime (and overall where the validator gives it), old and new registry. */
+  accuracy: { old: Record<string, GateMetrics | null> | null; new: Record<string, GateMetrics | null> | null; old_overall: GateMetrics | null; new_overall: GateMetrics | null };
+  diff: RegistryDiff;
+  merge: { merged: number; ignored: string[]; stale: string[] };
+}
+
+/**
+ * The JSON form of an update plan (pure).
+ * @param written whether the file was written (false for a dry run or a refusal)
+ */
+export function updateJson(plan: UpdatePlan, o: { chip: string; registry: string; written: boolean }): UpdateJson {
+  const h = plan.holdout;
+  const verdict: UpdateJson['gate']['verdict'] = plan.gate
+    ? plan.gate.worse
+      ? plan.status === 'write'
+        ? 'accepted_worse'
+        : 'failed'
+      : 'passed'
+    : plan.status === 'unchanged'
+      ? 'not_run'
+      : 'skipped_no_holdout';
+  return {
+    status: plan.status === 'refused' ? 'refused' : plan.status === 'unchanged' ? 'unchanged' : o.written ? 'written' : 'dry_run',
+    chip: o.chip,
+    registry: o.registry,
+    message: plan.message,
+    gate: { verdict, tolerance_pct: plan.gate?.tolerance_pct ?? null, step_files: h?.step_files ?? [], composition: h?.composition ?? null, rows: plan.gate?.rows ?? [], notes: plan.gate?.notes ?? [] },
+    accuracy: { old: h?.old.regimes ?? null, new: h?.new.regimes ?? null, old_overall: h?.old.overall ?? null, new_overall: h?.new.overall ?? null },
+    diff: plan.diff,
+    merge: { merged: plan.merge.merged.length, ignored: plan.merge.ignored, stale: plan.merge.stale },
+  };
 }

@@ -2,12 +2,13 @@
  * `stepcal onboard --chip <name> --data <dir> --system <descriptor.yaml> [--out-root dir]`:
  * a chip never seen, from raw upstream tables to a registry in one command (src/registry/onboard.ts).
  * Exit 0 on success; 1 when the data cannot support a required family (the coverage list is
- * printed), on bad input, or when a fit, gate or check fails.
+ * printed), on bad input, or when a fit, gate or check fails. `--json` prints `onboardJson` on
+ * success, `{status: "failed", reason, coverage, registry_written: false}` on a failure (exit 1).
  */
 import { Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../catalog/chip.ts';
 import { UserError } from '../../common/errors.ts';
-import { onboardChip } from '../../registry/onboard.ts';
+import { coverageJson, coverageOf, findTables, onboardChip, onboardJson } from '../../registry/onboard.ts';
 
 export function register(program: Command): void {
   program
@@ -21,7 +22,8 @@ export function register(program: Command): void {
     .option('--l2-mib <n>', 'L2 size in MiB (not in the descriptor)')
     .option('--widths <list>', 'collective widths to extrapolate when missing', '16')
     .option('--sibling-registry-dir <dir>', 'registries that may serve as same-generation siblings')
-    .action(async (o: { chip: string; data: string; system: string; outRoot: string; smCount?: string; l2Mib?: string; widths: string; siblingRegistryDir?: string }) => {
+    .option('--json', 'print the outcome as JSON (coverage, files written, registry path, summary); a failure prints status "failed" with the coverage and exits 1')
+    .action(async (o: { chip: string; data: string; system: string; outRoot: string; smCount?: string; l2Mib?: string; widths: string; siblingRegistryDir?: string; json?: boolean }) => {
       const num = (v: string | undefined, flag: string) => {
         if (v === undefined) return undefined;
         const n = Number(v);
@@ -32,7 +34,7 @@ export function register(program: Command): void {
       const l2 = num(o.l2Mib, '--l2-mib');
       const widths = o.widths.split(',').map(Number);
       if (widths.some((w) => !Number.isInteger(w) || w < 2)) throw new UserError(`--widths must list integers ≥ 2, got "${o.widths}"`);
-      const r = await onboardChip({
+      const run = () => onboardChip({
         chip: o.chip,
         dataDir: o.data,
         systemFile: o.system,
@@ -43,6 +45,17 @@ export function register(program: Command): void {
         ...(o.siblingRegistryDir ? { siblingRegistryDir: o.siblingRegistryDir } : {}),
         log: (l) => process.stderr.write(l + '\n'),
       });
-      process.stdout.write(r.report);
+      if (!o.json) {
+        process.stdout.write((await run()).report);
+        return;
+      }
+      const found = findTables(o.data);
+      const coverage = coverageJson(coverageOf(found.tables, found.ignored));
+      try {
+        process.stdout.write(JSON.stringify(onboardJson(await run()), null, 2) + '\n');
+      } catch (err) {
+        if (err instanceof UserError) process.stdout.write(JSON.stringify({ status: 'failed', chip: o.chip, reason: err.message, coverage, registry_written: false }, null, 2) + '\n');
+        throw err;
+      }
     });
 }

@@ -25,7 +25,7 @@ import {
   type WidthExtrapolation,
 } from '../../registry/extrapolate.ts';
 import { loadRegistryFile, stringifyCoefficientSets } from '../../registry/load.ts';
-import { DEFAULT_TOLERANCE_PCT, planUpdate, type HoldoutValidator } from '../../registry/update.ts';
+import { DEFAULT_TOLERANCE_PCT, planUpdate, updateJson, type HoldoutValidator } from '../../registry/update.ts';
 import { errorsOf, formatProblem, validateRegistryFile, type Problem } from '../../registry/validate.ts';
 import { writeRegistryAtomic } from '../../registry/write.ts';
 
@@ -148,6 +148,7 @@ export function register(program: Command): void {
     .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .option('--fit-host <rule>', 'pass the same host-fit rule to both validation runs')
     .option('--dry-run', 'print the gate and diff, write nothing')
+    .option('--json', 'print the outcome as JSON (status, gate verdict, both accuracy tables, diff); exit codes unchanged')
     .action(
       async (o: {
         chip: string;
@@ -162,6 +163,7 @@ export function register(program: Command): void {
         catalogDir: string;
         fitHost?: string;
         dryRun?: boolean;
+        json?: boolean;
       }) => {
         const file = o.registry ?? path.join(REGISTRY_DIR, `${o.chip}.yaml`);
         const tol = Number(o.tolerancePct);
@@ -184,6 +186,13 @@ export function register(program: Command): void {
           validate: { chip: chipLookup(o.catalogDir) },
           file,
         });
+        if (o.json) {
+          const write = plan.status === 'write' && !o.dryRun;
+          if (write) writeRegistryAtomic(file, plan.sets);
+          out(JSON.stringify(updateJson(plan, { chip: o.chip, registry: file, written: write }), null, 2));
+          if (plan.status === 'refused') throw new UserError(plan.message);
+          return;
+        }
         if (plan.report) out(plan.report);
         out(formatDiff(plan.diff));
         for (const n of plan.merge.ignored) out(`note: ${n}`);
