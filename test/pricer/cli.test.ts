@@ -6,14 +6,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { HELD_OUT_HEADLINE } from '../../src/cli/commands/price.ts';
 import { BLIS_H200 } from './helpers.ts';
+import { capture } from '../helpers/capture.ts';
 
-function capture() {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
-  return { out: () => out, err: () => err };
-}
 afterEach(() => vi.restoreAllMocks());
 
 describe('stepcal price / sweep', () => {

@@ -10,14 +10,8 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { knownChips } from '../../src/catalog/chip.ts';
 import { main } from '../../src/cli/main.ts';
+import { capture } from '../helpers/capture.ts';
 
-function capture() {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
-  return { out: () => out, err: () => err };
-}
 afterEach(() => vi.restoreAllMocks());
 
 interface PriceJson {

@@ -14,14 +14,8 @@ import { loadRegistryFile, stringifyCoefficientSets } from '../../src/registry/l
 import type { CoefficientSet } from '../../src/registry/types.ts';
 import { planUpdate, updateJson, type HoldoutValidator } from '../../src/registry/update.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';
+import { capture } from '../helpers/capture.ts';
 
-function capture() {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
-  return { out: () => out, err: () => err };
-}
 afterEach(() => vi.restoreAllMocks());
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'stepcal-json-'));
