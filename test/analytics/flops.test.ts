@@ -25,7 +25,7 @@ import {
 import { flopsModelFromGraph, scheduledFromRequest } from '../../src/analytics/flops-graph.ts';
 import { parseBatchSpec } from '../../src/pricer/batch.ts';
 import { loadModel } from '../../src/catalog/model.ts';
-import { runCli } from './cli-helper.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const FIXTURE = path.join(import.meta.dirname, '..', 'fixtures', 'analytics', 'llama-3.1-8b.flops.yaml');
 

@@ -17,7 +17,7 @@ import {
   sweep,
 } from '../../src/analytics/roofline.ts';
 import { parseRooflineConfig, rooflineCsv, rooflineSvg, rooflineTable } from '../../src/analytics/roofline-report.ts';
-import { runCli } from './cli-helper.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const P = CHAPTER_PARAMS;
 

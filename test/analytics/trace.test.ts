@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { analyseRequest, parseTraceCsv, parseTraceJson, summariseTrace, type RequestRecord } from '../../src/analytics/trace.ts';
 import { traceReport } from '../../src/analytics/trace-report.ts';
-import { runCli } from './cli-helper.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const FIX = path.join(import.meta.dirname, '..', 'fixtures', 'analytics');
 const JSON_FILE = path.join(FIX, 'ch02-trace.json');

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fullAcceptanceTokensPerS, parseWindowCsv, selectWindow, usefulTokensPerS, type Endpoint } from '../../src/analytics/window.ts';
 import { windowReport } from '../../src/analytics/window-report.ts';
-import { runCli } from './cli-helper.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const FIX = path.join(import.meta.dirname, '..', 'fixtures', 'analytics');
 const eps = (ms: number[], flagged: number[] = []): Endpoint[] => ms.map((t) => ({ ts_us: t * 1000, flagged: flagged.includes(t) }));

@@ -2,27 +2,16 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import type { Command } from 'commander';
 import { REPO_ROOT } from '../../src/catalog/chip.ts';
-import { buildProgram, main } from '../../src/cli/main.ts';
+import { buildProgram } from '../../src/cli/main.ts';
 import { writeFileSync } from 'node:fs';
 import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';
+import { runCli as cli } from '../helpers/cli.ts';
 
 function writeCsv(file: string, header: string, lines: string[]): string {
   writeFileSync(file, [header, ...lines].join('\n') + '\n');
   return file;
 }
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((stdout += String(s)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((stderr += String(s)), true));
-  try {
-    return { code: await main(['node', 'stepcal', ...args]), stdout, stderr };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 describe('stepcal import (CLI)', () => {
   it('--json prints what was written on stdout only', async () => {

@@ -2,25 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.ts';
 import { checkMeasurements } from '../../src/cli/commands/calibrate.ts';
 import { sha256 } from '../../src/common/fs.ts';
 import { writeMeasurements } from '../../src/measurements/store.ts';
 import { coefficientTable } from '../../src/report/calibrate-summary.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
+import { runCli as cli } from '../helpers/cli.ts';
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((stdout += String(s)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((stderr += String(s)), true));
-  try {
-    return { code: await main(['node', 'stepcal', ...args]), stdout, stderr };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 const REG = 'test/fixtures/registry/blis-h100.yaml';
 const SPLIT_H100 = 'measurements/h100/splitwise.steps.csv';
