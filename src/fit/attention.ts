@@ -19,7 +19,7 @@ import { SET_NAMES } from '../registry/types.ts';
 import { chart } from '../report/svg.ts';
 import { ciFromEstimates, fitError, fmt, gssMinimize, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
 import { geometricError, groupBy, median, seededRandom } from './stats.ts';
-import type { FamilyFit, FitContext } from './types.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** A row reduced to what a two-parameter "floor + work / rate" law needs. */
 export interface WorkPoint {
@@ -295,16 +295,7 @@ export function fitDecodeKind(
  * sliding window → attention_decode_floor_swa / attention_decode_rate_swa (set cost-model-attention).
  */
 export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: FitContext): FamilyFit & { results: DecodeResult[] } {
-  const fit: FamilyFit & { results: DecodeResult[] } = {
-    family: 'attention_decode',
-    coefficients: [],
-    summary: [],
-    report_md: '',
-    figures: [],
-    refusals: [],
-    warnings: [],
-    results: [],
-  };
+  const fit: FamilyFit & { results: DecodeResult[] } = { ...emptyFamilyFit('attention_decode'), results: [] };
   const md = ['## Decode attention', ''];
   for (const kind of ['full', 'swa'] as const) {
     const sel = rows.filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
@@ -403,15 +394,7 @@ export interface PrefillResult {
  * two-parameter "floor + work/rate" fit with rate = work_scale.
  */
 export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx: FitContext): FamilyFit & { result?: PrefillResult } {
-  const fit: FamilyFit & { result?: PrefillResult } = {
-    family: 'attention_prefill',
-    coefficients: [],
-    summary: [],
-    report_md: '',
-    figures: [],
-    refusals: [],
-    warnings: [],
-  };
+  const fit: FamilyFit & { result?: PrefillResult } = emptyFamilyFit('attention_prefill');
   const eps = ctx.prior.get('gemm_eps_max_bf16');
   const mh = ctx.prior.get('gemm_m_half_bf16');
   const peak = peakFlopsPerUs(ctx.chip, 'bf16')!;

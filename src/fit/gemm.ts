@@ -22,7 +22,7 @@ import { SET_NAMES } from '../registry/types.ts';
 import { chart } from '../report/svg.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
 import { geometricError, groupBy, seededRandom } from './stats.ts';
-import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Achieved fraction of the dtype's dense peak. */
 export function gemmEfficiency(row: Pick<GemmRow, 'm' | 'n' | 'k' | 'latency_us'>, peakFlopsPerUsValue: number): number {
@@ -431,16 +431,7 @@ function asGemmDtype(d: string): GemmDtype | undefined {
  * from the returned coefficients.
  */
 export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): FamilyFit & { ramps: RampResult[] } {
-  const fit: FamilyFit & { ramps: RampResult[] } = {
-    family: 'gemm',
-    coefficients: [],
-    summary: [],
-    report_md: '',
-    figures: [],
-    refusals: [],
-    warnings: [],
-    ramps: [],
-  };
+  const fit: FamilyFit & { ramps: RampResult[] } = { ...emptyFamilyFit('gemm'), ramps: [] };
   const rows = reduceRepeats(rowsIn, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
   const byDtype = groupBy(rows, (r) => r.dtype);
   const md: string[] = ['## GEMM efficiency ramp', ''];

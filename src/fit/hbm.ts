@@ -17,7 +17,7 @@ import { decodeKvBytes, cacheResidentBytes } from './attention.ts';
 import { bootstrapFloorRate, fitFloorRate, logL1, type WorkPoint } from './attention.ts';
 import { fitError, fmt, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
 import { median } from './stats.ts';
-import type { FamilyFit, FitContext } from './types.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** Largest m counted as a pure weight read. */
 export const HBM_MAX_M = 16;
@@ -50,7 +50,7 @@ export function memoryBoundReads(gemm: readonly GemmRow[], decode: readonly Atte
 
 /** HBM family fitter: `hbm_derate` (dimensionless) in cost-model-primitives. */
 export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecodeRow[], ctx: FitContext): FamilyFit {
-  const fit: FamilyFit = { family: 'hbm', coefficients: [], summary: [], report_md: '', figures: [], refusals: [], warnings: [] };
+  const fit: FamilyFit = emptyFamilyFit('hbm');
   const bw = ctx.chip.hbm_bytes_per_us;
   const reads = memoryBoundReads(gemm, decode, ctx.chip.l2_mib);
   if (reads.length < 3) {

@@ -27,7 +27,7 @@ import { fitGemm } from './gemm.ts';
 import { fitHbm } from './hbm.ts';
 import { fitHost } from './host.ts';
 import { fitMoe } from './moe.ts';
-import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
 export const FIT_FAMILIES = ['gemm', 'hbm', 'attention_decode', 'attention_prefill', 'collective', 'moe', 'host'] as const;
@@ -128,15 +128,7 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     fits.push(r);
     for (const c of r.coefficients) prior.set(c.name, c.entry.value);
   };
-  const missing = (family: string, why: string): FamilyFit => ({
-    family,
-    coefficients: [],
-    summary: [],
-    report_md: '',
-    figures: [],
-    refusals: [],
-    warnings: [`${family}: not fitted: ${why}`],
-  });
+  const missing = (family: string, why: string): FamilyFit => ({ ...emptyFamilyFit(family), warnings: [`${family}: not fitted: ${why}`] });
 
   const gemmLane = laneFor('gemm');
   const decodeLane = laneFor('attention_decode');

@@ -42,3 +42,8 @@ export interface FitContext {
   /** Results of families already fitted in this run (name → value), e.g. the bf16 ramp for prefill. */
   prior: ReadonlyMap<string, number>;
 }
+
+/** A `FamilyFit` with nothing in it yet, for a fitter to fill in. */
+export function emptyFamilyFit(family: string): FamilyFit {
+  return { family, coefficients: [], summary: [], report_md: '', figures: [], refusals: [], warnings: [] };
+}
