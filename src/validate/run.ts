@@ -361,13 +361,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     overall_by_composition[c] = computeMetrics(pts(held, c));
   }
 
-  const groupsMap = new Map<string, RowResult[]>();
-  for (const r of held) {
-    const k = aggregationKey(r);
-    let g = groupsMap.get(k);
-    if (!g) groupsMap.set(k, (g = []));
-    g.push(r);
-  }
+  const groupsMap = groupBy(held, aggregationKey);
   const groups: GroupMetrics[] = [...groupsMap.values()].map((g) => {
     const metrics = {} as Record<Composition, RegimeMetrics>;
     for (const c of COMPOSITIONS) metrics[c] = computeMetrics(pts(g, c));
