@@ -12,7 +12,6 @@
  * out, median over folds) for SWA. See docs/fitting.md for the cache-resident threshold.
  */
 import { peakFlopsPerUs } from '../catalog/chip.ts';
-import { bytesPerElement, parseDtype } from '../catalog/dtypes.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
 import type { FitError } from '../registry/types.ts';
 import { SET_NAMES } from '../registry/types.ts';
@@ -20,6 +19,7 @@ import { chart } from '../report/svg.ts';
 import { ciFromEstimates, fitError, fmt, gssMinimize, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
 import { geometricError, groupBy, median, seededRandom } from './stats.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
+import { decodeKvBytes } from '../measurements/kv.ts';
 
 /** A row reduced to what a two-parameter "floor + work / rate" law needs. */
 export interface WorkPoint {
@@ -31,11 +31,7 @@ export interface WorkPoint {
   kernel_source: string;
 }
 
-/** KV bytes a decode call reads; `window` > 0 caps the context at the window. */
-export function decodeKvBytes(r: Pick<AttentionDecodeRow, 'batch' | 'context_tokens' | 'n_kv' | 'head_dim' | 'window' | 'kv_dtype'>): number {
-  const ctx = r.window > 0 ? Math.min(r.context_tokens, r.window) : r.context_tokens;
-  return r.batch * ctx * 2 * r.n_kv * r.head_dim * bytesPerElement(parseDtype(r.kv_dtype));
-}
+export { decodeKvBytes } from '../measurements/kv.ts';
 
 /** Causal attention FLOPs of a prefill call: batch · 4 · (S·C + S²/2) · n_q · head_dim. */
 export function prefillCausalFlops(r: Pick<AttentionPrefillRow, 'batch' | 'new_tokens' | 'prefix_tokens' | 'n_q' | 'head_dim'>): number {

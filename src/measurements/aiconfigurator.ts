@@ -16,7 +16,7 @@
 import path from 'node:path';
 import { InputError, UserError } from '../common/errors.ts';
 import { type Chip, peakFlopsPerUs } from '../catalog/chip.ts';
-import { bytesPerElement, type GemmDtype, type StorageDtype } from '../catalog/dtypes.ts';
+import type { GemmDtype, StorageDtype } from '../catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
 import type {
   AttentionDecodeRow,
@@ -30,6 +30,7 @@ import type {
   MoeRow,
 } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
+import { decodeKvBytes } from './kv.ts';
 
 /** Upstream table names this importer understands, and the stepcal family each maps to. */
 export const AIC_TABLES = {
@@ -426,20 +427,6 @@ export const UNITS_SLIP_LARGE_GEMM_DIM = 1024;
 /** L2 assumed when a chip file gives none (MiB). */
 const DEFAULT_L2_MIB = 50;
 
-/**
- * KV bytes one decode-attention call reads: batch × attended × n_kv × head_dim × 2 (K and V) × bytes/elem,
- * with attended = min(context_tokens, window) for sliding-window rows. Source: dataset README "Units" 3.
- */
-export function decodeKvBytes(row: AttentionDecodeRow): number {
-  const attended = row.window > 0 ? Math.min(row.context_tokens, row.window) : row.context_tokens;
-  let width = 2;
-  try {
-    width = bytesPerElement(row.kv_dtype as StorageDtype) ?? 2;
-  } catch {
-    width = 2;
-  }
-  return row.batch * attended * row.n_kv * row.head_dim * 2 * width;
-}
 
 /**
  * Units-slip check (issue 2 "Bad input"): reject a table whose rows are physically impossible for the chip,
