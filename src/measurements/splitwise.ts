@@ -32,6 +32,7 @@ import type { Provenance, StepRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
 import { rowsToCsv } from './store.ts';
 import { Columns, csvTable, intCell, latencyCell, textCell } from './table.ts';
+import { median } from '../fit/stats.ts';
 
 /** Splitwise model names → shipped stepcal model names. */
 export const SPLITWISE_MODELS: Record<string, string> = {
@@ -66,12 +67,6 @@ export interface SplitwiseConfig {
   /** How many source rows were collapsed into this one. */
   repeats: number;
   flags: string[];
-}
-
-function median(xs: number[]): number {
-  const s = xs.slice().sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 /**
