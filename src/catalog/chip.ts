@@ -135,3 +135,11 @@ export function chipFromSku(sku: string): string {
   };
   return map[sku] ?? sku.replace(/_sxm$/, '');
 }
+
+/** L2 assumed for a chip file that states none, MiB (H100/H200 datasheet size, the common case). */
+export const DEFAULT_L2_MIB = 50;
+
+/** L2 cache size of a chip in bytes (`l2_mib`, or DEFAULT_L2_MIB when the file gives none). */
+export function l2Bytes(l2_mib: number | undefined): number {
+  return (l2_mib ?? DEFAULT_L2_MIB) * 1024 * 1024;
+}

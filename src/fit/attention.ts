@@ -11,7 +11,7 @@
  * Holdouts: head geometry (n_q, n_kv, head_dim) for full attention; one window width (leave-one-
  * out, median over folds) for SWA. See docs/fitting.md for the cache-resident threshold.
  */
-import { peakFlopsPerUs } from '../catalog/chip.ts';
+import { DEFAULT_L2_MIB, l2Bytes, peakFlopsPerUs } from '../catalog/chip.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
 import type { FitError } from '../registry/types.ts';
 import { SET_NAMES } from '../registry/types.ts';
@@ -203,7 +203,7 @@ function warmFit(points: readonly WorkPoint[], at: [number, number]): { floor_us
 
 /** Cache-resident threshold: KV working sets below this many bytes are treated as L2-resident. */
 export function cacheResidentBytes(l2_mib: number | undefined): number {
-  return (l2_mib ?? 50) * 1024 * 1024;
+  return l2Bytes(l2_mib);
 }
 
 /** Result of one decode fit, kept for tests and the report. */
@@ -331,7 +331,7 @@ export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: Fit
       '',
       `Geometric error before (pure KV read at datasheet bandwidth) ${fmt(r.before_geo)}, after ${r.train.geo} (MAPE ${r.train.mape_pct}%); holdout (${r.holdout?.split ?? 'none'}) ${r.holdout ? `${r.holdout.geo} (MAPE ${r.holdout.mape_pct}%)` : '—'}.`,
       '',
-      `Cache-resident working sets (KV bytes < L2 = ${ctx.chip.l2_mib ?? 50} MiB): a joint fit on every row, them included, gives floor ${fmt(r.with_cache_resident.floor_us)} µs and rate ${fmt(r.with_cache_resident.rate)} B/µs (geo ${fmt(r.with_cache_resident.geo)}): repeated timing keeps small KV in L2, which distorts the joint fit of a DRAM rate. ${r.excluded_cache_resident ? `Stored: rate from the rows with KV ≥ 2×L2, floor (rate fixed) from rows with KV < L2/16; errors above are on all ${r.n} rows.` : 'Too few rows on one side of L2: the joint fit is stored.'}`,
+      `Cache-resident working sets (KV bytes < L2 = ${ctx.chip.l2_mib ?? DEFAULT_L2_MIB} MiB): a joint fit on every row, them included, gives floor ${fmt(r.with_cache_resident.floor_us)} µs and rate ${fmt(r.with_cache_resident.rate)} B/µs (geo ${fmt(r.with_cache_resident.geo)}): repeated timing keeps small KV in L2, which distorts the joint fit of a DRAM rate. ${r.excluded_cache_resident ? `Stored: rate from the rows with KV ≥ 2×L2, floor (rate fixed) from rows with KV < L2/16; errors above are on all ${r.n} rows.` : 'Too few rows on one side of L2: the joint fit is stored.'}`,
       '',
       '| kernel_source | n | geo | MAPE % |',
       '|---|---|---|---|',

@@ -15,7 +15,7 @@
  */
 import path from 'node:path';
 import { InputError, UserError } from '../common/errors.ts';
-import { type Chip, peakFlopsPerUs } from '../catalog/chip.ts';
+import { type Chip, l2Bytes, peakFlopsPerUs } from '../catalog/chip.ts';
 import type { GemmDtype, StorageDtype } from '../catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
 import type {
@@ -424,8 +424,6 @@ export const UNITS_SLIP_MIN_GEMM_EFFICIENCY = 0.05;
 export const UNITS_SLIP_MIN_HBM_FRACTION = 0.05;
 /** A GEMM counts as large and compute-bound for the lower bound when m, n and k are all at least this. */
 export const UNITS_SLIP_LARGE_GEMM_DIM = 1024;
-/** L2 assumed when a chip file gives none (MiB). */
-const DEFAULT_L2_MIB = 50;
 
 
 /**
@@ -489,7 +487,7 @@ export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chi
       );
     }
   } else if (family === 'attention_decode') {
-    const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * (chip.l2_mib ?? DEFAULT_L2_MIB) * 1024 * 1024;
+    const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
     const limit = UNITS_SLIP_HBM_FACTOR * chip.hbm_bytes_per_us;
     let bestBw = -1;
     let bestI = -1;
