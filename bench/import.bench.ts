@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadChip, REPO_ROOT } from '../src/catalog/chip.ts';
+import { loadChip, REPO_ROOT } from '../src/core/catalog/chip.ts';
 import { importAicFiles } from '../src/measurements/import.ts';
 
 const GOAL_S = 3;

@@ -6,8 +6,8 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadChip } from '../src/catalog/chip.ts';
-import { loadModel } from '../src/catalog/model.ts';
+import { loadChip } from '../src/core/catalog/chip.ts';
+import { loadModel } from '../src/core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients } from '../src/registry/load.ts';
 import { decodeBatch, prefillBatch } from '../src/pricer/batch.ts';
 import { defaultDeployment } from '../src/pricer/deployment.ts';

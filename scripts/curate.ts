@@ -12,11 +12,11 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { chipFromSku, loadChip, REPO_ROOT } from '../src/catalog/chip.ts';
-import { note } from '../src/common/progress.ts';
+import { chipFromSku, loadChip, REPO_ROOT } from '../src/core/catalog/chip.ts';
+import { note } from '../src/core/io/progress.ts';
 import { AIC_COMMIT, AIC_REPOSITORY, importAicFiles, type ImportSummary } from '../src/measurements/import.ts';
 import { listMeasurementFiles, listStepFiles, readProvenance } from '../src/measurements/store.ts';
-import { writeFileAtomic } from '../src/common/fs.ts';
+import { writeFileAtomic } from '../src/core/io/fs.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 const AIC = path.join(SHARED, 'aiconfigurator');

@@ -2,15 +2,15 @@
  * Build the FLOP counter's model shape (`FlopsModel`) from a catalog model graph
  * (`catalog/models/<name>/graph.yaml`, format: docs/pricer.md "Graph format"), and turn pricer
  * batch requests (src/pricer/batch.ts `parseBatchSpec`) into scheduled (q, k) rows. The CLI loads
- * graphs with the catalog's `loadModel` (src/catalog/model.ts), which validates the full schema.
+ * graphs with the catalog's `loadModel` (src/core/catalog/model.ts), which validates the full schema.
  *
  * Only the graph fields the counter reads are checked here (zod, non-strict), so the adapter works
  * on any graph the catalog loader accepts, and on hand-made test graphs. Pure.
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { UserError } from '../common/errors.ts';
-import { REPO_ROOT } from '../catalog/chip.ts';
+import { UserError } from '../core/errors.ts';
+import { REPO_ROOT } from '../core/catalog/chip.ts';
 import type { Request } from '../pricer/types.ts';
 import type { ComputeFormat, FlopsAttention, FlopsGemm, FlopsLayer, FlopsModel, ScheduledRequest } from './flops.ts';
 

@@ -11,8 +11,8 @@
  * All times are held in µs (`*_us`); input units are converted once on parsing.
  */
 import Papa from 'papaparse';
-import { InputError, UserError, type InputLocation } from '../common/errors.ts';
-import { mean, percentileNearestRank, percentileType7 } from '../fit/stats.ts';
+import { InputError, UserError, type InputLocation } from '../core/errors.ts';
+import { mean, percentileNearestRank, percentileType7 } from '../core/numeric/stats.ts';
 
 /** Input time units and their size in µs. */
 export const TIME_UNITS = { us: 1, ms: 1000, s: 1e6 } as const;
@@ -127,7 +127,7 @@ export function analyseRequest(r: RequestRecord, unit: TimeUnit = 'us'): Request
   };
 }
 
-/** Percentile by the named convention, using the shared helpers in src/fit/stats.ts. */
+/** Percentile by the named convention, using the shared helpers in src/core/numeric/stats.ts. */
 export function percentileBy(values: readonly number[], p: number, convention: PercentileConvention): number {
   return convention === 'type7' ? percentileType7(values, p) : percentileNearestRank(values, p);
 }

@@ -13,7 +13,7 @@
  * Times are µs internally (`*_us`).
  */
 import Papa from 'papaparse';
-import { InputError } from '../common/errors.ts';
+import { InputError } from '../core/errors.ts';
 
 /** One recorded step return. */
 export interface Endpoint {

@@ -5,7 +5,7 @@
  * Exit codes: 0 success; 1 user error (message on stderr, stack only with --debug); 2 usage error.
  */
 import { Command, CommanderError } from 'commander';
-import { UsageError, UserError } from '../common/errors.ts';
+import { UsageError, UserError } from '../core/errors.ts';
 import { COMMANDS } from './commands/index.ts';
 
 export function buildProgram(): Command {

@@ -11,13 +11,13 @@
  * Holdouts: head geometry (n_q, n_kv, head_dim) for full attention; one window width (leave-one-
  * out, median over folds) for SWA. See docs/fitting.md for the cache-resident threshold.
  */
-import { DEFAULT_L2_MIB, l2Bytes, peakFlopsPerUs } from '../catalog/chip.ts';
+import { DEFAULT_L2_MIB, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
-import type { FitError } from '../registry/types.ts';
-import { SET_NAMES } from '../registry/types.ts';
-import { chart } from '../report/svg.ts';
+import type { FitError } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
+import { chart } from '../core/render/svg.ts';
 import { ciFromEstimates, fitError, fmt, gssMinimize, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
-import { geometricError, groupBy, median, seededRandom } from './stats.ts';
+import { geometricError, groupBy, median, seededRandom } from '../core/numeric/stats.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 import { decodeKvBytes } from '../measurements/kv.ts';
 

@@ -15,8 +15,8 @@
  *
  * Units: message_bytes in bytes, latency in µs, rates in bytes per µs. No I/O, no clock.
  */
-import { collectiveTime } from '../pricer/laws/collective.ts';
-import { geometricError, gridGoldenMin, mapePct, median, seededRandom, percentileType7 } from './stats.ts';
+import { collectiveTime } from '../core/laws/collective.ts';
+import { geometricError, gridGoldenMin, mapePct, median, seededRandom, percentileType7 } from '../core/numeric/stats.ts';
 
 /** Messages at or below this many bytes form the size-independent region the floor is read from. */
 export const SMALL_MESSAGE_BYTES = 4096;

@@ -2,7 +2,7 @@
  * Provenance helpers shared by the collective, MoE and host fitters: turn `FitContext.inputs` plus a
  * row filter into BLIS `sources` and stepcal `evidence.inputs`. Pure.
  */
-import type { Evidence, Source } from '../registry/types.ts';
+import type { Evidence, Source } from '../core/schemas/registry.ts';
 import type { FitContext } from './types.ts';
 import { laneSlug } from '../measurements/store.ts';
 

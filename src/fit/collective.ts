@@ -19,10 +19,10 @@
  * Units: message_bytes bytes, latency µs, rates bytes/µs.
  */
 import type { CollectiveRow } from '../measurements/schema.ts';
-import type { CoefficientEntry, Evidence } from '../registry/types.ts';
-import { SET_NAMES } from '../registry/types.ts';
-import { chart, type Series } from '../report/svg.ts';
-import { collectiveTime } from '../pricer/laws/collective.ts';
+import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
+import { chart, type Series } from '../core/render/svg.ts';
+import { collectiveTime } from '../core/laws/collective.ts';
 import { BLIS_COLLECTIVES, BLIS_NCCL_ALLREDUCE_FP16_OLD } from './collective-blis.ts';
 import {
   SMALL_MESSAGE_BYTES,
@@ -35,11 +35,11 @@ import {
   type WidthHoldout,
 } from './collective-curve.ts';
 import { fmt, provenance } from './collective-provenance.ts';
-import { extrapolateWidth, type WidthExtrapolation, type WidthPoint } from '../registry/extrapolate.ts';
-import { median, roundSig } from './stats.ts';
+import { extrapolateWidth, type WidthExtrapolation, type WidthPoint } from './collective-width.ts';
+import { median, roundSig } from '../core/numeric/stats.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
-export { collectiveTime } from '../pricer/laws/collective.ts';
+export { collectiveTime } from '../core/laws/collective.ts';
 
 /** GPU-to-GPU links at or below this many GB/s per direction are PCIe, not NVLink (PCIe 5.0 x16 = 64). */
 export const PCIE_MAX_GB_PER_S_PER_DIR = 64;

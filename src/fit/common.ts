@@ -7,8 +7,8 @@
  * (`VALUE_DIGITS`); error figures use 4 significant digits too. `roundSig` is monotone, so a
  * rounded ci95 still contains the rounded value.
  */
-import type { CoefficientEntry, FitError, Units } from '../registry/types.ts';
-import { geometricError, mapePct, median, roundSig } from './stats.ts';
+import type { CoefficientEntry, FitError, Units } from '../core/schemas/registry.ts';
+import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
 import type { FitContext } from './types.ts';
 
 /** Significant digits of stored values and ci95 bounds. */

@@ -13,15 +13,15 @@
  * fit is reported beside it. See docs/fitting.md.
  */
 import { levenbergMarquardt } from 'ml-levenberg-marquardt';
-import type { Chip } from '../catalog/chip.ts';
-import { peakFlopsPerUs } from '../catalog/chip.ts';
-import { bytesPerElement, type GemmDtype, GEMM_DTYPES } from '../catalog/dtypes.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import { peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { bytesPerElement, type GemmDtype, GEMM_DTYPES } from '../core/catalog/dtypes.ts';
 import type { GemmRow } from '../measurements/schema.ts';
-import type { FitError } from '../registry/types.ts';
-import { SET_NAMES } from '../registry/types.ts';
-import { chart } from '../report/svg.ts';
+import type { FitError } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
+import { chart } from '../core/render/svg.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
-import { geometricError, groupBy, seededRandom } from './stats.ts';
+import { geometricError, groupBy, seededRandom } from '../core/numeric/stats.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Achieved fraction of the dtype's dense peak. */

@@ -10,13 +10,13 @@
  * with their own per-call cost refitted and the derate fixed. The raw ratio bytes/latency/datasheet
  * is reported too; it includes the per-call cost and so understates the streaming rate.
  */
-import { SET_NAMES } from '../registry/types.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { AttentionDecodeRow, GemmRow } from '../measurements/schema.ts';
-import { chart, type Series } from '../report/svg.ts';
+import { chart, type Series } from '../core/render/svg.ts';
 import { decodeKvBytes, cacheResidentBytes } from './attention.ts';
 import { bootstrapFloorRate, fitFloorRate, logL1, type WorkPoint } from './attention.ts';
 import { fitError, fmt, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
-import { median } from './stats.ts';
+import { median } from '../core/numeric/stats.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** Largest m counted as a pure weight read. */

@@ -17,13 +17,13 @@
  * fitting happens per engine in `stepcal validate --fit-host`. Every BLIS host name is always
  * emitted, so the set is complete either way.
  */
-import { UserError } from '../common/errors.ts';
+import { UserError } from '../core/errors.ts';
 import type { HostRow } from '../measurements/schema.ts';
-import type { CoefficientEntry, Units } from '../registry/types.ts';
-import { SET_NAMES } from '../registry/types.ts';
-import { chart, type Series } from '../report/svg.ts';
+import type { CoefficientEntry, Units } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
+import { chart, type Series } from '../core/render/svg.ts';
 import { fmt, provenance } from './collective-provenance.ts';
-import { geometricError, mapePct, median, roundSig } from './stats.ts';
+import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
 /** Two-sided 97.5% Student-t quantiles for 1…30 degrees of freedom. */

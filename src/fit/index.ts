@@ -10,15 +10,15 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { Chip } from '../catalog/chip.ts';
-import { loadChip, REPO_ROOT } from '../catalog/chip.ts';
-import { UserError } from '../common/errors.ts';
-import { readText, sha256File, writeFilesAtomic } from '../common/fs.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import { loadChip, REPO_ROOT } from '../core/catalog/chip.ts';
+import { UserError } from '../core/errors.ts';
+import { readText, sha256File, writeFilesAtomic } from '../core/io/fs.ts';
 import type { Family, FamilyRow } from '../measurements/schema.ts';
 import { laneSlug, listMeasurementFiles, readMeasurements } from '../measurements/store.ts';
-import { parseCoefficientSets, stringifyCoefficientSets } from '../registry/load.ts';
-import type { CoefficientEntry, CoefficientSet } from '../registry/types.ts';
-import { SET_NAMES } from '../registry/types.ts';
+import { parseCoefficientSets, stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import type { CoefficientEntry, CoefficientSet } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
 import { fitAttentionDecode, fitAttentionPrefill } from './attention.ts';
 import { blisPublished } from './blis.ts';
 import { fitCollectives } from './collective.ts';

@@ -15,12 +15,12 @@
  * pair's model geometry (hidden, inter, topk, experts): leave-one-geometry-out.
  */
 import type { MoeRow } from '../measurements/schema.ts';
-import type { CoefficientEntry, Evidence } from '../registry/types.ts';
-import { SET_NAMES } from '../registry/types.ts';
-import { chart, type Series } from '../report/svg.ts';
+import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
+import { chart, type Series } from '../core/render/svg.ts';
 import { fmt, provenance } from './collective-provenance.ts';
 import { thin } from './common.ts';
-import { geometricError, mapePct, median, percentileNearestRank, percentileType7, roundSig, seededRandom } from './stats.ts';
+import { geometricError, mapePct, median, percentileNearestRank, percentileType7, roundSig, seededRandom } from '../core/numeric/stats.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
 /** Primary skewed distribution (BLIS's choice). */

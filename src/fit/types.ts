@@ -6,8 +6,8 @@
  * (gemm → hbm → attention_decode → attention_prefill → collective → moe → host), applies the
  * plausibility gates, and writes the registry, SVGs and README only when every gate passes.
  */
-import type { Chip } from '../catalog/chip.ts';
-import type { CoefficientEntry } from '../registry/types.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import type { CoefficientEntry } from '../core/schemas/registry.ts';
 
 /** One coefficient a fitter produced, and the set it belongs in. */
 export interface FittedCoefficient {

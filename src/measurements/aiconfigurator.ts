@@ -14,9 +14,9 @@
  * Pure functions only: the caller reads the file (see table.ts) and writes the result (store.ts).
  */
 import path from 'node:path';
-import { InputError, UserError } from '../common/errors.ts';
-import { type Chip, l2Bytes, peakFlopsPerUs } from '../catalog/chip.ts';
-import type { GemmDtype, StorageDtype } from '../catalog/dtypes.ts';
+import { InputError, UserError } from '../core/errors.ts';
+import { type Chip, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
+import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
 import type {
   AttentionDecodeRow,

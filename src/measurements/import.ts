@@ -4,9 +4,9 @@
  * leaves earlier files untouched.
  */
 import path from 'node:path';
-import { UserError } from '../common/errors.ts';
-import { sha256File } from '../common/fs.ts';
-import { type Chip, REPO_ROOT } from '../catalog/chip.ts';
+import { UserError } from '../core/errors.ts';
+import { sha256File } from '../core/io/fs.ts';
+import { type Chip, REPO_ROOT } from '../core/catalog/chip.ts';
 import {
   AIC_OP_CATEGORY,
   AIC_TABLES,

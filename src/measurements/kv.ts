@@ -2,7 +2,7 @@
  * KV-cache bytes a decode-attention call reads, shared by the importer's units-slip check and the
  * attention and HBM fitters.
  */
-import { bytesPerElement, parseDtype } from '../catalog/dtypes.ts';
+import { bytesPerElement, parseDtype } from '../core/catalog/dtypes.ts';
 import type { AttentionDecodeRow } from './schema.ts';
 
 /**

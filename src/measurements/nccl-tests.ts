@@ -15,8 +15,8 @@
  * that link: it marks an in-network reduction (NVLS / SHARP), so the row is kept and its kernel_source
  * gets `;in_network` rather than being rejected.
  */
-import { InputError, UserError } from '../common/errors.ts';
-import type { Chip } from '../catalog/chip.ts';
+import { InputError, UserError } from '../core/errors.ts';
+import type { Chip } from '../core/catalog/chip.ts';
 import type { CollectiveOp, CollectiveRow } from './schema.ts';
 
 /** busbw/algbw factor for `op` over `n` ranks (nccl-tests doc/PERFORMANCE.md). */

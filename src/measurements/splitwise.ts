@@ -25,14 +25,14 @@
  */
 import path from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
-import { InputError } from '../common/errors.ts';
-import { readText, sha256, writeFilesAtomic } from '../common/fs.ts';
+import { InputError } from '../core/errors.ts';
+import { readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
 import { displayPath } from './import.ts';
 import type { Provenance, StepRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
 import { rowsToCsv } from './store.ts';
 import { Columns, csvTable, intCell, latencyCell, textCell } from './table.ts';
-import { median } from '../fit/stats.ts';
+import { median } from '../core/numeric/stats.ts';
 
 /** Splitwise model names → shipped stepcal model names. */
 export const SPLITWISE_MODELS: Record<string, string> = {

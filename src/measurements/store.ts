@@ -9,8 +9,8 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { InputError, UserError } from '../common/errors.ts';
-import { encodeText, readText, sha256, writeFilesAtomic } from '../common/fs.ts';
+import { InputError, UserError } from '../core/errors.ts';
+import { encodeText, readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
 import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type LocatedStepRow, type Provenance } from './schema.ts';
 
 /** File-name-safe lane slug (`vllm-0.24.0` stays as is; spaces and slashes become `-`). */

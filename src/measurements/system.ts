@@ -1,7 +1,7 @@
 /**
  * AIConfigurator system descriptor (`aic-core/src/aiconfigurator_core/systems/<sku>.yaml`, copies in
  * ../shared/datasets/aiconfigurator/systems) → a stepcal chip file (`catalog/chips/<chip>.yaml`, schema in
- * src/catalog/chip.ts).
+ * src/core/catalog/chip.ts).
  *
  * Datasheet facts (SI units upstream → datasheet units here): mem_bw B/s → hbm_tb_per_s (÷1e12),
  * mem_capacity B → hbm_gib (÷2³⁰), *_tc_flops FLOP/s → peak_tflops (÷1e12), intra_node_bw B/s →
@@ -14,8 +14,8 @@
  * file of the same chip; without them the import fails naming the field.
  */
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { InputError } from '../common/errors.ts';
-import { chipFromObject, type ChipFile } from '../catalog/chip.ts';
+import { InputError } from '../core/errors.ts';
+import { chipFromObject, type ChipFile } from '../core/catalog/chip.ts';
 
 export interface SystemImportExtra {
   sm_count?: number;

@@ -6,8 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import Papa from 'papaparse';
-import { InputError, UserError } from '../common/errors.ts';
-import { readText } from '../common/fs.ts';
+import { InputError, UserError } from '../core/errors.ts';
+import { readText } from '../core/io/fs.ts';
 
 /** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
 export type Cell = string | number | bigint | boolean | null | undefined;

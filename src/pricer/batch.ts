@@ -1,7 +1,7 @@
 /**
  * Batch builders and the `--batch` spec parser (seed "What a batch is").
  */
-import { UserError } from '../common/errors.ts';
+import { UserError } from '../core/errors.ts';
 import type { Batch, Request } from './types.ts';
 
 /** `n` requests each decoding `tokens` (default 1) token(s) against `ctx` tokens already cached. */

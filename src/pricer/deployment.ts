@@ -1,10 +1,10 @@
 /**
  * Deployment defaults and the dtype choices they imply (reference §4.2, seed "Arithmetic rates").
  */
-import { UserError } from '../common/errors.ts';
-import type { Chip } from '../catalog/chip.ts';
-import { bytesPerElement, type StorageDtype } from '../catalog/dtypes.ts';
-import type { GraphNode, ModelGraph } from '../catalog/model.ts';
+import { UserError } from '../core/errors.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
+import type { GraphNode, ModelGraph } from '../core/catalog/model.ts';
 import { CUDAGRAPH_MODES, type Deployment } from './types.ts';
 
 /**

@@ -2,11 +2,11 @@
  * The token range a registry's GEMM ramp was fitted on (for the pricer's `extrapolated` flag).
  * Pure: reads resolved registry entries and chip facts, no I/O.
  */
-import { peakFlopsPerUs, type Chip } from '../catalog/chip.ts';
-import { bytesPerElement } from '../catalog/dtypes.ts';
+import { peakFlopsPerUs, type Chip } from '../core/catalog/chip.ts';
+import { bytesPerElement } from '../core/catalog/dtypes.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import type { ComputeFormat } from './deployment.ts';
-import { computeBoundMinM } from './laws/gemm.ts';
+import { computeBoundMinM } from '../core/laws/gemm.ts';
 
 /** `m ≥ 206.1` (or `m >= 206.1`) as the GEMM fitter writes it in the evidence filter (src/fit/gemm.ts). */
 const M_EDGE = /\bm\s*(?:≥|>=)\s*([0-9]+(?:\.[0-9]+)?)/;

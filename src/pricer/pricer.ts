@@ -10,19 +10,19 @@
  * Every deliberate departure from the engine or from the BLIS kernel is marked `KNOWN DIVERGENCE n`,
  * n its number in the list in docs/pricer.md (test/pricer/divergences.test.ts checks both ways).
  */
-import { UserError } from '../common/errors.ts';
-import { peakFlopsPerUs, type Chip } from '../catalog/chip.ts';
-import { bytesPerElement, type StorageDtype } from '../catalog/dtypes.ts';
-import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../catalog/model.ts';
+import { UserError } from '../core/errors.ts';
+import { peakFlopsPerUs, type Chip } from '../core/catalog/chip.ts';
+import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
+import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import { gemmFittedRange } from './fitted-range.ts';
 import { ACC_LEN, composeHead, composeHost, composeLayers, finishStep } from './compose.ts';
 import { computeFormat, kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
-import { computeBoundMinM, shapeFactor } from './laws/gemm.ts';
-import { graphModeFor, launchUs } from './laws/host.ts';
-import { expertsTouched } from './laws/moe.ts';
-import { all2allSpan, nvlinkDomainGpus, ringSpan } from './laws/placement.ts';
-import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from './laws/attention.ts';
+import { computeBoundMinM, shapeFactor } from '../core/laws/gemm.ts';
+import { graphModeFor, launchUs } from '../core/laws/host.ts';
+import { expertsTouched } from '../core/laws/moe.ts';
+import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
+import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from '../core/laws/attention.ts';
 import type { Batch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 
 /** Kernels per primitive (reference §3.2; gives llama-3.1-8b's 258 kernels at tp 1). */

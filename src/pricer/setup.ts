@@ -4,9 +4,9 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { UserError } from '../common/errors.ts';
-import { loadChip, REPO_ROOT, type Chip } from '../catalog/chip.ts';
-import { loadModel, type ModelGraph } from '../catalog/model.ts';
+import { UserError } from '../core/errors.ts';
+import { loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
+import { loadModel, type ModelGraph } from '../core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
 import { defaultDeployment } from './deployment.ts';
 import { createPricer, type StepPricer } from './pricer.ts';

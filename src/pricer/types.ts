@@ -3,6 +3,10 @@
  * All times are µs; sizes bytes; work FLOPs.
  */
 
+import type { CudagraphMode } from '../core/laws/host.ts';
+
+export { CUDAGRAPH_MODES, type CudagraphMode } from '../core/laws/host.ts';
+
 /** The five resources a step's work is charged to. */
 export const RESOURCES = ['sm', 'hbm', 'nvlink', 'nic', 'host'] as const;
 export type Resource = (typeof RESOURCES)[number];
@@ -21,9 +25,6 @@ export interface Batch {
   requests: Request[];
 }
 
-/** vLLM CUDA-graph modes (vLLM `CompilationConfig.cudagraph_mode`). */
-export const CUDAGRAPH_MODES = ['FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL', 'FULL_DECODE_ONLY', 'NONE'] as const;
-export type CudagraphMode = (typeof CUDAGRAPH_MODES)[number];
 
 export interface Deployment {
   /** Tensor-parallel width. */

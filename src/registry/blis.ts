@@ -12,10 +12,10 @@
  * first-seen order, and checks them under the strict layout (an `evidence` key is an error there).
  */
 import { stringify as stringifyYaml } from 'yaml';
-import { UserError } from '../common/errors.ts';
-import { parseCoefficientSets } from './load.ts';
-import { scopedToChip } from './names.ts';
-import type { CoefficientEntry, CoefficientSet, NamedEntry } from './types.ts';
+import { UserError } from '../core/errors.ts';
+import { parseCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import { scopedToChip } from '../core/schemas/names.ts';
+import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { BLIS_ENTRY_KEYS, errorsOf, formatProblem, validateRegistry, type ValidateOptions } from './validate.ts';
 
 /** Entry with `evidence` removed and keys in BLIS's documented order. */

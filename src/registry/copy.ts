@@ -22,9 +22,9 @@
  *
  * Pure (no I/O): the CLI reads the files, writes the result atomically.
  */
-import type { Chip } from '../catalog/chip.ts';
-import { collectiveName, familyOf, parseCollectiveName, scopedToChip } from './names.ts';
-import type { CoefficientEntry, CoefficientSet, Method, NamedEntry, Scope } from './types.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import { collectiveName, familyOf, parseCollectiveName, scopedToChip } from '../core/schemas/names.ts';
+import type { CoefficientEntry, CoefficientSet, Method, NamedEntry, Scope } from '../core/schemas/registry.ts';
 import { errorsOf, formatProblem, validateRegistry, type Problem } from './validate.ts';
 
 /**

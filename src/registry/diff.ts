@@ -1,8 +1,8 @@
 /**
  * Differences between two registries, keyed by entry identity (set, name, scope). Pure.
  */
-import { entryKey, entryLabel, familyOf } from './names.ts';
-import type { CoefficientEntry, CoefficientSet } from './types.ts';
+import { entryKey, entryLabel, familyOf } from '../core/schemas/names.ts';
+import type { CoefficientEntry, CoefficientSet } from '../core/schemas/registry.ts';
 
 /** One entry present in both registries whose public fields or evidence differ. */
 export interface ChangedEntry {

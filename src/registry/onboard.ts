@@ -19,17 +19,19 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { chipFromObject, CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../catalog/chip.ts';
-import { UserError } from '../common/errors.ts';
-import { readText, writeFilesAtomic } from '../common/fs.ts';
+import { chipFromObject, CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
+import { UserError } from '../core/errors.ts';
+import { readText, writeFilesAtomic } from '../core/io/fs.ts';
 import { AIC_TABLES, type AicTable } from '../measurements/aiconfigurator.ts';
 import { AIC_COMMIT, AIC_REPOSITORY, stageAicImport } from '../measurements/import.ts';
 import { writeMeasurementSet } from '../measurements/store.ts';
 import { systemToChip } from '../measurements/system.ts';
-import { extrapolateCollectiveWidths, extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation, type WidthExtrapolation } from './extrapolate.ts';
-import { loadRegistryFile, stringifyCoefficientSets } from './load.ts';
-import { familyOf } from './names.ts';
-import type { CoefficientSet } from './types.ts';
+import { extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation } from './extrapolate.ts';
+import { extrapolateCollectiveWidths, type WidthExtrapolation } from '../fit/collective-width.ts';
+import { loadRegistryFile } from './load.ts';
+import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import { familyOf } from '../core/schemas/names.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { errorsOf, formatProblem, validateRegistry } from './validate.ts';
 
 /** Families without which onboarding stops before fitting. */

@@ -15,10 +15,10 @@
  *   appended to its set (created when missing);
  * - registry entries of this chip and family that the refit lacks are kept and listed as stale.
  */
-import { UserError } from '../common/errors.ts';
+import { UserError } from '../core/errors.ts';
 import { changedFields, diffRegistries, type RegistryDiff } from './diff.ts';
-import { entryKey, familyOf } from './names.ts';
-import type { CoefficientEntry, CoefficientSet, NamedEntry } from './types.ts';
+import { entryKey, familyOf } from '../core/schemas/names.ts';
+import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { errorsOf, formatProblem, validateRegistry, type ValidateOptions } from './validate.ts';
 
 /** Held-out regimes compared by the gate (helper-7's `Regime`). */

@@ -6,12 +6,12 @@
  * Every problem names the file, the set, the entry (name and hardware scope) and the field.
  */
 import { parseAllDocuments } from 'yaml';
-import type { Chip } from '../catalog/chip.ts';
-import { loadChip } from '../catalog/chip.ts';
-import { readText } from '../common/fs.ts';
-import { entryKey, entryLabel, parseCollectiveName } from './names.ts';
-import type { CoefficientSet, NamedEntry } from './types.ts';
-import { METHODS, UNITS } from './types.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import { loadChip } from '../core/catalog/chip.ts';
+import { readText } from '../core/io/fs.ts';
+import { entryKey, entryLabel, parseCollectiveName } from '../core/schemas/names.ts';
+import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
+import { METHODS, UNITS } from '../core/schemas/registry.ts';
 
 /** One thing wrong with a registry file. */
 export interface Problem {

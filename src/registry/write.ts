@@ -1,7 +1,7 @@
 /**
  * The registry's atomic write, with a test hook between the temp write and the rename.
  *
- * Same protocol as `writeFileAtomic` (src/common/fs.ts): write a temp file in the target's
+ * Same protocol as `writeFileAtomic` (src/core/io/fs.ts): write a temp file in the target's
  * directory (flushed), then rename it over the target; an interrupted writer leaves the previous
  * file byte-identical (at worst a stale `.<name>.<pid>.<hex>.tmp` beside it, which every reader
  * ignores). The hook `STEPCAL_TEST_PAUSE_BEFORE_RENAME_MS` (environment, milliseconds) sleeps after
@@ -10,8 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { stringifyCoefficientSets } from './load.ts';
-import type { CoefficientSet } from './types.ts';
+import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
 
 /** Environment variable of the test hook. */
 export const PAUSE_ENV = 'STEPCAL_TEST_PAUSE_BEFORE_RENAME_MS';

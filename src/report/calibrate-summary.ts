@@ -2,7 +2,7 @@
  * The one-screen summary of `stepcal calibrate` (coefficients with ci95 and fit errors, held-out
  * accuracy per regime) and the matching report section. Pure.
  */
-import type { CoefficientSet, NamedEntry } from '../registry/types.ts';
+import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { COMPOSITION_LABEL, engineSmOutcomes, goalVerdict, htmlTable, mdTable, otherCompositions, smScaleText, type ExtraSection, type Table } from './validation.ts';
 import { REGIMES, type Composition, type ValidationResult } from '../validate/types.ts';
 

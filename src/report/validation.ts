@@ -5,7 +5,7 @@
  * Every table carries its unit in each column header. Metric conventions are printed in the report
  * (nearest-rank percentiles; see src/validate/metrics.ts).
  */
-import { groupBy } from '../fit/stats.ts';
+import { groupBy } from '../core/numeric/stats.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import { apeCdf } from '../validate/metrics.ts';
 import {
@@ -20,7 +20,7 @@ import {
   type RowResult,
   type ValidationResult,
 } from '../validate/types.ts';
-import { chart, esc, PALETTE, stackedBars, type Series } from './svg.ts';
+import { chart, esc, PALETTE, stackedBars, type Series } from '../core/render/svg.ts';
 
 /** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
 export const HEADLINE_RULE =

@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeFilesAtomic } from '../common/fs.ts';
+import { writeFilesAtomic } from '../core/io/fs.ts';
 import type { ValidationResult } from '../validate/types.ts';
 import { validationCharts, validationHtml, validationMarkdown, type ReportInputs } from './validation.ts';
 

@@ -25,9 +25,9 @@
  *   rotates with g so that groups that are batch sweeps of the same shape do not all give up the same
  *   batch (which would leave the per-request term collinear with the per-step constant).
  */
-import { UserError } from '../common/errors.ts';
+import { UserError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
-import { gridGoldenMin } from '../fit/stats.ts';
+import { gridGoldenMin } from '../core/numeric/stats.ts';
 
 /** Host-fit features of one row (all summed over the row's steps). */
 export interface HostFeatures {

@@ -6,9 +6,9 @@
 export * from './types.ts';
 export { validateRows, type PricerKey, type ValidationDeps } from './run.ts';
 import path from 'node:path';
-import { REPO_ROOT } from '../catalog/chip.ts';
-import { sha256, sha256File } from '../common/fs.ts';
-import { stringifyCoefficientSets } from '../registry/load.ts';
+import { REPO_ROOT } from '../core/catalog/chip.ts';
+import { sha256, sha256File } from '../core/io/fs.ts';
+import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
 import { stepcalVersion } from './pin.ts';
 import { defaultValidationDeps } from './pricing.ts';
 import { validateRows, type ValidationDeps } from './run.ts';

@@ -3,7 +3,7 @@
  *
  * Conventions (issue 7; reference §5.2), stated in every report:
  * - APE_i = |p_i/m_i − 1| · 100; MAPE = mean APE.
- * - median and p90 APE: nearest-rank, `sorted[ceil(q·n) − 1]` (src/fit/stats.ts percentileNearestRank).
+ * - median and p90 APE: nearest-rank, `sorted[ceil(q·n) − 1]` (src/core/numeric/stats.ts percentileNearestRank).
  * - bias = mean (p_i/m_i − 1) · 100, signed (negative = predicted too fast).
  * - geo_mean_ratio = exp(mean ln(p_i/m_i)).
  * - shape error: within a group, r_i = p_i/m_i, anchor = the row with the lowest batch (first such
@@ -11,7 +11,7 @@
  *   mean |e_i| · 100 over the non-anchor rows of every group with ≥ 2 rows. A constant factor
  *   cancels, so shape isolates how the error changes with batch.
  */
-import { groupBy, percentileNearestRank } from '../fit/stats.ts';
+import { groupBy, percentileNearestRank } from '../core/numeric/stats.ts';
 import type { RegimeMetrics } from './types.ts';
 
 /** One scored point. */

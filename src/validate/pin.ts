@@ -1,7 +1,7 @@
 /** The stepcal version for pins, read from package.json (the single source; src/cli/main.ts repeats it for --version). */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT } from '../catalog/chip.ts';
+import { REPO_ROOT } from '../core/catalog/chip.ts';
 
 let cached: string | undefined;
 export function stepcalVersion(): string {

@@ -3,14 +3,14 @@
  * Deployment of a row (with an optional sm_scale, the engine compute-efficiency term): tp from the row, ep 1, weight_dtype / kv_dtype from the row, cudagraph_mode
  * from the row or FULL_AND_PIECEWISE, other fields `defaultDeployment`'s (src/pricer/deployment.ts).
  */
-import { loadChip, type Chip } from '../catalog/chip.ts';
-import { loadModel, type ModelGraph } from '../catalog/model.ts';
-import { UserError } from '../common/errors.ts';
+import { loadChip, type Chip } from '../core/catalog/chip.ts';
+import { loadModel, type ModelGraph } from '../core/catalog/model.ts';
+import { UserError } from '../core/errors.ts';
 import { defaultDeployment } from '../pricer/deployment.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
 import { CUDAGRAPH_MODES, type CudagraphMode } from '../pricer/types.ts';
 import { resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
-import type { CoefficientSet } from '../registry/types.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
 import type { PricerKey, ValidationDeps } from './run.ts';
 
 /** Deps pricing rows with `createPricer` on the given registry sets. */

@@ -2,7 +2,7 @@
  * The validation core: price held-out rows, optionally refit host terms on a declared training
  * subset, and score the rest. Pure given a pricer factory (no file I/O here; see index.ts).
  */
-import { UserError } from '../common/errors.ts';
+import { UserError } from '../core/errors.ts';
 import type { Pricer, ResourceTimes } from '../pricer/types.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import { batchSizeOf, bottleneckOf, extrapolationReason, priceRow, regimeOf, type RowPrice } from './expand.ts';
@@ -35,7 +35,7 @@ import {
   type ExtrapolationCount,
   DEFAULT_EXCLUDED_FLAGS,
 } from './types.ts';
-import { groupBy } from '../fit/stats.ts';
+import { groupBy } from '../core/numeric/stats.ts';
 
 /** SM/HBM ratio on decode steps at batch ≤ 4 above which the ramp is suspected to contain the weight reads. */
 export const DOUBLE_CHARGE_SM_OVER_HBM = 0.25;

@@ -3,13 +3,13 @@
  *
  * Conventions (stated in every report):
  * - APE = |pred/meas − 1| · 100; MAPE is its mean.
- * - median and p90 APE are nearest-rank percentiles: `sorted[ceil(p·n) − 1]` (src/fit/stats.ts).
+ * - median and p90 APE are nearest-rank percentiles: `sorted[ceil(p·n) − 1]` (src/core/numeric/stats.ts).
  * - bias = mean of the signed (pred/meas − 1) · 100 (negative = predictions too fast).
  * - geo_mean_ratio = exp(mean ln(pred/meas)) (1 = unbiased in the log).
  * - shape error (reference §5.2): within a group, e_i = r_i / r_0 − 1 with r = pred/meas and r_0 the
  *   ratio at the group's lowest batch (the anchor, excluded); shape_mape_pct = mean |e_i| · 100.
  */
-import type { CoefficientSet } from '../registry/types.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
 import type { Resource, ResourceTimes } from '../pricer/types.ts';
 
 /** The regimes every metric is reported for. `mixed` = a step with both prefill and decode requests. */

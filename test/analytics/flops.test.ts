@@ -24,7 +24,7 @@ import {
 } from '../../src/analytics/flops.ts';
 import { flopsModelFromGraph, scheduledFromRequest } from '../../src/analytics/flops-graph.ts';
 import { parseBatchSpec } from '../../src/pricer/batch.ts';
-import { loadModel } from '../../src/catalog/model.ts';
+import { loadModel } from '../../src/core/catalog/model.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const FIXTURE = path.join(import.meta.dirname, '..', 'fixtures', 'analytics', 'llama-3.1-8b.flops.yaml');

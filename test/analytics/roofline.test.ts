@@ -16,7 +16,7 @@ import {
   stepPoint,
   sweep,
 } from '../../src/analytics/roofline.ts';
-import { parseRooflineConfig, rooflineCsv, rooflineSvg, rooflineTable } from '../../src/analytics/roofline-report.ts';
+import { parseRooflineConfig, rooflineCsv, rooflineSvg, rooflineTable } from '../../src/report/roofline.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const P = CHAPTER_PARAMS;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { analyseRequest, parseTraceCsv, parseTraceJson, summariseTrace, type RequestRecord } from '../../src/analytics/trace.ts';
-import { traceReport } from '../../src/analytics/trace-report.ts';
+import { traceReport } from '../../src/report/trace.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const FIX = path.join(import.meta.dirname, '..', 'fixtures', 'analytics');

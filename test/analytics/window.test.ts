@@ -8,7 +8,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fullAcceptanceTokensPerS, parseWindowCsv, selectWindow, usefulTokensPerS, type Endpoint } from '../../src/analytics/window.ts';
-import { windowReport } from '../../src/analytics/window-report.ts';
+import { windowReport } from '../../src/report/window.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const FIX = path.join(import.meta.dirname, '..', 'fixtures', 'analytics');

@@ -1,9 +1,9 @@
 /** Model catalog: stored graphs equal the derived ones; config facts; §3.1 quantities. */
 import { describe, expect, it } from 'vitest';
-import { derivedGraphText } from '../../src/catalog/model-regen.ts';
-import { compressStack } from '../../src/catalog/model-derive.ts';
-import { expandStack, knownModels, loadModel, MODELS_DIR } from '../../src/catalog/model.ts';
-import { readText } from '../../src/common/fs.ts';
+import { derivedGraphText } from '../../src/core/catalog/model-regen.ts';
+import { compressStack } from '../../src/core/catalog/model-derive.ts';
+import { expandStack, knownModels, loadModel, MODELS_DIR } from '../../src/core/catalog/model.ts';
+import { readText } from '../../src/core/io/fs.ts';
 import path from 'node:path';
 
 describe('stored graphs', () => {

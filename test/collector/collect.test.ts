@@ -16,7 +16,7 @@ import path from 'node:path';
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { readText, sha256 } from '../../src/common/fs.ts';
+import { readText, sha256 } from '../../src/core/io/fs.ts';
 import { FAMILY_COLUMNS } from '../../src/measurements/schema.ts';
 import {
   listMeasurementFiles,

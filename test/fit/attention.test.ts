@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../../src/measurements/schema.ts';
 import { decodeKvBytes, fitAttentionDecode, fitAttentionPrefill, prefillCausalFlops } from '../../src/fit/attention.ts';
 

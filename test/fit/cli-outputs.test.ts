@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
-import { sha256File } from '../../src/common/fs.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { sha256File } from '../../src/core/io/fs.ts';
 import { planFitOutputs } from '../../src/cli/commands/fit.ts';
 import { fitOutputFiles, type FitAllResult } from '../../src/fit/index.ts';
 import { runCli } from '../registry/cli.ts';

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { REPO_ROOT, loadChip } from '../../src/catalog/chip.ts';
+import { REPO_ROOT, loadChip } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
-import { collectiveTime } from '../../src/pricer/laws/collective.ts';
+import { collectiveTime } from '../../src/core/laws/collective.ts';
 import {
   bootstrapTransitionRate,
   collectiveObjective,
@@ -16,9 +16,9 @@ import {
 } from '../../src/fit/collective-curve.ts';
 import { collectiveDtypeClass, collectiveName, fitCollectives, selectBackend } from '../../src/fit/collective.ts';
 import type { CollectiveRow } from '../../src/measurements/schema.ts';
-import { extrapolateCollectiveWidths } from '../../src/registry/extrapolate.ts';
+import { extrapolateCollectiveWidths } from '../../src/fit/collective-width.ts';
 import type { FitContext } from '../../src/fit/types.ts';
-import { geometricError, seededRandom } from '../../src/fit/stats.ts';
+import { geometricError, seededRandom } from '../../src/core/numeric/stats.ts';
 
 const SIZES = Array.from({ length: 21 }, (_, i) => 256 * 2 ** i); // 256 … 268,435,456
 

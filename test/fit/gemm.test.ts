@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadChip, peakFlopsPerUs } from '../../src/catalog/chip.ts';
+import { loadChip, peakFlopsPerUs } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
 import type { GemmRow } from '../../src/measurements/schema.ts';
 import { envelope, fitGemm, fitRamp, fitRampForDtype, isMemoryBound, memoryBoundThresholdM, rampEff } from '../../src/fit/gemm.ts';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
 import type { AttentionDecodeRow, GemmRow } from '../../src/measurements/schema.ts';
 import { decodeKvBytes } from '../../src/fit/attention.ts';
 import { fitHbm, memoryBoundReads } from '../../src/fit/hbm.ts';
-import { seededRandom } from '../../src/fit/stats.ts';
+import { seededRandom } from '../../src/core/numeric/stats.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 
 // Synthetic recovery of hbm_derate (issue 3 "HBM derate"; docs/fitting.md): rows generated from

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { loadChip } from '../../src/catalog/chip.ts';
-import { UserError } from '../../src/common/errors.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
+import { UserError } from '../../src/core/errors.ts';
 import { BLIS_HOST_ASSUMED, fitHost, fitHostLinear, tQuantile975 } from '../../src/fit/host.ts';
 import type { HostRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
-import { seededRandom } from '../../src/fit/stats.ts';
+import { seededRandom } from '../../src/core/numeric/stats.ts';
 
 const ctx: FitContext = {
   chip: loadChip('h200'),

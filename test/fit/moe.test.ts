@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { REPO_ROOT, loadChip } from '../../src/catalog/chip.ts';
+import { REPO_ROOT, loadChip } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
 import { bootstrapImbalance, fitMoe, imbalanceResidual, imbalanceStats, leaveOneGeometryOut, MOE_RESIDUAL_POINTS, pairMoe } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
-import { seededRandom } from '../../src/fit/stats.ts';
+import { seededRandom } from '../../src/core/numeric/stats.ts';
 
 const ctx = (resamples = 200): FitContext => ({
   chip: loadChip('h200'),

@@ -2,13 +2,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
 import { writeMeasurements } from '../../src/measurements/store.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow, GemmRow } from '../../src/measurements/schema.ts';
 import { decodeKvBytes, prefillCausalFlops } from '../../src/fit/attention.ts';
 import { rampEff } from '../../src/fit/gemm.ts';
 import { applyGates, checkFitOutputs, defaultLane, fitAll, writeFitOutputs } from '../../src/fit/index.ts';
-import type { CoefficientEntry } from '../../src/registry/types.ts';
+import type { CoefficientEntry } from '../../src/core/schemas/registry.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-fit-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import type { Command } from 'commander';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { buildProgram } from '../../src/cli/main.ts';
 import { writeFileSync } from 'node:fs';
 import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';

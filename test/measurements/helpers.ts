@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 
 export const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 export const AIC = path.join(SHARED, 'aiconfigurator');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
 import { runImport } from '../../src/cli/commands/import.ts';
 import { algbwGBs, busFactor, parseNcclTests } from '../../src/measurements/nccl-tests.ts';
 import { readMeasurements, readProvenance } from '../../src/measurements/store.ts';

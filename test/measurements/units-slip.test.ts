@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
 import { checkUnitsSlip } from '../../src/measurements/aiconfigurator.ts';
 import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
 import { MEASUREMENTS } from './helpers.ts';

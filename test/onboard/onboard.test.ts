@@ -7,7 +7,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { fitAll } from '../../src/fit/index.ts';
 import { diffRegistries } from '../../src/registry/diff.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';

@@ -1,7 +1,7 @@
 /** Every shipped model prices on every shipped chip, bf16 and fp8 where the chip has fp8. */
 import { describe, expect, it } from 'vitest';
-import { knownChips, loadChip } from '../../src/catalog/chip.ts';
-import { knownModels } from '../../src/catalog/model.ts';
+import { knownChips, loadChip } from '../../src/core/catalog/chip.ts';
+import { knownModels } from '../../src/core/catalog/model.ts';
 import { decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { RESOURCES } from '../../src/pricer/types.ts';
 import { makePricer } from './helpers.ts';

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { knownChips } from '../../src/catalog/chip.ts';
+import { knownChips } from '../../src/core/catalog/chip.ts';
 import { main } from '../../src/cli/main.ts';
 import { capture } from '../helpers/capture.ts';
 

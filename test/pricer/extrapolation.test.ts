@@ -1,15 +1,15 @@
 /** `extrapolated` and its notes: memory capacity, the GEMM ramp's fitted m range, collective widths. */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { knownChips, loadChip, REPO_ROOT } from '../../src/catalog/chip.ts';
-import { GEMM_DTYPES } from '../../src/catalog/dtypes.ts';
+import { knownChips, loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { GEMM_DTYPES } from '../../src/core/catalog/dtypes.ts';
 import { memoryBoundThresholdM } from '../../src/fit/gemm.ts';
 import { decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { gemmFittedRange } from '../../src/pricer/fitted-range.ts';
-import { computeBoundMinM } from '../../src/pricer/laws/gemm.ts';
-import { nvlinkDomainGpus, ringSpan } from '../../src/pricer/laws/placement.ts';
-import { bytesPerElement } from '../../src/catalog/dtypes.ts';
-import { peakFlopsPerUs } from '../../src/catalog/chip.ts';
+import { computeBoundMinM } from '../../src/core/laws/gemm.ts';
+import { nvlinkDomainGpus, ringSpan } from '../../src/core/laws/placement.ts';
+import { bytesPerElement } from '../../src/core/catalog/dtypes.ts';
+import { peakFlopsPerUs } from '../../src/core/catalog/chip.ts';
 import { loadRegistryFile, resolveCoefficients } from '../../src/registry/load.ts';
 import { BLIS_H200, makePricer, syntheticSets } from './helpers.ts';
 

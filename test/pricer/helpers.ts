@@ -1,10 +1,10 @@
 /** Test helpers: fixture registries (reference §1.5 values) re-scoped to any chip. */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadChip } from '../../src/catalog/chip.ts';
-import { loadModel } from '../../src/catalog/model.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
+import { loadModel } from '../../src/core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients, type ResolvedCoefficients } from '../../src/registry/load.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { defaultDeployment } from '../../src/pricer/deployment.ts';
 import { createPricer, type PricerOptions } from '../../src/pricer/pricer.ts';
 import type { Deployment } from '../../src/pricer/types.ts';

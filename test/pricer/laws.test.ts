@@ -1,12 +1,12 @@
 /** The pure laws checked against exact counterparts and hand arithmetic. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { attendedKeys, decodeTokensRead, prefillPairs } from '../../src/pricer/laws/attention.ts';
-import { collectiveTime } from '../../src/pricer/laws/collective.ts';
-import { gemmEfficiency } from '../../src/pricer/laws/gemm.ts';
-import { GRAPH_EAGER, GRAPH_FULL, GRAPH_PIECEWISE, graphModeFor, launchUs } from '../../src/pricer/laws/host.ts';
-import { expertsTouched } from '../../src/pricer/laws/moe.ts';
-import { all2allSpan, ringSpan } from '../../src/pricer/laws/placement.ts';
+import { attendedKeys, decodeTokensRead, prefillPairs } from '../../src/core/laws/attention.ts';
+import { collectiveTime } from '../../src/core/laws/collective.ts';
+import { gemmEfficiency } from '../../src/core/laws/gemm.ts';
+import { GRAPH_EAGER, GRAPH_FULL, GRAPH_PIECEWISE, graphModeFor, launchUs } from '../../src/core/laws/host.ts';
+import { expertsTouched } from '../../src/core/laws/moe.ts';
+import { all2allSpan, ringSpan } from '../../src/core/laws/placement.ts';
 import { collectiveTimeInline } from '../../src/pricer/pricer.ts';
 
 describe('GEMM ramp (reference §4.3 sanity values)', () => {

@@ -1,8 +1,8 @@
 /** Metamorphic relations of the step price (issue 4 "Tests"). */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
-import { loadModel, type ModelGraph } from '../../src/catalog/model.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
+import { loadModel, type ModelGraph } from '../../src/core/catalog/model.ts';
 import { decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { defaultDeployment } from '../../src/pricer/deployment.ts';
 import { createPricer } from '../../src/pricer/pricer.ts';

@@ -1,6 +1,6 @@
 /** Impossible deployments and empty batch specs are refused, saying what is valid (vLLM's rules). */
 import { describe, expect, it } from 'vitest';
-import { loadModel } from '../../src/catalog/model.ts';
+import { loadModel } from '../../src/core/catalog/model.ts';
 import { parseBatchSpec } from '../../src/pricer/batch.ts';
 import { validateParallelism } from '../../src/pricer/deployment.ts';
 import { makePricer } from './helpers.ts';

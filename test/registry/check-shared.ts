@@ -11,7 +11,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { checkFitOutputs, fitAll } from '../../src/fit/index.ts';
 
 /** The two halves checked by check.test.ts and check-hopper.test.ts (two workers share the fitting). */

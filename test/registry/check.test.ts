@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 import { CHECK_SPLIT, checkChips, measuredChips } from './check-shared.ts';
 

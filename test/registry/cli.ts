@@ -1,7 +1,7 @@
 /** Run the stepcal CLI in a child process (for tests that need a real process: exit codes, kills). */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 
 export const BIN = path.join(REPO_ROOT, 'bin', 'stepcal.mjs');
 

@@ -7,13 +7,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { loadChip, REPO_ROOT, type Chip } from '../../src/catalog/chip.ts';
+import { loadChip, REPO_ROOT, type Chip } from '../../src/core/catalog/chip.ts';
 import { main } from '../../src/cli/main.ts';
 import { copyRegistry, datasheetDifferences, renameForChip, scopeText } from '../../src/registry/copy.ts';
 import { extrapolateFamily } from '../../src/registry/extrapolate.ts';
-import { loadRegistryFile, stringifyCoefficientSets } from '../../src/registry/load.ts';
-import { chipFreeName, parseCollectiveName } from '../../src/registry/names.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+import { stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
+import { chipFreeName, parseCollectiveName } from '../../src/core/schemas/names.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { errorsOf, formatProblem, validateRegistry } from '../../src/registry/validate.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';
 

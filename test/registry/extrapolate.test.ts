@@ -1,17 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadChip, type Chip } from '../../src/catalog/chip.ts';
-import {
-  extrapolateCollectiveWidths,
-  extrapolateFamily,
-  extrapolateWidth,
-  fitFloorLine,
-  floorAt,
-  mergeEntries,
-  widthHoldoutMedians,
-  type ChipRegistry,
-} from '../../src/registry/extrapolate.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import { loadChip, type Chip } from '../../src/core/catalog/chip.ts';
+import { extrapolateFamily, mergeEntries, type ChipRegistry } from '../../src/registry/extrapolate.ts';
+import { extrapolateCollectiveWidths, extrapolateWidth, fitFloorLine, floorAt, widthHoldoutMedians } from '../../src/fit/collective-width.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
 import { chipRegistry, clone, findEntry, REF_16RANK_FLOORS } from './fixtures.ts';
 

@@ -2,7 +2,7 @@
  * Registry fixtures built from the BLIS values printed in reference §1.5 (H100/H200), so every
  * test starts from a registry the real checks accept.
  */
-import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../../src/registry/types.ts';
+import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../../src/core/schemas/registry.ts';
 
 const src = [{ kind: 'model' as const, cite: 'fixture: reference §1.5 value table', role: 'primary' as const }];
 

@@ -7,11 +7,12 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { main } from '../../src/cli/main.ts';
 import { listStepFiles } from '../../src/measurements/store.ts';
-import { loadRegistryFile, stringifyCoefficientSets } from '../../src/registry/load.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+import { stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { planUpdate, updateJson, type HoldoutValidator } from '../../src/registry/update.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';
 import { capture } from '../helpers/capture.ts';

@@ -3,11 +3,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRegistryFile, parseCoefficientSets, stringifyCoefficientSets } from '../../src/registry/load.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+import { parseCoefficientSets, stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { compareHoldout, planMerge, planUpdate, type HoldoutResult, type HoldoutValidator } from '../../src/registry/update.ts';
 import { PAUSE_ENV } from '../../src/registry/write.ts';
-import { REPO_ROOT } from '../../src/catalog/chip.ts';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { listStepFiles } from '../../src/measurements/store.ts';
 import { runValidation } from '../../src/validate/index.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';

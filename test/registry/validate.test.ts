@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadChip } from '../../src/catalog/chip.ts';
-import { stringifyCoefficientSets } from '../../src/registry/load.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import { loadChip } from '../../src/core/catalog/chip.ts';
+import { stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { busBandwidthFactor, collectiveRateBound, errorsOf, formatProblem, validateRegistry, validateRegistryText } from '../../src/registry/validate.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';
 

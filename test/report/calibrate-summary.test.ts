@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateWithProgress } from '../../src/cli/commands/validate.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import {
   calibrateSummaryLines,
   calibrateWarnings,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { checkMeasurements } from '../../src/cli/commands/calibrate.ts';
-import { sha256 } from '../../src/common/fs.ts';
+import { sha256 } from '../../src/core/io/fs.ts';
 import { writeMeasurements } from '../../src/measurements/store.ts';
 import { coefficientTable } from '../../src/report/calibrate-summary.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';

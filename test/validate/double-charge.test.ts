@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { loadRegistryFile } from '../../src/registry/load.ts';
-import type { CoefficientSet } from '../../src/registry/types.ts';
+import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { validateRows } from '../../src/validate/run.ts';
 import { defaultValidationDeps } from '../../src/validate/pricing.ts';
 import { parseStepsCsv } from '../../src/validate/steps.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InputError } from '../../src/common/errors.ts';
+import { InputError } from '../../src/core/errors.ts';
 import { parseStepsCsv } from '../../src/validate/steps.ts';
 import { BASE, stepsCsv } from './fake-pricer.ts';
 

@@ -7,8 +7,8 @@
  * Where the outputs go is decided by `planFitOutputs` (docs/fitting.md).
  */
 import type { Command } from 'commander';
-import { UserError } from '../../common/errors.ts';
-import { note } from '../../common/progress.ts';
+import { UserError } from '../../core/errors.ts';
+import { note } from '../../core/io/progress.ts';
 import { checkFitOutputs, fitAll, FIT_FAMILIES, type FitFamily, type FitOutputOptions, writeFitOutputs } from '../../fit/index.ts';
 
 /** What a `stepcal fit` invocation writes (or, with --check, compares). */

@@ -4,8 +4,8 @@
  * MFU against a chip reference in the same convention (seed ch02 §2.5.1–2.5.2).
  */
 import type { Command } from 'commander';
-import { UserError } from '../../common/errors.ts';
-import { loadChip } from '../../catalog/chip.ts';
+import { UserError } from '../../core/errors.ts';
+import { loadChip } from '../../core/catalog/chip.ts';
 import { oneOf, parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import {
   COMPUTE_FORMATS,
@@ -18,10 +18,10 @@ import {
   type FlopsConvention,
   type FlopsCount,
 } from '../../analytics/flops.ts';
-import { loadModel } from '../../catalog/model.ts';
+import { loadModel } from '../../core/catalog/model.ts';
 import { parseBatchSpec } from '../../pricer/batch.ts';
 import { flopsModelFromGraph, graphPath, scheduledFromRequest } from '../../analytics/flops-graph.ts';
-import { fmtFixed, fmtNum, renderTable } from '../../analytics/format.ts';
+import { fmtFixed, fmtNum, renderTable } from '../../core/render/table.ts';
 
 interface Opts {
   model: string;

@@ -6,8 +6,8 @@
  * success, `{status: "failed", reason, coverage, registry_written: false}` on a failure (exit 1).
  */
 import { Option, type Command } from 'commander';
-import { REPO_ROOT } from '../../catalog/chip.ts';
-import { UserError } from '../../common/errors.ts';
+import { REPO_ROOT } from '../../core/catalog/chip.ts';
+import { UserError } from '../../core/errors.ts';
 import { coverageJson, coverageOf, findTables, onboardChip, onboardJson } from '../../registry/onboard.ts';
 
 export function register(program: Command): void {

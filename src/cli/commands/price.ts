@@ -1,8 +1,8 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import { UsageError, UserError } from '../../common/errors.ts';
-import { REPO_ROOT } from '../../catalog/chip.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
+import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { setupPricer } from '../../pricer/setup.ts';
 import { CUDAGRAPH_MODES, RESOURCES, type CudagraphMode, type Deployment, type StepPrice } from '../../pricer/types.ts';

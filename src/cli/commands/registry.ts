@@ -8,23 +8,17 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../catalog/chip.ts';
-import { UserError } from '../../common/errors.ts';
-import { readText, writeFilesAtomic } from '../../common/fs.ts';
+import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../core/catalog/chip.ts';
+import { UserError } from '../../core/errors.ts';
+import { readText, writeFilesAtomic } from '../../core/io/fs.ts';
 import { listStepFiles } from '../../measurements/store.ts';
 import { exportBlis, importBlis } from '../../registry/blis.ts';
 import { copyRegistry } from '../../registry/copy.ts';
 import { diffRegistries, formatDiff } from '../../registry/diff.ts';
-import {
-  extrapolateCollectiveWidths,
-  extrapolateFamily,
-  mergeEntries,
-  widthHoldoutMedians,
-  type ChipRegistry,
-  type FamilyExtrapolation,
-  type WidthExtrapolation,
-} from '../../registry/extrapolate.ts';
-import { loadRegistryFile, stringifyCoefficientSets } from '../../registry/load.ts';
+import { extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation } from '../../registry/extrapolate.ts';
+import { extrapolateCollectiveWidths, widthHoldoutMedians, type WidthExtrapolation } from '../../fit/collective-width.ts';
+import { loadRegistryFile } from '../../registry/load.ts';
+import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
 import { DEFAULT_TOLERANCE_PCT, planUpdate, updateJson, type HoldoutValidator } from '../../registry/update.ts';
 import { errorsOf, formatProblem, validateRegistryFile, type Problem } from '../../registry/validate.ts';
 import { writeRegistryAtomic } from '../../registry/write.ts';

@@ -5,8 +5,8 @@
  */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { UserError } from '../../common/errors.ts';
-import { readText, writeFilesAtomic } from '../../common/fs.ts';
+import { UserError } from '../../core/errors.ts';
+import { readText, writeFilesAtomic } from '../../core/io/fs.ts';
 import { parseList, parseNonNegative, parsePositive } from '../../analytics/args.ts';
 import {
   CHAPTER_PARAMS,
@@ -27,7 +27,7 @@ import {
   rooflineSvg,
   rooflineTable,
   type RooflineConfig,
-} from '../../analytics/roofline-report.ts';
+} from '../../report/roofline.ts';
 
 interface Opts {
   config?: string;

@@ -1,10 +1,11 @@
 /** `stepcal sweep`: price decode steps over batch sizes; print a table and write an SVG (seed figure). */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { UsageError, UserError } from '../../common/errors.ts';
-import { writeFileAtomic } from '../../common/fs.ts';
-import { REPO_ROOT } from '../../catalog/chip.ts';
-import { sweepDecode, sweepSvg } from '../../pricer/sweep.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
+import { writeFileAtomic } from '../../core/io/fs.ts';
+import { REPO_ROOT } from '../../core/catalog/chip.ts';
+import { sweepDecode } from '../../pricer/sweep.ts';
+import { sweepSvg } from '../../report/sweep.ts';
 import { setupPricer } from '../../pricer/setup.ts';
 import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
 

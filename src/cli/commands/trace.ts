@@ -3,10 +3,10 @@
  * gaps, with TTFT/gap aggregates and whole-trace throughput (seed ch02 §2.4–2.4.1).
  */
 import type { Command } from 'commander';
-import { readText } from '../../common/fs.ts';
+import { readText } from '../../core/io/fs.ts';
 import { oneOf } from '../../analytics/args.ts';
 import { parseTraceCsv, parseTraceJson, summariseTrace, type PercentileConvention, type TimeUnit } from '../../analytics/trace.ts';
-import { traceJson, traceReport } from '../../analytics/trace-report.ts';
+import { traceJson, traceReport } from '../../report/trace.ts';
 
 interface Opts {
   unit: TimeUnit;

@@ -10,9 +10,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { REPO_ROOT } from '../../catalog/chip.ts';
-import { UserError } from '../../common/errors.ts';
-import { progress } from '../../common/progress.ts';
+import { REPO_ROOT } from '../../core/catalog/chip.ts';
+import { UserError } from '../../core/errors.ts';
+import { progress } from '../../core/io/progress.ts';
 import { listStepFiles } from '../../measurements/store.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
 import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.ts';

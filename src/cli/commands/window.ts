@@ -4,11 +4,11 @@
  * without a file.
  */
 import type { Command } from 'commander';
-import { UserError } from '../../common/errors.ts';
-import { readText } from '../../common/fs.ts';
+import { UserError } from '../../core/errors.ts';
+import { readText } from '../../core/io/fs.ts';
 import { parseNonNegative, parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import { parseWindowCsv, selectWindow } from '../../analytics/window.ts';
-import { ratesReport, tokenRates, windowReport, type RateInputs } from '../../analytics/window-report.ts';
+import { ratesReport, tokenRates, windowReport, type RateInputs } from '../../report/window.ts';
 
 interface Opts {
   concurrency?: number;

@@ -2,7 +2,7 @@
  * What a coefficient name says: its fitting family, and for collectives the (op, dtype, ranks,
  * chip) it encodes. Names are an interface (reference §1.3), so these parsers follow that table.
  */
-import type { CoefficientEntry, Scope } from './types.ts';
+import type { CoefficientEntry, Scope } from './registry.ts';
 
 /** Fitting families, in the fit orchestrator's dependency order. */
 export const REGISTRY_FAMILIES = [

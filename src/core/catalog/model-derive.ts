@@ -19,8 +19,8 @@
  *     n = hidden, k = 2·hidden, then a decoder layer), priced with the head per drafter pass.
  * Pure: no I/O.
  */
-import { UserError } from '../common/errors.ts';
-import { sha256 } from '../common/fs.ts';
+import { UserError } from '../errors.ts';
+import { sha256 } from '../io/fs.ts';
 import type { StorageDtype } from './dtypes.ts';
 import type { GraphNode, ModelGraph, Stack } from './model.ts';
 

@@ -10,12 +10,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { UserError } from '../common/errors.ts';
-import { readText } from '../common/fs.ts';
+import { UserError } from '../errors.ts';
+import { readText } from '../io/fs.ts';
 import type { GemmDtype } from './dtypes.ts';
 
 /** Repository root (two levels above this file). */
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const CHIPS_DIR = path.join(REPO_ROOT, 'catalog', 'chips');
 
 const positive = z.number().finite().positive();

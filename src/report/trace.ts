@@ -2,8 +2,8 @@
  * Text and JSON presentation of a trace summary (chapter §2.4, the `labs/06_trace.py` output
  * layout). Times are shown in the input unit; JSON keeps µs fields and adds the display unit.
  */
-import { fmtFixed, fmtNum, renderTable } from './format.ts';
-import { TIME_UNITS, type TimeUnit, type TraceSummary } from './trace.ts';
+import { fmtFixed, fmtNum, renderTable } from '../core/render/table.ts';
+import { TIME_UNITS, type TimeUnit, type TraceSummary } from '../analytics/trace.ts';
 
 /** Render the per-request table and the aggregates, values in `unit`. */
 export function traceReport(s: TraceSummary, unit: TimeUnit): string {

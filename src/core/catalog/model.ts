@@ -3,7 +3,7 @@
  *
  * A graph lists each kind of layer once, with how its layers repeat (seed "One layer": "A model graph
  * lists each kind of layer once, with how many times it repeats"). It is derived from a Hugging Face
- * `config.json` by `deriveGraph` (src/catalog/model-derive.ts) and stored, editable, as
+ * `config.json` by `deriveGraph` (src/core/catalog/model-derive.ts) and stored, editable, as
  * `catalog/models/<name>/graph.yaml`; a test checks the stored graph equals the derived one, so an
  * edit is deliberate. Layout follows BLIS's public ModelGraph (reference §3) in spirit, with
  * stepcal's own field names; see docs/pricer.md "Graph format".
@@ -14,8 +14,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Document, isMap, isSeq, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { UserError } from '../common/errors.ts';
-import { readText } from '../common/fs.ts';
+import { UserError } from '../errors.ts';
+import { readText } from '../io/fs.ts';
 import { REPO_ROOT } from './chip.ts';
 import { STORAGE_DTYPES } from './dtypes.ts';
 
@@ -210,7 +210,7 @@ export function graphFromObject(obj: unknown, source: string): ModelGraph {
 
 /** Deterministic YAML of a graph (nodes as one-line flow maps). */
 export function stringifyGraph(g: ModelGraph): string {
-  const header = `# Model graph for ${g.name}. Derived from config.json by deriveGraph (src/catalog/model-derive.ts);\n# edit deliberately: test/catalog/model.test.ts checks it equals the derived graph.\n`;
+  const header = `# Model graph for ${g.name}. Derived from config.json by deriveGraph (src/core/catalog/model-derive.ts);\n# edit deliberately: test/catalog/model.test.ts checks it equals the derived graph.\n`;
   const doc = new Document(g, { aliasDuplicateObjects: false });
   const flowItems = (seq: unknown) => {
     if (isSeq(seq)) for (const it of seq.items) if (isMap(it)) it.flow = true;

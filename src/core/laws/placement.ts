@@ -6,7 +6,7 @@
  * scaled by a span: with r = NVLink rate / NIC rate, a transfer whose `cross` of `total` hops cross
  * the network takes 1 + (r − 1)·cross/total times as long as an all-NVLink one. Pure.
  */
-import type { Chip } from '../../catalog/chip.ts';
+import type { Chip } from '../catalog/chip.ts';
 
 /**
  * GPUs in one NVLink domain (a count): `rack_gpus` on a rack-scale system whose whole rack is one

@@ -11,7 +11,9 @@
  * with graphs): piecewise capture pays one replay per piece, pieces = attention/recurrent mixers + 1
  * (the caller counts them), and a batch past the largest capture is charged max(eager, captured).
  */
-import type { CudagraphMode } from '../types.ts';
+/** vLLM CUDA-graph modes (vLLM `CompilationConfig.cudagraph_mode`). */
+export const CUDAGRAPH_MODES = ['FULL_AND_PIECEWISE', 'PIECEWISE', 'FULL', 'FULL_DECODE_ONLY', 'NONE'] as const;
+export type CudagraphMode = (typeof CUDAGRAPH_MODES)[number];
 
 export const GRAPH_FULL = 0;
 export const GRAPH_PIECEWISE = 1;

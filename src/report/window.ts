@@ -2,8 +2,8 @@
  * Text presentation of a benchmark observation window (chapter §2.5.4 table layout) and of the
  * token rates derived from steps per second (§2.5.5). Pure.
  */
-import { fmtNum, renderTable } from './format.ts';
-import { fullAcceptanceTokensPerS, usefulTokensPerS, type WindowResult } from './window.ts';
+import { fmtNum, renderTable } from '../core/render/table.ts';
+import { fullAcceptanceTokensPerS, usefulTokensPerS, type WindowResult } from '../analytics/window.ts';
 
 /** Rate with thousands separators and at most one decimal ("19,200", "222.2"). */
 export function fmtRate(x: number): string {

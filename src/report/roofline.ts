@@ -4,10 +4,10 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { UserError } from '../common/errors.ts';
-import { chart, type Series } from '../report/svg.ts';
-import { fmtFixed, fmtInt, fmtNum, renderTable } from './format.ts';
-import type { Crossover, RooflineParams, StepPoint } from './roofline.ts';
+import { UserError } from '../core/errors.ts';
+import { chart, type Series } from '../core/render/svg.ts';
+import { fmtFixed, fmtInt, fmtNum, renderTable } from '../core/render/table.ts';
+import type { Crossover, RooflineParams, StepPoint } from '../analytics/roofline.ts';
 
 const nonneg = z.number().finite().nonnegative();
 const numList = z.union([nonneg, z.array(nonneg).min(1)]);

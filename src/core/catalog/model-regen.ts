@@ -1,12 +1,12 @@
 /**
  * Regenerate `catalog/models/<name>/graph.yaml` from its `config.json` (the deriver's output).
- * Run: `node bin/run-ts.mjs src/catalog/model-regen.ts [name ...]` (all models when none named).
+ * Run: `node bin/run-ts.mjs src/core/catalog/model-regen.ts [name ...]` (all models when none named).
  * An intentional hand edit of a graph is lost by regenerating it; edit the deriver instead, or keep
  * the edit and update the equality test (test/catalog/model.test.ts) deliberately.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeFileAtomic } from '../common/fs.ts';
+import { writeFileAtomic } from '../io/fs.ts';
 import { deriveGraph } from './model-derive.ts';
 import { loadModelConfigText, MODELS_DIR, stringifyGraph } from './model.ts';
 import { readdirSync } from 'node:fs';
