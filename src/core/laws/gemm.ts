@@ -37,3 +37,31 @@ export function shapeFactor(x: number, x_half: number | undefined): number {
 export function computeBoundMinM(peak_flops_per_us: number, bytes_per_element: number, hbm_bytes_per_us: number): number {
   return (peak_flops_per_us * bytes_per_element) / (2 * hbm_bytes_per_us);
 }
+
+/** The ramp's coefficients for one compute format (registry `gemm_*_<dtype>` entries). */
+export interface RampCoefficients {
+  /** Asymptotic fraction of the dense peak (dimensionless). */
+  eps_max: number;
+  /** Tokens (m) at which half of eps_max is reached. */
+  m_half: number;
+  /** Width (n, elements) at which the width factor is ½; undefined → factor 1. */
+  n_half?: number;
+  /** Depth (k, elements) at which the depth factor is ½; undefined → factor 1. */
+  k_half?: number;
+}
+
+/**
+ * ε(m) · f(n) · f(k): the fraction of the dense peak a GEMM of shape m×n×k reaches (dimensionless).
+ * Reference §4.3; the fitters' shape ramp and the pricer's per-GEMM efficiency are this function.
+ */
+export function shapeEfficiency(m: number, n: number, k: number, c: RampCoefficients): number {
+  return gemmEfficiency(m, c.eps_max, c.m_half) * shapeFactor(n, c.n_half) * shapeFactor(k, c.k_half);
+}
+
+/**
+ * Achieved fraction of peak of one measured GEMM: 2·m·n·k FLOPs / (latency_us · peak FLOPs per µs).
+ * The inverse of t = FLOPs / (peak · ε); used to turn a timing into an efficiency point.
+ */
+export function achievedEfficiency(m: number, n: number, k: number, latency_us: number, peak_flops_per_us: number): number {
+  return (2 * m * n * k) / (latency_us * peak_flops_per_us);
+}
