@@ -1,0 +1,104 @@
+/**
+ * A whole serving run: deal the workload over dp replicas, simulate each on the step pricer, and
+ * compute the metrics (issue 18). Pure given the pricer. `setupServe` is the loading edge (chip,
+ * model, registry by name), built the way validation builds its pricer (src/validate/pricing.ts).
+ */
+import { loadChip, type Chip } from '../core/catalog/chip.ts';
+import { loadModel, type ModelGraph } from '../core/catalog/model.ts';
+import { UserError } from '../core/errors.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
+import { defaultDeployment } from '../pricer/deployment.ts';
+import { createPricer, type StepPricer } from '../pricer/pricer.ts';
+import type { Deployment } from '../pricer/types.ts';
+import { resolveCoefficients } from '../registry/load.ts';
+import { kvCapacity, type KvCapacity } from './kv.ts';
+import { serveMetrics, type ServeMetrics } from './metrics.ts';
+import { simulateReplica } from './scheduler.ts';
+import type { EngineProfile, ReplicaRun, RequestSpec, SchedulerConfig, ServeConfig, StepComposition, Priority } from './types.ts';
+import { dealReplicas } from './workload.ts';
+
+/** The uncalibrated profile: no engine terms beyond the registry's host terms inside each step price. */
+export const UNCALIBRATED: EngineProfile = { name: 'uncalibrated', description: 'uncalibrated: registry host terms', step_host_us: () => 0 };
+
+/** Known engine profiles by name. */
+export const ENGINE_PROFILES: Readonly<Record<string, EngineProfile>> = { uncalibrated: UNCALIBRATED };
+
+/** A workload before it is dealt to replicas. */
+export type Workload = { kind: 'closed'; concurrency: number; requests: RequestSpec[] } | { kind: 'open'; requests: RequestSpec[]; description?: string };
+
+export interface ServeResult {
+  runs: ReplicaRun[];
+  metrics: ServeMetrics;
+}
+
+/**
+ * Simulate every replica and compute the metrics.
+ * @throws UserError when no request completes (all refused), naming the first refusal
+ */
+export function runServe(w: Workload, pricer: StepPricer, cfg: ServeConfig): ServeResult {
+  const parts = dealReplicas(w.kind, w.requests, cfg.dp, w.kind === 'closed' ? w.concurrency : 0);
+  const runs = parts.map((p, k) => simulateReplica(p, pricer, cfg, k));
+  const refused = runs.flatMap((r) => r.refused);
+  if (refused.length === w.requests.length) throw new UserError(`every request was refused; first: ${refused[0]!.id} ${refused[0]!.reason}`);
+  const gpus = cfg.dp * cfg.gpus_per_replica;
+  const note = `${gpus} GPUs = dp ${cfg.dp} × ${cfg.gpus_per_replica} per replica (max(tp, ep)); all replicas' tokens over all GPUs`;
+  return { runs, metrics: serveMetrics(runs, gpus, note, cfg.spec_tokens) };
+}
+
+/** What `setupServe` needs: names, the deployment and the scheduler knobs. */
+export interface ServeSetupInput {
+  model: string;
+  chip: string;
+  deployment: Partial<Deployment>;
+  dp: number;
+  registry: CoefficientSet[];
+  scheduler: Omit<SchedulerConfig, 'kv_blocks'> & { kv_blocks?: number };
+  gpu_memory_utilization?: number;
+  composition?: StepComposition;
+  profile?: EngineProfile;
+}
+
+export interface ServeSetup {
+  chip: Chip;
+  model: ModelGraph;
+  deployment: Deployment;
+  pricer: StepPricer;
+  capacity: KvCapacity;
+  config: ServeConfig;
+}
+
+/**
+ * Build the pricer, the KV capacity and the run configuration for one deployment.
+ * @throws UserError for an unknown chip/model, a missing coefficient, or weights that leave no KV room
+ */
+export function setupServe(i: ServeSetupInput): ServeSetup {
+  const chip = loadChip(i.chip);
+  const model = loadModel(i.model);
+  const deployment = defaultDeployment(i.deployment);
+  if (!Number.isInteger(i.dp) || i.dp < 1) throw new UserError(`dp must be a positive integer, got ${i.dp}`);
+  const reg = resolveCoefficients(i.registry, { hardware: chip.name, model: model.name, tp: deployment.tp, ep: deployment.ep, nodes_spanned: Math.ceil(deployment.tp / chip.gpus_per_node) });
+  const pricer = createPricer(chip, model, deployment, reg);
+  const capacity = kvCapacity(chip, pricer.info, {
+    block_size: i.scheduler.block_size,
+    ...(i.gpu_memory_utilization !== undefined ? { gpu_memory_utilization: i.gpu_memory_utilization } : {}),
+    ...(i.scheduler.kv_blocks !== undefined ? { override_blocks: i.scheduler.kv_blocks } : {}),
+  });
+  const config: ServeConfig = {
+    scheduler: { ...i.scheduler, kv_blocks: capacity.blocks },
+    composition: i.composition ?? 'cm_overlap',
+    profile: i.profile ?? UNCALIBRATED,
+    spec_tokens: deployment.speculative?.num_spec_tokens ?? 0,
+    dp: i.dp,
+    gpus_per_replica: Math.max(deployment.tp, deployment.ep),
+  };
+  return { chip, model, deployment, pricer, capacity, config };
+}
+
+/** vLLM v1 defaults for online serving (stated in docs/serving.md). */
+export const DEFAULT_SCHEDULER: Omit<SchedulerConfig, 'kv_blocks'> = {
+  max_num_seqs: 256,
+  max_num_batched_tokens: 8192,
+  chunked_prefill: true,
+  priority: 'decode-first' as Priority,
+  block_size: 16,
+};
