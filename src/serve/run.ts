@@ -9,7 +9,7 @@ import { UserError } from '../core/errors.ts';
 import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { defaultDeployment } from '../pricer/deployment.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
-import type { Deployment } from '../pricer/types.ts';
+import type { Deployment, Pricer } from '../pricer/types.ts';
 import { resolveCoefficients } from '../registry/load.ts';
 import { kvCapacity, type KvCapacity } from './kv.ts';
 import { serveMetrics, type ServeMetrics } from './metrics.ts';
@@ -33,9 +33,16 @@ export interface ServeResult {
 
 /**
  * Simulate every replica and compute the metrics.
- * @throws UserError when no request completes (all refused), naming the first refusal
+ * @throws UserError for an open-loop request without an arrival, a non-positive length, or when no
+ *   request completes (all refused), naming the first refusal
  */
-export function runServe(w: Workload, pricer: StepPricer, cfg: ServeConfig): ServeResult {
+export function runServe(w: Workload, pricer: Pricer, cfg: ServeConfig): ServeResult {
+  if (w.kind === 'open') {
+    const bad = w.requests.find((r) => !(r.arrival_us !== undefined && Number.isFinite(r.arrival_us) && r.arrival_us >= 0));
+    if (bad) throw new UserError(`open-loop request "${bad.id}" has no arrival time ≥ 0 (got ${bad.arrival_us})`);
+  }
+  const badLen = w.requests.find((r) => !(Number.isInteger(r.isl) && r.isl >= 1 && Number.isInteger(r.osl) && r.osl >= 1));
+  if (badLen) throw new UserError(`request "${badLen.id}": ISL and OSL must be positive integers (got ${badLen.isl}, ${badLen.osl})`);
   const parts = dealReplicas(w.kind, w.requests, cfg.dp, w.kind === 'closed' ? w.concurrency : 0);
   const runs = parts.map((p, k) => simulateReplica(p, pricer, cfg, k));
   const refused = runs.flatMap((r) => r.refused);

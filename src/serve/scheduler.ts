@@ -221,13 +221,15 @@ interface Source {
 
 function makeSource(w: ReplicaWorkload): Source {
   const queue: Array<{ spec: RequestSpec; arrival_us: number }> = [];
+  // an open loop's requests in arrival order (stable: ties keep the given FCFS order)
+  const reqs = w.kind === 'closed' ? w.requests : w.requests.map((r, i) => ({ r, i })).sort((a, b) => a.r.arrival_us! - b.r.arrival_us! || a.i - b.i).map((x) => x.r);
   let issued = 0;
   const issue = (t: number) => {
-    if (issued < w.requests.length) queue.push({ spec: w.requests[issued]!, arrival_us: w.kind === 'closed' ? t : w.requests[issued]!.arrival_us! });
+    if (issued < reqs.length) queue.push({ spec: reqs[issued]!, arrival_us: w.kind === 'closed' ? t : reqs[issued]!.arrival_us! });
     issued++;
   };
   if (w.kind === 'closed') for (let i = 0; i < Math.min(w.concurrency, w.requests.length); i++) issue(0);
-  else for (let i = 0; i < w.requests.length; i++) issue(0);
+  else for (let i = 0; i < reqs.length; i++) issue(0);
   let head = 0;
   return {
     next: () => (head < queue.length ? queue[head]!.arrival_us : undefined),

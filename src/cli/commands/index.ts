@@ -7,6 +7,7 @@ import { register as registry } from './registry.ts';
 import { register as onboard } from './onboard.ts';
 import { register as price } from './price.ts';
 import { register as sweep } from './sweep.ts';
+import { register as serve } from './serve.ts';
 import { register as validate } from './validate.ts';
 import { register as roofline } from './roofline.ts';
 import { register as trace } from './trace.ts';
@@ -21,6 +22,7 @@ export const COMMANDS: Array<(program: Command) => void> = [
   onboard,
   price,
   sweep,
+  serve,
   validate,
   roofline,
   trace,
