@@ -3,7 +3,7 @@
  * scheduler on the step pricer and print TTFT, ITL/TPOT, E2E and throughput (src/serve; docs/serving.md).
  */
 import path from 'node:path';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { readText, writeFileAtomic } from '../../core/io/fs.ts';
@@ -13,7 +13,7 @@ import { DEFAULT_SCHEDULER, ENGINE_PROFILES, runServe, setupServe, type ServeSet
 import { sweepConcurrency } from '../../serve/sweep.ts';
 import { toRecord } from '../../serve/metrics.ts';
 import { PRIORITIES, STEP_COMPOSITIONS, type Priority, type RequestSpec, type StepComposition } from '../../serve/types.ts';
-import { generateRequests, parseLengthDist, parseReplayCsv } from '../../serve/workload.ts';
+import { generateRequests, parseLengthDist, parseReplayCsv, type LengthDist } from '../../serve/workload.ts';
 import { serveReport, sweepSvg, sweepTable } from '../../report/serve.ts';
 import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
 
@@ -36,8 +36,8 @@ interface Opts extends Record<string, unknown> {
   arrivals: 'poisson' | 'constant';
   trace?: string;
   requests: number;
-  isl: string;
-  osl: string;
+  isl: LengthDist;
+  osl: LengthDist;
   acceptance?: number;
   seed: number;
   sweepConcurrency?: number[];
@@ -48,6 +48,22 @@ interface Opts extends Record<string, unknown> {
 }
 
 const collect = (v: string, acc: string[]) => [...acc, v];
+
+/** A length-distribution flag; a malformed one is a usage error (exit 2). */
+function distArg(flag: string): (v: string) => LengthDist {
+  return (v) => {
+    try {
+      return parseLengthDist(v, flag);
+    } catch (e) {
+      throw new InvalidArgumentError((e as Error).message);
+    }
+  };
+}
+
+/** How a distribution is written back (as the flag accepts it). */
+function distText(d: LengthDist): string {
+  return d.kind === 'fixed' ? String(d.value) : d.kind === 'uniform' ? `uniform:${d.lo}-${d.hi}` : `exp:${d.mean}`;
+}
 
 /** `tp=4,dp=2,weight_dtype=fp8` → flag overrides (names as the flags, - or _). */
 function parseDeploymentSpec(spec: string): Record<string, string> {
@@ -97,9 +113,8 @@ function workloadFrom(o: Opts): { workload: Workload; text: string } {
     const rs = withAcceptance(parseReplayCsv(readText(o.trace), o.trace));
     return { workload: { kind: 'open', requests: rs }, text: `trace replay ${displayPath(o.trace)} (${rs.length} requests)` };
   }
-  const isl = parseLengthDist(o.isl, '--isl');
-  const osl = parseLengthDist(o.osl, '--osl');
-  const lengths = `ISL ${o.isl}, OSL ${o.osl}, seed ${o.seed}`;
+  const { isl, osl } = o;
+  const lengths = `ISL ${distText(isl)}, OSL ${distText(osl)}, seed ${o.seed}`;
   if (o.concurrency !== undefined) {
     const rs = withAcceptance(generateRequests(o.requests, isl, osl, o.seed));
     return { workload: { kind: 'closed', concurrency: o.concurrency, requests: rs }, text: `closed loop: concurrency ${o.concurrency}, ${o.requests} requests, ${lengths}` };
@@ -151,15 +166,14 @@ function runSweep(o: Opts): void {
     const d = setup.deployment;
     return { label: spec || `tp${d.tp}${d.ep > 1 ? ` ep${d.ep}` : ''}${setup.config.dp > 1 ? ` dp${setup.config.dp}` : ''}`, setup };
   });
-  const isl = parseLengthDist(o.isl, '--isl');
-  const osl = parseLengthDist(o.osl, '--osl');
+  const { isl, osl } = o;
   const concs = o.sweepConcurrency!.map((c) => {
     if (!Number.isInteger(c) || c < 1) throw new UsageError(`--sweep-concurrency: expected positive integers, got ${c}`);
     return c;
   });
   const pts = sweepConcurrency(setups, concs, (c) => generateRequests(Math.max(o.requests, c), isl, osl, o.seed));
   const s0 = setups[0]!.setup;
-  const title = `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ISL ${o.isl}, OSL ${o.osl}`;
+  const title = `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ISL ${distText(isl)}, OSL ${distText(osl)}`;
   const out = o.out ?? path.join(REPO_ROOT, 'fits', s0.chip.name, `serve-sweep-${s0.model.name}.svg`);
   writeFileAtomic(out, sweepSvg(pts, title));
   if (o.json) {
@@ -186,8 +200,8 @@ export function register(program: Command): void {
     .option('--arrivals <kind>', 'open-loop arrivals: poisson | constant', oneOf(['poisson', 'constant'] as const), 'poisson')
     .option('--trace <file>', 'replay CSV: arrival_ms|arrival_s|arrival_us, isl, osl[, id, accepted_per_step]')
     .option('--requests <n>', 'requests to issue (closed and open loop)', parsePositiveInt, 200)
-    .option('--isl <dist>', 'prompt tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', '1024')
-    .option('--osl <dist>', 'output tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', '256')
+    .option('--isl <dist>', 'prompt tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--isl'), { kind: 'fixed', value: 1024 } as LengthDist)
+    .option('--osl <dist>', 'output tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--osl'), { kind: 'fixed', value: 256 } as LengthDist)
     .option('--acceptance <a>', 'mean accepted draft tokens per verification step (with --spec-tokens)', parseNonNegative)
     .option('--seed <n>', 'seed of the length and arrival draws', parsePositiveInt, 1)
     .option('--sweep-concurrency <list>', 'closed-loop sweep over these concurrencies (table + SVG)', parseList)

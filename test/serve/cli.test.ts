@@ -1,0 +1,104 @@
+/** `stepcal serve` end to end: JSON shape, determinism, the shared trace path, sweeps, and bad input. */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli as cli } from '../helpers/cli.ts';
+
+const BASE = ['serve', '--model', 'llama-3.1-8b', '--chip', 'h100'];
+const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-serve-'));
+
+describe('stepcal serve', () => {
+  it('--json: distributions with nearest-rank percentiles, rates with their denominators, step mix and resource shares that sum to 1', async () => {
+    const r = await cli([...BASE, '--concurrency', '4', '--requests', '12', '--isl', 'uniform:64-256', '--osl', '24', '--json']);
+    expect(r.code).toBe(0);
+    const v = JSON.parse(r.stdout);
+    const m = v.metrics;
+    expect(m.requests).toEqual({ completed: 12, refused: 0, preemptions: 0 });
+    expect(m.ttft.n).toBe(12);
+    expect(m.itl.n).toBe(12 * 23);
+    expect(m.ttft.p50_us).toBeLessThanOrEqual(m.ttft.p90_us);
+    expect(m.ttft.p90_us).toBeLessThanOrEqual(m.ttft.p99_us);
+    expect(m.whole.output_tokens).toBe(12 * 24);
+    expect(m.whole.output_tokens_per_s).toBeCloseTo((m.whole.output_tokens * 1e6) / m.whole.span_us, 6);
+    expect(m.per_gpu.output_tokens_per_s).toBeCloseTo(m.whole.output_tokens_per_s / 1, 6);
+    expect(m.per_gpu.denominator).toMatch(/^1 GPUs = dp 1 × 1 per replica/);
+    const shares = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+    expect(shares(m.steps.resource_share)).toBeCloseTo(1, 9);
+    expect(shares(m.steps.bottleneck_time_share)).toBeCloseTo(1, 9);
+    expect(m.steps.regime.prefill.share + m.steps.regime.mixed.share + m.steps.regime.decode.share).toBeCloseTo(1, 9);
+    expect(m.window.rule).toMatch(/running count equals the concurrency/);
+    expect(v.kv.blocks).toBeGreaterThan(1000);
+  });
+
+  it('is deterministic for a seed; another seed draws other Poisson arrivals', async () => {
+    const args = [...BASE, '--rate', '20', '--requests', '10', '--isl', 'exp:200', '--osl', 'uniform:4-12', '--json'];
+    const a = await cli([...args, '--seed', '7']);
+    const b = await cli([...args, '--seed', '7']);
+    const c = await cli([...args, '--seed', '8']);
+    expect(a.stdout).toBe(b.stdout);
+    expect(JSON.parse(a.stdout).metrics.ttft).not.toEqual(JSON.parse(c.stdout).metrics.ttft);
+  });
+
+  it('--timelines writes what `stepcal trace` reads, and trace gives the same TTFT and gap figures', async () => {
+    const file = path.join(tmp, 'tl.json');
+    const s = await cli([...BASE, '--concurrency', '3', '--requests', '6', '--isl', '300', '--osl', '9', '--timelines', file, '--json']);
+    expect(s.code).toBe(0);
+    const t = await cli(['trace', file, '--unit', 'us', '--json']);
+    expect(t.code).toBe(0);
+    const sv = JSON.parse(s.stdout).metrics;
+    const tv = JSON.parse(t.stdout);
+    expect(tv.ttft.n).toBe(6);
+    expect(tv.ttft.mean_us).toBeCloseTo(sv.ttft.mean_us, 6);
+    expect(tv.ttft.p50_us).toBeCloseTo(sv.ttft.p50_us, 6);
+    expect(tv.gaps.mean_us).toBeCloseTo(sv.itl.mean_us, 6);
+    expect(tv.tokens_per_s).toBeCloseTo(sv.whole.output_tokens_per_s, 6);
+    // publish gap D = 0: the first token is delivered when the step that ends its prompt returns
+    expect(tv.requests.every((r: { publish_us: number }) => r.publish_us === 0)).toBe(true);
+  });
+
+  it('replays a trace CSV, and names file, row and column of a bad value', async () => {
+    const good = path.join(tmp, 'replay.csv');
+    writeFileSync(good, 'id,arrival_ms,isl,osl\na,0,100,5\nb,2.5,50,3\nc,1,80,4\n');
+    const r = await cli([...BASE, '--trace', good, '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).metrics.whole.output_tokens).toBe(12);
+    const bad = path.join(tmp, 'bad.csv');
+    writeFileSync(bad, 'arrival_ms,isl,osl\n0,100,5\n1,0,3\n');
+    const e = await cli([...BASE, '--trace', bad]);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toMatch(/bad\.csv row 2 column "isl": expected a positive integer, got "0"/);
+  });
+
+  it('usage errors exit 2: no workload, two workloads, a malformed length', async () => {
+    expect((await cli([...BASE])).code).toBe(2);
+    expect((await cli([...BASE, '--concurrency', '2', '--rate', '3'])).code).toBe(2);
+    const bad = await cli([...BASE, '--concurrency', '2', '--osl', 'uniform:9-3']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/uniform:LO-HI needs LO ≤ HI/);
+  });
+
+  it('--sweep-concurrency over two deployments: a table row per point, Pareto points, and the SVG with the frontier', async () => {
+    const out = path.join(tmp, 'sweep.svg');
+    const r = await cli([...BASE, '--sweep-concurrency', '1,4,16', '--deployment', 'tp=1', '--deployment', 'tp=2', '--requests', '16', '--isl', '256', '--osl', '16', '--out', out, '--json']);
+    expect(r.code).toBe(0);
+    const v = JSON.parse(r.stdout);
+    expect(v.points.map((p: { deployment: string; concurrency: number }) => `${p.deployment}@${p.concurrency}`)).toEqual(['tp=1@1', 'tp=1@4', 'tp=1@16', 'tp=2@1', 'tp=2@4', 'tp=2@16']);
+    const front = v.points.filter((p: { pareto: boolean }) => p.pareto);
+    expect(front.length).toBeGreaterThan(0);
+    // no frontier point is dominated by any other point
+    for (const f of front) {
+      for (const p of v.points) {
+        const dominates = p.tokens_per_s_per_user >= f.tokens_per_s_per_user && p.tokens_per_s_per_gpu >= f.tokens_per_s_per_gpu && (p.tokens_per_s_per_user > f.tokens_per_s_per_user || p.tokens_per_s_per_gpu > f.tokens_per_s_per_gpu);
+        expect(dominates).toBe(false);
+      }
+    }
+    // more clients: TTFT and TPOT do not fall on one deployment
+    const tp1 = v.points.slice(0, 3);
+    expect(tp1[2].metrics.tpot.mean_us).toBeGreaterThan(tp1[0].metrics.tpot.mean_us);
+    const svg = readFileSync(out, 'utf8');
+    expect(svg).toMatch(/TTFT \(mean\) vs concurrency/);
+    expect(svg).toMatch(/Pareto frontier/);
+    expect(svg).toMatch(/id="plot2"/);
+  });
+});
