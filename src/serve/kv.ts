@@ -28,7 +28,7 @@ export interface KvCapacity {
  * KV blocks per replica: what is left of the usable HBM after the weights, in whole blocks. Every rank
  * of a tp group holds its shard of every block, so the per-rank figures give the replica's block count.
  *
- * KNOWN DIVERGENCE (docs/serving.md): vLLM profiles a forward pass and also subtracts the activation
+ * KNOWN DIVERGENCE 2 (docs/serving.md): vLLM profiles a forward pass and also subtracts the activation
  * peak and CUDA-graph pools; stepcal subtracts only the weights, so its capacity is an upper bound.
  * Windowed layers are charged at full context (vLLM's hybrid allocator frees blocks that slide out),
  * which errs the other way.

@@ -12,7 +12,7 @@
  *    set is below max_num_seqs: without chunked prefill a prompt that does not fit the remaining
  *    budget stops admission; with it the prompt is cut to the budget; a prompt whose blocks do not fit
  *    the free KV stops admission.
- * `prefill-first` (vLLM v0's default without chunking): a step with any prefill work carries only
+ * `prefill-first` (vLLM v0's default without chunking; KNOWN DIVERGENCE 8, docs/serving.md): a step with any prefill work carries only
  * prefills; decodes run when no prefill can.
  * The step's batch is priced; the clock advances by the chosen estimate plus the profile's host term.
  * A request's first token is delivered at the end of the step that completes its prompt; later tokens
@@ -144,13 +144,16 @@ export function formStep(st: State, now_us: number, sched: Live[]): Live[] {
   return sched;
 }
 
-/** Draft tokens accepted in a request's j-th verification step (1-based): the integer steps of j·α, capped. */
+/** Draft tokens accepted in a request's j-th verification step (1-based): the integer steps of j·α, capped (KNOWN DIVERGENCE 7, docs/serving.md). */
 function acceptedAt(l: Live, j: number, k: number): number {
   const a = Math.min(k, Math.max(0, l.accepted_per_step));
   return Math.min(k, Math.floor(j * a + 1e-9) - Math.floor((j - 1) * a + 1e-9));
 }
 
-/** Apply a finished step to one request; returns tokens delivered. */
+/**
+ * Apply a finished step to one request; returns tokens delivered. KNOWN DIVERGENCE 3 (docs/serving.md):
+ * a token is delivered when its step returns (publish gap D = 0).
+ */
 function advance(st: State, l: Live, n: number, end_us: number): number {
   if (l.phase === 'prefill') {
     l.computed += n;

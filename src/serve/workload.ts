@@ -106,7 +106,8 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
 
 /**
  * Deal requests over `dp` replicas round-robin (request i to replica i mod dp); a closed loop's
- * clients likewise (replica k gets the k-th share of `concurrency`, larger shares first).
+ * clients likewise (replica k gets the k-th share of `concurrency`, larger shares first). KNOWN
+ * DIVERGENCE 5 (docs/serving.md): vLLM's DP coordinator balances by queue length.
  * @throws UserError when a closed loop has fewer clients than replicas
  */
 export function dealReplicas(kind: 'closed' | 'open', requests: readonly RequestSpec[], dp: number, concurrency = 0): ReplicaWorkload[] {
