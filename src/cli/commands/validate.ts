@@ -20,11 +20,13 @@ import { writeReport } from '../../report/write.ts';
 import { defaultValidationDeps } from '../../validate/pricing.ts';
 import { displayPath, runValidation } from '../../validate/index.ts';
 import { HOST_WEIGHTINGS, type HostWeighting } from '../../validate/hostfit.ts';
+import { runRequestValidation } from './validate-requests.ts';
 import { COMPOSITIONS, ENGINE_SM_MODES, type Composition, type EngineSmMode, type ValidationResult } from '../../validate/types.ts';
 
 interface ValidateOpts {
   chip: string;
   steps?: string[];
+  requests?: string[];
   registry?: string;
   fitHost?: string;
   engineSm?: string;
@@ -96,6 +98,7 @@ export function register(program: Command): void {
     .requiredOption('--chip <name>', 'chip to validate (registry and held-out rows of this chip)')
     .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
     .option('--registry <file>', 'coefficient registry (default: registry/<chip>.yaml)')
+    .option('--requests <files...>', 'request-level rows replayed through `stepcal serve` and scored per metric (docs/validation.md); a *.steps.csv contributes its static batches')
     .option('--fit-host <rule>', `fit per-engine host terms on a training subset: batch=1 | fraction=F (rows used are not scored); without it the registry's host terms price every row (calibrate uses ${DEFAULT_CALIBRATE_FIT_HOST})`)
     .addOption(
       new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time, fitted with the host terms (NoOverlap: linear; CMOverlap: bounded search): auto = held-out evidence picks, on, off')
@@ -112,6 +115,11 @@ export function register(program: Command): void {
     .action((opts: ValidateOpts) => {
       if (opts.composition && !(COMPOSITIONS as readonly string[]).includes(opts.composition)) {
         throw new UserError(`--composition: expected one of ${COMPOSITIONS.join(', ')}, got "${opts.composition}"`);
+      }
+      if (opts.requests) {
+        const registryFile = opts.registry ?? path.join(REPO_ROOT, 'registry', `${opts.chip}.yaml`);
+        for (const f of opts.requests) if (!existsSync(f)) throw new UserError(`requests file not found: ${f}`);
+        return runRequestValidation({ chip: opts.chip, files: opts.requests, registryFile, ...(opts.json ? { json: true } : {}), ...(opts.scoreFlagged ? { scoreFlagged: true } : {}) });
       }
       if (opts.engineSm === 'on' && !opts.fitHost) throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
       const stepFiles = opts.steps ?? defaultStepFiles(opts.chip);
