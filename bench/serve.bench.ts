@@ -40,12 +40,14 @@ export default async function bench(): Promise<void> {
   const warm = [once(1000, registry), once(1000, registry), once(1000, registry)].sort((a, b) => a.ms - b.ms)[1]!;
   process.stdout.write(
     `serve llama-3.1-70b tp8 h200, 1,000 requests at concurrency 64 (ISL 1024, OSL 256; ${cold.steps} steps): ` +
-      `first run ${cold.ms.toFixed(0)} ms wall (${cold.cpu_ms.toFixed(0)} ms CPU), median of 3 warm ${warm.ms.toFixed(0)} ms wall (${warm.cpu_ms.toFixed(0)} ms CPU); ` +
+      `first run ${cold.ms.toFixed(0)} ms wall (${cold.cpu_ms.toFixed(0)} ms CPU), ` +
+      `median of 3 warm ${warm.ms.toFixed(0)} ms wall (${warm.cpu_ms.toFixed(0)} ms CPU); ` +
       `goal ${GOAL_MS} ms (ratio ${(cold.ms / GOAL_MS).toFixed(2)}, first run wall)\n`,
   );
   const mem = [250, 500, 1000].map((n) => ({ n, ...once(n, registry) }));
   process.stdout.write(
-    `serve memory (heap the result holds after a full GC): ${mem.map((m) => `${m.n} requests ${m.heap_mb.toFixed(1)} MB (${((m.heap_mb * 1024) / m.n).toFixed(1)} KB/request)`).join('; ')}; ` +
+    `serve memory (heap the result holds after a full GC): ` +
+      `${mem.map((m) => `${m.n} requests ${m.heap_mb.toFixed(1)} MB (${((m.heap_mb * 1024) / m.n).toFixed(1)} KB/request)`).join('; ')}; ` +
       `linear in requests when KB/request stays flat\n`,
   );
 }

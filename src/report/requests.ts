@@ -11,7 +11,9 @@ export function requestValidationTable(v: RequestValidation): string {
   const f = (x: number | undefined) => (x === undefined ? '–' : fmtFixed(x, 1));
   const rows = REQUEST_METRICS.flatMap((k) => {
     const m = v.metrics[k];
-    return m ? [[k, String(m.n), f(m.mape_pct), f(m.median_ape_pct), f(m.p90_ape_pct), f(m.bias_pct), fmtFixed(m.geo_mean_ratio, 3), f(m.shape_mape_pct), goalVerdict(m)]] : [];
+    if (!m) return [];
+    const errors = [f(m.mape_pct), f(m.median_ape_pct), f(m.p90_ape_pct), f(m.bias_pct), fmtFixed(m.geo_mean_ratio, 3), f(m.shape_mape_pct)];
+    return [[k, String(m.n), ...errors, goalVerdict(m)]];
   });
   const table = renderTable(
     [

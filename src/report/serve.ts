@@ -37,18 +37,26 @@ export function latencyTable(m: ServeMetrics): string {
 export function throughputLines(m: ServeMetrics): string[] {
   const w = m.whole;
   const out = [
-    `whole trace: ${w.output_tokens} output tokens / ${fmtFixed(w.span_us / 1e6, 3)} s (first arrival to last delivery) = ${rate(w.output_tokens_per_s)} output tokens/s; ` +
+    `whole trace: ${w.output_tokens} output tokens / ${fmtFixed(w.span_us / 1e6, 3)} s (first arrival to last delivery) = ` +
+      `${rate(w.output_tokens_per_s)} output tokens/s; ` +
       `with ${w.input_tokens} prompt tokens ${rate(w.total_tokens_per_s)} total tokens/s`,
   ];
   out.push(
     m.window
-      ? `steady-state window: ${m.window.intervals} step intervals, ${fmtFixed(m.window.steps_per_s, 2)} steps/s, ${rate(m.window.output_tokens_per_s)} output tokens/s; window = ${m.window.rule}`
+      ? `steady-state window: ${m.window.intervals} step intervals, ${fmtFixed(m.window.steps_per_s, 2)} steps/s, ` +
+        `${rate(m.window.output_tokens_per_s)} output tokens/s; window = ${m.window.rule}`
       : 'steady-state window: no interval qualified (no result, not a zero rate)',
   );
-  out.push(`per GPU: ${rate(m.per_gpu.output_tokens_per_s)} output tokens/s/GPU whole trace, ${rate(m.per_gpu.window_output_tokens_per_s)} in the window; denominator ${m.per_gpu.denominator}`);
+  out.push(
+    `per GPU: ${rate(m.per_gpu.output_tokens_per_s)} output tokens/s/GPU whole trace, ${rate(m.per_gpu.window_output_tokens_per_s)} in the window; ` +
+      `denominator ${m.per_gpu.denominator}`,
+  );
   out.push(`per user: ${rate(m.tokens_per_s_per_user)} tokens/s (1 / mean TPOT)`);
   if (m.full_acceptance_tokens_per_s !== null) {
-    out.push(`full-acceptance accounting (every verified position counted as output, chapter §2.5.5): ${rate(m.full_acceptance_tokens_per_s)} tokens/s vs useful ${rate(w.output_tokens_per_s)}`);
+    out.push(
+      `full-acceptance accounting (every verified position counted as output, chapter §2.5.5): ${rate(m.full_acceptance_tokens_per_s)} tokens/s ` +
+        `vs useful ${rate(w.output_tokens_per_s)}`,
+    );
   }
   return out;
 }
@@ -115,6 +123,9 @@ export function sweepTable(points: readonly SweepPoint[]): string {
   );
 }
 
+/** Size of one sweep panel. */
+const PANEL = { width: 560, height: 380, x_label: 'concurrency', x_log: true } as const;
+
 /** Series per deployment of y(point) against concurrency. */
 function byDeployment(points: readonly SweepPoint[], y: (p: SweepPoint) => number | null): Series[] {
   const labels = [...new Set(points.map((p) => p.deployment))];
@@ -133,8 +144,8 @@ function byDeployment(points: readonly SweepPoint[], y: (p: SweepPoint) => numbe
  */
 export function sweepSvg(points: readonly SweepPoint[], title: string): string {
   const panels = [
-    chart(byDeployment(points, (p) => (p.metrics.ttft.mean_us ?? NaN) / 1000), { title: 'TTFT (mean) vs concurrency', x_label: 'concurrency', y_label: 'TTFT (ms)', x_log: true, width: 560, height: 380 }),
-    chart(byDeployment(points, (p) => (p.metrics.tpot.mean_us ?? NaN) / 1000), { title: 'TPOT (mean) vs concurrency', x_label: 'concurrency', y_label: 'TPOT (ms)', x_log: true, width: 560, height: 380 }),
+    chart(byDeployment(points, (p) => (p.metrics.ttft.mean_us ?? NaN) / 1000), { ...PANEL, title: 'TTFT (mean) vs concurrency', y_label: 'TTFT (ms)' }),
+    chart(byDeployment(points, (p) => (p.metrics.tpot.mean_us ?? NaN) / 1000), { ...PANEL, title: 'TPOT (mean) vs concurrency', y_label: 'TPOT (ms)' }),
   ];
   if (new Set(points.map((p) => p.deployment)).size > 1) {
     const scatter: Series[] = byDeployment(points, () => 0).map((s) => ({
@@ -144,11 +155,16 @@ export function sweepSvg(points: readonly SweepPoint[], title: string): string {
       points: points.filter((p) => p.deployment === s.label).map((p): [number, number] => [p.tokens_per_s_per_user ?? NaN, p.tokens_per_s_per_gpu ?? NaN]),
     }));
     const front = points.filter((p) => p.pareto).sort((a, b) => a.tokens_per_s_per_user! - b.tokens_per_s_per_user!);
-    scatter.push({ label: 'Pareto frontier', style: 'line', color: '#333', dash: '4 3', points: front.map((p) => [p.tokens_per_s_per_user!, p.tokens_per_s_per_gpu!]) });
-    panels.push(chart(scatter, { title: 'throughput per GPU vs per user', x_label: 'tokens/s/user (1 / mean TPOT)', y_label: 'output tokens/s/GPU', width: 560, height: 380 }));
+    const frontier = front.map((p): [number, number] => [p.tokens_per_s_per_user!, p.tokens_per_s_per_gpu!]);
+    scatter.push({ label: 'Pareto frontier', style: 'line', color: '#333', dash: '4 3', points: frontier });
+    const labels = { title: 'throughput per GPU vs per user', x_label: 'tokens/s/user (1 / mean TPOT)', y_label: 'output tokens/s/GPU' } as const;
+    panels.push(chart(scatter, { ...PANEL, x_log: false, ...labels }));
   }
   const W = 560 * panels.length;
-  const body = panels.map((svg, i) => svg.replace('<svg ', `<svg x="${i * 560}" y="24" `).replaceAll('id="plot"', `id="plot${i}"`).replaceAll('url(#plot)', `url(#plot${i})`));
+  // each panel nested at its offset, with its own clip-path id
+  const body = panels.map((svg, i) =>
+    svg.replace('<svg ', `<svg x="${i * 560}" y="24" `).replaceAll('id="plot"', `id="plot${i}"`).replaceAll('url(#plot)', `url(#plot${i})`),
+  );
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="404" viewBox="0 0 ${W} 404" font-family="sans-serif" font-size="11">\n` +
     `<rect width="${W}" height="404" fill="white"/>\n<text x="10" y="16" font-size="13" font-weight="bold">${esc(title)}</text>\n` +

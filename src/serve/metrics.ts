@@ -199,7 +199,11 @@ export function serveMetrics(runs: readonly ReplicaRun[], gpus: number, gpus_not
     window,
     full_acceptance_tokens_per_s: full,
     gpus,
-    per_gpu: { denominator: gpus_note, output_tokens_per_s: outRate === null ? null : outRate / gpus, window_output_tokens_per_s: window ? window.output_tokens_per_s / gpus : null },
+    per_gpu: {
+      denominator: gpus_note,
+      output_tokens_per_s: outRate === null ? null : outRate / gpus,
+      window_output_tokens_per_s: window ? window.output_tokens_per_s / gpus : null,
+    },
     tokens_per_s_per_user: tpot.mean_us ? 1e6 / tpot.mean_us : null,
     steps: stepStats(runs),
   };

@@ -83,7 +83,8 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
   const model = loadModel(i.model);
   const deployment = defaultDeployment(i.deployment);
   if (!Number.isInteger(i.dp) || i.dp < 1) throw new UserError(`dp must be a positive integer, got ${i.dp}`);
-  const reg = resolveCoefficients(i.registry, { hardware: chip.name, model: model.name, tp: deployment.tp, ep: deployment.ep, nodes_spanned: Math.ceil(deployment.tp / chip.gpus_per_node) });
+  const nodes_spanned = Math.ceil(deployment.tp / chip.gpus_per_node);
+  const reg = resolveCoefficients(i.registry, { hardware: chip.name, model: model.name, tp: deployment.tp, ep: deployment.ep, nodes_spanned });
   const pricer = createPricer(chip, model, deployment, reg);
   const capacity = kvCapacity(chip, pricer.info, {
     block_size: i.scheduler.block_size,

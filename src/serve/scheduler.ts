@@ -19,6 +19,7 @@
  * at the end of each decode step.
  */
 import type { Batch, Pricer, Request, Resource } from '../pricer/types.ts';
+import { byArrival } from './workload.ts';
 import type { ReplicaRun, ReplicaWorkload, RequestSpec, SchedulerConfig, ServeConfig, ServedRequest, StepLog, StepRegime } from './types.ts';
 
 /** Live state of one request. */
@@ -57,7 +58,10 @@ export function refusalReason(spec: RequestSpec, cfg: SchedulerConfig): string |
     return `needs ${need} KV blocks (${spec.isl} + ${spec.osl} tokens at ${cfg.block_size} per block) but the replica holds ${cfg.kv_blocks}`;
   }
   if (!cfg.chunked_prefill && spec.isl + spec.osl - 1 > cfg.max_num_batched_tokens) {
-    return `prompt + output − 1 = ${spec.isl + spec.osl - 1} tokens exceed max_num_batched_tokens ${cfg.max_num_batched_tokens} without chunked prefill (vLLM requires max_model_len ≤ max_num_batched_tokens)`;
+    return (
+      `prompt + output − 1 = ${spec.isl + spec.osl - 1} tokens exceed max_num_batched_tokens ${cfg.max_num_batched_tokens} without chunked prefill ` +
+      '(vLLM requires max_model_len ≤ max_num_batched_tokens)'
+    );
   }
   return null;
 }
@@ -225,7 +229,7 @@ interface Source {
 function makeSource(w: ReplicaWorkload): Source {
   const queue: Array<{ spec: RequestSpec; arrival_us: number }> = [];
   // an open loop's requests in arrival order (stable: ties keep the given FCFS order)
-  const reqs = w.kind === 'closed' ? w.requests : w.requests.map((r, i) => ({ r, i })).sort((a, b) => a.r.arrival_us! - b.r.arrival_us! || a.i - b.i).map((x) => x.r);
+  const reqs = w.kind === 'closed' ? w.requests : byArrival(w.requests);
   let issued = 0;
   const issue = (t: number) => {
     if (issued < reqs.length) queue.push({ spec: reqs[issued]!, arrival_us: w.kind === 'closed' ? t : reqs[issued]!.arrival_us! });

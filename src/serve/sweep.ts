@@ -47,7 +47,8 @@ export function sweepConcurrency(
   for (const { label, setup } of setups) {
     for (const c of concurrencies) {
       const { metrics } = runServe({ kind: 'closed', concurrency: c, requests: requestsFor(c) }, setup.pricer, setup.config);
-      pts.push({ deployment: label, concurrency: c, metrics, tokens_per_s_per_user: metrics.tokens_per_s_per_user, tokens_per_s_per_gpu: metrics.per_gpu.output_tokens_per_s, pareto: false });
+      const tokens_per_s_per_gpu = metrics.per_gpu.output_tokens_per_s;
+      pts.push({ deployment: label, concurrency: c, metrics, tokens_per_s_per_user: metrics.tokens_per_s_per_user, tokens_per_s_per_gpu, pareto: false });
     }
   }
   for (const i of paretoFront(pts.map((p) => [p.tokens_per_s_per_user, p.tokens_per_s_per_gpu] as const))) pts[i]!.pareto = true;

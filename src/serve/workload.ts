@@ -79,8 +79,12 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
   const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
   const fields = parsed.meta.fields ?? [];
   const tcols = (Object.keys(ARRIVAL_COLUMNS) as Array<keyof typeof ARRIVAL_COLUMNS>).filter((c) => fields.includes(c));
-  if (tcols.length !== 1) throw new InputError({ file, row: 0 }, `expected exactly one arrival column (arrival_ms, arrival_s or arrival_us), found ${tcols.join(', ') || 'none'}`);
-  for (const c of ['isl', 'osl']) if (!fields.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing column; expected ${tcols[0]}, isl, osl[, id, accepted_per_step]`);
+  if (tcols.length !== 1) {
+    throw new InputError({ file, row: 0 }, `expected exactly one arrival column (arrival_ms, arrival_s or arrival_us), found ${tcols.join(', ') || 'none'}`);
+  }
+  for (const c of ['isl', 'osl']) {
+    if (!fields.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing column; expected ${tcols[0]}, isl, osl[, id, accepted_per_step]`);
+  }
   const tcol = tcols[0]!;
   const num = (rec: Record<string, string>, row: number, column: string, integer: boolean): number => {
     const s = (rec[column] ?? '').trim();
@@ -101,7 +105,15 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
     return r;
   });
   if (!out.length) throw new InputError({ file }, 'no requests');
-  return out.map((r, i) => ({ r, i })).sort((a, b) => a.r.arrival_us! - b.r.arrival_us! || a.i - b.i).map((x) => x.r);
+  return byArrival(out);
+}
+
+/** Requests in arrival order, stable (ties keep the given FCFS order). */
+export function byArrival(requests: readonly RequestSpec[]): RequestSpec[] {
+  return requests
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => a.r.arrival_us! - b.r.arrival_us! || a.i - b.i)
+    .map((x) => x.r);
 }
 
 /**

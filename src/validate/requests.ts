@@ -54,7 +54,11 @@ export interface RequestRow {
 
 /** Columns of a `*.requests.csv` file: required first, then optional ones. */
 export const REQUEST_CSV_REQUIRED = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'workload', 'requests', 'isl', 'osl'] as const;
-export const REQUEST_CSV_OPTIONAL = ['ep', 'dp', 'kv_dtype', 'cudagraph_mode', 'concurrency', 'rate_per_s', 'max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill', ...REQUEST_METRICS, 'group', 'source', 'flags'] as const;
+export const REQUEST_CSV_OPTIONAL = [
+  ...['ep', 'dp', 'kv_dtype', 'cudagraph_mode', 'concurrency', 'rate_per_s', 'max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill'],
+  ...REQUEST_METRICS,
+  ...['group', 'source', 'flags'],
+] as const;
 
 /**
  * Parse request-level rows. Empty optional cells take the serve defaults (ep 1, dp 1, vLLM v1
@@ -64,7 +68,9 @@ export const REQUEST_CSV_OPTIONAL = ['ep', 'dp', 'kv_dtype', 'cudagraph_mode', '
 export function parseRequestsCsv(text: string, file: string): RequestRow[] {
   const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
   const fields = parsed.meta.fields ?? [];
-  for (const c of REQUEST_CSV_REQUIRED) if (!fields.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing column; required: ${REQUEST_CSV_REQUIRED.join(', ')}`);
+  for (const c of REQUEST_CSV_REQUIRED) {
+    if (!fields.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing column; required: ${REQUEST_CSV_REQUIRED.join(', ')}`);
+  }
   return parsed.data.map((rec, i) => parseRequestRow(rec, file, i + 1));
 }
 
@@ -80,9 +86,13 @@ function parseRequestRow(rec: Record<string, string>, file: string, row: number)
   const workload = cell('workload');
   if (workload !== 'closed' && workload !== 'open') throw new InputError({ file, row, column: 'workload' }, `expected closed or open, got "${workload}"`);
   const mode = cell('cudagraph_mode');
-  if (mode !== '' && !(CUDAGRAPH_MODES as readonly string[]).includes(mode)) throw new InputError({ file, row, column: 'cudagraph_mode' }, `expected one of ${CUDAGRAPH_MODES.join(', ')} or empty, got "${mode}"`);
+  if (mode !== '' && !(CUDAGRAPH_MODES as readonly string[]).includes(mode)) {
+    throw new InputError({ file, row, column: 'cudagraph_mode' }, `expected one of ${CUDAGRAPH_MODES.join(', ')} or empty, got "${mode}"`);
+  }
   const chunk = cell('chunked_prefill').toLowerCase();
-  if (!['', 'on', 'off', 'true', 'false', '1', '0'].includes(chunk)) throw new InputError({ file, row, column: 'chunked_prefill' }, `expected on/off, got "${chunk}"`);
+  if (!['', 'on', 'off', 'true', 'false', '1', '0'].includes(chunk)) {
+    throw new InputError({ file, row, column: 'chunked_prefill' }, `expected on/off, got "${chunk}"`);
+  }
   const measured: Partial<Record<RequestMetric, number>> = {};
   for (const m of REQUEST_METRICS) {
     const s = cell(m);
@@ -95,12 +105,15 @@ function parseRequestRow(rec: Record<string, string>, file: string, row: number)
     file, row, model: cell('model'), chip: cell('chip'), tp: int('tp'), ep: int('ep', 1), dp: int('dp', 1),
     weight_dtype: cell('weight_dtype'), kv_dtype: cell('kv_dtype'), cudagraph_mode: mode, engine: cell('engine'), workload,
     concurrency: workload === 'closed' ? int('concurrency') : 0, rate_per_s: 0, requests: int('requests'), isl: int('isl'), osl: int('osl'),
-    max_num_seqs: int('max_num_seqs', DEFAULT_SCHEDULER.max_num_seqs), max_num_batched_tokens: int('max_num_batched_tokens', DEFAULT_SCHEDULER.max_num_batched_tokens),
+    max_num_seqs: int('max_num_seqs', DEFAULT_SCHEDULER.max_num_seqs),
+    max_num_batched_tokens: int('max_num_batched_tokens', DEFAULT_SCHEDULER.max_num_batched_tokens),
     chunked_prefill: !['off', 'false', '0'].includes(chunk), measured, group: cell('group'), flags: cell('flags'),
   };
   if (workload === 'open') {
     const v = Number(cell('rate_per_s'));
-    if (!(Number.isFinite(v) && v > 0)) throw new InputError({ file, row, column: 'rate_per_s' }, `expected a rate > 0 per second for an open loop, got "${cell('rate_per_s')}"`);
+    if (!(Number.isFinite(v) && v > 0)) {
+      throw new InputError({ file, row, column: 'rate_per_s' }, `expected a rate > 0 per second for an open loop, got "${cell('rate_per_s')}"`);
+    }
     r.rate_per_s = v;
   }
   if (!Object.keys(measured).length) throw new InputError({ file, row }, `no measured metric; expected at least one of ${REQUEST_METRICS.join(', ')}`);
@@ -173,8 +186,13 @@ function serveRow(r: RequestRow, registry: CoefficientSet[], cache: Map<string, 
   };
   const key = JSON.stringify([r.model, r.chip, deployment, r.dp]);
   let s = cache.get(key);
-  if (!s) cache.set(key, (s = setupServe({ model: r.model, chip: r.chip, deployment, dp: r.dp, registry, scheduler: DEFAULT_SCHEDULER })));
-  const config = { ...s.config, scheduler: { ...s.config.scheduler, max_num_seqs: r.max_num_seqs, max_num_batched_tokens: r.max_num_batched_tokens, chunked_prefill: r.chunked_prefill } };
+  if (!s) {
+    s = setupServe({ model: r.model, chip: r.chip, deployment, dp: r.dp, registry, scheduler: DEFAULT_SCHEDULER });
+    cache.set(key, s);
+  }
+  const { max_num_seqs, max_num_batched_tokens, chunked_prefill } = r;
+  const scheduler = { ...s.config.scheduler, max_num_seqs, max_num_batched_tokens, chunked_prefill };
+  const config = { ...s.config, scheduler };
   const fixed = (value: number) => ({ kind: 'fixed' as const, value });
   const reqs = generateRequests(r.requests, fixed(r.isl), fixed(r.osl), 1, r.workload === 'open' ? { kind: 'constant', rate_per_s: r.rate_per_s } : undefined);
   const w = r.workload === 'closed' ? { kind: 'closed' as const, concurrency: r.concurrency, requests: reqs } : { kind: 'open' as const, requests: reqs };
@@ -187,7 +205,10 @@ function serveRow(r: RequestRow, registry: CoefficientSet[], cache: Map<string, 
  * end-to-end measurements). Shape groups: the `group` column, x = concurrency (or rate).
  * @throws UserError naming file and row when a row cannot be served; when no row is of `chip`
  */
-export function validateRequestRows(all: readonly RequestRow[], opts: { chip: string; registry: CoefficientSet[]; excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>> }): RequestValidation {
+export function validateRequestRows(
+  all: readonly RequestRow[],
+  opts: { chip: string; registry: CoefficientSet[]; excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>> },
+): RequestValidation {
   const rows = all.filter((r) => r.chip === opts.chip);
   const warnings = rows.length < all.length ? [`skipped ${all.length - rows.length} request-level row(s) of other chips (validating ${opts.chip})`] : [];
   if (!rows.length) throw new UserError(`no request-level rows for chip ${opts.chip}`);
@@ -210,7 +231,9 @@ export function validateRequestRows(all: readonly RequestRow[], opts: { chip: st
     }
     const excluded = exclusionOf({ flags: r.flags, kind: 'static_batch' }, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS);
     const { file, row, model, chip, tp, dp, engine, workload, concurrency, rate_per_s, isl, osl, measured } = r;
-    return { file, row, model, chip, tp, dp, engine, workload, concurrency, rate_per_s, isl, osl, measured, predicted, ape_pct: ape, preemptions: m.requests.preemptions, refused: m.requests.refused, ...(excluded ? { excluded } : {}) };
+    const counts = { preemptions: m.requests.preemptions, refused: m.requests.refused };
+    const where = { file, row, model, chip, tp, dp, engine, workload, concurrency, rate_per_s, isl, osl };
+    return { ...where, measured, predicted, ape_pct: ape, ...counts, ...(excluded ? { excluded } : {}) };
   });
   const metrics = Object.fromEntries(REQUEST_METRICS.map((k) => [k, scoreMetric(results, rows, k)])) as RequestValidation['metrics'];
   return { chip: opts.chip, rows: results, metrics, warnings };

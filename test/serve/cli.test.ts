@@ -80,16 +80,19 @@ describe('stepcal serve', () => {
 
   it('--sweep-concurrency over two deployments: a table row per point, Pareto points, and the SVG with the frontier', async () => {
     const out = path.join(tmp, 'sweep.svg');
-    const r = await cli([...BASE, '--sweep-concurrency', '1,4,16', '--deployment', 'tp=1', '--deployment', 'tp=2', '--requests', '16', '--isl', '256', '--osl', '16', '--out', out, '--json']);
+    const deployments = ['--deployment', 'tp=1', '--deployment', 'tp=2'];
+    const r = await cli([...BASE, '--sweep-concurrency', '1,4,16', ...deployments, '--requests', '16', '--isl', '256', '--osl', '16', '--out', out, '--json']);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);
-    expect(v.points.map((p: { deployment: string; concurrency: number }) => `${p.deployment}@${p.concurrency}`)).toEqual(['tp=1@1', 'tp=1@4', 'tp=1@16', 'tp=2@1', 'tp=2@4', 'tp=2@16']);
+    const labels = v.points.map((p: { deployment: string; concurrency: number }) => `${p.deployment}@${p.concurrency}`);
+    expect(labels).toEqual(['tp=1@1', 'tp=1@4', 'tp=1@16', 'tp=2@1', 'tp=2@4', 'tp=2@16']);
     const front = v.points.filter((p: { pareto: boolean }) => p.pareto);
     expect(front.length).toBeGreaterThan(0);
     // no frontier point is dominated by any other point
     for (const f of front) {
       for (const p of v.points) {
-        const dominates = p.tokens_per_s_per_user >= f.tokens_per_s_per_user && p.tokens_per_s_per_gpu >= f.tokens_per_s_per_gpu && (p.tokens_per_s_per_user > f.tokens_per_s_per_user || p.tokens_per_s_per_gpu > f.tokens_per_s_per_gpu);
+        const [x, y, u, w] = [p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, f.tokens_per_s_per_user, f.tokens_per_s_per_gpu];
+        const dominates = x >= u && y >= w && (x > u || y > w);
         expect(dominates).toBe(false);
       }
     }

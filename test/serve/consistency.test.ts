@@ -27,7 +27,13 @@ function staticRow(batch: number, prompt: number, output: number): LocatedStepRo
 function setup(batch: number, prompt: number, output: number) {
   return setupServe({
     model: 'llama-2-70b', chip: 'h100', deployment: { tp: 4, weight_dtype: 'fp16' }, dp: 1, registry: REGISTRY,
-    scheduler: { max_num_seqs: batch, max_num_batched_tokens: Math.max(batch * prompt, prompt + output), chunked_prefill: false, priority: 'decode-first', block_size: 16 },
+    scheduler: {
+      max_num_seqs: batch,
+      max_num_batched_tokens: Math.max(batch * prompt, prompt + output),
+      chunked_prefill: false,
+      priority: 'decode-first',
+      block_size: 16,
+    },
   });
 }
 
@@ -78,7 +84,10 @@ describe('property: FCFS without preemption', () => {
       { id: 'r1', isl: 1, osl: 1, arrival_us: 12 },
     ];
     const cfg = config({ max_num_batched_tokens: 40, chunked_prefill: false });
-    const t1 = (rs: RequestSpec[]) => simulateReplica({ kind: 'open', requests: rs }, linearPricer(), cfg).requests.find((r) => r.id === 'r1')!.token_times_us[0]!;
+    const t1 = (rs: RequestSpec[]) => {
+      const run = simulateReplica({ kind: 'open', requests: rs }, linearPricer(), cfg);
+      return run.requests.find((r) => r.id === 'r1')!.token_times_us[0]!;
+    };
     expect(t1(base) - 12).toBe(219);
     expect(t1([{ id: 'x', isl: 1, osl: 1, arrival_us: 0 }, ...base]) - 12).toBe(218);
   });

@@ -54,7 +54,8 @@ describe('serve metrics by hand', () => {
 });
 
 describe('KV capacity', () => {
-  it('llama-3.1-70b tp 8 on h200: 80 layers · K and V · 1 KV head per rank · 128 · 2 B = 40,960 B per token; blocks = ⌊(HBM · 0.9 − weights) / (16 · 40,960)⌋', () => {
+  // 80 layers · K and V · 1 KV head per rank · 128 · 2 B = 40,960 B per token per rank
+  it('llama-3.1-70b tp 8 on h200: 40,960 B per token; blocks = ⌊(HBM · 0.9 − weights) / (16 · 40,960)⌋', () => {
     const chip = loadChip('h200');
     const weights = 17_638_096_896;
     const cap = kvCapacity(chip, { weight_bytes_per_rank: weights, kv_bytes_per_token_per_rank: 80 * 2 * 1 * 128 * 2 });
@@ -64,7 +65,8 @@ describe('KV capacity', () => {
   });
 
   it('refuses weights that leave no room, naming the figures', () => {
-    expect(() => kvCapacity({ name: 'x', hbm_gib: 10 }, { weight_bytes_per_rank: 20 * 2 ** 30, kv_bytes_per_token_per_rank: 1000 })).toThrow(/no room for the KV cache: weights 20.0 GiB per rank vs 9.0 GiB usable on x/);
+    const info = { weight_bytes_per_rank: 20 * 2 ** 30, kv_bytes_per_token_per_rank: 1000 };
+    expect(() => kvCapacity({ name: 'x', hbm_gib: 10 }, info)).toThrow(/no room for the KV cache: weights 20.0 GiB per rank vs 9.0 GiB usable on x/);
   });
 });
 

@@ -43,19 +43,23 @@ describe('request-level validation', () => {
       'llama-3.1-8b,h100,1,bf16,vllm,open,,2.5,20,256,32,,,,400,g2',
     ].join('\n');
     const rows = parseRequestsCsv(text, 'x.requests.csv');
-    expect(rows[0]).toMatchObject({ ep: 1, dp: 1, concurrency: 8, max_num_seqs: 256, max_num_batched_tokens: 8192, chunked_prefill: true, measured: { ttft_mean_us: 40000, tpot_mean_us: 9000 } });
+    const defaults = { ep: 1, dp: 1, max_num_seqs: 256, max_num_batched_tokens: 8192, chunked_prefill: true };
+    expect(rows[0]).toMatchObject({ ...defaults, concurrency: 8, measured: { ttft_mean_us: 40000, tpot_mean_us: 9000 } });
     expect(rows[1]).toMatchObject({ workload: 'open', rate_per_s: 2.5, measured: { output_tokens_per_s: 400 } });
-    expect(() => parseRequestsCsv(text.replace(',closed,8,', ',closed,0,'), 'x.csv')).toThrow(/x\.csv row 1 column "concurrency": expected a positive integer, got "0"/);
+    const zero = text.replace(',closed,8,', ',closed,0,');
+    expect(() => parseRequestsCsv(zero, 'x.csv')).toThrow(/x\.csv row 1 column "concurrency": expected a positive integer, got "0"/);
     expect(() => parseRequestsCsv(text.replace(',open,,2.5,', ',open,,,'), 'x.csv')).toThrow(/x\.csv row 2 column "rate_per_s": expected a rate > 0/);
     expect(() => parseRequestsCsv(text.replace('40000,9000', ','), 'x.csv')).toThrow(/x\.csv row 1: no measured metric/);
     expect(() => parseRequestsCsv('model,chip\n', 'x.csv')).toThrow(/x\.csv row 0 \(header\) column "tp": missing column/);
   });
 
   it('scores each metric over the rows that carry it: a row measured at the prediction scores 0 % there', () => {
-    const probe = validateRequestRows(parseRequestsCsv('model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl,ttft_mean_us\nllama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16,1\n', 'p.csv'), { chip: 'h100', registry: REGISTRY });
+    const head = 'model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl';
+    const cfg = 'llama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16';
+    const probe = validateRequestRows(parseRequestsCsv(`${head},ttft_mean_us\n${cfg},1\n`, 'p.csv'), { chip: 'h100', registry: REGISTRY });
     const ttft = probe.rows[0]!.predicted.ttft_mean_us!;
     const v = validateRequestRows(
-      parseRequestsCsv(`model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl,ttft_mean_us,output_tokens_per_s\nllama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16,${ttft},\nllama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16,${ttft * 2},\n`, 'q.csv'),
+      parseRequestsCsv(`${head},ttft_mean_us,output_tokens_per_s\n${cfg},${ttft},\n${cfg},${ttft * 2},\n`, 'q.csv'),
       { chip: 'h100', registry: REGISTRY },
     );
     expect(v.rows.map((r) => r.ape_pct.ttft_mean_us)).toEqual([0, 50]);
@@ -66,7 +70,11 @@ describe('request-level validation', () => {
   it('stepcal validate --requests: a steps file contributes its static batches; a requests file is read as documented', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'stepcal-req-'));
     const f = path.join(dir, 'a.requests.csv');
-    writeFileSync(f, 'model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl,tpot_mean_us\nllama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16,7000\n');
+    const csv = [
+      'model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl,tpot_mean_us',
+      'llama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16,7000',
+    ];
+    writeFileSync(f, csv.join('\n') + '\n');
     const r = await cli(['validate', '--chip', 'h100', '--requests', SPLIT, f, '--json']);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);

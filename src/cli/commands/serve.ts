@@ -117,7 +117,8 @@ function workloadFrom(o: Opts): { workload: Workload; text: string } {
   const lengths = `ISL ${distText(isl)}, OSL ${distText(osl)}, seed ${o.seed}`;
   if (o.concurrency !== undefined) {
     const rs = withAcceptance(generateRequests(o.requests, isl, osl, o.seed));
-    return { workload: { kind: 'closed', concurrency: o.concurrency, requests: rs }, text: `closed loop: concurrency ${o.concurrency}, ${o.requests} requests, ${lengths}` };
+    const text = `closed loop: concurrency ${o.concurrency}, ${o.requests} requests, ${lengths}`;
+    return { workload: { kind: 'closed', concurrency: o.concurrency, requests: rs }, text };
   }
   const rs = withAcceptance(generateRequests(o.requests, isl, osl, o.seed, { kind: o.arrivals, rate_per_s: o.rate! }));
   return { workload: { kind: 'open', requests: rs }, text: `open loop: ${o.arrivals} arrivals at ${o.rate} requests/s, ${o.requests} requests, ${lengths}` };
@@ -129,8 +130,10 @@ function headerOf(s: ServeSetup, o: Opts, workload: string): string[] {
   return [
     `${s.model.name} on ${s.chip.name}: tp ${d.tp}, ep ${d.ep}, dp ${s.config.dp}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}` +
       (s.config.spec_tokens ? `, ${s.config.spec_tokens} speculative tokens` : ''),
-    `scheduler: max_num_seqs ${c.max_num_seqs}, max_num_batched_tokens ${c.max_num_batched_tokens}, chunked prefill ${c.chunked_prefill ? 'on' : 'off'}, ${c.priority}`,
-    `KV cache: ${c.kv_blocks} blocks of ${c.block_size} tokens per replica (${s.capacity.tokens} tokens; ${o.kvBlocks !== undefined ? 'given by --kv-blocks' : `HBM × ${o.gpuMemoryUtilization} − weights`})`,
+    `scheduler: max_num_seqs ${c.max_num_seqs}, max_num_batched_tokens ${c.max_num_batched_tokens}, ` +
+      `chunked prefill ${c.chunked_prefill ? 'on' : 'off'}, ${c.priority}`,
+    `KV cache: ${c.kv_blocks} blocks of ${c.block_size} tokens per replica (${s.capacity.tokens} tokens; ` +
+      `${o.kvBlocks !== undefined ? 'given by --kv-blocks' : `HBM × ${o.gpuMemoryUtilization} − weights`})`,
     `engine profile: ${s.config.profile.description}; step clock: ${s.config.composition}`,
     `workload: ${workload}`,
   ];
@@ -145,7 +148,22 @@ function runOnce(o: Opts): void {
   const header = headerOf(s, o, text);
   if (o.json) {
     const refused = r.runs.flatMap((x) => x.refused);
-    process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, dp: s.config.dp, scheduler: s.config.scheduler, kv: s.capacity, engine_profile: s.config.profile.name, composition: s.config.composition, workload: text, metrics: r.metrics, refused, extrapolation_notes: notes, timelines: o.timelines ?? null }, null, 2) + '\n');
+    const json = {
+      model: s.model.name,
+      chip: s.chip.name,
+      deployment: s.deployment,
+      dp: s.config.dp,
+      scheduler: s.config.scheduler,
+      kv: s.capacity,
+      engine_profile: s.config.profile.name,
+      composition: s.config.composition,
+      workload: text,
+      metrics: r.metrics,
+      refused,
+      extrapolation_notes: notes,
+      timelines: o.timelines ?? null,
+    };
+    process.stdout.write(JSON.stringify(json, null, 2) + '\n');
     return;
   }
   process.stdout.write(serveReport(header, r.metrics, notes));
@@ -159,7 +177,9 @@ function traceJsonRecord(r: Parameters<typeof toRecord>[0]): object {
 }
 
 function runSweep(o: Opts): void {
-  if (o.concurrency !== undefined || o.rate !== undefined || o.trace !== undefined) throw new UsageError('--sweep-concurrency replaces --concurrency/--rate/--trace');
+  if (o.concurrency !== undefined || o.rate !== undefined || o.trace !== undefined) {
+    throw new UsageError('--sweep-concurrency replaces --concurrency/--rate/--trace');
+  }
   const specs = o.deployment.length ? o.deployment : [''];
   const setups = specs.map((spec) => {
     const setup = setupFrom(o, parseDeploymentSpec(spec));
@@ -173,7 +193,8 @@ function runSweep(o: Opts): void {
   });
   const pts = sweepConcurrency(setups, concs, (c) => generateRequests(Math.max(o.requests, c), isl, osl, o.seed));
   const s0 = setups[0]!.setup;
-  const title = `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ISL ${distText(isl)}, OSL ${distText(osl)}`;
+  const title =
+    `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ` + `ISL ${distText(isl)}, OSL ${distText(osl)}`;
   const out = o.out ?? path.join(REPO_ROOT, 'fits', s0.chip.name, `serve-sweep-${s0.model.name}.svg`);
   writeFileAtomic(out, sweepSvg(pts, title));
   if (o.json) {
@@ -184,7 +205,8 @@ function runSweep(o: Opts): void {
 }
 
 export function register(program: Command): void {
-  addDeploymentOptions(program.command('serve').description('serving-level prediction: a vLLM-style scheduler on the step pricer → TTFT, ITL/TPOT, E2E, tokens/s'))
+  const cmd = program.command('serve').description('serving-level prediction: a vLLM-style scheduler on the step pricer → TTFT, ITL/TPOT, E2E, tokens/s');
+  addDeploymentOptions(cmd)
     .option('--dp <n>', 'data-parallel replicas (requests dealt round-robin)', parsePositiveInt, 1)
     .option('--max-num-seqs <n>', 'most running requests (vLLM max_num_seqs)', parsePositiveInt, DEFAULT_SCHEDULER.max_num_seqs)
     .option('--max-num-batched-tokens <n>', 'token budget per step (vLLM max_num_batched_tokens)', parsePositiveInt, DEFAULT_SCHEDULER.max_num_batched_tokens)

@@ -14,7 +14,9 @@ import { displayPath } from '../../validate/index.ts';
 function rowsOf(file: string): RequestRow[] {
   const text = readText(file);
   const header = text.slice(0, text.indexOf('\n')).split(',').map((h) => h.trim());
-  if (header.includes('kind') && header.includes('measured_us')) return requestRowsFromStaticBatches(readStepsFile(file).rows.map((r) => ({ ...r, file: displayPath(file) })));
+  if (header.includes('kind') && header.includes('measured_us')) {
+    return requestRowsFromStaticBatches(readStepsFile(file).rows.map((r) => ({ ...r, file: displayPath(file) })));
+  }
   return parseRequestsCsv(text, displayPath(file));
 }
 
