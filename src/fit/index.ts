@@ -27,10 +27,11 @@ import { fitGemm } from './gemm.ts';
 import { fitHbm } from './hbm.ts';
 import { fitHost } from './host.ts';
 import { fitMoe } from './moe.ts';
+import { fitMoeExperts } from './moe-experts.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
-export const FIT_FAMILIES = ['gemm', 'hbm', 'attention_decode', 'attention_prefill', 'collective', 'moe', 'host'] as const;
+export const FIT_FAMILIES = ['gemm', 'hbm', 'attention_decode', 'attention_prefill', 'collective', 'moe', 'moe_experts', 'host'] as const;
 export type FitFamily = (typeof FIT_FAMILIES)[number];
 
 /** Order of sets in the registry file. */
@@ -83,6 +84,7 @@ function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   const want = new Set<FitFamily>(req && req.length ? req : FIT_FAMILIES);
   if (want.has('attention_prefill')) want.add('gemm');
   if (want.has('hbm')) want.add('gemm').add('attention_decode');
+  if (want.has('moe_experts')) want.add('hbm').add('gemm').add('attention_decode'); // the weight reads use the fitted hbm_derate
   return want;
 }
 
@@ -163,6 +165,11 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     const rows = lane ? read('moe', lane) : [];
     run('moe', () => (rows.length ? fitMoe(rows, ctxFor(inputsFor('moe', lane))) : missing('moe', 'no measurements')));
   }
+  if (want.has('moe_experts')) {
+    const lane = laneFor('moe');
+    const rows = lane ? read('moe', lane) : [];
+    run('moe_experts', () => (rows.length ? fitMoeExperts(rows, ctxFor(inputsFor('moe', lane))) : missing('moe_experts', 'no moe measurements')));
+  }
   if (want.has('host')) {
     // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
     // host overheads from per-operator tables.
@@ -218,6 +225,8 @@ export function applyGates(chip: Chip, coefficients: readonly FittedCoefficient[
     if (!Number.isFinite(e.value)) out.push(`${name}: value ${e.value} is not finite`);
     if (e.ci95 && !(e.ci95[0] <= e.value && e.value <= e.ci95[1])) out.push(`${name}: ci95 [${e.ci95[0]}, ${e.ci95[1]}] does not contain ${e.value}`);
     if (name.startsWith('gemm_eps_max_') && !(e.value > 0 && e.value <= 1.05)) out.push(`${name}: eps_max ${e.value} outside (0, 1.05]`);
+    if (name.startsWith('moe_expert_eps_max_') && !(e.value > 0 && e.value <= 1)) out.push(`${name}: eps_max ${e.value} outside (0, 1]`);
+    if (/^moe_expert_(floor|m_half|route_rate)_/.test(name) && !(e.value >= 0)) out.push(`${name}: ${e.value} must be ≥ 0`);
     if (/^gemm_(m|n|k)_half_/.test(name) && !(e.value > 0)) out.push(`${name}: ${e.value} must be > 0`);
     if (name === 'hbm_derate' && !(e.value > 0 && e.value <= 1)) out.push(`hbm_derate: ${e.value} outside (0, 1]`);
     if (name.startsWith('attention_') && name.includes('_rate') && e.value > chip.hbm_bytes_per_us)

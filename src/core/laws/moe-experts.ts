@@ -1,0 +1,139 @@
+/**
+ * Expert time of one mixture-of-experts layer on one rank (seed "Experts" and its footnote 1;
+ * reference §4.6; issue 13 "Fitted expert time").
+ *
+ *   L  = E / ep                          experts resident on the rank
+ *   I' = I / tp                          per-expert intermediate width on the rank (moe_tp shards it)
+ *   P  = T · k · L / E                   routed (token, expert) pairs that land on the rank
+ *   D  = expertsTouched(T, E, k, L)      distinct local experts the batch touches (core/laws/moe.ts)
+ *   m  = P / D                           tokens per touched expert (the grouped GEMM's m)
+ *   W  = 2 · mats · H · I'               FLOPs per (token, expert) pair; mats = 3 gated (w1, w3, w2), 2 plain
+ *   read  = D · mats · H · I' · bytes_per_element / (HBM · hbm_derate)       µs
+ *   arith = P · W / (peak · ε(m)),  ε(m) = eps_max · m / (m + m_half)          µs
+ *         = W · (P + D · m_half) / (peak · eps_max)
+ *   route = T · k · H · 2 / route_rate  µs: every routed copy of a token's bf16 activations is gathered
+ *                                       and scattered back (permute, moe_sum) on the rank that routes it
+ *   t     = floor + read + arith + route   (charged as a SUM, seed footnote 1)
+ *   t_max = floor + max(read, arith) + route  (the alternative the footnote rejects; kept for the comparison)
+ *
+ * The fitted coefficients per chip and dtype are eps_max, m_half (tokens per expert), floor (µs per
+ * layer: routing, launches) and route_rate (bytes per µs). The route term is stepcal's addition to the
+ * seed's law (docs/pricer.md KNOWN DIVERGENCE): without it the fused-MoE tables are missed by 1.2–1.6×
+ * (geo) at wide ep and tp, where the expert work per rank shrinks but the routed-token traffic does not.
+ * Units: µs, bytes, FLOPs; peaks in FLOPs per µs, HBM in bytes per µs. Pure.
+ */
+import { expertsTouched } from './moe.ts';
+
+/** One MoE layer's shape on one rank, in the fused-MoE tables' terms (model-level sizes). */
+export interface ExpertLayerShape {
+  /** Tokens entering the layer on this rank, before top-k routing. */
+  tokens: number;
+  /** Model hidden size H (elements). */
+  hidden: number;
+  /** Per-expert FFN intermediate size I, model-level (elements). */
+  inter: number;
+  /** Experts each token picks (k). */
+  topk: number;
+  /** Model-level routed expert count E. */
+  experts: number;
+  /** MoE tensor-parallel width (shards I). */
+  tp: number;
+  /** Expert-parallel width (shards E). */
+  ep: number;
+  /** Gated FFN (three matrices) — default true; false for two. */
+  gated?: boolean;
+}
+
+/** Rates of the chip and format the layer runs on. */
+export interface ExpertRates {
+  /** Dense peak of the compute format, FLOPs per µs (datasheet). */
+  peak_flops_per_us: number;
+  /** Datasheet HBM bandwidth, bytes per µs. */
+  hbm_bytes_per_us: number;
+  /** Fraction of the datasheet HBM bandwidth reached (registry `hbm_derate`). */
+  hbm_derate: number;
+  /** Weight bytes per element of the format (bf16 2, fp8 1, nvfp4 0.5). */
+  bytes_per_element: number;
+}
+
+/** Fitted coefficients of the expert law for one (chip, dtype). */
+export interface ExpertCoefficients {
+  /** Asymptotic fraction of the dense peak the grouped GEMM reaches (dimensionless). */
+  eps_max: number;
+  /** Tokens per expert at which half of eps_max is reached (tokens). */
+  m_half: number;
+  /** Fixed cost per layer, µs. */
+  floor_us: number;
+  /** Rate at which routed token activations (T·k·H·2 bytes) are moved, bytes per µs; Infinity = free. */
+  route_bytes_per_us: number;
+}
+
+/** The shape-only quantities of the law (no coefficients). */
+export interface ExpertWork {
+  /** Distinct local experts touched D (count, expected value). */
+  touched: number;
+  /** Routed (token, expert) pairs on the rank P. */
+  pairs: number;
+  /** Tokens per touched expert m = P / D (0 when none touched). */
+  tokens_per_expert: number;
+  /** FLOPs per (token, expert) pair W = 2 · mats · H · I'. */
+  flops_per_pair: number;
+  /** Weight bytes read, D · mats · H · I' · bytes_per_element. */
+  weight_bytes: number;
+  /** Routed activation bytes T · k · H · 2 (bf16 activations, every routed copy). */
+  route_bytes: number;
+}
+
+/**
+ * The work of one layer on one rank (see the module doc).
+ * @throws Error when ep does not divide E or a size is not positive (a caller's bug, not data).
+ */
+export function expertWork(s: ExpertLayerShape, bytes_per_element: number): ExpertWork {
+  if (!(s.hidden > 0 && s.inter > 0 && s.topk > 0 && s.experts > 0 && s.tp >= 1 && s.ep >= 1)) {
+    throw new Error(`expertWork: sizes must be positive (hidden ${s.hidden}, inter ${s.inter}, topk ${s.topk}, experts ${s.experts}, tp ${s.tp}, ep ${s.ep})`);
+  }
+  const local = s.experts / s.ep;
+  const mats = s.gated === false ? 2 : 3;
+  const interLocal = s.inter / s.tp;
+  const pairs = Math.max(0, s.tokens) * s.topk * (local / s.experts);
+  const touched = expertsTouched(s.tokens, s.experts, s.topk, local);
+  return {
+    touched,
+    pairs,
+    tokens_per_expert: touched > 0 ? pairs / touched : 0,
+    flops_per_pair: 2 * mats * s.hidden * interLocal,
+    weight_bytes: touched * mats * s.hidden * interLocal * bytes_per_element,
+    route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
+  };
+}
+
+/** The four terms of the law, µs. */
+export interface ExpertTerms {
+  floor_us: number;
+  read_us: number;
+  arith_us: number;
+  route_us: number;
+}
+
+/**
+ * The law's terms for one layer: floor, weight read at the derated HBM rate, grouped-GEMM
+ * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic. A batch that
+ * touches nothing costs only the floor.
+ */
+export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates): ExpertTerms {
+  const read_us = w.weight_bytes / (r.hbm_bytes_per_us * r.hbm_derate);
+  const arith_us = w.touched > 0 ? (w.flops_per_pair * (w.pairs + w.touched * c.m_half)) / (r.peak_flops_per_us * c.eps_max) : 0;
+  return { floor_us: c.floor_us, read_us, arith_us, route_us: w.route_bytes / c.route_bytes_per_us };
+}
+
+/** Expert time of one layer charged as the seed does: floor + read + arithmetic (µs). */
+export function expertLayerUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
+  const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
+  return t.floor_us + t.read_us + t.arith_us + t.route_us;
+}
+
+/** The rejected alternative: floor + max(read, arithmetic) + route (µs). Used only for the sum-vs-max comparison. */
+export function expertLayerMaxUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
+  const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
+  return t.floor_us + Math.max(t.read_us, t.arith_us) + t.route_us;
+}

@@ -1,0 +1,301 @@
+/**
+ * Fitting the expert-time law (src/core/laws/moe-experts.ts) to fused-MoE timings: the numeric
+ * part, returning plain data (issue 13 item 1). No I/O, no drawing.
+ *
+ * With the HBM derate fixed (the `hbm` family's value), the law is linear in four unknowns:
+ *
+ *   t − read = floor + c1·A + c2·B + c3·R,   A = W·P/peak, B = W·D/peak, R = route bytes,
+ *   c1 = 1/eps_max,  c2 = m_half/eps_max,  c3 = 1/route_rate
+ *
+ * so it is fitted by least squares on RELATIVE residuals (weights 1/t², the scale the geo error
+ * scores), every coefficient kept ≥ 0 (a negative one is pinned at 0 and the rest refitted). Normal
+ * equations are accumulated per series (one kernel and shape over tokens), so the bootstrap, which
+ * resamples whole series (points of one series are not independent), costs a 4×4 sum per series.
+ * The max(read, arith) alternative is not linear and is fitted, like the sum for the comparison, by
+ * pattern search on mean |ln(pred/meas)|, so both compositions are scored by their own best fit.
+ */
+import type { ExpertCoefficients, ExpertLayerShape, ExpertRates, ExpertWork } from '../core/laws/moe-experts.ts';
+import { expertTerms, expertWork } from '../core/laws/moe-experts.ts';
+import { geometricError, mapePct, seededRandom } from '../core/numeric/stats.ts';
+import type { MoeRow } from '../measurements/schema.ts';
+import { ciFromEstimates, patternSearch, reduceRepeats } from './common.ts';
+
+/** One measured layer timing with its shape-only quantities precomputed. */
+export interface ExpertPoint {
+  shape: ExpertLayerShape;
+  kernel_source: string;
+  latency_us: number;
+  work: ExpertWork;
+  /** Weight read at the derated HBM rate, µs. */
+  read_us: number;
+  /** Design row [1, A, B, R] of the linear form. */
+  f: [number, number, number, number];
+}
+
+/** Points of one kernel and shape over tokens, sorted by tokens. */
+export interface ExpertSeries {
+  key: string;
+  geometry: string;
+  points: ExpertPoint[];
+}
+
+/** (hidden, inter, experts, topk): the model geometry the shape holdout leaves out. */
+export const expertGeometryKey = (s: Pick<ExpertLayerShape, 'hidden' | 'inter' | 'experts' | 'topk'>): string =>
+  `h${s.hidden}/i${s.inter}/e${s.experts}/top${s.topk}`;
+
+/** A series is screened out when a larger token count runs this much faster than a smaller one. */
+export const NON_MONOTONE_RATIO = 0.7;
+
+/**
+ * Series of one dtype and routing distribution: repeats of one (kernel, shape, tokens) reduced by
+ * their median; rows whose ep does not divide the expert count are skipped. A series in which the
+ * latency falls below NON_MONOTONE_RATIO × the latency at a smaller token count (more work in much
+ * less time: a kernel switch or a broken configuration, not the law's physics) is set apart in `screened`.
+ */
+export function expertSeries(
+  rows: readonly MoeRow[],
+  dtype: string,
+  distribution: string,
+  rates: ExpertRates,
+): { series: ExpertSeries[]; screened: ExpertSeries[]; skipped_rows: number } {
+  const sel = rows.filter((r) => r.dtype === dtype && r.distribution === distribution && r.tokens > 0);
+  const red = reduceRepeats(sel, (r) => [r.kernel_source, r.tokens, r.hidden, r.inter, r.topk, r.experts, r.tp, r.ep].join('|'));
+  const byKey = new Map<string, ExpertSeries>();
+  let skipped_rows = 0;
+  for (const r of red) {
+    if (r.ep > r.experts || r.experts % r.ep !== 0) {
+      skipped_rows++;
+      continue;
+    }
+    const shape: ExpertLayerShape = { tokens: r.tokens, hidden: r.hidden, inter: r.inter, topk: r.topk, experts: r.experts, tp: r.tp, ep: r.ep };
+    const work = expertWork(shape, rates.bytes_per_element);
+    const read_us = expertTerms(work, { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity }, rates).read_us;
+    const pk = rates.peak_flops_per_us;
+    const p: ExpertPoint = { shape, kernel_source: r.kernel_source, latency_us: r.latency_us, work, read_us, f: [1, (work.flops_per_pair * work.pairs) / pk, (work.flops_per_pair * work.touched) / pk, work.route_bytes] };
+    const key = [r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|');
+    let s = byKey.get(key);
+    if (!s) byKey.set(key, (s = { key, geometry: expertGeometryKey(shape), points: [] }));
+    s.points.push(p);
+  }
+  const series: ExpertSeries[] = [];
+  const screened: ExpertSeries[] = [];
+  for (const key of [...byKey.keys()].sort()) {
+    const s = byKey.get(key)!;
+    s.points.sort((a, b) => a.shape.tokens - b.shape.tokens);
+    let max = 0;
+    let ok = true;
+    for (const p of s.points) {
+      if (p.latency_us < NON_MONOTONE_RATIO * max) ok = false;
+      max = Math.max(max, p.latency_us);
+    }
+    (ok ? series : screened).push(s);
+  }
+  return { series, screened, skipped_rows };
+}
+
+/** Weighted normal equations (4×4 matrix and right-hand side) of one series. */
+export interface Normal {
+  M: number[][];
+  v: number[];
+}
+
+/** Normal equations of a series under relative weights 1/t². */
+export function seriesNormal(s: ExpertSeries): Normal {
+  const M = [0, 1, 2, 3].map(() => [0, 0, 0, 0]);
+  const v = [0, 0, 0, 0];
+  for (const p of s.points) {
+    const w = 1 / (p.latency_us * p.latency_us);
+    const y = p.latency_us - p.read_us;
+    for (let i = 0; i < 4; i++) {
+      v[i]! += w * p.f[i]! * y;
+      for (let j = 0; j < 4; j++) M[i]![j]! += w * p.f[i]! * p.f[j]!;
+    }
+  }
+  return { M, v };
+}
+
+/** Solve the k×k system M x = v (Gaussian elimination with partial pivoting); undefined when singular. */
+function solve(M: number[][], v: number[]): number[] | undefined {
+  const n = v.length;
+  const a = M.map((row, i) => [...row, v[i]!]);
+  for (let c = 0; c < n; c++) {
+    let p = c;
+    for (let r = c + 1; r < n; r++) if (Math.abs(a[r]![c]!) > Math.abs(a[p]![c]!)) p = r;
+    if (!(Math.abs(a[p]![c]!) > 1e-300)) return undefined;
+    [a[c], a[p]] = [a[p]!, a[c]!];
+    for (let r = 0; r < n; r++) {
+      if (r === c) continue;
+      const f = a[r]![c]! / a[c]![c]!;
+      for (let k = c; k <= n; k++) a[r]![k] = a[r]![k]! - f * a[c]![k]!;
+    }
+  }
+  return a.map((row, i) => row[n]! / row[i]!);
+}
+
+/** Coefficients from x = (floor, c1, c2, c3); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
+export function toCoefficients(x: readonly number[]): ExpertCoefficients | undefined {
+  const [floor, c1, c2, c3] = x as [number, number, number, number];
+  if (!(c1 > 0)) return undefined;
+  return { floor_us: floor, eps_max: 1 / c1, m_half: c2 / c1, route_bytes_per_us: c3 > 0 ? 1 / c3 : Infinity };
+}
+
+/**
+ * Lower bounds of x = (floor, c1, c2, c3): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
+ * beats the dense peak).
+ */
+export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0] as const;
+
+/**
+ * Bounded relative least squares from summed normal equations: solve, pin the coefficient furthest
+ * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3) or
+ * undefined when singular.
+ */
+export function solveNonNegative(n: Normal): number[] | undefined {
+  const lo = EXPERT_LOWER_BOUNDS;
+  const x = [0, 0, 0, 0];
+  const free = [true, true, true, true];
+  for (let pass = 0; pass < 4; pass++) {
+    const cols = [0, 1, 2, 3].filter((j) => free[j]);
+    const fixed = [0, 1, 2, 3].filter((j) => !free[j]);
+    const s = solve(
+      cols.map((i) => cols.map((j) => n.M[i]![j]!)),
+      cols.map((i) => n.v[i]! - fixed.reduce((acc, j) => acc + n.M[i]![j]! * lo[j]!, 0)),
+    );
+    if (!s) return undefined;
+    for (const j of fixed) x[j] = lo[j]!;
+    cols.forEach((j, i) => (x[j] = s[i]!));
+    let worst = -1;
+    for (const j of cols) if (x[j]! < lo[j]! && (worst < 0 || x[j]! - lo[j]! < x[worst]! - lo[worst]!)) worst = j;
+    if (worst < 0) return x;
+    free[worst] = false;
+  }
+  return undefined;
+}
+
+/** Sum of series normal equations, each taken `weight[i]` times (a bootstrap resample) or once. */
+export function sumNormals(normals: readonly Normal[], weight?: ArrayLike<number>): Normal {
+  const M = [0, 1, 2, 3].map(() => [0, 0, 0, 0]);
+  const v = [0, 0, 0, 0];
+  normals.forEach((n, s) => {
+    const w = weight ? weight[s]! : 1;
+    if (!w) return;
+    for (let i = 0; i < 4; i++) {
+      v[i]! += w * n.v[i]!;
+      for (let j = 0; j < 4; j++) M[i]![j]! += w * n.M[i]![j]!;
+    }
+  });
+  return { M, v };
+}
+
+/** Fit the sum law to series; undefined when the arithmetic term vanishes or the system is singular. */
+export function fitExpertSum(series: readonly ExpertSeries[]): ExpertCoefficients | undefined {
+  const x = solveNonNegative(sumNormals(series.map(seriesNormal)));
+  return x && toCoefficients(x);
+}
+
+/** Predicted µs of one point under `c`, as the sum (the law) or the max of read and arithmetic. */
+export function predictExpert(p: ExpertPoint, c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): number {
+  const arith = (p.f[1] + p.f[2] * c.m_half) / c.eps_max;
+  const route = p.f[3] / c.route_bytes_per_us;
+  return c.floor_us + route + (compose === 'sum' ? p.read_us + arith : Math.max(p.read_us, arith));
+}
+
+/** Errors of a law on points. */
+export interface ExpertError {
+  /** exp(mean |ln(pred/meas)|), ≥ 1. */
+  geo: number;
+  mape_pct: number;
+  n: number;
+}
+
+/** Geo error and MAPE of a law on points, with the points' count. */
+export function expertError(points: readonly ExpertPoint[], c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): ExpertError {
+  const pred = points.map((p) => predictExpert(p, c, compose));
+  const meas = points.map((p) => p.latency_us);
+  return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
+}
+
+/** Seeded bootstrap over series of the four coefficients; 2.5/97.5% quantiles (type-7) of each. */
+export function bootstrapExpert(
+  series: readonly ExpertSeries[],
+  opts: { resamples: number; seed: number },
+): { floor_us: [number, number]; eps_max: [number, number]; m_half: [number, number]; route_bytes_per_us: [number, number]; ok: number } {
+  const normals = series.map(seriesNormal);
+  const rand = seededRandom(opts.seed);
+  const est: ExpertCoefficients[] = [];
+  const w = new Uint32Array(series.length);
+  for (let r = 0; r < opts.resamples; r++) {
+    w.fill(0);
+    for (let i = 0; i < series.length; i++) w[Math.floor(rand() * series.length)]!++;
+    const x = solveNonNegative(sumNormals(normals, w));
+    const c = x && toCoefficients(x);
+    if (c) est.push(c);
+  }
+  const ci = (f: (c: ExpertCoefficients) => number) => ciFromEstimates(est.map(f));
+  return { floor_us: ci((c) => c.floor_us), eps_max: ci((c) => c.eps_max), m_half: ci((c) => c.m_half), route_bytes_per_us: ci((c) => c.route_bytes_per_us), ok: est.length };
+}
+
+/** Fraction of the distinct token counts held out at the top (the tokens holdout). */
+export const TOKENS_HOLDOUT_FRACTION = 0.25;
+
+/**
+ * Holdout along tokens: the largest quarter of the distinct token counts (at least one) is held out,
+ * the law fitted on the rest and scored on them. Undefined with fewer than 4 distinct counts.
+ */
+export function tokensHoldout(series: readonly ExpertSeries[]): (ExpertError & { min_tokens: number }) | undefined {
+  const toks = [...new Set(series.flatMap((s) => s.points.map((p) => p.shape.tokens)))].sort((a, b) => a - b);
+  if (toks.length < 4) return undefined;
+  const min_tokens = toks[toks.length - Math.max(1, Math.round(toks.length * TOKENS_HOLDOUT_FRACTION))]!;
+  const part = (keep: (t: number) => boolean): ExpertSeries[] => series.map((s) => ({ ...s, points: s.points.filter((p) => keep(p.shape.tokens)) }));
+  const c = fitExpertSum(part((t) => t < min_tokens));
+  if (!c) return undefined;
+  const held = part((t) => t >= min_tokens).flatMap((s) => s.points);
+  return { ...expertError(held, c), min_tokens };
+}
+
+/** Holdout along shape: each (hidden, inter, experts, topk) geometry predicted by the law fitted without it. */
+export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { geometries: number }) | undefined {
+  const geos = [...new Set(series.map((s) => s.geometry))].sort();
+  if (geos.length < 2) return undefined;
+  const normals = series.map(seriesNormal);
+  const pred: number[] = [];
+  const meas: number[] = [];
+  for (const g of geos) {
+    const x = solveNonNegative(sumNormals(normals, series.map((s) => (s.geometry === g ? 0 : 1))));
+    const c = x && toCoefficients(x);
+    if (!c) continue;
+    for (const s of series) if (s.geometry === g) for (const p of s.points) pred.push(predictExpert(p, c)), meas.push(p.latency_us);
+  }
+  if (!pred.length) return undefined;
+  return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: pred.length, geometries: geos.length };
+}
+
+/**
+ * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
+ * the four coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate ≤ 1e12 bytes per µs).
+ */
+export function fitExpertLogL1(points: readonly ExpertPoint[], compose: 'sum' | 'max', start: ExpertCoefficients): { c: ExpertCoefficients; geo: number } {
+  const of = (x: readonly number[]): ExpertCoefficients => ({
+    floor_us: Math.exp(x[0]!),
+    eps_max: Math.exp(x[1]!),
+    m_half: Math.exp(x[2]!),
+    route_bytes_per_us: Math.exp(x[3]!),
+  });
+  const n = points.length;
+  const [A, B, R, rd, lat] = [0, 1, 2, 3, 4].map(() => new Float64Array(n)) as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array];
+  points.forEach((p, i) => ((A[i] = p.f[1]), (B[i] = p.f[2]), (R[i] = p.f[3]), (rd[i] = p.read_us), (lat[i] = p.latency_us)));
+  const sum = compose === 'sum';
+  const obj = (x: readonly number[]) => {
+    const [fl, inv, mh, invR] = [Math.exp(x[0]!), Math.exp(-x[1]!), Math.exp(x[2]!), Math.exp(-x[3]!)];
+    let s = 0;
+    for (let i = 0; i < n; i++) {
+      const ar = (A[i]! + B[i]! * mh) * inv;
+      const t = fl + R[i]! * invR + (sum ? rd[i]! + ar : Math.max(rd[i]!, ar));
+      s += Math.abs(Math.log(t / lat[i]!));
+    }
+    return s / n;
+  };
+  const x0 = [start.floor_us, start.eps_max, start.m_half, Math.min(start.route_bytes_per_us, 1e12)].map((v) => Math.log(Math.max(v, 1e-3)));
+  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 100 });
+  return { c: of(r.x), geo: Math.exp(r.value) };
+}

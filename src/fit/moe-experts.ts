@@ -1,0 +1,196 @@
+/**
+ * MoE expert-time fitter (issue 13 item 1): the law of src/core/laws/moe-experts.ts fitted per chip
+ * and dtype from the fused-MoE tables (`measurements/<chip>/moe.*.csv.gz`, the `moe` family's rows).
+ *
+ * Rows: one dtype (bf16, fp8, fp8_block, nvfp4: the formats with a dense peak on the chip), routing
+ * `balanced` where the table has it, else `power_law_1.01` (a100's vLLM 0.14.0 table has no balanced
+ * rows; its law then already carries the skew and the registry has no imbalance multiplier to add).
+ * Kernels of one dtype are pooled (the engine picks them per deployment). Series that run much faster
+ * with more tokens are screened out (moe-experts-law.ts `expertSeries`) and counted in the evidence.
+ *
+ * Registry entries (set cost-model-primitives, family `moe_experts`), per dtype d:
+ *   moe_expert_floor_<d> (us_per_layer), moe_expert_eps_max_<d> (dimensionless),
+ *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us; absent when
+ *   the fit pins the route term at 0).
+ * ci95: seeded bootstrap over series. Holdouts: the largest quarter of token counts; leave one
+ * (hidden, inter, experts, topk) shape out. The sum-vs-max comparison (seed footnote 1) is returned as
+ * data: both compositions fitted by pattern search on mean |ln(pred/meas)| from the same start.
+ * Returns data; src/report/fit-moe-experts.ts draws it.
+ */
+import type { ExpertCoefficients, ExpertRates } from '../core/laws/moe-experts.ts';
+import { bytesPerElement, GEMM_DTYPES, type GemmDtype } from '../core/catalog/dtypes.ts';
+import { peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { roundSig } from '../core/numeric/stats.ts';
+import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
+import type { MoeRow } from '../measurements/schema.ts';
+import { fmt, measuredEntry } from './common.ts';
+import {
+  bootstrapExpert,
+  expertError,
+  expertSeries,
+  fitExpertLogL1,
+  fitExpertSum,
+  predictExpert,
+  shapeHoldout,
+  tokensHoldout,
+  type ExpertError,
+  type ExpertSeries,
+} from './moe-experts-law.ts';
+import { PRIMARY_DISTRIBUTION } from './moe.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
+
+/** Evidence family of the entries. */
+export const MOE_EXPERTS_FAMILY = 'moe_experts';
+
+/** The fit of one dtype, as plain data. */
+export interface ExpertDtypeFit {
+  dtype: GemmDtype;
+  distribution: string;
+  kernels: string[];
+  rates: ExpertRates;
+  coefficients: ExpertCoefficients;
+  ci95: { floor_us: [number, number]; eps_max: [number, number]; m_half: [number, number]; route_bytes_per_us: [number, number] };
+  /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
+  pinned: string[];
+  train: ExpertError;
+  holdout_tokens?: ExpertError & { min_tokens: number };
+  holdout_shape?: ExpertError & { geometries: number };
+  /** Seed footnote 1: both compositions at their own best log-L1 fit. */
+  sum_vs_max: { sum_geo: number; max_geo: number; sum_better: boolean };
+  series: number;
+  screened: string[];
+  /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
+  points: Array<{ tokens: number; measured_us: number; predicted_us: number; geometry: string; tp: number; ep: number }>;
+}
+
+/** The family's data for one chip. */
+export interface MoeExpertsData {
+  chip: string;
+  hbm_derate: number;
+  hbm_derate_source: string;
+  fits: ExpertDtypeFit[];
+  /** Dtypes with rows but no fit, and why. */
+  not_fitted: Array<{ dtype: string; why: string }>;
+}
+
+/** A FamilyFit carrying its data for the report. */
+export interface MoeExpertsFit extends FamilyFit {
+  data: MoeExpertsData;
+}
+
+/** The derate the weight reads use: the hbm family's fit of this run, else the chip's prior, else 1. */
+function derateOf(ctx: FitContext): { value: number; source: string } {
+  const fitted = ctx.prior.get('hbm_derate');
+  if (fitted !== undefined) return { value: fitted, source: 'hbm_derate fitted in this run' };
+  const prior = ctx.chip.priors?.hbm_derate;
+  if (prior !== undefined) return { value: prior, source: 'catalog prior hbm_derate (no hbm fit in this run)' };
+  return { value: 1, source: 'datasheet HBM (no hbm_derate fitted or known)' };
+}
+
+/** Fit one dtype; a string says why it was not fitted. */
+export function fitExpertDtype(rows: readonly MoeRow[], dtype: GemmDtype, ctx: FitContext, derate: number): ExpertDtypeFit | string {
+  const peak = peakFlopsPerUs(ctx.chip, dtype);
+  if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
+  const mine = rows.filter((r) => r.dtype === dtype);
+  if (!mine.length) return 'no rows';
+  const distribution = mine.some((r) => r.distribution === 'balanced') ? 'balanced' : PRIMARY_DISTRIBUTION;
+  const rates: ExpertRates = { peak_flops_per_us: peak, hbm_bytes_per_us: ctx.chip.hbm_bytes_per_us, hbm_derate: derate, bytes_per_element: bytesPerElement(dtype) };
+  const { series, screened } = expertSeries(mine, dtype, distribution, rates);
+  if (!series.length) return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
+  const c = fitExpertSum(series);
+  if (!c) return 'the arithmetic term vanished (no ramp identifiable)';
+  const points = series.flatMap((s) => s.points);
+  const ls = fitExpertLogL1(points, 'sum', c);
+  const lm = fitExpertLogL1(points, 'max', c);
+  const pinned = [...(c.eps_max === 1 ? ['eps_max (at its bound 1)'] : []), ...(c.m_half === 0 ? ['m_half'] : []), ...(!Number.isFinite(c.route_bytes_per_us) ? ['route_rate'] : [])];
+  return {
+    dtype,
+    distribution,
+    kernels: [...new Set(series.map((s) => s.points[0]!.kernel_source))].sort(),
+    rates,
+    coefficients: c,
+    ci95: widen(c, bootstrapExpert(series, ctx.bootstrap)),
+    pinned,
+    train: expertError(points, c),
+    ...optional('holdout_tokens', tokensHoldout(series)),
+    ...optional('holdout_shape', shapeHoldout(series)),
+    sum_vs_max: { sum_geo: ls.geo, max_geo: lm.geo, sum_better: ls.geo < lm.geo },
+    series: series.length,
+    screened: screened.map((s) => s.key),
+    points: figurePoints(series, c),
+  };
+}
+
+const optional = <K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } => (v === undefined ? {} : ({ [k]: v } as { [P in K]?: V }));
+
+/** Bootstrap intervals widened, where needed, to contain the estimate (the gate requires it). */
+function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): ExpertDtypeFit['ci95'] {
+  const w = (ci: [number, number], v: number): [number, number] => [Math.min(ci[0], v), Math.max(ci[1], v)];
+  return { floor_us: w(b.floor_us, c.floor_us), eps_max: w(b.eps_max, c.eps_max), m_half: w(b.m_half, c.m_half), route_bytes_per_us: w(b.route_bytes_per_us, c.route_bytes_per_us) };
+}
+
+function figurePoints(series: readonly ExpertSeries[], c: ExpertCoefficients): ExpertDtypeFit['points'] {
+  return series.flatMap((s) =>
+    s.points.map((p) => ({ tokens: p.shape.tokens, measured_us: p.latency_us, predicted_us: predictExpert(p, c), geometry: s.geometry, tp: p.shape.tp, ep: p.shape.ep })),
+  );
+}
+
+/** Registry entries of one dtype's fit. */
+function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFit['coefficients'] {
+  const filter = `dtype ${f.dtype}, distribution ${f.distribution}, kernels ${f.kernels.join(' + ')}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
+  const notes = [
+    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate (core/laws/moe-experts.ts), charged as a sum`,
+    `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
+    ...(f.pinned.length ? [`pinned at 0 by the non-negative fit: ${f.pinned.join(', ')}`] : []),
+    ...(f.holdout_tokens ? [`tokens holdout (tokens ≥ ${f.holdout_tokens.min_tokens}): geo ${fmt(f.holdout_tokens.geo)} over ${f.holdout_tokens.n}`] : []),
+  ];
+  const err = (e: ExpertError) => ({ geo: roundSig(e.geo, 4), mape_pct: roundSig(e.mape_pct, 4), n: e.n });
+  const holdout = f.holdout_shape ? { ...err(f.holdout_shape), split: `leave one of ${f.holdout_shape.geometries} (hidden, inter, experts, topk) shapes out` } : undefined;
+  const mk = (name: string, value: number, units: Units, ci: [number, number]) => ({
+    set: SET_NAMES.primitives,
+    name: `moe_expert_${name}_${f.dtype}`,
+    entry: measuredEntry(
+      {
+        value,
+        units,
+        family: MOE_EXPERTS_FAMILY,
+        ctx,
+        used: { filter, rows_used: rowsUsed },
+        ci95: ci,
+        ci_method: 'bootstrap',
+        train: err(f.train),
+        ...(holdout ? { holdout } : {}),
+        notes,
+      },
+      'moe',
+    ),
+  });
+  const c = f.coefficients;
+  return [
+    mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us),
+    mk('eps_max', c.eps_max, 'dimensionless', f.ci95.eps_max),
+    mk('m_half', c.m_half, 'tokens', f.ci95.m_half),
+    ...(Number.isFinite(c.route_bytes_per_us) ? [mk('route_rate', c.route_bytes_per_us, 'bytes_per_us', f.ci95.route_bytes_per_us)] : []),
+  ];
+}
+
+/** Fit every dtype of the chip (see the module doc). Never throws on data problems. */
+export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpertsFit {
+  const out = emptyFamilyFit(MOE_EXPERTS_FAMILY);
+  const d = derateOf(ctx);
+  const data: MoeExpertsData = { chip: ctx.chip.name, hbm_derate: d.value, hbm_derate_source: d.source, fits: [], not_fitted: [] };
+  for (const dtype of GEMM_DTYPES) {
+    const r = fitExpertDtype(rows, dtype, ctx, d.value);
+    if (typeof r === 'string') {
+      if (r !== 'no rows' && !r.startsWith('no dense')) data.not_fitted.push({ dtype, why: r });
+      continue;
+    }
+    data.fits.push(r);
+    out.coefficients.push(...entries(r, ctx, r.points.length));
+    out.summary.push(
+      `moe_experts ${dtype}: floor ${fmt(r.coefficients.floor_us)} us, eps_max ${fmt(r.coefficients.eps_max)}, m_half ${fmt(r.coefficients.m_half)} tok/expert, route ${fmt(r.coefficients.route_bytes_per_us)} B/us; train geo ${fmt(r.train.geo)}, holdout tokens ${r.holdout_tokens ? fmt(r.holdout_tokens.geo) : 'n/a'}, shape ${r.holdout_shape ? fmt(r.holdout_shape.geo) : 'n/a'}; sum ${fmt(r.sum_vs_max.sum_geo)} vs max ${fmt(r.sum_vs_max.max_geo)}`,
+    );
+  }
+  for (const n of data.not_fitted) out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
+  return { ...out, data };
+}

@@ -1,0 +1,161 @@
+/**
+ * The MoE expert-time law and its fitter (issue 13 item 1): a layer worked by hand, recovery of known
+ * coefficients within their ci95, the series screen, the holdouts, and the seed footnote's sum-vs-max
+ * comparison on every shipped chip with fused-MoE tables.
+ */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { expertLayerMaxUs, expertLayerUs, expertWork, type ExpertCoefficients } from '../../src/core/laws/moe-experts.ts';
+import { seededRandom } from '../../src/core/numeric/stats.ts';
+import { parseCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
+import { readText } from '../../src/core/io/fs.ts';
+import { applyGates } from '../../src/fit/index.ts';
+import { expertSeries, solveNonNegative, sumNormals, seriesNormal } from '../../src/fit/moe-experts-law.ts';
+import { fitMoeExperts } from '../../src/fit/moe-experts.ts';
+import type { FitContext } from '../../src/fit/types.ts';
+import type { MoeRow } from '../../src/measurements/schema.ts';
+import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
+import { moeExpertsSection, sumVsMaxVerdict } from '../../src/report/fit-moe-experts.ts';
+
+const H200 = loadChip('h200');
+const ctx = (derate: number, chip = H200): FitContext => ({
+  chip,
+  inputs: [{ file: `measurements/${chip.name}/moe.vllm-0.24.0.csv.gz`, sha256: 'c'.repeat(64), lane: 'vllm-0.24.0' }],
+  bootstrap: { resamples: 200, seed: 7 },
+  prior: new Map([['hbm_derate', derate]]),
+});
+
+describe('expert law: one layer by hand', () => {
+  // DeepSeek-V3's MoE layer at tp 8 on h200 in fp8_block, one token:
+  //   L = 256/1 = 256 local experts, I' = 2048/8 = 256, D = 256·(1 − (248/256)^1) = 8 touched, P = 1·8·256/256 = 8 pairs
+  //   W = 2·3·7168·256 = 11,010,048 FLOPs per pair; weight bytes = 8·3·7168·256·1 B = 44,040,192 B
+  //   read  = 44,040,192 / (4.8e6 · 0.8) = 11.468800 µs
+  //   arith = 11,010,048 · (8 + 8·9) / (1.979e9 · 0.5) = 880,803,840 / 989.5e6 = 0.890150 µs
+  //   route = 1·8·7168·2 B / 4e6 B/µs = 114,688 / 4e6 = 0.028672 µs
+  //   sum   = 30 + 11.468800 + 0.890150 + 0.028672 = 42.387622 µs;  max = 30 + 11.468800 + 0.028672 = 41.497472 µs
+  const shape = { tokens: 1, hidden: 7168, inter: 2048, topk: 8, experts: 256, tp: 8, ep: 1 };
+  const c: ExpertCoefficients = { floor_us: 30, eps_max: 0.5, m_half: 9, route_bytes_per_us: 4e6 };
+  const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: 4.8e6, hbm_derate: 0.8, bytes_per_element: 1 };
+  it('work terms', () => {
+    const w = expertWork(shape, 1);
+    expect(w.touched).toBeCloseTo(8, 12);
+    expect(w.pairs).toBe(8);
+    expect(w.flops_per_pair).toBe(11_010_048);
+    expect(w.weight_bytes).toBeCloseTo(44_040_192, 3);
+    expect(w.route_bytes).toBe(114_688);
+  });
+  it('sum and max', () => {
+    expect(expertLayerUs(shape, c, rates)).toBeCloseTo(42.387622, 5);
+    expect(expertLayerMaxUs(shape, c, rates)).toBeCloseTo(41.497472, 5);
+  });
+  it('ep shards the experts: ep 8 keeps 32 local experts, so one token touches 8·32/256 = 1 of them on average', () => {
+    const w = expertWork({ ...shape, tp: 1, ep: 8 }, 1);
+    expect(w.pairs).toBe(1);
+    expect(w.touched).toBeCloseTo(32 * (1 - 248 / 256), 12); // = 1
+  });
+});
+
+/** Synthetic table from known coefficients: 6 shapes × tp/ep × 14 token counts, ±3% seeded noise. */
+function synthetic(c: ExpertCoefficients, derate: number, dtype = 'fp8_block'): MoeRow[] {
+  const rand = seededRandom(11);
+  const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: H200.hbm_bytes_per_us, hbm_derate: derate, bytes_per_element: 1 };
+  const rows: MoeRow[] = [];
+  const shapes = [
+    [7168, 2048, 8, 256],
+    [4096, 1536, 8, 128],
+    [2048, 768, 8, 128],
+    [6144, 2560, 8, 160],
+    [4096, 14336, 2, 8],
+    [5120, 8192, 1, 128],
+  ] as const;
+  for (const [hidden, inter, topk, experts] of shapes)
+    for (const [tp, ep] of [[1, 1], [4, 1], [1, 8]] as const)
+      for (const tokens of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]) {
+        const t = expertLayerUs({ tokens, hidden, inter, topk, experts, tp, ep }, c, rates);
+        const base = { chip: 'h200', lane: 'vllm-0.24.0', kernel_source: 'k', tokens, hidden, inter, topk, experts, tp, ep, dtype, distribution: 'balanced' };
+        rows.push({ ...base, latency_us: t * (1 + 0.06 * (rand() - 0.5)) });
+      }
+  return rows;
+}
+
+describe('fitMoeExperts recovers known coefficients', () => {
+  const truth: ExpertCoefficients = { floor_us: 32, eps_max: 0.45, m_half: 12, route_bytes_per_us: 2e6 };
+  const fit = fitMoeExperts(synthetic(truth, 0.86), ctx(0.86));
+  const f = fit.data.fits.find((x) => x.dtype === 'fp8_block')!;
+  it('each within its ci95 and within 10% of the truth', () => {
+    expect(f).toBeDefined();
+    for (const k of ['floor_us', 'eps_max', 'm_half', 'route_bytes_per_us'] as const) {
+      const v = f.coefficients[k];
+      expect(f.ci95[k][0], k).toBeLessThanOrEqual(truth[k]);
+      expect(f.ci95[k][1], k).toBeGreaterThanOrEqual(truth[k]);
+      expect(Math.abs(v / truth[k] - 1), k).toBeLessThan(0.1);
+    }
+    expect(f.train.geo).toBeLessThan(1.03);
+    expect(f.holdout_tokens!.geo).toBeLessThan(1.05);
+    expect(f.holdout_shape!.geo).toBeLessThan(1.05);
+    expect(f.distribution).toBe('balanced');
+  });
+  it('writes four entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
+    expect(fit.coefficients.map((c) => c.name)).toEqual([
+      'moe_expert_floor_fp8_block',
+      'moe_expert_eps_max_fp8_block',
+      'moe_expert_m_half_fp8_block',
+      'moe_expert_route_rate_fp8_block',
+    ]);
+    expect(applyGates(H200, fit.coefficients)).toEqual([]);
+    expect(f.sum_vs_max.sum_better).toBe(true);
+    expect(fit.coefficients[0]!.entry.evidence!.family).toBe('moe_experts');
+  });
+  it('falls back to power_law_1.01 rows when a table has no balanced routing (a100) and says so', () => {
+    const rows = synthetic(truth, 0.86).map((r) => ({ ...r, distribution: 'power_law_1.01' }));
+    const g = fitMoeExperts(rows, ctx(0.86)).data.fits[0]!;
+    expect(g.distribution).toBe('power_law_1.01');
+    expect(String(fitMoeExperts(rows, ctx(0.86)).coefficients[0]!.entry.sources![0]!.cite)).toContain('distribution power_law_1.01');
+  });
+  it('the report section names every dtype, the panel and a figure', () => {
+    const s = moeExpertsSection(fit.data);
+    expect(s.md).toContain('| fp8_block | balanced |');
+    expect(s.md).toContain('Sum or max?');
+    expect(s.figures.map((x) => x.name)).toEqual(['moe_experts_fp8_block.svg']);
+    expect(s.figures[0]!.svg.startsWith('<svg')).toBe(true);
+  });
+});
+
+describe('bounds and screen', () => {
+  it('eps_max never exceeds 1: data faster than the peak pins it at the bound', () => {
+    const truth: ExpertCoefficients = { floor_us: 20, eps_max: 1.6, m_half: 0, route_bytes_per_us: Infinity };
+    const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: H200.hbm_bytes_per_us, hbm_derate: 0.86, bytes_per_element: 1 };
+    const { series } = expertSeries(synthetic(truth, 0.86), 'fp8_block', 'balanced', rates);
+    const x = solveNonNegative(sumNormals(series.map(seriesNormal)))!;
+    expect(x[1]).toBe(1); // c1 = 1/eps_max at its lower bound
+    expect(x.every((v) => v >= 0)).toBe(true);
+  });
+  it('a series that runs much faster with more tokens is screened out', () => {
+    const rows = synthetic({ floor_us: 30, eps_max: 0.4, m_half: 8, route_bytes_per_us: 3e6 }, 0.86);
+    const bad = rows.map((r) => (r.hidden === 2048 && r.tp === 1 && r.ep === 1 && r.tokens === 4096 ? { ...r, latency_us: r.latency_us * 0.3 } : r));
+    const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: H200.hbm_bytes_per_us, hbm_derate: 0.86, bytes_per_element: 1 };
+    const s = expertSeries(bad, 'fp8_block', 'balanced', rates);
+    expect(s.screened.map((x) => x.key)).toEqual(['k|2048|768|128|8|1|1']);
+    expect(s.series).toHaveLength(17);
+  });
+});
+
+/** Chips with a stored fused-MoE table, and their committed hbm_derate. */
+const moeChips = ['a100', 'b200', 'h100', 'h200', 'l40s'].filter((c) => listMeasurementFiles(path.join(REPO_ROOT, 'measurements', c)).some((f) => f.family === 'moe'));
+const derateOf = (chip: string): number => {
+  const sets = parseCoefficientSets(readText(path.join(REPO_ROOT, 'registry', `${chip}.yaml`)), chip);
+  return sets.flatMap((s) => s.coefficients).find((c) => c.name === 'hbm_derate')!.entry.value;
+};
+
+describe('seed footnote 1 on the shipped tables: the sum fits the measured expert timings better than the max', () => {
+  it('covers the five measured chips', () => expect(moeChips).toEqual(['a100', 'b200', 'h100', 'h200', 'l40s']));
+  it.each(moeChips)('%s', (chip) => {
+    const c = loadChip(chip);
+    const rows = readMeasurements(path.join(REPO_ROOT, 'measurements', chip), 'moe', { required: false });
+    const fit = fitMoeExperts(rows, ctx(derateOf(chip), c));
+    const v = sumVsMaxVerdict(fit.data)!;
+    expect(fit.data.fits.length).toBeGreaterThan(0);
+    expect(v.sum_geo, `${chip}: sum ${v.sum_geo} vs max ${v.max_geo}`).toBeLessThan(v.max_geo);
+  });
+});
