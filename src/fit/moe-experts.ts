@@ -10,8 +10,9 @@
  *
  * Registry entries (set cost-model-primitives, family `moe_experts`), per dtype d:
  *   moe_expert_floor_<d> (us_per_layer), moe_expert_eps_max_<d> (dimensionless),
- *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us; absent when
- *   the fit pins the route term at 0).
+ *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us). A floor or
+ *   m_half pinned at 0, or a route term pinned free, is not written (the registry allows 0 only for
+ *   not_charged entries); an absent entry prices its term as 0.
  * ci95: seeded bootstrap over series. Holdouts: the largest quarter of token counts; leave one
  * (hidden, inter, experts, topk) shape out. The sum-vs-max comparison (seed footnote 1) is returned as
  * data: both compositions fitted by pattern search on mean |ln(pred/meas)| from the same start.
@@ -102,7 +103,12 @@ export function fitExpertDtype(rows: readonly MoeRow[], dtype: GemmDtype, ctx: F
   const points = series.flatMap((s) => s.points);
   const ls = fitExpertLogL1(points, 'sum', c);
   const lm = fitExpertLogL1(points, 'max', c);
-  const pinned = [...(c.eps_max === 1 ? ['eps_max (at its bound 1)'] : []), ...(c.m_half === 0 ? ['m_half'] : []), ...(!Number.isFinite(c.route_bytes_per_us) ? ['route_rate'] : [])];
+  const pinned = [
+    ...(c.floor_us === 0 ? ['floor (not written)'] : []),
+    ...(c.eps_max === 1 ? ['eps_max (at its bound 1)'] : []),
+    ...(c.m_half === 0 ? ['m_half (not written)'] : []),
+    ...(!Number.isFinite(c.route_bytes_per_us) ? ['route_rate (not written: free)'] : []),
+  ];
   return {
     dtype,
     distribution,
@@ -141,7 +147,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
   const notes = [
     `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate (core/laws/moe-experts.ts), charged as a sum`,
     `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
-    ...(f.pinned.length ? [`pinned at 0 by the non-negative fit: ${f.pinned.join(', ')}`] : []),
+    ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
     ...(f.holdout_tokens ? [`tokens holdout (tokens ≥ ${f.holdout_tokens.min_tokens}): geo ${fmt(f.holdout_tokens.geo)} over ${f.holdout_tokens.n}`] : []),
   ];
   const err = (e: ExpertError) => ({ geo: roundSig(e.geo, 4), mape_pct: roundSig(e.mape_pct, 4), n: e.n });
@@ -166,10 +172,12 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ),
   });
   const c = f.coefficients;
+  // A term pinned at 0 (floor, m_half) or at "free" (route) is not written: the registry allows 0 only for
+  // not_charged entries, and an absent entry prices the term as 0 (the evidence notes say which).
   return [
-    mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us),
+    ...(c.floor_us > 0 ? [mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us)] : []),
     mk('eps_max', c.eps_max, 'dimensionless', f.ci95.eps_max),
-    mk('m_half', c.m_half, 'tokens', f.ci95.m_half),
+    ...(c.m_half > 0 ? [mk('m_half', c.m_half, 'tokens', f.ci95.m_half)] : []),
     ...(Number.isFinite(c.route_bytes_per_us) ? [mk('route_rate', c.route_bytes_per_us, 'bytes_per_us', f.ci95.route_bytes_per_us)] : []),
   ];
 }
