@@ -36,7 +36,7 @@ describe('derived structure', () => {
     expect(g.speculator?.stack.pattern).toEqual(['mtp']);
     const moe = g.layer_kinds.find((k) => k.id === 'mla_moe')!.nodes.find((n) => n.op === 'GroupedGEMM');
     expect(moe).toMatchObject({ experts: 256, top_k: 8, shared_experts: 1, n: 2048, k: 7168 });
-    expect(g.global.weight_dtype).toBe('fp8');
+    expect(g.global.weight_dtype).toBe('fp8_block'); // weight_block_size [128, 128] in its quantization_config (served-format.ts)
   });
   it('gpt-oss-120b: alternating window-128 / full layers, 128 experts top-4, mxfp4 experts', () => {
     const g = loadModel('gpt-oss-120b');

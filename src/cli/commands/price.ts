@@ -3,6 +3,8 @@ import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
+import { knownModels, loadHfQuantConfig, loadModelConfigText } from '../../core/catalog/model.ts';
+import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { setupPricer } from '../../pricer/setup.ts';
 import { CUDAGRAPH_MODES, RESOURCES, type CudagraphMode, type Deployment, type StepPrice } from '../../pricer/types.ts';
@@ -98,6 +100,13 @@ export function formatStepPrice(p: StepPrice): string {
   return lines.join('\n') + '\n';
 }
 
+/** Which weight format a shipped model serves and why (served-format.ts); undefined for a model given by path. */
+function formatNote(model: string, weightDtype: string): string | undefined {
+  if (!knownModels().includes(model)) return undefined;
+  const cfg = JSON.parse(loadModelConfigText(model)) as Record<string, unknown>;
+  return servedFormatNote(checkpointFormat(cfg, model, loadHfQuantConfig(model)), weightDtype);
+}
+
 export function register(program: Command): void {
   addDeploymentOptions(program.command('price').description('price one step of a batch: NoOverlap, CMOverlap, Overlap, bottleneck and per-resource µs'))
     .option('--batch <spec>', 'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)', collectBatch, [] as string[])
@@ -109,13 +118,16 @@ export function register(program: Command): void {
       const batch = parseBatchSpecs(o.batch);
       const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
       if (o.json) {
-        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), batch: o.batch, info: s.pricer.info, price: p }, null, 2) + '\n');
+        const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
+        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), batch: o.batch, ...(served_format ? { served_format } : {}), info: s.pricer.info, price: p }, null, 2) + '\n');
         return;
       }
       const d = s.deployment;
       process.stdout.write(
         `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
-          `registry ${displayPath(s.registry_file)}\n\n` +
+          `registry ${displayPath(s.registry_file)}\n` +
+          (formatNote(s.model.name, d.weight_dtype) ?? '') +
+          '\n\n' +
           formatStepPrice(p),
       );
       if (s.pricer.info.assumptions.length) process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');

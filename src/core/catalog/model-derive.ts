@@ -21,7 +21,7 @@
  */
 import { UserError } from '../errors.ts';
 import { sha256 } from '../io/fs.ts';
-import type { StorageDtype } from './dtypes.ts';
+import { checkpointFormat } from './served-format.ts';
 import type { GraphNode, ModelGraph, Stack } from './model.ts';
 
 export const DERIVER_VERSION = 1;
@@ -41,16 +41,6 @@ function req(c: HfConfig, name: string, ...keys: string[]): number {
   const v = num(c, ...keys);
   if (v === undefined) throw new UserError(`${name}: config.json lacks ${keys.join(' / ')}`);
   return v;
-}
-
-function checkpointDtype(c: HfConfig): { global: StorageDtype; experts?: StorageDtype } {
-  const q = c.quantization_config as Record<string, unknown> | undefined;
-  const method = typeof q?.quant_method === 'string' ? q.quant_method.toLowerCase() : undefined;
-  if (method === 'fp8') return { global: 'fp8' };
-  const torch = typeof c.torch_dtype === 'string' ? c.torch_dtype : 'bfloat16';
-  const global: StorageDtype = torch === 'float16' ? 'fp16' : torch === 'float32' ? 'fp32' : 'bf16';
-  if (method === 'mxfp4') return { global, experts: 'mxfp4' };
-  return { global };
 }
 
 /** Compress a sequence of layer-kind ids into prologue + pattern × repeat (period ≤ 4). */
@@ -75,9 +65,10 @@ export function compressStack(seq: readonly string[]): Stack {
  * @param config parsed Hugging Face config
  * @param name catalog name written into the graph
  * @param configText the file's exact text, hashed into `derived_from.sha256`
- * @throws UserError naming the missing field
+ * @param hfQuant parsed `hf_quant_config.json` when the checkpoint ships one (ModelOpt exports)
+ * @throws UserError naming the missing field, or a quantisation config it does not understand (served-format.ts)
  */
-export function deriveGraph(config: HfConfig, name: string, configText: string): ModelGraph {
+export function deriveGraph(config: HfConfig, name: string, configText: string, hfQuant?: HfConfig): ModelGraph {
   const modelType = String(config.model_type ?? '');
   const hidden = req(config, name, 'hidden_size', 'n_embed', 'd_model');
   const layers = req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
@@ -86,7 +77,7 @@ export function deriveGraph(config: HfConfig, name: string, configText: string):
   const dH = num(config, 'head_dim') ?? hidden / nQ;
   const vocab = req(config, name, 'vocab_size');
   const tie = config.tie_word_embeddings === undefined ? modelType === 'bloom' : Boolean(config.tie_word_embeddings);
-  const dt = checkpointDtype(config);
+  const dt = checkpointFormat(config, name, hfQuant);
   const isBloom = modelType === 'bloom';
   const inter = num(config, 'intermediate_size', 'n_inner') ?? 4 * hidden;
   const experts = num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');

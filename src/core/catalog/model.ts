@@ -250,3 +250,9 @@ export function loadModelConfigText(name: string, dir = MODELS_DIR): string {
   if (!existsSync(file)) throw new UserError(`model "${name}" has no config.json (known: ${knownModels(dir).join(', ')})`);
   return readText(file);
 }
+
+/** A shipped model's parsed `hf_quant_config.json` (ModelOpt exports), or undefined when it ships none. */
+export function loadHfQuantConfig(name: string, dir = MODELS_DIR): Record<string, unknown> | undefined {
+  const file = path.join(dir, name, 'hf_quant_config.json');
+  return existsSync(file) ? (JSON.parse(readText(file)) as Record<string, unknown>) : undefined;
+}

@@ -1,0 +1,98 @@
+/**
+ * The format a checkpoint is served in, read from its quantisation config (issue 13 item 4), with the
+ * reason in words so `price` can say which format it chose and why.
+ *
+ * Rules (Hugging Face `config.json` `quantization_config`, or `text_config.quantization_config`; NVIDIA
+ * ModelOpt exports may state it only in `hf_quant_config.json`, passed as `hfQuant`):
+ *   - none → the checkpoint's torch_dtype (bf16 unless float16 / float32);
+ *   - quant_method fp8 with weight_block_size → fp8_block (block-scaled fp8, DeepGEMM-style ramp); without → fp8;
+ *   - quant_method mxfp4 → routed experts mxfp4, the rest torch_dtype (gpt-oss);
+ *   - quant_method modelopt / compressed-tensors with 4-bit float weights in groups of 16 (NVFP4), or
+ *     hf_quant_config quant_algo NVFP4 → nvfp4; with 4-bit integer weights → int4 (weight-only);
+ *     when the attention projections are excluded (`ignore` / `exclude_modules` match self_attn) only the
+ *     routed experts carry the 4-bit format and the rest stays torch_dtype.
+ *   - any other quant_method or group layout is refused (UserError naming the field): a format the
+ *     deriver does not understand is never silently served as bf16.
+ * Pure.
+ */
+import { UserError } from '../errors.ts';
+import type { StorageDtype } from './dtypes.ts';
+
+/** What the checkpoint serves: the global weight format, the routed experts' when different, and why. */
+export interface CheckpointFormat {
+  global: StorageDtype;
+  experts?: StorageDtype;
+  reason: string;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
+
+function torchDtype(c: Obj): StorageDtype {
+  const t = typeof c.torch_dtype === 'string' ? c.torch_dtype : typeof c.dtype === 'string' ? c.dtype : 'bfloat16';
+  return t === 'float16' ? 'fp16' : t === 'float32' ? 'fp32' : 'bf16';
+}
+
+/** True when an exclusion list names the attention projections (so only the MLP/experts are quantised). */
+function excludesAttention(list: unknown): boolean {
+  return Array.isArray(list) && list.some((x) => typeof x === 'string' && x.includes('self_attn'));
+}
+
+/** The 4-bit format of a compressed-tensors / ModelOpt `config_groups` weights spec, or undefined. */
+function fourBit(groups: Obj, where: string): { dtype: StorageDtype; what: string } {
+  const specs = Object.values(groups).map((g) => obj(obj(g)?.weights));
+  const w = specs[0];
+  if (!w || specs.some((s) => JSON.stringify(s) !== JSON.stringify(w))) {
+    throw new UserError(`${where}: quantization_config.config_groups: expected one weights layout shared by every group`);
+  }
+  if (w.num_bits === 4 && w.type === 'float' && w.group_size === 16) return { dtype: 'nvfp4', what: '4-bit float weights in groups of 16 (NVFP4)' };
+  if (w.num_bits === 4 && w.type === 'int') return { dtype: 'int4', what: `4-bit integer weights in groups of ${String(w.group_size)} (weight-only int4)` };
+  throw new UserError(`${where}: quantization_config.config_groups weights ${JSON.stringify(w)}: not a layout stepcal understands (NVFP4 or int4)`);
+}
+
+/**
+ * Serve format of a checkpoint (see the module doc).
+ * @param config parsed config.json
+ * @param where name used in errors (model or file)
+ * @param hfQuant parsed hf_quant_config.json, when the checkpoint ships one
+ * @throws UserError for a quantisation config it does not understand
+ */
+export function checkpointFormat(config: Obj, where: string, hfQuant?: Obj): CheckpointFormat {
+  const base = torchDtype(config);
+  const q = obj(config.quantization_config) ?? obj(obj(config.text_config)?.quantization_config);
+  const hq = obj(hfQuant?.quantization);
+  if (!q && !hq) return { global: base, reason: `no quantization_config: the checkpoint's torch_dtype (${base})` };
+  if (!q && hq) {
+    if (hq.quant_algo !== 'NVFP4') throw new UserError(`${where}: hf_quant_config.json quant_algo ${JSON.stringify(hq.quant_algo)} not understood (NVFP4 is)`);
+    const attn = excludesAttention(hq.exclude_modules);
+    return { global: attn ? base : 'nvfp4', ...(attn ? { experts: 'nvfp4' as const } : {}), reason: `hf_quant_config.json quant_algo NVFP4${attn ? ' (attention excluded: experts only)' : ''} → nvfp4` };
+  }
+  const method = typeof q!.quant_method === 'string' ? q!.quant_method.toLowerCase() : undefined;
+  if (method === 'fp8') {
+    const block = q!.weight_block_size;
+    if (Array.isArray(block)) return { global: 'fp8_block', reason: `quantization_config quant_method fp8 with weight_block_size [${block.join(', ')}]: block-quantised fp8 → fp8_block` };
+    return { global: 'fp8', reason: 'quantization_config quant_method fp8 without weight_block_size: per-tensor fp8 → fp8' };
+  }
+  if (method === 'mxfp4') return { global: base, experts: 'mxfp4', reason: `quantization_config quant_method mxfp4: routed experts mxfp4, the rest ${base}` };
+  if ((method === 'modelopt' || method === 'compressed-tensors') && obj(q!.config_groups)) {
+    const f = fourBit(obj(q!.config_groups)!, where);
+    const attn = excludesAttention(q!.ignore);
+    return {
+      global: attn ? base : f.dtype,
+      ...(attn ? { experts: f.dtype } : {}),
+      reason: `quantization_config quant_method ${method}, ${f.what}${attn ? `; attention excluded, so experts ${f.dtype} and the rest ${base}` : ''} → ${f.dtype}`,
+    };
+  }
+  throw new UserError(`${where}: config.json quantization_config quant_method ${JSON.stringify(q!.quant_method)} is not a format stepcal understands (fp8, mxfp4, modelopt/compressed-tensors NVFP4 or int4)`);
+}
+
+/**
+ * One line for `price`: which weight format a deployment serves and why.
+ * @param checkpoint the shipped model's format (`checkpointFormat` of its config)
+ * @param weightDtype the deployment's `weight_dtype` (`auto` = the checkpoint's)
+ */
+export function servedFormatNote(checkpoint: CheckpointFormat, weightDtype: string): string {
+  const ck = `${checkpoint.global}${checkpoint.experts ? ` (routed experts ${checkpoint.experts})` : ''}`;
+  if (weightDtype === 'auto') return `served format ${ck}: ${checkpoint.reason}`;
+  return `served format ${weightDtype}: set by the deployment (--weight-dtype); the checkpoint's is ${ck}: ${checkpoint.reason}`;
+}
