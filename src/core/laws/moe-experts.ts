@@ -18,7 +18,7 @@
  *
  * The fitted coefficients per chip and dtype are eps_max, m_half (tokens per expert), floor (µs per
  * layer: routing, launches) and route_rate (bytes per µs). The route term is stepcal's addition to the
- * seed's law (docs/pricer.md KNOWN DIVERGENCE): without it the fused-MoE tables are missed by 1.2–1.6×
+ * seed's law (KNOWN DIVERGENCE 12, docs/pricer.md): without it the fused-MoE tables are missed by 1.2–1.6×
  * (geo) at wide ep and tp, where the expert work per rank shrinks but the routed-token traffic does not.
  * Units: µs, bytes, FLOPs; peaks in FLOPs per µs, HBM in bytes per µs. Pure.
  */
