@@ -21,6 +21,7 @@
  */
 import { UserError } from '../errors.ts';
 import { sha256 } from '../io/fs.ts';
+import { checkConfigFields } from './config-fields.ts';
 import { checkpointFormat } from './served-format.ts';
 import type { GraphNode, ModelGraph, Stack } from './model.ts';
 
@@ -41,6 +42,22 @@ function req(c: HfConfig, name: string, ...keys: string[]): number {
   const v = num(c, ...keys);
   if (v === undefined) throw new UserError(`${name}: config.json lacks ${keys.join(' / ')}`);
   return v;
+}
+
+/**
+ * The language model's config: a multimodal checkpoint (Llama-4, Kimi-K2.5) nests it under `text_config`;
+ * the file's quantisation config and dtype apply to it when it states none of its own.
+ */
+export function languageConfig(c: HfConfig): HfConfig {
+  const t = c.text_config;
+  if (c.hidden_size !== undefined || !t || typeof t !== 'object' || Array.isArray(t)) return c;
+  const text = t as HfConfig;
+  return {
+    ...text,
+    ...(text.quantization_config === undefined && c.quantization_config !== undefined ? { quantization_config: c.quantization_config } : {}),
+    ...(text.torch_dtype === undefined && text.dtype === undefined && (c.torch_dtype ?? c.dtype) !== undefined ? { torch_dtype: c.torch_dtype ?? c.dtype } : {}),
+    ...(text.tie_word_embeddings === undefined && c.tie_word_embeddings !== undefined ? { tie_word_embeddings: c.tie_word_embeddings } : {}),
+  };
 }
 
 /** Compress a sequence of layer-kind ids into prologue + pattern × repeat (period ≤ 4). */
@@ -68,7 +85,9 @@ export function compressStack(seq: readonly string[]): Stack {
  * @param hfQuant parsed `hf_quant_config.json` when the checkpoint ships one (ModelOpt exports)
  * @throws UserError naming the missing field, or a quantisation config it does not understand (served-format.ts)
  */
-export function deriveGraph(config: HfConfig, name: string, configText: string, hfQuant?: HfConfig): ModelGraph {
+export function deriveGraph(file: HfConfig, name: string, configText: string, hfQuant?: HfConfig): ModelGraph {
+  const config = languageConfig(file);
+  const notModelled = [...new Set([...(config === file ? [] : checkConfigFields(file, name)), ...checkConfigFields(config, name)])];
   const modelType = String(config.model_type ?? '');
   const hidden = req(config, name, 'hidden_size', 'n_embed', 'd_model');
   const layers = req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
@@ -79,7 +98,12 @@ export function deriveGraph(config: HfConfig, name: string, configText: string, 
   const tie = config.tie_word_embeddings === undefined ? modelType === 'bloom' : Boolean(config.tie_word_embeddings);
   const dt = checkpointFormat(config, name, hfQuant);
   const isBloom = modelType === 'bloom';
-  const inter = num(config, 'intermediate_size', 'n_inner') ?? 4 * hidden;
+  const inter = num(config, 'intermediate_size_mlp', 'intermediate_size', 'n_inner') ?? 4 * hidden;
+  // Llama-4: MoE every interleave_moe_layer_step-th layer with one shared expert of intermediate_size,
+  // dense layers at intermediate_size_mlp; chunked attention on the RoPE layers (every 4th is global, NoPE).
+  const moeStep = num(config, 'interleave_moe_layer_step');
+  const chunk = num(config, 'attention_chunk_size');
+  if (chunk !== undefined) notModelled.push(`attention_chunk_size: chunked attention priced as a window of ${chunk} tokens on three of every four layers (every 4th is global)`);
   const experts = num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');
   const topK = num(config, 'num_experts_per_tok', 'experts_per_token');
   const firstDense = num(config, 'first_k_dense_replace') ?? 0;
@@ -106,7 +130,7 @@ export function deriveGraph(config: HfConfig, name: string, configText: string, 
       ];
     }
     const attn: GraphNode = windowed
-      ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: window! }
+      ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: (chunk ?? window)! }
       : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: nKv, d_h: dH };
     if (isBloom) (attn as { alibi?: boolean }).alibi = true;
     if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
@@ -129,8 +153,8 @@ export function deriveGraph(config: HfConfig, name: string, configText: string, 
         ];
 
   const moeBlock = (): GraphNode[] => {
-    const moeInter = num(config, 'moe_intermediate_size') ?? inter;
-    const shared = num(config, 'n_shared_experts') ?? 0;
+    const moeInter = num(config, 'moe_intermediate_size') ?? num(config, 'intermediate_size') ?? inter;
+    const shared = num(config, 'n_shared_experts') ?? (moeStep !== undefined ? 1 : 0);
     const g: GraphNode = {
       op: 'GroupedGEMM',
       role: 'experts',
@@ -161,11 +185,13 @@ export function deriveGraph(config: HfConfig, name: string, configText: string, 
   const kinds = new Map<string, GraphNode[]>();
   const seq: string[] = [];
   for (let i = 0; i < layers; i++) {
-    const windowed = layerTypes
-      ? layerTypes[i] === 'sliding_attention'
-      : window !== undefined && useSw && !isMla && window > 0;
-    if (windowed && window === undefined) throw new UserError(`${name}: layer ${i} slides but config.json has no sliding_window`);
-    const moe = experts !== undefined && topK !== undefined && i >= firstDense;
+    const windowed = chunk !== undefined
+      ? (i + 1) % 4 !== 0
+      : layerTypes
+        ? layerTypes[i] === 'sliding_attention'
+        : window !== undefined && useSw && !isMla && window > 0;
+    if (windowed && (chunk ?? window) === undefined) throw new UserError(`${name}: layer ${i} slides but config.json has no sliding_window`);
+    const moe = experts !== undefined && topK !== undefined && i >= firstDense && (moeStep === undefined || (i + 1) % moeStep === 0);
     const id = `${isMla ? 'mla' : windowed ? 'swa' : 'gqa'}_${moe ? 'moe' : 'dense'}`;
     if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe));
     seq.push(id);
@@ -174,7 +200,13 @@ export function deriveGraph(config: HfConfig, name: string, configText: string, 
   const g: ModelGraph = {
     kind: 'ModelGraph',
     name,
-    derived_from: { format: 'hf_config_json', path: 'config.json', sha256: sha256(configText), deriver_version: DERIVER_VERSION },
+    derived_from: {
+      format: 'hf_config_json',
+      path: 'config.json',
+      sha256: sha256(configText),
+      deriver_version: DERIVER_VERSION,
+      ...(notModelled.length ? { not_modelled: notModelled } : {}),
+    },
     global: { hidden_size: hidden, vocab_size: vocab, tie_word_embeddings: tie, weight_dtype: dt.global },
     layer_kinds: [...kinds].map(([id, nodes]) => ({ id, nodes })),
     stack: compressStack(seq),

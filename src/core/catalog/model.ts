@@ -156,7 +156,14 @@ export const ModelGraphSchema = z
     kind: z.literal('ModelGraph'),
     name: z.string(),
     derived_from: z
-      .object({ format: z.literal('hf_config_json'), path: z.string(), sha256: z.string(), deriver_version: posInt })
+      .object({
+        format: z.literal('hf_config_json'),
+        path: z.string(),
+        sha256: z.string(),
+        deriver_version: posInt,
+        /** Config fields understood but not priced, with why (src/core/catalog/config-fields.ts). */
+        not_modelled: z.array(z.string()).optional(),
+      })
       .strict()
       .optional(),
     global: z

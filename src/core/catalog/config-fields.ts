@@ -1,0 +1,86 @@
+/**
+ * Every Hugging Face config field the graph deriver knows, and what it does with it (issue 13 item 5:
+ * "the deriver refuses a config field it does not understand; it never drops one silently").
+ *
+ * - READ: the deriver reads it (model-derive.ts, served-format.ts).
+ * - NO_STEP_EFFECT: understood and without effect on a step's work: numerics (norm eps, rope scaling,
+ *   activation choice among gated SiLU-likes), routing scores (the router GEMM is the same), training and
+ *   generation defaults, tokenizer ids, naming and packaging metadata.
+ * - NOT_MODELLED: understood, changes the served model, and is NOT priced; derived graphs record each
+ *   present one in `derived_from.not_modelled` with the reason (so nothing is dropped silently).
+ * - REFUSED_UNLESS: structural fields the deriver handles only at their default value; any other value
+ *   is refused.
+ * A field in none of these lists is refused, naming it. Pure.
+ */
+import { UserError } from '../errors.ts';
+
+export const READ_FIELDS: ReadonlySet<string> = new Set([
+  'model_type', 'hidden_size', 'n_embed', 'd_model', 'num_hidden_layers', 'n_layer', 'num_layers', 'num_attention_heads', 'n_head',
+  'num_key_value_heads', 'head_dim', 'vocab_size', 'tie_word_embeddings', 'intermediate_size', 'n_inner', 'n_routed_experts',
+  'num_local_experts', 'num_experts', 'num_experts_per_tok', 'experts_per_token', 'first_k_dense_replace', 'kv_lora_rank', 'q_lora_rank',
+  'qk_rope_head_dim', 'qk_nope_head_dim', 'v_head_dim', 'layer_types', 'sliding_window', 'use_sliding_window', 'moe_intermediate_size',
+  'n_shared_experts', 'num_nextn_predict_layers', 'quantization_config', 'torch_dtype', 'dtype', 'text_config', 'interleave_moe_layer_step',
+  'intermediate_size_mlp', 'attention_chunk_size',
+]);
+
+export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
+  // numerics and positional encoding
+  'rms_norm_eps', 'layer_norm_epsilon', 'rope_scaling', 'rope_theta', 'rotary_dim', 'partial_rotary_factor', 'hidden_act', 'swiglu_limit',
+  'max_position_embeddings', 'initial_context_length', 'use_qk_norm', 'qk_norm_type', 'attention_bias', 'mlp_bias', 'offset_alibi',
+  'apply_residual_connection_post_layernorm', 'masked_softmax_fusion', 'skip_bias_add', 'skip_bias_add_qkv', 'slow_but_exact', 'pretraining_tp',
+  'attn_type_list', 'max_window_layers' /* only with use_sliding_window, which is read */,
+  // routing scores (same router GEMM)
+  'scoring_func', 'norm_topk_prob', 'routed_scaling_factor', 'topk_method', 'n_group', 'topk_group', 'use_routing_bias', 'seq_aux',
+  'aux_loss_alpha', 'router_aux_loss_coef', 'router_jitter_noise', 'output_router_logits', 'ep_size',
+  // training, generation and output defaults
+  'attention_dropout', 'hidden_dropout', 'initializer_range', 'use_cache', 'output_attentions', 'output_hidden_states', 'output_scores',
+  'return_dict', 'return_dict_in_generate', 'torchscript', 'use_bfloat16', 'tf_legacy_loss', 'chunk_size_feed_forward', 'pruned_heads',
+  'temperature', 'top_k', 'top_p', 'typical_p', 'do_sample', 'num_beams', 'num_beam_groups', 'num_return_sequences', 'max_length',
+  'min_length', 'length_penalty', 'repetition_penalty', 'diversity_penalty', 'no_repeat_ngram_size', 'encoder_no_repeat_ngram_size',
+  'bad_words_ids', 'begin_suppress_tokens', 'suppress_tokens', 'early_stopping', 'exponential_decay_length_penalty', 'remove_invalid_values',
+  'forced_bos_token_id', 'forced_eos_token_id', 'decoder_start_token_id',
+  // tokenizer ids and naming / packaging metadata
+  'bos_token_id', 'eos_token_id', 'pad_token_id', 'sep_token_id', 'unk_token_id', 'ignore_index', 'tokenizer_class', 'architectures',
+  'auto_map', 'transformers_version', '_name_or_path', 'id2label', 'label2id', 'finetuning_task', 'problem_type', 'prefix',
+  'task_specific_params', 'is_decoder', 'is_encoder_decoder', 'add_cross_attention', 'cross_attention_hidden_size', 'tie_encoder_decoder',
+  // multimodal placeholders (token ids only)
+  'media_placeholder_token_id', 'video_placeholder', 'use_unified_vision_chunk',
+]);
+
+/** Fields understood but not priced, with the reason recorded in the derived graph. */
+export const NOT_MODELLED: Readonly<Record<string, string>> = {
+  vision_config: 'vision tower not priced (text-only steps)',
+  use_mtp: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
+  num_mtp_modules: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
+  mtp_transformer_layers: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
+};
+
+/** Structural fields handled only at their default; the predicate says whether a value is the default. */
+export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> = {
+  decoder_sparse_step: (v) => v === 1,
+  mlp_only_layers: (v) => Array.isArray(v) && v.length === 0,
+  moe_layer_freq: (v) => v === 1,
+  shared_intermediate_size: (v) => v === 0,
+};
+
+/**
+ * Check every field of a (language-model) config. Returns the not-modelled notes (fields sharing a reason
+ * joined), in field order.
+ * @throws UserError naming the first field the deriver does not understand, or a structural field off its default
+ */
+export function checkConfigFields(config: Record<string, unknown>, name: string): string[] {
+  const byReason = new Map<string, string[]>();
+  for (const [k, v] of Object.entries(config)) {
+    if (k in REFUSED_UNLESS) {
+      if (!REFUSED_UNLESS[k]!(v)) throw new UserError(`${name}: config.json field ${k} = ${JSON.stringify(v)}: the deriver handles only its default`);
+      continue;
+    }
+    if (READ_FIELDS.has(k) || NO_STEP_EFFECT.has(k)) continue;
+    if (k in NOT_MODELLED) {
+      if (v !== false && v !== 0 && v !== null) byReason.set(NOT_MODELLED[k]!, [...(byReason.get(NOT_MODELLED[k]!) ?? []), k]);
+      continue;
+    }
+    throw new UserError(`${name}: config.json field "${k}" is not one the graph deriver understands (src/core/catalog/config-fields.ts lists them); refusing rather than dropping it`);
+  }
+  return [...byReason].map(([why, keys]) => `${keys.join(', ')}: ${why}`);
+}
