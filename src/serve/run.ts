@@ -59,7 +59,8 @@ export interface ServeSetupInput {
   deployment: Partial<Deployment>;
   dp: number;
   registry: CoefficientSet[];
-  scheduler: Omit<SchedulerConfig, 'kv_blocks'> & { kv_blocks?: number };
+  /** Absent `max_num_batched_tokens`: the chip's default (`defaultMaxNumBatchedTokens`). */
+  scheduler: Omit<SchedulerConfig, 'kv_blocks' | 'max_num_batched_tokens'> & { kv_blocks?: number; max_num_batched_tokens?: number | undefined };
   gpu_memory_utilization?: number;
   composition?: StepComposition;
   profile?: EngineProfile;
@@ -78,6 +79,17 @@ export interface ServeSetup {
  * Build the pricer, the KV capacity and the run configuration for one deployment.
  * @throws UserError for an unknown chip/model, a missing coefficient, or weights that leave no KV room
  */
+/**
+ * vLLM's device-dependent default `max_num_batched_tokens`, as the reference records it
+ * (shared/reference/blis-kernel-and-registry.md §4.9): 16,384 tokens on ≥ 160 GiB of HBM, 8,192 on
+ * ≥ 70 GiB except A100, else 2,048.
+ */
+export function defaultMaxNumBatchedTokens(chip: Pick<Chip, 'name' | 'hbm_gib'>): number {
+  if (chip.hbm_gib >= 160) return 16_384;
+  if (chip.hbm_gib >= 70 && !/a100/i.test(chip.name)) return 8_192;
+  return 2_048;
+}
+
 export function setupServe(i: ServeSetupInput): ServeSetup {
   const chip = loadChip(i.chip);
   const model = loadModel(i.model);
@@ -91,8 +103,9 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
     ...(i.gpu_memory_utilization !== undefined ? { gpu_memory_utilization: i.gpu_memory_utilization } : {}),
     ...(i.scheduler.kv_blocks !== undefined ? { override_blocks: i.scheduler.kv_blocks } : {}),
   });
+  const budget = i.scheduler.max_num_batched_tokens ?? defaultMaxNumBatchedTokens(chip);
   const config: ServeConfig = {
-    scheduler: { ...i.scheduler, kv_blocks: capacity.blocks },
+    scheduler: { ...i.scheduler, max_num_batched_tokens: budget, kv_blocks: capacity.blocks },
     composition: i.composition ?? 'cm_overlap',
     profile: i.profile ?? UNCALIBRATED,
     spec_tokens: deployment.speculative?.num_spec_tokens ?? 0,
@@ -102,10 +115,9 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
   return { chip, model, deployment, pricer, capacity, config };
 }
 
-/** vLLM v1 defaults for online serving (stated in docs/serving.md). */
-export const DEFAULT_SCHEDULER: Omit<SchedulerConfig, 'kv_blocks'> = {
+/** Scheduler defaults (docs/serving.md); the token budget follows the chip (`defaultMaxNumBatchedTokens`). */
+export const DEFAULT_SCHEDULER: Omit<SchedulerConfig, 'kv_blocks' | 'max_num_batched_tokens'> = {
   max_num_seqs: 256,
-  max_num_batched_tokens: 8192,
   chunked_prefill: true,
   priority: 'decode-first' as Priority,
   block_size: 16,

@@ -45,7 +45,8 @@ export interface RequestRow {
   isl: number;
   osl: number;
   max_num_seqs: number;
-  max_num_batched_tokens: number;
+  /** undefined = the chip's default (serve `defaultMaxNumBatchedTokens`). */
+  max_num_batched_tokens: number | undefined;
   chunked_prefill: boolean;
   measured: Partial<Record<RequestMetric, number>>;
   group: string;
@@ -106,7 +107,7 @@ function parseRequestRow(rec: Record<string, string>, file: string, row: number)
     weight_dtype: cell('weight_dtype'), kv_dtype: cell('kv_dtype'), cudagraph_mode: mode, engine: cell('engine'), workload,
     concurrency: workload === 'closed' ? int('concurrency') : 0, rate_per_s: 0, requests: int('requests'), isl: int('isl'), osl: int('osl'),
     max_num_seqs: int('max_num_seqs', DEFAULT_SCHEDULER.max_num_seqs),
-    max_num_batched_tokens: int('max_num_batched_tokens', DEFAULT_SCHEDULER.max_num_batched_tokens),
+    max_num_batched_tokens: cell('max_num_batched_tokens') === '' ? undefined : int('max_num_batched_tokens'),
     chunked_prefill: !['off', 'false', '0'].includes(chunk), measured, group: cell('group'), flags: cell('flags'),
   };
   if (workload === 'open') {
@@ -191,7 +192,8 @@ function serveRow(r: RequestRow, registry: CoefficientSet[], cache: Map<string, 
     cache.set(key, s);
   }
   const { max_num_seqs, max_num_batched_tokens, chunked_prefill } = r;
-  const scheduler = { ...s.config.scheduler, max_num_seqs, max_num_batched_tokens, chunked_prefill };
+  const budget = max_num_batched_tokens ?? s.config.scheduler.max_num_batched_tokens;
+  const scheduler = { ...s.config.scheduler, max_num_seqs, max_num_batched_tokens: budget, chunked_prefill };
   const config = { ...s.config, scheduler };
   const fixed = (value: number) => ({ kind: 'fixed' as const, value });
   const reqs = generateRequests(r.requests, fixed(r.isl), fixed(r.osl), 1, r.workload === 'open' ? { kind: 'constant', rate_per_s: r.rate_per_s } : undefined);

@@ -4,7 +4,7 @@ import { loadChip } from '../../src/core/catalog/chip.ts';
 import { percentileNearestRank } from '../../src/core/numeric/stats.ts';
 import { kvCapacity } from '../../src/serve/kv.ts';
 import { dist } from '../../src/serve/metrics.ts';
-import { runServe } from '../../src/serve/run.ts';
+import { defaultMaxNumBatchedTokens, runServe } from '../../src/serve/run.ts';
 import { paretoFront } from '../../src/serve/sweep.ts';
 import { dealReplicas, generateRequests, parseLengthDist } from '../../src/serve/workload.ts';
 import { config, linearPricer } from './helpers.ts';
@@ -50,6 +50,13 @@ describe('serve metrics by hand', () => {
 
   it('paretoFront keeps the non-dominated points and drops nulls', () => {
     expect(paretoFront([[1, 5], [2, 4], [1.5, 3], [null, 9], [2, 4]])).toEqual([0, 1, 4]);
+  });
+});
+
+describe('scheduler defaults', () => {
+  it('max_num_batched_tokens follows the chip as the reference records vLLM (§4.9): 16,384 ≥ 160 GiB, 8,192 ≥ 70 GiB but A100, else 2,048', () => {
+    const budget = (chip: string) => defaultMaxNumBatchedTokens(loadChip(chip));
+    expect(['b200', 'b300', 'gb200', 'h200', 'h100', 'a100', 'l40s'].map(budget)).toEqual([16_384, 16_384, 16_384, 8_192, 8_192, 2_048, 2_048]);
   });
 });
 

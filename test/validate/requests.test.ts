@@ -43,7 +43,7 @@ describe('request-level validation', () => {
       'llama-3.1-8b,h100,1,bf16,vllm,open,,2.5,20,256,32,,,,400,g2',
     ].join('\n');
     const rows = parseRequestsCsv(text, 'x.requests.csv');
-    const defaults = { ep: 1, dp: 1, max_num_seqs: 256, max_num_batched_tokens: 8192, chunked_prefill: true };
+    const defaults = { ep: 1, dp: 1, max_num_seqs: 256, max_num_batched_tokens: undefined, chunked_prefill: true };
     expect(rows[0]).toMatchObject({ ...defaults, concurrency: 8, measured: { ttft_mean_us: 40000, tpot_mean_us: 9000 } });
     expect(rows[1]).toMatchObject({ workload: 'open', rate_per_s: 2.5, measured: { output_tokens_per_s: 400 } });
     const zero = text.replace(',closed,8,', ',closed,0,');

@@ -23,7 +23,7 @@ interface Opts extends Record<string, unknown> {
   registry?: string;
   dp: number;
   maxNumSeqs: number;
-  maxNumBatchedTokens: number;
+  maxNumBatchedTokens?: number;
   chunkedPrefill: 'on' | 'off';
   priority: Priority;
   blockSize: number;
@@ -209,7 +209,7 @@ export function register(program: Command): void {
   addDeploymentOptions(cmd)
     .option('--dp <n>', 'data-parallel replicas (requests dealt round-robin)', parsePositiveInt, 1)
     .option('--max-num-seqs <n>', 'most running requests (vLLM max_num_seqs)', parsePositiveInt, DEFAULT_SCHEDULER.max_num_seqs)
-    .option('--max-num-batched-tokens <n>', 'token budget per step (vLLM max_num_batched_tokens)', parsePositiveInt, DEFAULT_SCHEDULER.max_num_batched_tokens)
+    .option('--max-num-batched-tokens <n>', 'token budget per step (default by HBM: 16384 ≥ 160 GiB, 8192 ≥ 70 GiB but A100, else 2048)', parsePositiveInt)
     .option('--chunked-prefill <on|off>', 'chunked prefill', oneOf(['on', 'off'] as const), 'on')
     .option('--priority <p>', `step order: ${PRIORITIES.join(' | ')}`, oneOf(PRIORITIES), 'decode-first')
     .option('--block-size <n>', 'KV block size, tokens', parsePositiveInt, DEFAULT_SCHEDULER.block_size)
