@@ -78,7 +78,8 @@ export function dist(values: ArrayLike<number>): Dist {
 
 /**
  * Steady-state window of one replica through `selectWindow` (chapter Listing 2.11): endpoints are step
- * ends; a closed loop keeps those whose running count equals its concurrency (Listing 2.10); an open
+ * ends; a closed loop keeps those whose running count equals its concurrency (Listing 2.10), capped at
+ * what the replica can run, min(clients, max_num_seqs, requests); an open
  * loop keeps the step ends from the arrival of the ⌈0.1·N⌉-th request to the last arrival (warm-up
  * and drain left out). Tokens: those delivered by the steps ending inside selected intervals.
  */
@@ -88,7 +89,7 @@ function replicaWindow(run: ReplicaRun): { intervals: number; sum_us: number; to
   const idx: number[] = [];
   let lo = -Infinity;
   let hi = Infinity;
-  if (run.concurrency === null) {
+  if (run.window_running === null) {
     const arr = run.requests.map((r) => r.arrival_us).sort((a, b) => a - b);
     if (arr.length < 2) return null;
     lo = arr[Math.max(0, Math.ceil(0.1 * arr.length) - 1)]!;
@@ -99,9 +100,9 @@ function replicaWindow(run: ReplicaRun): { intervals: number; sum_us: number; to
     eps.push({ ts_us: s.end_us[i]!, flagged: false, running: s.running_after[i]! });
     idx.push(i);
   }
-  const w = selectWindow(eps, run.concurrency ?? undefined);
+  const w = selectWindow(eps, run.window_running ?? undefined);
   if (w.steps_per_s === null) return null;
-  const kept = run.concurrency === null ? idx : idx.filter((_, j) => eps[j]!.running === run.concurrency);
+  const kept = run.window_running === null ? idx : idx.filter((_, j) => eps[j]!.running === run.window_running);
   let tokens = 0;
   for (let j = 1; j < kept.length; j++) for (let i = kept[j - 1]! + 1; i <= kept[j]!; i++) tokens += s.tokens_out[i]!;
   return { intervals: w.selected, sum_us: w.selected_sum_us, tokens };
@@ -123,7 +124,8 @@ function windowRates(runs: readonly ReplicaRun[]): WindowRates | null {
   if (!intervals) return null;
   const closed = runs[0]!.concurrency !== null;
   const rule = closed
-    ? 'step ends where the running count equals the concurrency (chapter Listing 2.10); rates summed over replicas'
+    ? 'step ends where the running count equals the concurrency, min(clients, max_num_seqs, requests) per replica (chapter Listing 2.10); ' +
+      'rates summed over replicas'
     : 'step ends from the arrival of the ⌈0.1·N⌉-th request to the last arrival (warm-up and drain excluded); rates summed over replicas';
   return { rule, intervals, duration_us: dur, steps_per_s: sps, output_tokens_per_s: tps };
 }

@@ -322,7 +322,9 @@ export function simulateReplica(w: ReplicaWorkload, pricer: Pricer, cfg: ServeCo
     const end = now + us;
     now = finishStep(st, sched, end, log, (l) => (done.push(l.out), src.finished(end)), now);
   }
-  return { replica, requests: done, refused, preemptions: st.preemptions, steps: log, concurrency: w.kind === 'closed' ? w.concurrency : null };
+  const closed = w.kind === 'closed';
+  const window_running = closed ? Math.min(w.concurrency, cfg.scheduler.max_num_seqs, w.requests.length) : null;
+  return { replica, requests: done, refused, preemptions: st.preemptions, steps: log, concurrency: closed ? w.concurrency : null, window_running };
 }
 
 /** Apply a priced step: deliver tokens, retire finished requests, log; returns the new clock. */

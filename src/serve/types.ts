@@ -120,4 +120,6 @@ export interface ReplicaRun {
   steps: StepLog;
   /** Closed-loop concurrency of this replica (null for an open loop). */
   concurrency: number | null;
+  /** Closed loop: the running count the window filter asks for, min(clients, max_num_seqs, requests); null for an open loop. */
+  window_running: number | null;
 }

@@ -70,12 +70,15 @@ describe('stepcal serve', () => {
     expect(e.stderr).toMatch(/bad\.csv row 2 column "isl": expected a positive integer, got "0"/);
   });
 
-  it('usage errors exit 2: no workload, two workloads, a malformed length', async () => {
+  it('usage errors exit 2: no workload, two workloads, a malformed length, an unknown --deployment key', async () => {
     expect((await cli([...BASE])).code).toBe(2);
     expect((await cli([...BASE, '--concurrency', '2', '--rate', '3'])).code).toBe(2);
     const bad = await cli([...BASE, '--concurrency', '2', '--osl', 'uniform:9-3']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/uniform:LO-HI needs LO ≤ HI/);
+    const key = await cli([...BASE, '--sweep-concurrency', '1', '--deployment', 'tpp=2']);
+    expect(key.code).toBe(2);
+    expect(key.stderr).toMatch(/unknown key "tpp"/);
   });
 
   it('--sweep-concurrency over two deployments: a table row per point, Pareto points, and the SVG with the frontier', async () => {

@@ -30,6 +30,15 @@ describe('serve metrics by hand', () => {
     expect(m.steps.regime.decode.steps).toBe(3);
   });
 
+  it('the closed-loop window asks for min(clients, max_num_seqs, requests) running: 3 clients on 2 seats still get a window', () => {
+    // max_num_seqs 2: two run, the third waits; with ISL 1, OSL 4 the pair runs in lockstep (running 2 after steps 1–3)
+    const reqs = [0, 1, 2].map((i) => ({ id: `r${i}`, isl: 1, osl: 4 }));
+    const { runs, metrics: m } = runServe({ kind: 'closed', concurrency: 3, requests: reqs }, linearPricer(), config({ max_num_seqs: 2 }));
+    expect(runs[0]!.window_running).toBe(2);
+    expect(m.window).not.toBeNull();
+    expect(m.window!.rule).toMatch(/min\(clients, max_num_seqs, requests\)/);
+  });
+
   it('dp 2 deals requests round-robin, runs the replicas independently and divides by dp × GPUs per replica', () => {
     const reqs = [0, 1, 2, 3].map((i) => ({ id: `r${i}`, isl: 1, osl: 4, arrival_us: 0 }));
     const one = runServe({ kind: 'open', requests: reqs.slice(0, 2) }, linearPricer(), config({}, { gpus_per_replica: 2 }));

@@ -65,13 +65,18 @@ function distText(d: LengthDist): string {
   return d.kind === 'fixed' ? String(d.value) : d.kind === 'uniform' ? `uniform:${d.lo}-${d.hi}` : `exp:${d.mean}`;
 }
 
-/** `tp=4,dp=2,weight_dtype=fp8` → flag overrides (names as the flags, - or _). */
+/** Keys a `--deployment` spec may set (the deployment flags, in flag spelling with - or _). */
+const DEPLOYMENT_KEYS = ['tp', 'ep', 'dp', 'weight-dtype', 'kv-dtype', 'cudagraph-mode', 'max-capture-size', 'decode-threshold', 'spec-tokens'];
+
+/** `tp=4,dp=2,weight_dtype=fp8` → flag overrides. @throws UsageError on a malformed pair or an unknown key */
 function parseDeploymentSpec(spec: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
     const m = /^([a-z_-]+)=(.+)$/i.exec(part);
     if (!m) throw new UsageError(`--deployment "${spec}": expected key=value pairs separated by commas (e.g. tp=4,dp=2)`);
-    out[m[1]!.toLowerCase().replace(/[-_]([a-z])/g, (_, c: string) => c.toUpperCase())] = m[2]!;
+    const key = m[1]!.toLowerCase().replace(/_/g, '-');
+    if (!DEPLOYMENT_KEYS.includes(key)) throw new UsageError(`--deployment "${spec}": unknown key "${m[1]}" (known: ${DEPLOYMENT_KEYS.join(', ')})`);
+    out[key.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())] = m[2]!;
   }
   return out;
 }
