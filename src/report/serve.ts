@@ -158,7 +158,15 @@ export function sweepSvg(points: readonly SweepPoint[], title: string): string {
     const frontier = front.map((p): [number, number] => [p.tokens_per_s_per_user!, p.tokens_per_s_per_gpu!]);
     scatter.push({ label: 'Pareto frontier', style: 'line', color: '#333', dash: '4 3', points: frontier });
     const labels = { title: 'throughput per GPU vs per user', x_label: 'tokens/s/user (1 / mean TPOT)', y_label: 'output tokens/s/GPU' } as const;
-    panels.push(chart(scatter, { ...PANEL, x_log: false, ...labels }));
+    const pts = scatter.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+    const pad = (v: number[]): [number, number] => {
+      const lo = Math.min(...v);
+      const hi = Math.max(...v);
+      const d = (hi - lo || Math.abs(hi) || 1) * 0.05;
+      return [Math.max(0, lo - d), hi + d];
+    };
+    const ranges = pts.length ? { x_range: pad(pts.map((p) => p[0])), y_range: pad(pts.map((p) => p[1])) } : {};
+    panels.push(chart(scatter, { ...PANEL, x_log: false, ...labels, ...ranges }));
   }
   const W = 560 * panels.length;
   // each panel nested at its offset, with its own clip-path id

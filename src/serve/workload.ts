@@ -118,17 +118,18 @@ export function byArrival(requests: readonly RequestSpec[]): RequestSpec[] {
 
 /**
  * Deal requests over `dp` replicas round-robin (request i to replica i mod dp); a closed loop's
- * clients likewise (replica k gets the k-th share of `concurrency`, larger shares first). KNOWN
- * DIVERGENCE 5 (docs/serving.md): vLLM's DP coordinator balances by queue length.
- * @throws UserError when a closed loop has fewer clients than replicas
+ * clients likewise (replica k gets the k-th share of `concurrency`, larger shares first). With fewer
+ * clients than replicas, only the first `concurrency` replicas get clients and requests; the others
+ * idle (their GPUs still count in the per-GPU denominator). KNOWN DIVERGENCE 5 (docs/serving.md):
+ * vLLM's DP coordinator balances by queue length.
  */
 export function dealReplicas(kind: 'closed' | 'open', requests: readonly RequestSpec[], dp: number, concurrency = 0): ReplicaWorkload[] {
-  if (kind === 'closed' && concurrency < dp) throw new UserError(`concurrency ${concurrency} is below dp ${dp}: every replica needs at least one client`);
+  const active = kind === 'closed' ? Math.max(1, Math.min(dp, concurrency)) : dp;
   const out: ReplicaWorkload[] = [];
   for (let k = 0; k < dp; k++) {
-    const mine = requests.filter((_, i) => i % dp === k);
+    const mine = k < active ? requests.filter((_, i) => i % active === k) : [];
     if (kind === 'open') out.push({ kind, requests: mine });
-    else out.push({ kind, requests: mine, concurrency: Math.floor(concurrency / dp) + (k < concurrency % dp ? 1 : 0) });
+    else out.push({ kind, requests: mine, concurrency: k < active ? Math.floor(concurrency / active) + (k < concurrency % active ? 1 : 0) : 0 });
   }
   return out;
 }
