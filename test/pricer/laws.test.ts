@@ -2,12 +2,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { attendedKeys, decodeTokensRead, prefillPairs } from '../../src/core/laws/attention.ts';
-import { collectiveTime } from '../../src/core/laws/collective.ts';
-import { gemmEfficiency } from '../../src/core/laws/gemm.ts';
-import { GRAPH_EAGER, GRAPH_FULL, GRAPH_PIECEWISE, graphModeFor, launchUs } from '../../src/core/laws/host.ts';
+import { collectiveTime, collectiveUs } from '../../src/core/laws/collective.ts';
+import { achievedEfficiency, gemmEfficiency, rampSlowdown, rampUs, rampUsPerToken, shapeEfficiency, shapeFactor } from '../../src/core/laws/gemm.ts';
+import { floorPlusUnits, floorPlusWork } from '../../src/core/laws/floor-rate.ts';
+import { eagerLaunchUs, GRAPH_EAGER, GRAPH_FULL, GRAPH_PIECEWISE, graphModeFor, launchUs, passHostUs } from '../../src/core/laws/host.ts';
 import { expertsTouched } from '../../src/core/laws/moe.ts';
 import { all2allSpan, ringSpan } from '../../src/core/laws/placement.ts';
-import { collectiveTimeInline } from '../../src/pricer/pricer.ts';
 
 describe('GEMM ramp (reference §4.3 sanity values)', () => {
   it('H200 bf16: 0.0089 at m=1, 0.496 at m=110, 0.941 at m=2048', () => {
@@ -15,6 +15,50 @@ describe('GEMM ramp (reference §4.3 sanity values)', () => {
     expect(gemmEfficiency(110, 0.992, 110)).toBeCloseTo(0.496, 12);
     expect(gemmEfficiency(2048, 0.992, 110)).toBeCloseTo(0.941, 3);
     expect(gemmEfficiency(0, 0.992, 110)).toBe(0);
+  });
+});
+
+describe('the folded ramp (what the pricer evaluates per step) is the ramp law', () => {
+  it('hand arithmetic: 2·4096·4096 FLOPs per token at peak 989,000 FLOPs/µs, ε_max 0.8, m_½ 100, at m = 300', () => {
+    const a = rampUsPerToken(2 * 4096 * 4096, 989_000, 0.8);
+    expect(a).toBe((2 * 4096 * 4096) / (989_000 * 0.8));
+    expect(rampUs(a, 300, 100)).toBe(a * 400);
+    // FLOPs / (peak · ε(m)) with ε(300) = 0.8 · 300/400 = 0.6: 300 · 33,554,432 / (989,000 · 0.6) µs.
+    expect(rampUs(a, 300, 100)).toBeCloseTo((300 * 2 * 4096 * 4096) / (989_000 * 0.6), 9);
+    expect(rampSlowdown(300, 100)).toBe(400 / 300);
+    expect(rampSlowdown(300, 100)).toBeCloseTo(0.8 / gemmEfficiency(300, 0.8, 100), 14);
+  });
+  it('a·(m + m_½) equals FLOPs / (peak · shapeEfficiency) to rounding, for any shape', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.integer({ min: 64, max: 65_536 }),
+        fc.integer({ min: 64, max: 65_536 }),
+        fc.double({ min: 0.05, max: 1, noNaN: true }),
+        fc.double({ min: 1, max: 2000, noNaN: true }),
+        fc.double({ min: 10, max: 5000, noNaN: true }),
+        fc.double({ min: 10, max: 5000, noNaN: true }),
+        (m, n, k, eps, mh, nh, kh) => {
+          const peak = 989_000;
+          const c = { eps_max: eps, m_half: mh, n_half: nh, k_half: kh };
+          const law = (2 * m * n * k) / (peak * shapeEfficiency(m, n, k, c));
+          const folded = rampUs(rampUsPerToken(2 * n * k, peak, eps, shapeFactor(n, nh) * shapeFactor(k, kh)), m, mh);
+          expect(Math.abs(folded - law) / law).toBeLessThan(1e-13);
+          // and the timing inverts back to the efficiency it was priced at
+          expect(achievedEfficiency(m, n, k, folded, peak)).toBeCloseTo(shapeEfficiency(m, n, k, c), 12);
+        },
+      ),
+    );
+  });
+  it('floorPlusUnits with us_per_unit = floorPlusWork(0, bytes per unit, rate) is floorPlusWork to rounding', () => {
+    // 2 µs floor, 4,096 tokens of 256 KV bytes at 3.2e6 B/µs: 2 + 4096·256/3.2e6 = 2.32768 µs.
+    expect(floorPlusUnits(2, 4096, floorPlusWork(0, 256, 3.2e6))).toBeCloseTo(2.32768, 12);
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 50, noNaN: true }), fc.integer({ min: 0, max: 1e7 }), fc.double({ min: 1, max: 1e6, noNaN: true }), fc.double({ min: 1e3, max: 1e7, noNaN: true }), (f, u, b, r) => {
+        const law = floorPlusWork(f, u * b, r);
+        expect(Math.abs(floorPlusUnits(f, u, floorPlusWork(0, b, r)) - law)).toBeLessThanOrEqual(1e-12 * Math.max(1, law));
+      }),
+    );
   });
 });
 
@@ -60,14 +104,22 @@ describe('MoE distinct experts', () => {
 });
 
 describe('collectives', () => {
-  it('inline law equals laws/collective.ts for any message', () => {
+  it('the scalar form (the pricer\'s) equals collectiveTime for any message', () => {
     fc.assert(
       fc.property(fc.double({ min: 0, max: 1e10, noNaN: true }), fc.double({ min: 0.1, max: 50, noNaN: true }), fc.double({ min: 1e4, max: 1e6, noNaN: true }), (b, t0, rp) => {
         const rt = rp * 0.75;
-        expect(collectiveTimeInline(b, t0, rt, rp)).toBe(collectiveTime(b, { t0_us: t0, r_t_bytes_per_us: rt, r_peak_bytes_per_us: rp }));
-        expect(collectiveTimeInline(b, t0, undefined, rp)).toBe(collectiveTime(b, { t0_us: t0, r_peak_bytes_per_us: rp }));
+        expect(collectiveUs(b, t0, rt, rp)).toBe(collectiveTime(b, { t0_us: t0, r_t_bytes_per_us: rt, r_peak_bytes_per_us: rp }));
+        expect(collectiveUs(b, t0, undefined, rp)).toBe(collectiveTime(b, { t0_us: t0, r_peak_bytes_per_us: rp }));
       }),
     );
+  });
+  it('t(b) by hand: floor, transition and peak regimes; a one-rank group is free', () => {
+    // t0 = 10 µs, r_t = 1,000 B/µs, r_peak = 4,000 B/µs.
+    expect(collectiveUs(0, 10, 1000, 4000)).toBe(10); // no message: the floor
+    expect(collectiveUs(2000, 10, 1000, 4000)).toBe(12); // 10 + 2000/1000 = 12 > 2000/4000
+    expect(collectiveUs(2e6, 10, 1e6, 1e5)).toBe(20); // max(10 + 2, 2e6/1e5 = 20): the peak rate binds
+    expect(collectiveUs(2000, 10, undefined, 4000)).toBe(10); // two-parameter law: max(t0, b/r_peak)
+    expect(collectiveTime(2000, { t0_us: 10, r_peak_bytes_per_us: 4000 }, 1)).toBe(0);
   });
   it('spans: one node = 1; 16 ranks over two 8-GPU nodes with ratio 9', () => {
     expect(ringSpan(8, 8, 9)).toBe(1);
@@ -77,6 +129,11 @@ describe('collectives', () => {
 });
 
 describe('host (reference §4.10 table)', () => {
+  it('eager per kernel where measured, else per layer; a pass adds its dispatch per kernel', () => {
+    expect(eagerLaunchUs(3, 99, 258, 32)).toBe(774); // 3 µs × 258 kernels
+    expect(eagerLaunchUs(undefined, 40, 258, 32)).toBe(1280); // 40 µs × 32 layers
+    expect(passHostUs(launchUs(GRAPH_PIECEWISE, false, 20, 5, 33, 774), 1.5, 258)).toBe(5 * 33 + 1.5 * 258);
+  });
   it('graph mode per batch', () => {
     expect(graphModeFor('FULL_AND_PIECEWISE', true)).toBe(GRAPH_FULL);
     expect(graphModeFor('FULL_AND_PIECEWISE', false)).toBe(GRAPH_PIECEWISE);

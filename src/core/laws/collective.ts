@@ -28,8 +28,21 @@ export interface CollectiveCoefficients {
  */
 export function collectiveTime(message_bytes: number, c: CollectiveCoefficients, ranks = 2): number {
   if (ranks <= 1) return 0;
-  if (!(message_bytes > 0)) return c.t0_us;
-  const peak = message_bytes / c.r_peak_bytes_per_us;
-  if (c.r_t_bytes_per_us === undefined) return Math.max(c.t0_us, peak);
-  return Math.max(c.t0_us + message_bytes / c.r_t_bytes_per_us, peak);
+  return collectiveUs(message_bytes, c.t0_us, c.r_t_bytes_per_us, c.r_peak_bytes_per_us);
+}
+
+/**
+ * The same law with its coefficients as plain numbers (the pricer's hot path keeps them in flat
+ * arrays), µs, for a multi-rank group: max(t0 + b/r_t, b/r_peak), or max(t0, b/r_peak) when r_t is
+ * undefined; a non-positive message pays the floor.
+ * @param message_bytes message size, bytes (nccl-tests convention)
+ * @param t0_us floor, µs per transfer
+ * @param r_t_bytes_per_us transition rate, bytes per µs, or undefined
+ * @param r_peak_bytes_per_us peak rate, bytes per µs
+ */
+export function collectiveUs(message_bytes: number, t0_us: number, r_t_bytes_per_us: number | undefined, r_peak_bytes_per_us: number): number {
+  if (!(message_bytes > 0)) return t0_us;
+  const peak = message_bytes / r_peak_bytes_per_us;
+  if (r_t_bytes_per_us === undefined) return Math.max(t0_us, peak);
+  return Math.max(t0_us + message_bytes / r_t_bytes_per_us, peak);
 }

@@ -23,3 +23,12 @@ export function floorPlusWork(floor_us: number, work: number, rate: number): num
 export function hbmReadUs(bytes: number, hbm_bytes_per_us: number, hbm_derate: number): number {
   return bytes / (hbm_bytes_per_us * hbm_derate);
 }
+
+/**
+ * `floorPlusWork` with the rate folded into a per-unit cost at construction: floor_us + units ·
+ * us_per_unit, where us_per_unit = floorPlusWork(0, work_per_unit, rate) (for instance µs per cached
+ * token read = KV bytes per token / decode rate). In µs.
+ */
+export function floorPlusUnits(floor_us: number, units: number, us_per_unit: number): number {
+  return floor_us + units * us_per_unit;
+}

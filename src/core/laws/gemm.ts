@@ -65,3 +65,37 @@ export function shapeEfficiency(m: number, n: number, k: number, c: RampCoeffici
 export function achievedEfficiency(m: number, n: number, k: number, latency_us: number, peak_flops_per_us: number): number {
   return (2 * m * n * k) / (latency_us * peak_flops_per_us);
 }
+
+/**
+ * The ramp folded for a pricer: the µs per token of a GEMM (or a group of GEMMs on one ramp) at ε_max,
+ * flops_per_token / (peak · ε_max · shape). With it, t(m) = `rampUs(a, m, m_half)`; this is the fold
+ * the module comment describes (reference §4.3).
+ * @param flops_per_token FLOPs per token of the GEMM on this rank
+ * @param peak_flops_per_us dense peak of its compute format, FLOPs per µs
+ * @param eps_max asymptotic fraction of peak (dimensionless)
+ * @param shape f(n)·f(k) (`shapeFactor`), or another dimensionless factor on the rate; default 1
+ * @returns µs per token at ε_max
+ */
+export function rampUsPerToken(flops_per_token: number, peak_flops_per_us: number, eps_max: number, shape = 1): number {
+  return flops_per_token / (peak_flops_per_us * eps_max * shape);
+}
+
+/**
+ * GEMM time at m tokens from its folded constant, µs: a · (m + m_½) = m · flops_per_token /
+ * (peak · ε(m) · shape) for m > 0 (equal up to rounding; test/pricer/laws.test.ts checks it). Linear in
+ * a, so GEMMs on one ramp may be folded into one a by summing their constants.
+ * @param a_us_per_token `rampUsPerToken` (or a sum of them on one ramp)
+ * @param m tokens in the step on this rank
+ * @param m_half the ramp's half point, tokens
+ */
+export function rampUs(a_us_per_token: number, m: number, m_half: number): number {
+  return a_us_per_token * (m + m_half);
+}
+
+/**
+ * ε_max / ε(m) = (m + m_½) / m: how many times slower than ε_max the ramp runs at m tokens (m > 0),
+ * dimensionless. Used to scale work priced at ε_max (prefill attention pairs) to a row's own ramp.
+ */
+export function rampSlowdown(m: number, m_half: number): number {
+  return (m + m_half) / m;
+}

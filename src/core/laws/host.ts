@@ -51,3 +51,25 @@ export function launchUs(graphMode: number, overCapture: boolean, replay_us: num
   if (overCapture) return eager_us > captured ? eager_us : captured;
   return captured;
 }
+
+/**
+ * Eager launch cost of one pass, µs: per kernel where the registry measures it
+ * (`host_launch_eager_per_kernel`), else per layer (`host_launch_eager_per_layer`; reference §4.10).
+ * @param per_kernel_us eager cost per kernel, or undefined when only the per-layer figure exists
+ * @param per_layer_us eager cost per layer (used only when per_kernel_us is undefined)
+ * @param kernels kernels launched in the pass; layers its layers
+ */
+export function eagerLaunchUs(per_kernel_us: number | undefined, per_layer_us: number, kernels: number, layers: number): number {
+  return per_kernel_us !== undefined ? per_kernel_us * kernels : per_layer_us * layers;
+}
+
+/**
+ * Host time of one pass, µs: its launch or replay cost (`launchUs`) plus a dispatch cost per kernel
+ * (seed "Host time"; reference §4.10).
+ * @param launch_us `launchUs` of the pass
+ * @param dispatch_us_per_kernel `host_launch_per_kernel`
+ * @param kernels kernels of the pass
+ */
+export function passHostUs(launch_us: number, dispatch_us_per_kernel: number, kernels: number): number {
+  return launch_us + dispatch_us_per_kernel * kernels;
+}

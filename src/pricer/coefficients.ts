@@ -1,0 +1,192 @@
+/**
+ * Coefficient lookup for one deployment, at construction only (seed "Arithmetic rates", "Memory",
+ * "Attention", "Collectives", "Host time"; reference §1.5, §4.2–4.10). Turns registry names into the
+ * numbers the plan folds: GEMM ramps per compute format, the derated HBM rate, decode-attention
+ * floors and rates per kind, collective curves per (op, width) with width snapping and placement, and
+ * the host set. Records the assumptions and extrapolation notes it makes. Pure: no I/O.
+ */
+import { UserError } from '../core/errors.ts';
+import type { Chip } from '../core/catalog/chip.ts';
+import type { StorageDtype } from '../core/catalog/dtypes.ts';
+import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
+import type { ResolvedCoefficients } from '../registry/load.ts';
+import { computeFormat, type ComputeFormat } from './deployment.ts';
+
+/** A compute format with its ramp: ε_max, m_½ and, when the registry has both, n_½ and k_½. */
+export interface RampFormat extends ComputeFormat {
+  eps: number;
+  mh: number;
+  nh?: number;
+  kh?: number;
+}
+
+/** One collective curve placed on NVLink or the NIC (coefficients in µs and bytes per µs). */
+export interface CollectiveCurve {
+  t0: number;
+  rt: number | undefined;
+  rpeak: number;
+  /** The group crosses its NVLink domain: charged to the NIC. */
+  nic: boolean;
+  /** Message scale for a group that crosses the network (laws/placement.ts), 1 on NVLink. */
+  span: number;
+}
+
+/** The host set (seed "Host time"; reference §1.5 host set, §4.10), µs. */
+export interface HostCoefficients {
+  dispatchUs: number;
+  replayUs: number;
+  pieceUs: number;
+  eagerPerKernel: number | undefined;
+  eagerPerLayer: number;
+}
+
+/** Registry lookups for one chip, model, tp and ep; caches per format and per collective. */
+export class PricerCoefficients {
+  /** Choices a reader should know (fallbacks, format choices); may repeat, deduplicated by the caller. */
+  readonly assumptions: string[] = [];
+  /** Extrapolation notes known at construction, each once. */
+  readonly staticNotes = new Set<string>();
+  readonly hbmDerate: number;
+  private readonly formats = new Map<StorageDtype, RampFormat>();
+  private readonly curves = new Map<string, CollectiveCurve>();
+  private readonly collDtype: string;
+  private readonly chipKey: string;
+
+  /**
+   * @param served the served weight dtype (collectives run int8 for int8 weights, else fp16)
+   * @throws UserError when the registry has no `hbm_derate`.
+   */
+  constructor(
+    readonly chip: Chip,
+    private readonly modelName: string,
+    private readonly tp: number,
+    private readonly ep: number,
+    readonly reg: ResolvedCoefficients,
+    served: StorageDtype,
+  ) {
+    this.collDtype = served === 'int8' ? 'int8' : 'fp16';
+    this.chipKey = chip.name.replace(/-/g, '_');
+    this.hbmDerate = this.need('hbm_derate');
+  }
+
+  /**
+   * A required coefficient.
+   * @throws UserError naming it and listing the family's known names.
+   */
+  need(name: string): number {
+    if (this.reg.has(name)) return this.reg.value(name);
+    const fam = name.split('_').slice(0, 2).join('_');
+    const near = this.reg.names().filter((n) => n.startsWith(fam));
+    throw new UserError(
+      `coefficient "${name}" is not in the registry for ${this.chip.name} (${this.modelName}, tp ${this.tp}, ep ${this.ep}); known ${fam}_*: ${near.length ? near.join(', ') : '(none)'}`,
+    );
+  }
+
+  /** An optional coefficient, undefined when absent. */
+  opt(name: string): number | undefined {
+    return this.reg.has(name) ? this.reg.value(name) : undefined;
+  }
+
+  /**
+   * The compute format and ramp a weight dtype runs on (seed "Arithmetic rates"; reference §4.2–4.3).
+   * Shape factors only when both halves exist (reference §1.3: both or neither).
+   * @throws UserError when the format's `gemm_eps_max_*` or `gemm_m_half_*` is missing.
+   */
+  format(w: StorageDtype): RampFormat {
+    const hit = this.formats.get(w);
+    if (hit) return hit;
+    const cf = computeFormat(w, this.chip, (s) => this.reg.has(`gemm_eps_max_${s}`));
+    if (cf.note) this.assumptions.push(cf.note);
+    const nh = this.opt(`gemm_n_half_${cf.ramp}`);
+    const kh = this.opt(`gemm_k_half_${cf.ramp}`);
+    const f: RampFormat = { ...cf, eps: this.need(`gemm_eps_max_${cf.ramp}`), mh: this.need(`gemm_m_half_${cf.ramp}`) };
+    if (nh !== undefined && kh !== undefined) Object.assign(f, { nh, kh });
+    this.formats.set(w, f);
+    return f;
+  }
+
+  /**
+   * Decode-attention floor (µs) and rate (bytes per µs) of an attention kind (seed "Attention";
+   * reference §1.5, §4.5): the kind's own, else the full-attention rate (noted), else undefined.
+   */
+  decodeAttention(kind: string): { floor: number; rate: number } | undefined {
+    const suffix = kind === 'gqa' ? '' : kind === 'sparse' ? '_sparse_mla' : `_${kind}`;
+    const baseRate = this.opt('attention_decode_rate');
+    const baseFloor = this.opt('attention_decode_floor') ?? 0;
+    if (suffix) {
+      const rate = this.opt(`attention_decode_rate${suffix}`);
+      if (rate !== undefined) return { floor: this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate };
+      if (baseRate !== undefined) {
+        this.staticNotes.add(`no attention_decode_rate${suffix} in the registry: ${kind} decode priced with the full-attention rate`);
+        return { floor: this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate: baseRate };
+      }
+    }
+    return baseRate === undefined ? undefined : { floor: baseFloor, rate: baseRate };
+  }
+
+  /** Widths with coefficients for `op` (ascending): both a floor and a peak rate. */
+  private fittedWidths(op: string): number[] {
+    const re = new RegExp(`^collective_floor_${op}_${this.collDtype}_(\\d+)rank_${this.chipKey}$`);
+    const widths: number[] = [];
+    for (const n of this.reg.names()) {
+      const m = re.exec(n);
+      if (m && this.reg.has(`collective_peak_rate_${this.tail(op, Number(m[1]))}`)) widths.push(Number(m[1]));
+    }
+    return widths.sort((a, b) => a - b);
+  }
+
+  private tail(op: string, width: number): string {
+    return `${op}_${this.collDtype}_${width}rank_${this.chipKey}`;
+  }
+
+  /** A width's coefficients count as measured only when its floor and peak rate both say so. */
+  private isMeasured(op: string, width: number): boolean {
+    const e = this.reg.entries;
+    return e.get(`collective_floor_${this.tail(op, width)}`)?.entry.method === 'measured' && e.get(`collective_peak_rate_${this.tail(op, width)}`)?.entry.method === 'measured';
+  }
+
+  /**
+   * The curve of collective `op` over `width` ranks (seed "Collectives"; reference §4.7). Width
+   * snapping: exact, else the next width above, else the widest (noted); assumed widths noted. One
+   * domain rule (laws/placement.ts) decides whether the group crosses and by how much.
+   * @throws UserError when the registry has no width at all for the op.
+   */
+  collective(op: string, width: number): CollectiveCurve {
+    const key = `${op}/${width}`;
+    const hit = this.curves.get(key);
+    if (hit) return hit;
+    const widths = this.fittedWidths(op);
+    if (!widths.length) this.need(`collective_floor_${this.tail(op, width)}`);
+    const measured = widths.filter((x) => this.isMeasured(op, x));
+    const assumed = widths.filter((x) => !this.isMeasured(op, x));
+    const widthList = `measured widths: ${measured.length ? measured.join(', ') : 'none'}` + (assumed.length ? `; assumed (not measured) widths: ${assumed.join(', ')}` : '');
+    const w = widths.find((x) => x >= width) ?? widths[widths.length - 1]!;
+    if (w !== width) this.staticNotes.add(`${op} over ${width} ranks priced with the ${w}-rank ${this.chipKey} coefficients (${widthList})`);
+    else if (!this.isMeasured(op, w)) this.staticNotes.add(`${op} over ${width} ranks priced with assumed (not measured) ${w}-rank ${this.chipKey} coefficients (${widthList})`);
+    const domain = nvlinkDomainGpus(this.chip);
+    const linkRatio = this.chip.nvlink_bytes_per_us / this.chip.nic_bytes_per_us;
+    const tail = this.tail(op, w);
+    const c: CollectiveCurve = {
+      t0: this.need(`collective_floor_${tail}`),
+      rt: this.opt(`collective_transition_rate_${tail}`),
+      rpeak: this.need(`collective_peak_rate_${tail}`),
+      nic: width > domain,
+      span: op === 'alltoall' ? all2allSpan(width, domain, linkRatio) : ringSpan(width, domain, linkRatio),
+    };
+    this.curves.set(key, c);
+    return c;
+  }
+
+  /**
+   * The host set for a CUDA-graph mode: without graphs no replay is charged.
+   * @throws UserError when `host_launch_per_kernel`, the replay cost (with graphs) or both eager costs are missing.
+   */
+  host(graphsUsed: boolean): HostCoefficients {
+    const dispatchUs = this.need('host_launch_per_kernel');
+    const replayUs = graphsUsed ? this.need('host_replay_graph_per_step') : 0;
+    const pieceUs = graphsUsed ? (this.opt('host_replay_graph_per_node') ?? replayUs) : 0;
+    const eagerPerKernel = this.opt('host_launch_eager_per_kernel');
+    const eagerPerLayer = eagerPerKernel === undefined ? this.need('host_launch_eager_per_layer') : 0;
+    return { dispatchUs, replayUs, pieceUs, eagerPerKernel, eagerPerLayer };
+  }
+}

@@ -1,0 +1,373 @@
+/**
+ * Construction-time plan of a pricer (seed shared/seeds/pricing-a-step.txt; reference §3.2, §4): the
+ * graph's stack expanded, layers counted per kind, and each layer kind folded into a handful of
+ * constants (µs per token, µs per byte read, floors) by calling the laws of src/core/laws. The per-step
+ * terms (terms.ts) read these constants; nothing here runs per step. Pure: no I/O.
+ */
+import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
+import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
+import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
+import { rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
+import type { ReaderSpec } from '../core/laws/attention.ts';
+import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
+import type { ComputeFormat } from './deployment.ts';
+
+/** Kernels per primitive (reference §3.2; gives llama-3.1-8b's 258 kernels at tp 1). */
+const KERNELS: Record<GraphNode['op'], number> = {
+  GEMM: 1,
+  GroupedGEMM: 4,
+  Attention: 2,
+  Elementwise: 1,
+  RecurrentUpdate: 2,
+  AllReduce: 1,
+  AllGather: 1,
+  ReduceScatter: 1,
+  All2All: 2,
+};
+
+const COLLECTIVE_OP: Record<string, string> = {
+  AllReduce: 'all_reduce',
+  AllGather: 'all_gather',
+  ReduceScatter: 'reduce_scatter',
+  All2All: 'alltoall',
+};
+
+/** One attention (or indexer) kernel of a layer kind. */
+export interface AttnPlan {
+  reader: number;
+  /** Decode: floor µs and µs per cached token read. */
+  decFloor: number;
+  decUsPerToken: number;
+  /** Prefill: floor µs and µs per attended key pair at ε_max (the walk folds in each row's ramp). */
+  preFloor: number;
+  preUsPerPair: number;
+}
+
+/** A recurrent mixer: decode floor (µs) and rate (tokens per µs); prefill rate or the scan on the bf16 ramp. */
+export interface RecPlan {
+  floor: number;
+  decRate: number;
+  preRate: number | undefined;
+  preA: number;
+  preMh: number;
+}
+
+/** A collective launched by a layer kind. */
+export interface CollPlan extends CollectiveCurve {
+  bytesPerToken: number;
+}
+
+/** One layer kind folded into constants (one variant: with or without prefill-only nodes). */
+export interface KindPlan {
+  id: string;
+  count: number;
+  /** Dense GEMMs grouped by compute format: SM µs = Σ rampUs(gemmA[g], tok, gemmMh[g]). */
+  gemmA: number[];
+  gemmMh: number[];
+  weightUs: number;
+  eltUsPerToken: number;
+  attn: AttnPlan[];
+  hasMoe: boolean;
+  moeA: number;
+  moeMh: number;
+  moeExperts: number;
+  moeTopK: number;
+  moeLocal: number;
+  moeUsPerExpert: number;
+  rec: RecPlan[];
+  colls: CollPlan[];
+  kernels: number;
+  mixers: number;
+  /** Resident weights per rank, bytes (routed experts included). */
+  weightBytes: number;
+  /** Of which routed experts (read only when touched). */
+  routedBytes: number;
+  kvBytesPerToken: number;
+  /** KV bytes per token of each attention node with the tokens it keeps resident (window, Infinity = all). */
+  kvResident: Array<[window: number, bytesPerToken: number]>;
+}
+
+/** One pass of a stack (target or drafter): its layer kinds in both variants and their totals. */
+export interface PassPlan {
+  withPrefill: KindPlan[];
+  decodeOnly: KindPlan[];
+  layers: number;
+  kernelsWithPrefill: number;
+  kernelsDecodeOnly: number;
+  pieces: number;
+  weightBytes: number;
+  kvBytesPerToken: number;
+  /** Σ_layers KV bytes per resident token, keyed by the resident window (Infinity = whole context). */
+  kvByWindow: Map<number, number>;
+}
+
+/** The output head, priced once per pass. */
+export interface HeadPlan {
+  k: KindPlan;
+  kernels: number;
+}
+
+/** Batch-independent facts the folding needs (one deployment). */
+export interface PlanContext {
+  coef: PricerCoefficients;
+  tp: number;
+  ep: number;
+  served: StorageDtype;
+  /** KV-cache bytes per element. */
+  kvB: number;
+  hidden: number;
+  /** The ramp prefill attention and recurrent scans run on (bf16 where the registry has it). */
+  bf16: RampFormat;
+  prefillScale: number | undefined;
+  prefillFloor: number;
+  imbalance: number | undefined;
+  /** Distinct readers (ways a layer sees a request's context), shared by target and drafter. */
+  readers: ReaderSpec[];
+  /** Ramps the GEMMs and expert GEMMs run on at m = step tokens (for the fitted-range check). */
+  gemmRamps: Set<ComputeFormat['ramp']>;
+}
+
+/** The datasheet HBM read time of `bytes` at the measured derate, µs (laws/floor-rate.ts). */
+function readUs(ctx: PlanContext, bytes: number): number {
+  return hbmReadUs(bytes, ctx.coef.chip.hbm_bytes_per_us, ctx.coef.hbmDerate);
+}
+
+function emptyKind(id: string, count: number): KindPlan {
+  return {
+    id,
+    count,
+    gemmA: [],
+    gemmMh: [],
+    weightUs: 0,
+    eltUsPerToken: 0,
+    attn: [],
+    hasMoe: false,
+    moeA: 0,
+    moeMh: 0,
+    moeExperts: 0,
+    moeTopK: 0,
+    moeLocal: 0,
+    moeUsPerExpert: 0,
+    rec: [],
+    colls: [],
+    kernels: 0,
+    mixers: 0,
+    weightBytes: 0,
+    routedBytes: 0,
+    kvBytesPerToken: 0,
+    kvResident: [],
+  };
+}
+
+/** Index of a reader in the shared table, appending it when new. */
+function readerIndex(readers: ReaderSpec[], r: ReaderSpec): number {
+  const i = readers.findIndex((x) => x.window === r.window && x.ratio === r.ratio && x.cap === r.cap);
+  if (i >= 0) return i;
+  readers.push(r);
+  return readers.length - 1;
+}
+
+/** Dense-GEMM groups of a kind being built, keyed by ramp and peak: Σ of their folded constants. */
+type GemmGroups = Map<string, { A: number; mh: number }>;
+
+/** Add one dense GEMM's folded ramp constant (seed "Arithmetic"; reference §4.3) to its group. */
+function addGemm(ctx: PlanContext, groups: GemmGroups, w: StorageDtype, flopsPerToken: number, nEff: number, kEff: number): void {
+  const f = ctx.coef.format(w);
+  ctx.gemmRamps.add(f.ramp);
+  const shape = shapeFactor(nEff, f.nh) * shapeFactor(kEff, f.kh);
+  const key = `${f.ramp}/${f.peak_flops_per_us}`;
+  const g = groups.get(key) ?? { A: 0, mh: f.mh };
+  g.A += rampUsPerToken(flopsPerToken, f.peak_flops_per_us, f.eps, shape);
+  groups.set(key, g);
+}
+
+/** A GEMM node: weights read once per step (seed "Memory"), arithmetic on the ramp (seed "Arithmetic"). */
+function addGemmNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: Extract<GraphNode, { op: 'GEMM' }>): void {
+  const w = node.weight_dtype ?? ctx.served;
+  const par = node.parallel ?? 'column';
+  const div = par === 'replicated' ? 1 : ctx.tp;
+  addGemm(ctx, groups, w, (2 * node.n * node.k) / div, par === 'column' ? node.n / ctx.tp : node.n, par === 'row' ? node.k / ctx.tp : node.k);
+  kp.weightBytes += (node.n * node.k * bytesPerElement(w)) / div;
+}
+
+/** A GroupedGEMM node: routed experts and any shared experts (seed "Experts"; reference §4.6). */
+function addExpertsNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: Extract<GraphNode, { op: 'GroupedGEMM' }>): void {
+  const w = node.weight_dtype ?? ctx.served;
+  const f = ctx.coef.format(w);
+  ctx.gemmRamps.add(f.ramp);
+  const local = node.experts / ctx.ep; // an integer: validateParallelism refused anything else
+  // KNOWN DIVERGENCE 3 (reference §4.6): under pure TP each rank computes every expert at 1/tp
+  // width, so routed FLOPs are divided by tp like the bytes; BLIS keeps them whole on purpose.
+  const shards = ctx.ep > 1 ? 1 : ctx.tp;
+  const mats = node.gated === false ? 2 : 3;
+  const shape = shapeFactor(node.n / shards, f.nh) * shapeFactor(node.k, f.kh);
+  if (ctx.imbalance === undefined) ctx.coef.assumptions.push('no moe_routing_imbalance_median: routing taken as balanced (1.0)');
+  const imb = ctx.imbalance ?? 1;
+  kp.hasMoe = true;
+  kp.moeA += rampUsPerToken((node.top_k * (local / node.experts) * 2 * mats * node.n * node.k * imb) / shards, f.peak_flops_per_us, f.eps, shape);
+  kp.moeMh = f.mh;
+  kp.moeExperts = node.experts;
+  kp.moeTopK = node.top_k;
+  kp.moeLocal = local;
+  const perExpertBytes = (mats * node.n * node.k * bytesPerElement(w)) / shards;
+  kp.moeUsPerExpert = readUs(ctx, perExpertBytes);
+  kp.weightBytes += perExpertBytes * local;
+  kp.routedBytes += perExpertBytes * local;
+  const shared = node.shared_experts ?? 0;
+  if (shared > 0) {
+    const ns = node.shared_intermediate_size ?? node.n;
+    addGemm(ctx, groups, w, (2 * mats * ns * node.k * shared) / ctx.tp, ns / ctx.tp, node.k);
+    kp.weightBytes += (mats * ns * node.k * shared * bytesPerElement(w)) / ctx.tp;
+  }
+}
+
+/**
+ * The reader of an attention node: a layer that states a window reads at most the window, whatever its
+ * kind (seed). KNOWN DIVERGENCE 1 (reference §4.5): the BLIS kernel does not bound the primary swa decode read.
+ */
+function attentionReader(node: Extract<GraphNode, { op: 'Attention' }>): ReaderSpec {
+  if (node.role === 'indexer') return { window: 0, ratio: node.compress_ratio ?? 1, cap: Infinity };
+  if (node.kind === 'sparse') return { window: node.window ?? 0, ratio: node.compress_ratio ?? 1, cap: node.index_topk ?? Infinity };
+  return { window: node.window ?? Infinity, ratio: 0, cap: Infinity };
+}
+
+/** An Attention node: decode floor + reads, prefill floor + pairs (seed "Attention"; reference §4.5). */
+function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'Attention' }>): void {
+  const indexer = node.role === 'indexer';
+  const r = attentionReader(node);
+  const latent = node.kind === 'mla' || node.kind === 'sparse' || indexer;
+  // KNOWN DIVERGENCE 10 (reference §4.5 divides a whole-model KV figure by TotalLayers, which
+  // under-counts hybrids): each layer's KV bytes come from its own attention node.
+  const kvPerToken = latent ? node.n_kv * node.d_h * ctx.kvB : 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
+  const dc = ctx.coef.decodeAttention(node.kind);
+  if (!dc) ctx.coef.assumptions.push(`no attention_decode_rate: ${node.kind} decode charged as raw bytes at the derated HBM rate, no floor`);
+  // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local
+  // heads (only its latent cache is replicated, which kvPerToken reflects).
+  const qHeads = node.n_q / ctx.tp;
+  const flopsPerPair = (indexer ? 2 : 4) * qHeads * (node.prefill_d_h ?? node.d_h);
+  // KNOWN DIVERGENCE 4 (reference §4.5 [CHECK]): work_scale is fitted against the bf16 ramp, so
+  // prefill attention is priced on the bf16 peak and ramp whatever the served weight dtype.
+  const scale = ctx.prefillScale ?? 1;
+  kp.attn.push({
+    reader: readerIndex(ctx.readers, r),
+    decFloor: dc ? dc.floor : 0,
+    decUsPerToken: dc ? floorPlusWork(0, kvPerToken, dc.rate) : readUs(ctx, kvPerToken),
+    preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
+    preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
+  });
+  kp.kvBytesPerToken += kvPerToken;
+  // Resident KV (capacity check): a windowed layer keeps its window (vLLM frees blocks that
+  // slide out); full, latent, sparse and indexer caches keep the whole context.
+  kp.kvResident.push([r.ratio === 0 ? r.window : Infinity, kvPerToken]);
+  kp.mixers += 1;
+}
+
+/** A RecurrentUpdate node (seed "Recurrent mixers"; reference §1.5 recurrent set). */
+function addRecurrentNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'RecurrentUpdate' }>): void {
+  const k = node.recurrent_kind;
+  const preRate = ctx.coef.opt(`recurrent_prefill_rate_${k}`);
+  // Chunked scan (vLLM's SSD kernels) when no prefill rate is measured: per token, the
+  // intra-chunk quadratic term over a 256-token chunk and the state update, 2 FLOPs each.
+  const heads = node.num_heads / ctx.tp;
+  const scanFlops = 2 * heads * (256 * (node.head_dim + node.state_size) + 2 * node.head_dim * node.state_size);
+  if (preRate === undefined) ctx.coef.assumptions.push(`no recurrent_prefill_rate_${k}: prefill priced as the chunked scan's arithmetic`);
+  kp.rec.push({
+    floor: ctx.coef.need(`recurrent_decode_floor_${k}`),
+    decRate: ctx.coef.need(`recurrent_decode_rate_${k}`),
+    preRate,
+    preA: rampUsPerToken(scanFlops, ctx.bf16.peak_flops_per_us, ctx.bf16.eps),
+    preMh: ctx.bf16.mh,
+  });
+  kp.mixers += 1;
+}
+
+/**
+ * A collective node (seed "Collectives"; reference §4.7): b = bytes per token (default hidden · 2)
+ * × top_k when routed. A group of one moves nothing and launches nothing (tp 1 emits no all-reduce).
+ * @returns false when the node launches nothing (its kernels are not counted)
+ */
+function addCollectiveNode(ctx: PlanContext, kp: KindPlan, node: GraphNode & { op: 'AllReduce' | 'AllGather' | 'ReduceScatter' | 'All2All' }, nodes: readonly GraphNode[]): boolean {
+  const width = node.op === 'All2All' ? ctx.ep : ctx.tp;
+  if (width <= 1) return false;
+  const op = COLLECTIVE_OP[node.op]!;
+  const topK = node.routed ? Math.max(1, ...nodes.filter((n) => n.op === 'GroupedGEMM').map((n) => (n as { top_k: number }).top_k)) : 1;
+  kp.colls.push({ ...ctx.coef.collective(op, width), bytesPerToken: (node.bytes_per_token ?? ctx.hidden * 2) * topK });
+  return true;
+}
+
+/** Whether a node runs in this variant and deployment (`phase`, `emit`). */
+function nodeRuns(node: GraphNode, withPrefill: boolean, tp: number, ep: number): boolean {
+  if (node.phase === 'prefill' && !withPrefill) return false;
+  if (node.emit === 'tp>1' && tp <= 1) return false;
+  if (node.emit === 'ep>1' && ep <= 1) return false;
+  return true;
+}
+
+/**
+ * Fold one layer kind into constants.
+ * @param withPrefill include prefill-only nodes (`phase: prefill`)
+ * @throws UserError for a missing required coefficient (from PricerCoefficients).
+ */
+function buildKind(ctx: PlanContext, id: string, count: number, nodes: readonly GraphNode[], withPrefill: boolean): KindPlan {
+  const groups: GemmGroups = new Map();
+  const kp = emptyKind(id, count);
+  for (const node of nodes) {
+    if (!nodeRuns(node, withPrefill, ctx.tp, ctx.ep)) continue;
+    switch (node.op) {
+      case 'GEMM':
+        addGemmNode(ctx, kp, groups, node);
+        break;
+      case 'GroupedGEMM':
+        addExpertsNode(ctx, kp, groups, node);
+        break;
+      case 'Attention':
+        addAttentionNode(ctx, kp, node);
+        break;
+      case 'RecurrentUpdate':
+        addRecurrentNode(ctx, kp, node);
+        break;
+      case 'Elementwise':
+        // KNOWN DIVERGENCE 6 (reference §4.4): norms run on the full hidden state on every rank, so
+        // their bytes are not divided by tp.
+        kp.eltUsPerToken += readUs(ctx, node.bytes_per_token ?? 4 * ctx.hidden);
+        break;
+      default:
+        if (!addCollectiveNode(ctx, kp, node, nodes)) continue;
+    }
+    kp.kernels += KERNELS[node.op];
+  }
+  for (const g of groups.values()) {
+    kp.gemmA.push(g.A);
+    kp.gemmMh.push(g.mh);
+  }
+  kp.weightUs = readUs(ctx, kp.weightBytes - kp.routedBytes);
+  return kp;
+}
+
+/** Expand a stack and fold each distinct layer kind (both variants), with the pass's totals. */
+export function buildPass(ctx: PlanContext, g: ModelGraph, stack: Stack): PassPlan {
+  const seq = expandStack(stack);
+  const counts = new Map<string, number>();
+  for (const id of seq) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const plan: PassPlan = { withPrefill: [], decodeOnly: [], layers: seq.length, kernelsWithPrefill: 0, kernelsDecodeOnly: 0, pieces: 1, weightBytes: 0, kvBytesPerToken: 0, kvByWindow: new Map() };
+  for (const [id, count] of counts) {
+    const kind = g.layer_kinds.find((k) => k.id === id)!;
+    const a = buildKind(ctx, id, count, kind.nodes, true);
+    const b = buildKind(ctx, id, count, kind.nodes, false);
+    plan.withPrefill.push(a);
+    plan.decodeOnly.push(b);
+    plan.kernelsWithPrefill += count * a.kernels;
+    plan.kernelsDecodeOnly += count * b.kernels;
+    plan.pieces += count * a.mixers;
+    plan.weightBytes += count * a.weightBytes;
+    plan.kvBytesPerToken += count * a.kvBytesPerToken;
+    for (const [w, bytes] of a.kvResident) plan.kvByWindow.set(w, (plan.kvByWindow.get(w) ?? 0) + count * bytes);
+  }
+  return plan;
+}
+
+/** The head: once per pass (seed "LM head once per step"). */
+export function buildHead(ctx: PlanContext, g: ModelGraph): HeadPlan {
+  const k = buildKind(ctx, 'head', 1, g.head, true);
+  return { k, kernels: k.kernels };
+}

@@ -1,0 +1,189 @@
+/**
+ * Per-step pricing (seed "Composing the step"; reference §4.8): the one function that turns a batch
+ * into a StepPrice, `priceStep`, and the passes it composes. The resource terms are terms.ts, the walk
+ * walk.ts, the composition arithmetic compose.ts; nothing here reads a clock or does I/O, and the
+ * scratch (accumulators, per-layer times, the walk) is preallocated in the plan.
+ */
+import { eagerLaunchUs, graphModeFor, launchUs, passHostUs, type CudagraphMode } from '../core/laws/host.ts';
+import type { HostCoefficients } from './coefficients.ts';
+import { ACC_LEN, composeHead, composeHost, composeLayers, finishStep } from './compose.ts';
+import { stepNotes, type NotesPlan } from './notes.ts';
+import type { HeadPlan, KindPlan, PassPlan } from './plan.ts';
+import {
+  collectivesUs,
+  decodeAttentionHbmUs,
+  expertHbmUs,
+  expertSmUs,
+  gemmSmUs,
+  prefillAttentionSmUs,
+  recurrentSmUs,
+  weightsAndNormsHbmUs,
+} from './terms.ts';
+import type { Batch, PriceOptions, StepPrice } from './types.ts';
+import { BatchWalk, walkBatch, type WalkPlan } from './walk.ts';
+
+/** Everything `priceStep` reads, resolved at construction, and its preallocated scratch. */
+export interface StepPlan {
+  cudagraphMode: CudagraphMode;
+  maxCaptureSize: number;
+  /** Engine compute-efficiency multiplier on every SM time (validation's `s`). */
+  smScale: number;
+  target: PassPlan;
+  head: HeadPlan;
+  drafter: PassPlan | undefined;
+  drafterHead: HeadPlan | undefined;
+  specTokens: number;
+  host: HostCoefficients;
+  walkPlan: WalkPlan;
+  notes: NotesPlan;
+  scratch: StepScratch;
+}
+
+/** Preallocated per-call state of one pricer. */
+export class StepScratch {
+  readonly acc = new Float64Array(ACC_LEN);
+  /** One layer's sm, hbm, nvlink, nic, expert_sm, expert_hbm, µs. */
+  readonly lay = new Float64Array(6);
+  /** collectivesUs' NVLink and NIC µs. */
+  readonly coll = new Float64Array(2);
+  /** Largest out-of-table collective message of the step so far, bytes. */
+  big = 0;
+  readonly walk: BatchWalk;
+  constructor(readers: number) {
+    this.walk = new BatchWalk(readers);
+  }
+}
+
+type PerKind = NonNullable<StepPrice['per_kind']>;
+
+/**
+ * One layer of a kind: its terms into scratch.lay (SM times scaled by smScale).
+ * @returns the largest collective message beyond the fitted tables, bytes (0 = none)
+ */
+function layerTimes(p: StepPlan, kp: KindPlan, tok: number, anyDecode: boolean, anyPrefill: boolean, dec: Float64Array, pre: Float64Array, decTok: number): number {
+  const sc = p.scratch;
+  // The ramp's m is the step's token count on this rank (reference §4.3).
+  let sm = gemmSmUs(kp, tok);
+  let hbm = weightsAndNormsHbmUs(kp, tok);
+  if (anyDecode) hbm = decodeAttentionHbmUs(kp, dec, hbm);
+  if (anyPrefill) sm = prefillAttentionSmUs(kp, pre, sm);
+  sm = recurrentSmUs(kp, anyDecode, decTok, tok - decTok, sm);
+  const big = collectivesUs(kp, tok, sc.coll);
+  const lay = sc.lay;
+  lay[0] = sm * p.smScale;
+  lay[1] = hbm;
+  lay[2] = sc.coll[0]!;
+  lay[3] = sc.coll[1]!;
+  lay[4] = expertSmUs(kp, tok) * p.smScale;
+  lay[5] = expertHbmUs(kp, tok);
+  return big;
+}
+
+/** Price one pass of a stack over the walked batch into the accumulators (count layers per kind); tracks scratch.big. */
+function pricePass(
+  p: StepPlan,
+  kinds: KindPlan[],
+  tok: number,
+  anyDecode: boolean,
+  anyPrefill: boolean,
+  dec: Float64Array,
+  pre: Float64Array,
+  decTok: number,
+  perKind: PerKind | undefined,
+  prefix: string,
+): void {
+  const sc = p.scratch;
+  const { acc, lay } = sc;
+  for (let i = 0; i < kinds.length; i++) {
+    const kp = kinds[i]!;
+    const big = layerTimes(p, kp, tok, anyDecode, anyPrefill, dec, pre, decTok);
+    if (big > sc.big) sc.big = big;
+    composeLayers(acc, kp.count, lay[0]!, lay[1]!, lay[2]!, lay[3]!, lay[4]!, lay[5]!);
+    if (perKind) {
+      const c = kp.count;
+      perKind.push({
+        kind: prefix + kp.id,
+        count: c,
+        resources_us: { sm: c * (lay[0]! + lay[4]!), hbm: c * (lay[1]! + lay[5]!), nvlink: c * lay[2]!, nic: c * lay[3]!, host: 0 },
+        experts_us: c * (lay[4]! + lay[5]!),
+      });
+    }
+  }
+}
+
+/**
+ * The head once per pass. KNOWN DIVERGENCE 5 (reference §4.8): vLLM computes logits only for the rows
+ * it samples (a decode row's scheduled tokens, one per prefill row); BLIS prices the head over every
+ * token. The final norm still runs over all `tok` rows.
+ */
+function priceHead(p: StepPlan, h: HeadPlan, rows: number, tok: number, perKind: PerKind | undefined, label: string): void {
+  const { walk, lay, acc } = p.scratch;
+  layerTimes(p, h.k, rows, false, false, walk.decRead, walk.preRead, 0);
+  const sm = lay[0]!;
+  const hbm = lay[1]! + (tok - rows) * h.k.eltUsPerToken;
+  composeHead(acc, sm, hbm);
+  if (perKind) perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
+}
+
+/** Host time of one pass of `pass` with `kernels` kernels at `tok` tokens under graph mode `gm`, µs. */
+function passHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kernels: number): number {
+  const h = p.host;
+  const eager = eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, kernels, pass.layers);
+  return passHostUs(launchUs(gm, tok > p.maxCaptureSize, h.replayUs, h.pieceUs, pass.pieces, eager), h.dispatchUs, kernels);
+}
+
+/**
+ * The drafter's passes (KNOWN DIVERGENCE 8, BLIS does not expand the speculator stack): each of
+ * num_spec_tokens passes is priced (seed "Speculative decoding"), with the target's graph mode for its
+ * decode. Pass 1 sees the target's batch; passes 2..k one new token per request, all rows decoding.
+ * @returns `host` plus the drafter passes' host time, µs
+ */
+function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKind | undefined, host: number): number {
+  const w = p.scratch.walk;
+  const anyPrefill = w.nPrefill > 0;
+  const dh = p.drafterHead;
+  const dk = drafter.kernelsWithPrefill + (dh?.kernels ?? 0);
+  const dkd = drafter.kernelsDecodeOnly + (dh?.kernels ?? 0);
+  for (let j = 0; j < p.specTokens; j++) {
+    const first = j === 0;
+    const kinds = first && anyPrefill ? drafter.withPrefill : drafter.decodeOnly;
+    const tok = first ? w.tok : w.nReq;
+    pricePass(p, kinds, tok, first ? w.nReq > w.nPrefill : true, first && anyPrefill, first ? w.decRead : w.allRead, w.preRead, first ? w.decTok : w.nReq, perKind, 'drafter:');
+    if (dh) priceHead(p, dh, first ? w.headRows : w.nReq, tok, perKind, 'drafter:head');
+    host += passHost(p, drafter, first ? gm : graphModeFor(p.cudagraphMode, true), tok, first && anyPrefill ? dk : dkd);
+  }
+  return host;
+}
+
+/**
+ * Price one step: walk the batch once, price each distinct layer kind once (× its count), the head,
+ * the drafter's passes and the host, and compose (compose.ts). An empty batch prices as host only.
+ * Allocates the result (and the per-kind list when asked), and a notes array only when a memory or
+ * message note applies.
+ */
+export function priceStep(p: StepPlan, batch: Batch, popts?: PriceOptions): StepPrice {
+  const sc = p.scratch;
+  const w = sc.walk;
+  walkBatch(p.walkPlan, batch, w);
+  const tok = w.tok;
+  const anyPrefill = w.nPrefill > 0;
+  const anyDecode = w.nReq > w.nPrefill;
+  const acc = sc.acc;
+  for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
+  sc.big = 0;
+  const perKind: PerKind | undefined = popts?.per_kind ? [] : undefined;
+  const gm = graphModeFor(p.cudagraphMode, w.uniform);
+  const target = p.target;
+  // A step with no prefill row skips prefill-only nodes (seed "Host time").
+  const kernels = (anyPrefill ? target.kernelsWithPrefill : target.kernelsDecodeOnly) + p.head.kernels;
+  if (tok > 0) {
+    pricePass(p, anyPrefill ? target.withPrefill : target.decodeOnly, tok, anyDecode, anyPrefill, w.decRead, w.preRead, w.decTok, perKind, '');
+    priceHead(p, p.head, w.headRows, tok, perKind, 'head');
+  }
+  let host = passHost(p, target, gm, tok, kernels);
+  if (p.drafter && tok > 0) host = priceDrafter(p, p.drafter, gm, perKind, host);
+  composeHost(acc, host);
+  const out = finishStep(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big));
+  if (perKind) out.per_kind = perKind;
+  return out;
+}

@@ -1,0 +1,95 @@
+/**
+ * The per-step resource terms of one layer kind (seed "One layer"; reference §4.3–4.7), each a named
+ * function of the kind's folded constants (plan.ts) and the walked batch (walk.ts), each calling its
+ * law in src/core/laws. Times in µs for ONE layer of the kind; composition is compose.ts's job.
+ * Pure, allocation-free.
+ */
+import { collectiveUs } from '../core/laws/collective.ts';
+import { floorPlusUnits, floorPlusWork } from '../core/laws/floor-rate.ts';
+import { rampUs } from '../core/laws/gemm.ts';
+import { expertsTouched } from '../core/laws/moe.ts';
+import type { KindPlan } from './plan.ts';
+
+/** Largest message in the NCCL tables the collective coefficients are fitted on (reference §1.5: 256 B–512 MiB). */
+export const COLLECTIVE_MAX_FITTED_BYTES = 512 * 1024 * 1024;
+
+/** Dense GEMMs on the SM: Σ_groups rampUs(A, m, m_½), m = the step's tokens on this rank (reference §4.3). */
+export function gemmSmUs(kp: KindPlan, m: number): number {
+  let sm = 0;
+  for (let g = 0; g < kp.gemmA.length; g++) sm += rampUs(kp.gemmA[g]!, m, kp.gemmMh[g]!);
+  return sm;
+}
+
+/** HBM: the kind's non-expert weights once per step plus its norms per token (seed "Memory"; reference §4.4). */
+export function weightsAndNormsHbmUs(kp: KindPlan, tok: number): number {
+  return kp.weightUs + tok * kp.eltUsPerToken;
+}
+
+/**
+ * Decode attention on HBM, added to `hbm`: per attention node, floor + tokens read · µs per token
+ * (seed "Attention"; reference §4.5). `dec[r]`: Σ cached tokens decode rows read through reader r.
+ */
+export function decodeAttentionHbmUs(kp: KindPlan, dec: Float64Array, hbm: number): number {
+  for (let a = 0; a < kp.attn.length; a++) {
+    const at = kp.attn[a]!;
+    hbm += floorPlusUnits(at.decFloor, dec[at.reader]!, at.decUsPerToken);
+  }
+  return hbm;
+}
+
+/**
+ * Prefill attention on the SM, added to `sm`: per attention node, floor + ramp-scaled pairs · µs per
+ * pair (seed "Attention"; reference §4.5). `pre[r]`: Σ pairs · ε_max/ε(s) over prefill rows (walk.ts).
+ */
+export function prefillAttentionSmUs(kp: KindPlan, pre: Float64Array, sm: number): number {
+  for (let a = 0; a < kp.attn.length; a++) {
+    const at = kp.attn[a]!;
+    sm += floorPlusUnits(at.preFloor, pre[at.reader]!, at.preUsPerPair);
+  }
+  return sm;
+}
+
+/**
+ * Recurrent mixers on the SM, added to `sm` (seed "Recurrent mixers"): decode floor + tokens / rate;
+ * prefill tokens at the measured rate, or without one the chunked scan's arithmetic on the ramp.
+ */
+export function recurrentSmUs(kp: KindPlan, anyDecode: boolean, decTok: number, preTok: number, sm: number): number {
+  for (let r = 0; r < kp.rec.length; r++) {
+    const rc = kp.rec[r]!;
+    if (anyDecode) sm += floorPlusWork(rc.floor, decTok, rc.decRate);
+    if (preTok > 0) sm += rc.preRate !== undefined ? floorPlusWork(0, preTok, rc.preRate) : rampUs(rc.preA, preTok, rc.preMh);
+  }
+  return sm;
+}
+
+/**
+ * The kind's collectives (seed "Collectives"; reference §4.7): t(b) per launch, every launch paying its
+ * own floor, b = tok · bytes per token scaled by the group's span; into out[0] NVLink µs, out[1] NIC µs.
+ * @returns the largest message beyond the fitted tables, bytes (0 = none)
+ */
+export function collectivesUs(kp: KindPlan, tok: number, out: Float64Array): number {
+  let nvl = 0;
+  let nic = 0;
+  let big = 0;
+  for (let c = 0; c < kp.colls.length; c++) {
+    const cp = kp.colls[c]!;
+    const bytes = tok * cp.bytesPerToken;
+    if (bytes > COLLECTIVE_MAX_FITTED_BYTES) big = bytes;
+    const t = collectiveUs(bytes * cp.span, cp.t0, cp.rt, cp.rpeak);
+    if (cp.nic) nic += t;
+    else nvl += t;
+  }
+  out[0] = nvl;
+  out[1] = nic;
+  return big;
+}
+
+/** Routed experts' arithmetic on the SM: the folded ramp at m = step tokens (seed "Experts"; reference §4.6). */
+export function expertSmUs(kp: KindPlan, m: number): number {
+  return kp.hasMoe ? rampUs(kp.moeA, m, kp.moeMh) : 0;
+}
+
+/** Routed experts' reads on HBM: distinct local experts touched × one expert's weights (seed "Experts"). */
+export function expertHbmUs(kp: KindPlan, tok: number): number {
+  return kp.hasMoe ? expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal) * kp.moeUsPerExpert : 0;
+}

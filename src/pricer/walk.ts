@@ -1,0 +1,119 @@
+/**
+ * The batch walk (seed "What a batch is"; reference §4.1, §4.5 batch walk): one pass over the requests
+ * that sums, per reader, the cached tokens decode rows read and the ramp-scaled pairs prefill rows
+ * attend, plus the step's counts. Writes into a preallocated `BatchWalk`; allocates nothing.
+ */
+import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from '../core/laws/attention.ts';
+import { rampSlowdown } from '../core/laws/gemm.ts';
+import type { Batch } from './types.ts';
+
+/** What the walk needs from construction. */
+export interface WalkPlan {
+  readers: readonly ReaderSpec[];
+  /** The unbounded reader (full attention, no compressed stream), summed inline; -1 when none. */
+  fullReader: number;
+  /** The other readers, looped per request. */
+  bounded: Int32Array;
+  /** Rows scheduling more tokens than this are prefills (vLLM's decode threshold). */
+  threshold: number;
+  /** Tokens of a uniform decode row (1 + num_spec_tokens). */
+  uniformWidth: number;
+  /** m_½ of the ramp prefill attention runs on (bf16). */
+  attnMHalf: number;
+}
+
+/** The walked batch: counts and per-reader sums, reused by every call of one pricer. */
+export class BatchWalk {
+  tok = 0;
+  nReq = 0;
+  nPrefill = 0;
+  decTok = 0;
+  headRows = 0;
+  uniform = true;
+  /** Σ context after the step over every row (drafter passes after the first; capacity). */
+  ctxSumAll = 0;
+  /** Per reader: decode rows' tokens read, prefill rows' ramp-scaled pairs, every row's tokens read. */
+  readonly decRead: Float64Array;
+  readonly preRead: Float64Array;
+  readonly allRead: Float64Array;
+  constructor(readers: number) {
+    this.decRead = new Float64Array(readers);
+    this.preRead = new Float64Array(readers);
+    this.allRead = new Float64Array(readers);
+  }
+}
+
+/**
+ * Walk `batch` into `w` (zeroed first). Rows with no scheduled tokens are skipped.
+ *
+ * Token counts are integers, so the step's sums (tokens, contexts) are exact in any order: the walk
+ * sums Σ computed and Σ scheduled over every row and derives the decode rows' sums by difference,
+ * touching per decode row only what a bounded reader needs.
+ *
+ * KNOWN DIVERGENCE 4 (reference §4.5 ramps prefill attention at the step's token count): each
+ * prefill row's pairs run at the ramp of its own query length, ε(s) — FlashAttention's varlen
+ * kernel tiles each sequence separately — so a decode row added to the step cannot make the
+ * prefill attention cheaper (adding a request never lowers the price).
+ */
+export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
+  const { decRead, preRead, allRead } = w;
+  const nR = decRead.length;
+  for (let r = 0; r < nR; r++) (decRead[r] = 0), (preRead[r] = 0), (allRead[r] = 0);
+  const { readers, bounded, threshold, uniformWidth, attnMHalf } = p;
+  const nBounded = bounded.length;
+  let tok = 0; // Σ scheduled over rows with s > 0
+  let computed = 0; // Σ computed over those rows
+  let nReq = 0;
+  let nonUniform = 0;
+  let nPrefill = 0;
+  let preTok = 0; // Σ scheduled over prefill rows
+  let preCtx = 0; // Σ context after the step over prefill rows
+  let pairsFull = 0; // Σ ramp-scaled causal pairs over prefill rows (unbounded reader)
+  const reqs = batch.requests;
+  for (let i = 0; i < reqs.length; i++) {
+    const q = reqs[i]!;
+    const s = q.scheduled_tokens;
+    const c = q.computed_tokens;
+    if (s > threshold) {
+      tok += s;
+      computed += c;
+      nReq++;
+      if (s !== uniformWidth) nonUniform++;
+      nPrefill++;
+      preTok += s;
+      preCtx += c + s;
+      const scale = rampSlowdown(s, attnMHalf);
+      pairsFull += attendedKeys(c, s, 1, Infinity) * scale;
+      for (let j = 0; j < nBounded; j++) {
+        const r = bounded[j]!;
+        preRead[r]! += prefillPairs(s, c, readers[r]!) * scale;
+        allRead[r]! += decodeTokensRead(c + s, readers[r]!); // drafter passes 2..k and resident KV
+      }
+    } else if (s > 0) {
+      tok += s;
+      computed += c;
+      nReq++;
+      if (s !== uniformWidth) nonUniform++;
+      for (let j = 0; j < nBounded; j++) {
+        const r = bounded[j]!;
+        const t = decodeTokensRead(c + s, readers[r]!);
+        decRead[r]! += t;
+        allRead[r]! += t;
+      }
+    }
+  }
+  const ctxSumAll = computed + tok;
+  if (p.fullReader >= 0) {
+    // An unbounded reader reads the whole context: decodeTokensRead(ctx, full) = ctx.
+    decRead[p.fullReader] = ctxSumAll - preCtx;
+    preRead[p.fullReader] = pairsFull;
+    allRead[p.fullReader] = ctxSumAll;
+  }
+  w.tok = tok;
+  w.nReq = nReq;
+  w.nPrefill = nPrefill;
+  w.decTok = tok - preTok;
+  w.headRows = tok - preTok + nPrefill;
+  w.uniform = nonUniform === 0;
+  w.ctxSumAll = ctxSumAll;
+}
