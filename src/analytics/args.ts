@@ -1,36 +1,35 @@
 /**
- * Flag-value parsers shared by the analytics commands. They throw commander's
- * `InvalidArgumentError`, so a bad flag value is a usage error (exit code 2, see src/cli/main.ts).
+ * Flag-value parsers for commander's `argParser`, on the one numeric rule (src/core/flags.ts). They
+ * throw commander's `InvalidArgumentError`, so commander names the option and a bad value is a usage
+ * error (exit code 2, see src/cli/main.ts).
  */
 import { InvalidArgumentError } from 'commander';
+import { checkNumber, type NumberSpec } from '../core/flags.ts';
+
+function parseWith(text: string, spec: NumberSpec): number {
+  const r = checkNumber(text, spec);
+  if ('problem' in r) throw new InvalidArgumentError(r.problem);
+  return r.value;
+}
 
 /** Parse one number; accepts `4e6`, `4_000_000`, `0.5`. */
 export function parseNumber(text: string): number {
-  const s = text.trim().replace(/_/g, '');
-  const v = s === '' ? NaN : Number(s);
-  if (!Number.isFinite(v)) throw new InvalidArgumentError(`expected a finite number, got "${text}"`);
-  return v;
+  return parseWith(text, {});
 }
 
 /** Parse a number that must be > 0. */
 export function parsePositive(text: string): number {
-  const v = parseNumber(text);
-  if (!(v > 0)) throw new InvalidArgumentError(`expected a number > 0, got "${text}"`);
-  return v;
+  return parseWith(text, { min: 0, minExclusive: true });
 }
 
 /** Parse a number that must be ≥ 0. */
 export function parseNonNegative(text: string): number {
-  const v = parseNumber(text);
-  if (!(v >= 0)) throw new InvalidArgumentError(`expected a number ≥ 0, got "${text}"`);
-  return v;
+  return parseWith(text, { min: 0 });
 }
 
 /** Parse a positive integer. */
 export function parsePositiveInt(text: string): number {
-  const v = parseNumber(text);
-  if (!(Number.isInteger(v) && v > 0)) throw new InvalidArgumentError(`expected a positive integer, got "${text}"`);
-  return v;
+  return parseWith(text, { integer: true, min: 1 });
 }
 
 /** Parse a comma-separated list of numbers ≥ 0 (`1,4,8,16`). */

@@ -535,7 +535,20 @@ export interface Collapsed<R> {
   duplicate_configs: number;
   /** Rows removed by collapsing (rows_in − rows_out). */
   rows_removed: number;
+  /**
+   * The repeated configuration whose latencies disagree most: max/min of its latencies, and the
+   * 0-based input index of its slowest/fastest extreme that came last. Undefined without repeats.
+   */
+  worst_spread?: { ratio: number; index: number; min_us: number; max_us: number; repeats: number };
 }
+
+/**
+ * Largest max/min latency ratio of one repeated configuration an import accepts (issue 12 item 4).
+ * Repeats that disagree more measure different things (a mislabelled column, a throttled run), and
+ * a median of them would be silently wrong. Source: the only shipped table with repeats (a100
+ * context attention, 408 repeated configurations) spreads at most 1.24×; the issue's bad case is 3×.
+ */
+export const REPEAT_SPREAD_MAX = 1.5;
 
 /**
  * Collapse rows that share every column but `latency_us` to one row with the median latency
@@ -548,8 +561,12 @@ export function collapseDuplicates<F extends Family>(family: F, rows: ReadonlyAr
   const out: FamilyRow[F][] = [];
   /** Latencies of output rows seen more than once (index → all latencies). */
   const repeats = new Map<number, number[]>();
+  /** Input index of the last repeat of each output row. */
+  const lastAt = new Map<number, number>();
+  let inputIndex = -1;
   const parts: unknown[] = new Array(keyCols.length);
   for (const row of rows) {
+    inputIndex++;
     const rec = row as unknown as Record<string, unknown>;
     for (let i = 0; i < keyCols.length; i++) parts[i] = rec[keyCols[i]!];
     const key = parts.join('\u0001');
@@ -559,19 +576,42 @@ export function collapseDuplicates<F extends Family>(family: F, rows: ReadonlyAr
       out.push(row);
     } else {
       const lat = rec[latCol] as number;
+      lastAt.set(at, inputIndex);
       const list = repeats.get(at);
       if (list) list.push(lat);
       else repeats.set(at, [(out[at] as unknown as Record<string, number>)[latCol]!, lat]);
     }
   }
   if (repeats.size === 0) return { rows: out, duplicate_configs: 0, rows_removed: 0 };
+  let worst: Collapsed<FamilyRow[F]>['worst_spread'];
   for (const [at, lats] of repeats) {
     const s = lats.sort((a, b) => a - b);
+    const ratio = s[s.length - 1]! / s[0]!;
+    if (!worst || ratio > worst.ratio) worst = { ratio, index: lastAt.get(at)!, min_us: s[0]!, max_us: s[s.length - 1]!, repeats: s.length };
     const mid = s.length >> 1;
     const med = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
     out[at] = { ...out[at]!, [latCol]: med };
   }
-  return { rows: out, duplicate_configs: repeats.size, rows_removed: rows.length - out.length };
+  return { rows: out, duplicate_configs: repeats.size, rows_removed: rows.length - out.length, ...(worst ? { worst_spread: worst } : {}) };
+}
+
+/**
+ * Refuse repeats that disagree by more than REPEAT_SPREAD_MAX. @returns a provenance line stating the
+ * worst spread. @throws InputError at the input row of the worst repeat (`rowOf` maps its index).
+ */
+export function checkRepeatSpread(c: Pick<Collapsed<unknown>, 'worst_spread' | 'duplicate_configs'>, file: string, rowOf: (index: number) => number | undefined, latencyColumn = 'latency'): string {
+  const w = c.worst_spread;
+  if (!w) return 'no repeated configurations';
+  const where = rowOf(w.index);
+  const fmt = (v: number) => Number(v.toPrecision(4));
+  if (w.ratio > REPEAT_SPREAD_MAX) {
+    throw new InputError(
+      { file, ...(where !== undefined ? { row: where } : {}), column: latencyColumn },
+      `conflicting repeats: ${w.repeats} rows of one configuration range ${fmt(w.min_us)}–${fmt(w.max_us)} µs (${w.ratio.toFixed(2)}× apart, above the ${REPEAT_SPREAD_MAX}× bound); ` +
+        'they do not measure the same thing (a mislabelled column, a throttled run?), so no median is taken; fix or drop them',
+    );
+  }
+  return `repeats agree: worst spread ${w.ratio.toFixed(3)}× (max/min) over ${c.duplicate_configs} repeated configurations (bound ${REPEAT_SPREAD_MAX}×)`;
 }
 
 /** Which column holds each family's dtype for coverage reporting. */
@@ -656,6 +696,8 @@ export interface AicImport {
   coverage: Coverage;
   filters: string[];
   units: Record<string, string>;
+  /** The repeat check's verdict (`checkRepeatSpread`), for the import summary (not provenance, which stays as curated). */
+  repeat_spread: string;
 }
 
 /**
@@ -668,6 +710,7 @@ export function normalizeAicTable(table: AicTable, raw: RawTable, chip: string, 
   const mappedRows = mapAicRows(table, raw, chip) as unknown[];
   if (chipInfo) checkUnitsSlip(family, mappedRows, chipInfo, raw.file);
   const col = collapseDuplicates(family, mappedRows as never);
+  const spread = checkRepeatSpread(col, raw.file, (i) => i + 1);
   const { lane, counts } = majorityLane(col.rows as Array<{ lane: string }>);
   const filters = [
     `mapped ${table} columns to stepcal ${family} (dtype spellings normalized, kernel_source kept)`,
@@ -692,5 +735,6 @@ export function normalizeAicTable(table: AicTable, raw: RawTable, chip: string, 
     coverage: coverageByDtype(family, col.rows as never),
     filters,
     units: aicUnitConversions(table),
+    repeat_spread: spread,
   };
 }

@@ -6,13 +6,15 @@
 import path from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { sha256File } from '../core/io/fs.ts';
-import { type Chip, REPO_ROOT } from '../core/catalog/chip.ts';
+import { type Chip, knownChips, REPO_ROOT } from '../core/catalog/chip.ts';
+import { InputError } from '../core/errors.ts';
 import {
   AIC_OP_CATEGORY,
   AIC_TABLES,
   type AicImport,
   aicTableFromHeader,
   aicTableFromName,
+  checkRepeatSpread,
   collapseDuplicates,
   coverageByDtype,
   majorityLane,
@@ -20,7 +22,7 @@ import {
 } from './aiconfigurator.ts';
 import type { Family, FamilyRow, Provenance } from './schema.ts';
 import { prepareMeasurements, type StagedMeasurements, writeMeasurementSet } from './store.ts';
-import { readTable } from './table.ts';
+import { type RawTable, readTable } from './table.ts';
 
 /** The AIConfigurator snapshot the shipped data came from (dataset README). */
 export const AIC_REPOSITORY = 'ai-dynamo/aiconfigurator';
@@ -76,6 +78,8 @@ export interface AicImportOptions {
   licence?: string;
   /** Extra notes per table name, recorded in provenance. */
   notes?: (imp: AicImport) => string[];
+  /** Called with each table's repeat verdict and device check (for the summary on stderr). */
+  onNote?: (line: string) => void;
 }
 
 export interface ImportSummary {
@@ -100,9 +104,17 @@ export async function stageAicImport(
   onProgress?: (file: string) => void,
 ): Promise<{ staged: StagedMeasurements[]; summaries: ImportSummary[] }> {
   const imports: Array<{ imp: AicImport; sha: string }> = [];
+  const shas = new Map<string, string>();
   for (const f of files) {
+    const sha = sha256File(f);
+    const twin = shas.get(sha);
+    if (twin !== undefined) {
+      throw new UserError(`${f} and ${twin} are the same file (sha256 ${sha.slice(0, 12)}…); each row would count twice as a repeat. Give it once`);
+    }
+    shas.set(sha, f);
     const named = aicTableFromName(f);
     const raw = await readTable(f);
+    checkDevice(raw, opts.chip);
     // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
     const table = named ?? aicTableFromHeader(raw);
     if (!table) {
@@ -115,7 +127,8 @@ export async function stageAicImport(
     }
     const imp = normalizeAicTable(table, raw, opts.chip, opts.chipInfo);
     if (!named) imp.filters.unshift(`table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`);
-    imports.push({ imp, sha: sha256File(f) });
+    imports.push({ imp, sha });
+    if (imp.duplicate_configs > 0) opts.onNote?.(`${path.basename(f)}: ${imp.repeat_spread}`);
     onProgress?.(f);
   }
   const groups = new Map<string, Array<{ imp: AicImport; sha: string }>>();
@@ -135,6 +148,9 @@ export async function stageAicImport(
     const filters = [...first.filters];
     if (group.length > 1) {
       const c = collapseDuplicates(family, rows as never);
+      const at = (i: number) => inputOf(group.map((x) => x.imp.rows.length), i);
+      checkRepeatSpread(c, group.map((x) => x.imp.file).join(' + '), () => undefined);
+      if (c.worst_spread) opts.onNote?.(`merged ${group.length} inputs: worst repeat spread ${c.worst_spread.ratio.toFixed(3)}× (input ${at(c.worst_spread.index) + 1})`);
       rows = c.rows as never;
       dup += c.duplicate_configs;
       filters.push(`merged ${group.length} inputs; collapsed ${c.duplicate_configs} configurations repeated across them`);
@@ -176,6 +192,43 @@ export async function stageAicImport(
     });
   }
   return { staged, summaries };
+}
+
+/** Which input (0-based) of concatenated row blocks of `sizes` holds row `index`. */
+function inputOf(sizes: readonly number[], index: number): number {
+  let i = 0;
+  let acc = 0;
+  while (i < sizes.length - 1 && index >= acc + sizes[i]!) acc += sizes[i++]!;
+  return i;
+}
+
+/**
+ * The `device` column must be the chip being imported (issue 12: an A100 table imported as h200 fitted
+ * eps_max 0.30 "for h200"). A device string names a chip when one of its tokens (lower case, split on
+ * anything but letters and digits) is a catalog chip name: `NVIDIA A100-SXM4-80GB` → a100. A device
+ * naming another catalog chip is refused; one naming no catalog chip (a new part) is accepted.
+ * @throws InputError at the first row whose device names another chip.
+ */
+export function checkDevice(raw: RawTable, chip: string): void {
+  const j = raw.header.indexOf('device');
+  if (j < 0) return;
+  const known = new Set(knownChips());
+  const verdict = new Map<string, string | undefined>();
+  for (let r = 0; r < raw.rows.length; r++) {
+    const device = String(raw.rows[r]![j] ?? '').trim();
+    let other = verdict.get(device);
+    if (!verdict.has(device)) {
+      const tokens = device.toLowerCase().split(/[^a-z0-9]+/);
+      other = tokens.includes(chip) ? undefined : tokens.find((t) => known.has(t));
+      verdict.set(device, other);
+    }
+    if (other !== undefined) {
+      throw new InputError(
+        { file: raw.file, row: r + 1, column: 'device' },
+        `device "${device}" names chip ${other}, not --chip ${chip}; import it with --chip ${other} (its timings would fit ${chip}'s coefficients)`,
+      );
+    }
+  }
 }
 
 /** Stage then write (atomically, as one set). */

@@ -99,6 +99,13 @@ export interface NcclTestsResult {
   rows: CollectiveRow[];
   /** Rows flagged in-network (busbw above the link rate). */
   in_network_rows: number;
+  /**
+   * Rows left out because nccl-tests' `#wrong` column (data-check errors) was not 0: the collective
+   * produced wrong results, so its time is not a measurement of a correct collective.
+   */
+  wrong_rows: number;
+  /** 1-based text lines of those rows (one entry per left-out row). */
+  wrong_lines: number[];
   /** The link rate used for the flag, GB/s per direction (undefined without a chip). */
   link_GBs?: number;
 }
@@ -174,6 +181,7 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
   const out: NcclTestsLine[] = [];
   const rows: CollectiveRow[] = [];
   let flagged = 0;
+  const wrongLines: number[] = [];
   for (let li = 0; li < lines.length; li++) {
     const line = lines[li]!.trim();
     if (line === '' || line.startsWith('#') || !/^\d/.test(line)) continue;
@@ -231,6 +239,13 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
         );
       }
       const inNet = link_GBs !== undefined && busbw > link_GBs;
+      // `#wrong` is a count of data-check errors ("N/A" when checking was off): a non-zero count is a failed run.
+      const wrong = stride === 4 ? Number(tok[base + 3]) : 0;
+      if (Number.isFinite(wrong) && wrong !== 0) {
+        wrongLines.push(li + 1);
+        rec.time_us[p] = t;
+        continue;
+      }
       rec.time_us[p] = t;
       rec.algbw_printed[p] = ab;
       rec.busbw_printed[p] = bb;
@@ -254,5 +269,8 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     out.push(rec);
   }
   if (out.length === 0) throw new InputError({ file }, 'empty file: no nccl-tests data lines (expected lines starting with the message size)');
-  return { op, ranks, nodes, lane, lines: out, rows, in_network_rows: flagged, ...(link_GBs !== undefined ? { link_GBs } : {}) };
+  if (rows.length === 0) {
+    throw new InputError({ file, line: wrongLines[0]! }, `every data line has a non-zero #wrong count (${wrongLines.length} rows failed nccl-tests' data check); nothing to import`);
+  }
+  return { op, ranks, nodes, lane, lines: out, rows, in_network_rows: flagged, wrong_rows: wrongLines.length, wrong_lines: wrongLines, ...(link_GBs !== undefined ? { link_GBs } : {}) };
 }

@@ -116,6 +116,36 @@ function encodeMeasurementText(file: string, text: string): Uint8Array {
   return file.endsWith('.gz') ? gzipSync(Buffer.from(text, 'utf8'), { level: MEASUREMENT_GZIP_LEVEL }) : encodeText(file, text);
 }
 
+/**
+ * Import never loses data (issue 12 item 4): the data files an import would replace. Without `force`
+ * any existing one is refused; with it, each is described (rows and sha256 from its provenance) so
+ * the caller can say what it replaced.
+ * @param targets data files (`.csv.gz`, `.steps.csv`, a chip YAML) about to be written.
+ * @returns one line per replaced file (empty when none exists).
+ * @throws UserError naming every existing file when `force` is false.
+ */
+export function guardOverwrite(targets: readonly string[], force: boolean): string[] {
+  const lines: string[] = [];
+  for (const file of targets) {
+    if (!existsSync(file)) continue;
+    let what = 'no provenance';
+    try {
+      const prov = readProvenance(file);
+      what = `${prov.rows_out} rows, sha256 ${String(prov.output_sha256).slice(0, 12)}…, from ${prov.inputs?.map((i) => i.file).join(', ') || prov.source_path}`;
+    } catch {
+      // a chip file or a file without provenance: described by its path only
+    }
+    lines.push(`${file} (${what})`);
+  }
+  if (lines.length && !force) {
+    throw new UserError(
+      `refusing to overwrite ${lines.length === 1 ? 'an existing curated file' : `${lines.length} existing curated files`}: ${lines.join('; ')}. ` +
+        'Pass --force to replace (stepcal then lists what it replaced), or --out <dir> to write elsewhere',
+    );
+  }
+  return lines;
+}
+
 /** Write every staged file atomically as one set (all land, or none do). */
 export function writeMeasurementSet(staged: ReadonlyArray<StagedMeasurements>): void {
   writeFilesAtomic(staged.flatMap((s) => s.files));

@@ -26,9 +26,25 @@ export interface RawTable {
 export function csvTable(text: string, file: string): RawTable {
   const data = text.includes('"') ? Papa.parse<string[]>(text, { skipEmptyLines: true }).data : splitPlainCsv(text);
   if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
-  const header = data[0]!.map((h) => h.trim());
+  const header = checkHeader(file, data[0]!.map((h) => h.trim()));
   if (data.length === 1) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
   return { file, header, rows: data.slice(1) };
+}
+
+/**
+ * Refuse a header that names a column twice: which copy holds the data is a guess (before, the last
+ * one silently won). @returns the header. @throws InputError (row 0, the column) naming both positions.
+ */
+export function checkHeader(file: string, header: string[]): string[] {
+  const seen = new Map<string, number>();
+  header.forEach((h, i) => {
+    const j = seen.get(h);
+    if (j !== undefined && h !== '') {
+      throw new InputError({ file, row: 0, column: h }, `duplicated column: "${h}" is both column ${j + 1} and column ${i + 1}; keep one (stepcal will not guess which holds the data)`);
+    }
+    seen.set(h, i);
+  });
+  return header;
 }
 
 /**
@@ -66,7 +82,7 @@ export async function parquetTable(file: string): Promise<RawTable> {
   } catch (err) {
     throw new InputError({ file }, `not a readable Parquet file: ${(err as Error).message}`);
   }
-  const header = parquetSchema(metadata).children.map((c) => c.element.name);
+  const header = checkHeader(file, parquetSchema(metadata).children.map((c) => c.element.name));
   let rows: Cell[][] = [];
   try {
     await parquetRead({

@@ -25,7 +25,7 @@
  *   rotates with g so that groups that are batch sweeps of the same shape do not all give up the same
  *   batch (which would leave the per-request term collinear with the per-step constant).
  */
-import { UserError } from '../core/errors.ts';
+import { UsageError, UserError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
 
@@ -77,7 +77,7 @@ export function parseHostRule(rule: string): HostRule {
     const f = Number(m[1]);
     if (f > 0 && f < 1) return { kind: 'fraction', fraction: f, k: Math.max(2, Math.round(1 / f)) };
   }
-  throw new UserError(`--fit-host: expected "batch=1" or "fraction=F" with 0 < F < 1, got "${rule}"`);
+  throw new UsageError(`--fit-host: expected "batch=1" or "fraction=F" with 0 < F < 1, got "${rule}"`);
 }
 
 /**

@@ -51,7 +51,7 @@ describe('stepcal import (CLI)', () => {
     ]) {
       const r = await cli(['import', 'nccl-tests', 'missing.txt', '--chip', 'h100', '--out', out, ...args]);
       expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`option '${args[0]} <n>' argument '${args[1]!.replace('.', '\\.')}' is invalid\\. expected a (positive integer|finite number)`));
+      expect(r.stderr).toMatch(new RegExp(`option '${args[0]} <n>' argument '${args[1]!.replace('.', '\\.')}' is invalid\\. expected (a positive integer|a finite number|an integer ≥ 1)`));
     }
     const l2 = await cli(['import', 'system', 'x.yaml', '--l2-mib', 'big']);
     expect(l2.code).toBe(2);

@@ -8,8 +8,12 @@
  */
 import type { Command } from 'commander';
 import { UserError } from '../../core/errors.ts';
+import { parseFlagNumber } from '../../core/flags.ts';
+import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { note } from '../../core/io/progress.ts';
-import { checkFitOutputs, fitAll, FIT_FAMILIES, type FitFamily, type FitOutputOptions, writeFitOutputs } from '../../fit/index.ts';
+import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
+import { checkFitOutputs, fitAll, fitOutputFiles, FIT_FAMILIES, type FitFamily, type FitOutputOptions, writeFitOutputs } from '../../fit/index.ts';
+import path from 'node:path';
 
 /** What a `stepcal fit` invocation writes (or, with --check, compares). */
 export interface FitOutputPlan {
@@ -62,8 +66,7 @@ export function register(program: Command): void {
       if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
         throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all)`);
       }
-      const resamples = Number(o.resamples);
-      if (!Number.isInteger(resamples) || resamples < 200) throw new UserError(`--resamples must be an integer ≥ 200, got ${o.resamples}`);
+      const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
       const families = family === 'all' ? undefined : [family as FitFamily];
       const result = await fitAll(o.chip, {
         ...(families ? { families } : {}),
@@ -100,7 +103,9 @@ export function register(program: Command): void {
         return;
       }
       if (!plan.write) return;
-      const written = writeFitOutputs(result, out);
+      const targets = fitOutputFiles(result, out).map((f) => f.file);
+      const dirs = [...new Set(targets.map((t) => path.dirname(t)))];
+      const written = withOutputLockSync(lockRootFor(targets, REPO_ROOT), `fit ${family} --chip ${o.chip}`, dirs, () => writeFitOutputs(result, out));
       note(`fit ${o.chip}: wrote ${written.length} files`);
     });
 }

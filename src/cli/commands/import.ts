@@ -12,16 +12,21 @@ import path from 'node:path';
 import { Argument, type Command, Option } from 'commander';
 import { parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import { parse as parseYaml } from 'yaml';
-import { chipFromSku, CHIPS_DIR, type Chip, type ChipFile, knownChips, loadChip } from '../../core/catalog/chip.ts';
+import { chipFromSku, CHIPS_DIR, type Chip, type ChipFile, knownChips, loadChip, REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
+import { parseFlagNumber } from '../../core/flags.ts';
 import { readText, sha256, writeFilesAtomic } from '../../core/io/fs.ts';
-import { progress } from '../../core/io/progress.ts';
+import { pathInside } from '../../core/io/paths.ts';
+import { note, progress } from '../../core/io/progress.ts';
+import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
 import { AIC_COMMIT, AIC_REPOSITORY, displayPath, type ImportSummary, skuFromPath, stageAicImport } from '../../measurements/import.ts';
 import { parseNcclTests, type NcclTestsResult } from '../../measurements/nccl-tests.ts';
 import { COLLECTIVE_OPS, type CollectiveOp, type CollectiveRow } from '../../measurements/schema.ts';
 import { stageSplitwise } from '../../measurements/splitwise.ts';
-import { prepareMeasurements, writeMeasurementSet } from '../../measurements/store.ts';
+import { guardOverwrite, prepareMeasurements } from '../../measurements/store.ts';
 import { systemToChip } from '../../measurements/system.ts';
+
+const MEASUREMENTS_DIR = path.join(REPO_ROOT, 'measurements');
 
 export const IMPORT_FORMATS = ['aiconfigurator', 'nccl-tests', 'splitwise', 'system'] as const;
 type Format = (typeof IMPORT_FORMATS)[number];
@@ -30,6 +35,8 @@ type Format = (typeof IMPORT_FORMATS)[number];
 interface ImportOpts {
   chip?: string;
   out?: string;
+  /** Replace existing curated files (each replaced file is listed on stderr). */
+  force?: boolean;
   json?: boolean;
   ranks?: string | number;
   op?: string;
@@ -53,18 +60,36 @@ export interface WrittenFile {
 }
 
 function posInt(v: string | number | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new UserError(`${flag} expects a positive integer, got "${v}"`);
-  return n;
+  return v === undefined ? undefined : parseFlagNumber(flag, v, { integer: true, min: 1 });
 }
 
 function resolveChip(opts: ImportOpts, paths: readonly string[], required: boolean): string | undefined {
-  if (opts.chip) return opts.chip;
+  if (opts.chip) return checkedChip(opts.chip);
   const skus = [...new Set(paths.map(skuFromPath).filter((s): s is string => !!s))];
-  if (skus.length === 1) return chipFromSku(skus[0]!);
+  if (skus.length === 1) return checkedChip(chipFromSku(skus[0]!));
   if (required) throw new UserError(`--chip is required (could not infer one chip from the paths; known chips: ${knownChips().join(', ')})`);
   return undefined;
+}
+
+/** A chip name that becomes `measurements/<chip>/` (src/core/io/paths.ts). @throws UsageError. */
+function checkedChip(chip: string): string {
+  pathInside('--chip', chip, MEASUREMENTS_DIR);
+  return chip;
+}
+
+/** The output folder of a chip's measurements: `--out`, else `<repo>/measurements/<chip>` (checked to stay inside). */
+function measurementsOut(opts: ImportOpts, chip: string): string {
+  return opts.out ?? pathInside('--chip', chip, MEASUREMENTS_DIR);
+}
+
+/** Refuse or list replaced files, take the lock of the output's checkout, clean up after killed runs, write the set. */
+function commitImport(files: ReadonlyArray<{ file: string; data: string | Uint8Array }>, dataFiles: readonly string[], opts: ImportOpts, label: string): void {
+  const targets = files.map((f) => f.file);
+  if (opts.force !== true) guardOverwrite(dataFiles, false); // refuse before touching the output folder (no lock file appears)
+  withOutputLockSync(lockRootFor(targets, REPO_ROOT), label, [...new Set(targets.map((t) => path.dirname(t)))], () => {
+    for (const r of guardOverwrite(dataFiles, opts.force === true)) note(`stepcal: --force: replaced ${r}`);
+    writeFilesAtomic(files);
+  });
 }
 
 function chipInfoOrUndefined(chip: string): Chip | undefined {
@@ -89,14 +114,15 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
       {
         chip,
         ...(chipInfo ? { chipInfo } : {}),
-        outDir: opts.out ?? path.join('measurements', chip),
+        outDir: measurementsOut(opts, chip),
         sourceRepository: opts.sourceRepo ?? AIC_REPOSITORY,
         sourceCommit: opts.sourceCommit ?? (opts.sourceRepo ? 'unknown' : AIC_COMMIT),
+        onNote: (l) => note(`import: ${l}`),
       },
       (p) => bar.tick(path.basename(p)),
     );
     bar.done();
-    writeMeasurementSet(staged);
+    commitImport(staged.flatMap((s) => s.files), staged.map((s) => s.file), opts, `import aiconfigurator --chip ${chip}`);
     return summaries.map((s: ImportSummary) => ({
       file: s.file,
       family: s.family,
@@ -118,6 +144,9 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
     }
     const results: Array<{ file: string; res: NcclTestsResult; sha: string }> = [];
     for (const p of paths) {
+      const sha = sha256(readFileSync(p));
+      const twin = results.find((x) => x.sha === sha);
+      if (twin) throw new UserError(`${p} and ${twin.file} are the same file (sha256 ${sha.slice(0, 12)}…); give it once`);
       const text = readText(p);
       const ranks = posInt(opts.ranks, '--ranks');
       const nodes = posInt(opts.nodes, '--nodes');
@@ -129,7 +158,8 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
         ...(chipInfo ? { chipInfo } : {}),
         ...(opts.lane ? { lane: opts.lane } : {}),
       });
-      results.push({ file: p, res, sha: sha256(readFileSync(p)) });
+      results.push({ file: p, res, sha });
+      if (res.wrong_rows) note(`import: ${p}: left out ${res.wrong_rows} row(s) whose #wrong count is not 0 (lines ${res.wrong_lines.slice(0, 8).join(', ')}${res.wrong_lines.length > 8 ? ', …' : ''})`);
     }
     const byLane = new Map<string, typeof results>();
     for (const x of results) {
@@ -139,7 +169,8 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
     const staged = [...byLane.entries()].map(([lane, group]) => {
       const rows: CollectiveRow[] = group.flatMap((x) => x.res.rows);
       const flagged = group.reduce((s, x) => s + x.res.in_network_rows, 0);
-      return prepareMeasurements(opts.out ?? path.join('measurements', chip), 'collective', lane, rows, {
+      const wrong = group.reduce((s, x) => s + x.res.wrong_rows, 0);
+      return prepareMeasurements(measurementsOut(opts, chip), 'collective', lane, rows, {
         family: 'collective',
         chip,
         lane,
@@ -152,6 +183,7 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
           'each data line → 2 rows (kernel_source out_of_place / in_place); 0-byte lines skipped',
           'algbw re-derived as size/time and busbw as algbw × bus factor; both checked against the printed values',
           `busbw above the link rate flagged in kernel_source as ";in_network" (NVLS/SHARP), not rejected: ${flagged} rows`,
+          ...(wrong ? [`left out ${wrong} rows whose #wrong (data-check error count) is not 0: the collective returned wrong results`] : []),
         ],
         rows_in: group.reduce((s, x) => s + x.res.lines.length, 0),
         rows_out: rows.length,
@@ -159,24 +191,24 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
         notes: group.map((x) => `${displayPath(x.file)}: ${x.res.op}, ${x.res.ranks} ranks, ${x.res.nodes} node(s)${x.res.link_GBs ? `, link ${x.res.link_GBs} GB/s` : ''}`),
       });
     });
-    writeMeasurementSet(staged);
+    commitImport(staged.flatMap((s) => s.files), staged.map((s) => s.file), opts, `import nccl-tests --chip ${chip}`);
     return staged.map((s) => ({
       file: s.file,
       family: s.family,
       lane: s.lane,
       rows_in: byLane.get(s.lane)!.reduce((a, x) => a + x.res.lines.length, 0),
       rows_out: s.rows,
-      notes: byLane.get(s.lane)!.map((x) => `${x.res.op} ${x.res.ranks} ranks: ${x.res.in_network_rows} rows flagged in_network`),
+      notes: byLane.get(s.lane)!.map((x) => `${x.res.op} ${x.res.ranks} ranks: ${x.res.in_network_rows} rows flagged in_network, ${x.res.wrong_rows} left out (#wrong ≠ 0)`),
     }));
   }
   if (f === 'splitwise') {
-    const chip = opts.chip;
+    const chip = opts.chip === undefined ? undefined : checkedChip(opts.chip);
     const all: WrittenFile[] = [];
     const files: Array<{ file: string; data: string }> = [];
     for (const p of paths) {
       const res = stageSplitwise(p, {
         ...(chip ? { chip } : {}),
-        ...(opts.out ? { outDir: opts.out } : { outRoot: 'measurements' }),
+        ...(opts.out ? { outDir: opts.out } : { outRoot: MEASUREMENTS_DIR }),
       });
       if (opts.out && res.summaries.length > 1) {
         throw new UserError(`${p} holds several chips (${res.summaries.map((s) => s.chip).join(', ')}); pass --chip to pick one, or omit --out`);
@@ -194,14 +226,14 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
         });
       }
     }
-    writeFilesAtomic(files);
+    commitImport(files, files.map((x) => x.file).filter((x) => x.endsWith('.csv') || x.endsWith('.csv.gz')), opts, 'import splitwise');
     return all;
   }
   // system
   if (paths.length !== 1) throw new UserError('import system takes exactly one descriptor YAML');
   const p = paths[0]!;
   const base = path.basename(p).replace(/\.ya?ml$/, '');
-  const chip = opts.chip ?? chipFromSku(base);
+  const chip = checkedChip(opts.chip ?? chipFromSku(base));
   const existingFile = path.join(CHIPS_DIR, `${chip}.yaml`);
   const existing = existsSync(existingFile) ? (parseYaml(readText(existingFile)) as ChipFile) : undefined;
   const sm = posInt(opts.smCount, '--sm-count');
@@ -213,8 +245,8 @@ export async function runImport(format: string, paths: string[], opts: ImportOpt
     ...(l2 ? { l2_mib: l2 } : {}),
     ...(existing ? { existing } : {}),
   });
-  const out = opts.out ?? path.join('catalog', 'chips', `${chip}.yaml`);
-  writeFilesAtomic([{ file: out, data: yaml }]);
+  const out = opts.out ?? pathInside('--chip', chip, CHIPS_DIR, '.yaml');
+  commitImport([{ file: out, data: yaml }], [out], opts, `import system --chip ${chip}`);
   return [{ file: out, family: 'chip', lane: '', rows_in: 1, rows_out: 1 }];
 }
 
@@ -234,6 +266,7 @@ export function register(program: Command): void {
     .option('--chip <name>', 'stepcal chip name (inferred from an AIC <sku> folder when omitted; splitwise: all chips in the file)')
     .option('--out <dir>', 'output directory (default measurements/<chip>/; system: output file, default catalog/chips/<chip>.yaml)')
     .option('--json', 'print what was written as JSON')
+    .option('--force', 'replace existing curated files (refused without it; each replaced file is listed on stderr)')
     .addOption(new Option('--ranks <n>', 'nccl-tests: number of ranks (default: from the header)').argParser(parsePositiveInt))
     .addOption(new Option('--nodes <n>', 'nccl-tests: number of nodes (default: distinct hosts in the header)').argParser(parsePositiveInt))
     .option('--op <op>', `nccl-tests: collective (${COLLECTIVE_OPS.join(', ')}; default from the text or file name)`)

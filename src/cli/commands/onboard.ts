@@ -8,6 +8,9 @@
 import { Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
+import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
+import { withOutputLock } from '../../core/io/staging.ts';
+import path from 'node:path';
 import { coverageJson, coverageOf, findTables, onboardChip, onboardJson } from '../../registry/onboard.ts';
 
 export function register(program: Command): void {
@@ -24,17 +27,12 @@ export function register(program: Command): void {
     .option('--sibling-registry-dir <dir>', 'registries that may serve as same-generation siblings')
     .option('--json', 'print the outcome as JSON (coverage, files written, registry path, summary); a failure prints status "failed" with the coverage and exits 1')
     .action(async (o: { chip: string; data: string; system: string; outRoot: string; smCount?: string; l2Mib?: string; widths: string; siblingRegistryDir?: string; json?: boolean }) => {
-      const num = (v: string | undefined, flag: string) => {
-        if (v === undefined) return undefined;
-        const n = Number(v);
-        if (!(n > 0)) throw new UserError(`${flag} expects a positive number, got "${v}"`);
-        return n;
-      };
-      const sm = num(o.smCount, '--sm-count');
-      const l2 = num(o.l2Mib, '--l2-mib');
-      const widths = o.widths.split(',').map(Number);
-      if (widths.some((w) => !Number.isInteger(w) || w < 2)) throw new UserError(`--widths must list integers ≥ 2, got "${o.widths}"`);
-      const run = () => onboardChip({
+      const sm = o.smCount === undefined ? undefined : parseFlagNumber('--sm-count', o.smCount, { integer: true, min: 1 });
+      const l2 = o.l2Mib === undefined ? undefined : parseFlagNumber('--l2-mib', o.l2Mib, { min: 0, minExclusive: true });
+      const widths = parseFlagList('--widths', o.widths, { integer: true, min: 2 });
+      const root = path.resolve(o.outRoot);
+      const dirs = ['registry', path.join('fits', o.chip), path.join('measurements', o.chip), path.join('catalog', 'chips')].map((d) => path.join(root, d));
+      const run = () => withOutputLock(root, `onboard --chip ${o.chip}`, dirs, () => onboardChip({
         chip: o.chip,
         dataDir: o.data,
         systemFile: o.system,
@@ -44,7 +42,7 @@ export function register(program: Command): void {
         widths,
         ...(o.siblingRegistryDir ? { siblingRegistryDir: o.siblingRegistryDir } : {}),
         log: (l) => process.stderr.write(l + '\n'),
-      });
+      }));
       if (!o.json) {
         process.stdout.write((await run()).report);
         return;

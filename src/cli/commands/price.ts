@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
+import { parseFlagNumber } from '../../core/flags.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { knownModels, loadHfQuantConfig, loadModelConfigText } from '../../core/catalog/model.ts';
 import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';
@@ -25,10 +26,9 @@ export function addDeploymentOptions(cmd: Command): Command {
     .option('--spec-tokens <n>', 'speculative tokens per step (drafter = the graph speculator)', '0');
 }
 
-function int(v: string, flag: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a non-negative integer, got "${v}"`);
-  return n;
+/** An integer flag ≥ min (the shared rule, src/core/flags.ts: a usage error, exit 2). */
+function int(v: string, flag: string, min = 1): number {
+  return parseFlagNumber(flag, v, { integer: true, min });
 }
 
 /** Deployment from parsed flags. */
@@ -41,10 +41,10 @@ export function deploymentFromFlags(o: Record<string, string | undefined>): Part
     weight_dtype: o.weightDtype ?? 'auto',
     cudagraph_mode: mode as CudagraphMode,
     max_capture_size: int(o.maxCaptureSize ?? '512', '--max-capture-size'),
-    decode_threshold: int(o.decodeThreshold ?? '1', '--decode-threshold'),
+    decode_threshold: int(o.decodeThreshold ?? '1', '--decode-threshold', 0),
   };
   if (o.kvDtype) d.kv_dtype = o.kvDtype;
-  const spec = int(o.specTokens ?? '0', '--spec-tokens');
+  const spec = int(o.specTokens ?? '0', '--spec-tokens', 0);
   if (spec > 0) d.speculative = { num_spec_tokens: spec };
   return d;
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
+import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
 import { readText, writeFilesAtomic } from '../../core/io/fs.ts';
 import { listStepFiles } from '../../measurements/store.ts';
 import { exportBlis, importBlis } from '../../registry/blis.ts';
@@ -160,8 +161,7 @@ export function register(program: Command): void {
         json?: boolean;
       }) => {
         const file = o.registry ?? path.join(REGISTRY_DIR, `${o.chip}.yaml`);
-        const tol = Number(o.tolerancePct);
-        if (!Number.isFinite(tol)) throw new UserError(`--tolerance-pct must be a number, got "${o.tolerancePct}"`);
+        const tol = parseFlagNumber('--tolerance-pct', o.tolerancePct, { min: 0 });
         const noHoldout = typeof o.holdout === 'string' ? o.holdout : undefined;
         const current = existsSync(file) ? loadRegistryFile(file) : [];
         const fitted = loadRegistryFile(o.from);
@@ -328,8 +328,7 @@ export function register(program: Command): void {
     .option('--write', 'merge the extrapolated entries into the registry (never over measured ones)')
     .option('--json', 'JSON output')
     .action((o: { chip: string; widths: string; registryDir: string; registry?: string; write?: boolean; json?: boolean }) => {
-      const targets = o.widths.split(',').map((w) => Number(w));
-      if (targets.some((t) => !Number.isInteger(t) || t < 2)) throw new UserError(`--widths must list integers ≥ 2, got "${o.widths}"`);
+      const targets = parseFlagList('--widths', o.widths, { integer: true, min: 2 });
       const chips =
         o.chip === 'all'
           ? readdirSync(o.registryDir)

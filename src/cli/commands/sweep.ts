@@ -1,7 +1,8 @@
 /** `stepcal sweep`: price decode steps over batch sizes; print a table and write an SVG (seed figure). */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { UsageError, UserError } from '../../core/errors.ts';
+import { UserError } from '../../core/errors.ts';
+import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
 import { writeFileAtomic } from '../../core/io/fs.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { sweepDecode } from '../../pricer/sweep.ts';
@@ -17,10 +18,8 @@ export function register(program: Command): void {
     .option('--json', 'print JSON')
     .action((o: Record<string, string | undefined> & { json?: boolean }) => {
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
-      const ctx = Number(o.context);
-      const sizes = String(o.batches).split(',').map((x) => Number(x.trim()));
-      if (!Number.isInteger(ctx) || ctx < 1) throw new UsageError(`--context must be a positive integer, got "${o.context}"`);
-      if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError(`--batches must be positive integers, got "${o.batches}"`);
+      const ctx = parseFlagNumber('--context', String(o.context), { integer: true, min: 1 });
+      const sizes = parseFlagList('--batches', String(o.batches), { integer: true, min: 1 });
       const rows = sweepDecode(s.pricer, sizes, ctx);
       const title = `${s.model.name} ${s.pricer.info.served_dtype} on ${s.deployment.tp}×${s.chip.name} (tp ${s.deployment.tp}), decode @ ${ctx}`;
       const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);

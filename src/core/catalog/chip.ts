@@ -5,6 +5,7 @@
  * once to stepcal's internal units: FLOPs per µs and bytes per µs.
  * 1 TFLOP/s = 1e6 FLOP/µs; 1 TB/s = 1e6 B/µs; 1 GB/s = 1e3 B/µs.
  */
+import { pathInside } from '../io/paths.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -100,7 +101,7 @@ export function knownChips(dir = CHIPS_DIR): string[] {
  * @throws UserError listing the known chips when the name is unknown.
  */
 export function loadChip(nameOrPath: string, dir = CHIPS_DIR): Chip {
-  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(dir, `${nameOrPath}.yaml`);
+  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : pathInside('chip', nameOrPath, dir, '.yaml');
   if (!existsSync(file)) {
     throw new UserError(`unknown chip "${nameOrPath}" (known: ${knownChips(dir).join(', ')})`);
   }

@@ -10,6 +10,7 @@
  *
  * Units: sizes are element counts (n, k, heads, head dims); `bytes_per_token` is bytes.
  */
+import { pathInside } from '../io/paths.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Document, isMap, isSeq, parse as parseYaml } from 'yaml';
@@ -244,7 +245,7 @@ export function knownModels(dir = MODELS_DIR): string[] {
  * @throws UserError listing the known models when the name is unknown, or naming the bad field.
  */
 export function loadModel(nameOrPath: string, dir = MODELS_DIR): ModelGraph {
-  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(dir, nameOrPath, 'graph.yaml');
+  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(pathInside('model', nameOrPath, dir), 'graph.yaml');
   if (!existsSync(file)) {
     throw new UserError(`unknown model "${nameOrPath}" (known: ${knownModels(dir).join(', ')})`);
   }

@@ -1,46 +1,44 @@
 /**
- * File helpers used at the edges of stepcal. Every write is atomic: the content goes to a temporary
- * file in the same directory, which is then renamed over the target, so an interrupted write leaves
- * the previous file intact.
+ * File helpers used at the edges of stepcal: the one atomic writer of a single file and, through
+ * `./staging.ts`, of a set of files (all land or none), plus reading, gzip and hashing.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { commitFiles, sleepSync, tempNameFor, writeError } from './staging.ts';
 
-/** Write `data` to `file` atomically (temp file in the same directory, fsync by writeFileSync, rename). */
+/**
+ * Test hook (environment, milliseconds): sleep after the temp file is complete and before the
+ * rename, so a test can kill the process in that window.
+ */
+export const PAUSE_ENV = 'STEPCAL_TEST_PAUSE_BEFORE_RENAME_MS';
+
+/**
+ * Write `data` to `file` atomically: a temp file `.<name>.<pid>.<hex>.tmp` in the same folder
+ * (flushed), renamed over the target, so an interrupted write leaves the previous file byte-identical
+ * (a killed run's temp file is removed by the next writing run, `removeStaleTemps`).
+ * @throws UserError naming the file when its folder is not writable or the target is a folder.
+ */
 export function writeFileAtomic(file: string, data: string | Uint8Array): void {
   const dir = path.dirname(file);
-  mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  let tmp: string | undefined;
   try {
+    mkdirSync(dir, { recursive: true });
+    if (statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' });
+    tmp = tempNameFor(file);
     writeFileSync(tmp, data, { flush: true });
+    sleepSync(Number(process.env[PAUSE_ENV] ?? 0));
     renameSync(tmp, file);
   } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
+    if (tmp) rmSync(tmp, { force: true });
+    throw writeError(file, err);
   }
 }
 
-/**
- * Write several files so that either all land or none do: each is first written to a temp file;
- * only when every temp file exists are they renamed into place.
- */
+/** Write several files so that either all land or none do (staging folder + commit, see ./staging.ts). */
 export function writeFilesAtomic(files: ReadonlyArray<{ file: string; data: string | Uint8Array }>): void {
-  const staged: Array<{ tmp: string; file: string }> = [];
-  try {
-    for (const { file, data } of files) {
-      const dir = path.dirname(file);
-      mkdirSync(dir, { recursive: true });
-      const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-      writeFileSync(tmp, data, { flush: true });
-      staged.push({ tmp, file });
-    }
-  } catch (err) {
-    for (const s of staged) rmSync(s.tmp, { force: true });
-    throw err;
-  }
-  for (const s of staged) renameSync(s.tmp, s.file);
+  commitFiles(files);
 }
 
 /** Read a text file, transparently gunzipping names ending in `.gz`. */

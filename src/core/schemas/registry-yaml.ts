@@ -11,7 +11,13 @@ export function parseCoefficientSets(text: string, source: string): CoefficientS
   const sets: CoefficientSet[] = [];
   for (const doc of parseAllDocuments(text)) {
     if ('errors' in doc && doc.errors.length) throw new UserError(`${source}: YAML error: ${doc.errors[0]!.message}`);
-    const obj = doc.toJS() as Record<string, unknown> | null;
+    let obj: Record<string, unknown> | null;
+    try {
+      obj = doc.toJS() as Record<string, unknown> | null;
+    } catch (err) {
+      // yaml throws ReferenceError for an alias to another document's anchor and for alias bombs.
+      throw new UserError(`${source}: YAML error: ${(err as Error).message}`);
+    }
     if (obj === null || obj === undefined) continue;
     if (obj.kind !== 'CoefficientSet') throw new UserError(`${source}: expected kind: CoefficientSet, got ${String(obj.kind)}`);
     if (typeof obj.name !== 'string') throw new UserError(`${source}: set has no name`);

@@ -1,0 +1,33 @@
+/**
+ * Names that become paths (issue 12 item 7): a chip, model or lane name given on the command line is
+ * joined to a folder (`catalog/chips/<chip>.yaml`, `measurements/<chip>/`, `registry/<chip>.yaml`),
+ * so it must be a plain name, `[a-z0-9._-]+`, and the path it makes must stay inside that folder
+ * (`..` matches the pattern but leaves it).
+ */
+import path from 'node:path';
+import { UsageError } from '../errors.ts';
+
+/** The pattern every name that becomes a path must match. */
+export const NAME_RE = /^[a-z0-9._-]+$/;
+
+/**
+ * Check `name` (the value of `what`, e.g. `--chip`) and return `<dir>/<name><suffix>`.
+ * @throws UsageError (exit 2) when the name does not match NAME_RE or the path leaves `dir`.
+ */
+export function pathInside(what: string, name: string, dir: string, suffix = ''): string {
+  checkName(what, name);
+  const root = path.resolve(dir);
+  const file = path.resolve(root, name + suffix);
+  const rel = path.relative(root, file);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel) || rel.includes(path.sep)) {
+    throw new UsageError(`${what} "${name}": must name a file inside ${dir}, but resolves to ${file}`);
+  }
+  return file;
+}
+
+/** @throws UsageError (exit 2) unless `name` matches NAME_RE and is not `.` or `..`. */
+export function checkName(what: string, name: string): void {
+  if (!NAME_RE.test(name) || name === '.' || name === '..') {
+    throw new UsageError(`${what} "${name}": expected a name of lower-case letters, digits, '.', '_' or '-' ([a-z0-9._-]+, not . or ..)`);
+  }
+}

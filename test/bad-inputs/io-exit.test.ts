@@ -1,0 +1,134 @@
+/**
+ * Bad-input corpus, exits and paths group (issue 12 item 7): names that would leave their folder,
+ * the one numeric-flag rule (every malformed numeric flag exits 2 naming the flag), file-system
+ * refusals and hostile YAML as user errors (exit 1, one line, no stack), and no command → usage.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { exitCodeFor } from '../../src/cli/main.ts';
+import { capture } from '../helpers/capture.ts';
+import { runCorpus, type BadInputCase } from './harness.ts';
+
+const PRICE = ['price', '--model', 'llama-2-7b', '--chip', 'h200', '--batch', 'decode:8@1024'];
+const SWEEP = ['sweep', '--model', 'llama-2-7b', '--chip', 'h200'];
+
+/** The billion-laughs file: 9^6 expansions of one string through nested aliases. */
+const LAUGHS =
+  'kind: CoefficientSet\nname: lol\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' +
+  ['b', 'c', 'd', 'e', 'f'].map((k, i) => `${k}: &${k} [${Array(9).fill('*' + 'abcde'[i]).join(',')}]`).join('\n') +
+  '\ncoefficients: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n';
+/** An alias in the second document to an anchor of the first (YAML documents do not share anchors). */
+const CROSS_DOC_ALIAS = 'kind: CoefficientSet\nname: a\nx: &v 0.8\ncoefficients: []\n---\nkind: CoefficientSet\nname: b\ncoefficients:\n  - gemm_bf16_eps_max: {value: *v, units: "1"}\n';
+
+const write = (t: string, name: string, text: string) => writeFileSync(path.join(t, name), text);
+
+const CASES: BadInputCase[] = [
+  { name: 'no command at all', args: [], code: 2, message: 'stepcal: no command given' },
+  { name: 'only --debug', args: ['--debug'], code: 2, message: 'no command given' },
+  { name: 'price --chip ../registry/h200 (a path, not a name)', args: ['price', '--model', 'llama-2-7b', '--chip', '../registry/h200', '--batch', 'decode:1@8'], code: 2, message: '--chip "../registry/h200": expected a name' },
+  { name: 'price --model ../../etc', args: ['price', '--model', '../../etc', '--chip', 'h200', '--batch', 'decode:1@8'], code: 2, message: '--model "../../etc"' },
+  { name: 'calibrate --chip ../h200', args: ['calibrate', '--chip', '../h200'], code: 2, message: '--chip "../h200"' },
+  { name: 'fit all --chip with upper case and a slash', args: ['fit', 'all', '--chip', 'H200/x'], code: 2, message: '--chip "H200/x"' },
+  { name: 'validate --chip ..', args: ['validate', '--chip', '..'], code: 2, message: '--chip "..": expected a name' },
+  { name: 'registry copy --from ../x', args: ['registry', 'copy', '--from', '../x', '--to', 'b300', '--dry-run'], code: 2, message: '--from "../x"' },
+  { name: 'price --tp 0', args: [...PRICE, '--tp', '0'], code: 2, message: '--tp: expected an integer ≥ 1, got "0"' },
+  { name: 'price --tp two (same exit and wording as --tp 0)', args: [...PRICE, '--tp', 'two'], code: 2, message: '--tp: expected an integer ≥ 1, got "two"' },
+  { name: 'price --ep 1.5', args: [...PRICE, '--ep', '1.5'], code: 2, message: '--ep: expected an integer ≥ 1, got "1.5"' },
+  { name: 'price --spec-tokens -1', args: [...PRICE, '--spec-tokens', '-1'], code: 2, message: '--spec-tokens: expected an integer ≥ 0' },
+  { name: 'sweep --context 0', args: [...SWEEP, '--context', '0'], code: 2, message: '--context: expected an integer ≥ 1, got "0"' },
+  { name: 'sweep --batches 1,x,4', args: [...SWEEP, '--batches', '1,x,4'], code: 2, message: '--batches: expected an integer ≥ 1, got "x" in "1,x,4"' },
+  { name: 'fit all --resamples 100 (same as calibrate)', args: ['fit', 'all', '--chip', 'h200', '--resamples', '100'], code: 2, message: '--resamples: expected an integer ≥ 200, got "100"' },
+  { name: 'calibrate --resamples 100', args: ['calibrate', '--chip', 'h200', '--resamples', '100'], code: 2, message: '--resamples: expected an integer ≥ 200, got "100"' },
+  { name: 'calibrate --fit-host fraction=2 (a usage error like --resamples)', args: ['calibrate', '--chip', 'h200', '--fit-host', 'fraction=2'], code: 2, message: '--fit-host: expected "batch=1" or "fraction=F"' },
+  { name: 'validate --fit-host fraction=2', args: ['validate', '--chip', 'h100', '--fit-host', 'fraction=2', '--no-report'], code: 2, message: '--fit-host' },
+  { name: 'registry extrapolate --widths 16,one', args: ['registry', 'extrapolate', 'widths', '--chip', 'h200', '--widths', '16,one'], code: 2, message: '--widths: expected an integer ≥ 2, got "one"' },
+  {
+    name: 'registry path that is a folder (price)',
+    setup: (t) => mkdirSync(path.join(t, 'reg.yaml')),
+    args: (t) => [...PRICE, '--registry', path.join(t, 'reg.yaml')],
+    code: 1,
+    message: 'cannot read registry file',
+  },
+  {
+    name: 'registry copy --out into a folder',
+    setup: (t) => mkdirSync(path.join(t, 'b300.yaml')),
+    args: (t) => ['registry', 'copy', '--from', 'b200', '--to', 'b300', '--out', path.join(t, 'b300.yaml')],
+    code: 1,
+    message: /cannot read registry file .*b300\.yaml/,
+  },
+  {
+    name: 'sweep --out is a folder',
+    setup: (t) => mkdirSync(path.join(t, 'plot.svg')),
+    args: (t) => [...SWEEP, '--out', path.join(t, 'plot.svg')],
+    code: 1,
+    message: 'it is a folder, expected a file',
+  },
+  {
+    name: 'sweep --out under a file',
+    setup: (t) => write(t, 'file', 'x'),
+    args: (t) => [...SWEEP, '--out', path.join(t, 'file', 'plot.svg')],
+    code: 1,
+    message: /cannot write .*file\/plot\.svg: a file is in the way/,
+  },
+  {
+    name: 'sweep --out in a read-only file system (/proc)',
+    args: [...SWEEP, '--out', '/proc/stepcal-sweep.svg'],
+    code: 1,
+    message: 'cannot write /proc/stepcal-sweep.svg',
+  },
+  {
+    name: 'YAML alias across documents (price)',
+    setup: (t) => write(t, 'alias.yaml', CROSS_DOC_ALIAS),
+    args: (t) => [...PRICE, '--registry', path.join(t, 'alias.yaml')],
+    code: 1,
+    message: /alias\.yaml: YAML error: Unresolved alias/,
+  },
+  {
+    name: 'YAML alias across documents (registry validate)',
+    setup: (t) => write(t, 'alias.yaml', CROSS_DOC_ALIAS),
+    args: (t) => ['registry', 'validate', path.join(t, 'alias.yaml')],
+    code: 1,
+    message: 'Unresolved alias',
+  },
+  {
+    name: 'billion laughs (price)',
+    setup: (t) => write(t, 'lol.yaml', LAUGHS),
+    args: (t) => [...PRICE, '--registry', path.join(t, 'lol.yaml')],
+    code: 1,
+    message: /lol\.yaml: YAML error: Excessive alias count/,
+  },
+  {
+    name: 'billion laughs (registry diff)',
+    setup: (t) => write(t, 'lol.yaml', LAUGHS),
+    args: (t) => ['registry', 'diff', path.join(t, 'lol.yaml'), path.join(t, 'lol.yaml')],
+    code: 1,
+    message: 'Excessive alias count',
+  },
+];
+
+describe('bad inputs: exit codes and paths', () => runCorpus(CASES));
+
+describe('exit codes of what escapes a command', () => {
+  afterEach(() => vi.restoreAllMocks());
+  it('an internal error exits 3 with "please report" and the stack', () => {
+    const c = capture();
+    const code = exitCodeFor(new TypeError('undefined is not a function'), false);
+    vi.restoreAllMocks();
+    expect(code).toBe(3);
+    expect(c.err()).toContain('please report');
+    expect(c.err()).toMatch(/TypeError: undefined is not a function\n\s+at /);
+  });
+
+  it('a file-system refusal that escaped a command is a user error (exit 1), with the stack only under --debug', () => {
+    const err = Object.assign(new Error("EACCES: permission denied, open '/ro/x'"), { code: 'EACCES', path: '/ro/x' });
+    for (const debug of [false, true]) {
+      const c = capture();
+      const code = exitCodeFor(err, debug);
+      vi.restoreAllMocks();
+      expect(code).toBe(1);
+      expect(c.err().split('\n')[0]).toBe('stepcal: cannot write /ro/x: permission denied (is the folder read-only?)');
+      expect(/\n\s+at /.test(c.err())).toBe(debug);
+    }
+  });
+});
