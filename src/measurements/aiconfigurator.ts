@@ -706,8 +706,17 @@ export interface AicImport {
  * @throws InputError for any bad row (see mapAicRows / checkUnitsSlip).
  */
 export function normalizeAicTable(table: AicTable, raw: RawTable, chip: string, chipInfo?: Chip): AicImport {
+  return normalizeMappedRows(table, mapAicRows(table, raw, chip) as unknown[], raw.file, chip, chipInfo);
+}
+
+/**
+ * The part of normalizeAicTable after mapping, for rows mapped chunk by chunk (streaming import):
+ * units-slip check, repeats collapsed to their median (and refused above REPEAT_SPREAD_MAX), lane
+ * and coverage. `mappedRows` are in input order (index i is file row i + 1).
+ */
+export function normalizeMappedRows(table: AicTable, mappedRows: unknown[], file: string, chip: string, chipInfo?: Chip): AicImport {
   const family = AIC_TABLES[table];
-  const mappedRows = mapAicRows(table, raw, chip) as unknown[];
+  const raw = { file, rows: mappedRows };
   if (chipInfo) checkUnitsSlip(family, mappedRows, chipInfo, raw.file);
   const col = collapseDuplicates(family, mappedRows as never);
   const spread = checkRepeatSpread(col, raw.file, (i) => i + 1);

@@ -17,12 +17,14 @@ import {
   checkRepeatSpread,
   collapseDuplicates,
   coverageByDtype,
+  type AicTable,
   majorityLane,
-  normalizeAicTable,
+  mapAicRows,
+  normalizeMappedRows,
 } from './aiconfigurator.ts';
 import type { Family, FamilyRow, Provenance } from './schema.ts';
 import { prepareMeasurements, type StagedMeasurements, writeMeasurementSet } from './store.ts';
-import { type RawTable, readTable } from './table.ts';
+import { type RawTable, readTableChunks } from './table.ts';
 
 /** The AIConfigurator snapshot the shipped data came from (dataset README). */
 export const AIC_REPOSITORY = 'ai-dynamo/aiconfigurator';
@@ -80,6 +82,8 @@ export interface AicImportOptions {
   notes?: (imp: AicImport) => string[];
   /** Called with each table's repeat verdict and device check (for the summary on stderr). */
   onNote?: (line: string) => void;
+  /** Called after each chunk with the rows read so far of the current file (progress). */
+  onRows?: (rows: number) => void;
 }
 
 export interface ImportSummary {
@@ -113,19 +117,8 @@ export async function stageAicImport(
     }
     shas.set(sha, f);
     const named = aicTableFromName(f);
-    const raw = await readTable(f);
-    checkDevice(raw, opts.chip);
-    // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
-    const table = named ?? aicTableFromHeader(raw);
-    if (!table) {
-      const base = path.basename(f).replace(/\.(csv(\.gz)?|parquet)$/, '');
-      throw new UserError(
-        `${f}: cannot infer the measurement family from the table name "${base}" (expected one of ${Object.keys(AIC_TABLES).join(', ')}) ` +
-          `nor from the header (${raw.header.slice(0, 12).join(', ')}${raw.header.length > 12 ? ', …' : ''}): no gemm_dtype, moe_dtype, nccl_dtype or ` +
-          `allreduce_dtype column, nor attn_dtype + kv_cache_dtype with op_name context_attention / generation_attention`,
-      );
-    }
-    const imp = normalizeAicTable(table, raw, opts.chip, opts.chipInfo);
+    const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows);
+    const imp = normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
     if (!named) imp.filters.unshift(`table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`);
     imports.push({ imp, sha });
     if (imp.duplicate_configs > 0) opts.onNote?.(`${path.basename(f)}: ${imp.repeat_spread}`);
@@ -192,6 +185,50 @@ export async function stageAicImport(
     });
   }
   return { staged, summaries };
+}
+
+/**
+ * Read one table chunk by chunk (table.ts readTableChunks) and map each chunk to canonical rows as it
+ * arrives, so only mapped rows are kept (never the file's text or its cells): the device column is
+ * checked and the table recognised on the way. Text values are interned (one string per distinct value).
+ * @throws InputError naming the file row (chunk rows are renumbered), UserError when the table is unknown.
+ */
+async function mapStreaming(file: string, named: AicTable | undefined, chip: string, onRows?: (rows: number) => void): Promise<{ table: AicTable; rows: unknown[] }> {
+  let table = named;
+  const rows: unknown[] = [];
+  const intern = new Map<string, string>();
+  await readTableChunks(file, (chunk, offset) => {
+    try {
+      // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
+      table ??= aicTableFromHeader(chunk) ?? unknownTable(file, chunk.header);
+      checkDevice(chunk, chip);
+      for (const r of mapAicRows(table, chunk, chip) as unknown as Array<Record<string, unknown>>) {
+        for (const k in r) {
+          const v = r[k];
+          if (typeof v !== 'string') continue;
+          let c = intern.get(v);
+          if (c === undefined) intern.set(v, (c = v));
+          r[k] = c;
+        }
+        rows.push(r);
+      }
+    } catch (err) {
+      const e = err as InputError;
+      if (e instanceof InputError && e.location.row !== undefined && e.location.row > 0) throw new InputError({ ...e.location, row: e.location.row + offset }, e.problem);
+      throw err;
+    }
+    onRows?.(offset + chunk.rows.length);
+  });
+  return { table: table!, rows };
+}
+
+function unknownTable(f: string, header: readonly string[]): never {
+  const base = path.basename(f).replace(/\.(csv(\.gz)?|parquet)$/, '');
+  throw new UserError(
+    `${f}: cannot infer the measurement family from the table name "${base}" (expected one of ${Object.keys(AIC_TABLES).join(', ')}) ` +
+      `nor from the header (${header.slice(0, 12).join(', ')}${header.length > 12 ? ', …' : ''}): no gemm_dtype, moe_dtype, nccl_dtype or ` +
+      `allreduce_dtype column, nor attn_dtype + kv_cache_dtype with op_name context_attention / generation_attention`,
+  );
 }
 
 /** Which input (0-based) of concatenated row blocks of `sizes` holds row `index`. */

@@ -11,6 +11,7 @@ import { Option, type Command } from 'commander';
 import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
 import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
+import { lockRootFor, withOutputLock } from '../../core/io/staging.ts';
 import { readText, writeFilesAtomic } from '../../core/io/fs.ts';
 import { listStepFiles } from '../../measurements/store.ts';
 import { exportBlis, importBlis } from '../../registry/blis.ts';
@@ -162,46 +163,7 @@ export function register(program: Command): void {
       }) => {
         const file = o.registry ?? path.join(REGISTRY_DIR, `${o.chip}.yaml`);
         const tol = parseFlagNumber('--tolerance-pct', o.tolerancePct, { min: 0 });
-        const noHoldout = typeof o.holdout === 'string' ? o.holdout : undefined;
-        const current = existsSync(file) ? loadRegistryFile(file) : [];
-        const fitted = loadRegistryFile(o.from);
-        const stepFiles = o.steps ?? listStepFiles(path.join(o.measurementsDir, o.chip));
-        const validator: HoldoutValidator = stepFiles.length ? await realValidator(o.fitHost) : () => ({ regimes: {} });
-        const plan = planUpdate({
-          chip: o.chip,
-          current,
-          fitted,
-          ...(o.only ? { only: o.only.split(',').map((s) => s.trim()) } : {}),
-          tolerance_pct: tol,
-          ...(o.acceptWorse ? { accept_worse: o.acceptWorse } : {}),
-          ...(noHoldout ? { no_holdout: noHoldout } : {}),
-          stepFiles,
-          validator,
-          validate: { chip: chipLookup(o.catalogDir) },
-          file,
-        });
-        if (o.json) {
-          const write = plan.status === 'write' && !o.dryRun;
-          if (write) writeRegistryAtomic(file, plan.sets);
-          out(JSON.stringify(updateJson(plan, { chip: o.chip, registry: file, written: write }), null, 2));
-          if (plan.status === 'refused') throw new UserError(plan.message);
-          return;
-        }
-        if (plan.report) out(plan.report);
-        out(formatDiff(plan.diff));
-        for (const n of plan.merge.ignored) out(`note: ${n}`);
-        if (plan.merge.stale.length) out(`note: kept ${plan.merge.stale.length} entr(ies) of ${o.chip} the refit does not produce: ${plan.merge.stale.join(', ')}`);
-        if (plan.status === 'refused') throw new UserError(plan.message);
-        if (plan.status === 'unchanged') {
-          out(plan.message);
-          return;
-        }
-        if (o.dryRun) {
-          out(`dry run: would write ${file} (${plan.message})`);
-          return;
-        }
-        writeRegistryAtomic(file, plan.sets);
-        out(`wrote ${file}: ${plan.message}`);
+        await withOutputLock(lockRootFor([file], REPO_ROOT), `registry update --chip ${o.chip}`, [path.dirname(file)], () => update(file, tol, o));
       },
     );
 
@@ -384,4 +346,53 @@ export function register(program: Command): void {
         if (!o.json) out(`wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`);
       }
     });
+}
+
+
+/** `registry update` under the lock (see the command's description). */
+async function update(
+  file: string,
+  tol: number,
+  o: { chip: string; from: string; only?: string; acceptWorse?: string; holdout?: string | boolean; steps?: string[]; measurementsDir: string; catalogDir: string; fitHost?: string; dryRun?: boolean; json?: boolean },
+): Promise<void> {
+  const noHoldout = typeof o.holdout === 'string' ? o.holdout : undefined;
+  const current = existsSync(file) ? loadRegistryFile(file) : [];
+  const fitted = loadRegistryFile(o.from);
+  const stepFiles = o.steps ?? listStepFiles(path.join(o.measurementsDir, o.chip));
+  const validator: HoldoutValidator = stepFiles.length ? await realValidator(o.fitHost) : () => ({ regimes: {} });
+  const plan = planUpdate({
+    chip: o.chip,
+    current,
+    fitted,
+    ...(o.only ? { only: o.only.split(',').map((s) => s.trim()) } : {}),
+    tolerance_pct: tol,
+    ...(o.acceptWorse ? { accept_worse: o.acceptWorse } : {}),
+    ...(noHoldout ? { no_holdout: noHoldout } : {}),
+    stepFiles,
+    validator,
+    validate: { chip: chipLookup(o.catalogDir) },
+    file,
+  });
+  if (o.json) {
+    const write = plan.status === 'write' && !o.dryRun;
+    if (write) writeRegistryAtomic(file, plan.sets);
+    out(JSON.stringify(updateJson(plan, { chip: o.chip, registry: file, written: write }), null, 2));
+    if (plan.status === 'refused') throw new UserError(plan.message);
+    return;
+  }
+  if (plan.report) out(plan.report);
+  out(formatDiff(plan.diff));
+  for (const n of plan.merge.ignored) out(`note: ${n}`);
+  if (plan.merge.stale.length) out(`note: kept ${plan.merge.stale.length} entr(ies) of ${o.chip} the refit does not produce: ${plan.merge.stale.join(', ')}`);
+  if (plan.status === 'refused') throw new UserError(plan.message);
+  if (plan.status === 'unchanged') {
+    out(plan.message);
+    return;
+  }
+  if (o.dryRun) {
+    out(`dry run: would write ${file} (${plan.message})`);
+    return;
+  }
+  writeRegistryAtomic(file, plan.sets);
+  out(`wrote ${file}: ${plan.message}`);
 }

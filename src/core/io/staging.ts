@@ -4,7 +4,7 @@
  * Protocol of `commitFiles` (one output set, e.g. `registry/<chip>.yaml` + `fits/<chip>/*`):
  * 1. every file is written (flushed) into a staging folder `.stepcal-staging-<pid>-<hex>/` in the
  *    deepest folder that holds every target (the repository root for calibrate), named `0`, `1`, …;
- * 2. `COMMIT` (the list of targets) is written to a temp name and renamed into the staging folder:
+ * 2. `COMMIT` (the list of targets, relative to that folder) is written to a temp name and renamed into the staging folder:
  *    this rename is the commit point;
  * 3. each staged file is renamed over its target (same file system, so each rename is atomic);
  * 4. the staging folder is removed.
@@ -103,7 +103,8 @@ export function commitFiles(files: ReadonlyArray<{ file: string; data: string | 
       mkdirSync(d, { recursive: true });
       accessSync(d, constants.W_OK);
     }
-    writeFileSync(path.join(staging, 'COMMIT.tmp'), JSON.stringify(targets), { flush: true });
+    // Targets relative to the staging folder's parent, so a moved or copied checkout recovers in place.
+    writeFileSync(path.join(staging, 'COMMIT.tmp'), JSON.stringify(targets.map((t) => path.relative(root, t))), { flush: true });
   } catch (err) {
     rmSync(staging, { recursive: true, force: true });
     throw writeError((err as NodeJS.ErrnoException).path ?? root, err);
@@ -120,8 +121,10 @@ export function commitFiles(files: ReadonlyArray<{ file: string; data: string | 
 /** Rename every staged file that is still there over its target, then remove the staging folder. */
 function applyCommit(staging: string, targets: readonly string[]): number {
   const pause = Number(process.env[COMMIT_PAUSE_ENV] ?? 0);
+  const root = path.dirname(staging);
   let moved = 0;
-  targets.forEach((t, i) => {
+  targets.forEach((rel, i) => {
+    const t = path.resolve(root, rel);
     const src = path.join(staging, String(i));
     if (!existsSync(src)) return;
     sleepSync(pause);
@@ -229,6 +232,8 @@ function tryLock(file: string, mine: string): boolean {
  */
 export function acquireLock(root: string, command: string): () => void {
   const file = path.join(root, LOCK_NAME);
+  // A root this run creates is removed again if the run leaves it empty (a refused run writes nothing).
+  const created = !existsSync(root);
   try {
     mkdirSync(root, { recursive: true });
   } catch (err) {
@@ -252,6 +257,7 @@ export function acquireLock(root: string, command: string): () => void {
     if (released) return;
     released = true;
     if (readLock(file)?.pid === process.pid) rmSync(file, { force: true });
+    if (created && existsSync(root) && readdirSync(root).length === 0) rmSync(root, { recursive: true, force: true });
   };
 }
 
