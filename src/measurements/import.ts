@@ -23,7 +23,7 @@ import {
   normalizeMappedRows,
 } from './aiconfigurator.ts';
 import type { Family, FamilyRow, Provenance } from './schema.ts';
-import { prepareMeasurements, type StagedMeasurements, writeMeasurementSet } from './store.ts';
+import { prepareMeasurementsStreaming, type StagedMeasurements, writeMeasurementSet } from './store.ts';
 import { type RawTable, readTableChunks } from './table.ts';
 
 /** The AIConfigurator snapshot the shipped data came from (dataset README). */
@@ -171,7 +171,7 @@ export async function stageAicImport(
       notes: group.flatMap((x) => opts.notes?.(x.imp) ?? []),
     };
     if (prov.notes!.length === 0) delete prov.notes;
-    const s = prepareMeasurements(opts.outDir, family, lane, rows as never, prov);
+    const s = await prepareMeasurementsStreaming(opts.outDir, family, lane, rows as never, prov);
     staged.push(s);
     summaries.push({
       file: s.file,
