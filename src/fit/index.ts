@@ -160,15 +160,14 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     const rows = read('collective');
     run('collective', () => (rows.length ? fitCollectives(rows, ctxFor(inputsFor('collective'))) : missing('collective', 'no measurements')));
   }
+  const moeLane = laneFor('moe');
+  const moeRows = (want.has('moe') || want.has('moe_experts')) && moeLane ? read('moe', moeLane) : [];
   if (want.has('moe')) {
-    const lane = laneFor('moe');
-    const rows = lane ? read('moe', lane) : [];
-    run('moe', () => (rows.length ? fitMoe(rows, ctxFor(inputsFor('moe', lane))) : missing('moe', 'no measurements')));
+    run('moe', () => (moeRows.length ? fitMoe(moeRows, ctxFor(inputsFor('moe', moeLane))) : missing('moe', 'no measurements')));
   }
   if (want.has('moe_experts')) {
-    const lane = laneFor('moe');
-    const rows = lane ? read('moe', lane) : [];
-    run('moe_experts', () => (rows.length ? fitMoeExperts(rows, ctxFor(inputsFor('moe', lane))) : missing('moe_experts', 'no moe measurements')));
+    const ctx = ctxFor(inputsFor('moe', moeLane));
+    run('moe_experts', () => (moeRows.length ? fitMoeExperts(moeRows, ctx) : missing('moe_experts', 'no moe measurements')));
   }
   if (want.has('host')) {
     // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits

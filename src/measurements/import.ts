@@ -22,7 +22,8 @@ import {
   mapAicRows,
   normalizeMappedRows,
 } from './aiconfigurator.ts';
-import type { Family, FamilyRow, Provenance } from './schema.ts';
+import { checkMoeUnits } from './moe-units.ts';
+import type { Family, FamilyRow, MoeRow, Provenance } from './schema.ts';
 import { prepareMeasurementsStreaming, type StagedMeasurements, writeMeasurementSet } from './store.ts';
 import { type RawTable, readTableChunks } from './table.ts';
 
@@ -118,6 +119,8 @@ export async function stageAicImport(
     shas.set(sha, f);
     const named = aicTableFromName(f);
     const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows);
+    // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
+    if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as MoeRow[], opts.chipInfo, f);
     const imp = normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
     if (!named) imp.filters.unshift(`table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`);
     imports.push({ imp, sha });
