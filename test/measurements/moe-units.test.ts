@@ -46,7 +46,7 @@ describe('through the importer', () => {
       if (ok) kept++;
       return ok;
     });
-    const lat = t.header.indexOf('latency');
+    const lat = t.header.split(',').indexOf('latency');
     const lines = t.lines.map((l) => {
       const c = l.split(',');
       c[lat] = String(Number(c[lat]) * 1000);
