@@ -11,15 +11,18 @@
  * Holdouts: head geometry (n_q, n_kv, head_dim) for full attention; one window width (leave-one-
  * out, median over folds) for SWA. See docs/fitting.md for the cache-resident threshold.
  */
-import { DEFAULT_L2_MIB, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
-import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
+import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { floorPlusWork } from '../core/laws/floor-rate.ts';
+import { gemmEfficiency } from '../core/laws/gemm.ts';
+import { gssMinimize, patternSearch } from '../core/numeric/minimize.ts';
+import { resampleEstimates } from '../core/numeric/resample.ts';
+import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
-import { chart } from '../core/render/svg.ts';
-import { ciFromEstimates, fitError, fmt, gssMinimize, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
-import { geometricError, groupBy, median, seededRandom } from '../core/numeric/stats.ts';
-import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 import { decodeKvBytes } from '../measurements/kv.ts';
+import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
+import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** A row reduced to what a two-parameter "floor + work / rate" law needs. */
 export interface WorkPoint {
@@ -40,10 +43,10 @@ export function prefillCausalFlops(r: Pick<AttentionPrefillRow, 'batch' | 'new_t
   return r.batch * 4 * (S * C + (S * S) / 2) * r.n_q * r.head_dim;
 }
 
-/** mean |ln((floor + work/rate)/meas)| over points. */
+/** mean |ln(floorPlusWork(floor, work, rate)/meas)| over points (the law of core/laws/floor-rate.ts). */
 export function logL1(points: readonly WorkPoint[], floor_us: number, rate: number): number {
   let s = 0;
-  for (const p of points) s += Math.abs(Math.log((floor_us + p.work / rate) / p.latency_us));
+  for (const p of points) s += Math.abs(Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us));
   return s / points.length;
 }
 
@@ -81,7 +84,7 @@ export function fitFloorRate(points: readonly WorkPoint[], init?: [number, numbe
 
 /** Predictions of the law for points. */
 export function predictFloorRate(points: readonly WorkPoint[], floor_us: number, rate: number): number[] {
-  return points.map((p) => floor_us + p.work / rate);
+  return points.map((p) => floorPlusWork(floor_us, p.work, rate));
 }
 
 /** Bootstrap sample size cap (rows per resample); see docs/fitting.md. */
@@ -98,24 +101,15 @@ export function bootstrapFloorRate(
   opts: { resamples: number; seed: number },
   fitter?: PointFitter,
 ): { ci_floor: [number, number]; ci_rate: [number, number]; notes: string[] } {
-  const rand = seededRandom(opts.seed);
   const n = points.length;
-  const size = Math.min(n, BOOTSTRAP_ROWS);
-  const fs: number[] = [];
-  const rs: number[] = [];
-  for (let b = 0; b < opts.resamples; b++) {
-    const sample: WorkPoint[] = new Array(size);
-    for (let i = 0; i < size; i++) sample[i] = points[Math.floor(rand() * n)]!;
-    if (fitter) {
-      const f = fitter(sample, [at.floor_us, at.rate]);
-      fs.push(f.floor_us);
-      rs.push(f.rate);
-      continue;
-    }
+  const fits = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
+    const sample: WorkPoint[] = Array.from(idx, (i) => points[i]!);
+    if (fitter) return fitter(sample, [at.floor_us, at.rate]);
     const f = gssMinimize((x) => logL1(sample, Math.exp(x[0]!), Math.exp(x[1]!)), [Math.log(at.floor_us), Math.log(at.rate)], BOOTSTRAP_SEARCH.step0, BOOTSTRAP_SEARCH);
-    fs.push(Math.exp(f.x[0]!));
-    rs.push(Math.exp(f.x[1]!));
-  }
+    return { floor_us: Math.exp(f.x[0]!), rate: Math.exp(f.x[1]!) };
+  }, Math.min(n, BOOTSTRAP_ROWS));
+  const fs = fits.map((f) => f.floor_us);
+  const rs = fits.map((f) => f.rate);
   const notes: string[] = [];
   return { ci_floor: widen(ciFromEstimates(fs), at.floor_us, 'floor', notes), ci_rate: widen(ciFromEstimates(rs), at.rate, 'rate', notes), notes };
 }
@@ -222,50 +216,49 @@ export interface DecodeResult {
   holdout?: FitError & { split: string };
   before_geo: number;
   per_kernel: Array<{ kernel: string; err: FitError }>;
+  /** Every row as (KV bytes, latency): the figure's scatter and the residuals' abscissae. */
   points: WorkPoint[];
+}
+
+/**
+ * Holdout of a decode fit: whole head geometries (holdoutValues) for full attention; for sliding
+ * window, leave one window width out, median geo and MAPE over the folds.
+ */
+function decodeHoldout(pts: readonly WorkPoint[], kind: 'full' | 'swa', init: [number, number], fitter: PointFitter): (FitError & { split: string }) | undefined {
+  if (kind === 'full') {
+    const held = holdoutValues(pts.map((p) => p.group));
+    const e = groupHoldout(pts, held, init, fitter);
+    return e ? { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } : undefined;
+  }
+  const windows = [...new Set(pts.map((p) => p.group))].sort((a, b) => Number(a) - Number(b));
+  const folds: FitError[] = [];
+  for (const w of windows) {
+    const e = groupHoldout(pts, new Set([w]), init, fitter);
+    if (e) folds.push(e);
+  }
+  if (!folds.length) return undefined;
+  const geo = median(folds.map((e) => e.geo));
+  const mape = median(folds.map((e) => e.mape_pct));
+  return { geo, mape_pct: mape, n: folds.reduce((a, e) => a + e.n, 0), split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds` };
 }
 
 /**
  * Decode fit for one kind: the two-stage fit (fitDecodeTwoStage); the joint all-rows fit is reported
  * beside it to show what cache-resident working sets do to the rate.
  */
-export function fitDecodeKind(
-  rowsIn: readonly AttentionDecodeRow[],
-  kind: 'full' | 'swa',
-  ctx: FitContext,
-): DecodeResult | string {
+export function fitDecodeKind(rowsIn: readonly AttentionDecodeRow[], kind: 'full' | 'swa', ctx: FitContext): DecodeResult | string {
   const rows = reduceRepeats(rowsIn, (r) => `${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}|${r.kernel_source}`);
-  const all: WorkPoint[] = rows.map((r) => ({
+  const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
     latency_us: r.latency_us,
     group: kind === 'full' ? geometry(r) : String(r.window),
     kernel_source: r.kernel_source,
   }));
-  if (all.length < 3) return `attention_decode ${kind}: only ${all.length} rows`;
+  if (pts.length < 3) return `attention_decode ${kind}: only ${pts.length} rows`;
   const l2 = cacheResidentBytes(ctx.chip.l2_mib);
-  const withAll = fitFloorRate(all);
-  const fitter: PointFitter = (ps, init) => fitDecodeTwoStage(ps, l2, init);
-  const f = fitDecodeTwoStage(all, l2, [withAll.floor_us, withAll.rate]);
-  const pts = all;
-  const init: [number, number] = [f.floor_us, f.rate];
-  let holdout: (FitError & { split: string }) | undefined;
-  if (kind === 'full') {
-    const held = holdoutValues(pts.map((p) => p.group));
-    const e = groupHoldout(pts, held, init, fitter);
-    if (e) holdout = { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` };
-  } else {
-    const windows = [...new Set(pts.map((p) => p.group))].sort((a, b) => Number(a) - Number(b));
-    const folds: FitError[] = [];
-    for (const w of windows) {
-      const e = groupHoldout(pts, new Set([w]), init, fitter);
-      if (e) folds.push(e);
-    }
-    if (folds.length) {
-      const geo = median(folds.map((e) => e.geo));
-      const mape = median(folds.map((e) => e.mape_pct));
-      holdout = { geo, mape_pct: mape, n: folds.reduce((a, e) => a + e.n, 0), split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds` };
-    }
-  }
+  const withAll = fitFloorRate(pts);
+  const f = fitDecodeTwoStage(pts, l2, [withAll.floor_us, withAll.rate]);
+  const holdout = decodeHoldout(pts, kind, [f.floor_us, f.rate], (ps, init) => fitDecodeTwoStage(ps, l2, init));
   const ci = bootstrapFloorRate(pts, f, ctx.bootstrap, (ps, at) => fitDecodeTwoStage(ps, l2, at, { rate_floor_us: f.rate_floor_us, rate: f.rate }));
   const meas = pts.map((p) => p.latency_us);
   return {
@@ -286,13 +279,15 @@ export function fitDecodeKind(
   };
 }
 
+/** Decode attention family result: one `DecodeResult` per kind fitted (full first, then swa). */
+export type DecodeFit = FamilyFit & { results: DecodeResult[] };
+
 /**
  * Decode attention family: full attention → attention_decode_floor / attention_decode_rate;
  * sliding window → attention_decode_floor_swa / attention_decode_rate_swa (set cost-model-attention).
  */
-export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: FitContext): FamilyFit & { results: DecodeResult[] } {
-  const fit: FamilyFit & { results: DecodeResult[] } = { ...emptyFamilyFit('attention_decode'), results: [] };
-  const md = ['## Decode attention', ''];
+export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: FitContext): DecodeFit {
+  const fit: DecodeFit = { ...emptyFamilyFit('attention_decode'), results: [] };
   for (const kind of ['full', 'swa'] as const) {
     const sel = rows.filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
     if (!sel.length) {
@@ -306,65 +301,26 @@ export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: Fit
       continue;
     }
     fit.results.push(r);
-    const sfx = kind === 'full' ? '' : '_swa';
-    const l2 = cacheResidentBytes(ctx.chip.l2_mib);
-    const filter = `${kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${2 * l2} (2×L2), floor from KV bytes < ${l2 / 16} (L2/16)` : ''}`;
-    const notes = [
-      `geometric error before (pure KV read at datasheet ${fmt(ctx.chip.hbm_bytes_per_us)} B/us): ${fmt(r.before_geo)}; after: ${r.train.geo}`,
-      `joint fit on all rows incl. cache-resident working sets (KV < L2): floor ${fmt(r.with_cache_resident.floor_us)} us, rate ${fmt(r.with_cache_resident.rate)} B/us, geo ${fmt(r.with_cache_resident.geo)}; ${r.excluded_cache_resident ? `${r.excluded_cache_resident} rows with KV < 2×L2 kept out of the rate fit` : 'two-stage fit not possible; joint fit stored'}`,
-      ...r.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
-      ...r.ci_notes,
-    ];
-    const used = { filter, rows_used: r.n };
-    const base = { family: 'attention_decode', ctx, used, ci_method: 'bootstrap' as const, train: r.train, ...(r.holdout ? { holdout: r.holdout } : {}), notes };
-    fit.coefficients.push(
-      { set: SET_NAMES.attention, name: `attention_decode_floor${sfx}`, entry: measuredEntry({ ...base, value: r.floor_us, units: 'us_per_transfer', ci95: r.ci_floor }) },
-      { set: SET_NAMES.attention, name: `attention_decode_rate${sfx}`, entry: measuredEntry({ ...base, value: r.rate, units: 'bytes_per_us', ci95: r.ci_rate }) },
-    );
-    fit.summary.push(
-      `attention_decode${sfx}: floor ${fmt(r.floor_us)} us [${fmt(r.ci_floor[0])}, ${fmt(r.ci_floor[1])}], rate ${fmt(r.rate)} B/us (${fmt(r.rate / ctx.chip.hbm_bytes_per_us, 3)} of datasheet); n ${r.n}; geo before ${fmt(r.before_geo)} → train ${r.train.geo} / holdout ${r.holdout?.geo ?? '—'}`,
-    );
-    md.push(
-      `### ${kind === 'full' ? 'Full attention' : 'Sliding window (context capped at the window)'}`,
-      '',
-      `floor ${fmt(r.floor_us)} µs [${fmt(r.ci_floor[0])}, ${fmt(r.ci_floor[1])}], rate ${fmt(r.rate)} B/µs [${fmt(r.ci_rate[0])}, ${fmt(r.ci_rate[1])}] = ${fmt(r.rate / ctx.chip.hbm_bytes_per_us, 3)} × datasheet; n = ${r.n} rows.`,
-      '',
-      `Geometric error before (pure KV read at datasheet bandwidth) ${fmt(r.before_geo)}, after ${r.train.geo} (MAPE ${r.train.mape_pct}%); holdout (${r.holdout?.split ?? 'none'}) ${r.holdout ? `${r.holdout.geo} (MAPE ${r.holdout.mape_pct}%)` : '—'}.`,
-      '',
-      `Cache-resident working sets (KV bytes < L2 = ${ctx.chip.l2_mib ?? DEFAULT_L2_MIB} MiB): a joint fit on every row, them included, gives floor ${fmt(r.with_cache_resident.floor_us)} µs and rate ${fmt(r.with_cache_resident.rate)} B/µs (geo ${fmt(r.with_cache_resident.geo)}): repeated timing keeps small KV in L2, which distorts the joint fit of a DRAM rate. ${r.excluded_cache_resident ? `Stored: rate from the rows with KV ≥ 2×L2, floor (rate fixed) from rows with KV < L2/16; errors above are on all ${r.n} rows.` : 'Too few rows on one side of L2: the joint fit is stored.'}`,
-      '',
-      '| kernel_source | n | geo | MAPE % |',
-      '|---|---|---|---|',
-      ...r.per_kernel.map((k) => `| ${k.kernel} | ${k.err.n} | ${k.err.geo} | ${k.err.mape_pct} |`),
-      '',
-      `![decode ${kind}](attention_decode${sfx}.svg) ![residuals](attention_decode${sfx}_residuals.svg)`,
-      '',
-    );
-    fit.figures.push(...floorRateFigures(`attention_decode${sfx}`, `${ctx.chip.name} decode attention (${kind})`, 'KV bytes', r.points, r.floor_us, r.rate));
+    fit.coefficients.push(...decodeCoefficients(r, ctx));
   }
-  fit.report_md = md.join('\n') + '\n';
   return fit;
 }
 
-/** Measured points, the fitted law, and log residuals. */
-function floorRateFigures(name: string, title: string, xLabel: string, points: readonly WorkPoint[], floor_us: number, rate: number) {
-  const sorted = [...points].sort((a, b) => a.work - b.work);
-  const shown = thin(sorted, 1500);
-  const xs = [...new Set(thin(sorted, 200).map((p) => p.work))];
-  const main = chart(
-    [
-      { label: 'measured', points: shown.map((p) => [p.work, p.latency_us]), style: 'scatter', color: '#1f77b4', radius: 1.5 },
-      { label: 'fit: floor + work/rate', points: xs.map((x) => [x, floor_us + x / rate]), style: 'line', color: '#d62728' },
-    ],
-    { title, x_label: xLabel, y_label: 'latency (µs)', x_log: true, y_log: true },
-  );
-  const resid = chart(
-    [{ label: 'ln(pred/meas)', points: shown.map((p) => [p.work, Math.log((floor_us + p.work / rate) / p.latency_us)]), style: 'scatter', color: '#d62728', radius: 1.5 }],
-    { title: `${title}: residuals`, x_label: xLabel, y_label: 'ln(predicted / measured)', x_log: true, h_lines: [{ y: 0, label: 'zero' }] },
-  );
+function decodeCoefficients(r: DecodeResult, ctx: FitContext): FittedCoefficient[] {
+  const sfx = r.kind === 'full' ? '' : '_swa';
+  const l2 = cacheResidentBytes(ctx.chip.l2_mib);
+  const filter = `${r.kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${2 * l2} (2×L2), floor from KV bytes < ${l2 / 16} (L2/16)` : ''}`;
+  const notes = [
+    `geometric error before (pure KV read at datasheet ${fmt(ctx.chip.hbm_bytes_per_us)} B/us): ${fmt(r.before_geo)}; after: ${r.train.geo}`,
+    `joint fit on all rows incl. cache-resident working sets (KV < L2): floor ${fmt(r.with_cache_resident.floor_us)} us, rate ${fmt(r.with_cache_resident.rate)} B/us, geo ${fmt(r.with_cache_resident.geo)}; ${r.excluded_cache_resident ? `${r.excluded_cache_resident} rows with KV < 2×L2 kept out of the rate fit` : 'two-stage fit not possible; joint fit stored'}`,
+    ...r.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
+    ...r.ci_notes,
+  ];
+  const used = { filter, rows_used: r.n };
+  const base = { family: 'attention_decode', ctx, used, ci_method: 'bootstrap' as const, train: r.train, ...(r.holdout ? { holdout: r.holdout } : {}), notes };
   return [
-    { name: `${name}.svg`, svg: main },
-    { name: `${name}_residuals.svg`, svg: resid },
+    { set: SET_NAMES.attention, name: `attention_decode_floor${sfx}`, entry: measuredEntry({ ...base, value: r.floor_us, units: 'us_per_transfer', ci95: r.ci_floor }) },
+    { set: SET_NAMES.attention, name: `attention_decode_rate${sfx}`, entry: measuredEntry({ ...base, value: r.rate, units: 'bytes_per_us', ci95: r.ci_rate }) },
   ];
 }
 
@@ -379,6 +335,24 @@ export interface PrefillResult {
   train: FitError;
   holdout?: FitError & { split: string };
   per_kernel: Array<{ kernel: string; err: FitError }>;
+  /** The bf16 ramp the work is divided by (this run's gemm fit, from `ctx.prior`). */
+  ramp: { eps_max: number; m_half: number };
+  /** Every row as (causal FLOPs / (bf16 peak · ε_bf16(tokens)), latency): the figure's data. */
+  points: WorkPoint[];
+}
+
+/** Prefill attention family result (`result` absent when the fit refused). */
+export type PrefillFit = FamilyFit & { result?: PrefillResult };
+
+/** Usable prefill rows: full attention, bf16 compute, new_tokens > 1; repeats reduced by the median. */
+function prefillRows(rowsIn: readonly AttentionPrefillRow[]): { rows: AttentionPrefillRow[]; excluded: string[] } {
+  const excluded: string[] = [];
+  const full = rowsIn.filter((r) => r.window === 0 && (r.dtype === 'bf16' || r.dtype === 'bfloat16'));
+  if (full.length < rowsIn.length) excluded.push(`${rowsIn.length - full.length} rows with window > 0 or non-bf16 compute`);
+  const sel = full.filter((r) => r.new_tokens > 1);
+  if (sel.length < full.length) excluded.push(`${full.length - sel.length} rows with new_tokens = 1 (decode calls)`);
+  const rows = reduceRepeats(sel, (r) => `${r.batch}|${r.new_tokens}|${r.prefix_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.kv_dtype}|${r.kernel_source}`);
+  return { rows, excluded };
 }
 
 /**
@@ -389,8 +363,8 @@ export interface PrefillResult {
  * The law is rewritten as floor + W / ws with W = flops / (peak · eps(tokens)), so it is the same
  * two-parameter "floor + work/rate" fit with rate = work_scale.
  */
-export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx: FitContext): FamilyFit & { result?: PrefillResult } {
-  const fit: FamilyFit & { result?: PrefillResult } = emptyFamilyFit('attention_prefill');
+export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx: FitContext): PrefillFit {
+  const fit: PrefillFit = emptyFamilyFit('attention_prefill');
   const eps = ctx.prior.get('gemm_eps_max_bf16');
   const mh = ctx.prior.get('gemm_m_half_bf16');
   const peak = peakFlopsPerUs(ctx.chip, 'bf16')!;
@@ -398,20 +372,17 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
     fit.refusals.push('attention_prefill: needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first');
     return fit;
   }
-  const excluded: string[] = [];
-  const full = rowsIn.filter((r) => r.window === 0 && (r.dtype === 'bf16' || r.dtype === 'bfloat16'));
-  if (full.length < rowsIn.length) excluded.push(`${rowsIn.length - full.length} rows with window > 0 or non-bf16 compute`);
-  const sel = full.filter((r) => r.new_tokens > 1);
-  if (sel.length < full.length) excluded.push(`${full.length - sel.length} rows with new_tokens = 1 (decode calls)`);
-  const rows = reduceRepeats(sel, (r) => `${r.batch}|${r.new_tokens}|${r.prefix_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.kv_dtype}|${r.kernel_source}`);
+  const { rows, excluded } = prefillRows(rowsIn);
   if (rows.length < 3) {
     fit.refusals.push(`attention_prefill: only ${rows.length} usable rows`);
     return fit;
   }
-  const pts: WorkPoint[] = rows.map((r) => {
-    const tokens = r.batch * r.new_tokens;
-    return { work: prefillCausalFlops(r) / (peak * ((eps * tokens) / (tokens + mh))), latency_us: r.latency_us, group: geometry(r), kernel_source: r.kernel_source };
-  });
+  const pts: WorkPoint[] = rows.map((r) => ({
+    work: prefillCausalFlops(r) / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
+    latency_us: r.latency_us,
+    group: geometry(r),
+    kernel_source: r.kernel_source,
+  }));
   const f = fitFloorRate(pts);
   const held = holdoutValues(pts.map((p) => p.group));
   const he = groupHoldout(pts, held, [f.floor_us, f.rate]);
@@ -426,37 +397,25 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
     train: fitError(predictFloorRate(pts, f.floor_us, f.rate), pts.map((p) => p.latency_us)),
     ...(he ? { holdout: { ...he, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } } : {}),
     per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
+    ramp: { eps_max: eps, m_half: mh },
+    points: pts,
   };
   fit.result = result;
+  fit.coefficients.push(...prefillCoefficients(result, ci.notes, ctx));
+  return fit;
+}
+
+function prefillCoefficients(result: PrefillResult, ciNotes: readonly string[], ctx: FitContext): FittedCoefficient[] {
   const notes = [
-    `bf16 ramp used: eps_max ${eps}, m_half ${mh} (this run's gemm fit), tokens = batch · new_tokens`,
-    ...excluded.map((e) => `excluded ${e}`),
+    `bf16 ramp used: eps_max ${result.ramp.eps_max}, m_half ${result.ramp.m_half} (this run's gemm fit), tokens = batch · new_tokens`,
+    ...result.excluded.map((e) => `excluded ${e}`),
     ...result.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
-    ...ci.notes.map((n) => n.replace(/^rate /, 'work_scale ')),
+    ...ciNotes.map((n) => n.replace(/^rate /, 'work_scale ')),
   ];
   const used = { filter: 'window == 0; dtype bf16; new_tokens > 1', rows_used: result.n };
   const base = { family: 'attention_prefill', ctx, used, ci_method: 'bootstrap' as const, train: result.train, ...(result.holdout ? { holdout: result.holdout } : {}), notes };
-  fit.coefficients.push(
+  return [
     { set: SET_NAMES.attention, name: 'attention_prefill_floor', entry: measuredEntry({ ...base, value: result.floor_us, units: 'us_per_transfer', ci95: result.ci_floor }) },
     { set: SET_NAMES.attention, name: 'attention_prefill_work_scale', entry: measuredEntry({ ...base, value: result.work_scale, units: 'dimensionless', ci95: result.ci_scale }) },
-  );
-  fit.summary.push(
-    `attention_prefill: floor ${fmt(result.floor_us)} us [${fmt(result.ci_floor[0])}, ${fmt(result.ci_floor[1])}], work_scale ${fmt(result.work_scale)} [${fmt(result.ci_scale[0])}, ${fmt(result.ci_scale[1])}]; n ${result.n}; geo train ${result.train.geo} / holdout ${result.holdout?.geo ?? '—'}`,
-  );
-  fit.report_md = [
-    '## Prefill attention',
-    '',
-    `floor ${fmt(result.floor_us)} µs [${fmt(result.ci_floor[0])}, ${fmt(result.ci_floor[1])}], work_scale ${fmt(result.work_scale)} [${fmt(result.ci_scale[0])}, ${fmt(result.ci_scale[1])}] of the bf16 ramp (eps_max ${eps}, m_half ${mh}); n = ${result.n}. Excluded: ${excluded.join('; ') || 'none'}.`,
-    '',
-    `Train geo ${result.train.geo} (MAPE ${result.train.mape_pct}%); holdout (${result.holdout?.split ?? 'none'}) ${result.holdout ? `${result.holdout.geo} (MAPE ${result.holdout.mape_pct}%)` : '—'}.`,
-    '',
-    '| kernel_source | n | geo | MAPE % |',
-    '|---|---|---|---|',
-    ...result.per_kernel.map((k) => `| ${k.kernel} | ${k.err.n} | ${k.err.geo} | ${k.err.mape_pct} |`),
-    '',
-    '![prefill](attention_prefill.svg) ![residuals](attention_prefill_residuals.svg)',
-    '',
-  ].join('\n');
-  fit.figures.push(...floorRateFigures('attention_prefill', `${ctx.chip.name} prefill attention`, 'causal FLOPs / (bf16 peak · eps_bf16(tokens))  (µs at work_scale 1)', pts, f.floor_us, f.rate));
-  return fit;
+  ];
 }

@@ -16,7 +16,9 @@
  * Units: message_bytes in bytes, latency in µs, rates in bytes per µs. No I/O, no clock.
  */
 import { collectiveTime } from '../core/laws/collective.ts';
-import { geometricError, gridGoldenMin, mapePct, median, seededRandom, percentileType7 } from '../core/numeric/stats.ts';
+import { gridGoldenMin } from '../core/numeric/minimize.ts';
+import { resampleEstimates } from '../core/numeric/resample.ts';
+import { geometricError, groupBy, mapePct, median, percentileType7 } from '../core/numeric/stats.ts';
 
 /** Messages at or below this many bytes form the size-independent region the floor is read from. */
 export const SMALL_MESSAGE_BYTES = 4096;
@@ -61,15 +63,12 @@ export interface CurveFit {
  * @throws Error on a non-positive or non-finite size or latency.
  */
 export function reduceRepeats(points: ReadonlyArray<CurvePoint>): CurvePoint[] {
-  const by = new Map<number, number[]>();
   for (const p of points) {
     if (!(p.message_bytes > 0) || !Number.isFinite(p.message_bytes)) throw new Error(`message_bytes must be positive, got ${p.message_bytes}`);
     if (!(p.latency_us > 0) || !Number.isFinite(p.latency_us)) throw new Error(`latency_us must be positive, got ${p.latency_us}`);
-    let l = by.get(p.message_bytes);
-    if (!l) by.set(p.message_bytes, (l = []));
-    l.push(p.latency_us);
   }
-  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([b, ls]) => ({ message_bytes: b, latency_us: median(ls) }));
+  const by = groupBy(points, (p) => p.message_bytes);
+  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([b, ps]) => ({ message_bytes: b, latency_us: median(ps.map((p) => p.latency_us)) }));
 }
 
 /** Mean |ln(t(b)/meas)| of the three-parameter law over `pts` (indices `idx` when given). */
@@ -169,18 +168,13 @@ export function bootstrapTransitionRate(
   fit: Pick<CurveFit, 't0_us' | 'r_peak_bytes_per_us' | 'r_t_bytes_per_us'>,
   opts: { resamples: number; seed: number },
 ): { ci95: [number, number]; ok: number; widened: boolean } {
-  const rand = seededRandom(opts.seed);
   const n = pts.length;
-  const idx = new Uint32Array(n);
-  const vals: number[] = [];
-  for (let r = 0; r < opts.resamples; r++) {
-    for (let i = 0; i < n; i++) idx[i] = Math.floor(rand() * n);
+  const vals = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
     // A resample without any message above the small region cannot identify a rate.
     let any = false;
     for (let i = 0; i < n; i++) if (pts[idx[i]!]!.message_bytes > SMALL_MESSAGE_BYTES) any = true;
-    if (!any) continue;
-    vals.push(fitTransitionRate(pts, fit.t0_us, fit.r_peak_bytes_per_us, idx).r_t);
-  }
+    return any ? fitTransitionRate(pts, fit.t0_us, fit.r_peak_bytes_per_us, idx).r_t : undefined;
+  });
   if (vals.length === 0) return { ci95: [fit.r_t_bytes_per_us, fit.r_t_bytes_per_us], ok: 0, widened: true };
   let lo = percentileType7(vals, 0.025);
   let hi = percentileType7(vals, 0.975);

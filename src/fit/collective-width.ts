@@ -7,7 +7,7 @@
  * measured floor, when the measured widths come from more than one lane, or when fewer than three
  * measured widths leave no same-lane holdout. Pure; refusals are results, not exceptions.
  */
-import { geometricError, mapePct, median } from '../core/numeric/stats.ts';
+import { geometricError, groupBy, mapePct, median } from '../core/numeric/stats.ts';
 import { collectiveName, parseCollectiveName, scopedToChip } from '../core/schemas/names.ts';
 import type { CoefficientSet, FitError, NamedEntry, Source } from '../core/schemas/registry.ts';
 
@@ -209,18 +209,15 @@ export function extrapolateCollectiveWidths(sets: readonly CoefficientSet[], chi
 
 /** Median pred/meas of the width holdouts per op (BLIS reports 0.987/1.017/1.018/1.128, reference §6.3). */
 export function widthHoldoutMedians(results: readonly WidthExtrapolation[]): Record<string, { median_ratio: number; n: number }> {
-  const byOp = new Map<string, number[]>();
   const seen = new Set<string>();
-  for (const r of results) {
-    if (!r.holdout) continue;
+  const first = results.filter((r) => {
     const k = `${r.chip}|${r.op}|${r.dtype}`;
-    if (seen.has(k)) continue;
+    if (!r.holdout || seen.has(k)) return false;
     seen.add(k);
-    let l = byOp.get(r.op);
-    if (!l) byOp.set(r.op, (l = []));
-    l.push(r.holdout.ratio);
-  }
+    return true;
+  });
+  const byOp = groupBy(first, (r) => r.op);
   const out: Record<string, { median_ratio: number; n: number }> = {};
-  for (const [op, l] of [...byOp].sort()) out[op] = { median_ratio: median(l), n: l.length };
+  for (const [op, l] of [...byOp].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) out[op] = { median_ratio: median(l.map((r) => r.holdout!.ratio)), n: l.length };
   return out;
 }

@@ -1,14 +1,15 @@
 /**
  * Helpers shared by stepcal's own family fitters (GEMM, HBM, attention): repeat reduction,
- * holdout selection, error summaries, a derivative-free minimiser for the log-L1 objective, and
- * the builder of a measured registry entry with its `evidence`. Pure: no I/O, no clock.
+ * holdout selection, error summaries, bootstrap intervals, and the builder of a measured registry
+ * entry with its `evidence`. The minimisers and the seeded resampling loop live in src/core/numeric
+ * (minimize.ts, resample.ts). Pure: no I/O, no clock.
  *
  * Rounding (docs/fitting.md): stored values and ci95 bounds use 4 significant digits
  * (`VALUE_DIGITS`); error figures use 4 significant digits too. `roundSig` is monotone, so a
  * rounded ci95 still contains the rounded value.
  */
 import type { CoefficientEntry, FitError, Units } from '../core/schemas/registry.ts';
-import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
+import { geometricError, groupBy, mapePct, median, percentileType7, roundSig } from '../core/numeric/stats.ts';
 import type { FitContext } from './types.ts';
 
 /** Significant digits of stored values and ci95 bounds. */
@@ -25,15 +26,8 @@ export function fitError(pred: readonly number[], meas: readonly number[]): FitE
  * in first-seen order.
  */
 export function reduceRepeats<T extends { latency_us: number }>(rows: readonly T[], key: (r: T) => string): T[] {
-  const groups = new Map<string, { first: T; lats: number[] }>();
-  for (const r of rows) {
-    const k = key(r);
-    const g = groups.get(k);
-    if (g) g.lats.push(r.latency_us);
-    else groups.set(k, { first: r, lats: [r.latency_us] });
-  }
   const out: T[] = [];
-  for (const g of groups.values()) out.push(g.lats.length === 1 ? g.first : { ...g.first, latency_us: median(g.lats) });
+  for (const g of groupBy(rows, key).values()) out.push(g.length === 1 ? g[0]! : { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) });
   return out;
 }
 
@@ -50,106 +44,6 @@ export function holdoutValues<T extends number | string>(values: Iterable<T>): S
   if (distinct.length < 4) return out;
   for (let i = 1; i < distinct.length; i += 4) out.add(distinct[i]!);
   return out;
-}
-
-/**
- * Compass (pattern) search minimiser: tries ±step along each coordinate, keeps improvements, halves
- * the steps when none helps. Derivative-free, so it handles the non-smooth mean |ln(pred/meas)|
- * objective. Deterministic.
- */
-export function patternSearch(
-  f: (p: readonly number[]) => number,
-  x0: readonly number[],
-  step0: readonly number[],
-  opts: { minStep?: number; maxEvals?: number } = {},
-): { x: number[]; value: number; evals: number } {
-  const minStep = opts.minStep ?? 1e-4;
-  const maxEvals = opts.maxEvals ?? 2000;
-  const x = [...x0];
-  const step = [...step0];
-  let best = f(x);
-  let evals = 1;
-  while (evals < maxEvals) {
-    let improved = false;
-    for (let i = 0; i < x.length && evals < maxEvals; i++) {
-      for (const dir of [1, -1]) {
-        const y = [...x];
-        y[i] = y[i]! + dir * step[i]!;
-        const v = f(y);
-        evals++;
-        if (v < best) {
-          best = v;
-          x[i] = y[i]!;
-          improved = true;
-          break;
-        }
-      }
-    }
-    if (!improved) {
-      let allSmall = true;
-      for (let i = 0; i < step.length; i++) {
-        step[i] = step[i]! / 2;
-        if (step[i]! > minStep) allSmall = false;
-      }
-      if (allSmall) break;
-    }
-  }
-  return { x, value: best, evals };
-}
-
-/**
- * Generating-set search with step expansion (a derivative-free minimiser for the non-smooth log-L1
- * objective of two or more correlated parameters). Polls ±step along every coordinate AND every
- * pairwise diagonal (e_i ± e_j)/√2, trying the last successful direction first; on success the
- * step doubles (capped at `maxStep`, default `step0`), so the search walks along a diagonal valley in a few moves; on
- * failure it halves, until below `minStep`. The coordinate-only `patternSearch` stalls in such
- * valleys: on l40s hbm_derate (floor and rate trade off along a diagonal) it stopped at
- * derate 0.8397 / floor 10.0 µs while the optimum is 0.8384 / 8.55 µs (objective 0.038054 vs
- * 0.038019), which is what pushed every bootstrap bound to one side of the value (docs/fitting.md).
- * Deterministic.
- */
-export function gssMinimize(
-  f: (p: readonly number[]) => number,
-  x0: readonly number[],
-  step0: number,
-  opts: { minStep?: number; maxEvals?: number; maxStep?: number } = {},
-): { x: number[]; value: number; evals: number } {
-  const minStep = opts.minStep ?? 1e-6;
-  const maxStep = opts.maxStep ?? step0;
-  const maxEvals = opts.maxEvals ?? 4000;
-  const n = x0.length;
-  const dirs: number[][] = [];
-  for (let i = 0; i < n; i++) dirs.push(Array.from({ length: n }, (_, k) => (k === i ? 1 : 0)));
-  for (let i = 0; i < n; i++)
-    for (let j = i + 1; j < n; j++)
-      for (const sj of [1, -1]) dirs.push(Array.from({ length: n }, (_, k) => (k === i ? Math.SQRT1_2 : k === j ? sj * Math.SQRT1_2 : 0)));
-  let x = [...x0];
-  let best = f(x);
-  let evals = 1;
-  let step = step0;
-  let last = 0;
-  while (evals < maxEvals && step >= minStep) {
-    let moved = false;
-    const order = [last, ...dirs.keys()].filter((d, i, a) => a.indexOf(d) === i);
-    poll: for (const d of order) {
-      for (const sign of [1, -1]) {
-        const y = x.map((v, k) => v + sign * step * dirs[d]![k]!);
-        const v = f(y);
-        evals++;
-        if (v < best) {
-          best = v;
-          x = y;
-          moved = true;
-          if (sign < 0) dirs[d] = dirs[d]!.map((c) => -c);
-          last = d;
-          break poll;
-        }
-        if (evals >= maxEvals) break poll;
-      }
-    }
-    step = moved ? Math.min(step * 2, maxStep) : step / 2;
-  }
-  return { x, value: best, evals };
 }
 
 /** A description of the rows an entry was fitted on. */
@@ -224,25 +118,9 @@ export function fmt(x: number, digits = 4): string {
   return Math.abs(r) >= 1e-3 && Math.abs(r) < 1e15 ? String(r) : r.toExponential(digits - 1);
 }
 
-/** Deterministic thinning for plots: at most `max` items, evenly strided. */
-export function thin<T>(items: readonly T[], max: number): T[] {
-  if (items.length <= max) return [...items];
-  const out: T[] = [];
-  const stride = items.length / max;
-  for (let i = 0; i < max; i++) out.push(items[Math.floor(i * stride)]!);
-  return out;
-}
-
-/** Quantiles (type-7) of bootstrap estimates, or NaN bounds when none succeeded. */
+/** Quantiles (type-7) of bootstrap estimates (non-finite ones dropped), or NaN bounds when none succeeded. */
 export function ciFromEstimates(values: readonly number[]): [number, number] {
   const v = values.filter(Number.isFinite);
   if (v.length === 0) return [NaN, NaN];
-  const s = [...v].sort((a, b) => a - b);
-  const q = (p: number) => {
-    const h = (s.length - 1) * p;
-    const lo = Math.floor(h);
-    const hi = Math.ceil(h);
-    return s[lo]! + (h - lo) * (s[hi]! - s[lo]!);
-  };
-  return [q(0.025), q(0.975)];
+  return [percentileType7(v, 0.025), percentileType7(v, 0.975)];
 }

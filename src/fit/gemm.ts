@@ -16,24 +16,25 @@ import { levenbergMarquardt } from 'ml-levenberg-marquardt';
 import type { Chip } from '../core/catalog/chip.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { bytesPerElement, type GemmDtype, GEMM_DTYPES } from '../core/catalog/dtypes.ts';
-import type { GemmRow } from '../measurements/schema.ts';
+import { achievedEfficiency, computeBoundMinM, gemmEfficiency, type RampCoefficients, shapeEfficiency, shapeFactor } from '../core/laws/gemm.ts';
+import { patternSearch } from '../core/numeric/minimize.ts';
+import { resampleEstimates } from '../core/numeric/resample.ts';
+import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
-import { chart } from '../core/render/svg.ts';
-import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
-import { geometricError, groupBy, seededRandom } from '../core/numeric/stats.ts';
+import type { GemmRow } from '../measurements/schema.ts';
+import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
-/** Achieved fraction of the dtype's dense peak. */
-export function gemmEfficiency(row: Pick<GemmRow, 'm' | 'n' | 'k' | 'latency_us'>, peakFlopsPerUsValue: number): number {
-  return (2 * row.m * row.n * row.k) / (row.latency_us * peakFlopsPerUsValue);
-}
-
-/** Token count below which a GEMM's weight read outlasts its math at datasheet rates. */
+/**
+ * Token count below which a GEMM's weight read outlasts its math at datasheet rates: the law
+ * `computeBoundMinM` (core/laws/gemm.ts) at this chip's dense peak and HBM bandwidth.
+ * @throws Error when the chip has no datasheet peak for `dtype`.
+ */
 export function memoryBoundThresholdM(chip: Chip, dtype: GemmDtype): number {
   const peak = peakFlopsPerUs(chip, dtype);
   if (peak === undefined) throw new Error(`${chip.name} has no ${dtype} peak`);
-  return (peak * bytesPerElement(dtype)) / (2 * chip.hbm_bytes_per_us);
+  return computeBoundMinM(peak, bytesPerElement(dtype), chip.hbm_bytes_per_us);
 }
 
 /** True when n·k·bytes(dtype) / HBM bandwidth > 2·m·n·k / peak (datasheet rates). */
@@ -55,11 +56,6 @@ export const LM_ITERATIONS = 60;
  */
 export const HALF_UNIT_NOTE = 'unit of the half: elements (features), stored as dimensionless';
 
-/** eps_max · m / (m + m_half). */
-export function rampEff(eps_max: number, m_half: number, m: number): number {
-  return (eps_max * m) / (m + m_half);
-}
-
 /**
  * Least-squares fit of eps(m) = eps_max·m/(m+m_half) by Levenberg–Marquardt with the analytic
  * Jacobian. @returns NaNs when fewer than 3 distinct m (m_half unidentifiable).
@@ -75,7 +71,7 @@ export function fitRamp(
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
   const res = levenbergMarquardt({ x: ms, y: effs }, ([e, u]) => {
     const h = Math.exp(u!);
-    return (m) => (e! * m) / (m + h);
+    return (m) => gemmEfficiency(m, e!, h);
   }, {
     initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
     // The library takes per-point sigmas (weight = 1/sigma²); a mean of c rows has sigma ∝ 1/√c.
@@ -97,7 +93,7 @@ export function fitRamp(
     const h = Math.exp(u!);
     let t = 0;
     for (let i = 0; i < ms.length; i++) {
-      const d = (e! * ms[i]!) / (ms[i]! + h) - effs[i]!;
+      const d = gemmEfficiency(ms[i]!, e!, h) - effs[i]!;
       t += w[i]! * d * d;
     }
     return t;
@@ -151,7 +147,7 @@ export function fitShapeHalves(
       const kh = Math.exp(uk!);
       return (i) => {
         const c = cells[i]!;
-        return Math.log(c.n / (c.n + nh)) + Math.log(c.k / (c.k + kh));
+        return Math.log(shapeFactor(c.n, nh)) + Math.log(shapeFactor(c.k, kh));
       };
     },
     {
@@ -184,7 +180,7 @@ function polishHalves(cells: ReadonlyArray<{ n: number; k: number; r: number; w:
     const kh = Math.exp(uk!);
     let t = 0;
     for (const c of cells) {
-      const d = Math.log(c.n / (c.n + nh)) + Math.log(c.k / (c.k + kh)) - c.r;
+      const d = Math.log(shapeFactor(c.n, nh)) + Math.log(shapeFactor(c.k, kh)) - c.r;
       t += c.w * d * d;
     }
     return t;
@@ -207,9 +203,7 @@ function shapeCells(points: readonly Pt[], eps_max: number, m_half: number) {
   const g = groupBy(points, (p) => `${p.n},${p.k}`);
   const cells: Array<{ n: number; k: number; r: number; w: number }> = [];
   for (const ps of g.values()) {
-    const rs = ps.map((p) => Math.log(p.eff / rampEff(eps_max, m_half, p.m))).sort((a, b) => a - b);
-    const h = (rs.length - 1) / 2;
-    const r = (rs[Math.floor(h)]! + rs[Math.ceil(h)]!) / 2;
+    const r = median(ps.map((p) => Math.log(p.eff / gemmEfficiency(p.m, eps_max, m_half))));
     cells.push({ n: ps[0]!.n, k: ps[0]!.k, r, w: ps.length });
   }
   return cells;
@@ -244,6 +238,12 @@ export interface RampResult {
   };
   held_k: number[];
   m_max: number;
+  /** The dtype's dense peak (FLOPs per µs, datasheet) the efficiencies are fractions of. */
+  peak_flops_per_us: number;
+  /** Every row after median-of-repeats (the figure's scatter), in row order. */
+  points: Array<{ m: number; eff: number; memory_bound: boolean }>;
+  /** Best efficiency per distinct m over the compute-bound rows (what the stored ramp is fitted on). */
+  envelope: Array<{ m: number; eff: number }>;
 }
 
 /** Fraction of (geo − 1) the shape-aware ramp must remove on held-out k to be stored. */
@@ -259,7 +259,8 @@ function freeShapeFit(train: readonly Pt[], init: [number, number, number, numbe
       const [mh, nh, kh] = [Math.exp(um!), Math.exp(un!), Math.exp(uk!)];
       return (i) => {
         const p = ok[i]!;
-        return le! + Math.log(p.m / (p.m + mh)) + Math.log(p.n / (p.n + nh)) + Math.log(p.k / (p.k + kh));
+        // ln ε_max + ln(ε(m)/ε_max) + ln f(n) + ln f(k)
+        return le! + Math.log(gemmEfficiency(p.m, 1, mh)) + Math.log(shapeFactor(p.n, nh)) + Math.log(shapeFactor(p.k, kh));
       };
     },
     {
@@ -283,19 +284,37 @@ function freeShapeFit(train: readonly Pt[], init: [number, number, number, numbe
   return { eps_max, m_half, n_half, k_half };
 }
 
-/**
- * Fit one dtype's ramp. Rows must be one dtype; repeats (same m, n, k, kernel) are reduced to their median.
- * @returns the result, or a refusal string when m_half is unidentifiable.
- */
-export function fitRampForDtype(
-  rowsIn: readonly GemmRow[],
-  dtype: GemmDtype,
-  chip: Chip,
-  bootstrap: { resamples: number; seed: number },
-): RampResult | string {
-  const peak = peakFlopsPerUs(chip, dtype)!;
+/** No holdout rows: the error fields are NaN and n is 0. */
+function noError(): FitError {
+  return { geo: NaN, mape_pct: NaN, n: 0 };
+}
+
+type Ramp = { eps_max: number; m_half: number };
+type Bootstrap = { resamples: number; seed: number };
+
+/** ε(m) of a 1-factor ramp at each point (core/laws gemmEfficiency). */
+const rampPred = (f: Ramp, pts: ReadonlyArray<{ m: number }>): number[] => pts.map((p) => gemmEfficiency(p.m, f.eps_max, f.m_half));
+/** ε(m)·f(n)·f(k) of a shape-aware ramp at each point (core/laws shapeEfficiency). */
+const shapePred = (c: RampCoefficients, pts: readonly Pt[]): number[] => pts.map((p) => shapeEfficiency(p.m, p.n, p.k, c));
+
+/** One dtype's points and their holdout split: whole k values (holdoutValues) and the largest m. */
+interface RampSplit {
+  all: Pt[];
+  compute: Pt[];
+  heldK: Set<number>;
+  mMax: number;
+  /** Compute-bound rows with neither a held-out k nor the largest m. */
+  train: Pt[];
+  holdK: Pt[];
+  holdM: Pt[];
+  /** Compute-bound rows with (without) a held-out k, any m: the shape ramp's split. */
+  trainK: Pt[];
+  holdKAll: Pt[];
+}
+
+function splitRampPoints(rowsIn: readonly GemmRow[], dtype: GemmDtype, chip: Chip, peak: number): RampSplit | string {
   const rows = reduceRepeats(rowsIn, (r) => `${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
-  const all: Pt[] = rows.map((r) => ({ m: r.m, n: r.n, k: r.k, latency_us: r.latency_us, kernel_source: r.kernel_source, eff: gemmEfficiency(r, peak) }));
+  const all: Pt[] = rows.map((r) => ({ m: r.m, n: r.n, k: r.k, latency_us: r.latency_us, kernel_source: r.kernel_source, eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak) }));
   const compute = all.filter((p) => !isMemoryBound(p, dtype, chip));
   const distinctM = new Set(compute.map((p) => p.m));
   if (distinctM.size < 3) {
@@ -303,118 +322,126 @@ export function fitRampForDtype(
   }
   const heldK = holdoutValues(compute.map((p) => p.k));
   const mMax = Math.max(...distinctM);
-  const train = compute.filter((p) => !heldK.has(p.k) && p.m !== mMax);
-  const holdK = compute.filter((p) => heldK.has(p.k) && p.m !== mMax);
-  const holdM = compute.filter((p) => p.m === mMax);
+  const notMax = compute.filter((p) => p.m !== mMax);
+  return {
+    all,
+    compute,
+    heldK,
+    mMax,
+    train: notMax.filter((p) => !heldK.has(p.k)),
+    holdK: notMax.filter((p) => heldK.has(p.k)),
+    holdM: compute.filter((p) => p.m === mMax),
+    trainK: compute.filter((p) => !heldK.has(p.k)),
+    holdKAll: compute.filter((p) => heldK.has(p.k)),
+  };
+}
 
-  // Envelope fit: holdout split, then the stored fit on every compute-bound row's envelope.
-  const envTrain = envelope(train);
-  const envFull = envelope(compute);
-  const splitFit = fitRamp(envTrain.map((p) => p.m), envTrain.map((p) => p.eff));
-  const envHold = [...envelope(holdK), ...envelope(holdM)];
+/**
+ * The stored envelope ramp (every compute-bound row's envelope), its split twin (train rows only),
+ * their errors, and a seeded pairs bootstrap over the envelope points (the statistic the stored
+ * value is fitted on), warm-started at the stored fit.
+ */
+function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
+  const envTrain = envelope(s.train);
+  const envFull = envelope(s.compute);
+  const split = fitRamp(envTrain.map((p) => p.m), envTrain.map((p) => p.eff));
+  const envHold = [...envelope(s.holdK), ...envelope(s.holdM)];
   const stored = fitRamp(envFull.map((p) => p.m), envFull.map((p) => p.eff));
-  const predEnv = (f: { eps_max: number; m_half: number }, pts: ReadonlyArray<{ m: number }>) => pts.map((p) => rampEff(f.eps_max, f.m_half, p.m));
-  const envelope_train = fitError(predEnv(stored, envFull), envFull.map((p) => p.eff));
-  const envelope_holdout = envHold.length ? fitError(predEnv(splitFit, envHold), envHold.map((p) => p.eff)) : { geo: NaN, mape_pct: NaN, n: 0 };
+  const boot = resampleEstimates(envFull.length, bootstrap.resamples, bootstrap.seed, (idx) => {
+    const f = fitRamp(Array.from(idx, (i) => envFull[i]!.m), Array.from(idx, (i) => envFull[i]!.eff), [stored.eps_max, stored.m_half]);
+    return Number.isFinite(f.eps_max) ? f : undefined;
+  });
+  return {
+    envFull,
+    split,
+    stored,
+    ci_eps: ciFromEstimates(boot.map((f) => f.eps_max)),
+    ci_m_half: ciFromEstimates(boot.map((f) => f.m_half)),
+    train: fitError(rampPred(stored, envFull), envFull.map((p) => p.eff)),
+    holdout: envHold.length ? fitError(rampPred(split, envHold), envHold.map((p) => p.eff)) : noError(),
+  };
+}
 
-  // Pairs bootstrap over the envelope points (the statistic the stored value is fitted on).
-  const rand = seededRandom(bootstrap.seed);
-  const bE: number[] = [];
-  const bH: number[] = [];
-  const nE = envFull.length;
-  for (let b = 0; b < bootstrap.resamples; b++) {
-    const xs: number[] = [];
-    const ys: number[] = [];
-    for (let i = 0; i < nE; i++) {
-      const p = envFull[Math.floor(rand() * nE)]!;
-      xs.push(p.m);
-      ys.push(p.eff);
-    }
-    const f = fitRamp(xs, ys, [stored.eps_max, stored.m_half]);
-    if (Number.isFinite(f.eps_max)) {
-      bE.push(f.eps_max);
-      bH.push(f.m_half);
-    }
-  }
+/**
+ * Seeded cluster bootstrap over whole k values of the shape halves (k is the dimension the fit must
+ * cross), with eps_max and m_half fixed at the stored ramp; resamples with a single k are skipped.
+ */
+function bootstrapHalves(compute: readonly Pt[], stored: Ramp, halves: { n_half: number; k_half: number }, bootstrap: Bootstrap) {
+  const byK = groupBy(compute, (p) => p.k);
+  const ks = [...byK.keys()].sort((a, b) => a - b);
+  const cellsByK = ks.map((k) => shapeCells(byK.get(k)!, stored.eps_max, stored.m_half));
+  const fits = resampleEstimates(ks.length, bootstrap.resamples, bootstrap.seed + 1, (idx) => {
+    const cells = Array.from(idx).flatMap((i) => cellsByK[i]!);
+    if (new Set(cells.map((c) => c.k)).size < 2) return undefined;
+    return fitShapeHalves(cells, [halves.n_half, halves.k_half], true);
+  });
+  return { ci_n: ciFromEstimates(fits.map((f) => f.n_half)), ci_k: ciFromEstimates(fits.map((f) => f.k_half)) };
+}
 
-  // All-rows fit (reported beside the envelope).
-  const allSplit = fitRampAllRows(train, [stored.eps_max * 0.7, stored.m_half]);
-  const allFull = fitRampAllRows(compute, [stored.eps_max * 0.7, stored.m_half]);
-  const holdRows = [...holdK, ...holdM];
-  const all_rows_train = fitError(predEnv(allFull, compute), compute.map((p) => p.eff));
-  const all_rows_holdout = holdRows.length ? fitError(predEnv(allSplit, holdRows), holdRows.map((p) => p.eff)) : { geo: NaN, mape_pct: NaN, n: 0 };
-
-  const large_m = envFull.filter((p) => p.m >= 4096).map((p) => ({ m: p.m, measured: p.eff, predicted: rampEff(stored.eps_max, stored.m_half, p.m) }));
-
-  // Shape-aware ramp: halves fitted with the envelope ramp fixed, whole-k holdout.
-  const trainK = compute.filter((p) => !heldK.has(p.k));
-  const holdKAll = compute.filter((p) => heldK.has(p.k));
-  const halvesSplit = fitShapeHalves(shapeCells(trainK, splitFit.eps_max, splitFit.m_half));
-  const halves = fitShapeHalves(shapeCells(compute, stored.eps_max, stored.m_half));
-  const shapePred = (e: number, mh: number, nh: number, kh: number, p: Pt) => e * (p.m / (p.m + mh)) * (p.n / (p.n + nh)) * (p.k / (p.k + kh));
-  const meas = holdKAll.map((p) => p.eff);
+/**
+ * Shape-aware ramp: halves fitted with the envelope ramp fixed, scored on held-out whole k against
+ * both 1-factor ramps; stored only when it removes SHAPE_STORE_RULE of their excess error.
+ */
+function shapeFits(s: RampSplit, split: Ramp, stored: Ramp, allFull: Ramp, bootstrap: Bootstrap): RampResult['shape'] {
+  const halvesSplit = fitShapeHalves(shapeCells(s.trainK, split.eps_max, split.m_half));
+  const halves = fitShapeHalves(shapeCells(s.compute, stored.eps_max, stored.m_half));
+  const meas = s.holdKAll.map((p) => p.eff);
   const geo = (pred: number[]) => (pred.length ? geometricError(pred, meas) : NaN);
-  const holdout_geo_envelope = geo(holdKAll.map((p) => rampEff(splitFit.eps_max, splitFit.m_half, p.m)));
-  const allSplitK = fitRampAllRows(trainK, [allFull.eps_max, allFull.m_half]);
-  const holdout_geo_all_rows = geo(holdKAll.map((p) => rampEff(allSplitK.eps_max, allSplitK.m_half, p.m)));
-  const shapeHoldPred = holdKAll.map((p) => shapePred(splitFit.eps_max, splitFit.m_half, halvesSplit.n_half, halvesSplit.k_half, p));
+  const holdout_geo_envelope = geo(rampPred(split, s.holdKAll));
+  const allSplitK = fitRampAllRows(s.trainK, [allFull.eps_max, allFull.m_half]);
+  const holdout_geo_all_rows = geo(rampPred(allSplitK, s.holdKAll));
+  const shapeHoldPred = shapePred({ ...split, ...halvesSplit }, s.holdKAll);
   const holdout_geo_shape = geo(shapeHoldPred);
-  // Full errors of the shape-aware ramp: train on every compute-bound row with the stored halves,
-  // holdout on the whole-k rows with halves fitted without them.
-  const shape_holdout: FitError = shapeHoldPred.length ? fitError(shapeHoldPred, meas) : { geo: NaN, mape_pct: NaN, n: 0 };
-  const free = freeShapeFit(trainK, [stored.eps_max, stored.m_half, halves.n_half || 100, halves.k_half || 100]);
-  const free_holdout = geo(holdKAll.map((p) => shapePred(free.eps_max, free.m_half, free.n_half, free.k_half, p)));
-  // Cluster bootstrap over whole k values for the halves (k is the dimension the fit must cross).
-  const ks = [...new Set(compute.map((p) => p.k))].sort((a, b) => a - b);
-  const byK = groupBy(compute, (p) => String(p.k));
-  const cellsByK = new Map<number, ReturnType<typeof shapeCells>>();
-  for (const k of ks) cellsByK.set(k, shapeCells(byK.get(String(k))!, stored.eps_max, stored.m_half));
-  const bN: number[] = [];
-  const bK: number[] = [];
-  const rand2 = seededRandom(bootstrap.seed + 1);
-  for (let b = 0; b < bootstrap.resamples; b++) {
-    const cells: Array<{ n: number; k: number; r: number; w: number }> = [];
-    for (let i = 0; i < ks.length; i++) cells.push(...cellsByK.get(ks[Math.floor(rand2() * ks.length)]!)!);
-    if (new Set(cells.map((c) => c.k)).size < 2) continue;
-    const f = fitShapeHalves(cells, [halves.n_half, halves.k_half], true);
-    bN.push(f.n_half);
-    bK.push(f.k_half);
-  }
+  const free = freeShapeFit(s.trainK, [stored.eps_max, stored.m_half, halves.n_half || 100, halves.k_half || 100]);
   const best1 = Math.min(holdout_geo_envelope, holdout_geo_all_rows);
-  const storedShape =
-    Number.isFinite(holdout_geo_shape) && Number.isFinite(best1) && holdout_geo_shape - 1 <= SHAPE_STORE_RULE * (best1 - 1);
-  const shape_train = fitError(
-    compute.map((p) => shapePred(stored.eps_max, stored.m_half, halves.n_half, halves.k_half, p)),
-    compute.map((p) => p.eff),
-  );
+  return {
+    n_half: halves.n_half,
+    k_half: halves.k_half,
+    ...bootstrapHalves(s.compute, stored, halves, bootstrap),
+    holdout_geo_envelope,
+    holdout_geo_all_rows,
+    holdout_geo_shape,
+    // Full errors of the shape-aware ramp: train on every compute-bound row with the stored halves,
+    // holdout on the whole-k rows with halves fitted without them.
+    shape_train: fitError(shapePred({ ...stored, ...halves }, s.compute), s.compute.map((p) => p.eff)),
+    shape_holdout: shapeHoldPred.length ? fitError(shapeHoldPred, meas) : noError(),
+    free: { ...free, holdout_geo: geo(shapePred(free, s.holdKAll)) },
+    stored: Number.isFinite(holdout_geo_shape) && Number.isFinite(best1) && holdout_geo_shape - 1 <= SHAPE_STORE_RULE * (best1 - 1),
+  };
+}
 
+/**
+ * Fit one dtype's ramp. Rows must be one dtype; repeats (same m, n, k, kernel) are reduced to their median.
+ * @returns the result, or a refusal string when m_half is unidentifiable.
+ */
+export function fitRampForDtype(rowsIn: readonly GemmRow[], dtype: GemmDtype, chip: Chip, bootstrap: Bootstrap): RampResult | string {
+  const peak = peakFlopsPerUs(chip, dtype)!;
+  const s = splitRampPoints(rowsIn, dtype, chip, peak);
+  if (typeof s === 'string') return s;
+  const env = envelopeFits(s, bootstrap);
+  const stored = env.stored;
+  // All-rows fit (reported beside the envelope).
+  const allSplit = fitRampAllRows(s.train, [stored.eps_max * 0.7, stored.m_half]);
+  const allFull = fitRampAllRows(s.compute, [stored.eps_max * 0.7, stored.m_half]);
+  const holdRows = [...s.holdK, ...s.holdM];
   return {
     dtype,
-    rows_total: all.length,
-    rows_memory_bound: all.length - compute.length,
+    rows_total: s.all.length,
+    rows_memory_bound: s.all.length - s.compute.length,
     m_threshold: memoryBoundThresholdM(chip, dtype),
-    envelope_fit: { eps_max: stored.eps_max, m_half: stored.m_half, ci_eps: ciFromEstimates(bE), ci_m_half: ciFromEstimates(bH) },
+    envelope_fit: { eps_max: stored.eps_max, m_half: stored.m_half, ci_eps: env.ci_eps, ci_m_half: env.ci_m_half },
     all_rows_fit: allFull,
-    envelope_train,
-    envelope_holdout,
-    all_rows_train,
-    all_rows_holdout,
-    large_m,
-    shape: {
-      n_half: halves.n_half,
-      k_half: halves.k_half,
-      ci_n: ciFromEstimates(bN),
-      ci_k: ciFromEstimates(bK),
-      holdout_geo_envelope,
-      holdout_geo_all_rows,
-      holdout_geo_shape,
-      shape_train,
-      shape_holdout,
-      free: { ...free, holdout_geo: free_holdout },
-      stored: storedShape,
-    },
-    held_k: [...heldK].sort((a, b) => a - b),
-    m_max: mMax,
+    envelope_train: env.train,
+    envelope_holdout: env.holdout,
+    all_rows_train: fitError(rampPred(allFull, s.compute), s.compute.map((p) => p.eff)),
+    all_rows_holdout: holdRows.length ? fitError(rampPred(allSplit, holdRows), holdRows.map((p) => p.eff)) : noError(),
+    large_m: env.envFull.filter((p) => p.m >= 4096).map((p) => ({ m: p.m, measured: p.eff, predicted: gemmEfficiency(p.m, stored.eps_max, stored.m_half) })),
+    shape: shapeFits(s, env.split, stored, allFull, bootstrap),
+    held_k: [...s.heldK].sort((a, b) => a - b),
+    m_max: s.mMax,
+    peak_flops_per_us: peak,
+    points: s.all.map((p) => ({ m: p.m, eff: p.eff, memory_bound: isMemoryBound(p, dtype, chip) })),
+    envelope: env.envFull,
   };
 }
 
@@ -423,18 +450,19 @@ function asGemmDtype(d: string): GemmDtype | undefined {
   return (GEMM_DTYPES as readonly string[]).includes(d) ? (d as GemmDtype) : undefined;
 }
 
+/** GEMM family result: the coefficients and one `RampResult` per fitted dtype (in GEMM_DTYPES order). */
+export type GemmFit = FamilyFit & { ramps: RampResult[] };
+
 /**
  * GEMM family fitter. Fits every dtype that has rows and a datasheet peak on this chip.
  * Coefficients (set cost-model-primitives): gemm_eps_max_<d>, gemm_m_half_<d>, and
  * gemm_n_half_<d>/gemm_k_half_<d> when the shape ramp clearly wins on held-out k.
- * Writes `gemm_eps_max_<d>`/`gemm_m_half_<d>` results into nothing: the orchestrator reads them
- * from the returned coefficients.
+ * The orchestrator reads `gemm_eps_max_<d>`/`gemm_m_half_<d>` from the returned coefficients.
  */
-export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): FamilyFit & { ramps: RampResult[] } {
-  const fit: FamilyFit & { ramps: RampResult[] } = { ...emptyFamilyFit('gemm'), ramps: [] };
+export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): GemmFit {
+  const fit: GemmFit = { ...emptyFamilyFit('gemm'), ramps: [] };
   const rows = reduceRepeats(rowsIn, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
   const byDtype = groupBy(rows, (r) => r.dtype);
-  const md: string[] = ['## GEMM efficiency ramp', ''];
   const dtypes = [...byDtype.keys()].sort((a, b) => GEMM_DTYPES.indexOf(a as GemmDtype) - GEMM_DTYPES.indexOf(b as GemmDtype));
   for (const d of dtypes) {
     const dtype = asGemmDtype(d);
@@ -448,118 +476,64 @@ export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): FamilyFit 
       continue;
     }
     fit.ramps.push(r);
-    addRampCoefficients(fit, r, ctx);
-    md.push(...rampReport(r, ctx));
-    fit.figures.push(...rampFigures(r, byDtype.get(d)!, ctx.chip));
+    fit.coefficients.push(...rampCoefficients(r, ctx), ...(r.shape.stored ? shapeHalfCoefficients(r, ctx) : []));
   }
-  fit.report_md = md.join('\n') + '\n';
   return fit;
 }
 
-function addRampCoefficients(fit: FamilyFit, r: RampResult, ctx: FitContext): void {
-  const used = {
+/** Rows an entry of this ramp was fitted on (evidence `filter`, `rows_used`). */
+function rampRowsUsed(r: RampResult) {
+  return {
     filter: `dtype == ${r.dtype}; compute-bound (m ≥ ${fmt(r.m_threshold)}: weight bytes/HBM ≤ FLOPs/peak); envelope = best efficiency per m`,
     rows_used: r.rows_total - r.rows_memory_bound,
   };
+}
+
+function rampCoefficients(r: RampResult, ctx: FitContext): FittedCoefficient[] {
+  const used = rampRowsUsed(r);
   const holdout = { ...r.envelope_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} and m = ${r.m_max} (envelope points)` };
   const notes = [
     `all-rows fit (not stored): eps_max ${fmt(r.all_rows_fit.eps_max)}, m_half ${fmt(r.all_rows_fit.m_half)}; train geo ${r.all_rows_train.geo}, holdout geo ${r.all_rows_holdout.geo}`,
     `${r.rows_memory_bound} memory-bound rows (m < ${fmt(r.m_threshold)}) excluded from the compute ramp`,
     ...r.large_m.filter((p) => p.m >= 8192).map((p) => `large-m bias: m=${p.m} envelope ${fmt(p.measured, 3)} vs predicted ${fmt(p.predicted, 3)}`),
   ];
-  const push = (name: string, value: number, units: 'dimensionless' | 'tokens', ci: [number, number], extraNotes: string[] = [], hold = holdout, train = r.envelope_train) =>
-    fit.coefficients.push({
-      set: SET_NAMES.primitives,
-      name,
-      entry: measuredEntry({ value, units, family: 'gemm', ctx, used, ci95: ci, ci_method: 'bootstrap', train, holdout: hold, notes: [...notes, ...extraNotes] }),
-    } satisfies FittedCoefficient);
-  push(`gemm_eps_max_${r.dtype}`, r.envelope_fit.eps_max, 'dimensionless', r.envelope_fit.ci_eps);
-  push(`gemm_m_half_${r.dtype}`, r.envelope_fit.m_half, 'tokens', r.envelope_fit.ci_m_half);
-  const s = r.shape;
-  fit.summary.push(
-    `gemm ${r.dtype}: eps_max ${fmt(r.envelope_fit.eps_max)} [${fmt(r.envelope_fit.ci_eps[0])}, ${fmt(r.envelope_fit.ci_eps[1])}], m_half ${fmt(r.envelope_fit.m_half)} tokens; n ${r.rows_total - r.rows_memory_bound} rows; envelope geo train ${r.envelope_train.geo} / holdout ${r.envelope_holdout.geo}; shape ramp holdout geo ${fmt(s.holdout_geo_shape)} vs 1-factor ${fmt(Math.min(s.holdout_geo_envelope, s.holdout_geo_all_rows))}${s.stored ? ' (stored)' : ''}`,
-  );
-  if (s.stored) {
-    const shapeHold = { ...s.shape_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)` };
-    const shapeNote = [
-      `shape factor n/(n+n_half)·k/(k+k_half) fitted with eps_max, m_half fixed at the stored envelope ramp`,
-      `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, shape-aware ${fmt(s.holdout_geo_shape)}`,
-    ];
-    for (const [nm, v, ci, dim] of [
-      [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, 'n (output features, the weight matrix\'s output width)'],
-      [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k, 'k (input features, the reduction width)'],
-    ] as const) {
-      const entry = measuredEntry({
-          value: v,
-          units: 'dimensionless',
-          family: 'gemm',
-          ctx,
-          used,
-          ci95: ci,
-          ci_method: 'bootstrap',
-          train: s.shape_train,
-          holdout: shapeHold,
-          notes: [...shapeNote, `${HALF_UNIT_NOTE}: ${dim}`],
-        });
-      const { evidence, ci95, ...head } = entry;
-      const rationale = `Unit: elements (features) of GEMM dimension ${dim}, not tokens. BLIS's unit enum has no "elements", so the entry is stored as dimensionless (a count); the shape factor is ${nm.includes('_n_') ? 'n/(n + n_half)' : 'k/(k + k_half)'} with ${nm.includes('_n_') ? 'n' : 'k'} in elements.`;
-      // Keys in BLIS's order (rationale before ci95), evidence last.
-      fit.coefficients.push({ set: SET_NAMES.primitives, name: nm, entry: { ...head, rationale, ...(ci95 ? { ci95 } : {}), ...(evidence ? { evidence } : {}) } });
-    }
-  }
-}
-
-function rampReport(r: RampResult, ctx: FitContext): string[] {
-  const s = r.shape;
-  const out = [
-    `### ${r.dtype} (${ctx.chip.name}, peak ${fmt(peakFlopsPerUs(ctx.chip, r.dtype)! / 1e6)} TFLOP/s dense)`,
-    '',
-    `${r.rows_total} rows after median-of-repeats; ${r.rows_memory_bound} memory-bound (m < ${fmt(r.m_threshold)} tokens: weight bytes / datasheet HBM > FLOPs / peak) kept out of the compute ramp.`,
-    '',
-    '| fit | eps_max | m_half (tokens) | train geo | train MAPE % | holdout geo | holdout MAPE % |',
-    '|---|---|---|---|---|---|---|',
-    `| envelope (stored) | ${fmt(r.envelope_fit.eps_max)} [${fmt(r.envelope_fit.ci_eps[0])}, ${fmt(r.envelope_fit.ci_eps[1])}] | ${fmt(r.envelope_fit.m_half)} [${fmt(r.envelope_fit.ci_m_half[0])}, ${fmt(r.envelope_fit.ci_m_half[1])}] | ${r.envelope_train.geo} | ${r.envelope_train.mape_pct} | ${r.envelope_holdout.geo} | ${r.envelope_holdout.mape_pct} |`,
-    `| all rows | ${fmt(r.all_rows_fit.eps_max)} | ${fmt(r.all_rows_fit.m_half)} | ${r.all_rows_train.geo} | ${r.all_rows_train.mape_pct} | ${r.all_rows_holdout.geo} | ${r.all_rows_holdout.mape_pct} |`,
-    '',
-    `Holdout: whole k ∈ {${r.held_k.join(', ')}} and the largest m (${r.m_max}). Envelope errors are on envelope points; all-rows errors on every compute-bound row (efficiency error = latency error).`,
-    '',
-    'Large-m bias of the stored 1-factor ramp (envelope efficiency, measured vs predicted):',
-    '',
-    '| m | measured | predicted | predicted/measured |',
-    '|---|---|---|---|',
-    ...r.large_m.map((p) => `| ${p.m} | ${fmt(p.measured, 3)} | ${fmt(p.predicted, 3)} | ${fmt(p.predicted / p.measured, 3)} |`),
-    '',
-    `Shape-aware ramp (n_half ${fmt(s.n_half)} [${fmt(s.ci_n[0])}, ${fmt(s.ci_n[1])}], k_half ${fmt(s.k_half)} [${fmt(s.ci_k[0])}, ${fmt(s.ci_k[1])}] elements (features; stored as dimensionless), on top of the stored envelope ramp): held-out-k geometric error ${fmt(s.holdout_geo_shape)} against ${fmt(s.holdout_geo_envelope)} (envelope 1-factor) and ${fmt(s.holdout_geo_all_rows)} (all-rows 1-factor). Free 4-parameter fit: eps_max ${fmt(s.free.eps_max)}, m_half ${fmt(s.free.m_half)}, n_half ${fmt(s.free.n_half)}, k_half ${fmt(s.free.k_half)}, held-out-k geo ${fmt(s.free.holdout_geo)}. ${s.stored ? `Stored (removes ≥ ${Math.round((1 - SHAPE_STORE_RULE) * 100)}% of the 1-factor excess error).` : 'Not stored (does not clearly win).'}`,
-    '',
-    `![gemm ${r.dtype}](gemm_${r.dtype}.svg) ![residuals](gemm_${r.dtype}_residuals.svg)`,
-    '',
-  ];
-  return out;
-}
-
-function rampFigures(r: RampResult, rows: readonly GemmRow[], chip: Chip): Array<{ name: string; svg: string }> {
-  const peak = peakFlopsPerUs(chip, r.dtype)!;
-  const pts = rows.map((row) => ({ m: row.m, eff: gemmEfficiency(row, peak), mb: isMemoryBound(row, r.dtype, chip) }));
-  const env = envelope(pts.filter((p) => !p.mb));
-  const ms = [...new Set(pts.map((p) => p.m))].sort((a, b) => a - b);
-  const e = r.envelope_fit;
-  const a = r.all_rows_fit;
-  const main = chart(
-    [
-      { label: 'compute-bound rows', points: thin(pts.filter((p) => !p.mb), 1500).map((p) => [p.m, p.eff]), style: 'scatter', color: '#9ecae1', radius: 1.5 },
-      { label: 'memory-bound rows', points: thin(pts.filter((p) => p.mb), 500).map((p) => [p.m, p.eff]), style: 'scatter', color: '#bbbbbb', radius: 1.5 },
-      { label: 'envelope', points: env.map((p) => [p.m, p.eff]), style: 'scatter', color: '#d62728', radius: 2.5 },
-      { label: 'envelope fit (stored)', points: ms.map((m) => [m, rampEff(e.eps_max, e.m_half, m)]), style: 'line', color: '#d62728' },
-      { label: 'all-rows fit', points: ms.map((m) => [m, rampEff(a.eps_max, a.m_half, m)]), style: 'line', color: '#2ca02c', dash: '4 3' },
-    ],
-    { title: `${chip.name} GEMM ${r.dtype}: efficiency vs m`, x_label: 'm (tokens)', y_label: 'efficiency (fraction of dense peak)', x_log: true, y_range: [0, 1.1] },
-  );
-  const resid = chart(
-    [{ label: 'ln(pred/meas), envelope', points: env.map((p) => [p.m, Math.log(rampEff(e.eps_max, e.m_half, p.m) / p.eff)]), style: 'scatter', color: '#d62728', radius: 2.5 }],
-    { title: `${chip.name} GEMM ${r.dtype}: residuals of the stored ramp`, x_label: 'm (tokens)', y_label: 'ln(predicted / measured)', x_log: true, h_lines: [{ y: 0, label: 'zero' }] },
-  );
+  const entry = (value: number, units: 'dimensionless' | 'tokens', ci: [number, number]) =>
+    measuredEntry({ value, units, family: 'gemm', ctx, used, ci95: ci, ci_method: 'bootstrap', train: r.envelope_train, holdout, notes });
   return [
-    { name: `gemm_${r.dtype}.svg`, svg: main },
-    { name: `gemm_${r.dtype}_residuals.svg`, svg: resid },
+    { set: SET_NAMES.primitives, name: `gemm_eps_max_${r.dtype}`, entry: entry(r.envelope_fit.eps_max, 'dimensionless', r.envelope_fit.ci_eps) },
+    { set: SET_NAMES.primitives, name: `gemm_m_half_${r.dtype}`, entry: entry(r.envelope_fit.m_half, 'tokens', r.envelope_fit.ci_m_half) },
   ];
+}
+
+/** gemm_n_half_<d> and gemm_k_half_<d> (stored only when the shape ramp clearly wins on held-out k). */
+function shapeHalfCoefficients(r: RampResult, ctx: FitContext): FittedCoefficient[] {
+  const s = r.shape;
+  const used = rampRowsUsed(r);
+  const shapeHold = { ...s.shape_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)` };
+  const shapeNote = [
+    `shape factor n/(n+n_half)·k/(k+k_half) fitted with eps_max, m_half fixed at the stored envelope ramp`,
+    `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, shape-aware ${fmt(s.holdout_geo_shape)}`,
+  ];
+  const halves = [
+    [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, 'n (output features, the weight matrix\'s output width)'],
+    [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k, 'k (input features, the reduction width)'],
+  ] as const;
+  return halves.map(([nm, v, ci, dim]) => {
+    const entry = measuredEntry({
+      value: v,
+      units: 'dimensionless',
+      family: 'gemm',
+      ctx,
+      used,
+      ci95: ci,
+      ci_method: 'bootstrap',
+      train: s.shape_train,
+      holdout: shapeHold,
+      notes: [...shapeNote, `${HALF_UNIT_NOTE}: ${dim}`],
+    });
+    const { evidence, ci95, ...head } = entry;
+    const rationale = `Unit: elements (features) of GEMM dimension ${dim}, not tokens. BLIS's unit enum has no "elements", so the entry is stored as dimensionless (a count); the shape factor is ${nm.includes('_n_') ? 'n/(n + n_half)' : 'k/(k + k_half)'} with ${nm.includes('_n_') ? 'n' : 'k'} in elements.`;
+    // Keys in BLIS's order (rationale before ci95), evidence last.
+    return { set: SET_NAMES.primitives, name: nm, entry: { ...head, rationale, ...(ci95 ? { ci95 } : {}), ...(evidence ? { evidence } : {}) } };
+  });
 }

@@ -10,19 +10,21 @@
  * with their own per-call cost refitted and the derate fixed. The raw ratio bytes/latency/datasheet
  * is reported too; it includes the per-call cost and so understates the streaming rate.
  */
+import { hbmReadUs } from '../core/laws/floor-rate.ts';
+import { patternSearch } from '../core/numeric/minimize.ts';
+import { median } from '../core/numeric/stats.ts';
+import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { AttentionDecodeRow, GemmRow } from '../measurements/schema.ts';
-import { chart, type Series } from '../core/render/svg.ts';
-import { decodeKvBytes, cacheResidentBytes } from './attention.ts';
-import { bootstrapFloorRate, fitFloorRate, logL1, type WorkPoint } from './attention.ts';
-import { fitError, fmt, measuredEntry, patternSearch, reduceRepeats, thin } from './common.ts';
-import { median } from '../core/numeric/stats.ts';
+import { bootstrapFloorRate, cacheResidentBytes, decodeKvBytes, fitFloorRate, logL1, type WorkPoint } from './attention.ts';
+import { fitError, fmt, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** Largest m counted as a pure weight read. */
 export const HBM_MAX_M = 16;
 
-interface Read {
+/** One qualifying memory-bound read: bytes streamed from HBM and its latency (µs). */
+export interface Read {
   source: 'gemm' | 'attention_decode';
   bytes: number;
   latency_us: number;
@@ -48,9 +50,53 @@ export function memoryBoundReads(gemm: readonly GemmRow[], decode: readonly Atte
   return out;
 }
 
+/** What the HBM fit found, for the report. Bandwidths in bytes per µs, times in µs. */
+export interface HbmResult {
+  derate: number;
+  ci95: [number, number];
+  /** The system descriptor's prior (AIC mem_bw_empirical_scaling_factor), 0.8 when absent. */
+  prior: number;
+  /** Datasheet HBM bandwidth. */
+  hbm_bytes_per_us: number;
+  /** Which reads the stored derate comes from (GEMM weight reads unless fewer than 3). */
+  primary: 'gemm' | 'attention_decode';
+  /** Per-call cost of the fit rows, and of the holdout rows refitted with the derate fixed (NaN without a holdout). */
+  t0_us: number;
+  holdout_t0_us: number;
+  train: FitError;
+  holdout?: FitError & { split: string };
+  /** Per source: rows, derate fitted on that source alone, raw median bytes/latency/datasheet (NaN when too few). */
+  by_source: Record<'gemm' | 'attention_decode', { n: number; derate_alone: number; raw_median: number }>;
+  /** The reads themselves (figure data). */
+  gemm_reads: Read[];
+  decode_reads: Read[];
+}
+
+/** HBM family result (`result` absent with fewer than 3 qualifying reads). */
+export type HbmFit = FamilyFit & { result?: HbmResult };
+
+const asWorkPoints = (rs: readonly Read[]): WorkPoint[] => rs.map((r) => ({ work: r.bytes, latency_us: r.latency_us, group: r.source, kernel_source: '' }));
+const predictReads = (rs: readonly Read[], derate: number, t0: number, bw: number) => rs.map((r) => t0 + hbmReadUs(r.bytes, bw, derate));
+
+/** Derate and per-call cost of `t0 + bytes/(datasheet·derate)` on the primary reads, with a seeded bootstrap. */
+function fitDerate(primary: readonly Read[], bw: number, bootstrap: FitContext['bootstrap']) {
+  const pf = fitFloorRate(asWorkPoints(primary));
+  const boot = bootstrapFloorRate(asWorkPoints(primary), pf, bootstrap);
+  return { pf, derate: pf.rate / bw, ci95: [boot.ci_rate[0] / bw, boot.ci_rate[1] / bw] as [number, number], notes: boot.notes };
+}
+
+/** Holdout: only the derate crosses; the other source's per-call cost is refitted with the derate fixed. */
+function derateHoldout(other: readonly Read[], rate: number, derate: number, bw: number): { t0_us: number; error?: FitError & { split: string } } {
+  if (!other.length) return { t0_us: NaN };
+  const t0 = patternSearch((x) => logL1(asWorkPoints(other), Math.exp(x[0]!), rate), [Math.log(10)], [0.5], { minStep: 1e-4, maxEvals: 200 });
+  const t0_us = Math.exp(t0.x[0]!);
+  const split = 'derate from GEMM weight reads, evaluated on decode-attention KV reads (their per-call cost refitted)';
+  return { t0_us, error: { ...fitError(predictReads(other, derate, t0_us, bw), other.map((r) => r.latency_us)), split } };
+}
+
 /** HBM family fitter: `hbm_derate` (dimensionless) in cost-model-primitives. */
-export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecodeRow[], ctx: FitContext): FamilyFit {
-  const fit: FamilyFit = emptyFamilyFit('hbm');
+export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecodeRow[], ctx: FitContext): HbmFit {
+  const fit: HbmFit = emptyFamilyFit('hbm');
   const bw = ctx.chip.hbm_bytes_per_us;
   const reads = memoryBoundReads(gemm, decode, ctx.chip.l2_mib);
   if (reads.length < 3) {
@@ -63,100 +109,52 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
   // Stored: the streaming slope of GEMM weight reads (what hbm_derate prices); decode KV reads are
   // the holdout. Falls back to the KV reads when a chip has fewer than 3 qualifying GEMM reads.
   const primary = g.length >= 3 ? g : a;
-  const wp = (rs: readonly Read[]): WorkPoint[] => rs.map((r) => ({ work: r.bytes, latency_us: r.latency_us, group: r.source, kernel_source: '' }));
-  const pf = fitFloorRate(wp(primary));
-  const derate = pf.rate / bw;
-  const boot = bootstrapFloorRate(wp(primary), pf, ctx.bootstrap);
-  const ci: [number, number] = [boot.ci_rate[0] / bw, boot.ci_rate[1] / bw];
-  const gOnly = g.length >= 3 ? { derate: fitFloorRate(wp(g)).rate / bw } : undefined;
-  const aOnly = a.length >= 3 ? { derate: fitFloorRate(wp(a)).rate / bw } : undefined;
-  const predict = (rs: readonly Read[], d: number, t0: number) => rs.map((r) => t0 + r.bytes / (bw * d));
-  const train = fitError(predict(primary, derate, pf.floor_us), primary.map((r) => r.latency_us));
-  let holdout: (ReturnType<typeof fitError> & { split: string }) | undefined;
-  let holdoutT0 = NaN;
-  const other = primary === g ? a : [];
-  if (other.length) {
-    // Only the derate crosses: the attention per-call cost is refitted with the derate fixed.
-    const t0 = patternSearch((x) => logL1(wp(other), Math.exp(x[0]!), pf.rate), [Math.log(10)], [0.5], { minStep: 1e-4, maxEvals: 200 });
-    holdoutT0 = Math.exp(t0.x[0]!);
-    holdout = { ...fitError(predict(other, derate, holdoutT0), other.map((r) => r.latency_us)), split: 'derate from GEMM weight reads, evaluated on decode-attention KV reads (their per-call cost refitted)' };
-  }
-  const full = { t0_us: { [primary === g ? 'gemm' : 'attention_decode']: pf.floor_us } as Record<string, number> };
-  const prior = ctx.chip.priors?.hbm_derate ?? 0.8;
-  const gMed = g.length ? median(g.map(ratio)) : NaN;
-  const aMed = a.length ? median(a.map(ratio)) : NaN;
-  const notes = [
-    `law t = t0 + bytes/(datasheet·derate) on ${primary === g ? 'GEMM weight' : 'decode KV'} reads, log objective; t0 ${fmt(pf.floor_us)} us`,
-    `GEMM weight reads (bf16, m ≤ ${HBM_MAX_M}, ≥ 2×L2): n ${g.length}, derate alone ${fmt(gOnly?.derate ?? NaN)}, raw median bytes/latency/datasheet ${fmt(gMed)}`,
-    `decode-attention KV reads (full, ≥ 2×L2): n ${a.length}, derate alone ${fmt(aOnly?.derate ?? NaN)}, raw median ${fmt(aMed)}`,
-    `prior (AIC mem_bw_empirical_scaling_factor, BLIS vendor_spec): ${prior}; measured/prior ${fmt(derate / prior, 3)}`,
-    ...boot.notes.filter((n) => n.startsWith('rate ')).map((n) => n.replace(/^rate /, 'derate (as rate) ')),
-  ];
-  const entry = measuredEntry({
-    value: derate,
-    units: 'dimensionless',
-    family: 'hbm',
-    ctx: { ...ctx, inputs: ctx.inputs.filter((i) => /^(gemm|attention_decode)\./.test(i.file.split('/').pop()!)) },
-    used: { filter: primary === g ? `bf16 GEMM m ≤ ${HBM_MAX_M} with weights ≥ 2×L2 (holdout: full decode attention with KV ≥ 2×L2)` : 'full decode attention with KV ≥ 2×L2', rows_used: primary.length },
-    ci95: ci,
-    ci_method: 'bootstrap',
-    train,
-    ...(holdout ? { holdout } : {}),
-    notes,
-  }, '');
-  fit.coefficients.push({ set: SET_NAMES.primitives, name: 'hbm_derate', entry });
-  fit.summary.push(`hbm_derate: ${fmt(derate)} [${fmt(ci[0])}, ${fmt(ci[1])}] (prior ${prior}); n ${reads.length} (gemm ${g.length}, decode ${a.length}); geo train ${train.geo} / holdout ${holdout?.geo ?? '—'}`);
-  fit.report_md = [
-    '## HBM derate',
-    '',
-    `hbm_derate ${fmt(derate)} [${fmt(ci[0])}, ${fmt(ci[1])}] of the datasheet ${fmt(bw / 1e6)} TB/s, against the 0.8-style prior ${prior} in the system descriptor (measured/prior ${fmt(derate / prior, 3)}).`,
-    '',
-    '| source | n | derate (slope of t0 + bytes/(bw·derate)) | raw median bytes/latency/datasheet |',
-    '|---|---|---|---|',
-    `| GEMM weight reads (bf16, m ≤ ${HBM_MAX_M}, weights ≥ 2×L2) | ${g.length} | ${fmt(gOnly?.derate ?? NaN)} | ${fmt(gMed)} |`,
-    `| decode-attention KV reads (full, KV ≥ 2×L2) | ${a.length} | ${fmt(aOnly?.derate ?? NaN)} | ${fmt(aMed)} |`,
-    `| stored (${primary === g ? 'GEMM weight reads' : 'decode KV reads'}) | ${primary.length} | ${fmt(derate)} | — |`,
-    '',
-    `Train geo ${train.geo} (MAPE ${train.mape_pct}%) for t = bytes/(datasheet·derate); holdout (${holdout?.split ?? 'none'}) ${holdout ? `${holdout.geo} (MAPE ${holdout.mape_pct}%)` : '—'}. The per-call cost t0 is fitted per source so the derate is the streaming slope; the raw ratios (figure) include t0 and sit below it.`,
-    '',
-    '![hbm](hbm.svg) ![residuals](hbm_residuals.svg)',
-    '',
-    `Residuals (hbm_residuals.svg): ln(predicted/measured) against bytes read, for the fit rows (${primary === g ? 'GEMM weight reads' : 'decode KV reads'}, t0 ${fmt(pf.floor_us)} us)${other.length ? ` and the holdout decode KV reads (derate fixed, t0 refitted ${fmt(holdoutT0)} us)` : ''}.`,
-    '',
-  ].join('\n');
-  fit.figures.push({
-    name: 'hbm.svg',
-    svg: chart(
-      [
-        { label: 'GEMM weight reads', points: g.map((r) => [r.bytes, ratio(r)]), style: 'scatter', color: '#1f77b4', radius: 2 },
-        { label: 'decode KV reads', points: a.filter((_, i) => i % Math.max(1, Math.ceil(a.length / 1500)) === 0).map((r) => [r.bytes, ratio(r)]), style: 'scatter', color: '#ff7f0e', radius: 1.5 },
-      ],
-      { title: `${ctx.chip.name}: achieved / datasheet HBM bandwidth`, x_label: 'bytes read', y_label: 'achieved / datasheet', x_log: true, h_lines: [{ y: derate, label: `derate ${fmt(derate)}` }, { y: prior, label: `prior ${prior}` }] },
-    ),
-  });
-  fit.figures.push({ name: 'hbm_residuals.svg', svg: residualFigure(ctx.chip.name, primary, pf.floor_us, other, holdoutT0, bw, derate, primary === g) });
+  const d = fitDerate(primary, bw, ctx.bootstrap);
+  const alone = (rs: readonly Read[]) => (rs.length >= 3 ? fitFloorRate(asWorkPoints(rs)).rate / bw : NaN);
+  const hold = derateHoldout(primary === g ? a : [], d.pf.rate, d.derate, bw);
+  const result: HbmResult = {
+    derate: d.derate,
+    ci95: d.ci95,
+    prior: ctx.chip.priors?.hbm_derate ?? 0.8,
+    hbm_bytes_per_us: bw,
+    primary: primary === g ? 'gemm' : 'attention_decode',
+    t0_us: d.pf.floor_us,
+    holdout_t0_us: hold.t0_us,
+    train: fitError(predictReads(primary, d.derate, d.pf.floor_us, bw), primary.map((r) => r.latency_us)),
+    ...(hold.error ? { holdout: hold.error } : {}),
+    by_source: {
+      gemm: { n: g.length, derate_alone: alone(g), raw_median: g.length ? median(g.map(ratio)) : NaN },
+      attention_decode: { n: a.length, derate_alone: alone(a), raw_median: a.length ? median(a.map(ratio)) : NaN },
+    },
+    gemm_reads: g,
+    decode_reads: a,
+  };
+  fit.result = result;
+  fit.coefficients.push({ set: SET_NAMES.primitives, name: 'hbm_derate', entry: derateEntry(result, d.notes, ctx) });
   return fit;
 }
 
-/** Points per series in the residual figure (deterministic thinning in bytes order keeps it small). */
-export const HBM_RESIDUAL_POINTS = 500;
-
-/**
- * ln(predicted/measured) against bytes for the fit rows (their t0) and, when present, the holdout
- * decode KV reads (same derate, their refitted t0). Positive = the law predicts slower than measured.
- */
-function residualFigure(chip: string, fitRows: readonly Read[], fitT0: number, holdRows: readonly Read[], holdT0: number, bw: number, derate: number, fitIsGemm: boolean): string {
-  const res = (rs: readonly Read[], t0: number): Array<[number, number]> =>
-    thin([...rs].sort((x, y) => x.bytes - y.bytes || x.latency_us - y.latency_us), HBM_RESIDUAL_POINTS).map((r) => [r.bytes, Math.log((t0 + r.bytes / (bw * derate)) / r.latency_us)]);
-  const series: Series[] = [
-    { label: fitIsGemm ? 'fit: GEMM weight reads' : 'fit: decode KV reads', points: res(fitRows, fitT0), style: 'scatter', color: '#1f77b4', radius: 1.5 },
+function derateEntry(r: HbmResult, bootNotes: readonly string[], ctx: FitContext) {
+  const fromGemm = r.primary === 'gemm';
+  const gs = r.by_source.gemm;
+  const as = r.by_source.attention_decode;
+  const notes = [
+    `law t = t0 + bytes/(datasheet·derate) on ${fromGemm ? 'GEMM weight' : 'decode KV'} reads, log objective; t0 ${fmt(r.t0_us)} us`,
+    `GEMM weight reads (bf16, m ≤ ${HBM_MAX_M}, ≥ 2×L2): n ${gs.n}, derate alone ${fmt(gs.derate_alone)}, raw median bytes/latency/datasheet ${fmt(gs.raw_median)}`,
+    `decode-attention KV reads (full, ≥ 2×L2): n ${as.n}, derate alone ${fmt(as.derate_alone)}, raw median ${fmt(as.raw_median)}`,
+    `prior (AIC mem_bw_empirical_scaling_factor, BLIS vendor_spec): ${r.prior}; measured/prior ${fmt(r.derate / r.prior, 3)}`,
+    ...bootNotes.filter((n) => n.startsWith('rate ')).map((n) => n.replace(/^rate /, 'derate (as rate) ')),
   ];
-  if (holdRows.length) series.push({ label: 'holdout: decode KV reads', points: res(holdRows, holdT0), style: 'scatter', color: '#ff7f0e', radius: 1.5 });
-  return chart(series, {
-    title: `${chip}: HBM derate ${fmt(derate)} residuals`,
-    x_label: 'bytes read',
-    y_label: 'ln(predicted / measured)',
-    x_log: true,
-    h_lines: [{ y: 0, label: 'zero' }],
-  });
+  return measuredEntry({
+    value: r.derate,
+    units: 'dimensionless',
+    family: 'hbm',
+    ctx: { ...ctx, inputs: ctx.inputs.filter((i) => /^(gemm|attention_decode)\./.test(i.file.split('/').pop()!)) },
+    used: { filter: fromGemm ? `bf16 GEMM m ≤ ${HBM_MAX_M} with weights ≥ 2×L2 (holdout: full decode attention with KV ≥ 2×L2)` : 'full decode attention with KV ≥ 2×L2', rows_used: fromGemm ? gs.n : as.n },
+    ci95: r.ci95,
+    ci_method: 'bootstrap',
+    train: r.train,
+    ...(r.holdout ? { holdout: r.holdout } : {}),
+    notes,
+  }, '');
 }

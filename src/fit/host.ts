@@ -18,12 +18,11 @@
  * emitted, so the set is complete either way.
  */
 import { UserError } from '../core/errors.ts';
-import type { HostRow } from '../measurements/schema.ts';
+import { geometricError, groupBy, mapePct, median, roundSig } from '../core/numeric/stats.ts';
 import type { CoefficientEntry, Units } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
-import { chart, type Series } from '../core/render/svg.ts';
+import type { HostRow } from '../measurements/schema.ts';
 import { fmt, provenance } from './collective-provenance.ts';
-import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
 /** Two-sided 97.5% Student-t quantiles for 1…30 degrees of freedom. */
@@ -58,17 +57,14 @@ export interface HostLinearFit {
  * @throws UserError with fewer than 2 distinct N, a non-positive latency or N, or a negative intercept.
  */
 export function fitHostLinear(points: Array<{ kernels: number; latency_us: number }>): HostLinearFit {
-  const by = new Map<number, number[]>();
   for (const p of points) {
     if (!(p.kernels > 0) || !Number.isFinite(p.kernels)) throw new UserError(`host fit: kernels must be a positive count, got ${p.kernels}`);
     if (!(p.latency_us > 0) || !Number.isFinite(p.latency_us)) throw new UserError(`host fit: latency_us must be positive, got ${p.latency_us}`);
-    let l = by.get(p.kernels);
-    if (!l) by.set(p.kernels, (l = []));
-    l.push(p.latency_us);
   }
+  const by = groupBy(points, (p) => p.kernels);
   const xs = [...by.keys()].sort((a, b) => a - b);
   if (xs.length < 2) throw new UserError(`host fit: t = a + b·N needs at least 2 distinct N, got ${xs.length}`);
-  const ys = xs.map((x) => median(by.get(x)!));
+  const ys = xs.map((x) => median(by.get(x)!.map((p) => p.latency_us)));
   const n = xs.length;
   // Weighted least squares, weights 1/y² (relative residuals: timing noise is multiplicative, so an
   // unweighted fit would let the largest N decide the intercept).
@@ -192,124 +188,111 @@ const KIND_OUTPUTS: Record<string, Array<{ name: string; term: 'a' | 'b'; units:
   dispatch: [{ name: 'host_dispatch_per_kernel', term: 'b', units: 'us_per_transfer' }],
 };
 
+/** One host kind's fit, for the report. */
+export interface HostKindFit {
+  what: string;
+  /** Raw rows of this kind. */
+  rows: number;
+  fit: HostLinearFit;
+  train: { geo: number; mape_pct: number; n: number };
+  holdout?: { geo: number; mape_pct: number; n: number; split: string };
+  /** Distinct N, ascending. */
+  ns: number[];
+  /** Every row as (N, latency µs): the figure's scatter. */
+  points: Array<[number, number]>;
+}
+
+/** Host family result: the kinds fitted (empty without host rows: every entry is then assumed). */
+export type HostFit = FamilyFit & { result: { kinds: HostKindFit[] } };
+
+/** Holdout of one kind: the largest N predicted from a fit on the smaller ones (needs ≥ 3 distinct N). */
+function kindHoldout(what: string, krows: readonly HostRow[], ns: readonly number[], warnings: string[]): HostKindFit['holdout'] {
+  if (ns.length < 3) return undefined;
+  const top = ns[ns.length - 1]!;
+  try {
+    const h = fitHostLinear(krows.filter((r) => r.kernels !== top).map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })));
+    const m = [median(krows.filter((r) => r.kernels === top).map((r) => r.latency_us))];
+    const p = [h.a_us + h.b_us_per_kernel * top];
+    return { geo: roundSig(geometricError(p, m), 4), mape_pct: roundSig(mapePct(p, m), 4), n: 1, split: `largest N (${top}) held out, fitted on N = ${ns.slice(0, -1).join(', ')}` };
+  } catch (e) {
+    if (!(e instanceof UserError)) throw e;
+    warnings.push(`host ${what}: holdout fit failed: ${e.message}`);
+    return undefined;
+  }
+}
+
+/** Fit `t = a + b·N` for one kind; a data problem is a refusal (undefined returned). */
+function fitKind(what: string, krows: readonly HostRow[], chip: string, refusals: string[], warnings: string[]): HostKindFit | undefined {
+  let f: HostLinearFit;
+  try {
+    f = fitHostLinear(krows.map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })));
+  } catch (e) {
+    if (!(e instanceof UserError)) throw e;
+    refusals.push(`host ${what} on ${chip}: ${e.message}`);
+    return undefined;
+  }
+  const ns = [...new Set(krows.map((r) => r.kernels))].sort((a, b) => a - b);
+  const holdout = kindHoldout(what, krows, ns, warnings);
+  const meds = ns.map((x) => median(krows.filter((r) => r.kernels === x).map((r) => r.latency_us)));
+  const pred = ns.map((x) => f.a_us + f.b_us_per_kernel * x);
+  const train = { geo: roundSig(geometricError(pred, meds), 4), mape_pct: roundSig(mapePct(pred, meds), 4), n: ns.length };
+  return { what, rows: krows.length, fit: f, train, ...(holdout ? { holdout } : {}), ns, points: krows.map((r) => [r.kernels, r.latency_us]) };
+}
+
+/** The measured entry of one registry output (`a` or `b`) of a kind's fit. */
+function kindEntry(k: HostKindFit, o: (typeof KIND_OUTPUTS)[string][number], lanes: readonly string[], prov: ReturnType<typeof provenance>, chip: string): CoefficientEntry {
+  const f = k.fit;
+  const v = o.term === 'a' ? f.a_us : f.b_us_per_kernel;
+  const ci = o.term === 'a' ? f.ci95_a : f.ci95_b;
+  return {
+    value: roundSig(v, 4),
+    units: o.units,
+    method: 'measured',
+    fitted: true,
+    scope: { hardware: [chip] },
+    sources: prov.sources,
+    ci95: [roundSig(Math.min(ci[0], v), 4), roundSig(Math.max(ci[1], v), 4)],
+    ...(o.name === 'host_dispatch_per_kernel' ? { rationale: 'stepcal extension: BLIS has no dispatch term; slope of t = a + b·N over dispatch rows.' } : {}),
+    evidence: {
+      family: 'host',
+      lane: lanes.join('+'),
+      inputs: prov.inputs,
+      ci_method: f.n > 2 ? 'lm_covariance' : 'none',
+      train_error: k.train,
+      ...(k.holdout ? { holdout_error: k.holdout } : {}),
+      notes: [
+        `t = a + b·N fitted by weighted LS (weights 1/t²) on ${f.n} per-N medians: a = ${fmt(f.a_us)} µs, b = ${fmt(f.b_us_per_kernel)} µs per ${k.what === 'graph_replay' ? 'node' : 'kernel'}`,
+        ...(f.n > 2 ? [] : ['only 2 distinct N: the line is exact and no interval can be estimated']),
+      ],
+    },
+  };
+}
+
 /** Fit (or, without rows, assume) the host overheads; see module doc. Never throws on data problems. */
-export function fitHost(rows: HostRow[], ctx: FitContext): FamilyFit {
+export function fitHost(rows: HostRow[], ctx: FitContext): HostFit {
   const chip = ctx.chip.name;
   const set = SET_NAMES.host;
   const refusals: string[] = [];
   const warnings: string[] = [];
-  const summary: string[] = [];
-  const figures: FamilyFit['figures'] = [];
-  const L: string[] = [`## Host overheads (${chip})`, ''];
   const fitted = new Map<string, FittedCoefficient>();
-  const fitRows: string[] = [];
-
-  const kinds = [...new Set(rows.map((r) => r.what))].sort();
-  const series: Series[] = [];
-  for (const what of kinds) {
+  const kinds: HostKindFit[] = [];
+  for (const what of [...new Set(rows.map((r) => r.what))].sort()) {
     const outs = KIND_OUTPUTS[what];
     const krows = rows.filter((r) => r.what === what);
     if (!outs) {
       warnings.push(`host: rows of unknown kind "${what}" ignored`);
       continue;
     }
-    let f: HostLinearFit;
-    try {
-      f = fitHostLinear(krows.map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })));
-    } catch (e) {
-      if (!(e instanceof UserError)) throw e;
-      refusals.push(`host ${what} on ${chip}: ${e.message}`);
-      continue;
-    }
-    // Holdout: the largest N predicted from a fit on the smaller ones.
-    const ns = [...new Set(krows.map((r) => r.kernels))].sort((a, b) => a - b);
-    let holdout: { geo: number; mape_pct: number; n: number; split: string } | undefined;
-    if (ns.length >= 3) {
-      const top = ns[ns.length - 1]!;
-      try {
-        const h = fitHostLinear(krows.filter((r) => r.kernels !== top).map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })));
-        const meas = krows.filter((r) => r.kernels === top).map((r) => r.latency_us);
-        const m = [median(meas)];
-        const p = [h.a_us + h.b_us_per_kernel * top];
-        holdout = { geo: roundSig(geometricError(p, m), 4), mape_pct: roundSig(mapePct(p, m), 4), n: 1, split: `largest N (${top}) held out, fitted on N = ${ns.slice(0, -1).join(', ')}` };
-      } catch (e) {
-        if (!(e instanceof UserError)) throw e;
-        warnings.push(`host ${what}: holdout fit failed: ${e.message}`);
-      }
-    }
-    const xs = ns;
-    const meds = xs.map((x) => median(krows.filter((r) => r.kernels === x).map((r) => r.latency_us)));
-    const pred = xs.map((x) => f.a_us + f.b_us_per_kernel * x);
-    const train = { geo: roundSig(geometricError(pred, meds), 4), mape_pct: roundSig(mapePct(pred, meds), 4), n: xs.length };
+    const k = fitKind(what, krows, chip, refusals, warnings);
+    if (!k) continue;
+    kinds.push(k);
     const lanes = [...new Set(krows.map((r) => r.lane))].sort();
     const prov = provenance(ctx, lanes, `what=${what}; repeats reduced by median per N`, krows.length);
-    for (const o of outs) {
-      const v = o.term === 'a' ? f.a_us : f.b_us_per_kernel;
-      const ci = o.term === 'a' ? f.ci95_a : f.ci95_b;
-      const entry: CoefficientEntry = {
-        value: roundSig(v, 4),
-        units: o.units,
-        method: 'measured',
-        fitted: true,
-        scope: { hardware: [chip] },
-        sources: prov.sources,
-        ci95: [roundSig(Math.min(ci[0], v), 4), roundSig(Math.max(ci[1], v), 4)],
-        ...(o.name === 'host_dispatch_per_kernel'
-          ? { rationale: 'stepcal extension: BLIS has no dispatch term; slope of t = a + b·N over dispatch rows.' }
-          : {}),
-        evidence: {
-          family: 'host',
-          lane: lanes.join('+'),
-          inputs: prov.inputs,
-          ci_method: f.n > 2 ? 'lm_covariance' : 'none',
-          train_error: train,
-          ...(holdout ? { holdout_error: holdout } : {}),
-          notes: [
-            `t = a + b·N fitted by weighted LS (weights 1/t²) on ${f.n} per-N medians: a = ${fmt(f.a_us)} µs, b = ${fmt(f.b_us_per_kernel)} µs per ${what === 'graph_replay' ? 'node' : 'kernel'}`,
-            ...(f.n > 2 ? [] : ['only 2 distinct N: the line is exact and no interval can be estimated']),
-          ],
-        },
-      };
-      fitted.set(o.name, { set, name: o.name, entry });
-    }
-    fitRows.push(
-      `| ${what} | ${krows.length} | ${f.n} | ${fmt(f.a_us)} (${fmt(f.ci95_a[0])}–${fmt(f.ci95_a[1])}) | ${fmt(f.b_us_per_kernel)} (${fmt(f.ci95_b[0])}–${fmt(f.ci95_b[1])}) | ${fmt(train.geo)}x | ${holdout ? fmt(holdout.geo) + 'x' : '–'} |`,
-    );
-    summary.push(`host ${what}: a = ${fmt(f.a_us)} µs, b = ${fmt(f.b_us_per_kernel)} µs per unit over ${f.n} N values (train geo ${fmt(train.geo)}x)`);
-    series.push({ label: `${what} measured`, style: 'scatter', points: krows.map((r) => [r.kernels, r.latency_us]) });
-    series.push({ label: `${what} fit`, style: 'line', points: [xs[0]!, xs[xs.length - 1]!].map((x) => [x, f.a_us + f.b_us_per_kernel * x]) });
+    for (const o of outs) fitted.set(o.name, { set, name: o.name, entry: kindEntry(k, o, lanes, prov, chip) });
   }
-
   // Assemble: fitted entries replace assumed ones of the same name; every BLIS name is present.
   const coefficients: FittedCoefficient[] = [];
   for (const a of BLIS_HOST_ASSUMED) coefficients.push(fitted.get(a.name) ?? { set, name: a.name, entry: assumedEntry(chip, a) });
   for (const [name, c] of [...fitted.entries()].sort()) if (!BLIS_HOST_ASSUMED.some((a) => a.name === name)) coefficients.push(c);
-
-  if (fitRows.length) {
-    L.push(
-      'Fitted `t = a + b·N` per kind from host microbenchmark rows (weighted least squares with weights 1/t² on per-N medians; ci95 from its covariance with a Student-t quantile; holdout = largest N).',
-      'Mapping: eager_launch b → `host_launch_per_kernel`; graph_replay a → `host_replay_graph_per_step`, b → `host_replay_graph_per_node`; dispatch b → `host_dispatch_per_kernel` (stepcal name).',
-      'Caveat: BLIS charges `host_launch_per_kernel` × kernels in every graph mode (reference §4.10); a measured eager launch cost is larger than the residual-derived 3.2 µs it replaces, so check the step-level error before shipping it.',
-      '',
-      '| kind | rows | distinct N | a µs (ci95) | b µs per unit (ci95) | train geo | holdout geo |',
-      '|---|---|---|---|---|---|---|',
-      ...fitRows,
-      '',
-    );
-    figures.push({
-      name: 'host_overheads.svg',
-      svg: chart(series, { title: `${chip} host overheads: t = a + b·N`, x_label: 'N (kernels or graph nodes)', y_label: 'latency µs' }),
-    });
-  } else {
-    L.push(
-      'No host rows: nothing is fitted. Host terms are properties of the whole engine step and are never fitted from per-operator tables; ' +
-        "the BLIS registry's assumed values are carried (method `assumed`, `fitted: false`), to be replaced per engine by `stepcal validate --fit-host`.",
-      '',
-    );
-    summary.push(`host: no host rows; ${BLIS_HOST_ASSUMED.length} BLIS assumed values carried (not fitted)`);
-  }
-  L.push('| name | value | units | method |', '|---|---|---|---|');
-  for (const c of coefficients) L.push(`| ${c.name} | ${fmt(c.entry.value)} | ${c.entry.units} | ${c.entry.method}${c.entry.fitted ? ', fitted' : ''} |`);
-  L.push('');
-  return { family: 'host', coefficients, summary, report_md: L.join('\n'), figures, refusals, warnings };
+  return { family: 'host', coefficients, refusals, warnings, result: { kinds } };
 }

@@ -16,9 +16,11 @@
  */
 import type { ExpertCoefficients, ExpertLayerShape, ExpertRates, ExpertWork } from '../core/laws/moe-experts.ts';
 import { expertTerms, expertWork } from '../core/laws/moe-experts.ts';
-import { geometricError, mapePct, seededRandom } from '../core/numeric/stats.ts';
+import { patternSearch } from '../core/numeric/minimize.ts';
+import { resampleEstimates } from '../core/numeric/resample.ts';
+import { geometricError, mapePct } from '../core/numeric/stats.ts';
 import type { MoeRow } from '../measurements/schema.ts';
-import { ciFromEstimates, patternSearch, reduceRepeats } from './common.ts';
+import { ciFromEstimates, reduceRepeats } from './common.ts';
 
 /** One measured layer timing with its shape-only quantities precomputed. */
 export interface ExpertPoint {
@@ -221,16 +223,13 @@ export function bootstrapExpert(
   opts: { resamples: number; seed: number },
 ): { floor_us: [number, number]; eps_max: [number, number]; m_half: [number, number]; route_bytes_per_us: [number, number]; ok: number } {
   const normals = series.map(seriesNormal);
-  const rand = seededRandom(opts.seed);
-  const est: ExpertCoefficients[] = [];
   const w = new Uint32Array(series.length);
-  for (let r = 0; r < opts.resamples; r++) {
+  const est = resampleEstimates(series.length, opts.resamples, opts.seed, (idx) => {
     w.fill(0);
-    for (let i = 0; i < series.length; i++) w[Math.floor(rand() * series.length)]!++;
+    for (const i of idx) w[i]!++;
     const x = solveNonNegative(sumNormals(normals, w));
-    const c = x && toCoefficients(x);
-    if (c) est.push(c);
-  }
+    return (x && toCoefficients(x)) || undefined;
+  });
   const ci = (f: (c: ExpertCoefficients) => number) => ciFromEstimates(est.map(f));
   return { floor_us: ci((c) => c.floor_us), eps_max: ci((c) => c.eps_max), m_half: ci((c) => c.m_half), route_bytes_per_us: ci((c) => c.route_bytes_per_us), ok: est.length };
 }

@@ -195,9 +195,6 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     }
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
-    out.summary.push(
-      `moe_experts ${dtype}: floor ${fmt(r.coefficients.floor_us)} us, eps_max ${fmt(r.coefficients.eps_max)}, m_half ${fmt(r.coefficients.m_half)} tok/expert, route ${fmt(r.coefficients.route_bytes_per_us)} B/us; train geo ${fmt(r.train.geo)}, holdout tokens ${r.holdout_tokens ? fmt(r.holdout_tokens.geo) : 'n/a'}, shape ${r.holdout_shape ? fmt(r.holdout_shape.geo) : 'n/a'}; sum ${fmt(r.sum_vs_max.sum_geo)} vs max ${fmt(r.sum_vs_max.max_geo)}`,
-    );
   }
   for (const n of data.not_fitted) out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
   return { ...out, data };

@@ -2,9 +2,12 @@
  * The contract between family fitters and the `fit` orchestrator.
  *
  * A family fitter is a pure function: rows (plus chip facts and earlier families' results) in,
- * `FamilyFit` out. It never writes files. The orchestrator runs families in dependency order
- * (gemm → hbm → attention_decode → attention_prefill → collective → moe → host), applies the
- * plausibility gates, and writes the registry, SVGs and README only when every gate passes.
+ * `FamilyFit` out: coefficients, refusals and warnings, plus a typed, family-specific result
+ * (residuals, holdout scores, evidence and the series a figure needs, as plain data). It never
+ * writes files and never draws: src/report/fit-*.ts turn the results into Markdown and SVG. The
+ * orchestrator (index.ts) runs families in dependency order (gemm → hbm → attention_decode →
+ * attention_prefill → collective → moe → host) and applies the plausibility gates; the command
+ * layer writes the registry, SVGs and README only when every gate passes.
  */
 import type { Chip } from '../core/catalog/chip.ts';
 import type { CoefficientEntry } from '../core/schemas/registry.ts';
@@ -20,12 +23,6 @@ export interface FittedCoefficient {
 export interface FamilyFit {
   family: string;
   coefficients: FittedCoefficient[];
-  /** One-screen summary lines (units included). */
-  summary: string[];
-  /** Markdown section for fits/<chip>/README.md (tables, biases, comparisons). */
-  report_md: string;
-  /** SVG figures, written as fits/<chip>/<name>. */
-  figures: Array<{ name: string; svg: string }>;
   /** Fatal problems (the orchestrator refuses to write anything if any family has one). */
   refusals: string[];
   /** Non-fatal warnings. */
@@ -45,5 +42,5 @@ export interface FitContext {
 
 /** A `FamilyFit` with nothing in it yet, for a fitter to fill in. */
 export function emptyFamilyFit(family: string): FamilyFit {
-  return { family, coefficients: [], summary: [], report_md: '', figures: [], refusals: [], warnings: [] };
+  return { family, coefficients: [], refusals: [], warnings: [] };
 }

@@ -28,6 +28,7 @@ import { writeMeasurementSet } from '../measurements/store.ts';
 import { systemToChip } from '../measurements/system.ts';
 import { extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation } from './extrapolate.ts';
 import { extrapolateCollectiveWidths, type WidthExtrapolation } from '../fit/collective-width.ts';
+import type { FitAllResult } from '../fit/index.ts';
 import { loadRegistryFile } from './load.ts';
 import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
 import { familyOf } from '../core/schemas/names.ts';
@@ -116,6 +117,12 @@ export interface OnboardOptions {
   siblingCatalogDir?: string;
   /** Fit options passed through (bootstrap). */
   bootstrap?: { resamples: number; seed: number };
+  /**
+   * Draws the fit report of the onboarded chip: its files under `repoRoot` (registry first, then
+   * fits/<chip>/README.md and SVGs) and the summary lines. The command layer passes
+   * src/report/fit.ts `fitReportOutputs` (this stage sits below the report layer and cannot import it).
+   */
+  fitOutputs: (fit: FitAllResult, opts: { repoRoot: string }) => { files: Array<{ file: string; data: string }>; summary: string[] };
   log?: (line: string) => void;
 }
 
@@ -174,7 +181,7 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   for (const s of summaries) log(`imported ${s.family} (${s.lane}): ${s.rows_out} rows from ${s.rows_in} → ${s.file}`);
 
   // 4. Fit all, against the onboarded chip file and root.
-  const { fitAll, fitOutputFiles } = await import('../fit/index.ts');
+  const { fitAll } = await import('../fit/index.ts');
   const fit = await fitAll(chipFile, { repoRoot: root, measurementsDir: measDir, ...(o.bootstrap ? { bootstrap: o.bootstrap } : {}) });
   for (const w of fit.warnings) log(`fit warning: ${w}`);
   if (fit.refusals.length) throw new UserError(`onboard ${chipName}: the fit refused, registry not written:\n  ${fit.refusals.join('\n  ')}`);
@@ -216,8 +223,9 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   if (problems.length) throw new UserError(`onboard ${chipName}: the registry fails validation, not written:\n${problems.map(formatProblem).join('\n')}`);
 
   // 7. Write registry, fits and the onboarding report together.
-  const report = renderOnboardReport(chip, coverage, summaries.map((s) => ({ family: s.family, lane: s.lane, rows: s.rows_out })), fit.summary, widths, families, sets);
-  const outFiles = fitOutputFiles({ ...fit, sets, registry_text: stringifyCoefficientSets(sets) }, { repoRoot: root });
+  const drawn = o.fitOutputs({ ...fit, sets, registry_text: stringifyCoefficientSets(sets) }, { repoRoot: root });
+  const report = renderOnboardReport(chip, coverage, summaries.map((s) => ({ family: s.family, lane: s.lane, rows: s.rows_out })), drawn.summary, widths, families, sets);
+  const outFiles = drawn.files;
   const registryFile = path.join(root, 'registry', `${chipName}.yaml`);
   const reportFile = path.join(root, 'fits', chipName, 'onboard.md');
   writeFilesAtomic([...outFiles, { file: reportFile, data: report }]);

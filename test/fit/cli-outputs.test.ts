@@ -5,14 +5,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { sha256File } from '../../src/core/io/fs.ts';
 import { planFitOutputs } from '../../src/cli/commands/fit.ts';
-import { fitOutputFiles, type FitAllResult } from '../../src/fit/index.ts';
+import type { FitAllResult } from '../../src/fit/index.ts';
+import { fitOutputFiles } from '../../src/report/fit.ts';
 import { runCli } from '../registry/cli.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-fit-out-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const fake = { chip: 'h200', registry_text: 'r', readme: 'md', figures: [{ name: 'a.svg', svg: '<svg/>' }] } as unknown as FitAllResult;
-const files = (o: Parameters<typeof fitOutputFiles>[1]) => fitOutputFiles(fake, o).map((f) => path.relative(REPO_ROOT, f.file));
+const fake = { chip: 'h200', registry_text: 'r' } as unknown as FitAllResult;
+const report = { readme: 'md', figures: [{ name: 'a.svg', svg: '<svg/>' }] };
+const files = (o: Parameters<typeof fitOutputFiles>[1]) => fitOutputFiles(fake, o, report).map((f) => path.relative(REPO_ROOT, f.file));
 
 describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
   it('fit all writes the committed registry and fits/<chip>/ by default, or --fits-out', () => {
@@ -20,17 +22,17 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
     expect(p.write).toBe(true);
     expect(files(p.out)).toEqual(['registry/h200.yaml', 'fits/h200/README.md', 'fits/h200/a.svg']);
     const q = planFitOutputs('h200', 'all', { fitsOut: '/tmp/x' });
-    expect(fitOutputFiles(fake, q.out).map((f) => f.file)).toEqual([path.join(REPO_ROOT, 'registry/h200.yaml'), '/tmp/x/README.md', '/tmp/x/a.svg']);
+    expect(fitOutputFiles(fake, q.out, report).map((f) => f.file)).toEqual([path.join(REPO_ROOT, 'registry/h200.yaml'), '/tmp/x/README.md', '/tmp/x/a.svg']);
   });
 
   it('a redirected registry writes no report unless --fits-out is given (family-only or all)', () => {
     for (const family of ['gemm', 'all']) {
       const p = planFitOutputs('h200', family, { registryOut: '/tmp/r.yaml' });
       expect(p.write).toBe(true);
-      expect(fitOutputFiles(fake, p.out).map((f) => f.file)).toEqual(['/tmp/r.yaml']);
+      expect(fitOutputFiles(fake, p.out, report).map((f) => f.file)).toEqual(['/tmp/r.yaml']);
       expect(p.notes.join('\n')).toContain('no fit report written');
       const q = planFitOutputs('h200', family, { registryOut: '/tmp/r.yaml', fitsOut: '/tmp/f' });
-      expect(fitOutputFiles(fake, q.out).map((f) => f.file)).toEqual(['/tmp/r.yaml', '/tmp/f/README.md', '/tmp/f/a.svg']);
+      expect(fitOutputFiles(fake, q.out, report).map((f) => f.file)).toEqual(['/tmp/r.yaml', '/tmp/f/README.md', '/tmp/f/a.svg']);
     }
   });
 

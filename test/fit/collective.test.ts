@@ -19,6 +19,7 @@ import type { CollectiveRow } from '../../src/measurements/schema.ts';
 import { extrapolateCollectiveWidths } from '../../src/fit/collective-width.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { geometricError, seededRandom } from '../../src/core/numeric/stats.ts';
+import { collectiveSection } from '../../src/report/fit-collective.ts';
 
 const SIZES = Array.from({ length: 21 }, (_, i) => 256 * 2 ** i); // 256 … 268,435,456
 
@@ -310,8 +311,9 @@ describe('fitCollectives', () => {
         expect(c.entry.value).toBeLessThanOrEqual(peak.entry.value);
       }
     }
-    expect(r.report_md).toContain('custom (CUDA graph)');
-    expect(r.figures.map((f) => f.name)).toEqual([
+    const drawn = collectiveSection(r, loadChip('h200'));
+    expect(drawn.md).toContain('custom (CUDA graph)');
+    expect(drawn.figures.map((f) => f.name)).toEqual([
       'collective_all_gather.svg',
       'collective_all_reduce.svg',
       'collective_alltoall.svg',
@@ -341,14 +343,14 @@ describe('fitCollectives', () => {
     expect(r.coefficients.some((c) => c.name === 'collective_floor_all_reduce_int8_16rank_l40s')).toBe(true);
     expect(r.refusals).toEqual([]);
     expect(r.warnings.find((w) => w.includes('all_reduce fp16 16-rank'))).toContain('more than one lane');
-    expect(r.report_md).toContain('**refused**: measured widths come from more than one lane');
+    expect(collectiveSection(r, loadChip('l40s')).md).toContain('**refused**: measured widths come from more than one lane');
   });
 
   it('refuses a registry floor that falls as ranks grow, and names it', () => {
     const r = fitCollectives(syntheticRows('h200', { floorDrop: true }), ctxFor('h200', 20));
     expect(r.refusals).toHaveLength(1);
     expect(r.refusals[0]).toContain('alltoall int8: 4-rank nccl');
-    expect(r.report_md).toContain('VIOLATE');
+    expect(collectiveSection(r, loadChip('h200')).md).toContain('VIOLATE');
   });
 
   it('names and dtype classes follow the BLIS scheme', () => {
@@ -393,7 +395,7 @@ describe('real curated store (measurements/<chip>/collective.*.csv.gz)', () => {
     expect(Math.abs(v('collective_transition_rate_all_gather_fp16_8rank_h200').value / (2 * 148500) - 1)).toBeLessThan(0.01);
     // int8 matches 1:1.
     expect(v('collective_peak_rate_all_reduce_int8_8rank_h200').value / 201446.5).toBeCloseTo(1, 4);
-    expect(r.report_md).toContain('Registry curves: floors non-decreasing');
+    expect(collectiveSection(r, loadChip('h200')).md).toContain('Registry curves: floors non-decreasing');
   });
 
   it('h100 and l40s pass the width gate; l40s uses NCCL for all_reduce above 2 ranks', () => {
@@ -404,6 +406,6 @@ describe('real curated store (measurements/<chip>/collective.*.csv.gz)', () => {
     const e = (n: string) => l.coefficients.find((c) => c.name === n)!.entry;
     expect(e('collective_floor_all_reduce_fp16_2rank_l40s').evidence?.lane).toMatch(/^vllm-/);
     expect(e('collective_floor_all_reduce_fp16_8rank_l40s').evidence?.lane).toMatch(/^nccl-/);
-    expect(l.report_md).toContain('vLLM disables custom all-reduce above 2 PCIe-only GPUs');
+    expect(collectiveSection(l, loadChip('l40s')).md).toContain('vLLM disables custom all-reduce above 2 PCIe-only GPUs');
   });
 });

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { loadChip, peakFlopsPerUs } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
 import type { GemmRow } from '../../src/measurements/schema.ts';
-import { envelope, fitGemm, fitRamp, fitRampForDtype, isMemoryBound, memoryBoundThresholdM, rampEff } from '../../src/fit/gemm.ts';
+import { envelope, fitGemm, fitRamp, fitRampForDtype, isMemoryBound, memoryBoundThresholdM } from '../../src/fit/gemm.ts';
+import { gemmEfficiency } from '../../src/core/laws/gemm.ts';
 
 const chip = loadChip('h200');
 const peak = peakFlopsPerUs(chip, 'bf16')!;
@@ -18,7 +19,7 @@ function generate(eps_max: number, m_half: number, opts: { nh?: number; kh?: num
     for (const n of ns)
       for (const k of ks) {
         const shape = (opts.nh ? n / (n + opts.nh) : 1) * (opts.kh ? k / (k + opts.kh) : 1);
-        const t = (2 * m * n * k) / (peak * rampEff(eps_max, m_half, m) * shape);
+        const t = (2 * m * n * k) / (peak * gemmEfficiency(m, eps_max, m_half) * shape);
         for (const f of [0.8, 1.2, 1.0]) rows.push({ chip: 'h200', lane: 'test', kernel_source: 'k', dtype: 'bf16', m, n, k, latency_us: t * f });
       }
   return rows;
@@ -81,7 +82,7 @@ describe('GEMM ramp', () => {
   it('envelope takes the best efficiency per m and fitRamp solves a hand case', () => {
     expect(envelope([{ m: 2, eff: 0.1 }, { m: 1, eff: 0.3 }, { m: 2, eff: 0.5 }])).toEqual([{ m: 1, eff: 0.3 }, { m: 2, eff: 0.5 }]);
     const ms = [100, 200, 400, 800, 1600];
-    const f = fitRamp(ms, ms.map((m) => rampEff(0.8, 50, m)));
+    const f = fitRamp(ms, ms.map((m) => gemmEfficiency(m, 0.8, 50)));
     expect(f.eps_max).toBeCloseTo(0.8, 5);
     expect(f.m_half).toBeCloseTo(50, 2);
   });

@@ -5,6 +5,7 @@ import { decodeKvBytes } from '../../src/fit/attention.ts';
 import { fitHbm, memoryBoundReads } from '../../src/fit/hbm.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
 import type { FitContext } from '../../src/fit/types.ts';
+import { hbmSection } from '../../src/report/fit-hbm.ts';
 
 // Synthetic recovery of hbm_derate (issue 3 "HBM derate"; docs/fitting.md): rows generated from
 // t = t0 + bytes / (datasheet · derate) with a known derate and per-call cost, ±20% uniform noise on
@@ -127,7 +128,7 @@ describe('fitHbm recovers a known derate', () => {
     // The per-call cost is fitted near its true 15 µs, not folded into the rate.
     const t0 = Number(/t0 ([\d.]+) us/.exec(e.evidence!.notes![0]!)![1]);
     expect(Math.abs(t0 - GEMM_T0_US)).toBeLessThan(3);
-    expect(fit.figures.map((f) => f.name)).toEqual(['hbm.svg', 'hbm_residuals.svg']);
+    expect(hbmSection(fit, chip).figures.map((f) => f.name)).toEqual(['hbm.svg', 'hbm_residuals.svg']);
   });
 
   it('is not fooled by the per-call cost: fitting bytes/latency alone would understate the derate', () => {

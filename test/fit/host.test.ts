@@ -6,6 +6,7 @@ import { BLIS_HOST_ASSUMED, fitHost, fitHostLinear, tQuantile975 } from '../../s
 import type { HostRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
+import { hostSection } from '../../src/report/fit-host.ts';
 
 const ctx: FitContext = {
   chip: loadChip('h200'),
@@ -142,7 +143,7 @@ describe('fitHost', () => {
         expect(c.entry.ci95[1]).toBeGreaterThanOrEqual(c.entry.value);
       }
     }
-    expect(r.figures).toHaveLength(1);
+    expect(hostSection(r, ctx.chip).figures).toHaveLength(1);
   });
 
   it('without host rows: carries the BLIS assumed values, never fitted', () => {
@@ -166,7 +167,7 @@ describe('fitHost', () => {
     }
     expect(r.coefficients.filter((c) => c.entry.ci95).map((c) => c.name)).toEqual(['host_launch_per_kernel']);
     expect(r.coefficients.find((c) => c.name === 'host_launch_per_kernel')!.entry.ci95).toEqual([3.1, 3.3]);
-    expect(r.figures).toEqual([]);
+    expect(hostSection(r, ctx.chip).figures).toEqual([]);
     expect(BLIS_HOST_ASSUMED).toHaveLength(7);
   });
 

@@ -3,10 +3,11 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { REPO_ROOT, loadChip } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
-import { bootstrapImbalance, fitMoe, imbalanceResidual, imbalanceStats, leaveOneGeometryOut, MOE_RESIDUAL_POINTS, pairMoe } from '../../src/fit/moe.ts';
+import { bootstrapImbalance, fitMoe, imbalanceResidual, imbalanceStats, leaveOneGeometryOut, pairMoe } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
+import { MOE_RESIDUAL_POINTS, moeSection } from '../../src/report/fit-moe.ts';
 
 const ctx = (resamples = 200): FitContext => ({
   chip: loadChip('h200'),
@@ -111,8 +112,9 @@ describe('fitMoe', () => {
     expect(m!.evidence?.train_error?.n).toBe(10);
     // One geometry only → no holdout.
     expect(m!.evidence?.holdout_error).toBeUndefined();
-    expect(r.report_md).toContain('power_law_1.2 (reported only) | 10 | 1.35 |');
-    expect(r.figures.map((f) => f.name)).toEqual(['moe_imbalance.svg', 'moe_imbalance_residuals.svg']);
+    const drawn = moeSection(r, ctx().chip);
+    expect(drawn.md).toContain('power_law_1.2 (reported only) | 10 | 1.35 |');
+    expect(drawn.figures.map((f) => f.name)).toEqual(['moe_imbalance.svg', 'moe_imbalance_residuals.svg']);
   });
 
   it('residuals are ln(median / ratio) per pair: the error of latency(skewed) ≈ median · latency(balanced)', () => {
@@ -124,7 +126,7 @@ describe('fitMoe', () => {
     // Half the pairs on each side of zero; 1 in 10 (ratio 1.7) below the p90 line ln(1.25/1.6).
     expect(res.filter((x) => x > 0)).toHaveLength(5);
     expect(res.filter((x) => x < Math.log(1.25 / 1.6) - 1e-12)).toHaveLength(1);
-    const svg = fitMoe(tenPairs(), ctx(20)).figures.find((f) => f.name === 'moe_imbalance_residuals.svg')!.svg;
+    const svg = moeSection(fitMoe(tenPairs(), ctx(20)), ctx().chip).figures.find((f) => f.name === 'moe_imbalance_residuals.svg')!.svg;
     expect(svg.match(/<circle /g)).toHaveLength(10); // one dot per pair (≤ MOE_RESIDUAL_POINTS)
     expect(svg).toContain('p90: ln(median/p90) -0.2469'); // ln(1.25/1.6) = −0.24686, 4 s.f.
     expect(MOE_RESIDUAL_POINTS).toBeLessThanOrEqual(1000);
@@ -135,7 +137,7 @@ describe('fitMoe', () => {
     const r = fitMoe(rows, ctx());
     expect(r.coefficients).toEqual([]);
     expect(r.warnings.join(' ')).toMatch(/refused on h200: no balanced-routing rows/);
-    expect(r.report_md).toContain('Refused');
+    expect(moeSection(r, ctx().chip).md).toContain('Refused');
   });
 
   it('symmetric ±20% noise on repeats does not bias the median (5 repeats each side, median-reduced)', () => {

@@ -6,8 +6,10 @@ import { loadChip } from '../../src/core/catalog/chip.ts';
 import { writeMeasurements } from '../../src/measurements/store.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow, GemmRow } from '../../src/measurements/schema.ts';
 import { decodeKvBytes, prefillCausalFlops } from '../../src/fit/attention.ts';
-import { rampEff } from '../../src/fit/gemm.ts';
-import { applyGates, checkFitOutputs, defaultLane, fitAll, writeFitOutputs } from '../../src/fit/index.ts';
+import { checkFitOutputs, writeFitOutputs } from '../../src/cli/fit-outputs.ts';
+import { gemmEfficiency } from '../../src/core/laws/gemm.ts';
+import { applyGates, defaultLane, fitAll } from '../../src/fit/index.ts';
+import { renderFitReport } from '../../src/report/fit.ts';
 import type { CoefficientEntry } from '../../src/core/schemas/registry.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-fit-'));
@@ -24,7 +26,7 @@ function makeStore(dir: string): void {
   for (const m of [8, 64, 256, 512, 1024, 4096, 8192])
     for (const n of [4096, 16384, 65536])
       for (const k of [1024, 2048, 4096, 8192, 16384]) {
-        const t = Math.max((2 * m * n * k) / (989.5e6 * rampEff(0.9, 100, m)), 5 + (n * k * 2) / (0.85 * 4.8e6));
+        const t = Math.max((2 * m * n * k) / (989.5e6 * gemmEfficiency(m, 0.9, 100)), 5 + (n * k * 2) / (0.85 * 4.8e6));
         gemm.push({ chip: 'h200', lane, kernel_source: 'k', dtype: 'bf16', m, n, k, latency_us: t });
       }
   const dec: AttentionDecodeRow[] = [];
@@ -58,8 +60,9 @@ describe('fitAll orchestrator', () => {
     const b = await fitAll('h200', opts);
     expect(a.refusals).toEqual([]);
     expect(a.registry_text).toBe(b.registry_text);
-    expect(a.readme).toBe(b.readme);
-    expect(a.figures.map((f) => f.svg)).toEqual(b.figures.map((f) => f.svg));
+    const [ra, rb] = [renderFitReport(a), renderFitReport(b)];
+    expect(ra.readme).toBe(rb.readme);
+    expect(ra.figures.map((f) => f.svg)).toEqual(rb.figures.map((f) => f.svg));
     const out = { registryOut: path.join(tmp, 'registry', 'h200.yaml'), fitsDir: path.join(tmp, 'fits', 'h200') };
     writeFitOutputs(a, out);
     expect(checkFitOutputs(b, out)).toEqual([]);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT, loadChip } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
-import { gssMinimize, patternSearch } from '../../src/fit/common.ts';
+import { gssMinimize, patternSearch } from '../../src/core/numeric/minimize.ts';
 import { bootstrapFloorRate, fitFloorRate, logL1, type WorkPoint } from '../../src/fit/attention.ts';
 import { memoryBoundReads } from '../../src/fit/hbm.ts';
 

@@ -13,6 +13,7 @@ import { diffRegistries } from '../../src/registry/diff.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 import { coverageOf, findTables, onboardChip } from '../../src/registry/onboard.ts';
 import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
+import { fitReportOutputs } from '../../src/report/fit.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets', 'aiconfigurator');
 const RAW = path.join(SHARED, 'a100_sxm');
@@ -34,7 +35,7 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
       { family: 'moe', missing: ['moe'] },
     ]);
     const out = path.join(tmp, 'partial-out');
-    await expect(onboardChip({ chip: 'a100', dataDir: data, systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40 })).rejects.toThrow(
+    await expect(onboardChip({ chip: 'a100', dataDir: data, systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40, fitOutputs: fitReportOutputs })).rejects.toThrow(
       /cannot support required family attention_decode; nothing written\.\n.*\ncannot support hbm: no attention_decode table/,
     );
     expect(existsSync(out)).toBe(false);
@@ -45,7 +46,7 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
     cpSync(RAW, data, { recursive: true });
     const out = path.join(tmp, 'out');
     const lines: string[] = [];
-    const r = await onboardChip({ chip: 'a100', dataDir: path.join(tmp, 'data'), systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40, log: (l) => lines.push(l) });
+    const r = await onboardChip({ chip: 'a100', dataDir: path.join(tmp, 'data'), systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40, log: (l) => lines.push(l), fitOutputs: fitReportOutputs });
     expect(r.files.registry).toBe(path.join(out, 'registry', 'a100.yaml'));
     expect(lines[0]!.split('\n')[0]).toBe('families the data can support: gemm, hbm, attention_decode, attention_prefill, collective, moe, host');
     const onboarded = loadRegistryFile(r.files.registry);

@@ -12,7 +12,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { checkFitOutputs, fitAll } from '../../src/fit/index.ts';
+import { checkFitOutputs } from '../../src/cli/fit-outputs.ts';
+import { fitAll } from '../../src/fit/index.ts';
 
 /** The two halves checked by check.test.ts and check-hopper.test.ts (two workers share the fitting). */
 export const CHECK_SPLIT = { main: ['a100', 'l40s', 'b200'], hopper: ['h100', 'h200'] } as const;

@@ -25,9 +25,10 @@ import { UserError } from '../../core/errors.ts';
 import { sha256File, writeFileAtomic, writeFilesAtomic } from '../../core/io/fs.ts';
 import { tempNameFor, withOutputLock } from '../../core/io/staging.ts';
 import { note } from '../../core/io/progress.ts';
-import { fitAll, fitOutputFiles, outputPaths } from '../../fit/index.ts';
+import { fitAll } from '../../fit/index.ts';
 import { listMeasurementFiles, listStepFiles, provenancePath, readProvenance } from '../../measurements/store.ts';
 import { calibrateSection, calibrateSummaryLines, calibrateWarnings, type CalibrateOutcome, type MeasurementCheck } from '../../report/calibrate-summary.ts';
+import { fitOutputFiles, outputPaths, renderFitReport } from '../../report/fit.ts';
 import { reportFiles } from '../../report/write.ts';
 import { displayPath } from '../../validate/index.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
@@ -145,7 +146,8 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
 
   note(`calibrate ${chip}: 4/6 staging the registry ...`);
   const paths = outputPaths(chip);
-  const outputs: Array<{ file: string; data: string }> = fitOutputFiles(result);
+  const fitReport = renderFitReport(result);
+  const outputs: Array<{ file: string; data: string }> = fitOutputFiles(result, {}, fitReport);
 
   note(`calibrate ${chip}: 5/6 validating on held-out steps ...`);
   const stepFiles = listStepFiles(dir);
@@ -181,7 +183,7 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
     const report = reportFiles(paths.fitsDir, chip, validation, {
       before: [calibrateSection({ ...outcome, report_files: [] })],
       ...(validation_note ? { noValidation: validation_note } : {}),
-    }, result.figures);
+    }, fitReport.figures);
     outputs.push(...report);
     outcome.report_files = report.map((f) => f.file).filter((f) => /report\.(md|html)$/.test(f)).map(displayPath);
   }

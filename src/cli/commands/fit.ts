@@ -12,7 +12,9 @@ import { parseFlagNumber } from '../../core/flags.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { note } from '../../core/io/progress.ts';
 import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
-import { checkFitOutputs, fitAll, fitOutputFiles, FIT_FAMILIES, type FitFamily, type FitOutputOptions, writeFitOutputs } from '../../fit/index.ts';
+import { fitAll, FIT_FAMILIES, type FitFamily } from '../../fit/index.ts';
+import { fitOutputFiles, type FitOutputOptions, renderFitReport } from '../../report/fit.ts';
+import { checkFitOutputs, writeFitOutputs } from '../fit-outputs.ts';
 import path from 'node:path';
 
 /** What a `stepcal fit` invocation writes (or, with --check, compares). */
@@ -75,6 +77,7 @@ export function register(program: Command): void {
         bootstrap: { resamples, seed: 20261129 },
         onFamily: (f, phase, ms) => note(phase === 'start' ? `fit ${o.chip}: ${f} ...` : `fit ${o.chip}: ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`),
       });
+      const report = renderFitReport(result);
       const plan = planFitOutputs(o.chip, family, o);
       for (const n of plan.notes) note(n);
       const out = plan.out;
@@ -85,7 +88,7 @@ export function register(program: Command): void {
               chip: result.chip,
               refusals: result.refusals,
               warnings: result.warnings,
-              summary: result.summary,
+              summary: report.summary,
               coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
             },
             null,
@@ -93,19 +96,19 @@ export function register(program: Command): void {
           ) + '\n',
         );
       } else {
-        process.stdout.write(result.summary.join('\n') + '\n');
+        process.stdout.write(report.summary.join('\n') + '\n');
       }
       if (result.refusals.length) throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
       if (o.check) {
-        const drift = checkFitOutputs(result, out);
+        const drift = checkFitOutputs(result, out, report);
         if (drift.length) throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);
         note(`fit --check ${o.chip}: clean`);
         return;
       }
       if (!plan.write) return;
-      const targets = fitOutputFiles(result, out).map((f) => f.file);
+      const targets = fitOutputFiles(result, out, report).map((f) => f.file);
       const dirs = [...new Set(targets.map((t) => path.dirname(t)))];
-      const written = withOutputLockSync(lockRootFor(targets, REPO_ROOT), `fit ${family} --chip ${o.chip}`, dirs, () => writeFitOutputs(result, out));
+      const written = withOutputLockSync(lockRootFor(targets, REPO_ROOT), `fit ${family} --chip ${o.chip}`, dirs, () => writeFitOutputs(result, out, report));
       note(`fit ${o.chip}: wrote ${written.length} files`);
     });
 }

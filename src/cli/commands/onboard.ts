@@ -12,6 +12,7 @@ import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
 import { withOutputLock } from '../../core/io/staging.ts';
 import path from 'node:path';
 import { coverageJson, coverageOf, findTables, onboardChip, onboardJson } from '../../registry/onboard.ts';
+import { fitReportOutputs } from '../../report/fit.ts';
 
 export function register(program: Command): void {
   program
@@ -42,6 +43,7 @@ export function register(program: Command): void {
         widths,
         ...(o.siblingRegistryDir ? { siblingRegistryDir: o.siblingRegistryDir } : {}),
         log: (l) => process.stderr.write(l + '\n'),
+        fitOutputs: fitReportOutputs,
       }));
       if (!o.json) {
         process.stdout.write((await run()).report);

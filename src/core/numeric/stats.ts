@@ -7,31 +7,31 @@
  *   "typically off by a factor 1.25";
  * - APE = |pred/meas − 1| · 100 (percent); MAPE its mean.
  */
+import { resampleEstimates } from './resample.ts';
 
-/** Deterministic PRNG (mulberry32). Same seed → same sequence on every platform. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG lives with the resampling loop that uses it (resample.ts). */
+export { seededRandom } from './resample.ts';
 
 /** Nearest-rank percentile of `values` (p in (0,1]). @throws Error on an empty list. */
 export function percentileNearestRank(values: readonly number[], p: number): number {
   if (values.length === 0) throw new Error('percentile of an empty list');
   if (!(p > 0 && p <= 1)) throw new Error(`percentile p must be in (0, 1], got ${p}`);
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.max(0, Math.ceil(p * s.length) - 1)]!;
+  return nearestRankSorted([...values].sort((a, b) => a - b), p);
+}
+
+/** Nearest-rank percentile of an already ascending, non-empty list: `sorted[ceil(p·n) − 1]`. */
+export function nearestRankSorted(sorted: ArrayLike<number>, p: number): number {
+  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!;
 }
 
 /** Type-7 (linear interpolation, R's default) percentile, p in [0,1]. */
 export function percentileType7(values: readonly number[], p: number): number {
   if (values.length === 0) throw new Error('percentile of an empty list');
-  const s = [...values].sort((a, b) => a - b);
+  return type7Sorted([...values].sort((a, b) => a - b), p);
+}
+
+/** Type-7 percentile of an already ascending, non-empty list: s[lo] + (h − lo)·(s[hi] − s[lo]), h = (n − 1)·p. */
+export function type7Sorted(s: ArrayLike<number>, p: number): number {
   const h = (s.length - 1) * p;
   const lo = Math.floor(h);
   const hi = Math.ceil(h);
@@ -85,21 +85,17 @@ export function bootstrapCi(
 ): { ci95: [number, number]; resamples: number; seed: number; ok: number } {
   const resamples = opts.resamples ?? 200;
   const seed = opts.seed ?? 20261129;
-  const rand = seededRandom(seed);
-  const values: number[] = [];
-  const idx = new Uint32Array(n);
-  for (let r = 0; r < resamples; r++) {
-    for (let i = 0; i < n; i++) idx[i] = Math.floor(rand() * n);
+  const values = resampleEstimates(n, resamples, seed, (idx) => {
     const v = estimate(idx);
-    if (Number.isFinite(v)) values.push(v);
-  }
+    return Number.isFinite(v) ? v : undefined;
+  });
   if (values.length === 0) return { ci95: [NaN, NaN], resamples, seed, ok: 0 };
   return { ci95: [percentileType7(values, 0.025), percentileType7(values, 0.975)], resamples, seed, ok: values.length };
 }
 
-/** Group items by a string key, preserving first-seen key order. */
-export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
-  const m = new Map<string, T[]>();
+/** Group items by a key (string by default), preserving first-seen key order. */
+export function groupBy<T, K = string>(items: readonly T[], key: (t: T) => K): Map<K, T[]> {
+  const m = new Map<K, T[]>();
   for (const it of items) {
     const k = key(it);
     let g = m.get(k);
@@ -115,52 +111,5 @@ export function roundSig(x: number, digits: number): number {
   return Number(x.toPrecision(digits));
 }
 
-/**
- * Minimise a 1-D function that is unimodal near its minimum: evaluate it on `grid` (sorted), then
- * refine by golden-section search between the best grid point's neighbours.
- *
- * @param f objective (any unit); must be deterministic
- * @param grid candidate abscissae, ascending, at least one
- * @param opts.iterations golden-section steps (default 60), `opts.tol` stop when the bracket is narrower
- * @returns the best point evaluated (grid or refinement) and its value; ties keep the earlier point
- * @throws Error on an empty grid
- */
-export function gridGoldenMin(
-  f: (x: number) => number,
-  grid: readonly number[],
-  opts: { iterations?: number; tol?: number } = {},
-): { x: number; fx: number } {
-  if (grid.length === 0) throw new Error('gridGoldenMin needs at least one grid point');
-  const fs = grid.map(f);
-  let k = 0;
-  for (let i = 1; i < grid.length; i++) if (fs[i]! < fs[k]!) k = i;
-  let bestX = grid[k]!;
-  let bestF = fs[k]!;
-  let a = grid[Math.max(0, k - 1)]!;
-  let b = grid[Math.min(grid.length - 1, k + 1)]!;
-  const phi = (Math.sqrt(5) - 1) / 2;
-  let c = b - phi * (b - a);
-  let d = a + phi * (b - a);
-  let fc = f(c);
-  let fd = f(d);
-  const iterations = opts.iterations ?? 60;
-  const tol = opts.tol ?? 1e-10;
-  for (let it = 0; it < iterations && b - a > tol; it++) {
-    if (fc <= fd) {
-      b = d;
-      d = c;
-      fd = fc;
-      c = b - phi * (b - a);
-      fc = f(c);
-    } else {
-      a = c;
-      c = d;
-      fc = fd;
-      d = a + phi * (b - a);
-      fd = f(d);
-    }
-  }
-  if (fc < bestF) (bestF = fc), (bestX = c);
-  if (fd < bestF) (bestF = fd), (bestX = d);
-  return { x: bestX, fx: bestF };
-}
+/** The 1-D grid + golden-section minimiser lives with the other minimisers (minimize.ts). */
+export { gridGoldenMin } from './minimize.ts';
