@@ -114,52 +114,42 @@ export function measuredWidths(sets: readonly CoefficientSet[], chip: string): M
   return out;
 }
 
-/**
- * Extrapolate one (op, dtype) of one chip to `target_ranks` from its measured width points.
- * Pure; see the module comment for the rules and refusals.
- */
-export function extrapolateWidth(chip: string, op: string, dtype: string, points: readonly WidthPoint[], target_ranks: number): WidthExtrapolation {
+/** Why `points` cannot be extrapolated to `target_ranks` (module comment, "refusals"), or undefined. */
+function widthRefusal(points: readonly WidthPoint[], lanes: readonly string[], target_ranks: number): string | undefined {
   const widths = points.map((p) => p.ranks);
-  const lanes = [...new Set(points.map((p) => p.lane))];
-  const base = { chip, op, dtype, target_ranks, lane: lanes.join(','), measured_widths: widths, entries: [] as NamedEntry[] };
-  if (widths.includes(target_ranks)) return { ...base, status: 'skipped', reason: `${target_ranks} ranks is measured` };
   const widest = points[points.length - 1];
-  if (!widest) return { ...base, status: 'refused', reason: 'no measured widths' };
+  if (!widest) return 'no measured widths';
   if (lanes.length > 1 || lanes.some((l) => l.includes('+')))
-    return { ...base, status: 'refused', reason: `measured widths come from more than one lane (${points.map((p) => `${p.ranks}: ${p.lane}`).join('; ')}): a fit across lanes is refused` };
+    return `measured widths come from more than one lane (${points.map((p) => `${p.ranks}: ${p.lane}`).join('; ')}): a fit across lanes is refused`;
   if (target_ranks < widest.ranks)
-    return { ...base, status: 'refused', reason: `target ${target_ranks} ranks lies inside the measured range ${widths.join('/')}: only widening beyond the widest measured width is supported` };
-  if (points.length < 3)
-    return { ...base, status: 'refused', reason: `only ${points.length} measured width(s) (${widths.join('/')}): no same-lane holdout is possible (need 3)` };
-  if (widest.peak_rate_bytes_per_us === undefined)
-    return { ...base, status: 'refused', reason: `the widest measured width (${widest.ranks}) has no peak rate to copy` };
+    return `target ${target_ranks} ranks lies inside the measured range ${widths.join('/')}: only widening beyond the widest measured width is supported`;
+  if (points.length < 3) return `only ${points.length} measured width(s) (${widths.join('/')}): no same-lane holdout is possible (need 3)`;
+  if (widest.peak_rate_bytes_per_us === undefined) return `the widest measured width (${widest.ranks}) has no peak rate to copy`;
+  return undefined;
+}
 
+/** The assumed floor entry (floor line at `target_ranks`) and the rate entries copied from the widest width. */
+function widthEntries(chip: string, op: string, dtype: string, points: readonly WidthPoint[], target_ranks: number, fit: { line: FloorLine; floor: number; predicted: number; ratio: number }): NamedEntry[] {
+  const widths = points.map((p) => p.ranks);
+  const widest = points[points.length - 1]!;
   const train = points.slice(0, -1);
-  const holdLine = fitFloorLine(train);
-  const predicted = floorAt(holdLine, widest.ranks);
-  const holdout = { held_out_ranks: widest.ranks, train_widths: train.map((p) => p.ranks), predicted_us: predicted, measured_us: widest.floor_us, ratio: predicted / widest.floor_us };
-  const line = fitFloorLine(points);
-  const floor = round2(floorAt(line, target_ranks));
-  if (floor < widest.floor_us)
-    return { ...base, status: 'refused', line, holdout, floor_us: floor, reason: `predicted floor ${floor} µs at ${target_ranks} ranks is below the widest measured floor ${widest.floor_us} µs (${widest.ranks} ranks)` };
-
-  const holdout_error: FitError = { geo: geometricError([predicted], [widest.floor_us]), mape_pct: mapePct([predicted], [widest.floor_us]), n: 1 };
-  const from = points.map((p) => `${chip}:${p.ranks}rank`);
+  const lane = points[0]!.lane;
   const scope = { hardware: [chip] };
-  const lane = lanes[0]!;
-  const note = `holdout: ${widest.ranks}-rank floor predicted from ${train.map((p) => p.ranks).join('/')} ranks = ${predicted.toFixed(3)} µs vs measured ${widest.floor_us} µs (pred/meas ${holdout.ratio.toFixed(3)})`;
+  const holdout_error: FitError = { geo: geometricError([fit.predicted], [widest.floor_us]), mape_pct: mapePct([fit.predicted], [widest.floor_us]), n: 1 };
+  const from = points.map((p) => `${chip}:${p.ranks}rank`);
+  const note = `holdout: ${widest.ranks}-rank floor predicted from ${train.map((p) => p.ranks).join('/')} ranks = ${fit.predicted.toFixed(3)} µs vs measured ${widest.floor_us} µs (pred/meas ${fit.ratio.toFixed(3)})`;
   const src: Source[] = [{ kind: 'model', cite: `stepcal registry extrapolate widths: ${chip} ${op} ${dtype} measured widths ${widths.join('/')} (lane ${lane})`, role: 'primary' }];
   const entries: NamedEntry[] = [];
   entries.push({
     name: collectiveName({ param: 'floor', op, dtype, ranks: target_ranks, chip }),
     entry: {
-      value: floor,
+      value: fit.floor,
       units: 'us_per_transfer',
       method: 'assumed',
       fitted: false,
       scope,
       sources: src,
-      rationale: `Width extrapolation: floor(n) = ${line.a_us.toFixed(4)} + ${line.b_us_per_rank.toFixed(4)}·(n−1) µs, least squares on ${chip}'s own measured ${widths.join('/')}-rank floors (one lane, ${lane}), evaluated at ${target_ranks} ranks. Not measured. ${note}.`,
+      rationale: `Width extrapolation: floor(n) = ${fit.line.a_us.toFixed(4)} + ${fit.line.b_us_per_rank.toFixed(4)}·(n−1) µs, least squares on ${chip}'s own measured ${widths.join('/')}-rank floors (one lane, ${lane}), evaluated at ${target_ranks} ranks. Not measured. ${note}.`,
       evidence: { family: 'collective', lane, notes: [note], extrapolation: { predictor: 'floor_linear_in_ranks', from, holdout_error } },
     },
   });
@@ -183,6 +173,28 @@ export function extrapolateWidth(chip: string, op: string, dtype: string, points
       },
     });
   }
+  return entries;
+}
+
+/**
+ * Extrapolate one (op, dtype) of one chip to `target_ranks` from its measured width points.
+ * Pure; see the module comment for the rules and refusals.
+ */
+export function extrapolateWidth(chip: string, op: string, dtype: string, points: readonly WidthPoint[], target_ranks: number): WidthExtrapolation {
+  const widths = points.map((p) => p.ranks);
+  const lanes = [...new Set(points.map((p) => p.lane))];
+  const base = { chip, op, dtype, target_ranks, lane: lanes.join(','), measured_widths: widths, entries: [] as NamedEntry[] };
+  if (widths.includes(target_ranks)) return { ...base, status: 'skipped', reason: `${target_ranks} ranks is measured` };
+  const refused = widthRefusal(points, lanes, target_ranks);
+  if (refused) return { ...base, status: 'refused', reason: refused };
+  const widest = points[points.length - 1]!;
+  const train = points.slice(0, -1);
+  const predicted = floorAt(fitFloorLine(train), widest.ranks);
+  const holdout = { held_out_ranks: widest.ranks, train_widths: train.map((p) => p.ranks), predicted_us: predicted, measured_us: widest.floor_us, ratio: predicted / widest.floor_us };
+  const line = fitFloorLine(points);
+  const floor = round2(floorAt(line, target_ranks));
+  if (floor < widest.floor_us)
+    return { ...base, status: 'refused', line, holdout, floor_us: floor, reason: `predicted floor ${floor} µs at ${target_ranks} ranks is below the widest measured floor ${widest.floor_us} µs (${widest.ranks} ranks)` };
   return {
     ...base,
     status: 'extrapolated',
@@ -192,7 +204,7 @@ export function extrapolateWidth(chip: string, op: string, dtype: string, points
     ...(widest.transition_rate_bytes_per_us !== undefined ? { transition_rate_bytes_per_us: widest.transition_rate_bytes_per_us } : {}),
     rates_from_ranks: widest.ranks,
     holdout,
-    entries,
+    entries: widthEntries(chip, op, dtype, points, target_ranks, { line, floor, predicted, ratio: holdout.ratio }),
   };
 }
 

@@ -11,7 +11,7 @@
  * - Floors must not fall as ranks grow (a refusal for the selected backend, a warning otherwise).
  * - Holdout along rank width: leave-one-width-out (floor line a + b·(n−1) from the other widths,
  *   rates from the nearest other width).
- * - 16-rank entries are `assumed` width extrapolations made by src/registry/extrapolate.ts (floor
+ * - 16-rank entries are `assumed` width extrapolations made by collective-width.ts (floor
  *   line over the measured widths of one lane, rates copied from the widest, widest width held out),
  *   as BLIS ships them; without them BLIS's kernel cannot price tp = 16. Where that library refuses
  *   (e.g. widths measured on two lanes) no 16-rank entry is written and the refusal is reported.
@@ -314,7 +314,7 @@ export interface CollectiveWidthOutcome {
 }
 
 /**
- * 16-rank entries through the registry's extrapolation library (src/registry/extrapolate.ts, the
+ * 16-rank entries through the width extrapolation library (collective-width.ts, also behind `stepcal registry extrapolate widths`, the
  * one implementation of reference §6.3 / issue 5: floor(n) = a + b·(n−1) least squares over the
  * measured widths of ONE lane, rates copied from the widest width, the widest width held out and
  * predicted from the narrower ones; refused across lanes, with fewer than three widths, or when the
