@@ -1,21 +1,25 @@
 /**
- * Median time to price one step (issue 4 "Design and speed"): llama-3.1-70b, tp 8, decode batch 256 at
- * 4,096 context, and a mixed batch (the same decodes plus two 2,048-token prefill chunks). Goal ≤ 2 µs;
- * the public Go implementation (BLIS) reports a few hundred nanoseconds. Uses the BLIS H200 fixture
- * coefficients (test/fixtures/registry/blis-h200.yaml). Prints figures; never fails.
+ * Time and heap per priced step (issue 4 "Design and speed", issue 17 "Pricer"): llama-3.1-70b, tp 8,
+ * decode batch 256 at 4,096 context, and a mixed batch (the same decodes plus two 2,048-token prefill
+ * chunks), with the BLIS H200 fixture coefficients (test/fixtures/registry/blis-h200.yaml). Goals
+ * (issue 17): ≤ 300 ns per decode-256 step, ≤ 400 ns mixed, no allocation per call. `price` allocates
+ * its result; `priceInto` writes into the caller's. Prints each figure beside its goal; never fails.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { loadChip } from '../src/core/catalog/chip.ts';
 import { loadModel } from '../src/core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients } from '../src/registry/load.ts';
 import { decodeBatch, prefillBatch } from '../src/pricer/batch.ts';
+import { emptyStepPrice } from '../src/pricer/compose.ts';
 import { defaultDeployment } from '../src/pricer/deployment.ts';
 import { createPricer } from '../src/pricer/pricer.ts';
 import type { Batch } from '../src/pricer/types.ts';
 
-const GOAL_NS = 2000;
-const GO_NS = 300; // "a few hundred nanoseconds" (BLIS README); taken as 300 ns for the ratio
+const GOAL_DECODE_NS = 300;
+const GOAL_MIXED_NS = 400;
 
 /** Median wall and CPU ns per call over `reps` runs of `inner` calls (CPU time is steadier on a busy machine). */
 function medianNsPerCall(fn: () => unknown, reps = 21, inner = 20000): { wall: number; cpu: number } {
@@ -34,26 +38,49 @@ function medianNsPerCall(fn: () => unknown, reps = 21, inner = 20000): { wall: n
   return { wall: med(wall), cpu: med(cpu) };
 }
 
+/**
+ * Heap growth per call, bytes: after a full GC, `calls` calls (few enough that their garbage fits the
+ * young generation, so no collection runs in between), median over `reps`. 0 = no allocation.
+ */
+function heapBytesPerCall(fn: () => unknown, gc: () => void, calls = 2000, reps = 9): number {
+  for (let j = 0; j < 20000; j++) fn(); // warm-up (JIT)
+  const xs: number[] = [];
+  for (let r = 0; r < reps; r++) {
+    gc();
+    const h0 = process.memoryUsage().heapUsed;
+    for (let j = 0; j < calls; j++) fn();
+    xs.push((process.memoryUsage().heapUsed - h0) / calls);
+  }
+  return xs.sort((a, b) => a - b)[Math.floor(reps / 2)]!;
+}
+
 export default async function bench(): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const d = defaultDeployment({ tp: 8 });
   const reg = resolveCoefficients(loadRegistryFile(path.join(root, 'test/fixtures/registry/blis-h200.yaml')), { hardware: 'h200', model: 'llama-3.1-70b', tp: 8, ep: 1 });
   const pricer = createPricer(loadChip('h200'), loadModel('llama-3.1-70b'), d, reg);
   const decode = decodeBatch(256, 4095);
   const mixed: Batch = { requests: [...decode.requests, ...prefillBatch(2, 2048, 1024).requests] };
+  const out = emptyStepPrice();
   let sink = 0;
-  for (const [label, batch] of [
-    ['decode 256 @ 4096', decode],
-    ['mixed (256 decode + 2 prefill chunks)', mixed],
+  for (const [label, batch, goal] of [
+    ['decode 256 @ 4096', decode, GOAL_DECODE_NS],
+    ['mixed (256 decode + 2 prefill chunks)', mixed, GOAL_MIXED_NS],
   ] as const) {
-    const { wall, cpu } = medianNsPerCall(() => (sink += pricer.price(batch).no_overlap_us));
+    const a = medianNsPerCall(() => (sink += pricer.price(batch).no_overlap_us));
+    const b = medianNsPerCall(() => (sink += pricer.priceInto(batch, out).no_overlap_us));
     process.stdout.write(
-      `llama-3.1-70b tp8 h200, ${label}: median ${wall.toFixed(0)} ns/step wall (${cpu.toFixed(0)} ns CPU); goal ${GOAL_NS} ns ` +
-        `(ratio ${(wall / GOAL_NS).toFixed(2)}); vs Go ~${GO_NS} ns (×${(wall / GO_NS).toFixed(1)})\n`,
+      `llama-3.1-70b tp8 h200, ${label}: price ${a.wall.toFixed(0)} ns/step wall (${a.cpu.toFixed(0)} ns CPU), ` +
+        `priceInto ${b.wall.toFixed(0)} ns wall (${b.cpu.toFixed(0)} ns CPU); goal ${goal} ns (priceInto CPU ratio ${(b.cpu / goal).toFixed(2)})\n`,
     );
+    const ha = heapBytesPerCall(() => pricer.price(batch), gc);
+    const hb = heapBytesPerCall(() => pricer.priceInto(batch, out), gc); // no sink: storing a double into it would box
+    process.stdout.write(`  heap per call: price ${ha.toFixed(0)} B (its result), priceInto ${hb.toFixed(0)} B; goal 0 B (${hb <= 0 ? 'met' : 'not met'})\n`);
   }
   const small = decodeBatch(1, 4095);
-  const one = medianNsPerCall(() => (sink += pricer.price(small).no_overlap_us));
+  const one = medianNsPerCall(() => (sink += pricer.priceInto(small, out).no_overlap_us));
   process.stdout.write(`llama-3.1-70b tp8 h200, decode 1 @ 4096: median ${one.wall.toFixed(0)} ns/step wall (${one.cpu.toFixed(0)} ns CPU): the fixed cost of a call\n`);
   if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
 }

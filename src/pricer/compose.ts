@@ -68,12 +68,33 @@ export function composeHost(acc: Float64Array, host: number): void {
   acc[HOST]! += host;
 }
 
-/**
- * Finish: the three estimates (clamped so Overlap ≤ CMOverlap ≤ NoOverlap also after rounding), the
- * bottleneck (largest total; ties go to the earlier resource) and the totals. `notes` are the
- * extrapolation notes (empty = nothing priced outside a fitted domain).
- */
+const NO_NOTES: readonly string[] = Object.freeze([]);
+
+/** A StepPrice to fill (`finishStepInto`), fields in the order `price` has always returned them. */
+export function emptyStepPrice(): StepPrice {
+  return {
+    overlap_us: 0,
+    compute_memory_overlap_us: 0,
+    no_overlap_us: 0,
+    bottleneck: 'sm',
+    resources_us: { sm: 0, hbm: 0, nvlink: 0, nic: 0, host: 0 },
+    extrapolated: false,
+    extrapolation_notes: NO_NOTES,
+  };
+}
+
+/** `finishStepInto` a new StepPrice. */
 export function finishStep(acc: Float64Array, notes: readonly string[]): StepPrice {
+  return finishStepInto(acc, notes, emptyStepPrice());
+}
+
+/**
+ * Finish into `out` (allocating nothing): the three estimates (clamped so Overlap ≤ CMOverlap ≤
+ * NoOverlap also after rounding), the bottleneck (largest total; ties go to the earlier resource) and
+ * the totals. `notes` are the extrapolation notes (empty = nothing priced outside a fitted domain).
+ * Removes a `per_kind` left from an earlier use of `out` only when one is present.
+ */
+export function finishStepInto(acc: Float64Array, notes: readonly string[], out: StepPrice): StepPrice {
   const sm = acc[SM]!;
   const hbm = acc[HBM]!;
   const nvlink = acc[NVLINK]!;
@@ -88,13 +109,18 @@ export function finishStep(acc: Float64Array, notes: readonly string[]): StepPri
   if (nvlink > top) (top = nvlink), (bottleneck = 'nvlink');
   if (nic > top) (top = nic), (bottleneck = 'nic');
   if (host > top) (top = host), (bottleneck = 'host');
-  return {
-    overlap_us: ov,
-    compute_memory_overlap_us: cm,
-    no_overlap_us: no,
-    bottleneck,
-    resources_us: { sm, hbm, nvlink, nic, host },
-    extrapolated: notes.length > 0,
-    extrapolation_notes: notes,
-  };
+  out.overlap_us = ov;
+  out.compute_memory_overlap_us = cm;
+  out.no_overlap_us = no;
+  out.bottleneck = bottleneck;
+  const r = out.resources_us;
+  r.sm = sm;
+  r.hbm = hbm;
+  r.nvlink = nvlink;
+  r.nic = nic;
+  r.host = host;
+  out.extrapolated = notes.length > 0;
+  out.extrapolation_notes = notes;
+  if (out.per_kind !== undefined) delete out.per_kind;
+  return out;
 }

@@ -17,12 +17,14 @@ import type { StorageDtype } from '../core/catalog/dtypes.ts';
 import type { ModelGraph } from '../core/catalog/model.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
+import { graphModeFor } from '../core/laws/host.ts';
 import { PricerCoefficients } from './coefficients.ts';
+import { emptyStepPrice } from './compose.ts';
 import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
 import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
 import { priceStep, StepScratch, type StepPlan } from './step.ts';
-import type { Deployment, Pricer } from './types.ts';
+import type { Batch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 import type { WalkPlan } from './walk.ts';
 
 /** Options beyond the deployment. */
@@ -58,6 +60,12 @@ export interface PricerInfo {
 }
 
 export interface StepPricer extends Pricer {
+  /**
+   * `price` into a caller's StepPrice (start from `emptyStepPrice()`, compose.ts), allocating nothing
+   * unless `per_kind` is asked or a memory or message note applies. `out` is overwritten on every
+   * call: copy what must outlive the next one. Same numbers as `price`.
+   */
+  priceInto(batch: Batch, out: StepPrice, opts?: PriceOptions): StepPrice;
   readonly info: PricerInfo;
 }
 
@@ -156,7 +164,8 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
   const kvByWindow = new Map(target.kvByWindow);
   if (drafter) for (const [w, b] of drafter.kvByWindow) kvByWindow.set(w, (kvByWindow.get(w) ?? 0) + b);
   const plan: StepPlan = {
-    cudagraphMode: deployment.cudagraph_mode,
+    graphUniform: graphModeFor(deployment.cudagraph_mode, true),
+    graphMixed: graphModeFor(deployment.cudagraph_mode, false),
     maxCaptureSize: deployment.max_capture_size,
     smScale,
     target,
@@ -181,5 +190,9 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     kv_bytes_per_token_per_rank: target.kvBytesPerToken + (drafter?.kvBytesPerToken ?? 0),
     assumptions: [...new Set(coef.assumptions)],
   };
-  return { price: (batch, popts) => priceStep(plan, batch, popts), info };
+  return {
+    price: (batch, popts) => priceStep(plan, batch, popts, emptyStepPrice()),
+    priceInto: (batch, out, popts) => priceStep(plan, batch, popts, out),
+    info,
+  };
 }

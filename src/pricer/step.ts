@@ -4,9 +4,9 @@
  * walk.ts, the composition arithmetic compose.ts; nothing here reads a clock or does I/O, and the
  * scratch (accumulators, per-layer times, the walk) is preallocated in the plan.
  */
-import { eagerLaunchUs, graphModeFor, launchUs, passHostUs, type CudagraphMode } from '../core/laws/host.ts';
+import { eagerLaunchUs, launchUs, passHostUs } from '../core/laws/host.ts';
 import type { HostCoefficients } from './coefficients.ts';
-import { ACC_LEN, composeHead, composeHost, composeLayers, finishStep } from './compose.ts';
+import { ACC_LEN, composeHead, composeHost, composeLayers, finishStepInto } from './compose.ts';
 import { stepNotes, type NotesPlan } from './notes.ts';
 import type { HeadPlan, KindPlan, PassPlan } from './plan.ts';
 import {
@@ -24,7 +24,9 @@ import { BatchWalk, walkBatch, type WalkPlan } from './walk.ts';
 
 /** Everything `priceStep` reads, resolved at construction, and its preallocated scratch. */
 export interface StepPlan {
-  cudagraphMode: CudagraphMode;
+  /** Graph modes (laws/host.ts `graphModeFor`) of a uniform-decode step and of any other step. */
+  graphUniform: number;
+  graphMixed: number;
   maxCaptureSize: number;
   /** Engine compute-efficiency multiplier on every SM time (validation's `s`). */
   smScale: number;
@@ -150,7 +152,7 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
     const tok = first ? w.tok : w.nReq;
     pricePass(p, kinds, tok, first ? w.nReq > w.nPrefill : true, first && anyPrefill, first ? w.decRead : w.allRead, w.preRead, first ? w.decTok : w.nReq, perKind, 'drafter:');
     if (dh) priceHead(p, dh, first ? w.headRows : w.nReq, tok, perKind, 'drafter:head');
-    host += passHost(p, drafter, first ? gm : graphModeFor(p.cudagraphMode, true), tok, first && anyPrefill ? dk : dkd);
+    host += passHost(p, drafter, first ? gm : p.graphUniform, tok, first && anyPrefill ? dk : dkd);
   }
   return host;
 }
@@ -158,10 +160,10 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
 /**
  * Price one step: walk the batch once, price each distinct layer kind once (× its count), the head,
  * the drafter's passes and the host, and compose (compose.ts). An empty batch prices as host only.
- * Allocates the result (and the per-kind list when asked), and a notes array only when a memory or
- * message note applies.
+ * Writes the result into `out` and returns it; allocates only the per-kind list when asked, and a
+ * notes array only when a memory or message note applies.
  */
-export function priceStep(p: StepPlan, batch: Batch, popts?: PriceOptions): StepPrice {
+export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undefined, out: StepPrice): StepPrice {
   const sc = p.scratch;
   const w = sc.walk;
   walkBatch(p.walkPlan, batch, w);
@@ -172,7 +174,7 @@ export function priceStep(p: StepPlan, batch: Batch, popts?: PriceOptions): Step
   for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
   sc.big = 0;
   const perKind: PerKind | undefined = popts?.per_kind ? [] : undefined;
-  const gm = graphModeFor(p.cudagraphMode, w.uniform);
+  const gm = w.uniform ? p.graphUniform : p.graphMixed;
   const target = p.target;
   // A step with no prefill row skips prefill-only nodes (seed "Host time").
   const kernels = (anyPrefill ? target.kernelsWithPrefill : target.kernelsDecodeOnly) + p.head.kernels;
@@ -183,7 +185,7 @@ export function priceStep(p: StepPlan, batch: Batch, popts?: PriceOptions): Step
   let host = passHost(p, target, gm, tok, kernels);
   if (p.drafter && tok > 0) host = priceDrafter(p, p.drafter, gm, perKind, host);
   composeHost(acc, host);
-  const out = finishStep(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big));
+  finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big), out);
   if (perKind) out.per_kind = perKind;
   return out;
 }

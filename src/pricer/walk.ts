@@ -7,6 +7,10 @@ import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from '.
 import { rampSlowdown } from '../core/laws/gemm.ts';
 import type { Batch } from './types.ts';
 
+const PRE_TOK = 0;
+const PRE_CTX = 1;
+const PAIRS_FULL = 2;
+
 /** What the walk needs from construction. */
 export interface WalkPlan {
   readers: readonly ReaderSpec[];
@@ -36,6 +40,8 @@ export class BatchWalk {
   readonly decRead: Float64Array;
   readonly preRead: Float64Array;
   readonly allRead: Float64Array;
+  /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs (unbounded reader). */
+  readonly prefill = new Float64Array(3);
   constructor(readers: number) {
     this.decRead = new Float64Array(readers);
     this.preRead = new Float64Array(readers);
@@ -44,11 +50,31 @@ export class BatchWalk {
 }
 
 /**
+ * One prefill row of s tokens after c cached: its tokens, context and ramp-scaled pairs into
+ * `w.prefill`, and per bounded reader its pairs and tokens read. Kept out of the walk's loop (rare
+ * rows) and returning nothing, so it boxes no number when V8 does not inline it.
+ */
+function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
+  const { readers, bounded } = p;
+  const pre = w.prefill;
+  pre[PRE_TOK]! += s;
+  pre[PRE_CTX]! += c + s;
+  const scale = rampSlowdown(s, p.attnMHalf);
+  pre[PAIRS_FULL]! += attendedKeys(c, s, 1, Infinity) * scale;
+  for (let j = 0; j < bounded.length; j++) {
+    const r = bounded[j]!;
+    w.preRead[r]! += prefillPairs(s, c, readers[r]!) * scale;
+    w.allRead[r]! += decodeTokensRead(c + s, readers[r]!); // drafter passes 2..k and resident KV
+  }
+}
+
+/**
  * Walk `batch` into `w` (zeroed first). Rows with no scheduled tokens are skipped.
  *
  * Token counts are integers, so the step's sums (tokens, contexts) are exact in any order: the walk
- * sums Σ computed and Σ scheduled over every row and derives the decode rows' sums by difference,
- * touching per decode row only what a bounded reader needs.
+ * counts uniform decode rows (s = 1 + num_spec_tokens) and sums Σ computed over every row, and derives
+ * the decode rows' sums by difference; per uniform decode row it does two loads and two adds, plus
+ * what a bounded reader needs.
  *
  * KNOWN DIVERGENCE 4 (reference §4.5 ramps prefill attention at the step's token count): each
  * prefill row's pairs run at the ramp of its own query length, ε(s) — FlashAttention's varlen
@@ -59,41 +85,35 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   const { decRead, preRead, allRead } = w;
   const nR = decRead.length;
   for (let r = 0; r < nR; r++) (decRead[r] = 0), (preRead[r] = 0), (allRead[r] = 0);
-  const { readers, bounded, threshold, uniformWidth, attnMHalf } = p;
+  const { readers, bounded, threshold, uniformWidth } = p;
   const nBounded = bounded.length;
-  let tok = 0; // Σ scheduled over rows with s > 0
-  let computed = 0; // Σ computed over those rows
-  let nReq = 0;
-  let nonUniform = 0;
+  let nUniform = 0; // uniform decode rows (s = uniformWidth ≤ threshold): the common case, kept to two loads and two adds
+  let otherTok = 0; // Σ scheduled over the other rows with s > 0
+  let computed = 0; // Σ computed over rows with s > 0
+  let nOther = 0;
   let nPrefill = 0;
-  let preTok = 0; // Σ scheduled over prefill rows
-  let preCtx = 0; // Σ context after the step over prefill rows
-  let pairsFull = 0; // Σ ramp-scaled causal pairs over prefill rows (unbounded reader)
+  const pre = w.prefill;
+  pre[PRE_TOK] = 0;
+  pre[PRE_CTX] = 0;
+  pre[PAIRS_FULL] = 0;
   const reqs = batch.requests;
   for (let i = 0; i < reqs.length; i++) {
     const q = reqs[i]!;
     const s = q.scheduled_tokens;
     const c = q.computed_tokens;
-    if (s > threshold) {
-      tok += s;
+    if (s === uniformWidth && nBounded === 0) {
       computed += c;
-      nReq++;
-      if (s !== uniformWidth) nonUniform++;
+      nUniform++;
+    } else if (s > threshold) {
+      otherTok += s;
+      computed += c;
+      nOther++;
       nPrefill++;
-      preTok += s;
-      preCtx += c + s;
-      const scale = rampSlowdown(s, attnMHalf);
-      pairsFull += attendedKeys(c, s, 1, Infinity) * scale;
-      for (let j = 0; j < nBounded; j++) {
-        const r = bounded[j]!;
-        preRead[r]! += prefillPairs(s, c, readers[r]!) * scale;
-        allRead[r]! += decodeTokensRead(c + s, readers[r]!); // drafter passes 2..k and resident KV
-      }
+      prefillRow(p, w, s, c);
     } else if (s > 0) {
-      tok += s;
+      if (s === uniformWidth) nUniform++;
+      else (otherTok += s), nOther++;
       computed += c;
-      nReq++;
-      if (s !== uniformWidth) nonUniform++;
       for (let j = 0; j < nBounded; j++) {
         const r = bounded[j]!;
         const t = decodeTokensRead(c + s, readers[r]!);
@@ -102,11 +122,15 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
       }
     }
   }
+  // uniformWidth ≤ threshold (construction), so a uniform row is a decode row.
+  const tok = nUniform * uniformWidth + otherTok;
+  const nReq = nUniform + nOther;
   const ctxSumAll = computed + tok;
+  const preTok = pre[PRE_TOK]!;
   if (p.fullReader >= 0) {
     // An unbounded reader reads the whole context: decodeTokensRead(ctx, full) = ctx.
-    decRead[p.fullReader] = ctxSumAll - preCtx;
-    preRead[p.fullReader] = pairsFull;
+    decRead[p.fullReader] = ctxSumAll - pre[PRE_CTX]!;
+    preRead[p.fullReader] = pre[PAIRS_FULL]!;
     allRead[p.fullReader] = ctxSumAll;
   }
   w.tok = tok;
@@ -114,6 +138,6 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   w.nPrefill = nPrefill;
   w.decTok = tok - preTok;
   w.headRows = tok - preTok + nPrefill;
-  w.uniform = nonUniform === 0;
+  w.uniform = nOther === 0;
   w.ctxSumAll = ctxSumAll;
 }
