@@ -12,6 +12,7 @@
  */
 import Papa from 'papaparse';
 import { InputError, UserError, type InputLocation } from '../core/errors.ts';
+import { fmtSig } from '../core/render/format.ts';
 import { mean, percentileNearestRank, percentileType7 } from '../core/numeric/stats.ts';
 
 /** Input time units and their size in µs. */
@@ -76,7 +77,7 @@ export interface TraceSummary {
 }
 
 function fmtIn(v_us: number, unit: TimeUnit): string {
-  return `${+(v_us / TIME_UNITS[unit]).toPrecision(12)} ${unit}`;
+  return `${fmtSig(v_us / TIME_UNITS[unit], 12)} ${unit}`;
 }
 
 /**

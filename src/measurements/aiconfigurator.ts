@@ -16,6 +16,8 @@
 import path from 'node:path';
 import { InputError, UserError } from '../core/errors.ts';
 import { type Chip, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { median } from '../core/numeric/stats.ts';
+import { fmtPercent } from '../core/render/format.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
 import type {
@@ -482,7 +484,7 @@ export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chi
       throw new InputError(
         { file, row: b.i + 1, column: latencyColumn },
         `the fastest of ${b.n} large ${dtype} GEMMs (m, n, k ≥ ${UNITS_SLIP_LARGE_GEMM_DIM}), ${r.m}×${r.n}×${r.k} in ${r.latency_us} µs, ` +
-          `implies ${fmtPct(b.eff)} of the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s ` +
+          `implies ${fmtPercent(b.eff)} of the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s ` +
           `(below ${UNITS_SLIP_MIN_GEMM_EFFICIENCY * 100} %; real tables reach 47–97 %); check units (ms vs µs vs s?)`,
       );
     }
@@ -516,17 +518,13 @@ export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chi
       throw new InputError(
         { file, row: bestI + 1, column: latencyColumn },
         `the fastest of ${large} decode-attention rows with a KV working set above ${NOT_CACHE_RESIDENT_L2_MULTIPLE}× L2 reads ` +
-          `${(decodeKvBytes(r) / 1e6).toFixed(0)} MB in ${r.latency_us} µs, ${fmtPct(bestBw / chip.hbm_bytes_per_us)} of the ${chip.name} ` +
+          `${(decodeKvBytes(r) / 1e6).toFixed(0)} MB in ${r.latency_us} µs, ${fmtPercent(bestBw / chip.hbm_bytes_per_us)} of the ${chip.name} ` +
           `HBM peak of ${chip.hbm_tb_per_s} TB/s (below ${UNITS_SLIP_MIN_HBM_FRACTION * 100} %; real tables reach 85–95 %); check units (ms vs µs vs s?)`,
       );
     }
   }
 }
 
-/** A fraction as a percentage with 2 significant digits (`0.086 %`, `4.9 %`). */
-function fmtPct(x: number): string {
-  return `${Number((x * 100).toPrecision(2))} %`;
-}
 
 /** Result of collapsing repeated configurations. */
 export interface Collapsed<R> {

@@ -1,6 +1,7 @@
 /**
  * Differences between two registries, keyed by entry identity (set, name, scope). Pure.
  */
+import { fmtInterval, fmtSigExp } from '../core/render/format.ts';
 import { entryKey, entryLabel, familyOf } from '../core/schemas/names.ts';
 import type { CoefficientEntry, CoefficientSet } from '../core/schemas/registry.ts';
 
@@ -127,8 +128,9 @@ export function diffRegistries(oldSets: readonly CoefficientSet[], newSets: read
   return d;
 }
 
-const fmtNum = (x: number) => (Math.abs(x) >= 1e5 || (Math.abs(x) < 1e-3 && x !== 0) ? x.toExponential(4) : String(Number(x.toPrecision(6))));
-const fmtCi = (c?: [number, number]) => (c ? `[${fmtNum(c[0])}, ${fmtNum(c[1])}]` : '–');
+/** 6 significant digits, exponent form (4 decimals) for |x| ≥ 1e5 or < 1e-3. */
+const fmtNum = (x: number) => fmtSigExp(x, 6, { expAbove: 1e5, expBelow: 1e-3, expDigits: 4 });
+const fmtCi = (c?: [number, number]) => fmtInterval(c, fmtNum);
 
 /** Human-readable diff: one line per added/removed entry, a table of changed ones. */
 export function formatDiff(d: RegistryDiff): string {

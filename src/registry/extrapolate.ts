@@ -17,7 +17,7 @@
  *    sibling, or no holdout possible).
  */
 import type { Chip } from '../core/catalog/chip.ts';
-import { geometricError, mapePct, median } from '../core/numeric/stats.ts';
+import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
 import { chipFreeName, collectiveName, familyOf, nameForChip, parseCollectiveName, scopedToChip, scopeKey } from '../core/schemas/names.ts';
 import type { CoefficientEntry, CoefficientSet, FitError, NamedEntry, Source } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
@@ -139,7 +139,7 @@ export function scorePredictor(predictor: string, anchor: Anchor | undefined, si
 }
 
 /** Significant digits kept for extrapolated values. */
-const sig4 = (x: number) => Number(x.toPrecision(4));
+const sig4 = (x: number) => roundSig(x, 4);
 
 /**
  * Fill `family` on `target` from same-generation siblings (module comment, rule 2).

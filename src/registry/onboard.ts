@@ -21,6 +21,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { chipFromObject, CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
 import { UserError } from '../core/errors.ts';
+import { markdownTable } from '../core/render/table.ts';
 import { readText, writeFilesAtomic } from '../core/io/fs.ts';
 import { AIC_TABLES, type AicTable } from '../measurements/aiconfigurator.ts';
 import { AIC_COMMIT, AIC_REPOSITORY, stageAicImport } from '../measurements/import.ts';
@@ -283,7 +284,7 @@ export function renderOnboardReport(
   const L: string[] = [`# Onboarding ${chip.name}`, ''];
   L.push(`Chip: sm_version ${chip.sm_version ?? '?'}, bf16 ${chip.peak_tflops.bf16} TFLOP/s, HBM ${chip.hbm_tb_per_s} TB/s, link ${chip.nvlink_gb_per_s_per_dir} GB/s per direction.`, '');
   L.push('## Coverage', '', ...formatCoverage(coverage).split('\n').map((l) => `- ${l}`), '');
-  L.push('## Imported', '', '| family | lane | rows |', '|---|---|---|', ...imported.map((i) => `| ${i.family} | ${i.lane} | ${i.rows} |`), '');
+  L.push('## Imported', '', markdownTable({ header: ['family', 'lane', 'rows'], rows: imported.map((i) => [i.family, i.lane, String(i.rows)]) }).trimEnd(), '');
   L.push('## Fit', '', ...fitSummary.map((s) => `- ${s}`), '');
   L.push('## Extrapolation (method: assumed, flagged in evidence.extrapolation)', '');
   const w = widths.filter((r) => r.status !== 'skipped');

@@ -16,6 +16,8 @@
  * - registry entries of this chip and family that the refit lacks are kept and listed as stale.
  */
 import { UserError } from '../core/errors.ts';
+import { fmtDec } from '../core/render/format.ts';
+import { type Column, tableLines } from '../core/render/table.ts';
 import { changedFields, diffRegistries, type RegistryDiff } from './diff.ts';
 import { entryKey, familyOf } from '../core/schemas/names.ts';
 import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
@@ -102,17 +104,38 @@ export function compareHoldout(oldR: HoldoutResult, newR: HoldoutResult, toleran
   return { tolerance_pct, rows, worse: rows.some((r) => r.worse), notes };
 }
 
-const f2 = (x: number | undefined) => (x === undefined ? '–' : x.toFixed(2));
+const f2 = (x: number | null | undefined) => fmtDec(x ?? undefined, 2);
+
+/** Columns of the gate table (the widths keep old and new side by side when every value is short). */
+const GATE_COLUMNS: Column[] = [
+  { header: 'regime', align: 'left', width: 13 },
+  { header: 'old n' },
+  { header: 'old MAPE %' },
+  { header: 'old bias %' },
+  { header: 'new n' },
+  { header: 'new MAPE %' },
+  { header: 'new bias %' },
+  { header: 'ΔMAPE pp' },
+  { header: 'Δ|bias| pp' },
+  { header: 'verdict', align: 'left' },
+];
 
 /** Both accuracy tables and the verdict per regime, as text. */
 export function formatGate(g: GateResult): string {
+  const rows = g.rows.map((r) => [
+    r.regime,
+    String(r.old?.n ?? '–'),
+    f2(r.old?.mape_pct),
+    f2(r.old?.bias_pct),
+    String(r.new?.n ?? '–'),
+    f2(r.new?.mape_pct),
+    f2(r.new?.bias_pct),
+    f2(r.mape_delta_pp),
+    f2(r.abs_bias_delta_pp),
+    r.worse ? `WORSE (${r.why})` : 'ok',
+  ]);
   const lines = [`held-out accuracy (tolerance ${g.tolerance_pct} pp of MAPE and of |bias|, any regime):`];
-  lines.push('  regime        | old n | old MAPE % | old bias % | new n | new MAPE % | new bias % | ΔMAPE pp | Δ|bias| pp | verdict');
-  for (const r of g.rows) {
-    lines.push(
-      `  ${r.regime.padEnd(13)} | ${String(r.old?.n ?? '–').padStart(5)} | ${f2(r.old?.mape_pct).padStart(10)} | ${f2(r.old?.bias_pct).padStart(10)} | ${String(r.new?.n ?? '–').padStart(5)} | ${f2(r.new?.mape_pct).padStart(10)} | ${f2(r.new?.bias_pct).padStart(10)} | ${(r.mape_delta_pp === null ? '–' : r.mape_delta_pp.toFixed(2)).padStart(8)} | ${(r.abs_bias_delta_pp === null ? '–' : r.abs_bias_delta_pp.toFixed(2)).padStart(10)} | ${r.worse ? `WORSE (${r.why})` : 'ok'}`,
-    );
-  }
+  lines.push(...tableLines(GATE_COLUMNS, rows, { gap: ' | ' }).map((l) => `  ${l}`));
   for (const n of g.notes) lines.push(`  note: ${n}`);
   return lines.join('\n') + '\n';
 }

@@ -2,32 +2,20 @@
  * The one-screen summary of `stepcal calibrate` (coefficients with ci95 and fit errors, held-out
  * accuracy per regime) and the matching report section. Pure.
  */
+import { groupBy } from '../core/numeric/stats.ts';
+import type { MeasurementCheck } from '../measurements/check.ts';
+import { fmtSigExp } from '../core/render/format.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
-import { COMPOSITION_LABEL, engineSmOutcomes, goalVerdict, htmlTable, mdTable, otherCompositions, smScaleText, type ExtraSection, type Table } from './validation.ts';
+import { htmlTable, markdownTable, type Table, textTable } from '../core/render/table.ts';
+import { COMPOSITION_LABEL, engineSmOutcomes, goalVerdict, otherCompositions, smScaleText, type ExtraSection } from './validation.ts';
 import { REGIMES, type Composition, type ValidationResult } from '../validate/types.ts';
 
-/** Row counts found by the measurement check. */
-export interface MeasurementCheck {
-  file: string;
-  family: string;
-  lane: string;
-  rows: number;
-  /** 'ok' or what is wrong (sha256 mismatch against provenance, missing provenance). */
-  status: string;
-}
 
-const sig = (x: number) => {
-  if (!Number.isFinite(x)) return String(x);
-  const a = Math.abs(x);
-  return a !== 0 && (a >= 1e6 || a < 1e-3) ? x.toExponential(3) : String(Number(x.toPrecision(4)));
-};
+/** 4 significant digits, exponent form (3 decimals) for |x| ≥ 1e6 or < 1e-3. For the report. */
+const sig = (x: number): string => fmtSigExp(x, 4, { expAbove: 1e6, expBelow: 1e-3, expDigits: 3 });
 
 /** 3 significant digits, exponent without "+" for |x| ≥ 1e5 or < 1e-3 (`0.958`, `71.3`, `1.60e6`). For the terminal. */
-export const sig3 = (x: number): string => {
-  if (!Number.isFinite(x)) return String(x);
-  const a = Math.abs(x);
-  return a !== 0 && (a >= 1e5 || a < 1e-3) ? x.toExponential(2).replace('e+', 'e') : String(Number(x.toPrecision(3)));
-};
+export const sig3 = (x: number): string => fmtSigExp(x, 3, { expAbove: 1e5, expBelow: 1e-3, expDigits: 2, compact: true });
 
 /** Terminal abbreviations of the registry units (the report keeps the registry spelling). */
 const UNIT_ABBR: Record<string, string> = {
@@ -161,14 +149,10 @@ export function gemmTextTable(sets: readonly CoefficientSet[]): Table {
 
 /** Host terms on a line per method (`host (assumed): admission_per_request 40000 µs/req, ...`), for wrapping. */
 export function hostTextLines(sets: readonly CoefficientSet[]): string[] {
-  const by = new Map<string, string[]>();
-  for (const s of sets)
-    for (const { name, entry: e } of s.coefficients) {
-      if (!HOST_RE.test(name)) continue;
-      const item = `${name.replace(HOST_RE, '')} ${sig3(e.value)} ${UNIT_ABBR[e.units] ?? e.units}${e.ci95 ? ` [${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : ''}`;
-      by.set(e.method, [...(by.get(e.method) ?? []), item]);
-    }
-  return [...by].map(([method, items]) => `host (${method}): ${items.join(', ')}`);
+  const host = sets.flatMap((s) => s.coefficients).filter((c) => HOST_RE.test(c.name));
+  const item = ({ name, entry: e }: NamedEntry) =>
+    `${name.replace(HOST_RE, '')} ${sig3(e.value)} ${UNIT_ABBR[e.units] ?? e.units}${e.ci95 ? ` [${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : ''}`;
+  return [...groupBy(host, (c) => c.entry.method)].map(([method, items]) => `host (${method}): ${items.map(item).join(', ')}`);
 }
 
 /**
@@ -256,13 +240,6 @@ export function compactHeldOutTable(v: ValidationResult): Table {
       return [...r.slice(0, 6 + others.length), shortVerdict(m)];
     }),
   };
-}
-
-/** Fixed-width text rendering of a table for the terminal. */
-export function textTable(t: Table): string[] {
-  const w = t.header.map((h, i) => Math.max(h.length, ...t.rows.map((r) => (r[i] ?? '').length)));
-  const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padEnd(w[i]!) : x.padStart(w[i]!))).join('  ').trimEnd();
-  return [line(t.header), ...t.rows.map(line)];
 }
 
 /** Terminal width the summary keeps to. */
@@ -392,7 +369,7 @@ export function calibrateSection(o: CalibrateOutcome): ExtraSection {
   ];
   return {
     title: 'Calibration',
-    md: [...notes.map((n) => `- ${n}`), '', '### Measurements checked', '', mdTable(checks), '### Coefficients', '', mdTable(coef)].join('\n'),
+    md: [...notes.map((n) => `- ${n}`), '', '### Measurements checked', '', markdownTable(checks), '### Coefficients', '', markdownTable(coef)].join('\n'),
     html: '<ul>' + notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('') + '</ul><h3>Measurements checked</h3>' + htmlTable(checks) + '<h3>Coefficients</h3>' + htmlTable(coef),
   };
 }

@@ -2,11 +2,13 @@
  * Presentation of the step-law sweep (chapter §2.1–2.3): YAML parameter files, the printed table,
  * the CSV and the two-panel SVG (costs; throughput). Pure: text in, text out.
  */
+import { writeCsv } from '../core/render/csv.ts';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { UserError } from '../core/errors.ts';
 import { chart, type Series } from '../core/render/svg.ts';
-import { fmtFixed, fmtInt, fmtNum, renderTable } from '../core/render/table.ts';
+import { fmtFixed, fmtInt, fmtNum } from '../core/render/format.ts';
+import { renderTable } from '../core/render/table.ts';
 import type { Crossover, RooflineParams, StepPoint } from '../analytics/roofline.ts';
 
 const nonneg = z.number().finite().nonnegative();
@@ -125,9 +127,7 @@ const CSV_COLUMNS = [
 
 /** CSV of the sweep, full precision, one row per point. */
 export function rooflineCsv(points: readonly StepPoint[]): string {
-  const lines = [CSV_COLUMNS.join(',')];
-  for (const p of points) lines.push(CSV_COLUMNS.map((c) => String(p[c])).join(','));
-  return lines.join('\n') + '\n';
+  return writeCsv(CSV_COLUMNS, points as unknown as ReadonlyArray<Record<string, unknown>>);
 }
 
 /**

@@ -2,7 +2,8 @@
  * Text and JSON presentation of a trace summary (chapter §2.4, the `labs/06_trace.py` output
  * layout). Times are shown in the input unit; JSON keeps µs fields and adds the display unit.
  */
-import { fmtFixed, fmtNum, renderTable } from '../core/render/table.ts';
+import { fmtFixed, fmtNum } from '../core/render/format.ts';
+import { renderTable } from '../core/render/table.ts';
 import { TIME_UNITS, type TimeUnit, type TraceSummary } from '../analytics/trace.ts';
 
 /** Render the per-request table and the aggregates, values in `unit`. */

@@ -20,7 +20,9 @@ import {
   type RowResult,
   type ValidationResult,
 } from '../validate/types.ts';
+import { fmtDec } from '../core/render/format.ts';
 import { chart, esc, PALETTE, stackedBars, type Series } from '../core/render/svg.ts';
+import { htmlTable, markdownTable, type Table } from '../core/render/table.ts';
 
 /** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
 export const HEADLINE_RULE =
@@ -41,25 +43,8 @@ export function otherCompositions(c: Composition): Composition[] {
 
 const REGIME_COLOR: Record<Regime, string> = { prefill: PALETTE[0]!, decode: PALETTE[1]!, mixed: PALETTE[4]!, static_batch: PALETTE[2]! };
 
-/** A simple table: header cells (units included) and rows of cells. */
-export interface Table {
-  header: string[];
-  rows: string[][];
-}
-
-export function mdTable(t: Table): string {
-  const line = (c: string[]) => '| ' + c.map((x) => x.replace(/\|/g, '\\|')).join(' | ') + ' |';
-  return [line(t.header), '|' + t.header.map(() => '---').join('|') + '|', ...t.rows.map(line)].join('\n') + '\n';
-}
-
-export function htmlTable(t: Table, cls = ''): string {
-  const th = t.header.map((h) => `<th>${esc(h)}</th>`).join('');
-  const tr = t.rows.map((r) => '<tr>' + r.map((c) => `<td>${esc(c)}</td>`).join('') + '</tr>').join('\n');
-  return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>\n${tr}\n</tbody></table>\n`;
-}
-
-const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
-const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+const f1 = (x: number | undefined) => fmtDec(x, 1);
+const f3 = (x: number) => fmtDec(x, 3);
 
 /** Goal verdict of one regime's metrics. */
 export function goalVerdict(m: RegimeMetrics): string {
@@ -469,21 +454,21 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     L.push('## Pinned evaluation', '', ...pinLines(v).map((l) => `- ${l}`), '');
     L.push('## Conventions', '', ...conventions().map((l) => `- ${l}`), '');
     L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
-    L.push(`### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`, '', mdTable(regimeTable(v, v.headline)));
-    L.push('### The three compositions side by side (held-out)', '', mdTable(compositionTable(v)));
+    L.push(`### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`, '', markdownTable(regimeTable(v, v.headline)));
+    L.push('### The three compositions side by side (held-out)', '', markdownTable(compositionTable(v)));
     for (const es of engineSmOutcomes(v)) {
-      L.push(`### ${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)`, '', engineSmSentence(v, es)!, '', mdTable(engineSmTable(v, es)!));
+      L.push(`### ${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)`, '', engineSmSentence(v, es)!, '', markdownTable(engineSmTable(v, es)!));
     }
     const exT = extrapolationTable(v);
-    if (exT) L.push('### Extrapolated rows by reason', '', extrapolationSentence(v), '', mdTable(exT));
-    L.push('### Where the priced time goes (scored rows, share of measured time)', '', mdTable(resourceShareTable(v)));
+    if (exT) L.push('### Extrapolated rows by reason', '', extrapolationSentence(v), '', markdownTable(exT));
+    L.push('### Where the priced time goes (scored rows, share of measured time)', '', markdownTable(resourceShareTable(v)));
     if (v.double_charge) L.push('### Decode double-charge check', '', `${v.double_charge.suspicious ? '**Suspicious**: ' : ''}${v.double_charge.note} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).`, '');
     const hf = hostFitSection(v);
     L.push('## Host overheads', '', ...hf.notes.map((n) => `- ${n}`), '');
-    for (const t of hf.tables) L.push(mdTable(t));
-    L.push('## Per group', '', mdTable(groupTable(v)));
+    for (const t of hf.tables) L.push(markdownTable(t));
+    L.push('## Per group', '', markdownTable(groupTable(v)));
     if (v.flagged?.length) {
-      L.push('## Rows excluded by a flag (priced, not scored)', '', mdTable(flaggedTable(v)));
+      L.push('## Rows excluded by a flag (priced, not scored)', '', markdownTable(flaggedTable(v)));
     }
     if (v.warnings.length) L.push('## Warnings', '', ...v.warnings.map((w) => `- ${w}`), '');
     L.push('## Charts', '');
@@ -493,7 +478,7 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     L.push('## Fit plots', '');
     for (const f of inp.fitFigures) L.push(`![${f.name}](${f.name})`, '');
   }
-  if (v) L.push('## Every row', '', mdTable(rowTable(v)));
+  if (v) L.push('## Every row', '', markdownTable(rowTable(v)));
   return L.join('\n') + '\n';
 }
 

@@ -2,13 +2,12 @@
  * Text presentation of a benchmark observation window (chapter §2.5.4 table layout) and of the
  * token rates derived from steps per second (§2.5.5). Pure.
  */
-import { fmtNum, renderTable } from '../core/render/table.ts';
+import { fmtGrouped, fmtNum } from '../core/render/format.ts';
+import { renderTable } from '../core/render/table.ts';
 import { fullAcceptanceTokensPerS, usefulTokensPerS, type WindowResult } from '../analytics/window.ts';
 
 /** Rate with thousands separators and at most one decimal ("19,200", "222.2"). */
-export function fmtRate(x: number): string {
-  return x.toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 0 });
-}
+const fmtRate = (x: number): string => fmtGrouped(x, 1);
 
 /** Conversion inputs for token rates. */
 export interface RateInputs {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compositionTable, extrapolationTable, goalVerdict, mdTable, regimeTable, rowTable, uniquifyIds, validationCharts, validationHtml, validationMarkdown } from '../../src/report/validation.ts';
+import { compositionTable, extrapolationTable, goalVerdict, regimeTable, rowTable, uniquifyIds, validationCharts, validationHtml, validationMarkdown } from '../../src/report/validation.ts';
+import { markdownTable } from '../../src/core/render/table.ts';
 import { accuracyMarkdown } from '../../src/report/summary.ts';
 import { validateRows } from '../../src/validate/run.ts';
 import { parseStepsCsv } from '../../src/validate/steps.ts';
@@ -95,7 +96,7 @@ describe('accuracy report', () => {
   it('goal verdicts and markdown tables', () => {
     expect(goalVerdict({ n: 1, mape_pct: 5, median_ape_pct: 9, p90_ape_pct: 25, bias_pct: 0, geo_mean_ratio: 1 })).toBe('met');
     expect(goalVerdict({ n: 1, mape_pct: 5, median_ape_pct: 12.5, p90_ape_pct: 20, bias_pct: 0, geo_mean_ratio: 1 })).toBe('median short by 2.5 pp');
-    expect(mdTable({ header: ['a (µs)'], rows: [['x|y']] })).toBe('| a (µs) |\n|---|\n| x\\|y |\n');
+    expect(markdownTable({ header: ['a (µs)'], rows: [['x|y']] })).toBe('| a (µs) |\n|---|\n| x\\|y |\n');
     expect(uniquifyIds('<g id="a"/><use href="#a"/>', 'p')).toBe('<g id="p-a"/><use href="#p-a"/>');
   });
 });

@@ -21,7 +21,8 @@ import {
 import { loadModel } from '../../core/catalog/model.ts';
 import { parseBatchSpec } from '../../pricer/batch.ts';
 import { flopsModelFromGraph, graphPath, scheduledFromRequest } from '../../analytics/flops-graph.ts';
-import { fmtFixed, fmtNum, renderTable } from '../../core/render/table.ts';
+import { fmtFixed, fmtNum } from '../../core/render/format.ts';
+import { renderTable } from '../../core/render/table.ts';
 
 interface Opts {
   model: string;

@@ -1,11 +1,12 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
-import path from 'node:path';
+import { displayPath } from '../../core/io/paths.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { knownModels, loadHfQuantConfig, loadModelConfigText } from '../../core/catalog/model.ts';
 import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';
+import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { setupPricer } from '../../pricer/setup.ts';
 import { CUDAGRAPH_MODES, RESOURCES, type CudagraphMode, type Deployment, type StepPrice } from '../../pricer/types.ts';
@@ -49,13 +50,8 @@ export function deploymentFromFlags(o: Record<string, string | undefined>): Part
   return d;
 }
 
-const f1 = (v: number) => v.toFixed(1);
+const f1 = (v: number) => fmtDec(v, 1);
 
-/** A path as printed: relative to the repository root when inside it, else as given. */
-export function displayPath(file: string): string {
-  const rel = path.relative(REPO_ROOT, path.resolve(file));
-  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
-}
 
 /** `--batch` collector: a malformed or empty spec is a usage error (exit 2), caught when parsed. */
 function collectBatch(v: string, acc: string[]): string[] {

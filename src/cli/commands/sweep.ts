@@ -1,14 +1,30 @@
 /** `stepcal sweep`: price decode steps over batch sizes; print a table and write an SVG (seed figure). */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { UserError } from '../../core/errors.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
 import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
 import { writeFileAtomic } from '../../core/io/fs.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
-import { sweepDecode } from '../../pricer/sweep.ts';
+import { fmtDec } from '../../core/render/format.ts';
+import { type Column, renderTable } from '../../core/render/table.ts';
+import { type SweepRow, sweepDecode } from '../../pricer/sweep.ts';
 import { sweepSvg } from '../../report/sweep.ts';
 import { setupPricer } from '../../pricer/setup.ts';
-import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
+import { displayPath } from '../../core/io/paths.ts';
+import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
+
+/** Columns of the sweep table (µs per step, and per request for NoOverlap). */
+const SWEEP_COLUMNS: Column[] = [
+  { header: 'batch' },
+  ...['sm_us', 'hbm_us', 'nvlink_us', 'nic_us', 'host_us', 'NoOverlap_us', 'CMOverlap_us', 'Overlap_us', 'us_per_req'].map((header) => ({ header, width: 9 })),
+  { header: 'bottleneck', align: 'left' },
+];
+
+function sweepCells(r: SweepRow): string[] {
+  const p = r.price;
+  const us = [p.resources_us.sm, p.resources_us.hbm, p.resources_us.nvlink, p.resources_us.nic, p.resources_us.host, p.no_overlap_us, p.compute_memory_overlap_us, p.overlap_us];
+  return [String(r.batch), ...[...us, p.no_overlap_us / r.batch].map((v) => fmtDec(v, 1)), p.bottleneck + (p.extrapolated ? ' (extrapolated)' : '')];
+}
 
 export function register(program: Command): void {
   addDeploymentOptions(program.command('sweep').description('per-resource time and the three estimates (NoOverlap, CMOverlap, Overlap) vs batch size (every request decoding one token)'))
@@ -29,14 +45,7 @@ export function register(program: Command): void {
         return;
       }
       process.stdout.write(`${title}\nregistry ${displayPath(s.registry_file)}\n\n`);
-      process.stdout.write('batch     sm_us    hbm_us nvlink_us    nic_us   host_us NoOverlap_us CMOverlap_us Overlap_us us_per_req bottleneck\n');
-      for (const r of rows) {
-        const p = r.price;
-        const c = (v: number, w = 9) => v.toFixed(1).padStart(w);
-        process.stdout.write(
-          `${String(r.batch).padStart(5)} ${c(p.resources_us.sm)} ${c(p.resources_us.hbm)} ${c(p.resources_us.nvlink)} ${c(p.resources_us.nic)} ${c(p.resources_us.host)} ${c(p.no_overlap_us, 12)} ${c(p.compute_memory_overlap_us, 12)} ${c(p.overlap_us, 10)} ${c(p.no_overlap_us / r.batch, 10)} ${p.bottleneck}${p.extrapolated ? ' (extrapolated)' : ''}\n`,
-        );
-      }
+      process.stdout.write(renderTable(SWEEP_COLUMNS, rows.map(sweepCells), { gap: ' ' }));
       process.stdout.write(`\nwrote ${path.relative(process.cwd(), out) || out}\n`);
     });
 }

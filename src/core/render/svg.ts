@@ -3,6 +3,7 @@
  * fitters' plots, the pricer's sweep figure, the roofline and the accuracy report.
  * Deterministic: the same input gives byte-identical SVG.
  */
+import { fmtTick } from './format.ts';
 
 export interface Series {
   label: string;
@@ -39,17 +40,6 @@ export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '
 /** Escape text for XML. */
 export function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-}
-
-/** Format a tick value compactly (1k, 2.5M, 0.01). */
-export function fmtTick(v: number): string {
-  const a = Math.abs(v);
-  if (a === 0) return '0';
-  if (a >= 1e9) return +(v / 1e9).toPrecision(3) + 'G';
-  if (a >= 1e6) return +(v / 1e6).toPrecision(3) + 'M';
-  if (a >= 1e4) return +(v / 1e3).toPrecision(3) + 'k';
-  if (a >= 1) return String(+v.toPrecision(3));
-  return String(+v.toPrecision(2));
 }
 
 function niceLinearTicks(lo: number, hi: number, count = 6): number[] {

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { fmtDec, fmtFixed, fmtGrouped, fmtInt, fmtInterval, fmtNum, fmtPercent, fmtSig, fmtSigExp, fmtTick } from '../../src/core/render/format.ts';
+import { htmlTable, markdownTable, renderTable, tableLines, textTable } from '../../src/core/render/table.ts';
+
+describe('core/render/format', () => {
+  it('fmtDec keeps toFixed exactly (signed zero included) and prints a dash for missing values', () => {
+    expect(fmtDec(-0.04, 1)).toBe('-0.0');
+    expect(fmtDec(2.345, 2)).toBe((2.345).toFixed(2));
+    expect(fmtDec(undefined, 1)).toBe('–');
+    expect(fmtDec(NaN, 3)).toBe('–');
+    expect(fmtDec(Infinity, 1, 'n/a')).toBe('n/a');
+  });
+  it('fmtFixed drops the sign of a rounded zero; fmtNum drops trailing zeros', () => {
+    expect(fmtFixed(61, 1)).toBe('61.0');
+    expect(fmtFixed(-0.01, 1)).toBe('0.0');
+    expect(fmtFixed(-1.25, 1)).toBe('-1.3');
+    expect(fmtNum(19.2)).toBe('19.2');
+    expect(fmtNum(15)).toBe('15');
+    expect(fmtNum(5.500000001)).toBe('5.5');
+    expect(fmtNum(-0.0001)).toBe('0');
+  });
+  it('fmtSig and fmtSigExp: significant digits, exponent outside [expBelow, expAbove)', () => {
+    expect(fmtSig(0.95841, 3)).toBe('0.958');
+    expect(fmtSig(40000, 3)).toBe('40000');
+    const o3 = { expAbove: 1e5, expBelow: 1e-3, expDigits: 2, compact: true };
+    expect(fmtSigExp(1_601_000, 3, o3)).toBe('1.60e6');
+    expect(fmtSigExp(6.74e-6, 3, o3)).toBe('6.74e-6');
+    expect(fmtSigExp(0, 3, o3)).toBe('0');
+    expect(fmtSigExp(99_999, 3, o3)).toBe('100000');
+    expect(fmtSigExp(123456, 6, { expAbove: 1e5, expBelow: 1e-3, expDigits: 4 })).toBe('1.2346e+5');
+    expect(fmtSigExp(NaN, 3, o3)).toBe('NaN');
+    expect(fmtInterval([1, 2.5], (x) => fmtSig(x, 2))).toBe('[1, 2.5]');
+    expect(fmtInterval(undefined, String)).toBe('–');
+  });
+  it('integers, grouped rates, percentages and ticks', () => {
+    expect(fmtInt(285714.5, true)).toBe('285,715');
+    expect(fmtInt(-2.5)).toBe('-3');
+    expect(fmtGrouped(19200, 1)).toBe('19,200');
+    expect(fmtGrouped(2000 / 9, 1)).toBe('222.2');
+    expect(fmtPercent(0.00086)).toBe('0.086 %');
+    expect(fmtPercent(0.049)).toBe('4.9 %');
+    expect([0, 0.0123, 250, 12_500, 2_500_000, 3e9].map(fmtTick)).toEqual(['0', '0.012', '250', '12.5k', '2.5M', '3G']);
+  });
+});
+
+describe('core/render/table', () => {
+  it('text table: widths from header, cells and minimum width; trailing blanks trimmed unless asked', () => {
+    const cols = [{ header: 'name', align: 'left' as const }, { header: 'µs', width: 4 }];
+    expect(tableLines(cols, [['a', '1.5'], ['bbbbb', '10']])).toEqual(['name     µs', 'a       1.5', 'bbbbb    10']);
+    expect(tableLines([{ header: 'x', align: 'left', width: 3 }], [['y']], { trimEnd: false, gap: '|' })).toEqual(['x  ', 'y  ']);
+    expect(renderTable(cols, [], { header: true })).toBe('name    µs\n');
+    expect(textTable({ header: ['k', 'v'], rows: [['long', '1']] })).toEqual(['k     v', 'long  1']);
+  });
+  it('markdown and HTML tables escape what would break them', () => {
+    expect(markdownTable({ header: ['a (µs)', 'b'], rows: [['x|y', '2']] })).toBe('| a (µs) | b |\n|---|---|\n| x\\|y | 2 |\n');
+    expect(htmlTable({ header: ['<a>'], rows: [['&']] }, 'c')).toBe('<table class="c"><thead><tr><th>&lt;a&gt;</th></tr></thead><tbody>\n<tr><td>&amp;</td></tr>\n</tbody></table>\n');
+  });
+});
