@@ -27,12 +27,12 @@ import path from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import { InputError } from '../core/errors.ts';
 import { readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
-import { displayPath } from './import.ts';
+import { provenanceRelativePath } from '../core/io/paths.ts';
 import type { Provenance, StepRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
 import { rowsToCsv } from './store.ts';
 import { Columns, csvTable, intCell, latencyCell, textCell } from './table.ts';
-import { median } from '../core/numeric/stats.ts';
+import { groupBy, median } from '../core/numeric/stats.ts';
 
 /** Splitwise model names → shipped stepcal model names. */
 export const SPLITWISE_MODELS: Record<string, string> = {
@@ -118,13 +118,7 @@ export function parseSplitwise(text: string, file: string): { configs: Splitwise
 
 /** Apply the `admitted_fewer` and `e2e_inconsistent` rules (see module doc). Mutates `flags`. */
 export function flagConfigs(configs: SplitwiseConfig[]): void {
-  const sweeps = new Map<string, SplitwiseConfig[]>();
-  for (const c of configs) {
-    const k = [c.hardware, c.model, c.tp, c.prompt, c.output].join('|');
-    const s = sweeps.get(k);
-    if (s) s.push(c);
-    else sweeps.set(k, [c]);
-  }
+  const sweeps = groupBy(configs, (c) => [c.hardware, c.model, c.tp, c.prompt, c.output].join('|'));
   for (const s of sweeps.values()) {
     s.sort((a, b) => a.batch - b.batch);
     let maxPrompt = 0;
@@ -201,7 +195,7 @@ export function stageSplitwise(
   if (chips.length === 0) throw new InputError({ file: input }, `no rows for chip "${opts.chip}" (chips in file: ${[...new Set(configs.map((c) => c.chip))].join(', ')})`);
   const files: Array<{ file: string; data: string }> = [];
   const summaries: SplitwiseSummary[] = [];
-  const src = displayPath(input);
+  const src = provenanceRelativePath(input);
   const inputSha = sha256(bytes);
   for (const chip of chips) {
     const cs = configs.filter((c) => c.chip === chip);

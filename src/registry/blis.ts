@@ -11,6 +11,7 @@
  * Import: reads such files back, keeps the entries scoped to one chip, merges sets by name in
  * first-seen order, and checks them under the strict layout (an `evidence` key is an error there).
  */
+import { groupBy } from '../core/numeric/stats.ts';
 import { stringify as stringifyYaml } from 'yaml';
 import { UserError } from '../core/errors.ts';
 import { parseCoefficientSets } from '../core/schemas/registry-yaml.ts';
@@ -52,20 +53,12 @@ export function stringifyBlisSet(s: CoefficientSet): string {
 
 /** Split sets by hardware scope into strict-layout files (pure; deterministic order). */
 export function exportBlis(sets: readonly CoefficientSet[]): ExportedFile[] {
-  const groups = new Map<string, Map<string, NamedEntry[]>>();
-  for (const s of sets) {
-    for (const c of s.coefficients) {
-      const hw = hardwareKey(c.entry);
-      let bySet = groups.get(hw);
-      if (!bySet) groups.set(hw, (bySet = new Map()));
-      let list = bySet.get(s.name);
-      if (!list) bySet.set(s.name, (list = []));
-      list.push({ name: c.name, entry: toBlisEntry(c.entry) });
-    }
-  }
+  const entries = sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, c })));
+  const groups = groupBy(entries, (x) => hardwareKey(x.c.entry));
   const out: ExportedFile[] = [];
   for (const hw of [...groups.keys()].sort()) {
-    for (const [setName, coefficients] of groups.get(hw)!) {
+    for (const [setName, list] of groupBy(groups.get(hw)!, (x) => x.set)) {
+      const coefficients: NamedEntry[] = list.map(({ c }) => ({ name: c.name, entry: toBlisEntry(c.entry) }));
       const set: CoefficientSet = { kind: 'CoefficientSet', name: setName, coefficients };
       out.push({ path: `${hw}/${setName}.yaml`, hardware: hw, set, text: stringifyBlisSet(set) });
     }

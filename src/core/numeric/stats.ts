@@ -8,15 +8,23 @@
  * - APE = |pred/meas − 1| · 100 (percent); MAPE its mean.
  */
 import { resampleEstimates } from './resample.ts';
+import { quantile, quickselect } from 'simple-statistics';
 
 /** The seeded PRNG lives with the resampling loop that uses it (resample.ts). */
 export { seededRandom } from './resample.ts';
 
-/** Nearest-rank percentile of `values` (p in (0,1]). @throws Error on an empty list. */
+/**
+ * Nearest-rank percentile of `values`: the k-th smallest with k = ceil(p·n) − 1 (p in (0, 1]), found
+ * by simple-statistics' quickselect on a copy (O(n); bench/stats.bench.ts). The input is not changed.
+ * @throws Error on an empty list or p outside (0, 1].
+ */
 export function percentileNearestRank(values: readonly number[], p: number): number {
   if (values.length === 0) throw new Error('percentile of an empty list');
   if (!(p > 0 && p <= 1)) throw new Error(`percentile p must be in (0, 1], got ${p}`);
-  return nearestRankSorted([...values].sort((a, b) => a - b), p);
+  const s = [...values];
+  const k = Math.max(0, Math.ceil(p * s.length) - 1);
+  quickselect(s, k);
+  return s[k]!;
 }
 
 /** Nearest-rank percentile of an already ascending, non-empty list: `sorted[ceil(p·n) − 1]`. */
@@ -24,7 +32,12 @@ export function nearestRankSorted(sorted: ArrayLike<number>, p: number): number 
   return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!;
 }
 
-/** Type-7 (linear interpolation, R's default) percentile, p in [0,1]. */
+/**
+ * Type-7 percentile (linear interpolation between order statistics, h = (n − 1)·p; R's and numpy's
+ * default), p in [0, 1]: simple-statistics' `quantile`, which selects instead of sorting and returns
+ * the same value as interpolating the sorted list (bench/stats.bench.ts checks both).
+ * @throws Error on an empty list or p outside [0, 1].
+ */
 export function percentileType7(values: readonly number[], p: number): number {
   if (values.length === 0) throw new Error('percentile of an empty list');
   return type7Sorted([...values].sort((a, b) => a - b), p);
@@ -38,7 +51,7 @@ export function type7Sorted(s: ArrayLike<number>, p: number): number {
   return s[lo]! + (h - lo) * (s[hi]! - s[lo]!);
 }
 
-/** Median (type-7, i.e. the mean of the two middle values for even n). */
+/** Median: type 7 at p = 0.5 (the mean of the two middle values for even n). @throws Error on an empty list. */
 export function median(values: readonly number[]): number {
   return percentileType7(values, 0.5);
 }
