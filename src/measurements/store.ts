@@ -11,6 +11,7 @@ import { createGzip, gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../core/errors.ts';
+import { writeCsv } from '../core/render/csv.ts';
 import { encodeText, readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
 import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type LocatedStepRow, type Provenance } from './schema.ts';
 
@@ -29,27 +30,13 @@ export function provenancePath(dataFile: string): string {
   return dataFile.replace(/\.csv(\.gz)?$/, '.provenance.yaml');
 }
 
-/** Serialize rows to CSV text with the family's canonical header. Numbers use JS shortest round-trip form. */
+/**
+ * Serialize rows to CSV text with the family's canonical header, written by papaparse (RFC 4180
+ * quoting: a cell with a comma, quote, line break or edge space is quoted). Numbers use JS shortest
+ * round-trip form; a missing value is an empty cell. Ends with a newline.
+ */
 export function rowsToCsv<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): string {
-  const cols = FAMILY_COLUMNS[family] as readonly string[];
-  const isText = cols.map((c) => TEXT_COLUMNS.has(c));
-  const lines: string[] = new Array(rows.length + 1);
-  lines[0] = cols.join(',');
-  const cells: string[] = new Array(cols.length);
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i] as unknown as Record<string, unknown>;
-    for (let j = 0; j < cols.length; j++) {
-      const v = r[cols[j]!];
-      if (v === undefined || v === null) cells[j] = '';
-      else if (!isText[j]) cells[j] = String(v);
-      else {
-        const s = String(v);
-        cells[j] = s.includes('"') || s.includes(',') || s.includes('\n') ? '"' + s.replace(/"/g, '""') + '"' : s;
-      }
-    }
-    lines[i + 1] = cells.join(',');
-  }
-  return lines.join('\n') + '\n';
+  return writeCsv(FAMILY_COLUMNS[family] as readonly string[], rows as unknown as ReadonlyArray<Record<string, unknown>>);
 }
 
 /**

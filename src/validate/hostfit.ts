@@ -25,6 +25,7 @@
  *   rotates with g so that groups that are batch sweeps of the same shape do not all give up the same
  *   batch (which would leave the per-request term collinear with the per-step constant).
  */
+import { Matrix, QrDecomposition, solve } from 'ml-matrix';
 import { UsageError, UserError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
@@ -108,56 +109,37 @@ function featureVector(f: HostFeatures): number[] {
   return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps, f.steps * f.tp];
 }
 
-/** Solve the normal equations (small, dense) by Gaussian elimination with partial pivoting. */
+/**
+ * Least-squares solution β of X β ≈ y (dense, a few columns): Householder QR from ml-matrix (LU when
+ * X is square). X must have full column rank, which `identifiedColumns` guarantees for the columns
+ * passed here.
+ */
 function solveLeastSquares(X: number[][], y: number[]): number[] {
-  const p = X[0]?.length ?? 0;
-  const A = Array.from({ length: p }, () => new Array<number>(p + 1).fill(0));
-  for (let i = 0; i < X.length; i++) {
-    const xi = X[i]!;
-    for (let a = 0; a < p; a++) {
-      for (let b = 0; b < p; b++) A[a]![b]! += xi[a]! * xi[b]!;
-      A[a]![p]! += xi[a]! * y[i]!;
-    }
-  }
-  for (let c = 0; c < p; c++) {
-    let piv = c;
-    for (let r = c + 1; r < p; r++) if (Math.abs(A[r]![c]!) > Math.abs(A[piv]![c]!)) piv = r;
-    [A[c], A[piv]] = [A[piv]!, A[c]!];
-    const d = A[c]![c]!;
-    for (let r = 0; r < p; r++) {
-      if (r === c) continue;
-      const f = A[r]![c]! / d;
-      for (let k = c; k <= p; k++) A[r]![k]! -= f * A[c]![k]!;
-    }
-  }
-  return A.map((row, i) => row[p]! / row[i]!);
+  return solve(new Matrix(X), Matrix.columnVector(y)).getColumn(0);
+}
+
+/** Norm of the part of `v` that the columns `cols` of X cannot explain (least-squares residual, QR). */
+function residualNorm(X: number[][], cols: readonly number[], v: readonly number[]): number {
+  const A = new Matrix(X.map((r) => cols.map((c) => r[c]!)));
+  const b = Matrix.columnVector([...v]);
+  return Matrix.sub(b, A.mmul(new QrDecomposition(A).solve(b))).norm();
 }
 
 /**
- * Which columns are identified, admitted greedily in order: a column is admitted when its residual
- * after projecting on the admitted ones keeps more than 1e-9 of its norm (modified Gram–Schmidt).
+ * Which columns are identified, admitted greedily in order: a column is admitted when its
+ * least-squares residual on the admitted ones keeps more than 1e-9 of its norm. A column with a
+ * non-finite entry (kernel counts unknown) is never admitted.
  */
 function identifiedColumns(X: number[][]): boolean[] {
   const p = X[0]?.length ?? 0;
-  const basis: number[][] = [];
+  const admitted: number[] = [];
   const ok: boolean[] = [];
   for (let c = 0; c < p; c++) {
     const v = X.map((r) => r[c]!);
-    if (v.some((x) => !Number.isFinite(x))) {
-      ok.push(false);
-      continue;
-    }
-    const norm0 = Math.hypot(...v);
-    for (const q of basis) {
-      let d = 0;
-      for (let i = 0; i < v.length; i++) d += v[i]! * q[i]!;
-      for (let i = 0; i < v.length; i++) v[i]! -= d * q[i]!;
-    }
-    const norm = Math.hypot(...v);
-    if (norm0 > 0 && norm > 1e-9 * norm0) {
-      basis.push(v.map((x) => x / norm));
-      ok.push(true);
-    } else ok.push(false);
+    const norm0 = v.every(Number.isFinite) ? Math.hypot(...v) : 0;
+    const kept = norm0 > 0 && (admitted.length === 0 || residualNorm(X, admitted, v) > 1e-9 * norm0);
+    if (kept) admitted.push(c);
+    ok.push(kept);
   }
   return ok;
 }

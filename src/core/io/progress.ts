@@ -1,26 +1,57 @@
 /**
- * Progress for long stages. Always written to stderr (stdout carries results only), and silent when
- * stderr is not a terminal or `STEPCAL_QUIET=1`, so piped output and tests stay clean.
+ * Progress for long stages, drawn by `cli-progress` on stderr (stdout carries results only).
+ *
+ * Shown only when it helps: stderr is a terminal, `STEPCAL_QUIET` is not `1`, the code is not running
+ * under vitest (`VITEST` set), the stage has at least `MIN_PROGRESS_ITEMS` items, and it is still
+ * running `PROGRESS_DELAY_MS` after it started (a quick import or validation prints nothing). The bar
+ * is cleared when done and replaced by one `<title>: done in N s` line. Piped output and tests stay
+ * clean.
  */
+import cliProgress from 'cli-progress';
+
+/** Fewer items than this never get a bar (a bar for one item says nothing). */
+export const MIN_PROGRESS_ITEMS = 2;
+/** A stage that finishes within this many milliseconds draws nothing. */
+export const PROGRESS_DELAY_MS = 500;
+
 export interface Progress {
+  /** One item done; `label` names it (shown after the bar). */
   tick(label?: string): void;
+  /** The stage is over: clear the bar and, if it was shown, print the elapsed time. */
   done(): void;
 }
 
+/** Whether progress may be drawn at all in this process (terminal stderr, not quiet, not a test run). */
+export function progressEnabled(): boolean {
+  return process.stderr.isTTY === true && process.env.STEPCAL_QUIET !== '1' && process.env.VITEST === undefined;
+}
+
+/**
+ * A progress bar for `total` items titled `title`.
+ * @param total number of `tick` calls expected (items, files, rows)
+ */
 export function progress(title: string, total: number): Progress {
-  const enabled = process.stderr.isTTY === true && process.env.STEPCAL_QUIET !== '1';
-  let n = 0;
+  const enabled = progressEnabled() && total >= MIN_PROGRESS_ITEMS;
   const t0 = Date.now();
+  let n = 0;
+  let bar: cliProgress.SingleBar | undefined;
   return {
     tick(label?: string) {
       n++;
       if (!enabled) return;
-      const elapsed_s = (Date.now() - t0) / 1000;
-      const eta_s = n > 0 ? (elapsed_s / n) * (total - n) : 0;
-      process.stderr.write(`\r${title}: ${n}/${total}${label ? ' ' + label : ''} (eta ${eta_s.toFixed(0)} s)\x1b[K`);
+      if (!bar && Date.now() - t0 >= PROGRESS_DELAY_MS) {
+        bar = new cliProgress.SingleBar(
+          { stream: process.stderr, format: `${title} [{bar}] {value}/{total} | eta {eta}s | {label}`, clearOnComplete: true, hideCursor: true },
+          cliProgress.Presets.shades_classic,
+        );
+        bar.start(total, n - 1, { label: '' });
+      }
+      bar?.update(n, { label: label ?? '' });
     },
     done() {
-      if (enabled) process.stderr.write(`\r${title}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s\x1b[K\n`);
+      if (!bar) return;
+      bar.stop();
+      process.stderr.write(`${title}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     },
   };
 }
