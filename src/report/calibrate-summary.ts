@@ -3,7 +3,15 @@
  * accuracy per regime) and the matching report section. Pure.
  */
 import { groupBy } from '../core/numeric/stats.ts';
-import type { MeasurementCheck } from '../measurements/check.ts';
+/** Row counts found by the measurement check. */
+export interface MeasurementCheck {
+  file: string;
+  family: string;
+  lane: string;
+  rows: number;
+  /** 'ok' or what is wrong (sha256 mismatch against provenance, missing provenance). */
+  status: string;
+}
 import { fmtSigExp } from '../core/render/format.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { htmlTable, markdownTable, type Table, textTable } from '../core/render/table.ts';

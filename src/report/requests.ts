@@ -2,7 +2,8 @@
  * Text table of request-level validation (issue 18 §5): per metric, the same error metrics and goal
  * verdict as the step regimes (./validation.ts). Pure.
  */
-import { fmtFixed, renderTable } from '../core/render/table.ts';
+import { fmtFixed } from '../core/render/format.ts';
+import { renderTable } from '../core/render/table.ts';
 import { REQUEST_METRICS, type RequestValidation } from '../validate/requests.ts';
 import { goalVerdict } from './validation.ts';
 

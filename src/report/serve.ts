@@ -3,7 +3,8 @@
  * Times shown in ms; JSON (built by the CLI) keeps the µs fields.
  */
 import { chart, esc, PALETTE, type Series } from '../core/render/svg.ts';
-import { fmtFixed, renderTable } from '../core/render/table.ts';
+import { fmtFixed } from '../core/render/format.ts';
+import { renderTable } from '../core/render/table.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import type { Dist, ServeMetrics } from '../serve/metrics.ts';
 import type { SweepPoint } from '../serve/sweep.ts';

@@ -1,5 +1,5 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
-import { displayPath } from '../../core/io/paths.ts';
+import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
@@ -62,6 +62,12 @@ function collectBatch(v: string, acc: string[]): string[] {
     throw e;
   }
   return [...acc, v];
+}
+
+/** A path as printed: relative to the repository root when inside it, else as given. */
+export function displayPath(file: string): string {
+  const rel = path.relative(REPO_ROOT, path.resolve(file));
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
 }
 
 /**
