@@ -4,9 +4,11 @@
  * constants (µs per token, µs per byte read, floors) by calling the laws of src/core/laws. The per-step
  * terms (terms.ts) read these constants; nothing here runs per step. Pure: no I/O.
  */
-import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
+import { bytesPerElement, GEMM_DTYPES, type GemmDtype, type StorageDtype } from '../core/catalog/dtypes.ts';
 import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
+import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
+import { expertTerms, expertWork, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
 import { rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
@@ -52,6 +54,25 @@ export interface RecPlan {
   preMh: number;
 }
 
+/**
+ * The fitted expert law of one layer folded at construction by calling expertTerms on unit work
+ * (t = floor + D·(read + arith per touched expert) + P·arith per pair + T·route per token, µs).
+ */
+export interface ExpertLawPlan {
+  /** Fixed cost per layer, µs (SM). */
+  floorUs: number;
+  /** Routed (token, expert) pairs on the rank per step token, P / T = k · L / E. */
+  pairsPerToken: number;
+  /** Arithmetic per pair W / (peak · eps_max), µs (SM). */
+  arithUsPerPair: number;
+  /** Arithmetic per touched expert W · m_half / (peak · eps_max), µs (SM). */
+  arithUsPerTouched: number;
+  /** One local expert's weights at the derated HBM rate, µs (HBM). */
+  readUsPerTouched: number;
+  /** Routed activations per step token k · H · 2 / route_rate, µs (HBM). */
+  routeUsPerToken: number;
+}
+
 /** A collective launched by a layer kind. */
 export interface CollPlan extends CollectiveCurve {
   bytesPerToken: number;
@@ -74,6 +95,8 @@ export interface KindPlan {
   moeTopK: number;
   moeLocal: number;
   moeUsPerExpert: number;
+  /** The fitted expert law (core/laws/moe-experts.ts) folded, when the registry has it for the expert dtype; else undefined (dense ramp). */
+  moeLaw: ExpertLawPlan | undefined;
   rec: RecPlan[];
   colls: CollPlan[];
   kernels: number;
@@ -148,6 +171,7 @@ function emptyKind(id: string, count: number): KindPlan {
     moeTopK: 0,
     moeLocal: 0,
     moeUsPerExpert: 0,
+    moeLaw: undefined,
     rec: [],
     colls: [],
     kernels: 0,
@@ -190,27 +214,79 @@ function addGemmNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: E
   kp.weightBytes += (node.n * node.k * bytesPerElement(w)) / div;
 }
 
+/**
+ * The fitted expert law for a GroupedGEMM node (issue 13; core/laws/moe-experts.ts; KNOWN DIVERGENCE 12),
+ * folded by calling expertWork/expertTerms once on unit work: floor, per-pair and per-touched-expert
+ * arithmetic, per-touched-expert read and per-token route. Needs `moe_expert_eps_max_<dtype>` for the
+ * expert weight dtype; `moe_expert_{floor,m_half,route_rate}_<dtype>` absent price as 0 (the fitter
+ * writes no term pinned at 0). The law is fitted on balanced rows and prices balanced routing: the
+ * imbalance median is not applied to it. Undefined (with a note naming the entry) when the entry or
+ * the format's dense peak is missing: the caller falls back to the dense GEMM ramp.
+ */
+function expertLawPlan(ctx: PlanContext, node: Extract<GraphNode, { op: 'GroupedGEMM' }>, w: StorageDtype, shards: number): ExpertLawPlan | undefined {
+  const eps = ctx.coef.opt(`moe_expert_eps_max_${w}`);
+  const peak = (GEMM_DTYPES as readonly string[]).includes(w) ? peakFlopsPerUs(ctx.coef.chip, w as GemmDtype) : undefined;
+  if (eps === undefined || peak === undefined) {
+    const why = eps === undefined ? `no moe_expert_eps_max_${w} in the registry` : `no dense ${w} peak on ${ctx.coef.chip.name}`;
+    ctx.coef.staticNotes.add(`${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`);
+    return undefined;
+  }
+  const c: ExpertCoefficients = {
+    eps_max: eps,
+    m_half: ctx.coef.opt(`moe_expert_m_half_${w}`) ?? 0,
+    floor_us: ctx.coef.opt(`moe_expert_floor_${w}`) ?? 0,
+    route_bytes_per_us: ctx.coef.opt(`moe_expert_route_rate_${w}`) ?? Infinity,
+  };
+  const r: ExpertRates = { peak_flops_per_us: peak, hbm_bytes_per_us: ctx.coef.chip.hbm_bytes_per_us, hbm_derate: ctx.coef.hbmDerate, bytes_per_element: bytesPerElement(w) };
+  // One step token: P = k·L/E pairs and k·H·2 route bytes; the weight bytes of the touched experts divided back to one.
+  const one = expertWork({ tokens: 1, hidden: node.k, inter: node.n, topk: node.top_k, experts: node.experts, tp: shards, ep: ctx.ep, gated: node.gated !== false }, r.bytes_per_element);
+  const perTouched = expertTerms({ ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0 }, c, r);
+  const perPair = expertTerms({ ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes }, { ...c, m_half: 0 }, r);
+  return {
+    floorUs: perTouched.floor_us,
+    pairsPerToken: one.pairs,
+    arithUsPerPair: perPair.arith_us,
+    arithUsPerTouched: perTouched.arith_us,
+    readUsPerTouched: perTouched.read_us,
+    routeUsPerToken: perPair.route_us,
+  };
+}
+
+/** Routed experts on the dense GEMM ramp (the path before the fitted law; reference §4.6): routed FLOPs·imbalance, one expert's read. */
+function addExpertsOnDenseRamp(
+  ctx: PlanContext,
+  kp: KindPlan,
+  node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
+  w: StorageDtype,
+  local: number,
+  shards: number,
+  mats: number,
+): void {
+  const f = ctx.coef.format(w);
+  ctx.gemmRamps.add(f.ramp);
+  const shape = shapeFactor(node.n / shards, f.nh) * shapeFactor(node.k, f.kh);
+  if (ctx.imbalance === undefined) ctx.coef.assumptions.push('no moe_routing_imbalance_median: routing taken as balanced (1.0)');
+  const imb = ctx.imbalance ?? 1;
+  kp.moeA += rampUsPerToken((node.top_k * (local / node.experts) * 2 * mats * node.n * node.k * imb) / shards, f.peak_flops_per_us, f.eps, shape);
+  kp.moeMh = f.mh;
+  kp.moeUsPerExpert = readUs(ctx, (mats * node.n * node.k * bytesPerElement(w)) / shards);
+}
+
 /** A GroupedGEMM node: routed experts and any shared experts (seed "Experts"; reference §4.6). */
 function addExpertsNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: Extract<GraphNode, { op: 'GroupedGEMM' }>): void {
   const w = node.weight_dtype ?? ctx.served;
-  const f = ctx.coef.format(w);
-  ctx.gemmRamps.add(f.ramp);
   const local = node.experts / ctx.ep; // an integer: validateParallelism refused anything else
   // KNOWN DIVERGENCE 3 (reference §4.6): under pure TP each rank computes every expert at 1/tp
   // width, so routed FLOPs are divided by tp like the bytes; BLIS keeps them whole on purpose.
   const shards = ctx.ep > 1 ? 1 : ctx.tp;
   const mats = node.gated === false ? 2 : 3;
-  const shape = shapeFactor(node.n / shards, f.nh) * shapeFactor(node.k, f.kh);
-  if (ctx.imbalance === undefined) ctx.coef.assumptions.push('no moe_routing_imbalance_median: routing taken as balanced (1.0)');
-  const imb = ctx.imbalance ?? 1;
   kp.hasMoe = true;
-  kp.moeA += rampUsPerToken((node.top_k * (local / node.experts) * 2 * mats * node.n * node.k * imb) / shards, f.peak_flops_per_us, f.eps, shape);
-  kp.moeMh = f.mh;
   kp.moeExperts = node.experts;
   kp.moeTopK = node.top_k;
   kp.moeLocal = local;
+  kp.moeLaw = expertLawPlan(ctx, node, w, shards);
+  if (!kp.moeLaw) addExpertsOnDenseRamp(ctx, kp, node, w, local, shards, mats);
   const perExpertBytes = (mats * node.n * node.k * bytesPerElement(w)) / shards;
-  kp.moeUsPerExpert = readUs(ctx, perExpertBytes);
   kp.weightBytes += perExpertBytes * local;
   kp.routedBytes += perExpertBytes * local;
   const shared = node.shared_experts ?? 0;

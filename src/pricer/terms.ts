@@ -84,12 +84,27 @@ export function collectivesUs(kp: KindPlan, tok: number, out: Float64Array): num
   return big;
 }
 
-/** Routed experts' arithmetic on the SM: the folded ramp at m = step tokens (seed "Experts"; reference §4.6). */
+/**
+ * Routed experts on the SM, µs. With the fitted law (plan.ts expertLawPlan; core/laws/moe-experts.ts):
+ * floor + P · arithmetic per pair + D · arithmetic per touched expert (the ramp's m_half term), with
+ * P = tok · k · L / E and D the distinct local experts touched. Otherwise the folded dense ramp at
+ * m = step tokens (seed "Experts"; reference §4.6).
+ */
 export function expertSmUs(kp: KindPlan, m: number): number {
-  return kp.hasMoe ? rampUs(kp.moeA, m, kp.moeMh) : 0;
+  if (!kp.hasMoe) return 0;
+  const law = kp.moeLaw;
+  if (law === undefined) return rampUs(kp.moeA, m, kp.moeMh);
+  const touched = expertsTouched(m, kp.moeExperts, kp.moeTopK, kp.moeLocal);
+  return law.floorUs + m * law.pairsPerToken * law.arithUsPerPair + touched * law.arithUsPerTouched;
 }
 
-/** Routed experts' reads on HBM: distinct local experts touched × one expert's weights (seed "Experts"). */
+/**
+ * Routed experts on HBM, µs: distinct local experts touched × one expert's weights (seed "Experts"),
+ * plus, with the fitted law, the routed activations tok · k · H · 2 / route_rate (KNOWN DIVERGENCE 12).
+ */
 export function expertHbmUs(kp: KindPlan, tok: number): number {
-  return kp.hasMoe ? expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal) * kp.moeUsPerExpert : 0;
+  if (!kp.hasMoe) return 0;
+  const touched = expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal);
+  const law = kp.moeLaw;
+  return law === undefined ? touched * kp.moeUsPerExpert : touched * law.readUsPerTouched + tok * law.routeUsPerToken;
 }
