@@ -4,6 +4,8 @@
  * chunks), with the BLIS H200 fixture coefficients (test/fixtures/registry/blis-h200.yaml). Goals
  * (issue 17): ≤ 300 ns per decode-256 step, ≤ 400 ns mixed, no allocation per call. `price` allocates
  * its result; `priceInto` writes into the caller's. Prints each figure beside its goal; never fails.
+ * A MoE line (issue 13): deepseek-v3 tp 8 decode 256 on the measured registry/h200.yaml, experts on the
+ * fitted law against the same pricer with the law's entries removed (the dense-ramp path); goal within 10%.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,6 +56,29 @@ function heapBytesPerCall(fn: () => unknown, gc: () => void, calls = 2000, reps 
   return xs.sort((a, b) => a - b)[Math.floor(reps / 2)]!;
 }
 
+/** deepseek-v3 tp 8 h200, decode 256: experts on the fitted law vs the dense-ramp fallback (law entries removed). */
+function moeBench(root: string, gc: () => void): void {
+  const d = defaultDeployment({ tp: 8, weight_dtype: 'fp8_block' });
+  const sets = loadRegistryFile(path.join(root, 'registry/h200.yaml'));
+  const noLaw = sets.map((s) => ({ ...s, coefficients: s.coefficients.filter((c) => !c.name.startsWith('moe_expert_')) }));
+  const scope = { hardware: 'h200', model: 'deepseek-v3', tp: 8, ep: 1 };
+  const law = createPricer(loadChip('h200'), loadModel('deepseek-v3'), d, resolveCoefficients(sets, scope));
+  const ramp = createPricer(loadChip('h200'), loadModel('deepseek-v3'), d, resolveCoefficients(noLaw, scope));
+  const batch = decodeBatch(256, 4095);
+  const out = emptyStepPrice();
+  let sink = 0;
+  const a = medianNsPerCall(() => (sink += law.priceInto(batch, out).no_overlap_us));
+  const b = medianNsPerCall(() => (sink += ramp.priceInto(batch, out).no_overlap_us));
+  const h = heapBytesPerCall(() => law.priceInto(batch, out), gc);
+  const hr = heapBytesPerCall(() => ramp.priceInto(batch, out), gc);
+  const ratio = a.cpu / b.cpu;
+  process.stdout.write(
+    `deepseek-v3 tp8 h200 fp8_block, decode 256 @ 4096: priceInto ${a.cpu.toFixed(0)} ns CPU with the fitted expert law, ${b.cpu.toFixed(0)} ns on the dense ramp ` +
+      `(ratio ${ratio.toFixed(3)}; goal ≤ 1.10, ${ratio <= 1.1 ? 'met' : 'not met'}); heap per call ${h.toFixed(0)} B with the law, ${hr.toFixed(0)} B on the ramp\n`,
+  );
+  if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
+}
+
 export default async function bench(): Promise<void> {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
@@ -83,4 +108,5 @@ export default async function bench(): Promise<void> {
   const one = medianNsPerCall(() => (sink += pricer.priceInto(small, out).no_overlap_us));
   process.stdout.write(`llama-3.1-70b tp8 h200, decode 1 @ 4096: median ${one.wall.toFixed(0)} ns/step wall (${one.cpu.toFixed(0)} ns CPU): the fixed cost of a call\n`);
   if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
+  moeBench(root, gc);
 }

@@ -17,6 +17,7 @@ import {
   gemmSmUs,
   prefillAttentionSmUs,
   recurrentSmUs,
+  touchedExperts,
   weightsAndNormsHbmUs,
 } from './terms.ts';
 import type { Batch, PriceOptions, StepPrice } from './types.ts';
@@ -76,8 +77,9 @@ function layerTimes(p: StepPlan, kp: KindPlan, tok: number, anyDecode: boolean, 
   lay[1] = hbm;
   lay[2] = sc.coll[0]!;
   lay[3] = sc.coll[1]!;
-  lay[4] = expertSmUs(kp, tok) * p.smScale;
-  lay[5] = expertHbmUs(kp, tok);
+  const touched = touchedExperts(kp, tok);
+  lay[4] = expertSmUs(kp, tok, touched) * p.smScale;
+  lay[5] = expertHbmUs(kp, tok, touched);
   return big;
 }
 

@@ -84,27 +84,30 @@ export function collectivesUs(kp: KindPlan, tok: number, out: Float64Array): num
   return big;
 }
 
+/** Distinct local experts a step of `tok` tokens touches, L·(1 − ((E−k)/E)^tok) (core/laws/moe.ts); 0 without experts. */
+export function touchedExperts(kp: KindPlan, tok: number): number {
+  return kp.hasMoe ? expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal) : 0;
+}
+
 /**
  * Routed experts on the SM, µs. With the fitted law (plan.ts expertLawPlan; core/laws/moe-experts.ts):
  * floor + P · arithmetic per pair + D · arithmetic per touched expert (the ramp's m_half term), with
- * P = tok · k · L / E and D the distinct local experts touched. Otherwise the folded dense ramp at
- * m = step tokens (seed "Experts"; reference §4.6).
+ * P = m · k · L / E and D = `touched` (touchedExperts). Otherwise the folded dense ramp at m = step
+ * tokens (seed "Experts"; reference §4.6).
  */
-export function expertSmUs(kp: KindPlan, m: number): number {
+export function expertSmUs(kp: KindPlan, m: number, touched: number): number {
   if (!kp.hasMoe) return 0;
   const law = kp.moeLaw;
   if (law === undefined) return rampUs(kp.moeA, m, kp.moeMh);
-  const touched = expertsTouched(m, kp.moeExperts, kp.moeTopK, kp.moeLocal);
   return law.floorUs + m * law.pairsPerToken * law.arithUsPerPair + touched * law.arithUsPerTouched;
 }
 
 /**
- * Routed experts on HBM, µs: distinct local experts touched × one expert's weights (seed "Experts"),
+ * Routed experts on HBM, µs: `touched` distinct local experts × one expert's weights (seed "Experts"),
  * plus, with the fitted law, the routed activations tok · k · H · 2 / route_rate (KNOWN DIVERGENCE 12).
  */
-export function expertHbmUs(kp: KindPlan, tok: number): number {
+export function expertHbmUs(kp: KindPlan, tok: number, touched: number): number {
   if (!kp.hasMoe) return 0;
-  const touched = expertsTouched(tok, kp.moeExperts, kp.moeTopK, kp.moeLocal);
   const law = kp.moeLaw;
   return law === undefined ? touched * kp.moeUsPerExpert : touched * law.readUsPerTouched + tok * law.routeUsPerToken;
 }
