@@ -73,8 +73,9 @@ function moeBench(root: string, gc: () => void): void {
   const hr = heapBytesPerCall(() => ramp.priceInto(batch, out), gc);
   const ratio = a.cpu / b.cpu;
   process.stdout.write(
-    `deepseek-v3 tp8 h200 fp8_block, decode 256 @ 4096: priceInto ${a.cpu.toFixed(0)} ns CPU with the fitted expert law, ${b.cpu.toFixed(0)} ns on the dense ramp ` +
-      `(ratio ${ratio.toFixed(3)}; goal ≤ 1.10, ${ratio <= 1.1 ? 'met' : 'not met'}); heap per call ${h.toFixed(0)} B with the law, ${hr.toFixed(0)} B on the ramp\n`,
+    `deepseek-v3 tp8 h200 fp8_block, decode 256 @ 4096: priceInto ${a.cpu.toFixed(0)} ns CPU with the fitted expert law, ` +
+      `${b.cpu.toFixed(0)} ns on the dense ramp (ratio ${ratio.toFixed(3)}; goal ≤ 1.10, ${ratio <= 1.1 ? 'met' : 'not met'}); ` +
+      `heap per call ${h.toFixed(0)} B with the law, ${hr.toFixed(0)} B on the ramp\n`,
   );
   if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
 }

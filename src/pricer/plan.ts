@@ -237,9 +237,11 @@ function expertLawPlan(ctx: PlanContext, node: Extract<GraphNode, { op: 'Grouped
     floor_us: ctx.coef.opt(`moe_expert_floor_${w}`) ?? 0,
     route_bytes_per_us: ctx.coef.opt(`moe_expert_route_rate_${w}`) ?? Infinity,
   };
-  const r: ExpertRates = { peak_flops_per_us: peak, hbm_bytes_per_us: ctx.coef.chip.hbm_bytes_per_us, hbm_derate: ctx.coef.hbmDerate, bytes_per_element: bytesPerElement(w) };
+  const hbm = ctx.coef.chip.hbm_bytes_per_us;
+  const r: ExpertRates = { peak_flops_per_us: peak, hbm_bytes_per_us: hbm, hbm_derate: ctx.coef.hbmDerate, bytes_per_element: bytesPerElement(w) };
   // One step token: P = k·L/E pairs and k·H·2 route bytes; the weight bytes of the touched experts divided back to one.
-  const one = expertWork({ tokens: 1, hidden: node.k, inter: node.n, topk: node.top_k, experts: node.experts, tp: shards, ep: ctx.ep, gated: node.gated !== false }, r.bytes_per_element);
+  const layer = { tokens: 1, hidden: node.k, inter: node.n, topk: node.top_k, experts: node.experts, tp: shards, ep: ctx.ep, gated: node.gated !== false };
+  const one = expertWork(layer, r.bytes_per_element);
   const perTouched = expertTerms({ ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0 }, c, r);
   const perPair = expertTerms({ ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes }, { ...c, m_half: 0 }, r);
   return {

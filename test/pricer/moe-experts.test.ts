@@ -119,7 +119,8 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     const sets = withValues(H200, { [`moe_expert_eps_max_${DTYPE}`]: undefined });
     const p = makePricer('deepseek-v3', 'h200', deployment, sets);
     const out = p.price(decode(1));
-    expect(out.extrapolation_notes).toContain(`no moe_expert_eps_max_${DTYPE} in the registry: experts priced on the dense GEMM ramp (fitted expert law not used)`);
+    const note = `no moe_expert_eps_max_${DTYPE} in the registry: experts priced on the dense GEMM ramp (fitted expert law not used)`;
+    expect(out.extrapolation_notes).toContain(note);
     // The dense ramp path is a different law: at one token it charges no floor, so the layer differs from the law's.
     const law = makePricer('deepseek-v3', 'h200', deployment, H200);
     expect(expertUsPerLayer(p, 1)).not.toBeCloseTo(expertUsPerLayer(law, 1), 0);
