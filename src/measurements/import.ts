@@ -3,10 +3,12 @@
  * write them as one atomic set. Every input is validated before anything is written, so a failed import
  * leaves earlier files untouched.
  */
+import { provenanceRelativePath } from '../core/io/paths.ts';
+import { groupBy } from '../core/numeric/stats.ts';
 import path from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { sha256File } from '../core/io/fs.ts';
-import { type Chip, knownChips, REPO_ROOT } from '../core/catalog/chip.ts';
+import { type Chip, knownChips } from '../core/catalog/chip.ts';
 import { InputError } from '../core/errors.ts';
 import {
   AIC_OP_CATEGORY,
@@ -56,10 +58,6 @@ export function aicUpstreamPath(file: string): string {
   return '';
 }
 
-/** A path as recorded in provenance: relative to the repository root (`../shared/...`), with `/` separators. */
-export function displayPath(file: string): string {
-  return path.relative(REPO_ROOT, path.resolve(file)).split(path.sep).join('/');
-}
 
 /** SKU directory in a path (`h200_sxm`), if any segment is one. */
 export function skuFromPath(file: string): string | undefined {
@@ -127,13 +125,7 @@ export async function stageAicImport(
     if (imp.duplicate_configs > 0) opts.onNote?.(`${path.basename(f)}: ${imp.repeat_spread}`);
     onProgress?.(f);
   }
-  const groups = new Map<string, Array<{ imp: AicImport; sha: string }>>();
-  for (const x of imports) {
-    const key = `${x.imp.family}.${x.imp.lane}`;
-    const g = groups.get(key);
-    if (g) g.push(x);
-    else groups.set(key, [x]);
-  }
+  const groups = groupBy(imports, (x) => `${x.imp.family}.${x.imp.lane}`);
   const staged: StagedMeasurements[] = [];
   const summaries: ImportSummary[] = [];
   for (const group of groups.values()) {
@@ -163,7 +155,7 @@ export async function stageAicImport(
       source_path: upstream.join(', '),
       source_commit: opts.sourceCommit ?? 'unknown',
       licence: opts.licence ?? 'Apache-2.0',
-      inputs: group.map((x) => ({ file: displayPath(x.imp.file), sha256: x.sha, rows: x.imp.rows_in })),
+      inputs: group.map((x) => ({ file: provenanceRelativePath(x.imp.file), sha256: x.sha, rows: x.imp.rows_in })),
       filters,
       rows_in: rowsIn,
       rows_out: rows.length,

@@ -27,7 +27,7 @@ import path from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import { InputError } from '../core/errors.ts';
 import { readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
-import { displayPath as provenanceRelativePath } from './import.ts';
+import { provenanceRelativePath } from '../core/io/paths.ts';
 import type { Provenance, StepRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
 import { rowsToCsv } from './store.ts';

@@ -3,15 +3,7 @@
  * accuracy per regime) and the matching report section. Pure.
  */
 import { groupBy } from '../core/numeric/stats.ts';
-/** Row counts found by the measurement check. */
-export interface MeasurementCheck {
-  file: string;
-  family: string;
-  lane: string;
-  rows: number;
-  /** 'ok' or what is wrong (sha256 mismatch against provenance, missing provenance). */
-  status: string;
-}
+import type { MeasurementCheck } from '../measurements/check.ts';
 import { fmtSigExp } from '../core/render/format.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { htmlTable, markdownTable, type Table, textTable } from '../core/render/table.ts';

@@ -5,9 +5,8 @@
  */
 export * from './types.ts';
 export { validateRows, type PricerKey, type ValidationDeps } from './run.ts';
-import path from 'node:path';
-import { REPO_ROOT } from '../core/catalog/chip.ts';
 import { sha256, sha256File } from '../core/io/fs.ts';
+import { displayPath } from '../core/io/paths.ts';
 import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
 import { stepcalVersion } from './pin.ts';
 import { defaultValidationDeps } from './pricing.ts';
@@ -15,11 +14,6 @@ import { validateRows, type ValidationDeps } from './run.ts';
 import { readStepsFile, type LocatedStepRow } from './steps.ts';
 import type { ValidationOptions, ValidationResult } from './types.ts';
 
-/** Repo-relative path when inside the repo (stable pins across checkouts), else as given. */
-export function displayPath(file: string): string {
-  const rel = path.relative(REPO_ROOT, path.resolve(file));
-  return rel.startsWith('..') || path.isAbsolute(rel) ? file : rel;
-}
 
 /**
  * Price every row of the given `*.steps.csv` files with NoOverlap and Overlap and score them on

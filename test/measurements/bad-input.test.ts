@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runImport } from '../../src/cli/commands/import.ts';
+import { runImport } from '../../src/measurements/pipeline.ts';
 import { aicPath, csvSlice, getCell, setCell, tmpDir, writeTable } from './helpers.ts';
 
 const GEMM = aicPath('h200_sxm', 'gemm_perf', 'vllm-0.24.0');

@@ -7,7 +7,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
-import { runImport } from '../../src/cli/commands/import.ts';
+import { runImport } from '../../src/measurements/pipeline.ts';
 import { checkMoeUnits, moeMinWeightBytes } from '../../src/measurements/moe-units.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
-import { runImport } from '../../src/cli/commands/import.ts';
+import { runImport } from '../../src/measurements/pipeline.ts';
 import { algbwGBs, busFactor, parseNcclTests } from '../../src/measurements/nccl-tests.ts';
 import { readMeasurements, readProvenance } from '../../src/measurements/store.ts';
 import { FIXTURES, tmpDir } from './helpers.ts';

@@ -9,7 +9,7 @@ import { parquetWriteBuffer } from 'hyparquet-writer';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { chipFromObject, loadChip } from '../../src/core/catalog/chip.ts';
-import { runImport } from '../../src/cli/commands/import.ts';
+import { runImport } from '../../src/measurements/pipeline.ts';
 import { readText } from '../../src/core/io/fs.ts';
 import { normalizeAicTable } from '../../src/measurements/aiconfigurator.ts';
 import { systemToChip } from '../../src/measurements/system.ts';

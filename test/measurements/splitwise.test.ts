@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runImport } from '../../src/cli/commands/import.ts';
+import { runImport } from '../../src/measurements/pipeline.ts';
 import { FAMILY_COLUMNS } from '../../src/measurements/schema.ts';
 import { parseSplitwise, splitwiseStepRows } from '../../src/measurements/splitwise.ts';
 import { parseStepsCsv, readProvenance, readStepsFile } from '../../src/measurements/store.ts';

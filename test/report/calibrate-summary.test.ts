@@ -3,7 +3,7 @@
  * the command), extrapolated collective widths labelled as such.
  */
 import { describe, expect, it } from 'vitest';
-import { validateWithProgress } from '../../src/cli/commands/validate.ts';
+import { validateWithProgress } from '../../src/validate/calibrate.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import {

@@ -16,25 +16,24 @@
  * run left behind.
  * Then a one-screen summary on stdout (or JSON with --json); progress on stderr.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { flagParser } from '../../core/flags.ts';
 import { loadChip, REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
-import { sha256File, writeFileAtomic, writeFilesAtomic } from '../../core/io/fs.ts';
+import { writeFileAtomic, writeFilesAtomic } from '../../core/io/fs.ts';
+import { displayPath } from '../../core/io/paths.ts';
 import { tempNameFor, withOutputLock } from '../../core/io/staging.ts';
 import { note } from '../../core/io/progress.ts';
 import { fitAll } from '../../fit/index.ts';
-import { listMeasurementFiles, listStepFiles, provenancePath, readProvenance } from '../../measurements/store.ts';
-import { calibrateSection, calibrateSummaryLines, calibrateWarnings, type CalibrateOutcome, type MeasurementCheck } from '../../report/calibrate-summary.ts';
+import { checkMeasurements } from '../../measurements/check.ts';
+import { calibrateSection, calibrateSummaryLines, calibrateWarnings, type CalibrateOutcome } from '../../report/calibrate-summary.ts';
 import { fitOutputFiles, outputPaths, renderFitReport } from '../../report/fit.ts';
 import { reportFiles } from '../../report/write.ts';
-import { displayPath } from '../../validate/index.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
-import { readStepsFile } from '../../validate/steps.ts';
-import { ENGINE_SM_MODES, type EngineSmMode, type ValidationResult } from '../../validate/types.ts';
-import { DEFAULT_CALIBRATE_FIT_HOST, validateWithProgress } from './validate.ts';
+import { ENGINE_SM_MODES, type EngineSmMode } from '../../validate/types.ts';
+import { type CalibrateHeldOut, calibrateHeldOut, DEFAULT_CALIBRATE_FIT_HOST } from '../../validate/calibrate.ts';
 
 interface CalibrateOpts {
   chip: string;
@@ -47,37 +46,6 @@ interface CalibrateOpts {
 
 /** DECISION (docs/validation.md): calibrate fits host terms per engine on every 4th row per group by default. */
 export { DEFAULT_CALIBRATE_FIT_HOST };
-
-/**
- * Step 1: check every stored file of a chip. Per-operator files: sha256 against the provenance's
- * output_sha256, row count from the provenance. Step files: parsed (format errors stop the job).
- * @throws UserError when the chip has no measurements.
- */
-export function checkMeasurements(dir: string): MeasurementCheck[] {
-  const out: MeasurementCheck[] = [];
-  const files = listMeasurementFiles(dir);
-  if (!files.length) throw new UserError(`no measurements in ${displayPath(dir)} (import some with \`stepcal import\`)`);
-  for (const f of files) {
-    if (!existsSync(provenancePath(f.file))) {
-      out.push({ file: displayPath(f.file), family: f.family, lane: f.lane, rows: 0, status: 'no provenance file' });
-      continue;
-    }
-    const prov = readProvenance(f.file);
-    const ok = prov.output_sha256 === sha256File(f.file);
-    out.push({ file: displayPath(f.file), family: f.family, lane: f.lane, rows: prov.rows_out, status: ok ? 'ok' : 'sha256 differs from provenance output_sha256' });
-  }
-  for (const f of listStepFiles(dir)) {
-    const { rows } = readStepsFile(f);
-    const lane = path.basename(f).replace(/\.steps\.csv(\.gz)?$/, '');
-    let status = 'ok';
-    if (existsSync(provenancePath(f))) {
-      const prov = readProvenance(f);
-      if (prov.output_sha256 && prov.output_sha256 !== sha256File(f)) status = 'sha256 differs from provenance output_sha256';
-    }
-    out.push({ file: displayPath(f), family: 'step (held-out)', lane, rows: rows.length, status });
-  }
-  return out;
-}
 
 export function register(program: Command): void {
   program
@@ -106,20 +74,12 @@ export function register(program: Command): void {
     });
 }
 
-/** Validate with the staged registry text (a private temp file beside the target, removed after). */
-function validateStaged(chip: string, registryFile: string, registryText: string, stepFiles: string[], opts: CalibrateOpts) {
+/** Calibrate's held-out step (src/validate/calibrate.ts) on the staged registry text: a private temp file beside the target, removed after. */
+function validateStaged(chip: string, registryFile: string, registryText: string, opts: CalibrateOpts): CalibrateHeldOut {
   const tmp = tempNameFor(registryFile);
   writeFileAtomic(tmp, registryText);
   try {
-    const base = { chip, registryFile: tmp, stepFiles };
-    const validation = validateWithProgress({
-      ...base,
-      fitHost: opts.fitHost,
-      engineSm: opts.engineSm as EngineSmMode,
-      flags: [`calibrate --chip ${chip}`, `--fit-host ${opts.fitHost}`, `--engine-sm ${opts.engineSm}`],
-    });
-    const registryHost = validateWithProgress({ ...base, flags: [`calibrate --chip ${chip}`, '(registry host terms)'] });
-    return { validation, registryHost };
+    return calibrateHeldOut(chip, tmp, opts.fitHost, opts.engineSm as EngineSmMode);
   } finally {
     rmSync(tmp, { force: true });
   }
@@ -150,22 +110,7 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
   const outputs: Array<{ file: string; data: string }> = fitOutputFiles(result, {}, fitReport);
 
   note(`calibrate ${chip}: 5/6 validating on held-out steps ...`);
-  const stepFiles = listStepFiles(dir);
-  let validation: ValidationResult | null = null;
-  let registryHost: ValidationResult | null = null;
-  let validation_note: string | undefined;
-  if (!stepFiles.length) {
-    validation_note =
-      `no held-out step timings for ${chip} (no measurements/${chip}/*.steps.csv), so held-out accuracy is not measured on this chip. ` +
-      `Splitwise step timings exist for h100 and a100: run \`stepcal calibrate --chip h100\` or \`--chip a100\`.`;
-  } else {
-    try {
-      ({ validation, registryHost } = validateStaged(chip, paths.registry, result.registry_text, stepFiles, opts));
-    } catch (err) {
-      if (!(err instanceof UserError)) throw err;
-      validation_note = `validation failed: ${err.message}`;
-    }
-  }
+  const { validation, registryHost, note: validation_note } = validateStaged(chip, paths.registry, result.registry_text, opts);
 
   const outcome: CalibrateOutcome = {
     chip,

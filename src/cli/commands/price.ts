@@ -1,11 +1,10 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
-import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
-import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { knownModels, loadHfQuantConfig, loadModelConfigText } from '../../core/catalog/model.ts';
 import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';
+import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { setupPricer } from '../../pricer/setup.ts';
@@ -62,12 +61,6 @@ function collectBatch(v: string, acc: string[]): string[] {
     throw e;
   }
   return [...acc, v];
-}
-
-/** A path as printed: relative to the repository root when inside it, else as given. */
-export function displayPath(file: string): string {
-  const rel = path.relative(REPO_ROOT, path.resolve(file));
-  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
 }
 
 /**

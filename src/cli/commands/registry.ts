@@ -5,6 +5,7 @@
  * Exit codes: 0 ok (an extrapolation refusal is a correct answer and exits 0); 1 validation errors,
  * a gate refusal, or bad input; 2 usage.
  */
+import { displayPath } from '../../core/io/paths.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
@@ -229,7 +230,7 @@ export function register(program: Command): void {
       const srcFile = o.fromRegistry ?? path.join(o.registryDir, `${o.from}.yaml`);
       if (!existsSync(srcFile)) throw new UserError(`no registry ${srcFile} for --from ${o.from}`);
       const file = o.out ?? path.join(o.registryDir, `${o.to}.yaml`);
-      const rel = (f: string) => path.relative(REPO_ROOT, path.resolve(f)).startsWith('..') ? f : path.relative(REPO_ROOT, path.resolve(f));
+      const rel = displayPath;
       const r = copyRegistry({
         from: from!,
         to: to!,

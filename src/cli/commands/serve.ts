@@ -15,7 +15,8 @@ import { toRecord } from '../../serve/metrics.ts';
 import { PRIORITIES, STEP_COMPOSITIONS, type Priority, type RequestSpec, type StepComposition } from '../../serve/types.ts';
 import { generateRequests, parseLengthDist, parseReplayCsv, type LengthDist } from '../../serve/workload.ts';
 import { serveReport, sweepSvg, sweepTable } from '../../report/serve.ts';
-import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
+import { displayPath } from '../../core/io/paths.ts';
+import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
 
 interface Opts extends Record<string, unknown> {
   model: string;

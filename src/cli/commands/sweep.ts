@@ -10,7 +10,8 @@ import { type Column, renderTable } from '../../core/render/table.ts';
 import { type SweepRow, sweepDecode } from '../../pricer/sweep.ts';
 import { sweepSvg } from '../../report/sweep.ts';
 import { setupPricer } from '../../pricer/setup.ts';
-import { addDeploymentOptions, deploymentFromFlags, displayPath } from './price.ts';
+import { displayPath } from '../../core/io/paths.ts';
+import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
 
 /** Columns of the sweep table (µs per step, and per request for NoOverlap). */
 const SWEEP_COLUMNS: Column[] = [

@@ -8,7 +8,7 @@ import { loadRegistryFile } from '../../registry/load.ts';
 import { requestValidationTable } from '../../report/requests.ts';
 import { parseRequestsCsv, requestRowsFromStaticBatches, validateRequestRows, type RequestRow } from '../../validate/requests.ts';
 import { readStepsFile } from '../../validate/steps.ts';
-import { displayPath } from '../../validate/index.ts';
+import { displayPath } from '../../core/io/paths.ts';
 
 /** Request-level rows of one file. */
 function rowsOf(file: string): RequestRow[] {

@@ -12,16 +12,13 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
-import { progress } from '../../core/io/progress.ts';
-import { listStepFiles } from '../../measurements/store.ts';
-import { loadRegistryFile } from '../../registry/load.ts';
+import { displayPath } from '../../core/io/paths.ts';
 import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.ts';
 import { writeReport } from '../../report/write.ts';
-import { defaultValidationDeps } from '../../validate/pricing.ts';
-import { displayPath, runValidation } from '../../validate/index.ts';
+import { DEFAULT_CALIBRATE_FIT_HOST, defaultStepFiles, REGISTRY_HOST_NOTE, validateWithProgress } from '../../validate/calibrate.ts';
 import { HOST_WEIGHTINGS, type HostWeighting } from '../../validate/hostfit.ts';
 import { runRequestValidation } from './validate-requests.ts';
-import { COMPOSITIONS, ENGINE_SM_MODES, type Composition, type EngineSmMode, type ValidationResult } from '../../validate/types.ts';
+import { COMPOSITIONS, ENGINE_SM_MODES, type Composition, type EngineSmMode } from '../../validate/types.ts';
 
 interface ValidateOpts {
   chip: string;
@@ -37,58 +34,6 @@ interface ValidateOpts {
   md?: boolean;
   out?: string;
   report?: boolean;
-}
-
-/**
- * The host-term rule `stepcal calibrate` validates with by default (DECISION, docs/validation.md): per-engine
- * host terms fitted on every 4th row per group, those rows not scored. `validate` without `--fit-host`
- * uses the registry's host terms instead and says so (REGISTRY_HOST_NOTE), so the two never disagree silently.
- */
-export const DEFAULT_CALIBRATE_FIT_HOST = 'fraction=0.25';
-
-/** The one line `validate` prints when it prices with the registry's host terms (no --fit-host). */
-export const REGISTRY_HOST_NOTE = `host terms: the registry's (no --fit-host); calibrate fits them per engine: pass --fit-host ${DEFAULT_CALIBRATE_FIT_HOST} to match`;
-
-/** Held-out step files for a chip (measurements/<chip>/*.steps.csv[.gz]). */
-export function defaultStepFiles(chip: string): string[] {
-  return listStepFiles(path.join(REPO_ROOT, 'measurements', chip));
-}
-
-/** Run a validation with a progress bar on stderr. */
-export function validateWithProgress(args: {
-  chip: string;
-  registryFile: string;
-  stepFiles: string[];
-  fitHost?: string;
-  engineSm?: EngineSmMode;
-  hostWeighting?: HostWeighting;
-  composition?: Composition;
-  scoreFlagged?: boolean;
-  flags: string[];
-}): ValidationResult {
-  const registry = loadRegistryFile(args.registryFile);
-  const deps = defaultValidationDeps(registry);
-  let bar: ReturnType<typeof progress> | undefined;
-  deps.onRowPriced = (done, total) => {
-    bar ??= progress(`pricing held-out rows (${args.chip})`, total);
-    bar.tick();
-    if (done === total) bar.done();
-  };
-  return runValidation(
-    {
-      chip: args.chip,
-      registry,
-      registryFile: args.registryFile,
-      stepFiles: args.stepFiles,
-      ...(args.fitHost ? { fitHost: args.fitHost } : {}),
-      ...(args.engineSm ? { engineSm: args.engineSm } : {}),
-      ...(args.hostWeighting ? { hostWeighting: args.hostWeighting } : {}),
-      ...(args.composition ? { composition: args.composition } : {}),
-      ...(args.scoreFlagged ? { excludeFlags: {} } : {}),
-      flags: args.flags,
-    },
-    deps,
-  );
 }
 
 export function register(program: Command): void {

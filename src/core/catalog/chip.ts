@@ -5,18 +5,17 @@
  * once to stepcal's internal units: FLOPs per µs and bytes per µs.
  * 1 TFLOP/s = 1e6 FLOP/µs; 1 TB/s = 1e6 B/µs; 1 GB/s = 1e3 B/µs.
  */
-import { pathInside } from '../io/paths.ts';
+import { pathInside, REPO_ROOT } from '../io/paths.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
 import { readText } from '../io/fs.ts';
 import type { GemmDtype } from './dtypes.ts';
 
-/** Repository root (two levels above this file). */
-export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+/** Repository root (defined in core/io/paths.ts). */
+export { REPO_ROOT };
 export const CHIPS_DIR = path.join(REPO_ROOT, 'catalog', 'chips');
 
 const positive = z.number().finite().positive();

@@ -1,11 +1,19 @@
 /**
- * Names that become paths (issue 12 item 7): a chip, model or lane name given on the command line is
- * joined to a folder (`catalog/chips/<chip>.yaml`, `measurements/<chip>/`, `registry/<chip>.yaml`),
- * so it must be a plain name, `[a-z0-9._-]+`, and the path it makes must stay inside that folder
- * (`..` matches the pattern but leaves it).
+ * Paths: names that become paths (issue 12 item 7) and how stepcal prints and records file paths.
+ *
+ * A chip, model or lane name given on the command line is joined to a folder (`catalog/chips/<chip>.yaml`,
+ * `measurements/<chip>/`, `registry/<chip>.yaml`), so it must be a plain name, `[a-z0-9._-]+`, and the
+ * path it makes must stay inside that folder (`..` matches the pattern but leaves it).
+ *
+ * Paths are printed and recorded relative to the repository root (REPO_ROOT, the checkout that holds
+ * this file), so pins, provenance and messages are the same on every clone.
  */
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.ts';
+
+/** The checkout that holds this file (src/core/io/ → three levels up); also exported by core/catalog/chip.ts. */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** The pattern every name that becomes a path must match. */
 export const NAME_RE = /^[a-z0-9._-]+$/;
@@ -30,4 +38,15 @@ export function checkName(what: string, name: string): void {
   if (!NAME_RE.test(name) || name === '.' || name === '..') {
     throw new UsageError(`${what} "${name}": expected a name of lower-case letters, digits, '.', '_' or '-' ([a-z0-9._-]+, not . or ..)`);
   }
+}
+
+/** A path as printed: relative to the repository root when inside it, else as given. */
+export function displayPath(file: string): string {
+  const rel = path.relative(REPO_ROOT, path.resolve(file));
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
+}
+
+/** A path as recorded in provenance: always relative to the repository root (`../shared/...`), with `/` separators. */
+export function provenanceRelativePath(file: string): string {
+  return path.relative(REPO_ROOT, path.resolve(file)).split(path.sep).join('/');
 }
