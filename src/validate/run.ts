@@ -14,6 +14,7 @@ import {
   parseHostRule,
   selectTrainingRows,
   type HostFeatures,
+  type HostRule,
   type HostWeighting,
 } from './hostfit.ts';
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
@@ -129,21 +130,54 @@ function shapeGroup(r: LocatedStepRow, regime: Regime): string {
   return r.group !== '' ? r.group : aggregationKey({ ...r, regime });
 }
 
-/**
- * Validate parsed rows on `opts.chip`.
- * Rows of another chip are skipped with a warning (the registry is per chip).
- * @throws UserError when no row is left, or naming file and row when pricing fails.
- */
-export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): CoreResult {
-  const warnings: string[] = [];
-  const rows = all.filter((r) => r.chip === opts.chip);
-  const skipped = all.length - rows.length;
-  if (skipped > 0) {
-    const chips = [...new Set(all.filter((r) => r.chip !== opts.chip).map((r) => r.chip))].join(', ');
-    warnings.push(`${skipped} row(s) measured on another chip (${chips}) skipped: this validation prices ${opts.chip}`);
-  }
-  if (rows.length === 0) throw new UserError(`no held-out rows for chip ${opts.chip} in the given files`);
+/** The rows of one validation, priced once, and what every later step reads from them. */
+interface Priced {
+  rows: LocatedStepRow[];
+  priced: RowPrice[];
+  features: HostFeatures[];
+  regimes: Regime[];
+  /** exclusion flag per row, or undefined when it is scored */
+  excl: Array<string | undefined>;
+  keys: PricerKey[];
+}
 
+/** Host terms fitted per `${engine}|${composition}`, without (false) and with (true) the engine term s. */
+interface HostFits {
+  host_fit?: HostFitResult;
+  training: Set<number>;
+  fittedBy: Record<'false' | 'true', Map<string, HostFitEngine>>;
+  /** Row index → CMOverlap without host at its engine's fitted s (the "with s" variant). */
+  cmScaled: Map<number, number>;
+}
+
+/** Which compositions take their s variant. */
+type Use = Record<Composition, boolean>;
+
+/** The rows measured on `chip`; a warning names the other chips' rows that are skipped. @throws UserError when none is left */
+function rowsOnChip(all: readonly LocatedStepRow[], chip: string): { rows: LocatedStepRow[]; warnings: string[] } {
+  const rows = all.filter((r) => r.chip === chip);
+  const skipped = all.length - rows.length;
+  const warnings: string[] = [];
+  if (skipped > 0) {
+    const chips = [...new Set(all.filter((r) => r.chip !== chip).map((r) => r.chip))].join(', ');
+    warnings.push(`${skipped} row(s) measured on another chip (${chips}) skipped: this validation prices ${chip}`);
+  }
+  if (rows.length === 0) throw new UserError(`no held-out rows for chip ${chip} in the given files`);
+  return { rows, warnings };
+}
+
+/** Host-fit features of one priced row (kernel counts from `deps.kernelsPerStep`, NaN when unknown). */
+function featuresOf(r: LocatedStepRow, p: RowPrice, key: PricerKey, deps: ValidationDeps): HostFeatures {
+  let kernel_steps = NaN;
+  if (deps.kernelsPerStep) {
+    if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
+    else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
+  }
+  return { steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm };
+}
+
+/** Price every row once (one pricer per deployment). @throws UserError naming file and row when a row cannot be priced */
+function priceRows(rows: LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): Priced {
   const pricers = new Map<string, Pricer>();
   const priced: RowPrice[] = [];
   const features: HostFeatures[] = [];
@@ -158,192 +192,181 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
       throw err;
     }
-    const p = priced[priced.length - 1]!;
-    let kernel_steps = NaN;
-    if (deps.kernelsPerStep) {
-      if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
-      else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
-    }
-    features.push({ steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm });
+    features.push(featuresOf(r, priced[priced.length - 1]!, key, deps));
     deps.onRowPriced?.(priced.length, rows.length);
   }
   const regimes = rows.map(regimeOf);
   const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
-  const keys = rows.map((r) => keyOf(r, opts.chip));
+  return { rows, priced, features, regimes, excl, keys: rows.map((r) => keyOf(r, opts.chip)) };
+}
 
-  /** CMOverlap without host of rows `idx`, priced with every SM time scaled by s (fresh pricers: µs each). */
-  const cmNohostAt = (idx: readonly number[], s: number): number[] => {
-    if (s === 1) return idx.map((i) => priced[i]!.cm_overlap_nohost_us);
-    const scaled = new Map<string, Pricer>();
-    return idx.map((i) => {
-      const ks = JSON.stringify(keys[i]);
-      let p = scaled.get(ks);
-      if (!p) scaled.set(ks, (p = deps.pricerFor(keys[i]!, { sm_scale: s })));
-      return priceRow(rows[i]!, p).cm_overlap_nohost_us;
-    });
-  };
-  const nohostOf = (i: number, c: Composition): number =>
-    c === 'no_overlap' ? priced[i]!.no_overlap_nohost_us : c === 'overlap' ? priced[i]!.overlap_nohost_us : priced[i]!.cm_overlap_nohost_us;
+/** CMOverlap without host of rows `idx`, priced with every SM time scaled by s (fresh pricers: µs each). */
+function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: number): number[] {
+  if (s === 1) return idx.map((i) => P.priced[i]!.cm_overlap_nohost_us);
+  const scaled = new Map<string, Pricer>();
+  return idx.map((i) => {
+    const ks = JSON.stringify(P.keys[i]);
+    let p = scaled.get(ks);
+    if (!p) scaled.set(ks, (p = deps.pricerFor(P.keys[i]!, { sm_scale: s })));
+    return priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
+  });
+}
 
-  // Host terms: the registry's (inside the pricer), or fitted per engine on a training subset.
-  let host_fit: HostFitResult | undefined;
-  const training = new Set<number>();
-  const weighting: HostWeighting = opts.hostWeighting ?? 'relative';
-  // Fitted per `${engine}|${composition}`, for the variant without (false) and with (true) the engine
-  // compute-efficiency term s: NoOverlap by linear least squares, CMOverlap by a bounded 1-D search
-  // (s inside max(s·SM, HBM); skipped under --engine-sm off); Overlap keeps the host-only fit in both.
-  const fittedBy: Record<'false' | 'true', Map<string, HostFitEngine>> = { false: new Map(), true: new Map() };
-  /** Row index → CMOverlap without host at its engine's fitted s (the "with s" variant). */
-  const cmScaled = new Map<number, number>();
-  const engineSmMode: EngineSmMode = opts.engineSm ?? 'off';
-  const cmSearch = engineSmMode !== 'off';
-  if (opts.fitHost === undefined && engineSmMode === 'on') throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
-  if (opts.fitHost !== undefined) {
-    const rule = parseHostRule(opts.fitHost);
-    // Flag-excluded rows neither train nor score; selection runs over the eligible rows only.
-    const eligible = rows.map((_, i) => i).filter((i) => excl[i] === undefined);
-    for (const j of selectTrainingRows(
-      eligible.map((i) => ({ batch: batchSizeOf(rows[i]!), group: shapeGroup(rows[i]!, regimes[i]!) })),
-      rule,
-    ))
-      training.add(eligible[j]!);
-    const engines = [...new Set(rows.map((r) => r.engine))];
-    const notes: string[] = [];
-    for (const engine of engines) {
-      const idx = [...training].filter((i) => rows[i]!.engine === engine).sort((a, b) => a - b);
-      if (idx.length === 0) {
-        notes.push(`engine ${engine}: no training rows under ${opts.fitHost}; its rows keep the registry's host terms`);
-        continue;
-      }
-      const measured_us = idx.map((i) => rows[i]!.measured_us);
-      const feats = idx.map((i) => features[i]!);
-      for (const c of COMPOSITIONS) {
-        const resid = idx.map((i) => rows[i]!.measured_us - nohostOf(i, c));
-        const base = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us });
-        fittedBy.false.set(`${engine}|${c}`, base);
-        let withS = base;
-        if (c === 'no_overlap') withS = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us, engineSm: true });
-        else if (c === 'cm_overlap' && cmSearch) {
-          withS = fitHostTermsWithScaleSearch(engine, c, feats, measured_us, (s) => cmNohostAt(idx, s), rule.kind, weighting);
-          const all = rows.map((_, i) => i).filter((i) => rows[i]!.engine === engine);
-          const at = cmNohostAt(all, withS.sm_scale!.value);
-          all.forEach((i, j) => cmScaled.set(i, at[j]!));
-        }
-        fittedBy.true.set(`${engine}|${c}`, withS);
-      }
+/** A row's price without host under composition `c`, µs. */
+function nohostOf(P: Priced, i: number, c: Composition): number {
+  const p = P.priced[i]!;
+  return c === 'no_overlap' ? p.no_overlap_nohost_us : c === 'overlap' ? p.overlap_nohost_us : p.cm_overlap_nohost_us;
+}
+
+/**
+ * Fit one engine's host terms per composition on its training rows `idx`, without and with s:
+ * NoOverlap by linear least squares, CMOverlap by a bounded 1-D search (s inside max(s·SM, HBM);
+ * skipped under --engine-sm off); Overlap keeps the host-only fit in both.
+ */
+function fitEngine(P: Priced, deps: ValidationDeps, F: HostFits, engine: string, idx: number[], rule: HostRule, o: { weighting: HostWeighting; cmSearch: boolean }): void {
+  const measured_us = idx.map((i) => P.rows[i]!.measured_us);
+  const feats = idx.map((i) => P.features[i]!);
+  const weighting = o.weighting;
+  for (const c of COMPOSITIONS) {
+    const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
+    const base = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us });
+    F.fittedBy.false.set(`${engine}|${c}`, base);
+    let withS = base;
+    if (c === 'no_overlap') withS = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us, engineSm: true });
+    else if (c === 'cm_overlap' && o.cmSearch) {
+      withS = fitHostTermsWithScaleSearch(engine, c, feats, measured_us, (s) => cmNohostAt(P, deps, idx, s), rule.kind, weighting);
+      const all = P.rows.map((_, i) => i).filter((i) => P.rows[i]!.engine === engine);
+      const at = cmNohostAt(P, deps, all, withS.sm_scale!.value);
+      all.forEach((i, j) => F.cmScaled.set(i, at[j]!));
     }
-    host_fit = {
-      rule: opts.fitHost,
-      weighting,
-      fits: [],
-      training_rows: [...training].sort((a, b) => a - b).map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
-      notes: [...notes, ...(rule.kind === 'batch1' ? [[...fittedBy.false.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
-    };
-    if (training.size === excl.filter((e) => e === undefined).length) throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
+    F.fittedBy.true.set(`${engine}|${c}`, withS);
   }
+}
 
-  // Extrapolation reasons per row (the pricer's notes grouped; see extrapolationReason).
-  const reasonsOf = priced.map((p) => [...new Set(p.notes.map(extrapolationReason))]);
-
-  type Use = Record<Composition, boolean>;
-  /**
-   * Rows priced under `use` (which compositions take their s variant); `resFor` is the composition
-   * whose resources and host the row reports (the headline; predictions do not depend on it).
-   */
-  const buildResults = (use: Use, resFor: Composition = 'no_overlap'): RowResult[] =>
-    rows.map((r, i) => {
-      const p = priced[i]!;
-      const fitOf = (c: Composition) => (use[c] ? fittedBy.true : fittedBy.false).get(`${r.engine}|${c}`);
-      const hostFor = (c: Composition): number => {
-        const f = fitOf(c);
-        return f ? applyHostTerms(f, features[i]!) : p.host_us;
-      };
-      const noFit = fitOf('no_overlap');
-      const sm_extra_us = noFit ? engineSmExtraUs(noFit, features[i]!) : 0;
-      const cmNohost = use.cm_overlap ? (cmScaled.get(i) ?? p.cm_overlap_nohost_us) : p.cm_overlap_nohost_us;
-      const predicted_us: Record<Composition, number> = {
-        no_overlap: p.no_overlap_nohost_us + sm_extra_us + hostFor('no_overlap'),
-        cm_overlap: cmNohost + hostFor('cm_overlap'),
-        overlap: p.overlap_nohost_us + hostFor('overlap'),
-      };
-      const ratio = {} as Record<Composition, number>;
-      for (const c of COMPOSITIONS) ratio[c] = predicted_us[c] / r.measured_us;
-      // Resources of the reported composition: SM with its s (NoOverlap: + (s − 1)·T_SM; CMOverlap: s·T_SM,
-      // as the scaled pricer charges it; Overlap: none), host as its fit prices it.
-      const cmFit = fitOf('cm_overlap');
-      const smOf: Record<Composition, number> = {
-        no_overlap: p.resources_us.sm + sm_extra_us,
-        cm_overlap: p.resources_us.sm * (use.cm_overlap && cmScaled.has(i) ? (cmFit?.sm_scale?.value ?? 1) : 1),
-        overlap: p.resources_us.sm,
-      };
-      const host_us = hostFor(resFor);
-      const resources_us: ResourceTimes = { ...p.resources_us, sm: smOf[resFor], host: host_us };
-      return {
-        file: r.file,
-        row: r.row,
-        model: r.model,
-        chip: r.chip,
-        tp: r.tp,
-        engine: r.engine,
-        kind: r.kind,
-        regime: regimes[i]!,
-        batch: batchSizeOf(r),
-        group: shapeGroup(r, regimes[i]!),
-        flags: r.flags,
-        measured_us: r.measured_us,
-        predicted_us,
-        ratio,
-        host_us,
-        bottleneck: bottleneckOf(resources_us),
-        resources_us,
-        steps_priced: p.steps,
-        extrapolated: p.extrapolated,
-        extrapolation_reasons: reasonsOf[i]!,
-        used_for_host_fit: training.has(i),
-        ...(excl[i] !== undefined ? { excluded: excl[i] } : {}),
-      };
-    });
-
-  const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
-    rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
-  const heldOf = (results: readonly RowResult[]) => results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
-  const regimesOf = (held: readonly RowResult[], c: Composition): Record<Regime, RegimeMetrics | null> => {
-    const o = {} as Record<Regime, RegimeMetrics | null>;
-    for (const g of REGIMES) o[g] = metricsOrNull(pts(held.filter((r) => r.regime === g), c));
-    return o;
+/**
+ * Host terms: the registry's (inside the pricer, no `opts.fitHost`), or fitted per engine on the
+ * training subset `opts.fitHost` selects among the rows no flag excludes (those rows are not scored).
+ * @throws UserError when --engine-sm on lacks --fit-host, or when the rule selects every row
+ */
+function fitHost(P: Priced, opts: CoreOptions, deps: ValidationDeps): HostFits {
+  const F: HostFits = { training: new Set<number>(), fittedBy: { false: new Map(), true: new Map() }, cmScaled: new Map() };
+  const engineSmMode: EngineSmMode = opts.engineSm ?? 'off';
+  if (opts.fitHost === undefined && engineSmMode === 'on') throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
+  if (opts.fitHost === undefined) return F;
+  const rule = parseHostRule(opts.fitHost);
+  const weighting: HostWeighting = opts.hostWeighting ?? 'relative';
+  const { rows } = P;
+  const eligible = rows.map((_, i) => i).filter((i) => P.excl[i] === undefined);
+  const chosen = selectTrainingRows(eligible.map((i) => ({ batch: batchSizeOf(rows[i]!), group: shapeGroup(rows[i]!, P.regimes[i]!) })), rule);
+  for (const j of chosen) F.training.add(eligible[j]!);
+  const notes: string[] = [];
+  for (const engine of [...new Set(rows.map((r) => r.engine))]) {
+    const idx = [...F.training].filter((i) => rows[i]!.engine === engine).sort((a, b) => a - b);
+    if (idx.length === 0) notes.push(`engine ${engine}: no training rows under ${opts.fitHost}; its rows keep the registry's host terms`);
+    else fitEngine(P, deps, F, engine, idx, rule, { weighting, cmSearch: engineSmMode !== 'off' });
+  }
+  F.host_fit = {
+    rule: opts.fitHost,
+    weighting,
+    fits: [],
+    training_rows: [...F.training].sort((a, b) => a - b).map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
+    notes: [...notes, ...(rule.kind === 'batch1' ? [[...F.fittedBy.false.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
   };
-
-  // The engine compute-efficiency term: for NoOverlap and CMOverlap, both variants are scored on the
-  // same held-out rows; each composition's headline variant follows `engineSmMode` (auto = held-out
-  // evidence, rule in engineSmChoice), independently.
-  const use: Use = { no_overlap: false, cm_overlap: false, overlap: false };
-  let engine_sm: EngineSmOutcome | undefined;
-  let engine_sm_cm_overlap: EngineSmOutcome | undefined;
-  if (host_fit) {
-    const heldNone = heldOf(buildResults({ no_overlap: false, cm_overlap: false, overlap: false }));
-    const heldAll = heldOf(buildResults({ no_overlap: true, cm_overlap: true, overlap: false }));
-    const outcome = (c: Composition): EngineSmOutcome => {
-      const without = regimesOf(heldNone, c);
-      const withSm = regimesOf(heldAll, c);
-      const choice = engineSmChoice(without, withSm, engineSmMode, c);
-      use[c] = choice.use;
-      const withFits = [...fittedBy.true.values()].filter((f) => f.composition === c);
-      return {
-        mode: engineSmMode,
-        composition: c,
-        used: choice.use,
-        reason: choice.reason,
-        scales: withFits.filter((f) => f.sm_scale).map((f) => ({ engine: f.engine, ...f.sm_scale! })),
-        without: { regimes: without, overall: computeMetrics(pts(heldNone, c)) },
-        with: { regimes: withSm, overall: computeMetrics(pts(heldAll, c)) },
-        with_fits: withFits,
-      };
-    };
-    engine_sm = outcome('no_overlap');
-    if (cmSearch) engine_sm_cm_overlap = outcome('cm_overlap');
-    host_fit.fits = [...fittedBy.false.keys()].map((k) => (use[k.slice(k.lastIndexOf('|') + 1) as Composition] ? fittedBy.true : fittedBy.false).get(k)!);
+  if (F.training.size === P.excl.filter((e) => e === undefined).length) {
+    throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
   }
-  let results = buildResults(use);
+  return F;
+}
+
+/**
+ * One row's result under `use` (which compositions take their s variant); `resFor` is the
+ * composition whose resources and host the row reports (the headline; predictions do not depend on it).
+ */
+function rowResult(P: Priced, F: HostFits, i: number, use: Use, resFor: Composition, reasons: string[]): RowResult {
+  const r = P.rows[i]!;
+  const p = P.priced[i]!;
+  const fitOf = (c: Composition) => (use[c] ? F.fittedBy.true : F.fittedBy.false).get(`${r.engine}|${c}`);
+  const hostFor = (c: Composition): number => {
+    const f = fitOf(c);
+    return f ? applyHostTerms(f, P.features[i]!) : p.host_us;
+  };
+  const noFit = fitOf('no_overlap');
+  const sm_extra_us = noFit ? engineSmExtraUs(noFit, P.features[i]!) : 0;
+  const cmNohost = use.cm_overlap ? (F.cmScaled.get(i) ?? p.cm_overlap_nohost_us) : p.cm_overlap_nohost_us;
+  const predicted_us: Record<Composition, number> = {
+    no_overlap: p.no_overlap_nohost_us + sm_extra_us + hostFor('no_overlap'),
+    cm_overlap: cmNohost + hostFor('cm_overlap'),
+    overlap: p.overlap_nohost_us + hostFor('overlap'),
+  };
+  const ratio = {} as Record<Composition, number>;
+  for (const c of COMPOSITIONS) ratio[c] = predicted_us[c] / r.measured_us;
+  // Resources of the reported composition: SM with its s (NoOverlap: + (s − 1)·T_SM; CMOverlap: s·T_SM,
+  // as the scaled pricer charges it; Overlap: none), host as its fit prices it.
+  const cmFit = fitOf('cm_overlap');
+  const smOf: Record<Composition, number> = {
+    no_overlap: p.resources_us.sm + sm_extra_us,
+    cm_overlap: p.resources_us.sm * (use.cm_overlap && F.cmScaled.has(i) ? (cmFit?.sm_scale?.value ?? 1) : 1),
+    overlap: p.resources_us.sm,
+  };
+  const host_us = hostFor(resFor);
+  const resources_us: ResourceTimes = { ...p.resources_us, sm: smOf[resFor], host: host_us };
+  const regime = P.regimes[i]!;
+  return {
+    ...{ file: r.file, row: r.row, model: r.model, chip: r.chip, tp: r.tp, engine: r.engine, kind: r.kind, regime },
+    ...{ batch: batchSizeOf(r), group: shapeGroup(r, regime), flags: r.flags, measured_us: r.measured_us, predicted_us, ratio, host_us },
+    ...{ bottleneck: bottleneckOf(resources_us), resources_us, steps_priced: p.steps, extrapolated: p.extrapolated, extrapolation_reasons: reasons },
+    used_for_host_fit: F.training.has(i),
+    ...(P.excl[i] !== undefined ? { excluded: P.excl[i] } : {}),
+  };
+}
+
+/** Every row's result under `use`, reporting `resFor`'s resources (rowResult). */
+function buildResults(P: Priced, F: HostFits, use: Use, resFor: Composition = 'no_overlap'): RowResult[] {
+  // Extrapolation reasons per row (the pricer's notes grouped; see extrapolationReason).
+  return P.rows.map((_, i) => rowResult(P, F, i, use, resFor, [...new Set(P.priced[i]!.notes.map(extrapolationReason))]));
+}
+
+const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
+  rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
+const heldOf = (results: readonly RowResult[]) => results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+function regimesOf(held: readonly RowResult[], c: Composition): Record<Regime, RegimeMetrics | null> {
+  const o = {} as Record<Regime, RegimeMetrics | null>;
+  for (const g of REGIMES) o[g] = metricsOrNull(pts(held.filter((r) => r.regime === g), c));
+  return o;
+}
+
+/**
+ * The engine compute-efficiency term: for NoOverlap and CMOverlap, both variants are scored on the
+ * same held-out rows; each composition's headline variant follows `mode` (auto = held-out evidence,
+ * rule in engineSmChoice), independently. Sets `host_fit.fits` to the variants used.
+ */
+function chooseEngineSm(P: Priced, F: HostFits, mode: EngineSmMode): { use: Use; engine_sm?: EngineSmOutcome; engine_sm_cm_overlap?: EngineSmOutcome } {
+  const use: Use = { no_overlap: false, cm_overlap: false, overlap: false };
+  if (!F.host_fit) return { use };
+  const heldNone = heldOf(buildResults(P, F, { no_overlap: false, cm_overlap: false, overlap: false }));
+  const heldAll = heldOf(buildResults(P, F, { no_overlap: true, cm_overlap: true, overlap: false }));
+  const outcome = (c: Composition): EngineSmOutcome => {
+    const without = regimesOf(heldNone, c);
+    const withSm = regimesOf(heldAll, c);
+    const choice = engineSmChoice(without, withSm, mode, c);
+    use[c] = choice.use;
+    const withFits = [...F.fittedBy.true.values()].filter((f) => f.composition === c);
+    return {
+      ...{ mode, composition: c, used: choice.use, reason: choice.reason },
+      scales: withFits.filter((f) => f.sm_scale).map((f) => ({ engine: f.engine, ...f.sm_scale! })),
+      without: { regimes: without, overall: computeMetrics(pts(heldNone, c)) },
+      with: { regimes: withSm, overall: computeMetrics(pts(heldAll, c)) },
+      with_fits: withFits,
+    };
+  };
+  const engine_sm = outcome('no_overlap');
+  const engine_sm_cm_overlap = mode !== 'off' ? outcome('cm_overlap') : undefined;
+  F.host_fit.fits = [...F.fittedBy.false.keys()].map((k) => (use[k.slice(k.lastIndexOf('|') + 1) as Composition] ? F.fittedBy.true : F.fittedBy.false).get(k)!);
+  return { use, engine_sm, ...(engine_sm_cm_overlap ? { engine_sm_cm_overlap } : {}) };
+}
+
+/** @throws UserError naming file and row when any composition's prediction is not positive */
+function checkPositive(results: readonly RowResult[]): void {
   for (const rr of results) {
     for (const c of COMPOSITIONS) {
       if (!(rr.predicted_us[c] > 0)) {
@@ -351,71 +374,88 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
       }
     }
   }
+}
 
-  const held = heldOf(results);
-  if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
+/** Held-out metrics per composition: per regime, pooled, and per aggregation group. */
+function scoreHeldOut(held: readonly RowResult[]): Pick<CoreResult, 'regimes_by_composition' | 'overall_by_composition' | 'groups'> {
   const regimes_by_composition = {} as Record<Composition, Record<Regime, RegimeMetrics | null>>;
   const overall_by_composition = {} as Record<Composition, RegimeMetrics>;
   for (const c of COMPOSITIONS) {
     regimes_by_composition[c] = regimesOf(held, c);
     overall_by_composition[c] = computeMetrics(pts(held, c));
   }
-
-  const groupsMap = groupBy(held, aggregationKey);
-  const groups: GroupMetrics[] = [...groupsMap.values()].map((g) => {
+  const groups: GroupMetrics[] = [...groupBy(held, aggregationKey).values()].map((g) => {
     const metrics = {} as Record<Composition, RegimeMetrics>;
     for (const c of COMPOSITIONS) metrics[c] = computeMetrics(pts(g, c));
     return { key: { model: g[0]!.model, chip: g[0]!.chip, tp: g[0]!.tp, kind: g[0]!.kind, engine: g[0]!.engine, regime: g[0]!.regime }, metrics };
   });
+  return { regimes_by_composition, overall_by_composition, groups };
+}
 
-  const { headline, headline_reason } = headlineChoice(overall_by_composition, regimes_by_composition, held.length, opts.composition);
-  // Rows report the headline's resources and host (same predictions, same held-out set).
-  if (headline !== 'no_overlap') results = buildResults(use, headline);
-
-  const extrapolation = extrapolationCounts(results);
-
-  // Decode double-charge check (issue 7 "one known trap"): a GEMM ramp that already contains the
-  // weight reads makes small-batch decode SM time comparable to the HBM weight read. A compute-only
-  // ramp gives SM/HBM ≈ (FLOPs per weight byte = m) · (1 + m_half/m) · derate / (ridge · eps_max),
-  // with ridge = peak/bandwidth ≈ 150–300 FLOP/B on the shipped chips: well under 0.1 at batch ≤ 4.
-  // DECISION: flag above 0.25.
-  let double_charge: CoreResult['double_charge'];
-  // Uses the registry's SM (the pricer's, before any engine compute-efficiency term): the check is about the ramp.
+/**
+ * Decode double-charge check (issue 7 "one known trap"): a GEMM ramp that already contains the
+ * weight reads makes small-batch decode SM time comparable to the HBM weight read. A compute-only
+ * ramp gives SM/HBM ≈ (FLOPs per weight byte = m) · (1 + m_half/m) · derate / (ridge · eps_max),
+ * with ridge = peak/bandwidth ≈ 150–300 FLOP/B on the shipped chips: well under 0.1 at batch ≤ 4.
+ * DECISION: flag above 0.25. Uses the registry's SM (the pricer's, before any engine
+ * compute-efficiency term): the check is about the ramp.
+ */
+function doubleChargeCheck(results: readonly RowResult[], priced: readonly RowPrice[]): CoreResult['double_charge'] {
   const dec = results.map((r, i) => ({ r, p: priced[i]! })).filter(({ r, p }) => r.regime === 'decode' && r.batch <= 4 && p.resources_us.hbm > 0);
-  if (dec.length) {
-    const ratios = dec.map(({ p }) => p.resources_us.sm / p.resources_us.hbm);
-    const max = Math.max(...ratios);
-    double_charge = {
-      checked_rows: dec.length,
-      max_sm_over_hbm: max,
-      suspicious: max > DOUBLE_CHARGE_SM_OVER_HBM,
-      note:
-        max > DOUBLE_CHARGE_SM_OVER_HBM
-          ? `decode steps at batch ≤ 4 price SM at up to ${(100 * max).toFixed(0)}% of HBM: the GEMM ramp may contain the weight reads (double charge under NoOverlap)`
-          : `decode steps at batch ≤ 4 price SM at most ${(100 * max).toFixed(0)}% of HBM: weight reads are not re-charged as SM time`,
-    };
-  }
+  if (!dec.length) return undefined;
+  const max = Math.max(...dec.map(({ p }) => p.resources_us.sm / p.resources_us.hbm));
+  const suspicious = max > DOUBLE_CHARGE_SM_OVER_HBM;
+  const note = suspicious
+    ? `decode steps at batch ≤ 4 price SM at up to ${(100 * max).toFixed(0)}% of HBM: the GEMM ramp may contain the weight reads (double charge under NoOverlap)`
+    : `decode steps at batch ≤ 4 price SM at most ${(100 * max).toFixed(0)}% of HBM: weight reads are not re-charged as SM time`;
+  return { checked_rows: dec.length, max_sm_over_hbm: max, suspicious, note };
+}
 
+/** Metrics of the flag-excluded rows per (flag, regime), under the headline composition. */
+function flaggedMetrics(results: readonly RowResult[], headline: Composition): NonNullable<CoreResult['flagged']> {
   const flagged: NonNullable<CoreResult['flagged']> = [];
   for (const [k, g] of groupBy(results.filter((r) => r.excluded !== undefined), (r) => `${r.excluded}|${r.regime}`)) {
     const [flag, regime] = k.split('|') as [string, Regime];
     flagged.push({ flag, regime, metrics: computeMetrics(pts(g, headline)) });
   }
+  return flagged;
+}
 
+/**
+ * Validate parsed rows on `opts.chip`: price every row, fit the host terms (and the engine term s)
+ * on the training subset when asked, score the held-out rows per composition and regime, and pick
+ * the headline composition. Rows of another chip are skipped with a warning (the registry is per chip).
+ * @throws UserError when no row is left, or naming file and row when pricing fails.
+ */
+export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): CoreResult {
+  const { rows, warnings } = rowsOnChip(all, opts.chip);
+  const P = priceRows(rows, opts, deps);
+  const F = fitHost(P, opts, deps);
+  const { use, engine_sm, engine_sm_cm_overlap } = chooseEngineSm(P, F, opts.engineSm ?? 'off');
+  let results = buildResults(P, F, use);
+  checkPositive(results);
+  const held = heldOf(results);
+  if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
+  const scores = scoreHeldOut(held);
+  const { headline, headline_reason } = headlineChoice(scores.overall_by_composition, scores.regimes_by_composition, held.length, opts.composition);
+  // Rows report the headline's resources and host (same predictions, same held-out set).
+  if (headline !== 'no_overlap') results = buildResults(P, F, use, headline);
+  const double_charge = doubleChargeCheck(results, P.priced);
+  const flagged = flaggedMetrics(results, headline);
   return {
     chip: opts.chip,
     rows: results,
-    regimes: regimes_by_composition[headline],
-    regimes_by_composition,
-    groups,
-    overall: overall_by_composition[headline],
-    overall_by_composition,
+    regimes: scores.regimes_by_composition[headline],
+    regimes_by_composition: scores.regimes_by_composition,
+    groups: scores.groups,
+    overall: scores.overall_by_composition[headline],
+    overall_by_composition: scores.overall_by_composition,
     headline,
     headline_reason,
-    ...(host_fit ? { host_fit } : {}),
+    ...(F.host_fit ? { host_fit: F.host_fit } : {}),
     ...(engine_sm ? { engine_sm } : {}),
     ...(engine_sm_cm_overlap ? { engine_sm_cm_overlap } : {}),
-    extrapolation,
+    extrapolation: extrapolationCounts(results),
     ...(double_charge ? { double_charge } : {}),
     ...(flagged.length ? { flagged } : {}),
     warnings,
