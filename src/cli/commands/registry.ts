@@ -97,9 +97,8 @@ function loadAllRegistries(dir: string, chips: (n: string) => Chip | undefined):
   return outR;
 }
 
-export function register(program: Command): void {
-  const reg = program.command('registry').description('validate, diff, update (gated), export/import and extrapolate coefficient registries');
-
+/** `registry validate`: schema and physics checks of registry files. */
+function registerValidate(reg: Command): void {
   reg
     .command('validate')
     .description('schema and physics checks; every failure names file, set, entry and field; exit 1 on any error')
@@ -118,7 +117,10 @@ export function register(program: Command): void {
       }
       if (errors.length) throw new UserError(`registry validate: ${errors.length} error(s)`);
     });
+}
 
+/** `registry diff`: entries added, removed or changed between two registries. */
+function registerDiff(reg: Command): void {
   reg
     .command('diff')
     .description('entries added, removed or changed, with relative change and ci95 overlap')
@@ -129,7 +131,10 @@ export function register(program: Command): void {
       const d = diffRegistries(loadRegistryFile(a), loadRegistryFile(b));
       out(o.json ? JSON.stringify(d, null, 2) : formatDiff(d));
     });
+}
 
+/** `registry update`: merge a refit into the registry, refused when held-out accuracy gets worse. */
+function registerUpdate(reg: Command): void {
   reg
     .command('update')
     .description('merge a refit into registry/<chip>.yaml, refused when held-out accuracy gets worse')
@@ -167,7 +172,10 @@ export function register(program: Command): void {
         await withOutputLock(lockRootFor([file], REPO_ROOT), `registry update --chip ${o.chip}`, [path.dirname(file)], () => update(file, tol, o));
       },
     );
+}
 
+/** `registry export`: the strict public CoefficientSet layout, evidence stripped. */
+function registerExport(reg: Command): void {
   reg
     .command('export')
     .description('write the strict public CoefficientSet layout: one file per set and hardware scope, evidence stripped')
@@ -184,7 +192,10 @@ export function register(program: Command): void {
       writeFilesAtomic(files.map((f) => ({ file: path.join(o.out!, f.path), data: f.text })));
       for (const f of files) out(`wrote ${path.join(o.out, f.path)} (${f.set.coefficients.length} entries)`);
     });
+}
 
+/** `registry import`: strict-layout files back into one registry for a chip. */
+function registerImport(reg: Command): void {
   reg
     .command('import')
     .description('read strict-layout files back into one registry for a chip')
@@ -208,7 +219,10 @@ export function register(program: Command): void {
       writeRegistryAtomic(o.out, r.sets);
       out(`wrote ${o.out} (${r.sets.reduce((n, s) => n + s.coefficients.length, 0)} entries in ${r.sets.length} sets)`);
     });
+}
 
+/** `registry copy`: a registry for a chip without measurements, re-scoped, method: copied. */
+function registerCopy(reg: Command): void {
   reg
     .command('copy')
     .description('a registry for a chip without measurements: every entry of the source chip, re-scoped, method: copied (refused when it breaks the target\'s physics or would replace measured data)')
@@ -278,9 +292,10 @@ export function register(program: Command): void {
       }
       if (r.status === 'refused') throw new UserError(`registry copy ${r.from} → ${r.to} refused: ${r.reason}`);
     });
+}
 
-  const ext = reg.command('extrapolate').description('flagged, holdout-checked extrapolation (collective widths; missing families by generation)');
-
+/** `registry extrapolate widths`: collective entries at unmeasured widths, holdout-checked. */
+function registerExtrapolateWidths(ext: Command): void {
   ext
     .command('widths')
     .description('floor(n) = a + b·(n−1) on the chip\'s own measured widths; rates copied from the widest; 4→8 holdout')
@@ -318,7 +333,10 @@ export function register(program: Command): void {
       if (o.json) out(JSON.stringify({ results: all.map(({ entries, ...r }) => ({ ...r, entries: entries.map((e) => e.name) })), holdout_medians: widthHoldoutMedians(all), blis_holdout_medians: BLIS_WIDTH_HOLDOUT_MEDIANS }, null, 2));
       else printWidths(all);
     });
+}
 
+/** `registry extrapolate family`: a missing family from same-generation chips. */
+function registerExtrapolateFamily(ext: Command): void {
   ext
     .command('family')
     .description('fill a family missing on a chip from same-generation siblings (median or within-chip ratio, chosen by leave-one-chip-out holdout)')
@@ -347,6 +365,19 @@ export function register(program: Command): void {
         if (!o.json) out(`wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`);
       }
     });
+}
+
+export function register(program: Command): void {
+  const reg = program.command('registry').description('validate, diff, update (gated), export/import and extrapolate coefficient registries');
+  registerValidate(reg);
+  registerDiff(reg);
+  registerUpdate(reg);
+  registerExport(reg);
+  registerImport(reg);
+  registerCopy(reg);
+  const ext = reg.command('extrapolate').description('flagged, holdout-checked extrapolation (collective widths; missing families by generation)');
+  registerExtrapolateWidths(ext);
+  registerExtrapolateFamily(ext);
 }
 
 
