@@ -20,6 +20,7 @@ import type { CoefficientEntry, CoefficientSet } from '../core/schemas/registry.
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { Family, FamilyRow } from '../measurements/schema.ts';
 import { laneSlug, listMeasurementFiles, readMeasurements } from '../measurements/store.ts';
+import { checkUnits } from '../measurements/units.ts';
 import { type DecodeFit, fitAttentionDecode, fitAttentionPrefill, type PrefillFit } from './attention.ts';
 import { type CollectiveFit, fitCollectives } from './collective.ts';
 import { fitGemm, type GemmFit } from './gemm.ts';
@@ -99,6 +100,7 @@ class MeasurementStore {
     readonly dir: string,
     readonly root: string,
     readonly lane: string | undefined,
+    readonly chip: Chip,
   ) {
     this.files = listMeasurementFiles(dir);
   }
@@ -118,8 +120,18 @@ class MeasurementStore {
       .map((f) => ({ file: path.relative(this.root, f.file).split(path.sep).join('/'), sha256: sha256File(f.file), lane: f.lane }));
   }
 
+  /**
+   * Rows of `family` (one lane, or every lane). Each stored file passes the importer's units check again
+   * (src/measurements/units.ts), so a table stored without a chip datasheet, or edited since, cannot fit a units slip.
+   */
   read<F extends Family>(family: F, lane?: string): FamilyRow[F][] {
-    return readMeasurements(this.dir, family, { ...(lane !== undefined ? { lane } : {}), required: false });
+    return this.files
+      .filter((f) => f.family === family && (lane === undefined || f.lane === laneSlug(lane)))
+      .flatMap((f) => {
+        const rows = readMeasurements(this.dir, family, { lane: f.lane });
+        checkUnits(family, rows, this.chip, f.file);
+        return rows;
+      });
   }
 }
 
@@ -186,7 +198,7 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
   const chip = loadChip(chipName);
   const root = opts.repoRoot ?? REPO_ROOT;
   const dir = opts.measurementsDir ?? path.join(root, 'measurements', chip.name);
-  const store = new MeasurementStore(dir, root, opts.lane);
+  const store = new MeasurementStore(dir, root, opts.lane, chip);
   if (!store.files.length) throw new UserError(`no measurements for ${chip.name} in ${dir}`);
   const { fits, timings, lanes } = runFamilies(store, chip, expandFamilies(opts.families), opts);
   const coefficients = fits.flatMap((f) => f.coefficients);

@@ -15,9 +15,8 @@
  */
 import path from 'node:path';
 import { InputError, UserError } from '../core/errors.ts';
-import { type Chip, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
+import type { Chip } from '../core/catalog/chip.ts';
 import { median } from '../core/numeric/stats.ts';
-import { fmtPercent } from '../core/render/format.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
 import type {
@@ -32,7 +31,7 @@ import type {
   MoeRow,
 } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
-import { decodeKvBytes } from './kv.ts';
+import { checkUnits, FLOOR_MAX_US, FLOOR_MIN_US } from './units.ts';
 
 /** Upstream table names this importer understands, and the stepcal family each maps to. */
 export const AIC_TABLES = {
@@ -410,121 +409,14 @@ function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
   return out;
 }
 
-/** How many times larger than L2 a decode working set must be to count as "not cache-resident". */
-export const NOT_CACHE_RESIDENT_L2_MULTIPLE = 4;
-/** Tolerances of the units-slip check (issue 2): GEMM rate ≤ 1.2 × peak, DRAM-bound bandwidth ≤ 1.05 × HBM peak. */
-export const UNITS_SLIP_GEMM_PEAK_FACTOR = 1.2;
-export const UNITS_SLIP_HBM_FACTOR = 1.05;
 /**
- * Lower plausibility bounds of the units-slip check (a table written in µs but labelled ms reads ×1000 too
- * slow). The BEST row must reach this fraction of the datasheet rate; rows that cannot be judged
- * (small or cache-resident shapes) are not counted. Measured on every shipped table (docs/measurements.md):
- * the best large GEMM reaches 47 % (l40s fp8_block) to 97 % (h100 bf16) of the dense peak, the best large
- * decode working set 85 % (a100) to 95 % (b200) of HBM; a ×1000 slip puts both below 0.1 %.
- */
-export const UNITS_SLIP_MIN_GEMM_EFFICIENCY = 0.05;
-export const UNITS_SLIP_MIN_HBM_FRACTION = 0.05;
-/** A GEMM counts as large and compute-bound for the lower bound when m, n and k are all at least this. */
-export const UNITS_SLIP_LARGE_GEMM_DIM = 1024;
-
-
-/**
- * Units-slip check (issue 2 "Bad input"): reject a table whose rows are physically impossible for the chip,
- * the sign of a ms/µs/s mix-up.
- * - gemm: 2·m·n·k / latency_us must not exceed 1.2 × the datasheet dense peak of its dtype
- *   (dtypes the chip has no peak for are not checked).
- * - attention_decode: KV bytes / latency_us must not exceed 1.05 × HBM peak on rows whose KV working set is
- *   above NOT_CACHE_RESIDENT_L2_MULTIPLE × L2 (smaller working sets stay cache-resident under repeated timing).
- * - lower bounds (a ×1000 slip the other way): among GEMMs with m, n, k ≥ UNITS_SLIP_LARGE_GEMM_DIM of a
- *   dtype with a datasheet peak, the best 2·m·n·k / latency_us must reach UNITS_SLIP_MIN_GEMM_EFFICIENCY
- *   of that peak; among decode rows above the L2 bound, the best KV bandwidth must reach
- *   UNITS_SLIP_MIN_HBM_FRACTION of HBM peak. A table with no such rows is not judged.
- * @param rows rows in input order; row i is reported as input row i+1.
- * @throws InputError containing "check units (ms vs µs vs s?)" at the first offending row (upper bound)
- *   or at the best row (lower bound).
+ * Units check of an upstream table (issue 12 item 2): src/measurements/units.ts `checkUnits`, per
+ * dtype and op, reporting the upstream `latency` column. Kept under this name for the importer's callers.
+ * @throws InputError containing "check units (ms vs µs vs s?)".
  */
 export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chip: Chip, file: string, latencyColumn = 'latency'): void {
-  if (family === 'gemm') {
-    const peaks = new Map<string, number | undefined>();
-    /** dtype → best efficiency among large shapes, its row index and how many large rows. */
-    const best = new Map<string, { eff: number; i: number; n: number }>();
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i] as GemmRow;
-      let peak = peaks.get(r.dtype);
-      if (!peaks.has(r.dtype)) {
-        peak = (GEMM_DTYPE_MAP[r.dtype] ? peakFlopsPerUs(chip, r.dtype as GemmDtype) : undefined);
-        peaks.set(r.dtype, peak);
-      }
-      if (peak === undefined) continue;
-      const rate = (2 * r.m * r.n * r.k) / r.latency_us;
-      if (rate > UNITS_SLIP_GEMM_PEAK_FACTOR * peak) {
-        throw new InputError(
-          { file, row: i + 1, column: latencyColumn },
-          `GEMM ${r.m}×${r.n}×${r.k} ${r.dtype} in ${r.latency_us} µs implies ${(rate / 1e6).toFixed(0)} TFLOP/s, ` +
-            `${(rate / peak).toFixed(1)}× the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s; check units (ms vs µs vs s?)`,
-        );
-      }
-      if (r.m >= UNITS_SLIP_LARGE_GEMM_DIM && r.n >= UNITS_SLIP_LARGE_GEMM_DIM && r.k >= UNITS_SLIP_LARGE_GEMM_DIM) {
-        const b = best.get(r.dtype);
-        const eff = rate / peak;
-        if (!b) best.set(r.dtype, { eff, i, n: 1 });
-        else {
-          b.n++;
-          if (eff > b.eff) {
-            b.eff = eff;
-            b.i = i;
-          }
-        }
-      }
-    }
-    for (const [dtype, b] of best) {
-      if (b.eff >= UNITS_SLIP_MIN_GEMM_EFFICIENCY) continue;
-      const r = rows[b.i] as GemmRow;
-      const peak = peaks.get(dtype)!;
-      throw new InputError(
-        { file, row: b.i + 1, column: latencyColumn },
-        `the fastest of ${b.n} large ${dtype} GEMMs (m, n, k ≥ ${UNITS_SLIP_LARGE_GEMM_DIM}), ${r.m}×${r.n}×${r.k} in ${r.latency_us} µs, ` +
-          `implies ${fmtPercent(b.eff)} of the ${chip.name} datasheet peak of ${(peak / 1e6).toFixed(0)} TFLOP/s ` +
-          `(below ${UNITS_SLIP_MIN_GEMM_EFFICIENCY * 100} %; real tables reach 47–97 %); check units (ms vs µs vs s?)`,
-      );
-    }
-  } else if (family === 'attention_decode') {
-    const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
-    const limit = UNITS_SLIP_HBM_FACTOR * chip.hbm_bytes_per_us;
-    let bestBw = -1;
-    let bestI = -1;
-    let large = 0;
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i] as AttentionDecodeRow;
-      const bytes = decodeKvBytes(r);
-      if (bytes <= minBytes) continue;
-      const bw = bytes / r.latency_us;
-      large++;
-      if (bw > bestBw) {
-        bestBw = bw;
-        bestI = i;
-      }
-      if (bw > limit) {
-        throw new InputError(
-          { file, row: i + 1, column: latencyColumn },
-          `decode attention reading ${(bytes / 1e6).toFixed(0)} MB of KV in ${r.latency_us} µs implies ` +
-            `${(bw / 1e6).toFixed(2)} TB/s, above 1.05× the ${chip.name} HBM peak of ${chip.hbm_tb_per_s} TB/s ` +
-            `on a working set too large to be cache-resident; check units (ms vs µs vs s?)`,
-        );
-      }
-    }
-    if (large > 0 && bestBw < UNITS_SLIP_MIN_HBM_FRACTION * chip.hbm_bytes_per_us) {
-      const r = rows[bestI] as AttentionDecodeRow;
-      throw new InputError(
-        { file, row: bestI + 1, column: latencyColumn },
-        `the fastest of ${large} decode-attention rows with a KV working set above ${NOT_CACHE_RESIDENT_L2_MULTIPLE}× L2 reads ` +
-          `${(decodeKvBytes(r) / 1e6).toFixed(0)} MB in ${r.latency_us} µs, ${fmtPercent(bestBw / chip.hbm_bytes_per_us)} of the ${chip.name} ` +
-          `HBM peak of ${chip.hbm_tb_per_s} TB/s (below ${UNITS_SLIP_MIN_HBM_FRACTION * 100} %; real tables reach 85–95 %); check units (ms vs µs vs s?)`,
-      );
-    }
-  }
+  checkUnits(family, rows, chip, file, { latencyColumn });
 }
-
 
 /** Result of collapsing repeated configurations. */
 export interface Collapsed<R> {
@@ -722,7 +614,7 @@ export function normalizeMappedRows(table: AicTable, mappedRows: unknown[], file
   const filters = [
     `mapped ${table} columns to stepcal ${family} (dtype spellings normalized, kernel_source kept)`,
     chipInfo
-      ? `units-slip check against catalog/chips/${chipInfo.name}.yaml (gemm ≤ ${UNITS_SLIP_GEMM_PEAK_FACTOR}× dense peak; decode KV bandwidth ≤ ${UNITS_SLIP_HBM_FACTOR}× HBM peak when working set > ${NOT_CACHE_RESIDENT_L2_MULTIPLE}× L2): passed`
+      ? `units check against catalog/chips/${chipInfo.name}.yaml (best rate per dtype/op within its datasheet band, fastest call in [${FLOOR_MIN_US} µs, ${FLOOR_MAX_US / 1000} ms]; docs/measurements.md "Units check"): passed`
       : 'units-slip check skipped (no chip datasheet)',
     col.duplicate_configs > 0
       ? `collapsed ${col.duplicate_configs} repeated configurations (${col.rows_removed} rows removed) to their median latency`

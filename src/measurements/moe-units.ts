@@ -14,7 +14,12 @@
 import { InputError } from '../core/errors.ts';
 import { type Chip, l2Bytes } from '../core/catalog/chip.ts';
 import type { MoeRow } from './schema.ts';
-import { NOT_CACHE_RESIDENT_L2_MULTIPLE, UNITS_SLIP_HBM_FACTOR, UNITS_SLIP_MIN_HBM_FRACTION } from './aiconfigurator.ts';
+import { NOT_CACHE_RESIDENT_L2_MULTIPLE } from './units.ts';
+
+/** Upper bound: a MoE layer's least weight bytes / latency ≤ this × the datasheet HBM rate. */
+export const UNITS_SLIP_HBM_FACTOR = 1.05;
+/** Lower bound: the best qualifying row must reach this fraction of the datasheet HBM rate. */
+export const UNITS_SLIP_MIN_HBM_FRACTION = 0.05;
 
 /** Weight bytes per element of a fused-MoE table's `moe_dtype` spelling (undefined: not judged). */
 export function moeWeightBytes(dtype: string): number | undefined {

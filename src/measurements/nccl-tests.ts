@@ -17,6 +17,7 @@
  */
 import { InputError, UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
+import { checkUnits } from './units.ts';
 import type { CollectiveOp, CollectiveRow } from './schema.ts';
 
 /** busbw/algbw factor for `op` over `n` ranks (nccl-tests doc/PERFORMANCE.md). */
@@ -272,5 +273,7 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
   if (rows.length === 0) {
     throw new InputError({ file, line: wrongLines[0]! }, `every data line has a non-zero #wrong count (${wrongLines.length} rows failed nccl-tests' data check); nothing to import`);
   }
+  // Units check (src/measurements/units.ts): bus bandwidth within the link band, floors in [0.5 µs, 10 ms].
+  if (opts.chipInfo) checkUnits('collective', rows, opts.chipInfo, file, { latencyColumn: 'time' });
   return { op, ranks, nodes, lane, lines: out, rows, in_network_rows: flagged, wrong_rows: wrongLines.length, wrong_lines: wrongLines, ...(link_GBs !== undefined ? { link_GBs } : {}) };
 }

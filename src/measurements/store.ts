@@ -13,6 +13,8 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../core/errors.ts';
 import { writeCsv } from '../core/render/csv.ts';
 import { encodeText, readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
+import type { z } from 'zod';
+import { FAMILY_ROW_SCHEMAS, ProvenanceSchema } from '../core/schemas/measurements.ts';
 import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type LocatedStepRow, type Provenance } from './schema.ts';
 
 /** File-name-safe lane slug (`vllm-0.24.0` stays as is; spaces and slashes become `-`). */
@@ -177,10 +179,14 @@ export function writeMeasurementSet(staged: ReadonlyArray<StagedMeasurements>): 
 
 /**
  * Parse canonical CSV text of a family. Numeric columns must be finite numbers; `latency_us` and
- * `measured_us` must be positive.
+ * `measured_us` must be positive; every row is then parsed with the family's zod schema
+ * (src/core/schemas/measurements.ts: counts are integers, `op`, `backend`, `what` are known values).
+ * Step files go through the one step reader, `parseStepsCsv`.
  * @throws InputError naming file, row and column.
  */
 export function parseCanonicalCsv<F extends Family>(family: F, text: string, file: string): FamilyRow[F][] {
+  if (family === 'step') return parseStepsCsv(text, file).rows.map(({ file: _f, row: _r, ...row }) => row) as FamilyRow[F][];
+  const schema = FAMILY_ROW_SCHEMAS[family];
   const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
   const data = parsed.data;
   if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
@@ -213,9 +219,18 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
         obj[col] = v;
       }
     }
-    out[r - 1] = obj as unknown as FamilyRow[F];
+    const checked = schema.safeParse(obj);
+    if (!checked.success) throw rowIssue(checked.error.issues[0]!, obj, file, r);
+    out[r - 1] = checked.data as FamilyRow[F];
   }
   return out;
+}
+
+/** An InputError naming file, row and column for the first zod issue of a row. */
+function rowIssue(issue: z.core.$ZodIssue, obj: Record<string, unknown>, file: string, row: number): InputError {
+  const column = issue.path.length ? String(issue.path[0]) : undefined;
+  const got = column !== undefined ? ` (got ${JSON.stringify(obj[column])})` : '';
+  return new InputError({ file, row, ...(column !== undefined ? { column } : {}) }, `${issue.message}${got}`);
 }
 
 /** Columns that may be absent or empty (defaulting to 0 / ''). */
@@ -279,9 +294,15 @@ export function readMeasurements<F extends Family>(
   return rows;
 }
 
-/** Read the provenance beside a data file. */
+/** Read the provenance beside a data file, parsed with `ProvenanceSchema`. @throws InputError naming the file and field. */
 export function readProvenance(dataFile: string): Provenance {
-  return parseYaml(readText(provenancePath(dataFile))) as Provenance;
+  const file = provenancePath(dataFile);
+  const parsed = ProvenanceSchema.safeParse(parseYaml(readText(file)));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InputError({ file, ...(issue.path.length ? { column: issue.path.join('.') } : {}) }, issue.message);
+  }
+  return parsed.data;
 }
 
 /** Held-out step files (`<name>.steps.csv` or `.steps.csv.gz`) in a chip directory, sorted by name. */

@@ -8,6 +8,7 @@ import { UserError } from '../core/errors.ts';
 import { loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
 import { loadModel, type ModelGraph } from '../core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
+import { assertRegistryUsable } from '../registry/validate.ts';
 import { defaultDeployment } from './deployment.ts';
 import { createPricer, type StepPricer } from './pricer.ts';
 import type { Deployment } from './types.ts';
@@ -33,7 +34,8 @@ export interface PricerSetup {
  * @param deployment partial deployment (defaults: `defaultDeployment`)
  * @param registryFile registry YAML; default `registry/<chip>.yaml`
  * @throws UserError for an unknown model/chip (listing the known ones), a missing registry file
- *   (saying how to create it) or a missing coefficient.
+ *   (saying how to create it), a registry with schema or physics errors (assertRegistryUsable: file,
+ *   set, entry, field) or a missing coefficient.
  */
 export function setupPricer(model: string, chip: string, deployment: Partial<Deployment> = {}, registryFile?: string): PricerSetup {
   const c = loadChip(chip);
@@ -43,6 +45,8 @@ export function setupPricer(model: string, chip: string, deployment: Partial<Dep
   if (!existsSync(file)) {
     throw new UserError(`no registry file ${path.relative(process.cwd(), file) || file} for chip ${c.name}; create it with \`stepcal fit all --chip ${c.name}\` or pass --registry <file>`);
   }
-  const registry = resolveCoefficients(loadRegistryFile(file), { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
+  const sets = loadRegistryFile(file);
+  assertRegistryUsable(sets, file, c.name);
+  const registry = resolveCoefficients(sets, { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
   return { chip: c, model: m, deployment: d, registry, registry_file: file, pricer: createPricer(c, m, d, registry) };
 }

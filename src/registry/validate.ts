@@ -9,9 +9,10 @@ import { parseAllDocuments } from 'yaml';
 import type { Chip } from '../core/catalog/chip.ts';
 import { loadChip } from '../core/catalog/chip.ts';
 import { readText } from '../core/io/fs.ts';
-import { entryKey, entryLabel, parseCollectiveName } from '../core/schemas/names.ts';
+import { entryKey, entryLabel, parseCollectiveName, scopedToChip } from '../core/schemas/names.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
-import { METHODS, UNITS } from '../core/schemas/registry.ts';
+import { CoefficientEntrySchema, METHODS, UNITS } from '../core/schemas/registry.ts';
+import { UserError } from '../core/errors.ts';
 
 /** One thing wrong with a registry file. */
 export interface Problem {
@@ -48,6 +49,12 @@ export interface ValidateOptions {
    * unknown key like any other. Default false (stepcal's superset allows it).
    */
   strictBlis?: boolean;
+  /**
+   * The chip whose registry file this is (`registry/<chip>.yaml`): an entry scoped to other hardware
+   * only is then an error (it would never resolve for this chip, or was pasted from another file).
+   * Default: none (a multi-chip file such as BLIS's export is allowed).
+   */
+  fileChip?: string;
 }
 
 /** Entry keys BLIS's strict decoder accepts (reference §1.1). */
@@ -200,6 +207,12 @@ function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' 
     if (!isRecord(ev)) err('evidence', 'must be a map');
     else if (typeof ev.family !== 'string' || ev.family === '') err('evidence.family', 'must name the fitting family');
   }
+  // The loader's zod schema (src/core/schemas/registry.ts) is the floor: whatever it refuses, this
+  // reports too, so a file that validates also loads.
+  if (out.length === 0) {
+    const z = CoefficientEntrySchema.safeParse(strictBlis ? { ...e, evidence: undefined } : e);
+    if (!z.success) for (const i of z.error.issues) err(i.path.length ? i.path.map(String).join('.') : undefined, i.message);
+  }
   return out;
 }
 
@@ -221,13 +234,20 @@ export function validateRegistry(sets: readonly CoefficientSet[], file: string, 
   const chipOf = opts.chip ?? defaultChipLookup();
   const all: Located[] = [];
   const seen = new Map<string, string>();
+  const setNames = new Set<string>();
   for (const s of sets) {
+    // In one chip's file a repeated set name is an error; a file joining several chips' registries repeats them by design.
+    if (setNames.has(s.name))
+      problems.push({ file, set: s.name, field: 'name', check: 'schema', severity: opts.fileChip !== undefined ? 'error' : 'warning', message: `duplicate set name: a set named ${s.name} appears earlier in the file` });
+    setNames.add(s.name);
     if (s.kind !== 'CoefficientSet') problems.push({ file, set: s.name, field: 'kind', check: 'schema', severity: 'error', message: `expected CoefficientSet, got ${String(s.kind)}` });
     if (typeof s.name !== 'string' || s.name === '') problems.push({ file, field: 'name', check: 'schema', severity: 'error', message: 'set has no name' });
     for (const c of s.coefficients) {
       const scope = isRecord(c.entry) ? (c.entry.scope as NamedEntry['entry']['scope']) : undefined;
       const at = { file, set: s.name, entry: entryLabel(c.name, isRecord(scope) ? scope : undefined) };
       problems.push(...checkEntrySchema(c, at, opts.strictBlis ?? false));
+      if (opts.fileChip !== undefined && isRecord(scope) && Array.isArray(scope.hardware) && !scopedToChip(scope, opts.fileChip))
+        problems.push({ ...at, field: 'scope.hardware', check: 'schema', severity: 'error', message: `scoped to ${scope.hardware.join(', ')} inside ${opts.fileChip}'s registry (an entry of this file must include hardware ${opts.fileChip})` });
       const key = entryKey(c.name, isRecord(scope) ? scope : undefined);
       const prev = seen.get(key);
       if (prev !== undefined)
@@ -412,4 +432,18 @@ export function validateRegistryFile(file: string, opts: ValidateOptions = {}): 
 /** Errors only. */
 export function errorsOf(problems: readonly Problem[]): Problem[] {
   return problems.filter((p) => p.severity === 'error');
+}
+
+/**
+ * The check every registry load for pricing runs (src/pricer/setup.ts, validate, calibrate): schema
+ * and physics errors of `validateRegistry` with `fileChip` set, so a NaN, a string, eps_max 1.5, a
+ * duplicate set or an entry scoped to another chip never reaches a price. Warnings pass.
+ * @throws UserError listing the first errors (`file: set S: entry E: field F: message`) and how many.
+ */
+export function assertRegistryUsable(sets: readonly CoefficientSet[], file: string, chip: string): void {
+  const errors = errorsOf(validateRegistry(sets, file, { fileChip: chip }));
+  if (errors.length === 0) return;
+  const shown = errors.slice(0, 5).map(formatProblem);
+  const more = errors.length > shown.length ? `\n(and ${errors.length - shown.length} more; run \`stepcal registry validate ${file}\`)` : '';
+  throw new UserError(`registry ${file} is not usable for ${chip}: ${errors.length} error(s)\n${shown.join('\n')}${more}`);
 }

@@ -10,6 +10,7 @@ import { UserError } from '../core/errors.ts';
 import { progress } from '../core/io/progress.ts';
 import { listStepFiles } from '../measurements/store.ts';
 import { loadRegistryFile } from '../registry/load.ts';
+import { assertRegistryUsable } from '../registry/validate.ts';
 import type { HostWeighting } from './hostfit.ts';
 import { runValidation } from './index.ts';
 import { defaultValidationDeps } from './pricing.ts';
@@ -50,6 +51,7 @@ export interface ValidationRun {
  */
 export function validateWithProgress(args: ValidationRun): ValidationResult {
   const registry = loadRegistryFile(args.registryFile);
+  assertRegistryUsable(registry, args.registryFile, args.chip);
   const deps = defaultValidationDeps(registry);
   let bar: ReturnType<typeof progress> | undefined;
   deps.onRowPriced = (done, total) => {

@@ -2,6 +2,7 @@
  * The validation core: price held-out rows, optionally refit host terms on a declared training
  * subset, and score the rest. Pure given a pricer factory (no file I/O here; see index.ts).
  */
+import { checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
 import type { Pricer, ResourceTimes } from '../pricer/types.ts';
 import { RESOURCES } from '../pricer/types.ts';
@@ -434,6 +435,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   const { use, engine_sm, engine_sm_cm_overlap } = chooseEngineSm(P, F, opts.engineSm ?? 'off');
   let results = buildResults(P, F, use);
   checkPositive(results);
+  checkStepUnits(results, results.map((r) => r.predicted_us.no_overlap));
   const held = heldOf(results);
   if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
   const scores = scoreHeldOut(held);

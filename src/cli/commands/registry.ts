@@ -108,7 +108,13 @@ function registerValidate(reg: Command): void {
     .option('--json', 'print problems as JSON')
     .action((files: string[], o: { catalogDir: string; strictBlis?: boolean; json?: boolean }) => {
       const all: Problem[] = [];
-      for (const f of files) all.push(...validateRegistryFile(f, { chip: chipLookup(o.catalogDir), strictBlis: !!o.strictBlis }).problems);
+      const chips = chipLookup(o.catalogDir);
+      for (const f of files) {
+        // registry/<chip>.yaml of a catalog chip holds that chip's entries only.
+        const base = path.basename(f).replace(/\.ya?ml$/, '');
+        const fileChip = chips(base) ? base : undefined;
+        all.push(...validateRegistryFile(f, { chip: chips, strictBlis: !!o.strictBlis, fileChip }).problems);
+      }
       const errors = errorsOf(all);
       if (o.json) out(JSON.stringify({ ok: errors.length === 0, problems: all }, null, 2));
       else {

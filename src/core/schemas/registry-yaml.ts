@@ -1,12 +1,33 @@
 /**
  * The registry's file format: multi-document YAML of CoefficientSets (BLIS layout). Parsing and
  * serialising only; loading from disk and resolving by scope live in src/registry/load.ts.
+ * Every document is parsed with `CoefficientSetDocSchema` (zod), so a loaded registry is typed data:
+ * a NaN, a string where a number belongs or an unknown key is an error naming file, set, entry and field.
  */
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
+import type { z } from 'zod';
 import { UserError } from '../errors.ts';
-import type { CoefficientEntry, CoefficientSet, NamedEntry } from './registry.ts';
+import { CoefficientSetDocSchema, type CoefficientEntry, type CoefficientSet, type NamedEntry } from './registry.ts';
 
-/** Parse one or more YAML documents of CoefficientSets. @throws UserError naming `source`. */
+/** `file: set S: entry E: field F: message` for the first zod issue of one document. */
+export function describeSetIssue(source: string, doc: unknown, issue: z.core.$ZodIssue): string {
+  const obj = (doc ?? {}) as { name?: unknown; coefficients?: unknown };
+  const setName = typeof obj.name === 'string' ? obj.name : '(unnamed)';
+  const p = issue.path;
+  let where = `${source}: set ${setName}`;
+  let rest = p;
+  if (p[0] === 'coefficients' && typeof p[1] === 'number') {
+    const item = Array.isArray(obj.coefficients) ? (obj.coefficients[p[1]] as Record<string, { scope?: { hardware?: unknown } }> | undefined) : undefined;
+    const name = p[2] !== undefined ? String(p[2]) : item && typeof item === 'object' ? Object.keys(item).join(',') : `#${p[1]}`;
+    const hw = item && typeof item === 'object' ? item[name]?.scope?.hardware : undefined;
+    where += `: entry ${name}${Array.isArray(hw) && hw.length ? ` [hardware=${hw.join(',')}]` : ''}`;
+    rest = p.slice(3);
+  }
+  if (rest.length) where += `: field ${rest.map(String).join('.')}`;
+  return `${where}: ${issue.message}`;
+}
+
+/** Parse one or more YAML documents of CoefficientSets. @throws UserError naming `source`, set, entry and field. */
 export function parseCoefficientSets(text: string, source: string): CoefficientSet[] {
   const sets: CoefficientSet[] = [];
   for (const doc of parseAllDocuments(text)) {
@@ -20,16 +41,15 @@ export function parseCoefficientSets(text: string, source: string): CoefficientS
     }
     if (obj === null || obj === undefined) continue;
     if (obj.kind !== 'CoefficientSet') throw new UserError(`${source}: expected kind: CoefficientSet, got ${String(obj.kind)}`);
-    if (typeof obj.name !== 'string') throw new UserError(`${source}: set has no name`);
-    if (!Array.isArray(obj.coefficients)) throw new UserError(`${source}: set ${obj.name}: coefficients must be a list`);
-    const coefficients: NamedEntry[] = obj.coefficients.map((item: unknown, i: number) => {
-      if (item === null || typeof item !== 'object' || Object.keys(item).length !== 1) {
-        throw new UserError(`${source}: set ${obj.name} coefficient #${i}: expected a single-key map {name: entry}`);
-      }
-      const [name, entry] = Object.entries(item as Record<string, CoefficientEntry>)[0]!;
+    const parsed = CoefficientSetDocSchema.safeParse(obj);
+    if (!parsed.success) throw new UserError(describeSetIssue(source, obj, parsed.error.issues[0]!));
+    // The schema has no defaults or transforms, so the input is the parsed value; it is kept as read
+    // (zod's output orders keys by the schema, and registry files must round-trip byte for byte).
+    const coefficients: NamedEntry[] = (obj.coefficients as Array<Record<string, CoefficientEntry>>).map((item) => {
+      const [name, entry] = Object.entries(item)[0]!;
       return { name, entry };
     });
-    sets.push({ kind: 'CoefficientSet', name: obj.name, coefficients });
+    sets.push({ kind: 'CoefficientSet', name: parsed.data.name, coefficients });
   }
   return sets;
 }

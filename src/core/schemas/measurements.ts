@@ -1,0 +1,164 @@
+/**
+ * Zod schemas of the measurement store's file formats (docs/measurements.md): one row schema per
+ * family of the canonical CSVs (`measurements/<chip>/<family>.<lane>.csv.gz`), the held-out step
+ * row (`*.steps.csv`) and the provenance YAML beside every data file. Internal units: time in µs,
+ * sizes in bytes, work in FLOPs, token counts as plain counts. The row types of
+ * src/measurements/schema.ts are `z.infer` of these; src/measurements/store.ts parses every row
+ * it loads with them.
+ */
+import { z } from 'zod';
+
+/** Measurement families stepcal stores. */
+export const FAMILIES = ['gemm', 'attention_decode', 'attention_prefill', 'collective', 'moe', 'host', 'step'] as const;
+export type Family = (typeof FAMILIES)[number];
+
+export const COLLECTIVE_OPS = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall'] as const;
+export type CollectiveOp = (typeof COLLECTIVE_OPS)[number];
+export const COLLECTIVE_BACKENDS = ['nccl', 'custom_graph', 'custom_eager'] as const;
+export type CollectiveBackend = (typeof COLLECTIVE_BACKENDS)[number];
+export const HOST_WHATS = ['eager_launch', 'graph_replay', 'dispatch'] as const;
+export type HostWhat = (typeof HOST_WHATS)[number];
+
+const count = z.number().int('expected an integer count').nonnegative('expected a count ≥ 0');
+const atLeastOne = z.number().int('expected an integer').min(1, 'expected an integer ≥ 1');
+const latency = z.number().positive('expected a positive latency (µs)');
+const text = z.string();
+const nonEmpty = z.string().min(1, 'expected a non-empty value');
+
+/** Fields every per-operator row carries: stepcal chip name, lane (`vllm-0.24.0`), kernel dispatched ('' = unknown). */
+const meta = { chip: nonEmpty, lane: nonEmpty, kernel_source: text };
+
+/** One GEMM: activation m×k times weight n×k (torch.nn.functional.linear convention). FLOPs = 2·m·n·k. */
+export const GemmRowSchema = z.object({ ...meta, m: atLeastOne, n: atLeastOne, k: atLeastOne, dtype: nonEmpty, latency_us: latency }).strict();
+
+/** One decode-attention call: `batch` requests attending over `context_tokens` cached tokens; heads per GPU (post-TP); window 0 = full. */
+export const AttentionDecodeRowSchema = z
+  .object({ ...meta, batch: atLeastOne, context_tokens: atLeastOne, n_q: atLeastOne, n_kv: atLeastOne, head_dim: atLeastOne, window: count, kv_dtype: text, latency_us: latency })
+  .strict();
+
+/** One prefill (context) attention call over `new_tokens` per request on `prefix_tokens` cached. */
+export const AttentionPrefillRowSchema = z
+  .object({
+    ...meta,
+    batch: atLeastOne,
+    new_tokens: atLeastOne,
+    prefix_tokens: count,
+    n_q: atLeastOne,
+    n_kv: atLeastOne,
+    head_dim: atLeastOne,
+    window: count,
+    dtype: nonEmpty,
+    kv_dtype: text,
+    latency_us: latency,
+  })
+  .strict();
+
+/**
+ * One collective call. `message_bytes` follows nccl-tests: the per-rank buffer for all_reduce, the
+ * whole buffer across ranks for all_gather, reduce_scatter and alltoall.
+ */
+export const CollectiveRowSchema = z
+  .object({
+    ...meta,
+    op: z.enum(COLLECTIVE_OPS),
+    dtype: nonEmpty,
+    ranks: z.number().int().min(2, 'a collective needs at least 2 ranks'),
+    nodes: atLeastOne,
+    message_bytes: atLeastOne,
+    backend: z.enum(COLLECTIVE_BACKENDS),
+    latency_us: latency,
+  })
+  .strict();
+
+/** One fused-MoE layer call on one rank (routing + grouped expert GEMMs, no communication). */
+export const MoeRowSchema = z
+  .object({
+    ...meta,
+    tokens: atLeastOne,
+    hidden: atLeastOne,
+    inter: atLeastOne,
+    topk: atLeastOne,
+    experts: atLeastOne,
+    tp: atLeastOne,
+    ep: atLeastOne,
+    dtype: nonEmpty,
+    distribution: z.string().regex(/^(balanced|power_law_[0-9.]+)$/, 'expected "balanced" or "power_law_<alpha>"'),
+    latency_us: latency,
+  })
+  .strict()
+  .refine((r) => r.topk <= r.experts, { message: 'topk exceeds the expert count', path: ['topk'] });
+
+/** One host-overhead measurement: launching `kernels` kernels eagerly, or replaying a graph of that many nodes. */
+export const HostRowSchema = z.object({ ...meta, what: z.enum(HOST_WHATS), kernels: atLeastOne, latency_us: latency }).strict();
+
+/** One held-out whole-step observation (`*.steps.csv`; docs/validation.md). Cross-field rules live in the step reader. */
+export const StepRowSchema = z
+  .object({
+    model: nonEmpty,
+    chip: nonEmpty,
+    tp: atLeastOne,
+    weight_dtype: nonEmpty,
+    /** '' = same as weights. */
+    kv_dtype: text,
+    /** '' = deployment default (FULL_AND_PIECEWISE). */
+    cudagraph_mode: text,
+    engine: nonEmpty,
+    kind: z.enum(['step', 'static_batch']),
+    prefill_requests: count,
+    prefill_tokens: count,
+    prefill_context_tokens: count,
+    decode_requests: count,
+    decode_context_tokens: count,
+    batch: count,
+    prompt_tokens: count,
+    output_tokens: count,
+    measured_us: latency,
+    group: text,
+    source: nonEmpty,
+    /** Free-form flags (e.g. `admitted_fewer`); '' when none. Semicolon-separated. */
+    flags: text,
+  })
+  .strict();
+
+/** Row schema of each family. */
+export const FAMILY_ROW_SCHEMAS = {
+  gemm: GemmRowSchema,
+  attention_decode: AttentionDecodeRowSchema,
+  attention_prefill: AttentionPrefillRowSchema,
+  collective: CollectiveRowSchema,
+  moe: MoeRowSchema,
+  host: HostRowSchema,
+  step: StepRowSchema,
+} as const satisfies Record<Family, z.ZodType>;
+
+/** Provenance written beside every stored measurement file. */
+export const ProvenanceSchema = z
+  .object({
+    family: z.enum(FAMILIES),
+    chip: nonEmpty,
+    lane: nonEmpty,
+    /** e.g. `ai-dynamo/aiconfigurator` */
+    source_repository: z.string(),
+    /** Path of the table inside the source repository (upstream layout). */
+    source_path: z.string(),
+    source_commit: z.string(),
+    licence: z.string(),
+    /** Input files actually read, with sha256 of their bytes. */
+    inputs: z.array(z.object({ file: z.string(), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected a sha256 hex digest'), rows: count }).strict()),
+    /** Human-readable filters and transformations, in order applied. */
+    filters: z.array(z.string()),
+    rows_in: count,
+    rows_out: count,
+    /** Unit conversions applied on the way in. */
+    units: z.record(z.string(), z.string()),
+    /** sha256 of the written data file. */
+    output_sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected a sha256 hex digest'),
+    notes: z.array(z.string()).optional(),
+    /** Configurations measured more than once and collapsed to their median (0 when none). */
+    duplicate_configs: count.optional(),
+    /** Rows per lane label found in the data (a table can mix runtime versions). */
+    lanes: z.record(z.string(), count).optional(),
+    /** Per-dtype coverage of the sweep: rows, distinct shapes, and the union of shapes over dtypes. */
+    coverage: z.record(z.string(), z.object({ rows: count, shapes: count, of_shapes: count }).strict()).optional(),
+  })
+  .strict();
