@@ -28,6 +28,7 @@ import { fitHbm, type HbmFit } from './hbm.ts';
 import { fitHost, type HostFit } from './host.ts';
 import { fitMoe, type MoeFit } from './moe.ts';
 import { fitMoeExperts, type MoeExpertsFit } from './moe-experts.ts';
+import { evidenceGates } from './evidence-gates.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
@@ -239,7 +240,9 @@ const COLLECTIVE_RE = /^collective_(floor|peak_rate|transition_rate)_(.+)_(fp16|
  * - collective rates ≤ ranks · max(NVLink, NIC) per-direction bandwidth (no algorithm bandwidth in
  *   the nccl-tests size convention can exceed the group's aggregate injection bandwidth);
  * - collective transition_rate ≤ peak_rate; collective floors non-decreasing with ranks
- *   (per op, dtype, chip; measured entries only).
+ *   (per op, dtype, chip; measured entries only);
+ * - evidence (src/fit/evidence-gates.ts): holdout geo within the family's bound, value within its
+ *   prior plausibility band (measured entries).
  */
 export function applyGates(chip: Chip, coefficients: readonly FittedCoefficient[]): string[] {
   const out: string[] = [];
@@ -282,5 +285,7 @@ export function applyGates(chip: Chip, coefficients: readonly FittedCoefficient[
       if (list[i]!.value < list[i - 1]!.value) out.push(`${list[i]!.name}: floor ${list[i]!.value} us falls below ${list[i - 1]!.name} ${list[i - 1]!.value} us as ranks grow`);
     }
   }
+  // Evidence: per-family holdout bounds and prior plausibility bands (src/fit/evidence-gates.ts).
+  out.push(...evidenceGates(chip, coefficients));
   return out;
 }

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
-import { loadModel, type ModelGraph } from '../core/catalog/model.ts';
+import { loadModel, maxPositionEmbeddings, type ModelGraph } from '../core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
 import { assertRegistryUsable } from '../registry/validate.ts';
 import { defaultDeployment } from './deployment.ts';
@@ -25,6 +25,8 @@ export interface PricerSetup {
   registry: ResolvedCoefficients;
   registry_file: string;
   pricer: StepPricer;
+  /** The model's max_position_embeddings (undefined = not stated). */
+  max_positions: number | undefined;
 }
 
 /**
@@ -48,5 +50,5 @@ export function setupPricer(model: string, chip: string, deployment: Partial<Dep
   const sets = loadRegistryFile(file);
   assertRegistryUsable(sets, file, c.name);
   const registry = resolveCoefficients(sets, { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
-  return { chip: c, model: m, deployment: d, registry, registry_file: file, pricer: createPricer(c, m, d, registry) };
+  return { chip: c, model: m, deployment: d, registry, registry_file: file, pricer: createPricer(c, m, d, registry), max_positions: maxPositionEmbeddings(model) };
 }

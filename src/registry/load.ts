@@ -43,12 +43,21 @@ export function scopeMatches(scope: Scope, d: DeploymentScope): boolean {
   return true;
 }
 
-/** Coefficients resolved for one deployment: name → entry, last admitted entry wins. */
+/**
+ * Coefficients resolved for one deployment: name → entry, last admitted entry wins. Records the names
+ * whose values were read (`value`, `valueOr`), so a price can list the copied or assumed ones it used.
+ */
 export class ResolvedCoefficients {
+  private readonly used = new Set<string>();
   constructor(readonly entries: ReadonlyMap<string, NamedEntry & { set: string }>) {}
 
   has(name: string): boolean {
     return this.entries.has(name);
+  }
+
+  /** Names whose values were read so far, sorted. */
+  usedNames(): string[] {
+    return [...this.used].sort();
   }
 
   /** @throws UserError listing known names when missing. */
@@ -59,11 +68,15 @@ export class ResolvedCoefficients {
         `coefficient "${name}" is not in the registry for this deployment (known: ${[...this.entries.keys()].sort().join(', ')})`,
       );
     }
+    this.used.add(name);
     return e.entry.value;
   }
 
   valueOr(name: string, fallback: number): number {
-    return this.entries.get(name)?.entry.value ?? fallback;
+    const e = this.entries.get(name);
+    if (!e) return fallback;
+    this.used.add(name);
+    return e.entry.value;
   }
 
   names(): string[] {

@@ -14,6 +14,11 @@
  * - an entry replaces the registry entry with the same (name, scope) wherever it sits, else it is
  *   appended to its set (created when missing);
  * - registry entries of this chip and family that the refit lacks are kept and listed as stale.
+ *
+ * Before the held-out gate (issue 12 item 3): merged entries must pass the evidence gates
+ * (src/fit/evidence-gates.ts: holdout geo bound per family, prior plausibility band), and a refit
+ * whose value moves outside both ci95 intervals (`ci95Shifts`) is refused unless `accept_shift`
+ * gives a reason, recorded in `evidence.accepted_shift` of those entries.
  */
 import { UserError } from '../core/errors.ts';
 import { fmtDec } from '../core/render/format.ts';
@@ -22,6 +27,7 @@ import { changedFields, diffRegistries, type RegistryDiff } from './diff.ts';
 import { entryKey, familyOf } from '../core/schemas/names.ts';
 import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { errorsOf, formatProblem, validateRegistry, type ValidateOptions } from './validate.ts';
+import { evidenceGates } from '../fit/evidence-gates.ts';
 
 /** Held-out regimes compared by the gate (helper-7's `Regime`). */
 export type GateRegime = string;
@@ -154,7 +160,7 @@ function scopedExactlyTo(e: CoefficientEntry, chip: string): boolean {
  */
 function keepRecordedReasons(old: CoefficientEntry, next: CoefficientEntry): CoefficientEntry {
   const ev = old.evidence;
-  if (!ev || (ev.accepted_worse === undefined && ev.accepted_without_holdout === undefined)) return next;
+  if (!ev || (ev.accepted_worse === undefined && ev.accepted_without_holdout === undefined && ev.accepted_shift === undefined)) return next;
   const { evidence: _a, ...o } = old;
   const { evidence: _b, ...n } = next;
   if (changedFields(o as CoefficientEntry, n as CoefficientEntry).length) return next;
@@ -164,6 +170,7 @@ function keepRecordedReasons(old: CoefficientEntry, next: CoefficientEntry): Coe
       ...(next.evidence ?? { family: ev.family }),
       ...(ev.accepted_worse !== undefined ? { accepted_worse: ev.accepted_worse } : {}),
       ...(ev.accepted_without_holdout !== undefined ? { accepted_without_holdout: ev.accepted_without_holdout } : {}),
+      ...(ev.accepted_shift !== undefined ? { accepted_shift: ev.accepted_shift } : {}),
     },
   };
 }
@@ -243,6 +250,8 @@ export interface UpdateOptions {
   accept_worse?: string;
   /** Reason to merge without held-out steps (recorded in `evidence.accepted_without_holdout`). */
   no_holdout?: string;
+  /** Reason to merge coefficients that moved outside both ci95 intervals (recorded in `evidence.accepted_shift`). */
+  accept_shift?: string;
   stepFiles: readonly string[];
   validator: HoldoutValidator;
   /** Physics/schema lookups for the merged registry. */
@@ -259,6 +268,8 @@ export interface UpdatePlan {
   diff: RegistryDiff;
   merge: MergePlan;
   gate?: GateResult;
+  /** Coefficients that moved outside both ci95 intervals (`ci95Shifts`), when that refused the update. */
+  shifted?: string[];
   /** The two validation runs behind the gate (absent when no held-out check ran). */
   holdout?: { step_files: string[]; composition?: string; old: HoldoutResult; new: HoldoutResult };
   /** Text of both accuracy tables (empty when no held-out check ran). */
@@ -266,7 +277,13 @@ export interface UpdatePlan {
 }
 
 /** Attach a recorded reason to every entry of `merged` that is new or differs from `current` (returns new sets). */
-function recordOnChanged(current: readonly CoefficientSet[], merged: CoefficientSet[], field: 'accepted_worse' | 'accepted_without_holdout', reason: string): CoefficientSet[] {
+function recordOnChanged(
+  current: readonly CoefficientSet[],
+  merged: CoefficientSet[],
+  field: 'accepted_worse' | 'accepted_without_holdout' | 'accepted_shift',
+  reason: string,
+  only?: ReadonlySet<string>,
+): CoefficientSet[] {
   const before = new Map<string, CoefficientEntry>();
   for (const s of current) for (const c of s.coefficients) before.set(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`, c.entry);
   return merged.map((s) => ({
@@ -274,6 +291,7 @@ function recordOnChanged(current: readonly CoefficientSet[], merged: Coefficient
     coefficients: s.coefficients.map((c): NamedEntry => {
       const old = before.get(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`);
       if (old && changedFields(old, c.entry).length === 0) return c;
+      if (only && !only.has(entryKey(c.name, c.entry.scope))) return c;
       const evidence = { ...(c.entry.evidence ?? { family: familyOf(c.name, c.entry) }), [field]: reason };
       return { name: c.name, entry: { ...c.entry, evidence } };
     }),
@@ -296,6 +314,26 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
   if (diff.added.length + diff.changed.length === 0) return { status: 'unchanged', message: 'the refit equals the registry: nothing to write', sets: [...o.current], diff, merge, report: '' };
   const problems = errorsOf(validateRegistry(merge.sets, o.file ?? `<merged registry for ${o.chip}>`, o.validate));
   if (problems.length) throw new UserError(`the merged registry fails validation, refusing:\n${problems.map(formatProblem).join('\n')}`);
+  const chipInfo = o.validate?.chip?.(o.chip);
+  if (chipInfo) {
+    const keys = new Set([...diff.added, ...diff.changed].map((d) => d.name));
+    const refused = evidenceGates(chipInfo, merge.sets.flatMap((x) => x.coefficients).filter((c) => keys.has(c.name) && scopedExactlyTo(c.entry, o.chip)));
+    if (refused.length) throw new UserError(`the refit fails the evidence gates (docs/registry.md "Evidence gates"), refusing:\n  ${refused.join('\n  ')}`);
+  }
+  const shifted = ci95Shifts(o.current, merge.sets, o.chip);
+  if (shifted.length && !o.accept_shift)
+    return {
+      status: 'refused',
+      message:
+        `refused: ${shifted.length} coefficient(s) moved outside both ci95 intervals (old value outside the new ci95 and new value outside the old): ` +
+        `${shifted.map((x) => x.text).join('; ')}. Pass --accept-shift "<reason>" to merge anyway, recording the reason in evidence.accepted_shift`,
+      sets: [...o.current],
+      diff,
+      merge,
+      shifted: shifted.map((x) => x.text),
+      report: '',
+    };
+  if (shifted.length) merge.sets = recordOnChanged(o.current, merge.sets, 'accepted_shift', o.accept_shift!, new Set(shifted.map((x) => x.key)));
 
   if (o.stepFiles.length === 0) {
     const reason = o.no_holdout ?? o.accept_worse;
@@ -337,6 +375,29 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
   return { status: 'write', message: `held-out accuracy is worse, accepted by --accept-worse; reason recorded in evidence.accepted_worse of ${diff.added.length + diff.changed.length} entries`, sets, diff, merge, gate, holdout, report };
 }
 
+/**
+ * Entries of `chip` whose value moved outside both ci95 intervals: the new value is outside the old
+ * entry's ci95 and the old value outside the new entry's (same name and scope). A refit entry
+ * without a ci95 counts as a point interval; an old entry without one is not judged. Pure.
+ */
+export function ci95Shifts(current: readonly CoefficientSet[], merged: readonly CoefficientSet[], chip: string): Array<{ key: string; text: string }> {
+  const before = new Map<string, CoefficientEntry>();
+  for (const st of current) for (const c of st.coefficients) before.set(entryKey(c.name, c.entry.scope), c.entry);
+  const out: Array<{ key: string; text: string }> = [];
+  for (const st of merged)
+    for (const c of st.coefficients) {
+      const key = entryKey(c.name, c.entry.scope);
+      const old = before.get(key);
+      const [a, b] = [old?.ci95, c.entry.ci95];
+      if (!old || !a || !scopedExactlyTo(c.entry, chip)) continue;
+      const outside = (v: number, ci: readonly [number, number]) => v < ci[0] || v > ci[1];
+      // A refit without a ci95 is a point: moving outside the old interval is then enough.
+      if (outside(c.entry.value, a) && (!b || outside(old.value, b)))
+        out.push({ key, text: `${c.name} ${old.value} [${a[0]}, ${a[1]}] → ${c.entry.value} ${b ? `[${b[0]}, ${b[1]}]` : '(no ci95)'}` });
+    }
+  return out;
+}
+
 /** `stepcal registry update --json` outcome (docs/registry.md "JSON output"). */
 export interface UpdateJson {
   /** written | dry_run | unchanged | refused */
@@ -344,12 +405,14 @@ export interface UpdateJson {
   chip: string;
   registry: string;
   message: string;
-  /** Gate verdict: `passed`, `failed` (refused), `accepted_worse` (failed, overridden), `skipped_no_holdout` (no steps: refused or merged with --no-holdout), `not_run` (nothing changed). */
-  gate: { verdict: 'passed' | 'failed' | 'accepted_worse' | 'skipped_no_holdout' | 'not_run'; tolerance_pct: number | null; step_files: string[]; composition: string | null; rows: GateRow[]; notes: string[] };
+  /** Gate verdict: `passed`, `failed` (refused), `accepted_worse` (failed, overridden), `skipped_no_holdout` (no steps: refused or merged with --no-holdout), `not_run` (nothing changed), `refused_shift` (outside both ci95 intervals, before the held-out runs). */
+  gate: { verdict: 'passed' | 'failed' | 'accepted_worse' | 'skipped_no_holdout' | 'not_run' | 'refused_shift'; tolerance_pct: number | null; step_files: string[]; composition: string | null; rows: GateRow[]; notes: string[] };
   /** Both accuracy tables: per regime (and overall where the validator gives it), old and new registry. */
   accuracy: { old: Record<string, GateMetrics | null> | null; new: Record<string, GateMetrics | null> | null; old_overall: GateMetrics | null; new_overall: GateMetrics | null };
   diff: RegistryDiff;
   merge: { merged: number; ignored: string[]; stale: string[] };
+  /** Entries outside both ci95 intervals, when that refused the update. */
+  shifted?: string[];
 }
 
 /**
@@ -366,7 +429,9 @@ export function updateJson(plan: UpdatePlan, o: { chip: string; registry: string
       : 'passed'
     : plan.status === 'unchanged'
       ? 'not_run'
-      : 'skipped_no_holdout';
+      : plan.shifted
+        ? 'refused_shift'
+        : 'skipped_no_holdout';
   return {
     status: plan.status === 'refused' ? 'refused' : plan.status === 'unchanged' ? 'unchanged' : o.written ? 'written' : 'dry_run',
     chip: o.chip,
@@ -376,5 +441,6 @@ export function updateJson(plan: UpdatePlan, o: { chip: string; registry: string
     accuracy: { old: h?.old.regimes ?? null, new: h?.new.regimes ?? null, old_overall: h?.old.overall ?? null, new_overall: h?.new.overall ?? null },
     diff: plan.diff,
     merge: { merged: plan.merge.merged.length, ignored: plan.merge.ignored, stale: plan.merge.stale },
+    ...(plan.shifted ? { shifted: plan.shifted } : {}),
   };
 }

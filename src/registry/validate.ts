@@ -13,6 +13,7 @@ import { entryKey, entryLabel, parseCollectiveName, scopedToChip } from '../core
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { CoefficientEntrySchema, METHODS, UNITS } from '../core/schemas/registry.ts';
 import { UserError } from '../core/errors.ts';
+import { FLOOR_MAX_US, FLOOR_MIN_US } from '../measurements/units.ts';
 
 /** One thing wrong with a registry file. */
 export interface Problem {
@@ -92,6 +93,7 @@ const SOURCE_KEYS = new Set(['kind', 'cite', 'role']);
  *   traffic separately (reference §4.7 Span).
  * - Attention decode rates (bytes_per_us) ≤ the chip's datasheet HBM rate (no derate, no slack).
  * - Per-kind decode floors ≤ KIND_FLOOR_MULTIPLE × the part-wide floor.
+ * - Collective floors in [0.5 µs, 10 ms] and attention floors ≤ 10 ms (src/measurements/units.ts floor band).
  */
 export const EPS_MAX_UPPER = 1.05;
 export const EPS_MAX_WARN = 1.0;
@@ -319,6 +321,7 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
           phys(l, 'value', `kind floor ${value} µs exceeds ${KIND_FLOOR_MULTIPLE}× the part-wide attention_decode_floor ${base} µs`);
       }
       if (/floor/.test(name) && !name.startsWith('collective_') && !(value >= 0)) phys(l, 'value', `floor ${value} µs must be ≥ 0`);
+      else if (/^attention_.*floor/.test(name) && value > FLOOR_MAX_US) phys(l, 'value', `floor ${value} µs is above ${FLOOR_MAX_US / 1000} ms (the units check's floor band): a units slip?`);
       if (name === 'moe_routing_imbalance_p90') {
         const med = v('moe_routing_imbalance_median');
         if (med !== undefined && value < med) phys(l, 'value', `p90 ${value} is below the median ${med}`);
@@ -328,6 +331,8 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
       if (cn) {
         if (cn.param === 'floor') {
           if (!(value > 0)) phys(l, 'value', `collective floor ${value} µs must be > 0`);
+          else if (value < FLOOR_MIN_US || value > FLOOR_MAX_US)
+            phys(l, 'value', `collective floor ${value} µs is outside [${FLOOR_MIN_US} µs, ${FLOOR_MAX_US / 1000} ms] (the units check's floor band): a units slip?`);
           const k = `${cn.op}_${cn.dtype}_${cn.chip}`;
           let arr = collectiveFloors.get(k);
           if (!arr) collectiveFloors.set(k, (arr = []));

@@ -79,7 +79,7 @@ describe('stepcal registry update --json (CLI)', () => {
     return file;
   };
 
-  it.skipIf(!haveSteps)('real gate on a100 held-out steps: a slower decode rate passes (exit 0, dry run); a faster HBM is refused (exit 1) with the JSON on stdout', async () => {
+  it.skipIf(!haveSteps)('real gate on a100 held-out steps, with calibrate\'s engine terms: a slower decode rate outside its ci95 is refused (refused_shift) and passes with --accept-shift; a faster HBM is refused', async () => {
     const before = readFileSync(a100);
     const slower = variant((s) => {
       const e = findEntry(s, 'attention_decode_rate');
@@ -87,12 +87,17 @@ describe('stepcal registry update --json (CLI)', () => {
       delete e.ci95;
     }, 'slower.yaml');
     let c = capture();
-    expect(await main(['node', 'stepcal', 'registry', 'update', '--chip', 'a100', '--from', slower, '--dry-run', '--json'])).toBe(0);
+    expect(await main(['node', 'stepcal', 'registry', 'update', '--chip', 'a100', '--from', slower, '--dry-run', '--json'])).toBe(1);
     let j = JSON.parse(c.out());
+    expect(j).toMatchObject({ status: 'refused', gate: { verdict: 'refused_shift' } });
+    expect(j.shifted).toEqual([expect.stringMatching(/^attention_decode_rate 1601000 \[1570000, 1627000\] → 1280800 \(no ci95\)$/)]);
+    vi.restoreAllMocks();
+    c = capture();
+    expect(await main(['node', 'stepcal', 'registry', 'update', '--chip', 'a100', '--from', slower, '--dry-run', '--json', '--accept-shift', 'test: a deliberate shift'])).toBe(0);
+    j = JSON.parse(c.out());
     expect(j).toMatchObject({ status: 'dry_run', chip: 'a100', gate: { verdict: 'passed', tolerance_pct: 1, composition: expect.any(String) } });
     expect(Object.keys(j.accuracy.old).sort()).toEqual(Object.keys(j.accuracy.new).sort());
     expect(j.accuracy.old.decode.n).toBeGreaterThan(0);
-    expect(j.gate.rows.find((r: { regime: string }) => r.regime === 'decode').mape_delta_pp).toBeLessThan(0);
     expect(j.diff.changed.map((x: { name: string }) => x.name)).toEqual(['attention_decode_rate']);
 
     vi.restoreAllMocks();
@@ -106,9 +111,8 @@ describe('stepcal registry update --json (CLI)', () => {
     c = capture();
     expect(await main(['node', 'stepcal', 'registry', 'update', '--chip', 'a100', '--from', faster, '--json'])).toBe(1);
     j = JSON.parse(c.out());
-    expect(j).toMatchObject({ status: 'refused', gate: { verdict: 'failed' } });
-    expect(j.gate.rows.find((r: { regime: string }) => r.regime === 'decode').worse).toBe(true);
-    expect(c.err()).toMatch(/refused: held-out accuracy gets worse/);
+    expect(j).toMatchObject({ status: 'refused', gate: { verdict: 'refused_shift' } });
+    expect(c.err()).toMatch(/refused: 2 coefficient\(s\) moved outside both ci95 intervals.*hbm_derate 0\.7795 \[0\.7716, 0\.7876\] → 1 \(no ci95\)/);
     expect(readFileSync(a100).equals(before)).toBe(true);
   });
 

@@ -210,14 +210,18 @@ describe('held-out gate with the real validator (a100 registry, Splitwise held-o
       findEntry(s, 'attention_decode_rate').value = Math.round(findEntry(s, 'attention_decode_rate').value * 1.2); // ×2 would exceed the HBM datasheet and fail physics first
       findEntry(s, 'attention_decode_rate').ci95 = undefined;
     });
-    const plan = planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator });
+    // Both moves leave their ci95 (a refit without ci95 is a point): the shift gate refuses first.
+    expect(planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator }).shifted).toHaveLength(2);
+    const shift = { accept_shift: 'test: exercise the held-out gate' };
+    const plan = planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator, ...shift });
     expect(plan.status).toBe('refused');
     const decode = plan.gate!.rows.find((r) => r.regime === 'decode')!;
     expect(decode.worse).toBe(true);
     expect(decode.mape_delta_pp!).toBeGreaterThan(1);
-    const ok = planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator, accept_worse: 'demonstration' });
+    const ok = planUpdate({ chip: 'a100', current, fitted: worse, stepFiles: steps, validator, accept_worse: 'demonstration', ...shift });
     expect(ok.status).toBe('write');
     expect(findEntry(ok.sets, 'hbm_derate').evidence!.accepted_worse).toBe('demonstration');
+    expect(findEntry(ok.sets, 'hbm_derate').evidence!.accepted_shift).toBe('test: exercise the held-out gate');
   });
   it.skipIf(!have)('"a better fit can be a worse model" runs both ways: a slower decode rate (a worse primitive) passes because the composed model improves', () => {
     const current = loadRegistryFile(regFile);
@@ -225,7 +229,7 @@ describe('held-out gate with the real validator (a100 registry, Splitwise held-o
       findEntry(s, 'attention_decode_rate').value = Math.round(findEntry(s, 'attention_decode_rate').value * 0.8);
       findEntry(s, 'attention_decode_rate').ci95 = undefined;
     });
-    const plan = planUpdate({ chip: 'a100', current, fitted: slower, stepFiles: steps, validator });
+    const plan = planUpdate({ chip: 'a100', current, fitted: slower, stepFiles: steps, validator, accept_shift: 'test: exercise the held-out gate' });
     // The end-to-end gate judges the composed model only: a100 steps are under-predicted, so slower attention helps.
     expect(plan.gate!.rows.find((r) => r.regime === 'decode')!.mape_delta_pp!).toBeLessThan(0);
     expect(plan.status).toBe('write');

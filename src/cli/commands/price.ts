@@ -7,6 +7,7 @@ import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-fo
 import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
+import { checkLimits, registryNotes } from '../../pricer/limits.ts';
 import { setupPricer } from '../../pricer/setup.ts';
 import { CUDAGRAPH_MODES, RESOURCES, type CudagraphMode, type Deployment, type StepPrice } from '../../pricer/types.ts';
 
@@ -107,14 +108,16 @@ export function register(program: Command): void {
     .option('--batch <spec>', 'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)', collectBatch, [] as string[])
     .option('--per-kind', 'add the per-layer-kind breakdown')
     .option('--json', 'print JSON')
-    .action((o: Record<string, string | undefined> & { batch: string[]; perKind?: boolean; json?: boolean }) => {
+    .option('--allow-over-capacity', 'price a batch over the model context limit or the HBM capacity, with a note, instead of refusing it')
+    .action((o: Record<string, string | undefined> & { batch: string[]; perKind?: boolean; json?: boolean; allowOverCapacity?: boolean }) => {
       if (!o.batch.length) throw new UserError('give at least one --batch (e.g. --batch decode:32@1024)');
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
       const batch = parseBatchSpecs(o.batch);
       const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
+      const notes = [...checkLimits(s.model.name, batch, p, s.max_positions, Boolean(o.allowOverCapacity)), ...registryNotes(s.registry)];
       if (o.json) {
         const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
-        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), batch: o.batch, ...(served_format ? { served_format } : {}), info: s.pricer.info, price: p }, null, 2) + '\n');
+        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), batch: o.batch, ...(served_format ? { served_format } : {}), info: s.pricer.info, price: p, notes }, null, 2) + '\n');
         return;
       }
       const d = s.deployment;
@@ -126,5 +129,6 @@ export function register(program: Command): void {
           formatStepPrice(p),
       );
       if (s.pricer.info.assumptions.length) process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');
+      if (notes.length) process.stdout.write('\nnotes (limits and coefficients not measured on this chip):\n' + notes.map((n) => `  - ${n}`).join('\n') + '\n');
     });
 }

@@ -25,6 +25,7 @@ import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
 import { DEFAULT_TOLERANCE_PCT, planUpdate, updateJson, type HoldoutValidator } from '../../registry/update.ts';
 import { errorsOf, formatProblem, validateRegistryFile, type Problem } from '../../registry/validate.ts';
 import { writeRegistryAtomic } from '../../registry/write.ts';
+import { DEFAULT_CALIBRATE_FIT_HOST } from './validate.ts';
 
 /** Default registry directory (committed registries). */
 export const REGISTRY_DIR = path.join(REPO_ROOT, 'registry');
@@ -54,10 +55,21 @@ function chipLookup(catalogDir: string): (name: string) => Chip | undefined {
 }
 
 /** The real held-out validator (src/validate), loaded lazily. */
-async function realValidator(fitHost?: string): Promise<HoldoutValidator> {
+/**
+ * Both gate runs price with the engine terms calibrate uses: per-engine host terms on the same
+ * training subset (`--fit-host`, default calibrate's) and the engine compute-efficiency term chosen
+ * by held-out evidence (`--engine-sm auto`). Without them the baseline was 33–48 % too fast (issue 12).
+ */
+async function realValidator(fitHost: string | undefined): Promise<HoldoutValidator> {
   const { runValidation } = await import('../../validate/index.ts');
   return ({ chip, registry, stepFiles, composition }) => {
-    const r = runValidation({ chip, registry, stepFiles, ...(fitHost ? { fitHost } : {}), ...(composition ? { composition: composition as 'no_overlap' | 'overlap' } : {}) });
+    const r = runValidation({
+      chip,
+      registry,
+      stepFiles,
+      ...(fitHost ? { fitHost, engineSm: 'auto' as const } : {}),
+      ...(composition ? { composition: composition as 'no_overlap' | 'overlap' } : {}),
+    });
     return { regimes: r.regimes, overall: r.overall, headline: r.headline };
   };
 }
@@ -154,7 +166,8 @@ function registerUpdate(reg: Command): void {
     .option('--registry <file>', 'registry file to update (default: registry/<chip>.yaml)')
     .addOption(new Option('--measurements-dir <dir>', 'where default step files are found').default(MEASUREMENTS_DIR, 'measurements in the repository'))
     .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(CHIPS_DIR, 'catalog/chips in the repository'))
-    .option('--fit-host <rule>', 'pass the same host-fit rule to both validation runs')
+    .option('--accept-shift <reason>', 'merge coefficients that moved outside both ci95 intervals; the reason is recorded in evidence.accepted_shift')
+    .option('--fit-host <rule>', `host-fit rule of both validation runs, as calibrate (none = the registry's host terms)`, DEFAULT_CALIBRATE_FIT_HOST)
     .option('--dry-run', 'print the gate and diff, write nothing')
     .option('--json', 'print the outcome as JSON (status, gate verdict, both accuracy tables, diff); exit codes unchanged')
     .action(
@@ -164,6 +177,7 @@ function registerUpdate(reg: Command): void {
         only?: string;
         tolerancePct: string;
         acceptWorse?: string;
+        acceptShift?: string;
         holdout?: string | boolean;
         steps?: string[];
         registry?: string;
@@ -391,13 +405,14 @@ export function register(program: Command): void {
 async function update(
   file: string,
   tol: number,
-  o: { chip: string; from: string; only?: string; acceptWorse?: string; holdout?: string | boolean; steps?: string[]; measurementsDir: string; catalogDir: string; fitHost?: string; dryRun?: boolean; json?: boolean },
+  o: { chip: string; from: string; only?: string; acceptWorse?: string; acceptShift?: string; holdout?: string | boolean; steps?: string[]; measurementsDir: string; catalogDir: string; fitHost?: string; dryRun?: boolean; json?: boolean },
 ): Promise<void> {
   const noHoldout = typeof o.holdout === 'string' ? o.holdout : undefined;
   const current = existsSync(file) ? loadRegistryFile(file) : [];
   const fitted = loadRegistryFile(o.from);
   const stepFiles = o.steps ?? listStepFiles(path.join(o.measurementsDir, o.chip));
-  const validator: HoldoutValidator = stepFiles.length ? await realValidator(o.fitHost) : () => ({ regimes: {} });
+  const fitHost = o.fitHost === 'none' ? undefined : o.fitHost;
+  const validator: HoldoutValidator = stepFiles.length ? await realValidator(fitHost) : () => ({ regimes: {} });
   const plan = planUpdate({
     chip: o.chip,
     current,
@@ -405,6 +420,7 @@ async function update(
     ...(o.only ? { only: o.only.split(',').map((s) => s.trim()) } : {}),
     tolerance_pct: tol,
     ...(o.acceptWorse ? { accept_worse: o.acceptWorse } : {}),
+    ...(o.acceptShift ? { accept_shift: o.acceptShift } : {}),
     ...(noHoldout ? { no_holdout: noHoldout } : {}),
     stepFiles,
     validator,

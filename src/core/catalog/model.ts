@@ -264,3 +264,26 @@ export function loadHfQuantConfig(name: string, dir = MODELS_DIR): Record<string
   const file = path.join(dir, name, 'hf_quant_config.json');
   return existsSync(file) ? (JSON.parse(readText(file)) as Record<string, unknown>) : undefined;
 }
+
+/**
+ * The model's context limit, `max_position_embeddings` of the Hugging Face config.json beside its
+ * graph (catalog/models/<name>/config.json). Undefined when there is no config.json (a graph given by
+ * path elsewhere) or it states no limit.
+ * @throws UserError naming the file when config.json is not JSON or the field is not a positive integer
+ */
+export function maxPositionEmbeddings(nameOrPath: string, dir = MODELS_DIR): number | undefined {
+  const graphFile = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(dir, nameOrPath, 'graph.yaml');
+  const file = path.join(path.dirname(graphFile), 'config.json');
+  if (!existsSync(file)) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readText(file));
+  } catch (err) {
+    throw new UserError(`${file}: not valid JSON: ${(err as Error).message}`);
+  }
+  // Multimodal configs (Llama-4) keep the language model's fields under text_config.
+  const limit = z.object({ max_position_embeddings: z.number().int().positive().optional() });
+  const parsed = limit.extend({ text_config: limit.optional() }).safeParse(raw);
+  if (!parsed.success) throw new UserError(`${file}: field "${parsed.error.issues[0]!.path.join('.')}": ${parsed.error.issues[0]!.message}`);
+  return parsed.data.max_position_embeddings ?? parsed.data.text_config?.max_position_embeddings;
+}
