@@ -30,15 +30,17 @@ export function describeSetIssue(source: string, doc: unknown, issue: z.core.$Zo
 /** Parse one or more YAML documents of CoefficientSets. @throws UserError naming `source`, set, entry and field. */
 export function parseCoefficientSets(text: string, source: string): CoefficientSet[] {
   const sets: CoefficientSet[] = [];
-  for (const doc of parseAllDocuments(text)) {
+  // Every document is read as YAML first, so a YAML error anywhere is reported before a schema error.
+  const objs = parseAllDocuments(text).map((doc) => {
     if ('errors' in doc && doc.errors.length) throw new UserError(`${source}: YAML error: ${doc.errors[0]!.message}`);
-    let obj: Record<string, unknown> | null;
     try {
-      obj = doc.toJS() as Record<string, unknown> | null;
+      return doc.toJS() as Record<string, unknown> | null;
     } catch (err) {
       // yaml throws ReferenceError for an alias to another document's anchor and for alias bombs.
       throw new UserError(`${source}: YAML error: ${(err as Error).message}`);
     }
+  });
+  for (const obj of objs) {
     if (obj === null || obj === undefined) continue;
     if (obj.kind !== 'CoefficientSet') throw new UserError(`${source}: expected kind: CoefficientSet, got ${String(obj.kind)}`);
     const parsed = CoefficientSetDocSchema.safeParse(obj);
