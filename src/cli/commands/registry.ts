@@ -25,7 +25,7 @@ import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
 import { DEFAULT_TOLERANCE_PCT, planUpdate, updateJson, type HoldoutValidator } from '../../registry/update.ts';
 import { errorsOf, formatProblem, validateRegistryFile, type Problem } from '../../registry/validate.ts';
 import { writeRegistryAtomic } from '../../registry/write.ts';
-import { DEFAULT_CALIBRATE_FIT_HOST } from './validate.ts';
+import { DEFAULT_CALIBRATE_FIT_HOST } from '../../validate/calibrate.ts';
 
 /** Default registry directory (committed registries). */
 export const REGISTRY_DIR = path.join(REPO_ROOT, 'registry');
