@@ -37,7 +37,9 @@ export function repoState(): string {
   const lines = listing
     .split('\n')
     .filter(Boolean)
-    .filter((l) => !l.slice(3).startsWith('node_modules'));
+    // node_modules is the install; .stepcal.lock is the checkout lock, which commands in another test
+    // worker hold for a moment while they run in-process (its clean-up is tested in io-kill.test.ts).
+    .filter((l) => !l.slice(3).startsWith('node_modules') && path.basename(l.slice(3)) !== '.stepcal.lock');
   return lines
     .map((l) => {
       const p = path.join(REPO_ROOT, l.slice(3));
