@@ -4,7 +4,7 @@
  * lower stage and src/core; never a higher stage, and nothing may form a cycle. `npm test` runs
  * `npm run depcheck`, which fails on any violation.
  */
-const STAGES = ['core', 'measurements', 'fit', 'registry', 'pricer', 'analytics', 'serve', 'validate', 'report', 'cli'];
+const STAGES = require('./scripts/stages.cjs');
 
 const upward = STAGES.slice(0, -1).map((stage, i) => ({
   name: `no-upward-from-${stage}`,
