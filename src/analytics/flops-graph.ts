@@ -52,7 +52,6 @@ export const GraphSubsetSchema = z
     speculator: z.object({ method: z.string() }).passthrough().optional(),
   })
   .passthrough();
-export type GraphSubset = z.infer<typeof GraphSubsetSchema>;
 type GraphNodeSubset = z.infer<typeof node>;
 
 /**

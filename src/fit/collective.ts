@@ -36,8 +36,6 @@ import { fmt, provenance } from './collective-provenance.ts';
 import { extrapolateWidth, type WidthExtrapolation, type WidthPoint } from './collective-width.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
-export { collectiveTime } from '../core/laws/collective.ts';
-
 /** GPU-to-GPU links at or below this many GB/s per direction are PCIe, not NVLink (PCIe 5.0 x16 = 64). */
 export const PCIE_MAX_GB_PER_S_PER_DIR = 64;
 /** Width the assumed extrapolation targets (BLIS's kernel needs an exact entry for tp = 16). */

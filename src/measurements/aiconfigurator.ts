@@ -16,7 +16,6 @@
 import path from 'node:path';
 import { InputError, UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
-import { median } from '../core/numeric/stats.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
 import type {

@@ -23,11 +23,9 @@ import type { Family } from '../core/schemas/measurements.ts';
 
 // The row and provenance formats are zod schemas in src/core/schemas/measurements.ts (field docs
 // there); these are their inferred types.
-export { COLLECTIVE_BACKENDS, COLLECTIVE_OPS, FAMILIES, HOST_WHATS } from '../core/schemas/measurements.ts';
-export type { CollectiveBackend, CollectiveOp, Family, HostWhat } from '../core/schemas/measurements.ts';
+export { COLLECTIVE_OPS, FAMILIES } from '../core/schemas/measurements.ts';
+export type { CollectiveBackend, CollectiveOp, Family } from '../core/schemas/measurements.ts';
 
-/** Fields every per-operator row carries (chip, lane, kernel_source). */
-export type RowMeta = Pick<GemmRow, 'chip' | 'lane' | 'kernel_source'>;
 export type GemmRow = z.infer<typeof GemmRowSchema>;
 export type AttentionDecodeRow = z.infer<typeof AttentionDecodeRowSchema>;
 export type AttentionPrefillRow = z.infer<typeof AttentionPrefillRowSchema>;

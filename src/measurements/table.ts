@@ -9,7 +9,6 @@ import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
-import { readText } from '../core/io/fs.ts';
 
 /** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
 export type Cell = string | number | bigint | boolean | null | undefined;
@@ -101,21 +100,6 @@ export async function parquetTable(file: string): Promise<RawTable> {
   }
   if (rows.length === 0) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row');
   return { file, header, rows };
-}
-
-/** Read CSV (`.csv`, `.csv.gz`) or Parquet (`.parquet`) by extension. */
-export async function readTable(file: string): Promise<RawTable> {
-  if (file.endsWith('.parquet')) return parquetTable(file);
-  if (/\.csv(\.gz)?$/.test(file) || file.endsWith('.txt')) {
-    let text: string;
-    try {
-      text = readText(file);
-    } catch (err) {
-      throw new UserError(`cannot read ${file}: ${(err as Error).message}`);
-    }
-    return csvTable(text, file);
-  }
-  throw new UserError(`${file}: unsupported file type (expected .csv, .csv.gz or .parquet)`);
 }
 
 /** Rows per chunk of the streaming readers (CSV: about this many; Parquet: one row group, split to this). */

@@ -18,9 +18,8 @@
  */
 import type { Chip } from '../core/catalog/chip.ts';
 import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
-import { chipFreeName, collectiveName, familyOf, nameForChip, parseCollectiveName, scopedToChip, scopeKey } from '../core/schemas/names.ts';
-import type { CoefficientEntry, CoefficientSet, FitError, NamedEntry, Source } from '../core/schemas/registry.ts';
-import { SET_NAMES } from '../core/schemas/registry.ts';
+import { chipFreeName, familyOf, nameForChip, scopedToChip, scopeKey } from '../core/schemas/names.ts';
+import type { CoefficientEntry, CoefficientSet, FitError, NamedEntry, } from '../core/schemas/registry.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Missing family by generation
@@ -233,14 +232,6 @@ export function extrapolateFamily(target: ChipRegistry, others: readonly ChipReg
   }
   const ok = res.coefficients.some((c) => c.status === 'extrapolated');
   return { ...res, status: ok ? 'extrapolated' : 'refused', ...(ok ? {} : { reason: 'no coefficient of the family could be extrapolated with a holdout' }) };
-}
-
-/** Default set for a family's coefficients (BLIS set inventory, reference §1.4). */
-export function setForFamily(family: string): string {
-  if (family === 'attention_decode' || family === 'attention_prefill') return SET_NAMES.attention;
-  if (family === 'collective') return SET_NAMES.collectives;
-  if (family === 'host') return SET_NAMES.host;
-  return SET_NAMES.primitives;
 }
 
 /**

@@ -2,9 +2,9 @@
  * Reading, writing and resolving coefficient sets.
  */
 import { UserError } from '../core/errors.ts';
-import { readText, writeFileAtomic } from '../core/io/fs.ts';
-import type { CoefficientEntry, CoefficientSet, NamedEntry, Scope } from '../core/schemas/registry.ts';
-import { parseCoefficientSets, stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import { readText, } from '../core/io/fs.ts';
+import type { CoefficientSet, NamedEntry, Scope } from '../core/schemas/registry.ts';
+import { parseCoefficientSets, } from '../core/schemas/registry-yaml.ts';
 
 /** Load a registry file (multi-document YAML). */
 export function loadRegistryFile(file: string): CoefficientSet[] {
@@ -15,11 +15,6 @@ export function loadRegistryFile(file: string): CoefficientSet[] {
     throw new UserError(`cannot read registry file ${file}`);
   }
   return parseCoefficientSets(text, file);
-}
-
-/** Write sets atomically. */
-export function writeRegistryFile(file: string, sets: readonly CoefficientSet[]): void {
-  writeFileAtomic(file, stringifyCoefficientSets(sets));
 }
 
 /** A deployment's scope values, matched against entry scopes. */

@@ -112,7 +112,7 @@ function curveTable(x: CollectiveReportInput, L: string[], _summary: string[]): 
 
 /** Leave-one-width-out holdout of the registry curves. */
 function holdoutSection(x: CollectiveReportInput, L: string[], summary: string[]): void {
-  const { curves, selected } = x;
+  const { selected } = x;
   const hs = selected.filter((c) => c.holdout);
   if (hs.length) {
     const widest = Math.max(...hs.map((c) => c.ranks));
@@ -140,7 +140,7 @@ function holdoutSection(x: CollectiveReportInput, L: string[], summary: string[]
 
 /** Floors must not fall as ranks grow. */
 function floorSection(x: CollectiveReportInput, L: string[], _summary: string[]): void {
-  const { curves, selected, unselectedViolations } = x;
+  const { selected, unselectedViolations } = x;
   L.push('### Floors must not fall as ranks grow', '');
   const selViol = floorMonotonicity(selected);
   L.push(selViol.length ? `Registry curves VIOLATE it: ${selViol.join('; ')}.` : 'Registry curves: floors non-decreasing with ranks for every (op, dtype).');

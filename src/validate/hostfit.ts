@@ -26,7 +26,7 @@
  *   batch (which would leave the per-request term collinear with the per-step constant).
  */
 import { Matrix, QrDecomposition, solve } from 'ml-matrix';
-import { UsageError, UserError } from '../core/errors.ts';
+import { UsageError, } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
 

@@ -4,7 +4,7 @@
  * docs/validation.md.
  */
 export * from './types.ts';
-export { validateRows, type PricerKey, type ValidationDeps } from './run.ts';
+export { type ValidationDeps } from './run.ts';
 import { sha256, sha256File } from '../core/io/fs.ts';
 import { displayPath } from '../core/io/paths.ts';
 import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';

@@ -24,11 +24,6 @@ export interface ScoredPoint {
   batch: number;
 }
 
-/** APE in percent. */
-export function apePct(predicted: number, measured: number): number {
-  return Math.abs(predicted / measured - 1) * 100;
-}
-
 /**
  * Shape errors e_i (fractions, signed) of the non-anchor points, per the convention above.
  * Groups with fewer than 2 points contribute nothing.

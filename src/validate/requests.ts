@@ -55,11 +55,6 @@ export interface RequestRow {
 
 /** Columns of a `*.requests.csv` file: required first, then optional ones. */
 export const REQUEST_CSV_REQUIRED = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'workload', 'requests', 'isl', 'osl'] as const;
-export const REQUEST_CSV_OPTIONAL = [
-  ...['ep', 'dp', 'kv_dtype', 'cudagraph_mode', 'concurrency', 'rate_per_s', 'max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill'],
-  ...REQUEST_METRICS,
-  ...['group', 'source', 'flags'],
-] as const;
 
 /**
  * Parse request-level rows. Empty optional cells take the serve defaults (ep 1, dp 1, vLLM v1

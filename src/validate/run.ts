@@ -5,7 +5,6 @@
 import { checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
 import type { Pricer, ResourceTimes } from '../pricer/types.ts';
-import { RESOURCES } from '../pricer/types.ts';
 import { batchSizeOf, bottleneckOf, extrapolationReason, priceRow, regimeOf, type RowPrice } from './expand.ts';
 import {
   applyHostTerms,
@@ -513,7 +512,3 @@ export function extrapolationCounts(results: readonly RowResult[]): Extrapolatio
   return [...by.values()].sort((a, b) => b.rows - a.rows || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
 }
 
-/** Sum of per-resource times (for checks). */
-export function sumTimes(t: ResourceTimes): number {
-  return RESOURCES.reduce((a, r) => a + t[r], 0);
-}

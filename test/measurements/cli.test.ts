@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, } from 'vitest';
 import type { Command } from 'commander';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { buildProgram } from '../../src/cli/main.ts';

@@ -1,6 +1,6 @@
 /**
  * Source hygiene of the pricer: every KNOWN DIVERGENCE in docs/pricer.md is marked in the code and
- * vice versa; every export of src/pricer is used somewhere else (no dead laws).
+ * vice versa. Dead exports anywhere are found by knip (`npm run lint`, part of `npm test`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -30,21 +30,4 @@ describe('KNOWN DIVERGENCE markers', () => {
   it('no unnumbered marker', () => {
     expect(code.match(/KNOWN DIVERGENCE(?! \d| n`)/g)).toBeNull();
   });
-});
-
-describe('no dead exports in src/pricer', () => {
-  const others = [...tsFiles(path.join(REPO_ROOT, 'src')), ...tsFiles(path.join(REPO_ROOT, 'test')), ...tsFiles(path.join(REPO_ROOT, 'bench'))].map((f) => ({
-    f,
-    text: readFileSync(f, 'utf8'),
-  }));
-  for (const file of pricerFiles) {
-    const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/^export (?:function|const|class) (\w+)/gm)) {
-      const name = m[1]!;
-      it(`${path.relative(REPO_ROOT, file)}: ${name} is used outside its file`, () => {
-        const re = new RegExp(`\\b${name}\\b`);
-        expect(others.some((o) => o.f !== file && re.test(o.text))).toBe(true);
-      });
-    }
-  }
 });

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, } from 'vitest';
 import { checkMeasurements } from '../../src/measurements/check.ts';
 import { sha256 } from '../../src/core/io/fs.ts';
 import { writeMeasurements } from '../../src/measurements/store.ts';

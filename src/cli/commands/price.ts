@@ -1,6 +1,6 @@
 /** `stepcal price`: price one step of a batch and print the per-resource breakdown (src/pricer). */
 import { InvalidArgumentError, type Command } from 'commander';
-import { UsageError, UserError } from '../../core/errors.ts';
+import { UserError } from '../../core/errors.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
 import { knownModels, loadHfQuantConfig, loadModelConfigText } from '../../core/catalog/model.ts';
 import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';

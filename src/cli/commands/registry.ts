@@ -38,7 +38,6 @@ export const BLIS_WIDTH_HOLDOUT_MEDIANS: Record<string, number> = { all_reduce: 
 const out = (s: string): void => {
   process.stdout.write(s.endsWith('\n') ? s : s + '\n');
 };
-const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 /** Chip facts from a catalog dir, with a clear error. */
 function chipLookup(catalogDir: string): (name: string) => Chip | undefined {

@@ -1,7 +1,6 @@
 /** `stepcal sweep`: price decode steps over batch sizes; print a table and write an SVG (seed figure). */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { UsageError, UserError } from '../../core/errors.ts';
 import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
 import { writeFileAtomic } from '../../core/io/fs.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';

@@ -24,11 +24,9 @@ export const MODELS_DIR = path.join(REPO_ROOT, 'catalog', 'models');
 
 /** When a node is emitted: always, only when tp > 1, only when ep > 1. */
 export const EMIT_CONDITIONS = ['always', 'tp>1', 'ep>1'] as const;
-export type Emit = (typeof EMIT_CONDITIONS)[number];
 
 /** Attention kinds (seed "Attention": full, sliding-window, latent, sparse latent). */
 export const ATTENTION_KINDS = ['gqa', 'swa', 'mla', 'sparse'] as const;
-export type AttentionKind = (typeof ATTENTION_KINDS)[number];
 
 const dtype = z.enum(STORAGE_DTYPES);
 const posInt = z.number().int().positive();
@@ -136,11 +134,6 @@ export const NodeSchema = z.discriminatedUnion('op', [
   CollectiveNode,
 ]);
 export type GraphNode = z.infer<typeof NodeSchema>;
-export type GemmNodeT = z.infer<typeof GemmNode>;
-export type GroupedGemmNodeT = z.infer<typeof GroupedGemmNode>;
-export type AttentionNodeT = z.infer<typeof AttentionNode>;
-export type RecurrentNodeT = z.infer<typeof RecurrentNode>;
-export type CollectiveNodeT = z.infer<typeof CollectiveNode>;
 
 const StackSchema = z
   .object({

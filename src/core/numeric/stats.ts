@@ -1,14 +1,5 @@
-/**
- * Small statistics used by every fitter and by validation. Pure, no I/O, no clock.
- *
- * Conventions (stated in every report that uses them):
- * - percentiles are nearest-rank by default: `sorted[ceil(p·n) − 1]`, p in (0, 1];
- * - geometric error of predictions = exp(mean |ln(pred/meas)|), so 1 is perfect and 1.25 means
- *   "typically off by a factor 1.25";
- * - APE = |pred/meas − 1| · 100 (percent); MAPE its mean.
- */
-import { resampleEstimates } from './resample.ts';
-import { quantile, quickselect } from 'simple-statistics';
+
+import { quickselect } from 'simple-statistics';
 
 /** The seeded PRNG lives with the resampling loop that uses it (resample.ts). */
 export { seededRandom } from './resample.ts';
@@ -77,33 +68,6 @@ export function mapePct(pred: readonly number[], meas: readonly number[]): numbe
   let s = 0;
   for (let i = 0; i < pred.length; i++) s += Math.abs(pred[i]! / meas[i]! - 1);
   return (100 * s) / pred.length;
-}
-
-/** Mean of ln(pred/meas) (signed; negative = under-prediction). */
-export function meanLogRatio(pred: readonly number[], meas: readonly number[]): number {
-  let s = 0;
-  for (let i = 0; i < pred.length; i++) s += Math.log(pred[i]! / meas[i]!);
-  return s / pred.length;
-}
-
-/**
- * Seeded bootstrap: resample `n` indices with replacement `resamples` times, call `estimate` on each
- * resample, and return the 2.5% and 97.5% quantiles (type-7) of the estimates that succeeded.
- * `estimate` may return NaN (e.g. a degenerate resample), which is skipped.
- */
-export function bootstrapCi(
-  n: number,
-  estimate: (indices: Uint32Array) => number,
-  opts: { resamples?: number; seed?: number } = {},
-): { ci95: [number, number]; resamples: number; seed: number; ok: number } {
-  const resamples = opts.resamples ?? 200;
-  const seed = opts.seed ?? 20261129;
-  const values = resampleEstimates(n, resamples, seed, (idx) => {
-    const v = estimate(idx);
-    return Number.isFinite(v) ? v : undefined;
-  });
-  if (values.length === 0) return { ci95: [NaN, NaN], resamples, seed, ok: 0 };
-  return { ci95: [percentileType7(values, 0.025), percentileType7(values, 0.975)], resamples, seed, ok: values.length };
 }
 
 /** Group items by a key (string by default), preserving first-seen key order. */

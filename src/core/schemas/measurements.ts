@@ -17,7 +17,6 @@ export type CollectiveOp = (typeof COLLECTIVE_OPS)[number];
 export const COLLECTIVE_BACKENDS = ['nccl', 'custom_graph', 'custom_eager'] as const;
 export type CollectiveBackend = (typeof COLLECTIVE_BACKENDS)[number];
 export const HOST_WHATS = ['eager_launch', 'graph_replay', 'dispatch'] as const;
-export type HostWhat = (typeof HOST_WHATS)[number];
 
 const count = z.number().int('expected an integer count').nonnegative('expected a count ≥ 0');
 const atLeastOne = z.number().int('expected an integer').min(1, 'expected an integer ≥ 1');

@@ -4,20 +4,6 @@
  */
 import type { CoefficientEntry, Scope } from './registry.ts';
 
-/** Fitting families, in the fit orchestrator's dependency order. */
-export const REGISTRY_FAMILIES = [
-  'gemm',
-  'hbm',
-  'attention_decode',
-  'attention_prefill',
-  'collective',
-  'moe',
-  'host',
-  'recurrent',
-  'memory',
-] as const;
-export type RegistryFamily = (typeof REGISTRY_FAMILIES)[number];
-
 /**
  * Family of a coefficient, from `evidence.family` when present, else from its name
  * (reference §1.3 name patterns). Returns 'other' for names no pattern covers.
