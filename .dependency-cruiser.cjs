@@ -15,8 +15,6 @@ const upward = STAGES.slice(0, -1).map((stage, i) => ({
 }));
 
 module.exports = {
-
-
   forbidden: [
     {
       name: 'no-circular',
@@ -45,11 +43,14 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.mjs'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+      extensions: ['.ts', '.js', '.mjs'],
+    },
     reporterOptions: {
       archi: { collapsePattern: '^src/[^/]+' },
       dot: { collapsePattern: '^src/[^/]+' },
     },
   },
-
 };

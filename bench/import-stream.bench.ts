@@ -31,7 +31,8 @@ async function writeSynthetic(file: string, peakFlopsPerUs: number, hbmBytesPerU
       const n = 128 + j * 128;
       for (let l = 0; l < 100; l++) {
         const k = 128 + l * 96;
-        const us = Math.max((2 * m * n * k) / (0.7 * peakFlopsPerUs), (2 * (m * k + k * n + m * n)) / (0.8 * hbmBytesPerUs)) + 5;
+        const us =
+          Math.max((2 * m * n * k) / (0.7 * peakFlopsPerUs), (2 * (m * k + k * n + m * n)) / (0.8 * hbmBytesPerUs)) + 5;
         lines.push(`VLLM,0.24.0,NVIDIA H200,gemm,default,bfloat16,${m},${n},${k},${(us / 1000).toPrecision(6)}`);
         if (lines.length === 10_000) {
           if (!gz.write(lines.join('\n') + '\n')) await once(gz, 'drain');

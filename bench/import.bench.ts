@@ -13,7 +13,17 @@ const GOAL_S = 3;
 const GOAL_MB = 500;
 
 export default async function bench(): Promise<void> {
-  const input = path.resolve(REPO_ROOT, '..', 'shared', 'datasets', 'aiconfigurator', 'h200_sxm', 'gemm_perf', 'vllm-0.24.0', 'gemm_perf.csv');
+  const input = path.resolve(
+    REPO_ROOT,
+    '..',
+    'shared',
+    'datasets',
+    'aiconfigurator',
+    'h200_sxm',
+    'gemm_perf',
+    'vllm-0.24.0',
+    'gemm_perf.csv',
+  );
   const out = mkdtempSync(path.join(os.tmpdir(), 'stepcal-bench-'));
   try {
     const chipInfo = loadChip('h200');

@@ -60,7 +60,10 @@ function heapBytesPerCall(fn: () => unknown, gc: () => void, calls = 2000, reps 
 function moeBench(root: string, gc: () => void): void {
   const d = defaultDeployment({ tp: 8, weight_dtype: 'fp8_block' });
   const sets = loadRegistryFile(path.join(root, 'registry/h200.yaml'));
-  const noLaw = sets.map((s) => ({ ...s, coefficients: s.coefficients.filter((c) => !c.name.startsWith('moe_expert_')) }));
+  const noLaw = sets.map((s) => ({
+    ...s,
+    coefficients: s.coefficients.filter((c) => !c.name.startsWith('moe_expert_')),
+  }));
   const scope = { hardware: 'h200', model: 'deepseek-v3', tp: 8, ep: 1 };
   const law = createPricer(loadChip('h200'), loadModel('deepseek-v3'), d, resolveCoefficients(sets, scope));
   const ramp = createPricer(loadChip('h200'), loadModel('deepseek-v3'), d, resolveCoefficients(noLaw, scope));
@@ -85,7 +88,12 @@ export default async function bench(): Promise<void> {
   const gc = runInNewContext('gc') as () => void;
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const d = defaultDeployment({ tp: 8 });
-  const reg = resolveCoefficients(loadRegistryFile(path.join(root, 'test/fixtures/registry/blis-h200.yaml')), { hardware: 'h200', model: 'llama-3.1-70b', tp: 8, ep: 1 });
+  const reg = resolveCoefficients(loadRegistryFile(path.join(root, 'test/fixtures/registry/blis-h200.yaml')), {
+    hardware: 'h200',
+    model: 'llama-3.1-70b',
+    tp: 8,
+    ep: 1,
+  });
   const pricer = createPricer(loadChip('h200'), loadModel('llama-3.1-70b'), d, reg);
   const decode = decodeBatch(256, 4095);
   const mixed: Batch = { requests: [...decode.requests, ...prefillBatch(2, 2048, 1024).requests] };
@@ -103,11 +111,15 @@ export default async function bench(): Promise<void> {
     );
     const ha = heapBytesPerCall(() => pricer.price(batch), gc);
     const hb = heapBytesPerCall(() => pricer.priceInto(batch, out), gc); // no sink: storing a double into it would box
-    process.stdout.write(`  heap per call: price ${ha.toFixed(0)} B (its result), priceInto ${hb.toFixed(0)} B; goal 0 B (${hb <= 0 ? 'met' : 'not met'})\n`);
+    process.stdout.write(
+      `  heap per call: price ${ha.toFixed(0)} B (its result), priceInto ${hb.toFixed(0)} B; goal 0 B (${hb <= 0 ? 'met' : 'not met'})\n`,
+    );
   }
   const small = decodeBatch(1, 4095);
   const one = medianNsPerCall(() => (sink += pricer.priceInto(small, out).no_overlap_us));
-  process.stdout.write(`llama-3.1-70b tp8 h200, decode 1 @ 4096: median ${one.wall.toFixed(0)} ns/step wall (${one.cpu.toFixed(0)} ns CPU): the fixed cost of a call\n`);
+  process.stdout.write(
+    `llama-3.1-70b tp8 h200, decode 1 @ 4096: median ${one.wall.toFixed(0)} ns/step wall (${one.cpu.toFixed(0)} ns CPU): the fixed cost of a call\n`,
+  );
   if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
   moeBench(root, gc);
 }

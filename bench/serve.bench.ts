@@ -18,12 +18,22 @@ v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
 
 /** One run: wall and CPU ms, steps, and the heap the result holds after a full collection. */
-function once(requests: number, registry: ReturnType<typeof loadRegistryFile>): { ms: number; cpu_ms: number; steps: number; heap_mb: number } {
+function once(
+  requests: number,
+  registry: ReturnType<typeof loadRegistryFile>,
+): { ms: number; cpu_ms: number; steps: number; heap_mb: number } {
   gc();
   const h0 = process.memoryUsage().heapUsed;
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  const s = setupServe({ model: 'llama-3.1-70b', chip: 'h200', deployment: { tp: 8 }, dp: 1, registry, scheduler: DEFAULT_SCHEDULER });
+  const s = setupServe({
+    model: 'llama-3.1-70b',
+    chip: 'h200',
+    deployment: { tp: 8 },
+    dp: 1,
+    registry,
+    scheduler: DEFAULT_SCHEDULER,
+  });
   const reqs = generateRequests(requests, { kind: 'fixed', value: 1024 }, { kind: 'fixed', value: 256 }, 1);
   const r = runServe({ kind: 'closed', concurrency: 64, requests: reqs }, s.pricer, s.config);
   const ms = performance.now() - t0;

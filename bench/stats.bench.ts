@@ -35,7 +35,9 @@ function row(name: string, aName: string, a: () => number, bName: string, b: () 
   const tb = timeUs(b, reps);
   const same = a() === b() ? 'identical values' : `values differ (${a()} vs ${b()})`;
   const faster = ta <= tb ? `${aName} ${(tb / ta).toFixed(1)}× faster` : `${bName} ${(ta / tb).toFixed(1)}× faster`;
-  process.stdout.write(`  ${name.padEnd(22)} ${aName} ${ta.toFixed(1).padStart(8)} µs  ${bName} ${tb.toFixed(1).padStart(8)} µs  ${faster}; ${same}\n`);
+  process.stdout.write(
+    `  ${name.padEnd(22)} ${aName} ${ta.toFixed(1).padStart(8)} µs  ${bName} ${tb.toFixed(1).padStart(8)} µs  ${faster}; ${same}\n`,
+  );
 }
 
 export default async function bench(): Promise<void> {
@@ -44,9 +46,37 @@ export default async function bench(): Promise<void> {
     const x = Array.from({ length: n }, () => 1000 * Math.exp(rand()));
     const reps = n === 200 ? 20_000 : 200;
     process.stdout.write(`n = ${n} (sort = previous implementation, stats = src/core/numeric/stats.ts):\n`);
-    row('median', 'sort', () => type7BySort(x, 0.5), 'stats', () => median(x), reps);
-    row('type 7, p 0.975', 'sort', () => type7BySort(x, 0.975), 'stats', () => percentileType7(x, 0.975), reps);
-    row('nearest rank, p 0.9', 'sort', () => nearestRankBySort(x, 0.9), 'stats', () => percentileNearestRank(x, 0.9), reps);
-    row('mean', 'stats', () => mean(x), 'simple-statistics', () => ss.mean(x), reps);
+    row(
+      'median',
+      'sort',
+      () => type7BySort(x, 0.5),
+      'stats',
+      () => median(x),
+      reps,
+    );
+    row(
+      'type 7, p 0.975',
+      'sort',
+      () => type7BySort(x, 0.975),
+      'stats',
+      () => percentileType7(x, 0.975),
+      reps,
+    );
+    row(
+      'nearest rank, p 0.9',
+      'sort',
+      () => nearestRankBySort(x, 0.9),
+      'stats',
+      () => percentileNearestRank(x, 0.9),
+      reps,
+    );
+    row(
+      'mean',
+      'stats',
+      () => mean(x),
+      'simple-statistics',
+      () => ss.mean(x),
+      reps,
+    );
   }
 }

@@ -39,7 +39,11 @@ const FLAGS = [
 function runChromium(bin, args) {
   const profile = mkdtempSync(path.join(tmpdir(), 'stepcal-chromium-'));
   try {
-    return spawnSync(bin, [...FLAGS, `--user-data-dir=${profile}`, ...args], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, timeout: 120_000 });
+    return spawnSync(bin, [...FLAGS, `--user-data-dir=${profile}`, ...args], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+      timeout: 120_000,
+    });
   } finally {
     rmSync(profile, { recursive: true, force: true });
   }
@@ -49,7 +53,11 @@ function runChromium(bin, args) {
 function decodePng(buf) {
   if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
   let off = 8;
-  let width = 0, height = 0, colorType = 0, bitDepth = 0, interlace = 0;
+  let width = 0,
+    height = 0,
+    colorType = 0,
+    bitDepth = 0,
+    interlace = 0;
   const idat = [];
   while (off < buf.length) {
     const len = buf.readUInt32BE(off);
@@ -65,7 +73,8 @@ function decodePng(buf) {
     else if (type === 'IEND') break;
     off += 12 + len;
   }
-  if (bitDepth !== 8 || interlace !== 0 || (colorType !== 2 && colorType !== 6)) throw new Error(`unsupported PNG (depth ${bitDepth}, color ${colorType}, interlace ${interlace})`);
+  if (bitDepth !== 8 || interlace !== 0 || (colorType !== 2 && colorType !== 6))
+    throw new Error(`unsupported PNG (depth ${bitDepth}, color ${colorType}, interlace ${interlace})`);
   const ch = colorType === 6 ? 4 : 3;
   const raw = inflateSync(Buffer.concat(idat));
   const stride = width * ch;
@@ -85,7 +94,9 @@ function decodePng(buf) {
       else if (f === 3) v += (a + b) >> 1;
       else if (f === 4) {
         const p = a + b - c;
-        const pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+        const pa = Math.abs(p - a),
+          pb = Math.abs(p - b),
+          pc = Math.abs(p - c);
         v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
       }
       cur[x] = v & 255;
@@ -96,7 +107,8 @@ function decodePng(buf) {
 
 /** Fraction of non-white pixels in rows [y0, y1). */
 function inkFraction(img, y0, y1) {
-  let ink = 0, n = 0;
+  let ink = 0,
+    n = 0;
   for (let y = Math.max(0, y0); y < Math.min(img.height, y1); y++) {
     for (let x = 0; x < img.width; x++) {
       const i = (y * img.width + x) * img.channels;
@@ -110,7 +122,8 @@ function inkFraction(img, y0, y1) {
 function checkReport(bin, file) {
   const problems = [];
   const html = readFileSync(file, 'utf8');
-  if (/<script|<link|<img|src="http|href="http/i.test(html)) problems.push('the HTML references external content or scripts');
+  if (/<script|<link|<img|src="http|href="http/i.test(html))
+    problems.push('the HTML references external content or scripts');
   const url = 'file://' + path.resolve(file);
 
   const dom = runChromium(bin, ['--dump-dom', url]);
@@ -127,14 +140,17 @@ function checkReport(bin, file) {
 
   const png = path.join(path.dirname(file), 'report.png');
   const shot = runChromium(bin, [`--screenshot=${png}`, '--window-size=1280,4000', url]);
-  if (shot.status !== 0 || !existsSync(png)) return [...problems, `chromium --screenshot failed (${shot.status}): ${shot.stderr.slice(-400)}`];
+  if (shot.status !== 0 || !existsSync(png))
+    return [...problems, `chromium --screenshot failed (${shot.status}): ${shot.stderr.slice(-400)}`];
   const img = decodePng(readFileSync(png));
   const whole = inkFraction(img, 0, img.height);
   // The charts sit below the headline tables; require ink in the lower three quarters too.
   const lower = inkFraction(img, Math.floor(img.height / 4), img.height);
   if (whole < 0.02) problems.push(`screenshot nearly blank (${(100 * whole).toFixed(2)} % non-white)`);
   if (lower < 0.02) problems.push(`chart band nearly blank (${(100 * lower).toFixed(2)} % non-white)`);
-  console.log(`${path.relative(ROOT, file)}: ${figures.length} figures, ${drawn} drawn; screenshot ${img.width}×${img.height}, ${(100 * whole).toFixed(1)} % non-white (${(100 * lower).toFixed(1)} % below the first quarter) → ${path.relative(ROOT, png)}`);
+  console.log(
+    `${path.relative(ROOT, file)}: ${figures.length} figures, ${drawn} drawn; screenshot ${img.width}×${img.height}, ${(100 * whole).toFixed(1)} % non-white (${(100 * lower).toFixed(1)} % below the first quarter) → ${path.relative(ROOT, png)}`,
+  );
   return problems;
 }
 
@@ -152,7 +168,9 @@ if (!files.length) {
 }
 const bin = findChromium();
 if (!bin) {
-  console.error('check-report: Chromium not found; install it (`apt-get install -y chromium`) or set CHROMIUM=/path/to/chrome');
+  console.error(
+    'check-report: Chromium not found; install it (`apt-get install -y chromium`) or set CHROMIUM=/path/to/chrome',
+  );
   process.exit(1);
 }
 let failed = 0;

@@ -52,16 +52,27 @@ function pick(sku: string, table: string, prefix: string): string | undefined {
 
 /** Known quirks to carry into provenance (dataset README, "Quirks found"). */
 function quirks(sku: string, table: string): string[] {
-  const n: string[] = ['converted upstream from Parquet to CSV unchanged (../shared/datasets/aiconfigurator/README.md)'];
-  if (table === 'nccl_perf') n.push('upstream framework column says TRTLLM (collector hard-codes it); rows are nccl-tests results, lane is the NCCL version');
+  const n: string[] = [
+    'converted upstream from Parquet to CSV unchanged (../shared/datasets/aiconfigurator/README.md)',
+  ];
+  if (table === 'nccl_perf')
+    n.push(
+      'upstream framework column says TRTLLM (collector hard-codes it); rows are nccl-tests results, lane is the NCCL version',
+    );
   if (sku === 'l40s' && table === 'custom_allreduce_perf')
-    n.push('upstream folder vllm/0.22.0 is a byte-identical copy of the 0.14.0 table (version column 0.14.0); lane follows the rows');
+    n.push(
+      'upstream folder vllm/0.22.0 is a byte-identical copy of the 0.14.0 table (version column 0.14.0); lane follows the rows',
+    );
   if (sku === 'b200_sxm' && table === 'moe_perf')
-    n.push('972 Kimi-K3 w4a16_mxfp4 Marlin rows were collected with a vLLM preview build; their lane column keeps that version');
+    n.push(
+      '972 Kimi-K3 w4a16_mxfp4 Marlin rows were collected with a vLLM preview build; their lane column keeps that version',
+    );
   if (sku === 'a100_sxm' && (table === 'context_attention_perf' || table === 'generation_attention_perf'))
     n.push('a100 tables have no window_size column; window = 0 (full attention)');
   if (table === 'context_attention_perf' || table === 'generation_attention_perf')
-    n.push('kernel dispatch changes within the table (e.g. triton fallbacks for head_dim 192 + fp8 KV on b200/l40s): fit per kernel_source or exclude fallbacks');
+    n.push(
+      'kernel dispatch changes within the table (e.g. triton fallbacks for head_dim 192 + fp8 KV on b200/l40s): fit per kernel_source or exclude fallbacks',
+    );
   return n;
 }
 
@@ -87,16 +98,24 @@ async function curateAic(): Promise<void> {
       (f) => note(`  read ${path.relative(AIC, f)}`),
     );
     for (const s of sums) {
-      note(`  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.rows_in} → ${s.rows_out} rows${s.duplicate_configs ? ` (${s.duplicate_configs} repeated configs collapsed)` : ''}`);
+      note(
+        `  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.rows_in} → ${s.rows_out} rows${s.duplicate_configs ? ` (${s.duplicate_configs} repeated configs collapsed)` : ''}`,
+      );
     }
   }
 }
 
 async function curateSplitwise(): Promise<void> {
   const { importSplitwise } = await import('../src/measurements/splitwise.ts');
-  const res = importSplitwise(SPLITWISE, { outRoot: OUT, sourceRepository: 'Splitwise (Patel et al., ISCA 2024) perf_model.csv' });
+  const res = importSplitwise(SPLITWISE, {
+    outRoot: OUT,
+    sourceRepository: 'Splitwise (Patel et al., ISCA 2024) perf_model.csv',
+  });
   note(`curate: splitwise: ${res.rows_in} source rows, ${res.repeated_configs} repeated configurations collapsed`);
-  for (const s of res.summaries) note(`  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.configs} configs → ${s.rows_out} rows; flagged ${JSON.stringify(s.flagged)}`);
+  for (const s of res.summaries)
+    note(
+      `  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.configs} configs → ${s.rows_out} rows; flagged ${JSON.stringify(s.flagged)}`,
+    );
 }
 
 /** Rewrite measurements/README.md from what is on disk (row counts read from provenance). */
@@ -118,7 +137,9 @@ function writeReadme(): void {
     }
     for (const f of listStepFiles(dir)) {
       const p = readProvenance(f);
-      lines.push(`| ${chip}/${path.basename(f)} | step | ${p.lane} | ${p.rows_in} | ${p.rows_out} | ${p.duplicate_configs ?? 0} | \`${p.source_path}\` |`);
+      lines.push(
+        `| ${chip}/${path.basename(f)} | step | ${p.lane} | ${p.rows_in} | ${p.rows_out} | ${p.duplicate_configs ?? 0} | \`${p.source_path}\` |`,
+      );
     }
   }
   const text = `# Shipped measurements

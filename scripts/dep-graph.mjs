@@ -59,10 +59,17 @@ function spread(edges, key) {
 
 /** SVG of the stages (top = highest) and their edges; returns { svg, upward }. */
 function draw(edges) {
-  const boxW = 150, boxH = 34, gap = 20, left = 40, top = 40, laneW = 13;
+  const boxW = 150,
+    boxH = 34,
+    gap = 20,
+    left = 40,
+    top = 40,
+    laneW = 13;
   const y = (s) => top + (STAGES.length - 1 - STAGES.indexOf(s)) * (boxH + gap);
   const rank = (s) => STAGES.indexOf(s);
-  const sorted = [...edges].sort((a, b) => rank(a.from) - rank(a.to) - (rank(b.from) - rank(b.to)) || rank(b.from) - rank(a.from));
+  const sorted = [...edges].sort(
+    (a, b) => rank(a.from) - rank(a.to) - (rank(b.from) - rank(b.to)) || rank(b.from) - rank(a.from),
+  );
   const outAt = spread(sorted, 'from');
   const inAt = spread(sorted, 'to');
   const paths = [];
@@ -74,12 +81,18 @@ function draw(edges) {
     const y1 = y(e.from) + boxH * outAt.get(e);
     const y2 = y(e.to) + boxH * inAt.get(e);
     const color = up ? '#d62728' : '#777';
-    paths.push(`<path d="M${left + boxW},${y1.toFixed(1)} H${x} V${y2.toFixed(1)} H${left + boxW + 6}" fill="none" stroke="${color}" stroke-width="1.1" marker-end="url(#${up ? 'up' : 'down'})"><title>${e.from} → ${e.to}</title></path>`);
+    paths.push(
+      `<path d="M${left + boxW},${y1.toFixed(1)} H${x} V${y2.toFixed(1)} H${left + boxW + 6}" fill="none" stroke="${color}" stroke-width="1.1" marker-end="url(#${up ? 'up' : 'down'})"><title>${e.from} → ${e.to}</title></path>`,
+    );
   });
   const width = Math.max(left + boxW + 40 + sorted.length * laneW, 640);
   const height = top + STAGES.length * (boxH + gap) + 24;
-  const boxes = STAGES.map((s) => `<rect x="${left}" y="${y(s)}" width="${boxW}" height="${boxH}" rx="4" fill="${s === 'core' ? '#e8eef7' : '#f7f7f7'}" stroke="#333"/><text x="${left + boxW / 2}" y="${y(s) + 21}" text-anchor="middle">src/${s}</text>`);
-  const marker = (id, c) => `<marker id="${id}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${c}"/></marker>`;
+  const boxes = STAGES.map(
+    (s) =>
+      `<rect x="${left}" y="${y(s)}" width="${boxW}" height="${boxH}" rx="4" fill="${s === 'core' ? '#e8eef7' : '#f7f7f7'}" stroke="#333"/><text x="${left + boxW / 2}" y="${y(s) + 21}" text-anchor="middle">src/${s}</text>`,
+  );
+  const marker = (id, c) =>
+    `<marker id="${id}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${c}"/></marker>`;
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
 <defs>${marker('down', '#777')}${marker('up', '#d62728')}</defs>
 <text x="${left}" y="22" font-weight="bold">Imports between the stages of src/: ${sorted.length} importing pairs, ${upward} pointing up</text>
@@ -93,7 +106,10 @@ ${paths.join('\n')}
 
 process.chdir(ROOT);
 const { edges, violations, modules } = await analyse();
-for (const v of violations) console.error(`depcheck: ${v.rule.name}: ${v.from} → ${v.to}${v.cycle ? ` (cycle: ${v.cycle.map((c) => c.name ?? c).join(' → ')})` : ''}`);
+for (const v of violations)
+  console.error(
+    `depcheck: ${v.rule.name}: ${v.from} → ${v.to}${v.cycle ? ` (cycle: ${v.cycle.map((c) => c.name ?? c).join(' → ')})` : ''}`,
+  );
 const { svg, upward } = draw(edges);
 if (process.argv.includes('--check')) {
   let old = '';
@@ -101,9 +117,14 @@ if (process.argv.includes('--check')) {
     old = readFileSync(OUT, 'utf8');
   } catch {}
   if (upward > 0) console.error(`depcheck: ${upward} stage edge(s) point up`);
-  if (old !== svg) console.error('depcheck: docs/architecture.svg is stale; run `node scripts/dep-graph.mjs` and commit it');
+  if (old !== svg)
+    console.error('depcheck: docs/architecture.svg is stale; run `node scripts/dep-graph.mjs` and commit it');
   const ok = violations.length === 0 && upward === 0 && old === svg;
-  console.log(ok ? `depcheck: no violations (${modules} modules, ${edges.length} stage pairs, none pointing up)` : `depcheck: ${violations.length} rule violation(s)`);
+  console.log(
+    ok
+      ? `depcheck: no violations (${modules} modules, ${edges.length} stage pairs, none pointing up)`
+      : `depcheck: ${violations.length} rule violation(s)`,
+  );
   process.exit(ok ? 0 : 1);
 }
 writeFileSync(OUT, svg);

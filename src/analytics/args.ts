@@ -35,7 +35,8 @@ export function parsePositiveInt(text: string): number {
 /** Parse a comma-separated list of numbers ≥ 0 (`1,4,8,16`). */
 export function parseList(text: string): number[] {
   const parts = text.split(',').map((p) => p.trim());
-  if (parts.some((p) => p === '')) throw new InvalidArgumentError(`expected a comma-separated list of numbers, got "${text}"`);
+  if (parts.some((p) => p === ''))
+    throw new InvalidArgumentError(`expected a comma-separated list of numbers, got "${text}"`);
   return parts.map((p) => {
     const v = parseNumber(p);
     if (v < 0) throw new InvalidArgumentError(`expected numbers ≥ 0, got "${p}" in "${text}"`);

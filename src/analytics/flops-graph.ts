@@ -38,7 +38,14 @@ const node = z
     index_topk: posInt.optional(),
   })
   .passthrough();
-const stack = z.object({ prologue: z.array(z.string()).optional(), pattern: z.array(z.string()).min(1), repeat: posInt, epilogue: z.array(z.string()).optional() }).passthrough();
+const stack = z
+  .object({
+    prologue: z.array(z.string()).optional(),
+    pattern: z.array(z.string()).min(1),
+    repeat: posInt,
+    epilogue: z.array(z.string()).optional(),
+  })
+  .passthrough();
 
 /** The subset of a model graph the FLOP counter reads. */
 export const GraphSubsetSchema = z
@@ -104,7 +111,14 @@ function gemmsOf(n: GraphNodeSubset, def: ComputeFormat, where: string): FlopsGe
     const mats = n.gated === false ? 2 : 3;
     const out: FlopsGemm[] = [{ role, n: n.n, k: n.k, mult: n.top_k * mats, format: fmt, ...extra }];
     if (n.shared_experts) {
-      out.push({ role: `${role}.shared`, n: n.shared_intermediate_size ?? n.n, k: n.k, mult: n.shared_experts * mats, format: fmt, ...extra });
+      out.push({
+        role: `${role}.shared`,
+        n: n.shared_intermediate_size ?? n.n,
+        k: n.k,
+        mult: n.shared_experts * mats,
+        format: fmt,
+        ...extra,
+      });
     }
     return out;
   }
@@ -140,7 +154,11 @@ export function flopsModelFromGraph(obj: unknown, source: string, opts: ShapeOpt
     const def = opts.gemm_format ?? computeFormatOf(g.global.weight_dtype);
     const attFmt = opts.attention_format ?? 'bf16';
     const counts = new Map<string, number>();
-    const ids = [...(g.stack.prologue ?? []), ...Array.from({ length: g.stack.repeat }, () => g.stack.pattern).flat(), ...(g.stack.epilogue ?? [])];
+    const ids = [
+      ...(g.stack.prologue ?? []),
+      ...Array.from({ length: g.stack.repeat }, () => g.stack.pattern).flat(),
+      ...(g.stack.epilogue ?? []),
+    ];
     for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
     const omitted = new Set<string>();
     const layers: FlopsLayer[] = [];
@@ -157,7 +175,8 @@ export function flopsModelFromGraph(obj: unknown, source: string, opts: ShapeOpt
       });
       layers.push(layer);
     }
-    for (const id of counts.keys()) if (!g.layer_kinds.some((k) => k.id === id)) throw new Error(`stack names unknown layer kind "${id}"`);
+    for (const id of counts.keys())
+      if (!g.layer_kinds.some((k) => k.id === id)) throw new Error(`stack names unknown layer kind "${id}"`);
     let logits: FlopsGemm | undefined;
     const headGemms: FlopsGemm[] = [];
     g.head.forEach((n, i) => {
@@ -168,7 +187,14 @@ export function flopsModelFromGraph(obj: unknown, source: string, opts: ShapeOpt
     if (!logits) logits = { role: 'lm_head', n: g.global.vocab_size, k: g.global.hidden_size, format: def };
     if (headGemms.length) layers.push({ id: 'head', count: 1, gemms: headGemms, attention: [] });
     if (g.speculator) omitted.add(`drafter (${g.speculator.method})`);
-    return { name: g.name, hidden_size: g.global.hidden_size, vocab_size: g.global.vocab_size, layers, logits, omitted: [...omitted] };
+    return {
+      name: g.name,
+      hidden_size: g.global.hidden_size,
+      vocab_size: g.global.vocab_size,
+      layers,
+      logits,
+      omitted: [...omitted],
+    };
   } catch (err) {
     if (err instanceof UserError) throw err;
     throw new UserError(`${source}: ${(err as Error).message}`);
@@ -177,14 +203,19 @@ export function flopsModelFromGraph(obj: unknown, source: string, opts: ShapeOpt
 
 /** Where a catalog model's graph lives: `catalog/models/<name>/graph.yaml` (or the path itself). */
 export function graphPath(nameOrPath: string): string {
-  return nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(REPO_ROOT, 'catalog', 'models', nameOrPath, 'graph.yaml');
+  return nameOrPath.endsWith('.yaml')
+    ? nameOrPath
+    : path.join(REPO_ROOT, 'catalog', 'models', nameOrPath, 'graph.yaml');
 }
-
 
 /**
  * Scheduled (q, k) of a pricer request (chapter Listing 2.4): q = scheduled tokens,
  * k = computed + scheduled; a prompt row while computed tokens fall short of the prompt.
  */
 export function scheduledFromRequest(r: Request): ScheduledRequest {
-  return { q: r.scheduled_tokens, k: r.computed_tokens + r.scheduled_tokens, is_prompt: r.computed_tokens < r.prompt_tokens };
+  return {
+    q: r.scheduled_tokens,
+    k: r.computed_tokens + r.scheduled_tokens,
+    is_prompt: r.computed_tokens < r.prompt_tokens,
+  };
 }

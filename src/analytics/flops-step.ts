@@ -7,7 +7,17 @@ import { loadChip } from '../core/catalog/chip.ts';
 import { loadModel } from '../core/catalog/model.ts';
 import { UserError } from '../core/errors.ts';
 import { parseBatchSpec } from '../pricer/batch.ts';
-import { batchFlops, dominantGemmFormat, type ComputeFormat, type FlopsConvention, type FlopsCount, type FlopsModel, type Mfu, mfu, referencePeak } from './flops.ts';
+import {
+  batchFlops,
+  dominantGemmFormat,
+  type ComputeFormat,
+  type FlopsConvention,
+  type FlopsCount,
+  type FlopsModel,
+  type Mfu,
+  mfu,
+  referencePeak,
+} from './flops.ts';
 import { flopsModelFromGraph, graphPath, scheduledFromRequest } from './flops-graph.ts';
 
 /** What to count: model, batch specs, accounting convention and compute formats. */
@@ -46,7 +56,10 @@ export interface StepFlops {
 export function stepFlops(o: StepFlopsInput): StepFlops {
   const graph = loadModel(o.model);
   const file = graphPath(o.model);
-  const shape = flopsModelFromGraph(graph, file, { ...(o.gemmFormat ? { gemm_format: o.gemmFormat } : {}), attention_format: o.attentionFormat });
+  const shape = flopsModelFromGraph(graph, file, {
+    ...(o.gemmFormat ? { gemm_format: o.gemmFormat } : {}),
+    attention_format: o.attentionFormat,
+  });
   const groups = o.batch.map((spec) => {
     const reqs = parseBatchSpec(spec).map(scheduledFromRequest);
     return { spec, reqs, count: batchFlops(shape, reqs, o.convention) };
@@ -75,11 +88,13 @@ export interface MfuInput {
  */
 export function stepMfu(s: StepFlops, o: MfuInput): StepMfu | undefined {
   if (o.step_us === undefined) {
-    if (o.chip || o.peak_tflops) throw new UserError('MFU needs --step-us (the measured step time) together with --chip or --peak-tflops');
+    if (o.chip || o.peak_tflops)
+      throw new UserError('MFU needs --step-us (the measured step time) together with --chip or --peak-tflops');
     return undefined;
   }
   let ref: { flops_per_s: number; basis: string };
-  if (o.peak_tflops !== undefined) ref = { flops_per_s: o.peak_tflops * 1e12, basis: `given ${o.peak_tflops} TFLOP/s (${s.convention})` };
+  if (o.peak_tflops !== undefined)
+    ref = { flops_per_s: o.peak_tflops * 1e12, basis: `given ${o.peak_tflops} TFLOP/s (${s.convention})` };
   else {
     if (!o.chip) throw new UserError('MFU needs --chip (or --peak-tflops) together with --step-us');
     const chip = loadChip(o.chip);

@@ -119,7 +119,8 @@ export interface FlopsCount {
  * @throws Error unless 0 ≤ q ≤ k
  */
 export function attendedPairs(q: number, k: number, cap = Infinity): number {
-  if (!(Number.isInteger(q) && Number.isInteger(k) && q >= 0 && k >= q)) throw new Error(`need integers 0 ≤ q ≤ k, got q=${q}, k=${k}`);
+  if (!(Number.isInteger(q) && Number.isInteger(k) && q >= 0 && k >= q))
+    throw new Error(`need integers 0 ≤ q ≤ k, got q=${q}, k=${k}`);
   if (q === 0) return 0;
   // Σ_{j=a}^{b} min(j, cap) with a = k − q + 1, b = k.
   const a = k - q + 1;
@@ -190,7 +191,8 @@ export function denseFlopsPerTokenPerLayer(L: FlopsLayer): number {
  */
 export function dominantGemmFormat(m: FlopsModel): ComputeFormat {
   const w = new Map<ComputeFormat, number>();
-  for (const L of m.layers) for (const g of L.gemms) w.set(g.format, (w.get(g.format) ?? 0) + L.count * (g.mult ?? 1) * g.n * g.k);
+  for (const L of m.layers)
+    for (const g of L.gemms) w.set(g.format, (w.get(g.format) ?? 0) + L.count * (g.mult ?? 1) * g.n * g.k);
   let best: ComputeFormat = m.logits.format;
   let bw = -1;
   for (const [f, v] of w) if (v > bw) (best = f), (bw = v);
@@ -216,7 +218,8 @@ export interface Mfu {
  */
 export function mfu(total_flops: number, step_us: number, reference_flops_per_s: number): Mfu {
   if (!(step_us > 0)) throw new Error(`step time must be > 0 µs, got ${step_us}`);
-  if (!(reference_flops_per_s > 0)) throw new Error(`compute reference must be > 0 FLOP/s, got ${reference_flops_per_s}`);
+  if (!(reference_flops_per_s > 0))
+    throw new Error(`compute reference must be > 0 FLOP/s, got ${reference_flops_per_s}`);
   const flops_per_s = (total_flops * 1e6) / step_us;
   return { flops_per_s, reference_flops_per_s, mfu: flops_per_s / reference_flops_per_s };
 }
@@ -236,7 +239,11 @@ export interface PeakTflops {
  * - plain: the dense peak of `format` (the format the model's GEMMs run in).
  * @throws Error when the chip lists no peak for the format
  */
-export function referencePeak(peaks: PeakTflops, convention: FlopsConvention, format: ComputeFormat): { flops_per_s: number; basis: string } {
+export function referencePeak(
+  peaks: PeakTflops,
+  convention: FlopsConvention,
+  format: ComputeFormat,
+): { flops_per_s: number; basis: string } {
   if (convention === 'fp8-equivalent') {
     if (peaks.fp8 !== undefined) return { flops_per_s: peaks.fp8 * 1e12, basis: 'dense FP8 peak' };
     return { flops_per_s: 2 * peaks.bf16 * 1e12, basis: 'derived: 2 × dense BF16 peak (chip lists no FP8 peak)' };
@@ -257,7 +264,8 @@ export const MFU_SCOPE =
  * @throws Error on a non-positive block or negative sizes
  */
 export function blockScaledBytesPerValue(value_bits: number, block_values: number, scale_bytes: number): number {
-  if (!(block_values > 0 && value_bits > 0 && scale_bytes >= 0)) throw new Error('need value_bits > 0, block_values > 0, scale_bytes ≥ 0');
+  if (!(block_values > 0 && value_bits > 0 && scale_bytes >= 0))
+    throw new Error('need value_bits > 0, block_values > 0, scale_bytes ≥ 0');
   return ((block_values * value_bits) / 8 + scale_bytes) / block_values;
 }
 

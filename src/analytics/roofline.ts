@@ -71,7 +71,13 @@ export interface StepPoint {
 
 /** Validate parameters. @throws Error naming the first bad field (caller wraps with its source). */
 export function checkParams(p: RooflineParams): void {
-  const nonneg: Array<keyof RooflineParams> = ['shared_bytes', 'bytes_per_request', 'ops_per_position', 'overhead_us', 'context_scale'];
+  const nonneg: Array<keyof RooflineParams> = [
+    'shared_bytes',
+    'bytes_per_request',
+    'ops_per_position',
+    'overhead_us',
+    'context_scale',
+  ];
   for (const k of nonneg) {
     if (!(Number.isFinite(p[k]) && p[k] >= 0)) throw new Error(`${k} must be a finite number ≥ 0, got ${p[k]}`);
   }
@@ -156,7 +162,8 @@ export interface Crossover {
 export function crossover(p: RooflineParams, positions_per_request = 1): Crossover | undefined {
   const k = positions_per_request;
   // Work in ops/bytes·W units: k·ops/P·W − b·c, multiplied through by W to stay exact for round inputs.
-  const denom = (k * p.ops_per_position * p.mem_bytes_per_s) / p.compute_ops_per_s - p.bytes_per_request * p.context_scale;
+  const denom =
+    (k * p.ops_per_position * p.mem_bytes_per_s) / p.compute_ops_per_s - p.bytes_per_request * p.context_scale;
   if (!(denom > 0) || !(p.shared_bytes > 0)) return undefined;
   const requests = p.shared_bytes / denom;
   const pt = stepPoint(p, requests, k * requests);

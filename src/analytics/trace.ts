@@ -104,9 +104,12 @@ export function analyseRequest(r: RequestRecord, unit: TimeUnit = 'us'): Request
   const a = r.arrival_us;
   const s = r.prompt_start_us;
   const e = r.prompt_end_us;
-  if (!(a <= s)) fail(`prompt_start ${fmtIn(s, unit)} is before arrival ${fmtIn(a, unit)}; expected arrival ≤ prompt_start`);
-  if (!(s <= e)) fail(`prompt_end ${fmtIn(e, unit)} is before prompt_start ${fmtIn(s, unit)}; expected prompt_start ≤ prompt_end`);
-  if (!(e <= t1)) fail(`first token ${fmtIn(t1, unit)} is before prompt_end ${fmtIn(e, unit)}; expected prompt_end ≤ first token`);
+  if (!(a <= s))
+    fail(`prompt_start ${fmtIn(s, unit)} is before arrival ${fmtIn(a, unit)}; expected arrival ≤ prompt_start`);
+  if (!(s <= e))
+    fail(`prompt_end ${fmtIn(e, unit)} is before prompt_start ${fmtIn(s, unit)}; expected prompt_start ≤ prompt_end`);
+  if (!(e <= t1))
+    fail(`first token ${fmtIn(t1, unit)} is before prompt_end ${fmtIn(e, unit)}; expected prompt_end ≤ first token`);
   const gaps_us: number[] = [];
   for (let i = 1; i < t.length; i++) {
     if (!(t[i]! >= t[i - 1]!)) {
@@ -165,7 +168,9 @@ export function summariseTrace(
   const requests = records.map((r) => analyseRequest(r, opts.unit ?? 'us'));
   const ttfts = requests.map((r) => r.ttft_us);
   const gapSample =
-    gap_mode === 'pooled' ? requests.flatMap((r) => r.gaps_us) : requests.filter((r) => r.gaps_us.length > 0).map((r) => mean(r.gaps_us));
+    gap_mode === 'pooled'
+      ? requests.flatMap((r) => r.gaps_us)
+      : requests.filter((r) => r.gaps_us.length > 0).map((r) => mean(r.gaps_us));
   const tokens = requests.reduce((s, r) => s + r.tokens, 0);
   const first_arrival_us = Math.min(...records.map((r) => r.arrival_us));
   const last_delivery_us = Math.max(...records.map((r) => r.token_times_us[r.token_times_us.length - 1]!));
@@ -214,15 +219,18 @@ export function parseTraceJson(text: string, file: string, unit: TimeUnit): Requ
     throw new InputError({ file }, `not valid JSON: ${(err as Error).message}`);
   }
   const list = Array.isArray(raw) ? raw : (raw as { requests?: unknown })?.requests;
-  if (!Array.isArray(list)) throw new InputError({ file }, 'expected a JSON array of requests (or an object with a "requests" array)');
+  if (!Array.isArray(list))
+    throw new InputError({ file }, 'expected a JSON array of requests (or an object with a "requests" array)');
   return list.map((item, i) => {
     const row = i + 1;
     if (typeof item !== 'object' || item === null) throw new InputError({ file, row }, 'expected an object');
     const o = item as Record<string, unknown>;
     const idv = o['id'];
-    if (typeof idv !== 'string' && typeof idv !== 'number') throw new InputError({ file, row, column: 'id' }, 'expected a string or number id');
+    if (typeof idv !== 'string' && typeof idv !== 'number')
+      throw new InputError({ file, row, column: 'id' }, 'expected a string or number id');
     const tokens = o['tokens'];
-    if (!Array.isArray(tokens)) throw new InputError({ file, row, column: 'tokens' }, 'expected an array of delivery times');
+    if (!Array.isArray(tokens))
+      throw new InputError({ file, row, column: 'tokens' }, 'expected an array of delivery times');
     return {
       id: String(idv),
       arrival_us: toNumber(o['arrival'], { file, row, column: 'arrival' }, unit),
@@ -244,10 +252,18 @@ export const TRACE_CSV_COLUMNS = ['id', 'arrival', 'prompt_start', 'prompt_end',
  * @throws InputError naming file, row and column
  */
 export function parseTraceCsv(text: string, file: string, unit: TimeUnit): RequestRecord[] {
-  const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
+  const parsed = Papa.parse<Record<string, string>>(text.trim(), {
+    header: true,
+    skipEmptyLines: true,
+    transformHeader: (h) => h.trim(),
+  });
   const fields = parsed.meta.fields ?? [];
   const missing = TRACE_CSV_COLUMNS.filter((c) => !fields.includes(c));
-  if (missing.length) throw new InputError({ file, row: 0 }, `missing column(s) ${missing.join(', ')}; expected ${TRACE_CSV_COLUMNS.join(', ')}`);
+  if (missing.length)
+    throw new InputError(
+      { file, row: 0 },
+      `missing column(s) ${missing.join(', ')}; expected ${TRACE_CSV_COLUMNS.join(', ')}`,
+    );
   const byId = new Map<string, RequestRecord>();
   parsed.data.forEach((rec, i) => {
     const row = i + 1;
@@ -259,7 +275,14 @@ export function parseTraceCsv(text: string, file: string, unit: TimeUnit): Reque
     const t = toNumber(rec['token_time'], { file, row, column: 'token_time' }, unit);
     const r = byId.get(id);
     if (!r) {
-      byId.set(id, { id, arrival_us: a, prompt_start_us: s, prompt_end_us: e, token_times_us: [t], where: { file, row, token_rows: [row] } });
+      byId.set(id, {
+        id,
+        arrival_us: a,
+        prompt_start_us: s,
+        prompt_end_us: e,
+        token_times_us: [t],
+        where: { file, row, token_rows: [row] },
+      });
       return;
     }
     for (const [col, v, w] of [

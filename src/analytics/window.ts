@@ -73,13 +73,18 @@ export interface WindowResult {
 export function selectWindow(rows: readonly Endpoint[], concurrency?: number): WindowResult {
   for (let i = 1; i < rows.length; i++) {
     if (rows[i]!.ts_us < rows[i - 1]!.ts_us) {
-      throw new Error(`timestamps must not decrease: row ${rows[i]!.row ?? i + 1} is earlier than row ${rows[i - 1]!.row ?? i}`);
+      throw new Error(
+        `timestamps must not decrease: row ${rows[i]!.row ?? i + 1} is earlier than row ${rows[i - 1]!.row ?? i}`,
+      );
     }
   }
   let eps: readonly Endpoint[] = rows;
   if (concurrency !== undefined) {
     const missing = rows.find((r) => r.running === undefined);
-    if (missing) throw new Error(`concurrency filter needs a running count on every row (row ${missing.row ?? rows.indexOf(missing) + 1} has none)`);
+    if (missing)
+      throw new Error(
+        `concurrency filter needs a running count on every row (row ${missing.row ?? rows.indexOf(missing) + 1} has none)`,
+      );
     eps = rows.filter((r) => r.running === concurrency);
   }
   const pairs: WindowPair[] = [];
@@ -138,11 +143,18 @@ const TS_COLUMNS = { ts_ms: 1000, ts_s: 1e6, ts_us: 1 } as const;
  * @throws InputError naming file, row and column
  */
 export function parseWindowCsv(text: string, file: string): Endpoint[] {
-  const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
+  const parsed = Papa.parse<Record<string, string>>(text.trim(), {
+    header: true,
+    skipEmptyLines: true,
+    transformHeader: (h) => h.trim(),
+  });
   const fields = parsed.meta.fields ?? [];
   const tsCols = (Object.keys(TS_COLUMNS) as Array<keyof typeof TS_COLUMNS>).filter((c) => fields.includes(c));
   if (tsCols.length !== 1) {
-    throw new InputError({ file, row: 0 }, `expected exactly one timestamp column (ts_ms, ts_s or ts_us), found ${tsCols.length ? tsCols.join(', ') : 'none'}`);
+    throw new InputError(
+      { file, row: 0 },
+      `expected exactly one timestamp column (ts_ms, ts_s or ts_us), found ${tsCols.length ? tsCols.join(', ') : 'none'}`,
+    );
   }
   const tsCol = tsCols[0]!;
   const scale = TS_COLUMNS[tsCol];
@@ -152,7 +164,8 @@ export function parseWindowCsv(text: string, file: string): Endpoint[] {
     const row = i + 1;
     const tsText = (rec[tsCol] ?? '').trim();
     const ts = tsText === '' ? NaN : Number(tsText);
-    if (!Number.isFinite(ts)) throw new InputError({ file, row, column: tsCol }, `expected a finite timestamp, got "${tsText}"`);
+    if (!Number.isFinite(ts))
+      throw new InputError({ file, row, column: tsCol }, `expected a finite timestamp, got "${tsText}"`);
     let flagged = false;
     if (hasFlag) {
       const f = (rec['flag'] ?? '').trim().toLowerCase();
@@ -164,7 +177,8 @@ export function parseWindowCsv(text: string, file: string): Endpoint[] {
     if (hasRunning) {
       const t = (rec['running'] ?? '').trim();
       const n = Number(t);
-      if (t === '' || !Number.isInteger(n) || n < 0) throw new InputError({ file, row, column: 'running' }, `expected a non-negative integer, got "${t}"`);
+      if (t === '' || !Number.isInteger(n) || n < 0)
+        throw new InputError({ file, row, column: 'running' }, `expected a non-negative integer, got "${t}"`);
       ep.running = n;
     }
     return ep;

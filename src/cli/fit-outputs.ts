@@ -17,7 +17,11 @@ import { type FitOutputOptions, type FitReport, fitOutputFiles, renderFitReport 
  * paths per `FitOutputOptions`), drawn by `renderFitReport` unless `report` is given.
  * @throws UserError (writing nothing) when any family refused or any gate failed.
  */
-export function writeFitOutputs(result: FitAllResult, opts: FitOutputOptions = {}, report: FitReport = renderFitReport(result)): string[] {
+export function writeFitOutputs(
+  result: FitAllResult,
+  opts: FitOutputOptions = {},
+  report: FitReport = renderFitReport(result),
+): string[] {
   if (result.refusals.length) {
     throw new UserError(`fit ${result.chip}: refused, nothing written:\n  ${result.refusals.join('\n  ')}`);
   }
@@ -30,7 +34,11 @@ export function writeFitOutputs(result: FitAllResult, opts: FitOutputOptions = {
  * Compare a fit with what is on disk. Returns drift messages naming registry entries (added,
  * removed, changed) and other files that would change; empty when clean.
  */
-export function checkFitOutputs(result: FitAllResult, opts: FitOutputOptions = {}, report: FitReport = renderFitReport(result)): string[] {
+export function checkFitOutputs(
+  result: FitAllResult,
+  opts: FitOutputOptions = {},
+  report: FitReport = renderFitReport(result),
+): string[] {
   const out: string[] = [];
   for (const { file, data } of fitOutputFiles(result, opts, report)) {
     const old = existsSync(file) ? readText(file) : undefined;
@@ -40,7 +48,10 @@ export function checkFitOutputs(result: FitAllResult, opts: FitOutputOptions = {
         out.push(`${file}: missing`);
         continue;
       }
-      const flat = (sets: CoefficientSet[]): Map<string, string> => new Map<string, string>(sets.flatMap((s) => s.coefficients.map((c) => [`${s.name}/${c.name}`, JSON.stringify(c.entry)] as const)));
+      const flat = (sets: CoefficientSet[]): Map<string, string> =>
+        new Map<string, string>(
+          sets.flatMap((s) => s.coefficients.map((c) => [`${s.name}/${c.name}`, JSON.stringify(c.entry)] as const)),
+        );
       let before: Map<string, string>;
       try {
         before = flat(parseCoefficientSets(old, file));

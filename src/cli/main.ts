@@ -70,18 +70,37 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** errno codes of file-system refusals that are the user's to fix (exit 1, not a bug). */
-const USER_ERRNO: ReadonlySet<string> = new Set(['ENOENT', 'EACCES', 'EPERM', 'EROFS', 'EISDIR', 'ENOTDIR', 'ENOSPC', 'EEXIST', 'ENAMETOOLONG', 'ELOOP']);
+const USER_ERRNO: ReadonlySet<string> = new Set([
+  'ENOENT',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'EISDIR',
+  'ENOTDIR',
+  'ENOSPC',
+  'EEXIST',
+  'ENAMETOOLONG',
+  'ELOOP',
+]);
 
 /** Print `err` as the CLI does and return its exit code (module comment). */
 export function exitCodeFor(err: unknown, debug: boolean): number {
   if (err instanceof CommanderError) {
-    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')
+      return 0;
     return 2;
   }
   let user: UserError | undefined = err instanceof UserError ? err : undefined;
   const e = err as NodeJS.ErrnoException;
-  if (!user && e && typeof e.code === 'string' && USER_ERRNO.has(e.code) && typeof e.path === 'string') user = writeError(e.path, e);
-  if (!user && e && (e.name === 'YAMLParseError' || e.name === 'YAMLWarning' || (e instanceof ReferenceError && /alias/i.test(e.message)))) {
+  if (!user && e && typeof e.code === 'string' && USER_ERRNO.has(e.code) && typeof e.path === 'string')
+    user = writeError(e.path, e);
+  if (
+    !user &&
+    e &&
+    (e.name === 'YAMLParseError' ||
+      e.name === 'YAMLWarning' ||
+      (e instanceof ReferenceError && /alias/i.test(e.message)))
+  ) {
     user = new UserError(`YAML error: ${e.message}`);
   }
   if (user) {
@@ -89,6 +108,8 @@ export function exitCodeFor(err: unknown, debug: boolean): number {
     if (debug && (err as Error).stack) process.stderr.write((err as Error).stack + '\n');
     return user instanceof UsageError ? 2 : 1;
   }
-  process.stderr.write(`stepcal: internal error (a bug in stepcal; please report it with the command line and this trace):\n${(err as Error)?.stack ?? String(err)}\n`);
+  process.stderr.write(
+    `stepcal: internal error (a bug in stepcal; please report it with the command line and this trace):\n${(err as Error)?.stack ?? String(err)}\n`,
+  );
   return 3;
 }

@@ -37,7 +37,9 @@ export interface WorkPoint {
 export { decodeKvBytes } from '../measurements/kv.ts';
 
 /** Causal attention FLOPs of a prefill call: batch · 4 · (S·C + S²/2) · n_q · head_dim. */
-export function prefillCausalFlops(r: Pick<AttentionPrefillRow, 'batch' | 'new_tokens' | 'prefix_tokens' | 'n_q' | 'head_dim'>): number {
+export function prefillCausalFlops(
+  r: Pick<AttentionPrefillRow, 'batch' | 'new_tokens' | 'prefix_tokens' | 'n_q' | 'head_dim'>,
+): number {
   const S = r.new_tokens;
   const C = r.prefix_tokens;
   return r.batch * 4 * (S * C + (S * S) / 2) * r.n_q * r.head_dim;
@@ -67,17 +69,32 @@ export const BOOTSTRAP_SEARCH = { step0: 0.01, maxStep: 0.2, minStep: 1e-5, maxE
  * floor driven to 0 (h100 SWA rate rows: objective 0.4558 at floor → 0, rate 1.34e6 B/µs, from the
  * joint fit's start; 0.4060 at floor 80.9 µs, rate 2.87e6 B/µs from the data start).
  */
-export function fitFloorRate(points: readonly WorkPoint[], init?: [number, number]): { floor_us: number; rate: number; objective: number } {
+export function fitFloorRate(
+  points: readonly WorkPoint[],
+  init?: [number, number],
+): { floor_us: number; rate: number; objective: number } {
   if (points.length < 2) return { floor_us: NaN, rate: NaN, objective: NaN };
   const byWork = [...points].sort((a, b) => a.work - b.work);
   const tenth = Math.max(1, Math.floor(byWork.length / 10));
-  const small = byWork.slice(0, tenth).map((p) => p.latency_us).sort((a, b) => a - b);
+  const small = byWork
+    .slice(0, tenth)
+    .map((p) => p.latency_us)
+    .sort((a, b) => a - b);
   const large = byWork.slice(-tenth).map((p) => p.work / p.latency_us);
-  const dataStart: [number, number] = [Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3), Math.max(median(large), 1e-9)];
+  const dataStart: [number, number] = [
+    Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3),
+    Math.max(median(large), 1e-9),
+  ];
   let best: { floor_us: number; rate: number; objective: number } | undefined;
   for (const start of init ? [init, dataStart] : [dataStart]) {
-    const r = gssMinimize((x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)), [Math.log(start[0]), Math.log(start[1])], 0.5, FIT_SEARCH);
-    if (!best || r.value < best.objective) best = { floor_us: Math.exp(r.x[0]!), rate: Math.exp(r.x[1]!), objective: r.value };
+    const r = gssMinimize(
+      (x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)),
+      [Math.log(start[0]), Math.log(start[1])],
+      0.5,
+      FIT_SEARCH,
+    );
+    if (!best || r.value < best.objective)
+      best = { floor_us: Math.exp(r.x[0]!), rate: Math.exp(r.x[1]!), objective: r.value };
   }
   return best!;
 }
@@ -102,16 +119,31 @@ export function bootstrapFloorRate(
   fitter?: PointFitter,
 ): { ci_floor: [number, number]; ci_rate: [number, number]; notes: string[] } {
   const n = points.length;
-  const fits = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
-    const sample: WorkPoint[] = Array.from(idx, (i) => points[i]!);
-    if (fitter) return fitter(sample, [at.floor_us, at.rate]);
-    const f = gssMinimize((x) => logL1(sample, Math.exp(x[0]!), Math.exp(x[1]!)), [Math.log(at.floor_us), Math.log(at.rate)], BOOTSTRAP_SEARCH.step0, BOOTSTRAP_SEARCH);
-    return { floor_us: Math.exp(f.x[0]!), rate: Math.exp(f.x[1]!) };
-  }, Math.min(n, BOOTSTRAP_ROWS));
+  const fits = resampleEstimates(
+    n,
+    opts.resamples,
+    opts.seed,
+    (idx) => {
+      const sample: WorkPoint[] = Array.from(idx, (i) => points[i]!);
+      if (fitter) return fitter(sample, [at.floor_us, at.rate]);
+      const f = gssMinimize(
+        (x) => logL1(sample, Math.exp(x[0]!), Math.exp(x[1]!)),
+        [Math.log(at.floor_us), Math.log(at.rate)],
+        BOOTSTRAP_SEARCH.step0,
+        BOOTSTRAP_SEARCH,
+      );
+      return { floor_us: Math.exp(f.x[0]!), rate: Math.exp(f.x[1]!) };
+    },
+    Math.min(n, BOOTSTRAP_ROWS),
+  );
   const fs = fits.map((f) => f.floor_us);
   const rs = fits.map((f) => f.rate);
   const notes: string[] = [];
-  return { ci_floor: widen(ciFromEstimates(fs), at.floor_us, 'floor', notes), ci_rate: widen(ciFromEstimates(rs), at.rate, 'rate', notes), notes };
+  return {
+    ci_floor: widen(ciFromEstimates(fs), at.floor_us, 'floor', notes),
+    ci_rate: widen(ciFromEstimates(rs), at.rate, 'rate', notes),
+    notes,
+  };
 }
 
 /** A bootstrap bound this close to the value (log scale) on the wrong side is search tolerance. */
@@ -126,22 +158,36 @@ export const CI_EXTEND_TOL_LOG = 1e-4;
 function widen(ci: [number, number], v: number, what: string, notes: string[]): [number, number] {
   let [lo, hi] = ci;
   if (lo > v && Math.log(lo / v) <= CI_EXTEND_TOL_LOG) {
-    notes.push(`${what} ci95 lower bound ${lo} extended to the value (${Math.log(lo / v).toExponential(1)} in log, within the search tolerance)`);
+    notes.push(
+      `${what} ci95 lower bound ${lo} extended to the value (${Math.log(lo / v).toExponential(1)} in log, within the search tolerance)`,
+    );
     lo = v;
   }
   if (hi < v && Math.log(v / hi) <= CI_EXTEND_TOL_LOG) {
-    notes.push(`${what} ci95 upper bound ${hi} extended to the value (${Math.log(v / hi).toExponential(1)} in log, within the search tolerance)`);
+    notes.push(
+      `${what} ci95 upper bound ${hi} extended to the value (${Math.log(v / hi).toExponential(1)} in log, within the search tolerance)`,
+    );
     hi = v;
   }
   return [lo, hi];
 }
 
-function errorsPerKernel(points: readonly WorkPoint[], floor_us: number, rate: number): Array<{ kernel: string; err: FitError; before?: number }> {
+function errorsPerKernel(
+  points: readonly WorkPoint[],
+  floor_us: number,
+  rate: number,
+): Array<{ kernel: string; err: FitError; before?: number }> {
   const out: Array<{ kernel: string; err: FitError }> = [];
   const g = groupBy(points, (p) => p.kernel_source || '(unknown)');
   for (const k of [...g.keys()].sort()) {
     const ps = g.get(k)!;
-    out.push({ kernel: k, err: fitError(predictFloorRate(ps, floor_us, rate), ps.map((p) => p.latency_us)) });
+    out.push({
+      kernel: k,
+      err: fitError(
+        predictFloorRate(ps, floor_us, rate),
+        ps.map((p) => p.latency_us),
+      ),
+    });
   }
   return out;
 }
@@ -155,12 +201,20 @@ function geometry(r: { n_q: number; n_kv: number; head_dim: number }): string {
 type PointFitter = (points: readonly WorkPoint[], init: [number, number]) => { floor_us: number; rate: number };
 
 /** Holdout by whole group: fit on groups not in `held`, evaluate on `held`. */
-function groupHoldout(points: readonly WorkPoint[], held: ReadonlySet<string>, init: [number, number], fitter: PointFitter = fitFloorRate): FitError | undefined {
+function groupHoldout(
+  points: readonly WorkPoint[],
+  held: ReadonlySet<string>,
+  init: [number, number],
+  fitter: PointFitter = fitFloorRate,
+): FitError | undefined {
   const tr = points.filter((p) => !held.has(p.group));
   const ho = points.filter((p) => held.has(p.group));
   if (!tr.length || !ho.length) return undefined;
   const f = fitter(tr, init);
-  return fitError(predictFloorRate(ho, f.floor_us, f.rate), ho.map((p) => p.latency_us));
+  return fitError(
+    predictFloorRate(ho, f.floor_us, f.rate),
+    ho.map((p) => p.latency_us),
+  );
 }
 
 /**
@@ -185,13 +239,23 @@ export function fitDecodeTwoStage(
     return { floor_us: f.floor_us, rate: f.rate, two_stage: false, rate_floor_us: f.floor_us };
   }
   const r = warm ? warmFit(big, [warm.rate_floor_us, warm.rate]) : fitFloorRate(big, init);
-  const fl = patternSearch((x) => logL1(tiny, Math.exp(x[0]!), r.rate), [Math.log(init?.[0] ?? r.floor_us)], [warm ? 0.05 : 0.5], { minStep: warm ? 1e-5 : 1e-6, maxEvals: 400 });
+  const fl = patternSearch(
+    (x) => logL1(tiny, Math.exp(x[0]!), r.rate),
+    [Math.log(init?.[0] ?? r.floor_us)],
+    [warm ? 0.05 : 0.5],
+    { minStep: warm ? 1e-5 : 1e-6, maxEvals: 400 },
+  );
   return { floor_us: Math.exp(fl.x[0]!), rate: r.rate, two_stage: true, rate_floor_us: r.floor_us };
 }
 
 /** One warm-started search with the bootstrap settings (a resample near the full-data optimum). */
 function warmFit(points: readonly WorkPoint[], at: [number, number]): { floor_us: number; rate: number } {
-  const r = gssMinimize((x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)), [Math.log(at[0]), Math.log(at[1])], BOOTSTRAP_SEARCH.step0, BOOTSTRAP_SEARCH);
+  const r = gssMinimize(
+    (x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)),
+    [Math.log(at[0]), Math.log(at[1])],
+    BOOTSTRAP_SEARCH.step0,
+    BOOTSTRAP_SEARCH,
+  );
   return { floor_us: Math.exp(r.x[0]!), rate: Math.exp(r.x[1]!) };
 }
 
@@ -224,7 +288,12 @@ export interface DecodeResult {
  * Holdout of a decode fit: whole head geometries (holdoutValues) for full attention; for sliding
  * window, leave one window width out, median geo and MAPE over the folds.
  */
-function decodeHoldout(pts: readonly WorkPoint[], kind: 'full' | 'swa', init: [number, number], fitter: PointFitter): (FitError & { split: string }) | undefined {
+function decodeHoldout(
+  pts: readonly WorkPoint[],
+  kind: 'full' | 'swa',
+  init: [number, number],
+  fitter: PointFitter,
+): (FitError & { split: string }) | undefined {
   if (kind === 'full') {
     const held = holdoutValues(pts.map((p) => p.group));
     const e = groupHoldout(pts, held, init, fitter);
@@ -239,15 +308,28 @@ function decodeHoldout(pts: readonly WorkPoint[], kind: 'full' | 'swa', init: [n
   if (!folds.length) return undefined;
   const geo = median(folds.map((e) => e.geo));
   const mape = median(folds.map((e) => e.mape_pct));
-  return { geo, mape_pct: mape, n: folds.reduce((a, e) => a + e.n, 0), split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds` };
+  return {
+    geo,
+    mape_pct: mape,
+    n: folds.reduce((a, e) => a + e.n, 0),
+    split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds`,
+  };
 }
 
 /**
  * Decode fit for one kind: the two-stage fit (fitDecodeTwoStage); the joint all-rows fit is reported
  * beside it to show what cache-resident working sets do to the rate.
  */
-export function fitDecodeKind(rowsIn: readonly AttentionDecodeRow[], kind: 'full' | 'swa', ctx: FitContext): DecodeResult | string {
-  const rows = reduceRepeats(rowsIn, (r) => `${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}|${r.kernel_source}`);
+export function fitDecodeKind(
+  rowsIn: readonly AttentionDecodeRow[],
+  kind: 'full' | 'swa',
+  ctx: FitContext,
+): DecodeResult | string {
+  const rows = reduceRepeats(
+    rowsIn,
+    (r) =>
+      `${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}|${r.kernel_source}`,
+  );
   const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
     latency_us: r.latency_us,
@@ -259,7 +341,9 @@ export function fitDecodeKind(rowsIn: readonly AttentionDecodeRow[], kind: 'full
   const withAll = fitFloorRate(pts);
   const f = fitDecodeTwoStage(pts, l2, [withAll.floor_us, withAll.rate]);
   const holdout = decodeHoldout(pts, kind, [f.floor_us, f.rate], (ps, init) => fitDecodeTwoStage(ps, l2, init));
-  const ci = bootstrapFloorRate(pts, f, ctx.bootstrap, (ps, at) => fitDecodeTwoStage(ps, l2, at, { rate_floor_us: f.rate_floor_us, rate: f.rate }));
+  const ci = bootstrapFloorRate(pts, f, ctx.bootstrap, (ps, at) =>
+    fitDecodeTwoStage(ps, l2, at, { rate_floor_us: f.rate_floor_us, rate: f.rate }),
+  );
   const meas = pts.map((p) => p.latency_us);
   return {
     kind,
@@ -273,7 +357,10 @@ export function fitDecodeKind(rowsIn: readonly AttentionDecodeRow[], kind: 'full
     with_cache_resident: { floor_us: withAll.floor_us, rate: withAll.rate, geo: Math.exp(withAll.objective) },
     train: fitError(predictFloorRate(pts, f.floor_us, f.rate), meas),
     ...(holdout ? { holdout } : {}),
-    before_geo: geometricError(pts.map((p) => p.work / ctx.chip.hbm_bytes_per_us), meas),
+    before_geo: geometricError(
+      pts.map((p) => p.work / ctx.chip.hbm_bytes_per_us),
+      meas,
+    ),
     per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
     points: pts,
   };
@@ -317,10 +404,26 @@ function decodeCoefficients(r: DecodeResult, ctx: FitContext): FittedCoefficient
     ...r.ci_notes,
   ];
   const used = { filter, rows_used: r.n };
-  const base = { family: 'attention_decode', ctx, used, ci_method: 'bootstrap' as const, train: r.train, ...(r.holdout ? { holdout: r.holdout } : {}), notes };
+  const base = {
+    family: 'attention_decode',
+    ctx,
+    used,
+    ci_method: 'bootstrap' as const,
+    train: r.train,
+    ...(r.holdout ? { holdout: r.holdout } : {}),
+    notes,
+  };
   return [
-    { set: SET_NAMES.attention, name: `attention_decode_floor${sfx}`, entry: measuredEntry({ ...base, value: r.floor_us, units: 'us_per_transfer', ci95: r.ci_floor }) },
-    { set: SET_NAMES.attention, name: `attention_decode_rate${sfx}`, entry: measuredEntry({ ...base, value: r.rate, units: 'bytes_per_us', ci95: r.ci_rate }) },
+    {
+      set: SET_NAMES.attention,
+      name: `attention_decode_floor${sfx}`,
+      entry: measuredEntry({ ...base, value: r.floor_us, units: 'us_per_transfer', ci95: r.ci_floor }),
+    },
+    {
+      set: SET_NAMES.attention,
+      name: `attention_decode_rate${sfx}`,
+      entry: measuredEntry({ ...base, value: r.rate, units: 'bytes_per_us', ci95: r.ci_rate }),
+    },
   ];
 }
 
@@ -348,10 +451,15 @@ export type PrefillFit = FamilyFit & { result?: PrefillResult };
 function prefillRows(rowsIn: readonly AttentionPrefillRow[]): { rows: AttentionPrefillRow[]; excluded: string[] } {
   const excluded: string[] = [];
   const full = rowsIn.filter((r) => r.window === 0 && (r.dtype === 'bf16' || r.dtype === 'bfloat16'));
-  if (full.length < rowsIn.length) excluded.push(`${rowsIn.length - full.length} rows with window > 0 or non-bf16 compute`);
+  if (full.length < rowsIn.length)
+    excluded.push(`${rowsIn.length - full.length} rows with window > 0 or non-bf16 compute`);
   const sel = full.filter((r) => r.new_tokens > 1);
   if (sel.length < full.length) excluded.push(`${full.length - sel.length} rows with new_tokens = 1 (decode calls)`);
-  const rows = reduceRepeats(sel, (r) => `${r.batch}|${r.new_tokens}|${r.prefix_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.kv_dtype}|${r.kernel_source}`);
+  const rows = reduceRepeats(
+    sel,
+    (r) =>
+      `${r.batch}|${r.new_tokens}|${r.prefix_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.kv_dtype}|${r.kernel_source}`,
+  );
   return { rows, excluded };
 }
 
@@ -369,7 +477,9 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
   const mh = ctx.prior.get('gemm_m_half_bf16');
   const peak = peakFlopsPerUs(ctx.chip, 'bf16')!;
   if (eps === undefined || mh === undefined) {
-    fit.refusals.push('attention_prefill: needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first');
+    fit.refusals.push(
+      'attention_prefill: needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first',
+    );
     return fit;
   }
   const { rows, excluded } = prefillRows(rowsIn);
@@ -394,7 +504,10 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
     ci_scale: ci.ci_rate,
     n: pts.length,
     excluded,
-    train: fitError(predictFloorRate(pts, f.floor_us, f.rate), pts.map((p) => p.latency_us)),
+    train: fitError(
+      predictFloorRate(pts, f.floor_us, f.rate),
+      pts.map((p) => p.latency_us),
+    ),
     ...(he ? { holdout: { ...he, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } } : {}),
     per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
     ramp: { eps_max: eps, m_half: mh },
@@ -413,9 +526,25 @@ function prefillCoefficients(result: PrefillResult, ciNotes: readonly string[], 
     ...ciNotes.map((n) => n.replace(/^rate /, 'work_scale ')),
   ];
   const used = { filter: 'window == 0; dtype bf16; new_tokens > 1', rows_used: result.n };
-  const base = { family: 'attention_prefill', ctx, used, ci_method: 'bootstrap' as const, train: result.train, ...(result.holdout ? { holdout: result.holdout } : {}), notes };
+  const base = {
+    family: 'attention_prefill',
+    ctx,
+    used,
+    ci_method: 'bootstrap' as const,
+    train: result.train,
+    ...(result.holdout ? { holdout: result.holdout } : {}),
+    notes,
+  };
   return [
-    { set: SET_NAMES.attention, name: 'attention_prefill_floor', entry: measuredEntry({ ...base, value: result.floor_us, units: 'us_per_transfer', ci95: result.ci_floor }) },
-    { set: SET_NAMES.attention, name: 'attention_prefill_work_scale', entry: measuredEntry({ ...base, value: result.work_scale, units: 'dimensionless', ci95: result.ci_scale }) },
+    {
+      set: SET_NAMES.attention,
+      name: 'attention_prefill_floor',
+      entry: measuredEntry({ ...base, value: result.floor_us, units: 'us_per_transfer', ci95: result.ci_floor }),
+    },
+    {
+      set: SET_NAMES.attention,
+      name: 'attention_prefill_work_scale',
+      entry: measuredEntry({ ...base, value: result.work_scale, units: 'dimensionless', ci95: result.ci_scale }),
+    },
   ];
 }

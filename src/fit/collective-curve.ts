@@ -64,11 +64,15 @@ export interface CurveFit {
  */
 export function reduceRepeats(points: ReadonlyArray<CurvePoint>): CurvePoint[] {
   for (const p of points) {
-    if (!(p.message_bytes > 0) || !Number.isFinite(p.message_bytes)) throw new Error(`message_bytes must be positive, got ${p.message_bytes}`);
-    if (!(p.latency_us > 0) || !Number.isFinite(p.latency_us)) throw new Error(`latency_us must be positive, got ${p.latency_us}`);
+    if (!(p.message_bytes > 0) || !Number.isFinite(p.message_bytes))
+      throw new Error(`message_bytes must be positive, got ${p.message_bytes}`);
+    if (!(p.latency_us > 0) || !Number.isFinite(p.latency_us))
+      throw new Error(`latency_us must be positive, got ${p.latency_us}`);
   }
   const by = groupBy(points, (p) => p.message_bytes);
-  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([b, ps]) => ({ message_bytes: b, latency_us: median(ps.map((p) => p.latency_us)) }));
+  return [...by.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([b, ps]) => ({ message_bytes: b, latency_us: median(ps.map((p) => p.latency_us)) }));
 }
 
 /** Mean |ln(t(b)/meas)| of the three-parameter law over `pts` (indices `idx` when given). */
@@ -116,7 +120,10 @@ export function fitTransitionRate(
       if (L > loL && L < hiL) cand.add(L);
     }
   }
-  const { x: bestL, fx: bestF } = gridGoldenMin(f, [...cand].sort((a, b) => a - b));
+  const { x: bestL, fx: bestF } = gridGoldenMin(
+    f,
+    [...cand].sort((a, b) => a - b),
+  );
   const r_t = Math.min(Math.exp(bestL), r_peak);
   return { r_t, objective: bestF, at_peak: hiL - bestL < 1e-9 };
 }
@@ -128,9 +135,13 @@ export function fitTransitionRate(
 export function fitCurve(points: ReadonlyArray<CurvePoint>): CurveFit {
   const pts = [...points].sort((a, b) => a.message_bytes - b.message_bytes);
   if (pts.length < 3) throw new Error(`needs at least 3 distinct message sizes, got ${pts.length}`);
-  const small = pts.filter((p) => p.message_bytes <= SMALL_MESSAGE_BYTES).map((p) => p.latency_us).sort((a, b) => a - b);
+  const small = pts
+    .filter((p) => p.message_bytes <= SMALL_MESSAGE_BYTES)
+    .map((p) => p.latency_us)
+    .sort((a, b) => a - b);
   if (small.length === 0) throw new Error(`no message ≤ ${SMALL_MESSAGE_BYTES} B, so the floor is unmeasured`);
-  if (!pts.some((p) => p.message_bytes > SMALL_MESSAGE_BYTES)) throw new Error(`no message > ${SMALL_MESSAGE_BYTES} B, so no rate can be fitted`);
+  if (!pts.some((p) => p.message_bytes > SMALL_MESSAGE_BYTES))
+    throw new Error(`no message > ${SMALL_MESSAGE_BYTES} B, so no rate can be fitted`);
   const t0 = small[0]!;
   const bw = pts.map((p) => ({ r: p.message_bytes / p.latency_us, b: p.message_bytes })).sort((a, b) => a.r - b.r);
   const top = bw[bw.length - 1]!;
@@ -138,7 +149,9 @@ export function fitCurve(points: ReadonlyArray<CurvePoint>): CurveFit {
   const second = bw.length > 1 ? bw[bw.length - 2]!.r : r_peak;
   const rt = fitTransitionRate(pts, t0, r_peak);
   const meas = pts.map((p) => p.latency_us);
-  const pred3 = pts.map((p) => collectiveTime(p.message_bytes, { t0_us: t0, r_t_bytes_per_us: rt.r_t, r_peak_bytes_per_us: r_peak }));
+  const pred3 = pts.map((p) =>
+    collectiveTime(p.message_bytes, { t0_us: t0, r_t_bytes_per_us: rt.r_t, r_peak_bytes_per_us: r_peak }),
+  );
   const pred2 = pts.map((p) => collectiveTime(p.message_bytes, { t0_us: t0, r_peak_bytes_per_us: r_peak }));
   return {
     t0_us: t0,
@@ -238,7 +251,11 @@ export function leaveOneWidthOut(curves: ReadonlyArray<WidthCurve>): WidthHoldou
     const src = [...others].sort(
       (x, y) => Math.abs(x.ranks - held.ranks) - Math.abs(y.ranks - held.ranks) || y.ranks - x.ranks,
     )[0]!;
-    const c = { t0_us: t0p, r_t_bytes_per_us: src.fit.r_t_bytes_per_us, r_peak_bytes_per_us: src.fit.r_peak_bytes_per_us };
+    const c = {
+      t0_us: t0p,
+      r_t_bytes_per_us: src.fit.r_t_bytes_per_us,
+      r_peak_bytes_per_us: src.fit.r_peak_bytes_per_us,
+    };
     const meas = held.points.map((p) => p.latency_us);
     const pred = held.points.map((p) => collectiveTime(p.message_bytes, c));
     const ok = t0p > 0;

@@ -67,7 +67,13 @@ export interface WidthExtrapolation {
   transition_rate_bytes_per_us?: number;
   rates_from_ranks?: number;
   /** Widest measured width held out, predicted from the narrower ones. */
-  holdout?: { held_out_ranks: number; train_widths: number[]; predicted_us: number; measured_us: number; ratio: number };
+  holdout?: {
+    held_out_ranks: number;
+    train_widths: number[];
+    predicted_us: number;
+    measured_us: number;
+    ratio: number;
+  };
   /** Entries to store (only when extrapolated). */
   entries: NamedEntry[];
 }
@@ -105,7 +111,9 @@ export function measuredWidths(sets: readonly CoefficientSet[], chip: string): M
         ranks: p.ranks,
         floor_us: p.floor_us,
         ...(p.peak_rate_bytes_per_us !== undefined ? { peak_rate_bytes_per_us: p.peak_rate_bytes_per_us } : {}),
-        ...(p.transition_rate_bytes_per_us !== undefined ? { transition_rate_bytes_per_us: p.transition_rate_bytes_per_us } : {}),
+        ...(p.transition_rate_bytes_per_us !== undefined
+          ? { transition_rate_bytes_per_us: p.transition_rate_bytes_per_us }
+          : {}),
         lane: [...p.lanes].sort().join('+'),
       });
     }
@@ -115,7 +123,11 @@ export function measuredWidths(sets: readonly CoefficientSet[], chip: string): M
 }
 
 /** Why `points` cannot be extrapolated to `target_ranks` (module comment, "refusals"), or undefined. */
-function widthRefusal(points: readonly WidthPoint[], lanes: readonly string[], target_ranks: number): string | undefined {
+function widthRefusal(
+  points: readonly WidthPoint[],
+  lanes: readonly string[],
+  target_ranks: number,
+): string | undefined {
   const widths = points.map((p) => p.ranks);
   const widest = points[points.length - 1];
   if (!widest) return 'no measured widths';
@@ -123,22 +135,41 @@ function widthRefusal(points: readonly WidthPoint[], lanes: readonly string[], t
     return `measured widths come from more than one lane (${points.map((p) => `${p.ranks}: ${p.lane}`).join('; ')}): a fit across lanes is refused`;
   if (target_ranks < widest.ranks)
     return `target ${target_ranks} ranks lies inside the measured range ${widths.join('/')}: only widening beyond the widest measured width is supported`;
-  if (points.length < 3) return `only ${points.length} measured width(s) (${widths.join('/')}): no same-lane holdout is possible (need 3)`;
-  if (widest.peak_rate_bytes_per_us === undefined) return `the widest measured width (${widest.ranks}) has no peak rate to copy`;
+  if (points.length < 3)
+    return `only ${points.length} measured width(s) (${widths.join('/')}): no same-lane holdout is possible (need 3)`;
+  if (widest.peak_rate_bytes_per_us === undefined)
+    return `the widest measured width (${widest.ranks}) has no peak rate to copy`;
   return undefined;
 }
 
 /** The assumed floor entry (floor line at `target_ranks`) and the rate entries copied from the widest width. */
-function widthEntries(chip: string, op: string, dtype: string, points: readonly WidthPoint[], target_ranks: number, fit: { line: FloorLine; floor: number; predicted: number; ratio: number }): NamedEntry[] {
+function widthEntries(
+  chip: string,
+  op: string,
+  dtype: string,
+  points: readonly WidthPoint[],
+  target_ranks: number,
+  fit: { line: FloorLine; floor: number; predicted: number; ratio: number },
+): NamedEntry[] {
   const widths = points.map((p) => p.ranks);
   const widest = points[points.length - 1]!;
   const train = points.slice(0, -1);
   const lane = points[0]!.lane;
   const scope = { hardware: [chip] };
-  const holdout_error: FitError = { geo: geometricError([fit.predicted], [widest.floor_us]), mape_pct: mapePct([fit.predicted], [widest.floor_us]), n: 1 };
+  const holdout_error: FitError = {
+    geo: geometricError([fit.predicted], [widest.floor_us]),
+    mape_pct: mapePct([fit.predicted], [widest.floor_us]),
+    n: 1,
+  };
   const from = points.map((p) => `${chip}:${p.ranks}rank`);
   const note = `holdout: ${widest.ranks}-rank floor predicted from ${train.map((p) => p.ranks).join('/')} ranks = ${fit.predicted.toFixed(3)} µs vs measured ${widest.floor_us} µs (pred/meas ${fit.ratio.toFixed(3)})`;
-  const src: Source[] = [{ kind: 'model', cite: `stepcal registry extrapolate widths: ${chip} ${op} ${dtype} measured widths ${widths.join('/')} (lane ${lane})`, role: 'primary' }];
+  const src: Source[] = [
+    {
+      kind: 'model',
+      cite: `stepcal registry extrapolate widths: ${chip} ${op} ${dtype} measured widths ${widths.join('/')} (lane ${lane})`,
+      role: 'primary',
+    },
+  ];
   const entries: NamedEntry[] = [];
   entries.push({
     name: collectiveName({ param: 'floor', op, dtype, ranks: target_ranks, chip }),
@@ -150,7 +181,12 @@ function widthEntries(chip: string, op: string, dtype: string, points: readonly 
       scope,
       sources: src,
       rationale: `Width extrapolation: floor(n) = ${fit.line.a_us.toFixed(4)} + ${fit.line.b_us_per_rank.toFixed(4)}·(n−1) µs, least squares on ${chip}'s own measured ${widths.join('/')}-rank floors (one lane, ${lane}), evaluated at ${target_ranks} ranks. Not measured. ${note}.`,
-      evidence: { family: 'collective', lane, notes: [note], extrapolation: { predictor: 'floor_linear_in_ranks', from, holdout_error } },
+      evidence: {
+        family: 'collective',
+        lane,
+        notes: [note],
+        extrapolation: { predictor: 'floor_linear_in_ranks', from, holdout_error },
+      },
     },
   });
   const rates: Array<['peak_rate' | 'transition_rate', number | undefined]> = [
@@ -169,7 +205,11 @@ function widthEntries(chip: string, op: string, dtype: string, points: readonly 
         scope,
         sources: src,
         rationale: `Width extrapolation: ${param.replace('_', ' ')} copied from ${chip}'s widest measured width (${widest.ranks} ranks, lane ${lane}). Rates fall with width, so this is a stated lower bound on transfer time at ${target_ranks} ranks. Not measured.`,
-        evidence: { family: 'collective', lane, extrapolation: { predictor: `copied_from_${widest.ranks}rank`, from: [`${chip}:${widest.ranks}rank`] } },
+        evidence: {
+          family: 'collective',
+          lane,
+          extrapolation: { predictor: `copied_from_${widest.ranks}rank`, from: [`${chip}:${widest.ranks}rank`] },
+        },
       },
     });
   }
@@ -180,28 +220,57 @@ function widthEntries(chip: string, op: string, dtype: string, points: readonly 
  * Extrapolate one (op, dtype) of one chip to `target_ranks` from its measured width points.
  * Pure; see the module comment for the rules and refusals.
  */
-export function extrapolateWidth(chip: string, op: string, dtype: string, points: readonly WidthPoint[], target_ranks: number): WidthExtrapolation {
+export function extrapolateWidth(
+  chip: string,
+  op: string,
+  dtype: string,
+  points: readonly WidthPoint[],
+  target_ranks: number,
+): WidthExtrapolation {
   const widths = points.map((p) => p.ranks);
   const lanes = [...new Set(points.map((p) => p.lane))];
-  const base = { chip, op, dtype, target_ranks, lane: lanes.join(','), measured_widths: widths, entries: [] as NamedEntry[] };
+  const base = {
+    chip,
+    op,
+    dtype,
+    target_ranks,
+    lane: lanes.join(','),
+    measured_widths: widths,
+    entries: [] as NamedEntry[],
+  };
   if (widths.includes(target_ranks)) return { ...base, status: 'skipped', reason: `${target_ranks} ranks is measured` };
   const refused = widthRefusal(points, lanes, target_ranks);
   if (refused) return { ...base, status: 'refused', reason: refused };
   const widest = points[points.length - 1]!;
   const train = points.slice(0, -1);
   const predicted = floorAt(fitFloorLine(train), widest.ranks);
-  const holdout = { held_out_ranks: widest.ranks, train_widths: train.map((p) => p.ranks), predicted_us: predicted, measured_us: widest.floor_us, ratio: predicted / widest.floor_us };
+  const holdout = {
+    held_out_ranks: widest.ranks,
+    train_widths: train.map((p) => p.ranks),
+    predicted_us: predicted,
+    measured_us: widest.floor_us,
+    ratio: predicted / widest.floor_us,
+  };
   const line = fitFloorLine(points);
   const floor = round2(floorAt(line, target_ranks));
   if (floor < widest.floor_us)
-    return { ...base, status: 'refused', line, holdout, floor_us: floor, reason: `predicted floor ${floor} µs at ${target_ranks} ranks is below the widest measured floor ${widest.floor_us} µs (${widest.ranks} ranks)` };
+    return {
+      ...base,
+      status: 'refused',
+      line,
+      holdout,
+      floor_us: floor,
+      reason: `predicted floor ${floor} µs at ${target_ranks} ranks is below the widest measured floor ${widest.floor_us} µs (${widest.ranks} ranks)`,
+    };
   return {
     ...base,
     status: 'extrapolated',
     line,
     floor_us: floor,
     peak_rate_bytes_per_us: widest.peak_rate_bytes_per_us,
-    ...(widest.transition_rate_bytes_per_us !== undefined ? { transition_rate_bytes_per_us: widest.transition_rate_bytes_per_us } : {}),
+    ...(widest.transition_rate_bytes_per_us !== undefined
+      ? { transition_rate_bytes_per_us: widest.transition_rate_bytes_per_us }
+      : {}),
     rates_from_ranks: widest.ranks,
     holdout,
     entries: widthEntries(chip, op, dtype, points, target_ranks, { line, floor, predicted, ratio: holdout.ratio }),
@@ -209,7 +278,11 @@ export function extrapolateWidth(chip: string, op: string, dtype: string, points
 }
 
 /** Every (op, dtype) of `chip` extrapolated to each target width. */
-export function extrapolateCollectiveWidths(sets: readonly CoefficientSet[], chip: string, targets: readonly number[] = [16]): WidthExtrapolation[] {
+export function extrapolateCollectiveWidths(
+  sets: readonly CoefficientSet[],
+  chip: string,
+  targets: readonly number[] = [16],
+): WidthExtrapolation[] {
   const out: WidthExtrapolation[] = [];
   const groups = measuredWidths(sets, chip);
   for (const k of [...groups.keys()].sort()) {
@@ -220,7 +293,9 @@ export function extrapolateCollectiveWidths(sets: readonly CoefficientSet[], chi
 }
 
 /** Median pred/meas of the width holdouts per op (BLIS reports 0.987/1.017/1.018/1.128, reference §6.3). */
-export function widthHoldoutMedians(results: readonly WidthExtrapolation[]): Record<string, { median_ratio: number; n: number }> {
+export function widthHoldoutMedians(
+  results: readonly WidthExtrapolation[],
+): Record<string, { median_ratio: number; n: number }> {
   const seen = new Set<string>();
   const first = results.filter((r) => {
     const k = `${r.chip}|${r.op}|${r.dtype}`;
@@ -230,6 +305,7 @@ export function widthHoldoutMedians(results: readonly WidthExtrapolation[]): Rec
   });
   const byOp = groupBy(first, (r) => r.op);
   const out: Record<string, { median_ratio: number; n: number }> = {};
-  for (const [op, l] of [...byOp].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) out[op] = { median_ratio: median(l.map((r) => r.holdout!.ratio)), n: l.length };
+  for (const [op, l] of [...byOp].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)))
+    out[op] = { median_ratio: median(l.map((r) => r.holdout!.ratio)), n: l.length };
   return out;
 }

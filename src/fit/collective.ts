@@ -50,7 +50,13 @@ export function collectiveDtypeClass(dtype: string): 'fp16' | 'int8' | undefined
 }
 
 /** Registry name of a collective coefficient (reference §1.3). */
-export function collectiveName(kind: 'floor' | 'peak_rate' | 'transition_rate', op: string, dtype: string, ranks: number, chip: string): string {
+export function collectiveName(
+  kind: 'floor' | 'peak_rate' | 'transition_rate',
+  op: string,
+  dtype: string,
+  ranks: number,
+  chip: string,
+): string {
   return `collective_${kind}_${op}_${dtype}_${ranks}rank_${chip.replace(/-/g, '_')}`;
 }
 
@@ -80,7 +86,8 @@ export function selectBackend(
   measured: ReadonlySet<string>,
   pcieOnly: boolean,
 ): string | undefined {
-  if (op === 'all_reduce' && dtype === 'fp16' && measured.has('custom_graph') && !(pcieOnly && ranks > 2)) return 'custom_graph';
+  if (op === 'all_reduce' && dtype === 'fp16' && measured.has('custom_graph') && !(pcieOnly && ranks > 2))
+    return 'custom_graph';
   if (measured.has('nccl')) return 'nccl';
   if (measured.has('custom_graph')) return 'custom_graph';
   return undefined;
@@ -104,10 +111,19 @@ function configurations(rows: readonly CollectiveRow[], warnings: string[]): Con
   const skippedDtypes = [...new Set(rows.filter((r) => !collectiveDtypeClass(r.dtype)).map((r) => r.dtype))];
   const skippedNodes = rows.filter((r) => collectiveDtypeClass(r.dtype) && r.nodes > 1).length;
   const usable = rows.filter((r) => collectiveDtypeClass(r.dtype) && !(r.nodes > 1));
-  if (skippedDtypes.length) warnings.push(`collective: skipped dtypes without a registry class: ${skippedDtypes.sort().join(', ')}`);
-  if (skippedNodes) warnings.push(`collective: skipped ${skippedNodes} multi-node rows (registry entries are single-node curves)`);
+  if (skippedDtypes.length)
+    warnings.push(`collective: skipped dtypes without a registry class: ${skippedDtypes.sort().join(', ')}`);
+  if (skippedNodes)
+    warnings.push(`collective: skipped ${skippedNodes} multi-node rows (registry entries are single-node curves)`);
   const groups = groupBy(usable, (r) => key(r.op, collectiveDtypeClass(r.dtype)!, r.ranks, r.backend, r.lane));
-  const configs: ConfigRows[] = [...groups.values()].map((g) => ({ op: g[0]!.op, dtype: collectiveDtypeClass(g[0]!.dtype)!, ranks: g[0]!.ranks, backend: g[0]!.backend, lane: g[0]!.lane, rows: g }));
+  const configs: ConfigRows[] = [...groups.values()].map((g) => ({
+    op: g[0]!.op,
+    dtype: collectiveDtypeClass(g[0]!.dtype)!,
+    ranks: g[0]!.ranks,
+    backend: g[0]!.backend,
+    lane: g[0]!.lane,
+    rows: g,
+  }));
   const byCfg = new Map<string, ConfigRows>();
   for (const g of configs.sort((a, b) => (a.lane < b.lane ? -1 : a.lane > b.lane ? 1 : 0))) {
     const k = key(g.op, g.dtype, g.ranks, g.backend);
@@ -133,7 +149,19 @@ function fitConfiguration(g: ConfigRows, ctx: FitContext, warnings: string[]): C
   }
   const bs = bootstrapTransitionRate(points, fit, ctx.bootstrap);
   const { op, dtype, ranks, backend, lane } = g;
-  return { op, dtype, ranks, backend, lane, rows: g.rows.length, points, fit, r_t_ci95: bs.ci95, r_t_ci_widened: bs.widened, bootstrap_ok: bs.ok };
+  return {
+    op,
+    dtype,
+    ranks,
+    backend,
+    lane,
+    rows: g.rows.length,
+    points,
+    fit,
+    r_t_ci95: bs.ci95,
+    r_t_ci_widened: bs.widened,
+    bootstrap_ok: bs.ok,
+  };
 }
 
 /** The registry curve per (op, dtype, ranks): the backend `selectBackend` picks among those measured. */
@@ -191,26 +219,43 @@ export function fitCollectives(rows: CollectiveRow[], ctx: FitContext): Collecti
   const selected = selectRegistryCurves(curves, pcieOnly);
   const monotone = floorMonotonicity(selected);
   for (const v of monotone) refusals.push(`collective: floor falls as ranks grow on ${chip}: ${v}`);
-  const unselected = [...families.values()].flatMap((fam) => floorMonotonicity(fam)).filter((v) => !monotone.includes(v));
+  const unselected = [...families.values()]
+    .flatMap((fam) => floorMonotonicity(fam))
+    .filter((v) => !monotone.includes(v));
   for (const v of unselected) warnings.push(`collective: floor falls as ranks grow (not a registry curve): ${v}`);
   for (const c of selected) {
-    if (c.fit.r_t_bytes_per_us > c.fit.r_peak_bytes_per_us) refusals.push(`collective: r_t above r_peak for ${label(c)}`);
+    if (c.fit.r_t_bytes_per_us > c.fit.r_peak_bytes_per_us)
+      refusals.push(`collective: r_t above r_peak for ${label(c)}`);
   }
   const widths = extrapolateSelectedWidths(selected, ctx);
   for (const o of widths.outcomes)
     if (o.result.status === 'refused')
-      warnings.push(`collective: ${o.op} ${o.dtype} ${EXTRAPOLATED_RANKS}-rank width extrapolation refused (a correct answer; no entry written): ${o.result.reason}`);
+      warnings.push(
+        `collective: ${o.op} ${o.dtype} ${EXTRAPOLATED_RANKS}-rank width extrapolation refused (a correct answer; no entry written): ${o.result.reason}`,
+      );
   return {
     family: 'collective',
     coefficients: [...selected.flatMap((c) => entriesFor(c, ctx)), ...widths.coefficients],
     refusals,
     warnings,
-    result: { curves, selected, unselected_violations: unselected, width_outcomes: widths.outcomes, pcie_only: pcieOnly, bootstrap: ctx.bootstrap },
+    result: {
+      curves,
+      selected,
+      unselected_violations: unselected,
+      width_outcomes: widths.outcomes,
+      pcie_only: pcieOnly,
+      bootstrap: ctx.bootstrap,
+    },
   };
 }
 
 function cmpCfg(a: { op: string; dtype: string; ranks: number; backend: string }, b: typeof a): number {
-  return a.op.localeCompare(b.op) || a.dtype.localeCompare(b.dtype) || a.backend.localeCompare(b.backend) || a.ranks - b.ranks;
+  return (
+    a.op.localeCompare(b.op) ||
+    a.dtype.localeCompare(b.dtype) ||
+    a.backend.localeCompare(b.backend) ||
+    a.ranks - b.ranks
+  );
 }
 
 function label(c: Pick<CollectiveCurve, 'op' | 'dtype' | 'ranks' | 'backend'>): string {
@@ -218,7 +263,9 @@ function label(c: Pick<CollectiveCurve, 'op' | 'dtype' | 'ranks' | 'backend'>): 
 }
 
 /** Violations "floor(n_i) > floor(n_j) for n_i < n_j" within each (op, dtype, backend) of `curves`. */
-export function floorMonotonicity(curves: ReadonlyArray<Pick<CollectiveCurve, 'op' | 'dtype' | 'ranks' | 'backend' | 'fit'>>): string[] {
+export function floorMonotonicity(
+  curves: ReadonlyArray<Pick<CollectiveCurve, 'op' | 'dtype' | 'ranks' | 'backend' | 'fit'>>,
+): string[] {
   const out: string[] = [];
   const fam = groupBy(curves, (c) => key(c.op, c.dtype));
   for (const list of fam.values()) {
@@ -227,7 +274,9 @@ export function floorMonotonicity(curves: ReadonlyArray<Pick<CollectiveCurve, 'o
       const a = s[i - 1]!;
       const b = s[i]!;
       if (b.fit.t0_us < a.fit.t0_us) {
-        out.push(`${a.op} ${a.dtype}: ${a.ranks}-rank ${a.backend} ${fmt(a.fit.t0_us)} µs > ${b.ranks}-rank ${b.backend} ${fmt(b.fit.t0_us)} µs`);
+        out.push(
+          `${a.op} ${a.dtype}: ${a.ranks}-rank ${a.backend} ${fmt(a.fit.t0_us)} µs > ${b.ranks}-rank ${b.backend} ${fmt(b.fit.t0_us)} µs`,
+        );
       }
     }
   }
@@ -265,7 +314,16 @@ function curveEvidence(c: CollectiveCurve, ctx: FitContext) {
 }
 
 /** A measured entry of a curve, rounded to `digits` significant digits (value and ci95). */
-function curveEntry(value: number, ci: [number, number], digits: number, units: CoefficientEntry['units'], fitted: boolean, chip: string, sources: CoefficientEntry['sources'], evidence: Evidence): CoefficientEntry {
+function curveEntry(
+  value: number,
+  ci: [number, number],
+  digits: number,
+  units: CoefficientEntry['units'],
+  fitted: boolean,
+  chip: string,
+  sources: CoefficientEntry['sources'],
+  evidence: Evidence,
+): CoefficientEntry {
   return {
     value: roundSig(value, digits),
     units,
@@ -284,17 +342,50 @@ function entriesFor(c: CollectiveCurve, ctx: FitContext): FittedCoefficient[] {
   const set = SET_NAMES.collectives;
   const { sources, baseNotes, ev } = curveEvidence(c, ctx);
   const floorNote = `floor = minimum latency over the ${c.fit.n_small} message sizes <= ${SMALL_MESSAGE_BYTES} B; ci95 = [smallest, second-smallest] of those latencies (a bootstrap of a minimum is degenerate)`;
-  const floor = curveEntry(c.fit.t0_us, c.fit.t0_ci95, 4, 'us_per_transfer', false, chip, sources, ev({ ci_method: 'quantiles', notes: [...baseNotes, floorNote] }));
+  const floor = curveEntry(
+    c.fit.t0_us,
+    c.fit.t0_ci95,
+    4,
+    'us_per_transfer',
+    false,
+    chip,
+    sources,
+    ev({ ci_method: 'quantiles', notes: [...baseNotes, floorNote] }),
+  );
   const peakNote = `peak = largest message_bytes/latency over the sweep (reached at ${c.fit.r_peak_at_bytes} B; a lower bound if unsaturated); ci95 = [second-largest, largest] achieved rate`;
-  const peak = curveEntry(c.fit.r_peak_bytes_per_us, c.fit.r_peak_ci95, 6, 'bytes_per_us', false, chip, sources, ev({ ci_method: 'quantiles', notes: [...baseNotes, peakNote] }));
-  const rtNotes = [...baseNotes, 'fitted with floor and peak fixed, minimising mean |ln(pred/meas)| over the distinct sizes'];
+  const peak = curveEntry(
+    c.fit.r_peak_bytes_per_us,
+    c.fit.r_peak_ci95,
+    6,
+    'bytes_per_us',
+    false,
+    chip,
+    sources,
+    ev({ ci_method: 'quantiles', notes: [...baseNotes, peakNote] }),
+  );
+  const rtNotes = [
+    ...baseNotes,
+    'fitted with floor and peak fixed, minimising mean |ln(pred/meas)| over the distinct sizes',
+  ];
   if (c.fit.r_t_at_peak) rtNotes.push('optimum sat on the constraint r_t = r_peak');
   if (c.r_t_ci_widened) rtNotes.push('bootstrap percentile interval missed the estimate and was widened to contain it');
-  const trans = curveEntry(c.fit.r_t_bytes_per_us, c.r_t_ci95, 6, 'bytes_per_us', true, chip, sources, ev({
-    ci_method: 'bootstrap',
-    bootstrap: { resamples: ctx.bootstrap.resamples, seed: ctx.bootstrap.seed },
-    notes: [...rtNotes, `bootstrap over message sizes: ${c.bootstrap_ok}/${ctx.bootstrap.resamples} resamples usable`],
-  }));
+  const trans = curveEntry(
+    c.fit.r_t_bytes_per_us,
+    c.r_t_ci95,
+    6,
+    'bytes_per_us',
+    true,
+    chip,
+    sources,
+    ev({
+      ci_method: 'bootstrap',
+      bootstrap: { resamples: ctx.bootstrap.resamples, seed: ctx.bootstrap.seed },
+      notes: [
+        ...rtNotes,
+        `bootstrap over message sizes: ${c.bootstrap_ok}/${ctx.bootstrap.resamples} resamples usable`,
+      ],
+    }),
+  );
   // Keep the rate gate exact after rounding.
   if (trans.value > peak.value) trans.value = peak.value;
   return [
@@ -321,7 +412,10 @@ export interface CollectiveWidthOutcome {
  * registry reproduces the same floor, rates and refusals. A refusal writes no entry for that
  * (op, dtype): it is reported (warnings and README), never fatal.
  */
-export function extrapolateSelectedWidths(selected: readonly CollectiveCurve[], ctx: FitContext): { coefficients: FittedCoefficient[]; outcomes: CollectiveWidthOutcome[] } {
+export function extrapolateSelectedWidths(
+  selected: readonly CollectiveCurve[],
+  ctx: FitContext,
+): { coefficients: FittedCoefficient[]; outcomes: CollectiveWidthOutcome[] } {
   const chip = ctx.chip.name;
   const coefficients: FittedCoefficient[] = [];
   const outcomes: CollectiveWidthOutcome[] = [];
@@ -345,7 +439,12 @@ export function extrapolateSelectedWidths(selected: readonly CollectiveCurve[], 
     if (result.status !== 'extrapolated') continue;
     // Provenance of the measured curves the extrapolation rests on (the library names the method).
     const lanes = [...new Set(s.map((c) => c.lane))];
-    const prov = provenance(ctx, lanes, `floors of ${s.map((c) => `${c.ranks}-rank ${c.backend}`).join(', ')} (${widest.op} ${widest.dtype}); rates of the ${widest.ranks}-rank curve`, s.reduce((a, c) => a + c.rows, 0));
+    const prov = provenance(
+      ctx,
+      lanes,
+      `floors of ${s.map((c) => `${c.ranks}-rank ${c.backend}`).join(', ')} (${widest.op} ${widest.dtype}); rates of the ${widest.ranks}-rank curve`,
+      s.reduce((a, c) => a + c.rows, 0),
+    );
     for (const e of result.entries) {
       coefficients.push({
         set: SET_NAMES.collectives,
@@ -360,4 +459,3 @@ export function extrapolateSelectedWidths(selected: readonly CollectiveCurve[], 
   }
   return { coefficients, outcomes };
 }
-

@@ -27,7 +27,8 @@ export function fitError(pred: readonly number[], meas: readonly number[]): FitE
  */
 export function reduceRepeats<T extends { latency_us: number }>(rows: readonly T[], key: (r: T) => string): T[] {
   const out: T[] = [];
-  for (const g of groupBy(rows, key).values()) out.push(g.length === 1 ? g[0]! : { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) });
+  for (const g of groupBy(rows, key).values())
+    out.push(g.length === 1 ? g[0]! : { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) });
   return out;
 }
 
@@ -72,7 +73,12 @@ export interface MeasuredSpec {
 /** Inputs of the context that belong to `family` (by file-name prefix), for provenance. */
 export function familyInputs(ctx: FitContext, family: string): FitContext['inputs'] {
   if (!family) return ctx.inputs;
-  return ctx.inputs.filter((i) => i.file.split('/').pop()!.startsWith(family + '.'));
+  return ctx.inputs.filter((i) =>
+    i.file
+      .split('/')
+      .pop()!
+      .startsWith(family + '.'),
+  );
 }
 
 /**
@@ -103,7 +109,9 @@ export function measuredEntry(s: MeasuredSpec, inputFamily = s.family): Coeffici
     ...(lane !== undefined ? { lane } : {}),
     inputs: inputs.map((i) => ({ file: i.file, sha256: i.sha256, filter: s.used.filter, rows_used: s.used.rows_used })),
     ci_method: s.ci_method,
-    ...(s.ci_method === 'bootstrap' ? { bootstrap: { resamples: s.ctx.bootstrap.resamples, seed: s.ctx.bootstrap.seed } } : {}),
+    ...(s.ci_method === 'bootstrap'
+      ? { bootstrap: { resamples: s.ctx.bootstrap.resamples, seed: s.ctx.bootstrap.seed } }
+      : {}),
     train_error: s.train,
     ...(s.holdout ? { holdout_error: s.holdout } : {}),
     ...(s.notes && s.notes.length ? { notes: s.notes } : {}),

@@ -44,15 +44,69 @@ export interface PriorBand {
 
 const LINK = (c: Chip) => c.nvlink_bytes_per_us;
 export const PRIOR_BANDS: readonly PriorBand[] = [
-  { pattern: /^gemm_eps_max_/, lo: () => 0.3, hi: () => 1.05, unit: 'of the dense peak', source: 'shipped 0.45–1.01; the datasheet peak plus 5 % boost slack' },
-  { pattern: /^gemm_[mnk]_half_/, lo: () => 0, hi: () => 65536, unit: 'tokens', source: 'a half-saturation inside the swept dims (≤ 65536); shipped 1.1–7404' },
-  { pattern: /^hbm_derate$/, lo: () => 0.5, hi: () => 1, unit: 'of datasheet HBM', source: 'shipped 0.78–0.90; AIConfigurator priors 0.8–0.9' },
-  { pattern: /^attention_decode_rate/, lo: (c) => 0.2 * c.hbm_bytes_per_us, hi: (c) => c.hbm_bytes_per_us, unit: 'bytes/µs', source: '0.2–1.0 × datasheet HBM; shipped 0.45–1.0' },
-  { pattern: /^attention_(decode|prefill)_floor/, lo: () => 0.5, hi: () => 1000, unit: 'µs', source: 'a kernel launch ≥ 0.5 µs; shipped 10–22 µs' },
-  { pattern: /^attention_prefill_work_scale$/, lo: () => 0.05, hi: () => 2, unit: '× the bf16 GEMM ramp', source: 'shipped 0.35–0.47' },
-  { pattern: /^collective_floor_/, lo: () => 0.5, hi: () => 10_000, unit: 'µs', source: 'floors between 0.5 µs and 10 ms (units check); shipped 4.2–25 µs' },
-  { pattern: /^collective_(peak|transition)_rate_/, lo: (c) => 0.01 * LINK(c), hi: (c) => 4 * LINK(c), unit: 'bytes/µs', source: '0.01–4 × the per-direction link (algorithm bandwidth); shipped 0.02–1.9' },
-  { pattern: /^moe_routing_imbalance_(median|p90)$/, lo: () => 0.5, hi: () => 4, unit: '× balanced', source: 'shipped median 0.97–1.0, p90 1.11–1.40' },
+  {
+    pattern: /^gemm_eps_max_/,
+    lo: () => 0.3,
+    hi: () => 1.05,
+    unit: 'of the dense peak',
+    source: 'shipped 0.45–1.01; the datasheet peak plus 5 % boost slack',
+  },
+  {
+    pattern: /^gemm_[mnk]_half_/,
+    lo: () => 0,
+    hi: () => 65536,
+    unit: 'tokens',
+    source: 'a half-saturation inside the swept dims (≤ 65536); shipped 1.1–7404',
+  },
+  {
+    pattern: /^hbm_derate$/,
+    lo: () => 0.5,
+    hi: () => 1,
+    unit: 'of datasheet HBM',
+    source: 'shipped 0.78–0.90; AIConfigurator priors 0.8–0.9',
+  },
+  {
+    pattern: /^attention_decode_rate/,
+    lo: (c) => 0.2 * c.hbm_bytes_per_us,
+    hi: (c) => c.hbm_bytes_per_us,
+    unit: 'bytes/µs',
+    source: '0.2–1.0 × datasheet HBM; shipped 0.45–1.0',
+  },
+  {
+    pattern: /^attention_(decode|prefill)_floor/,
+    lo: () => 0.5,
+    hi: () => 1000,
+    unit: 'µs',
+    source: 'a kernel launch ≥ 0.5 µs; shipped 10–22 µs',
+  },
+  {
+    pattern: /^attention_prefill_work_scale$/,
+    lo: () => 0.05,
+    hi: () => 2,
+    unit: '× the bf16 GEMM ramp',
+    source: 'shipped 0.35–0.47',
+  },
+  {
+    pattern: /^collective_floor_/,
+    lo: () => 0.5,
+    hi: () => 10_000,
+    unit: 'µs',
+    source: 'floors between 0.5 µs and 10 ms (units check); shipped 4.2–25 µs',
+  },
+  {
+    pattern: /^collective_(peak|transition)_rate_/,
+    lo: (c) => 0.01 * LINK(c),
+    hi: (c) => 4 * LINK(c),
+    unit: 'bytes/µs',
+    source: '0.01–4 × the per-direction link (algorithm bandwidth); shipped 0.02–1.9',
+  },
+  {
+    pattern: /^moe_routing_imbalance_(median|p90)$/,
+    lo: () => 0.5,
+    hi: () => 4,
+    unit: '× balanced',
+    source: 'shipped median 0.97–1.0, p90 1.11–1.40',
+  },
 ];
 
 /** The holdout bound of a coefficient's family on `chip` (undefined = not gated). */
@@ -71,7 +125,10 @@ function isPcieOnly(chip: Chip): boolean {
  * @returns one message per failure: `name: holdout geo G above the <family> bound B (source)` or
  *   `name: value V outside its prior band [lo, hi] unit (source)`
  */
-export function evidenceGates(chip: Chip, coefficients: ReadonlyArray<{ name: string; entry: CoefficientEntry }>): string[] {
+export function evidenceGates(
+  chip: Chip,
+  coefficients: ReadonlyArray<{ name: string; entry: CoefficientEntry }>,
+): string[] {
   const out: string[] = [];
   for (const { name, entry } of coefficients) {
     if (entry.method !== 'measured') continue;
@@ -79,13 +136,17 @@ export function evidenceGates(chip: Chip, coefficients: ReadonlyArray<{ name: st
     const geo = entry.evidence?.holdout_error?.geo;
     const bound = holdoutBoundFor(family, chip);
     if (bound && geo !== undefined && geo > bound.geo)
-      out.push(`${name}: holdout geo error ${geo} (${entry.evidence?.holdout_error?.split ?? 'holdout'}) is above the ${family} bound ${bound.geo} (${bound.source}); the fit is refused`);
+      out.push(
+        `${name}: holdout geo error ${geo} (${entry.evidence?.holdout_error?.split ?? 'holdout'}) is above the ${family} bound ${bound.geo} (${bound.source}); the fit is refused`,
+      );
     const band = PRIOR_BANDS.find((b) => b.pattern.test(name));
     if (band) {
       const lo = band.lo(chip);
       const hi = band.hi(chip);
       if (!(entry.value > lo && entry.value <= hi))
-        out.push(`${name}: value ${entry.value} is outside its prior plausibility band (${+lo.toPrecision(4)}, ${+hi.toPrecision(4)}] ${band.unit} (${band.source}); the fit is refused`);
+        out.push(
+          `${name}: value ${entry.value} is outside its prior plausibility band (${+lo.toPrecision(4)}, ${+hi.toPrecision(4)}] ${band.unit} (${band.source}); the fit is refused`,
+        );
     }
   }
   return out;

@@ -16,7 +16,14 @@ import { levenbergMarquardt } from 'ml-levenberg-marquardt';
 import type { Chip } from '../core/catalog/chip.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { bytesPerElement, type GemmDtype, GEMM_DTYPES } from '../core/catalog/dtypes.ts';
-import { achievedEfficiency, computeBoundMinM, gemmEfficiency, type RampCoefficients, shapeEfficiency, shapeFactor } from '../core/laws/gemm.ts';
+import {
+  achievedEfficiency,
+  computeBoundMinM,
+  gemmEfficiency,
+  type RampCoefficients,
+  shapeEfficiency,
+  shapeFactor,
+} from '../core/laws/gemm.ts';
 import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
@@ -69,24 +76,28 @@ export function fitRamp(
   if (new Set(ms).size < 3) return { eps_max: NaN, m_half: NaN };
   // Parameterised as (eps_max, ln m_half) so both directions have O(1) curvature: the library's
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
-  const res = levenbergMarquardt({ x: ms, y: effs }, ([e, u]) => {
-    const h = Math.exp(u!);
-    return (m) => gemmEfficiency(m, e!, h);
-  }, {
-    initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
-    // The library takes per-point sigmas (weight = 1/sigma²); a mean of c rows has sigma ∝ 1/√c.
-    ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
-    jacobianFunction: ([e, u]) => {
+  const res = levenbergMarquardt(
+    { x: ms, y: effs },
+    ([e, u]) => {
       const h = Math.exp(u!);
-      return (m) => [m / (m + h), (-e! * m * h) / ((m + h) * (m + h))];
+      return (m) => gemmEfficiency(m, e!, h);
     },
-    damping: 1e-3,
-    maxIterations: LM_ITERATIONS,
-    errorTolerance: 1e-14,
-    improvementThreshold: 1e-6,
-    minValues: [1e-6, Math.log(1e-3)],
-    maxValues: [10, Math.log(1e7)],
-  });
+    {
+      initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
+      // The library takes per-point sigmas (weight = 1/sigma²); a mean of c rows has sigma ∝ 1/√c.
+      ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
+      jacobianFunction: ([e, u]) => {
+        const h = Math.exp(u!);
+        return (m) => [m / (m + h), (-e! * m * h) / ((m + h) * (m + h))];
+      },
+      damping: 1e-3,
+      maxIterations: LM_ITERATIONS,
+      errorTolerance: 1e-14,
+      improvementThreshold: 1e-6,
+      minValues: [1e-6, Math.log(1e-3)],
+      maxValues: [10, Math.log(1e7)],
+    },
+  );
   // Polish on the same (weighted) least-squares objective; see fitShapeHalves.
   const w = counts ?? ms.map(() => 1);
   const sse = ([e, u]: readonly number[]) => {
@@ -108,7 +119,10 @@ export function fitRamp(
  * over rows equals Σ_m c_m·(ȳ_m − f(m))² + const, so a count-weighted fit to the per-m means gives
  * the same optimum as a fit to every row, in a fraction of the time.
  */
-export function fitRampAllRows(points: ReadonlyArray<{ m: number; eff: number }>, init?: [number, number]): { eps_max: number; m_half: number } {
+export function fitRampAllRows(
+  points: ReadonlyArray<{ m: number; eff: number }>,
+  init?: [number, number],
+): { eps_max: number; m_half: number } {
   const acc = new Map<number, { s: number; c: number }>();
   for (const p of points) {
     const a = acc.get(p.m);
@@ -117,7 +131,12 @@ export function fitRampAllRows(points: ReadonlyArray<{ m: number; eff: number }>
   }
   const ms = [...acc.keys()].sort((a, b) => a - b);
   const ys = ms.map((m) => acc.get(m)!.s / acc.get(m)!.c);
-  return fitRamp(ms, ys, init ?? [Math.max(...ys), 100], ms.map((m) => acc.get(m)!.c));
+  return fitRamp(
+    ms,
+    ys,
+    init ?? [Math.max(...ys), 100],
+    ms.map((m) => acc.get(m)!.c),
+  );
 }
 
 /** Best efficiency per distinct m, sorted by m. */
@@ -174,7 +193,12 @@ export function fitShapeHalves(
   return polishHalves(cells, res.parameterValues, 0.05, 400);
 }
 
-function polishHalves(cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>, x0: readonly number[], step: number, maxEvals: number): { n_half: number; k_half: number } {
+function polishHalves(
+  cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
+  x0: readonly number[],
+  step: number,
+  maxEvals: number,
+): { n_half: number; k_half: number } {
   const sse = ([un, uk]: readonly number[]) => {
     const nh = Math.exp(un!);
     const kh = Math.exp(uk!);
@@ -260,7 +284,9 @@ function freeShapeFit(train: readonly Pt[], init: [number, number, number, numbe
       return (i) => {
         const p = ok[i]!;
         // ln ε_max + ln(ε(m)/ε_max) + ln f(n) + ln f(k)
-        return le! + Math.log(gemmEfficiency(p.m, 1, mh)) + Math.log(shapeFactor(p.n, nh)) + Math.log(shapeFactor(p.k, kh));
+        return (
+          le! + Math.log(gemmEfficiency(p.m, 1, mh)) + Math.log(shapeFactor(p.n, nh)) + Math.log(shapeFactor(p.k, kh))
+        );
       };
     },
     {
@@ -293,9 +319,11 @@ type Ramp = { eps_max: number; m_half: number };
 type Bootstrap = { resamples: number; seed: number };
 
 /** ε(m) of a 1-factor ramp at each point (core/laws gemmEfficiency). */
-const rampPred = (f: Ramp, pts: ReadonlyArray<{ m: number }>): number[] => pts.map((p) => gemmEfficiency(p.m, f.eps_max, f.m_half));
+const rampPred = (f: Ramp, pts: ReadonlyArray<{ m: number }>): number[] =>
+  pts.map((p) => gemmEfficiency(p.m, f.eps_max, f.m_half));
 /** ε(m)·f(n)·f(k) of a shape-aware ramp at each point (core/laws shapeEfficiency). */
-const shapePred = (c: RampCoefficients, pts: readonly Pt[]): number[] => pts.map((p) => shapeEfficiency(p.m, p.n, p.k, c));
+const shapePred = (c: RampCoefficients, pts: readonly Pt[]): number[] =>
+  pts.map((p) => shapeEfficiency(p.m, p.n, p.k, c));
 
 /** One dtype's points and their holdout split: whole k values (holdoutValues) and the largest m. */
 interface RampSplit {
@@ -314,7 +342,14 @@ interface RampSplit {
 
 function splitRampPoints(rowsIn: readonly GemmRow[], dtype: GemmDtype, chip: Chip, peak: number): RampSplit | string {
   const rows = reduceRepeats(rowsIn, (r) => `${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
-  const all: Pt[] = rows.map((r) => ({ m: r.m, n: r.n, k: r.k, latency_us: r.latency_us, kernel_source: r.kernel_source, eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak) }));
+  const all: Pt[] = rows.map((r) => ({
+    m: r.m,
+    n: r.n,
+    k: r.k,
+    latency_us: r.latency_us,
+    kernel_source: r.kernel_source,
+    eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak),
+  }));
   const compute = all.filter((p) => !isMemoryBound(p, dtype, chip));
   const distinctM = new Set(compute.map((p) => p.m));
   if (distinctM.size < 3) {
@@ -344,11 +379,21 @@ function splitRampPoints(rowsIn: readonly GemmRow[], dtype: GemmDtype, chip: Chi
 function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
   const envTrain = envelope(s.train);
   const envFull = envelope(s.compute);
-  const split = fitRamp(envTrain.map((p) => p.m), envTrain.map((p) => p.eff));
+  const split = fitRamp(
+    envTrain.map((p) => p.m),
+    envTrain.map((p) => p.eff),
+  );
   const envHold = [...envelope(s.holdK), ...envelope(s.holdM)];
-  const stored = fitRamp(envFull.map((p) => p.m), envFull.map((p) => p.eff));
+  const stored = fitRamp(
+    envFull.map((p) => p.m),
+    envFull.map((p) => p.eff),
+  );
   const boot = resampleEstimates(envFull.length, bootstrap.resamples, bootstrap.seed, (idx) => {
-    const f = fitRamp(Array.from(idx, (i) => envFull[i]!.m), Array.from(idx, (i) => envFull[i]!.eff), [stored.eps_max, stored.m_half]);
+    const f = fitRamp(
+      Array.from(idx, (i) => envFull[i]!.m),
+      Array.from(idx, (i) => envFull[i]!.eff),
+      [stored.eps_max, stored.m_half],
+    );
     return Number.isFinite(f.eps_max) ? f : undefined;
   });
   return {
@@ -357,8 +402,16 @@ function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
     stored,
     ci_eps: ciFromEstimates(boot.map((f) => f.eps_max)),
     ci_m_half: ciFromEstimates(boot.map((f) => f.m_half)),
-    train: fitError(rampPred(stored, envFull), envFull.map((p) => p.eff)),
-    holdout: envHold.length ? fitError(rampPred(split, envHold), envHold.map((p) => p.eff)) : noError(),
+    train: fitError(
+      rampPred(stored, envFull),
+      envFull.map((p) => p.eff),
+    ),
+    holdout: envHold.length
+      ? fitError(
+          rampPred(split, envHold),
+          envHold.map((p) => p.eff),
+        )
+      : noError(),
   };
 }
 
@@ -366,7 +419,12 @@ function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
  * Seeded cluster bootstrap over whole k values of the shape halves (k is the dimension the fit must
  * cross), with eps_max and m_half fixed at the stored ramp; resamples with a single k are skipped.
  */
-function bootstrapHalves(compute: readonly Pt[], stored: Ramp, halves: { n_half: number; k_half: number }, bootstrap: Bootstrap) {
+function bootstrapHalves(
+  compute: readonly Pt[],
+  stored: Ramp,
+  halves: { n_half: number; k_half: number },
+  bootstrap: Bootstrap,
+) {
   const byK = groupBy(compute, (p) => p.k);
   const ks = [...byK.keys()].sort((a, b) => a - b);
   const cellsByK = ks.map((k) => shapeCells(byK.get(k)!, stored.eps_max, stored.m_half));
@@ -403,10 +461,16 @@ function shapeFits(s: RampSplit, split: Ramp, stored: Ramp, allFull: Ramp, boots
     holdout_geo_shape,
     // Full errors of the shape-aware ramp: train on every compute-bound row with the stored halves,
     // holdout on the whole-k rows with halves fitted without them.
-    shape_train: fitError(shapePred({ ...stored, ...halves }, s.compute), s.compute.map((p) => p.eff)),
+    shape_train: fitError(
+      shapePred({ ...stored, ...halves }, s.compute),
+      s.compute.map((p) => p.eff),
+    ),
     shape_holdout: shapeHoldPred.length ? fitError(shapeHoldPred, meas) : noError(),
     free: { ...free, holdout_geo: geo(shapePred(free, s.holdKAll)) },
-    stored: Number.isFinite(holdout_geo_shape) && Number.isFinite(best1) && holdout_geo_shape - 1 <= SHAPE_STORE_RULE * (best1 - 1),
+    stored:
+      Number.isFinite(holdout_geo_shape) &&
+      Number.isFinite(best1) &&
+      holdout_geo_shape - 1 <= SHAPE_STORE_RULE * (best1 - 1),
   };
 }
 
@@ -414,7 +478,12 @@ function shapeFits(s: RampSplit, split: Ramp, stored: Ramp, allFull: Ramp, boots
  * Fit one dtype's ramp. Rows must be one dtype; repeats (same m, n, k, kernel) are reduced to their median.
  * @returns the result, or a refusal string when m_half is unidentifiable.
  */
-export function fitRampForDtype(rowsIn: readonly GemmRow[], dtype: GemmDtype, chip: Chip, bootstrap: Bootstrap): RampResult | string {
+export function fitRampForDtype(
+  rowsIn: readonly GemmRow[],
+  dtype: GemmDtype,
+  chip: Chip,
+  bootstrap: Bootstrap,
+): RampResult | string {
   const peak = peakFlopsPerUs(chip, dtype)!;
   const s = splitRampPoints(rowsIn, dtype, chip, peak);
   if (typeof s === 'string') return s;
@@ -433,9 +502,19 @@ export function fitRampForDtype(rowsIn: readonly GemmRow[], dtype: GemmDtype, ch
     all_rows_fit: allFull,
     envelope_train: env.train,
     envelope_holdout: env.holdout,
-    all_rows_train: fitError(rampPred(allFull, s.compute), s.compute.map((p) => p.eff)),
-    all_rows_holdout: holdRows.length ? fitError(rampPred(allSplit, holdRows), holdRows.map((p) => p.eff)) : noError(),
-    large_m: env.envFull.filter((p) => p.m >= 4096).map((p) => ({ m: p.m, measured: p.eff, predicted: gemmEfficiency(p.m, stored.eps_max, stored.m_half) })),
+    all_rows_train: fitError(
+      rampPred(allFull, s.compute),
+      s.compute.map((p) => p.eff),
+    ),
+    all_rows_holdout: holdRows.length
+      ? fitError(
+          rampPred(allSplit, holdRows),
+          holdRows.map((p) => p.eff),
+        )
+      : noError(),
+    large_m: env.envFull
+      .filter((p) => p.m >= 4096)
+      .map((p) => ({ m: p.m, measured: p.eff, predicted: gemmEfficiency(p.m, stored.eps_max, stored.m_half) })),
     shape: shapeFits(s, env.split, stored, allFull, bootstrap),
     held_k: [...s.heldK].sort((a, b) => a - b),
     m_max: s.mMax,
@@ -463,7 +542,9 @@ export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): GemmFit {
   const fit: GemmFit = { ...emptyFamilyFit('gemm'), ramps: [] };
   const rows = reduceRepeats(rowsIn, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
   const byDtype = groupBy(rows, (r) => r.dtype);
-  const dtypes = [...byDtype.keys()].sort((a, b) => GEMM_DTYPES.indexOf(a as GemmDtype) - GEMM_DTYPES.indexOf(b as GemmDtype));
+  const dtypes = [...byDtype.keys()].sort(
+    (a, b) => GEMM_DTYPES.indexOf(a as GemmDtype) - GEMM_DTYPES.indexOf(b as GemmDtype),
+  );
   for (const d of dtypes) {
     const dtype = asGemmDtype(d);
     if (!dtype || peakFlopsPerUs(ctx.chip, dtype) === undefined) {
@@ -491,17 +572,41 @@ function rampRowsUsed(r: RampResult) {
 
 function rampCoefficients(r: RampResult, ctx: FitContext): FittedCoefficient[] {
   const used = rampRowsUsed(r);
-  const holdout = { ...r.envelope_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} and m = ${r.m_max} (envelope points)` };
+  const holdout = {
+    ...r.envelope_holdout,
+    split: `whole k ∈ {${r.held_k.join(', ')}} and m = ${r.m_max} (envelope points)`,
+  };
   const notes = [
     `all-rows fit (not stored): eps_max ${fmt(r.all_rows_fit.eps_max)}, m_half ${fmt(r.all_rows_fit.m_half)}; train geo ${r.all_rows_train.geo}, holdout geo ${r.all_rows_holdout.geo}`,
     `${r.rows_memory_bound} memory-bound rows (m < ${fmt(r.m_threshold)}) excluded from the compute ramp`,
-    ...r.large_m.filter((p) => p.m >= 8192).map((p) => `large-m bias: m=${p.m} envelope ${fmt(p.measured, 3)} vs predicted ${fmt(p.predicted, 3)}`),
+    ...r.large_m
+      .filter((p) => p.m >= 8192)
+      .map((p) => `large-m bias: m=${p.m} envelope ${fmt(p.measured, 3)} vs predicted ${fmt(p.predicted, 3)}`),
   ];
   const entry = (value: number, units: 'dimensionless' | 'tokens', ci: [number, number]) =>
-    measuredEntry({ value, units, family: 'gemm', ctx, used, ci95: ci, ci_method: 'bootstrap', train: r.envelope_train, holdout, notes });
+    measuredEntry({
+      value,
+      units,
+      family: 'gemm',
+      ctx,
+      used,
+      ci95: ci,
+      ci_method: 'bootstrap',
+      train: r.envelope_train,
+      holdout,
+      notes,
+    });
   return [
-    { set: SET_NAMES.primitives, name: `gemm_eps_max_${r.dtype}`, entry: entry(r.envelope_fit.eps_max, 'dimensionless', r.envelope_fit.ci_eps) },
-    { set: SET_NAMES.primitives, name: `gemm_m_half_${r.dtype}`, entry: entry(r.envelope_fit.m_half, 'tokens', r.envelope_fit.ci_m_half) },
+    {
+      set: SET_NAMES.primitives,
+      name: `gemm_eps_max_${r.dtype}`,
+      entry: entry(r.envelope_fit.eps_max, 'dimensionless', r.envelope_fit.ci_eps),
+    },
+    {
+      set: SET_NAMES.primitives,
+      name: `gemm_m_half_${r.dtype}`,
+      entry: entry(r.envelope_fit.m_half, 'tokens', r.envelope_fit.ci_m_half),
+    },
   ];
 }
 
@@ -515,7 +620,7 @@ function shapeHalfCoefficients(r: RampResult, ctx: FitContext): FittedCoefficien
     `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, shape-aware ${fmt(s.holdout_geo_shape)}`,
   ];
   const halves = [
-    [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, 'n (output features, the weight matrix\'s output width)'],
+    [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, "n (output features, the weight matrix's output width)"],
     [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k, 'k (input features, the reduction width)'],
   ] as const;
   return halves.map(([nm, v, ci, dim]) => {
@@ -534,6 +639,10 @@ function shapeHalfCoefficients(r: RampResult, ctx: FitContext): FittedCoefficien
     const { evidence, ci95, ...head } = entry;
     const rationale = `Unit: elements (features) of GEMM dimension ${dim}, not tokens. BLIS's unit enum has no "elements", so the entry is stored as dimensionless (a count); the shape factor is ${nm.includes('_n_') ? 'n/(n + n_half)' : 'k/(k + k_half)'} with ${nm.includes('_n_') ? 'n' : 'k'} in elements.`;
     // Keys in BLIS's order (rationale before ci95), evidence last.
-    return { set: SET_NAMES.primitives, name: nm, entry: { ...head, rationale, ...(ci95 ? { ci95 } : {}), ...(evidence ? { evidence } : {}) } };
+    return {
+      set: SET_NAMES.primitives,
+      name: nm,
+      entry: { ...head, rationale, ...(ci95 ? { ci95 } : {}), ...(evidence ? { evidence } : {}) },
+    };
   });
 }

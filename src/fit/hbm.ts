@@ -16,7 +16,14 @@ import { median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { AttentionDecodeRow, GemmRow } from '../measurements/schema.ts';
-import { bootstrapFloorRate, cacheResidentBytes, decodeKvBytes, fitFloorRate, logL1, type WorkPoint } from './attention.ts';
+import {
+  bootstrapFloorRate,
+  cacheResidentBytes,
+  decodeKvBytes,
+  fitFloorRate,
+  logL1,
+  type WorkPoint,
+} from './attention.ts';
 import { fitError, fmt, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
@@ -31,7 +38,11 @@ export interface Read {
 }
 
 /** Qualifying memory-bound reads of a chip. */
-export function memoryBoundReads(gemm: readonly GemmRow[], decode: readonly AttentionDecodeRow[], l2_mib: number | undefined): Read[] {
+export function memoryBoundReads(
+  gemm: readonly GemmRow[],
+  decode: readonly AttentionDecodeRow[],
+  l2_mib: number | undefined,
+): Read[] {
   const min = 2 * cacheResidentBytes(l2_mib);
   const out: Read[] = [];
   for (const r of reduceRepeats(gemm, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`)) {
@@ -41,7 +52,8 @@ export function memoryBoundReads(gemm: readonly GemmRow[], decode: readonly Atte
   }
   // Decode repeats (same kernel and configuration) are reduced by their median too, like the GEMM
   // rows (docs/fitting.md "Repeats"); the shipped decode tables have none, so this changes nothing there.
-  const decodeKey = (r: AttentionDecodeRow) => `${r.kernel_source}|${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}`;
+  const decodeKey = (r: AttentionDecodeRow) =>
+    `${r.kernel_source}|${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}`;
   for (const r of reduceRepeats(decode, decodeKey)) {
     if (r.window !== 0) continue;
     const bytes = decodeKvBytes(r);
@@ -75,23 +87,47 @@ export interface HbmResult {
 /** HBM family result (`result` absent with fewer than 3 qualifying reads). */
 export type HbmFit = FamilyFit & { result?: HbmResult };
 
-const asWorkPoints = (rs: readonly Read[]): WorkPoint[] => rs.map((r) => ({ work: r.bytes, latency_us: r.latency_us, group: r.source, kernel_source: '' }));
-const predictReads = (rs: readonly Read[], derate: number, t0: number, bw: number) => rs.map((r) => t0 + hbmReadUs(r.bytes, bw, derate));
+const asWorkPoints = (rs: readonly Read[]): WorkPoint[] =>
+  rs.map((r) => ({ work: r.bytes, latency_us: r.latency_us, group: r.source, kernel_source: '' }));
+const predictReads = (rs: readonly Read[], derate: number, t0: number, bw: number) =>
+  rs.map((r) => t0 + hbmReadUs(r.bytes, bw, derate));
 
 /** Derate and per-call cost of `t0 + bytes/(datasheet·derate)` on the primary reads, with a seeded bootstrap. */
 function fitDerate(primary: readonly Read[], bw: number, bootstrap: FitContext['bootstrap']) {
   const pf = fitFloorRate(asWorkPoints(primary));
   const boot = bootstrapFloorRate(asWorkPoints(primary), pf, bootstrap);
-  return { pf, derate: pf.rate / bw, ci95: [boot.ci_rate[0] / bw, boot.ci_rate[1] / bw] as [number, number], notes: boot.notes };
+  return {
+    pf,
+    derate: pf.rate / bw,
+    ci95: [boot.ci_rate[0] / bw, boot.ci_rate[1] / bw] as [number, number],
+    notes: boot.notes,
+  };
 }
 
 /** Holdout: only the derate crosses; the other source's per-call cost is refitted with the derate fixed. */
-function derateHoldout(other: readonly Read[], rate: number, derate: number, bw: number): { t0_us: number; error?: FitError & { split: string } } {
+function derateHoldout(
+  other: readonly Read[],
+  rate: number,
+  derate: number,
+  bw: number,
+): { t0_us: number; error?: FitError & { split: string } } {
   if (!other.length) return { t0_us: NaN };
-  const t0 = patternSearch((x) => logL1(asWorkPoints(other), Math.exp(x[0]!), rate), [Math.log(10)], [0.5], { minStep: 1e-4, maxEvals: 200 });
+  const t0 = patternSearch((x) => logL1(asWorkPoints(other), Math.exp(x[0]!), rate), [Math.log(10)], [0.5], {
+    minStep: 1e-4,
+    maxEvals: 200,
+  });
   const t0_us = Math.exp(t0.x[0]!);
   const split = 'derate from GEMM weight reads, evaluated on decode-attention KV reads (their per-call cost refitted)';
-  return { t0_us, error: { ...fitError(predictReads(other, derate, t0_us, bw), other.map((r) => r.latency_us)), split } };
+  return {
+    t0_us,
+    error: {
+      ...fitError(
+        predictReads(other, derate, t0_us, bw),
+        other.map((r) => r.latency_us),
+      ),
+      split,
+    },
+  };
 }
 
 /** HBM family fitter: `hbm_derate` (dimensionless) in cost-model-primitives. */
@@ -120,7 +156,10 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
     primary: primary === g ? 'gemm' : 'attention_decode',
     t0_us: d.pf.floor_us,
     holdout_t0_us: hold.t0_us,
-    train: fitError(predictReads(primary, d.derate, d.pf.floor_us, bw), primary.map((r) => r.latency_us)),
+    train: fitError(
+      predictReads(primary, d.derate, d.pf.floor_us, bw),
+      primary.map((r) => r.latency_us),
+    ),
     ...(hold.error ? { holdout: hold.error } : {}),
     by_source: {
       gemm: { n: g.length, derate_alone: alone(g), raw_median: g.length ? median(g.map(ratio)) : NaN },
@@ -145,16 +184,24 @@ function derateEntry(r: HbmResult, bootNotes: readonly string[], ctx: FitContext
     `prior (AIC mem_bw_empirical_scaling_factor, BLIS vendor_spec): ${r.prior}; measured/prior ${fmt(r.derate / r.prior, 3)}`,
     ...bootNotes.filter((n) => n.startsWith('rate ')).map((n) => n.replace(/^rate /, 'derate (as rate) ')),
   ];
-  return measuredEntry({
-    value: r.derate,
-    units: 'dimensionless',
-    family: 'hbm',
-    ctx: { ...ctx, inputs: ctx.inputs.filter((i) => /^(gemm|attention_decode)\./.test(i.file.split('/').pop()!)) },
-    used: { filter: fromGemm ? `bf16 GEMM m ≤ ${HBM_MAX_M} with weights ≥ 2×L2 (holdout: full decode attention with KV ≥ 2×L2)` : 'full decode attention with KV ≥ 2×L2', rows_used: fromGemm ? gs.n : as.n },
-    ci95: r.ci95,
-    ci_method: 'bootstrap',
-    train: r.train,
-    ...(r.holdout ? { holdout: r.holdout } : {}),
-    notes,
-  }, '');
+  return measuredEntry(
+    {
+      value: r.derate,
+      units: 'dimensionless',
+      family: 'hbm',
+      ctx: { ...ctx, inputs: ctx.inputs.filter((i) => /^(gemm|attention_decode)\./.test(i.file.split('/').pop()!)) },
+      used: {
+        filter: fromGemm
+          ? `bf16 GEMM m ≤ ${HBM_MAX_M} with weights ≥ 2×L2 (holdout: full decode attention with KV ≥ 2×L2)`
+          : 'full decode attention with KV ≥ 2×L2',
+        rows_used: fromGemm ? gs.n : as.n,
+      },
+      ci95: r.ci95,
+      ci_method: 'bootstrap',
+      train: r.train,
+      ...(r.holdout ? { holdout: r.holdout } : {}),
+      notes,
+    },
+    '',
+  );
 }

@@ -27,8 +27,8 @@ import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
 /** Two-sided 97.5% Student-t quantiles for 1…30 degrees of freedom. */
 const T975 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093,
-  2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
 ];
 
 /** 97.5% quantile of Student's t with `dof` degrees of freedom (table to 30, Cornish–Fisher beyond). */
@@ -58,8 +58,10 @@ export interface HostLinearFit {
  */
 export function fitHostLinear(points: Array<{ kernels: number; latency_us: number }>): HostLinearFit {
   for (const p of points) {
-    if (!(p.kernels > 0) || !Number.isFinite(p.kernels)) throw new UserError(`host fit: kernels must be a positive count, got ${p.kernels}`);
-    if (!(p.latency_us > 0) || !Number.isFinite(p.latency_us)) throw new UserError(`host fit: latency_us must be positive, got ${p.latency_us}`);
+    if (!(p.kernels > 0) || !Number.isFinite(p.kernels))
+      throw new UserError(`host fit: kernels must be a positive count, got ${p.kernels}`);
+    if (!(p.latency_us > 0) || !Number.isFinite(p.latency_us))
+      throw new UserError(`host fit: latency_us must be positive, got ${p.latency_us}`);
   }
   const by = groupBy(points, (p) => p.kernels);
   const xs = [...by.keys()].sort((a, b) => a - b);
@@ -109,7 +111,13 @@ export function fitHostLinear(points: Array<{ kernels: number; latency_us: numbe
 }
 
 /** BLIS's assumed host values (registry @ b4d8e2b8, reference §1.5), with their stated provenance. */
-export const BLIS_HOST_ASSUMED: ReadonlyArray<{ name: string; value: number; units: Units; why: string; ci95?: [number, number] }> = [
+export const BLIS_HOST_ASSUMED: ReadonlyArray<{
+  name: string;
+  value: number;
+  units: Units;
+  why: string;
+  ci95?: [number, number];
+}> = [
   {
     name: 'host_admission_per_request',
     value: 40000,
@@ -126,13 +134,13 @@ export const BLIS_HOST_ASSUMED: ReadonlyArray<{ name: string; value: number; uni
     name: 'host_output_token',
     value: 45.9,
     units: 'us_per_token',
-    why: "transcribes the magnitude of BLIS trained-physics.yaml `output_token_processing` (45.907545) as an order-of-magnitude anchor.",
+    why: 'transcribes the magnitude of BLIS trained-physics.yaml `output_token_processing` (45.907545) as an order-of-magnitude anchor.',
   },
   {
     name: 'host_completion',
     value: 777.3,
     units: 'us_per_request',
-    why: "transcribes the magnitude of BLIS trained-physics.yaml `post_decode_fixed` (777.3455) as an order-of-magnitude anchor.",
+    why: 'transcribes the magnitude of BLIS trained-physics.yaml `post_decode_fixed` (777.3455) as an order-of-magnitude anchor.',
   },
   {
     name: 'host_launch_eager_per_layer',
@@ -155,7 +163,8 @@ export const BLIS_HOST_ASSUMED: ReadonlyArray<{ name: string; value: number; uni
   },
 ];
 
-const SOURCE_CITE = 'BLIS coefficient registry, set cost-model-host-overheads @ b4d8e2b8 (all entries assumed, fitted: false), transcribed in shared/reference/blis-kernel-and-registry.md §1.5';
+const SOURCE_CITE =
+  'BLIS coefficient registry, set cost-model-host-overheads @ b4d8e2b8 (all entries assumed, fitted: false), transcribed in shared/reference/blis-kernel-and-registry.md §1.5';
 
 function assumedEntry(chip: string, a: (typeof BLIS_HOST_ASSUMED)[number]): CoefficientEntry {
   return {
@@ -206,14 +215,26 @@ export interface HostKindFit {
 export type HostFit = FamilyFit & { result: { kinds: HostKindFit[] } };
 
 /** Holdout of one kind: the largest N predicted from a fit on the smaller ones (needs ≥ 3 distinct N). */
-function kindHoldout(what: string, krows: readonly HostRow[], ns: readonly number[], warnings: string[]): HostKindFit['holdout'] {
+function kindHoldout(
+  what: string,
+  krows: readonly HostRow[],
+  ns: readonly number[],
+  warnings: string[],
+): HostKindFit['holdout'] {
   if (ns.length < 3) return undefined;
   const top = ns[ns.length - 1]!;
   try {
-    const h = fitHostLinear(krows.filter((r) => r.kernels !== top).map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })));
+    const h = fitHostLinear(
+      krows.filter((r) => r.kernels !== top).map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })),
+    );
     const m = [median(krows.filter((r) => r.kernels === top).map((r) => r.latency_us))];
     const p = [h.a_us + h.b_us_per_kernel * top];
-    return { geo: roundSig(geometricError(p, m), 4), mape_pct: roundSig(mapePct(p, m), 4), n: 1, split: `largest N (${top}) held out, fitted on N = ${ns.slice(0, -1).join(', ')}` };
+    return {
+      geo: roundSig(geometricError(p, m), 4),
+      mape_pct: roundSig(mapePct(p, m), 4),
+      n: 1,
+      split: `largest N (${top}) held out, fitted on N = ${ns.slice(0, -1).join(', ')}`,
+    };
   } catch (e) {
     if (!(e instanceof UserError)) throw e;
     warnings.push(`host ${what}: holdout fit failed: ${e.message}`);
@@ -222,7 +243,13 @@ function kindHoldout(what: string, krows: readonly HostRow[], ns: readonly numbe
 }
 
 /** Fit `t = a + b·N` for one kind; a data problem is a refusal (undefined returned). */
-function fitKind(what: string, krows: readonly HostRow[], chip: string, refusals: string[], warnings: string[]): HostKindFit | undefined {
+function fitKind(
+  what: string,
+  krows: readonly HostRow[],
+  chip: string,
+  refusals: string[],
+  warnings: string[],
+): HostKindFit | undefined {
   let f: HostLinearFit;
   try {
     f = fitHostLinear(krows.map((r) => ({ kernels: r.kernels, latency_us: r.latency_us })));
@@ -235,12 +262,30 @@ function fitKind(what: string, krows: readonly HostRow[], chip: string, refusals
   const holdout = kindHoldout(what, krows, ns, warnings);
   const meds = ns.map((x) => median(krows.filter((r) => r.kernels === x).map((r) => r.latency_us)));
   const pred = ns.map((x) => f.a_us + f.b_us_per_kernel * x);
-  const train = { geo: roundSig(geometricError(pred, meds), 4), mape_pct: roundSig(mapePct(pred, meds), 4), n: ns.length };
-  return { what, rows: krows.length, fit: f, train, ...(holdout ? { holdout } : {}), ns, points: krows.map((r) => [r.kernels, r.latency_us]) };
+  const train = {
+    geo: roundSig(geometricError(pred, meds), 4),
+    mape_pct: roundSig(mapePct(pred, meds), 4),
+    n: ns.length,
+  };
+  return {
+    what,
+    rows: krows.length,
+    fit: f,
+    train,
+    ...(holdout ? { holdout } : {}),
+    ns,
+    points: krows.map((r) => [r.kernels, r.latency_us]),
+  };
 }
 
 /** The measured entry of one registry output (`a` or `b`) of a kind's fit. */
-function kindEntry(k: HostKindFit, o: (typeof KIND_OUTPUTS)[string][number], lanes: readonly string[], prov: ReturnType<typeof provenance>, chip: string): CoefficientEntry {
+function kindEntry(
+  k: HostKindFit,
+  o: (typeof KIND_OUTPUTS)[string][number],
+  lanes: readonly string[],
+  prov: ReturnType<typeof provenance>,
+  chip: string,
+): CoefficientEntry {
   const f = k.fit;
   const v = o.term === 'a' ? f.a_us : f.b_us_per_kernel;
   const ci = o.term === 'a' ? f.ci95_a : f.ci95_b;
@@ -252,7 +297,9 @@ function kindEntry(k: HostKindFit, o: (typeof KIND_OUTPUTS)[string][number], lan
     scope: { hardware: [chip] },
     sources: prov.sources,
     ci95: [roundSig(Math.min(ci[0], v), 4), roundSig(Math.max(ci[1], v), 4)],
-    ...(o.name === 'host_dispatch_per_kernel' ? { rationale: 'stepcal extension: BLIS has no dispatch term; slope of t = a + b·N over dispatch rows.' } : {}),
+    ...(o.name === 'host_dispatch_per_kernel'
+      ? { rationale: 'stepcal extension: BLIS has no dispatch term; slope of t = a + b·N over dispatch rows.' }
+      : {}),
     evidence: {
       family: 'host',
       lane: lanes.join('+'),
@@ -292,7 +339,9 @@ export function fitHost(rows: HostRow[], ctx: FitContext): HostFit {
   }
   // Assemble: fitted entries replace assumed ones of the same name; every BLIS name is present.
   const coefficients: FittedCoefficient[] = [];
-  for (const a of BLIS_HOST_ASSUMED) coefficients.push(fitted.get(a.name) ?? { set, name: a.name, entry: assumedEntry(chip, a) });
-  for (const [name, c] of [...fitted.entries()].sort()) if (!BLIS_HOST_ASSUMED.some((a) => a.name === name)) coefficients.push(c);
+  for (const a of BLIS_HOST_ASSUMED)
+    coefficients.push(fitted.get(a.name) ?? { set, name: a.name, entry: assumedEntry(chip, a) });
+  for (const [name, c] of [...fitted.entries()].sort())
+    if (!BLIS_HOST_ASSUMED.some((a) => a.name === name)) coefficients.push(c);
   return { family: 'host', coefficients, refusals, warnings, result: { kinds } };
 }

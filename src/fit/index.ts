@@ -32,7 +32,16 @@ import { evidenceGates } from './evidence-gates.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
-export const FIT_FAMILIES = ['gemm', 'hbm', 'attention_decode', 'attention_prefill', 'collective', 'moe', 'moe_experts', 'host'] as const;
+export const FIT_FAMILIES = [
+  'gemm',
+  'hbm',
+  'attention_decode',
+  'attention_prefill',
+  'collective',
+  'moe',
+  'moe_experts',
+  'host',
+] as const;
 export type FitFamily = (typeof FIT_FAMILIES)[number];
 
 /** Order of sets in the registry file. */
@@ -118,7 +127,11 @@ class MeasurementStore {
   inputsFor(family: Family, lane?: string): FitContext['inputs'] {
     return this.files
       .filter((f) => f.family === family && (lane === undefined || f.lane === lane))
-      .map((f) => ({ file: path.relative(this.root, f.file).split(path.sep).join('/'), sha256: sha256File(f.file), lane: f.lane }));
+      .map((f) => ({
+        file: path.relative(this.root, f.file).split(path.sep).join('/'),
+        sha256: sha256File(f.file),
+        lane: f.lane,
+      }));
   }
 
   /**
@@ -137,7 +150,16 @@ class MeasurementStore {
 }
 
 /** Any family's result: its typed fit, or an empty one when it had no measurements. */
-export type FitFamilyResult = GemmFit | HbmFit | DecodeFit | PrefillFit | CollectiveFit | MoeFit | MoeExpertsFit | HostFit | FamilyFit;
+export type FitFamilyResult =
+  | GemmFit
+  | HbmFit
+  | DecodeFit
+  | PrefillFit
+  | CollectiveFit
+  | MoeFit
+  | MoeExpertsFit
+  | HostFit
+  | FamilyFit;
 
 /**
  * Run the requested families in dependency order, each with its own context (inputs, bootstrap, and
@@ -159,30 +181,49 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
     fits.push(r);
     for (const c of r.coefficients) prior.set(c.name, c.entry.value);
   };
-  const missing = (family: string, why: string): FamilyFit => ({ ...emptyFamilyFit(family), warnings: [`${family}: not fitted: ${why}`] });
+  const missing = (family: string, why: string): FamilyFit => ({
+    ...emptyFamilyFit(family),
+    warnings: [`${family}: not fitted: ${why}`],
+  });
   const lanes = { gemm: store.laneFor('gemm'), attention: store.laneFor('attention_decode') };
   const gemmRows = want.has('gemm') && lanes.gemm ? store.read('gemm', lanes.gemm) : [];
-  const decodeRows = want.has('attention_decode') && lanes.attention ? store.read('attention_decode', lanes.attention) : [];
+  const decodeRows =
+    want.has('attention_decode') && lanes.attention ? store.read('attention_decode', lanes.attention) : [];
   const laneRows = <F extends Family>(family: F) => {
     const lane = store.laneFor(family);
     return { rows: lane ? store.read(family, lane) : [], ctx: ctxFor(store.inputsFor(family, lane)) };
   };
-  run('gemm', () => (gemmRows.length ? fitGemm(gemmRows, ctxFor(store.inputsFor('gemm', lanes.gemm))) : missing('gemm', 'no gemm measurements')));
-  const hbmInputs = () => [...store.inputsFor('gemm', lanes.gemm), ...(lanes.attention ? store.inputsFor('attention_decode', lanes.attention) : [])];
+  run('gemm', () =>
+    gemmRows.length
+      ? fitGemm(gemmRows, ctxFor(store.inputsFor('gemm', lanes.gemm)))
+      : missing('gemm', 'no gemm measurements'),
+  );
+  const hbmInputs = () => [
+    ...store.inputsFor('gemm', lanes.gemm),
+    ...(lanes.attention ? store.inputsFor('attention_decode', lanes.attention) : []),
+  ];
   run('hbm', () => fitHbm(gemmRows, decodeRows, ctxFor(hbmInputs())));
-  run('attention_decode', () => (decodeRows.length ? fitAttentionDecode(decodeRows, ctxFor(store.inputsFor('attention_decode', lanes.attention))) : missing('attention_decode', 'no measurements')));
+  run('attention_decode', () =>
+    decodeRows.length
+      ? fitAttentionDecode(decodeRows, ctxFor(store.inputsFor('attention_decode', lanes.attention)))
+      : missing('attention_decode', 'no measurements'),
+  );
   run('attention_prefill', () => {
     const p = laneRows('attention_prefill');
     return p.rows.length ? fitAttentionPrefill(p.rows, p.ctx) : missing('attention_prefill', 'no measurements');
   });
   run('collective', () => {
     const rows = store.read('collective');
-    return rows.length ? fitCollectives(rows, ctxFor(store.inputsFor('collective'))) : missing('collective', 'no measurements');
+    return rows.length
+      ? fitCollectives(rows, ctxFor(store.inputsFor('collective')))
+      : missing('collective', 'no measurements');
   });
   // The moe rows are read once for both families that use them.
   const moe = want.has('moe') || want.has('moe_experts') ? laneRows('moe') : undefined;
   run('moe', () => (moe?.rows.length ? fitMoe(moe.rows, moe.ctx) : missing('moe', 'no measurements')));
-  run('moe_experts', () => (moe?.rows.length ? fitMoeExperts(moe.rows, moe.ctx) : missing('moe_experts', 'no moe measurements')));
+  run('moe_experts', () =>
+    moe?.rows.length ? fitMoeExperts(moe.rows, moe.ctx) : missing('moe_experts', 'no moe measurements'),
+  );
   // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
   // host overheads from per-operator tables.
   run('host', () => fitHost(store.read('host'), ctxFor(store.inputsFor('host'))));
@@ -222,10 +263,14 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
 /** Group coefficients into sets in SET_ORDER (coefficient order within a set = fit order). */
 export function buildSets(coefficients: readonly FittedCoefficient[]): CoefficientSet[] {
   const sets: CoefficientSet[] = [];
-  const names = [...SET_ORDER, ...new Set(coefficients.map((c) => c.set).filter((s) => !(SET_ORDER as readonly string[]).includes(s)))];
+  const names = [
+    ...SET_ORDER,
+    ...new Set(coefficients.map((c) => c.set).filter((s) => !(SET_ORDER as readonly string[]).includes(s))),
+  ];
   for (const name of names) {
     const cs = coefficients.filter((c) => c.set === name);
-    if (cs.length) sets.push({ kind: 'CoefficientSet', name, coefficients: cs.map((c) => ({ name: c.name, entry: c.entry })) });
+    if (cs.length)
+      sets.push({ kind: 'CoefficientSet', name, coefficients: cs.map((c) => ({ name: c.name, entry: c.entry })) });
   }
   return sets;
 }
@@ -250,15 +295,20 @@ export function applyGates(chip: Chip, coefficients: readonly FittedCoefficient[
   for (const c of coefficients) byName.set(c.name, c.entry);
   for (const { name, entry: e } of coefficients) {
     if (!Number.isFinite(e.value)) out.push(`${name}: value ${e.value} is not finite`);
-    if (e.ci95 && !(e.ci95[0] <= e.value && e.value <= e.ci95[1])) out.push(`${name}: ci95 [${e.ci95[0]}, ${e.ci95[1]}] does not contain ${e.value}`);
-    if (name.startsWith('gemm_eps_max_') && !(e.value > 0 && e.value <= 1.05)) out.push(`${name}: eps_max ${e.value} outside (0, 1.05]`);
-    if (name.startsWith('moe_expert_eps_max_') && !(e.value > 0 && e.value <= 1)) out.push(`${name}: eps_max ${e.value} outside (0, 1]`);
-    if (/^moe_expert_(floor|m_half|route_rate)_/.test(name) && !(e.value >= 0)) out.push(`${name}: ${e.value} must be ≥ 0`);
+    if (e.ci95 && !(e.ci95[0] <= e.value && e.value <= e.ci95[1]))
+      out.push(`${name}: ci95 [${e.ci95[0]}, ${e.ci95[1]}] does not contain ${e.value}`);
+    if (name.startsWith('gemm_eps_max_') && !(e.value > 0 && e.value <= 1.05))
+      out.push(`${name}: eps_max ${e.value} outside (0, 1.05]`);
+    if (name.startsWith('moe_expert_eps_max_') && !(e.value > 0 && e.value <= 1))
+      out.push(`${name}: eps_max ${e.value} outside (0, 1]`);
+    if (/^moe_expert_(floor|m_half|route_rate)_/.test(name) && !(e.value >= 0))
+      out.push(`${name}: ${e.value} must be ≥ 0`);
     if (/^gemm_(m|n|k)_half_/.test(name) && !(e.value > 0)) out.push(`${name}: ${e.value} must be > 0`);
     if (name === 'hbm_derate' && !(e.value > 0 && e.value <= 1)) out.push(`hbm_derate: ${e.value} outside (0, 1]`);
     if (name.startsWith('attention_') && name.includes('_rate') && e.value > chip.hbm_bytes_per_us)
       out.push(`${name}: rate ${e.value} B/us above the datasheet HBM bandwidth ${chip.hbm_bytes_per_us} B/us`);
-    if (name.startsWith('attention_') && name.includes('_floor') && !(e.value > 0)) out.push(`${name}: floor ${e.value} must be > 0`);
+    if (name.startsWith('attention_') && name.includes('_floor') && !(e.value > 0))
+      out.push(`${name}: floor ${e.value} must be > 0`);
     if (name === 'attention_prefill_work_scale' && !(e.value > 0)) out.push(`${name}: ${e.value} must be > 0`);
     const m = COLLECTIVE_RE.exec(name);
     if (m && m[1] !== 'floor') {
@@ -275,14 +325,19 @@ export function applyGates(chip: Chip, coefficients: readonly FittedCoefficient[
   const floors = groupBy(
     coefficients.flatMap(({ name, entry: e }) => {
       const m = COLLECTIVE_RE.exec(name);
-      return m && m[1] === 'floor' && e.method === 'measured' ? [{ key: `${m[2]}|${m[3]}|${m[5]}`, ranks: Number(m[4]), value: e.value, name }] : [];
+      return m && m[1] === 'floor' && e.method === 'measured'
+        ? [{ key: `${m[2]}|${m[3]}|${m[5]}`, ranks: Number(m[4]), value: e.value, name }]
+        : [];
     }),
     (f) => f.key,
   );
   for (const list of floors.values()) {
     list.sort((a, b) => a.ranks - b.ranks);
     for (let i = 1; i < list.length; i++) {
-      if (list[i]!.value < list[i - 1]!.value) out.push(`${list[i]!.name}: floor ${list[i]!.value} us falls below ${list[i - 1]!.name} ${list[i - 1]!.value} us as ranks grow`);
+      if (list[i]!.value < list[i - 1]!.value)
+        out.push(
+          `${list[i]!.name}: floor ${list[i]!.value} us falls below ${list[i - 1]!.name} ${list[i - 1]!.value} us as ranks grow`,
+        );
     }
   }
   // Evidence: per-family holdout bounds and prior plausibility bands (src/fit/evidence-gates.ts).

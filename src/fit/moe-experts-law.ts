@@ -61,7 +61,9 @@ export function expertSeries(
   rates: ExpertRates,
 ): { series: ExpertSeries[]; screened: ExpertSeries[]; skipped_rows: number } {
   const sel = rows.filter((r) => r.dtype === dtype && r.distribution === distribution && r.tokens > 0);
-  const red = reduceRepeats(sel, (r) => [r.kernel_source, r.tokens, r.hidden, r.inter, r.topk, r.experts, r.tp, r.ep].join('|'));
+  const red = reduceRepeats(sel, (r) =>
+    [r.kernel_source, r.tokens, r.hidden, r.inter, r.topk, r.experts, r.tp, r.ep].join('|'),
+  );
   const byKey = new Map<string, ExpertSeries>();
   let skipped_rows = 0;
   for (const r of red) {
@@ -69,11 +71,30 @@ export function expertSeries(
       skipped_rows++;
       continue;
     }
-    const shape: ExpertLayerShape = { tokens: r.tokens, hidden: r.hidden, inter: r.inter, topk: r.topk, experts: r.experts, tp: r.tp, ep: r.ep };
+    const shape: ExpertLayerShape = {
+      tokens: r.tokens,
+      hidden: r.hidden,
+      inter: r.inter,
+      topk: r.topk,
+      experts: r.experts,
+      tp: r.tp,
+      ep: r.ep,
+    };
     const work = expertWork(shape, rates.bytes_per_element);
-    const read_us = expertTerms(work, { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity }, rates).read_us;
+    const read_us = expertTerms(
+      work,
+      { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity },
+      rates,
+    ).read_us;
     const pk = rates.peak_flops_per_us;
-    const p: ExpertPoint = { shape, kernel_source: r.kernel_source, latency_us: r.latency_us, work, read_us, f: [1, (work.flops_per_pair * work.pairs) / pk, (work.flops_per_pair * work.touched) / pk, work.route_bytes] };
+    const p: ExpertPoint = {
+      shape,
+      kernel_source: r.kernel_source,
+      latency_us: r.latency_us,
+      work,
+      read_us,
+      f: [1, (work.flops_per_pair * work.pairs) / pk, (work.flops_per_pair * work.touched) / pk, work.route_bytes],
+    };
     const key = [r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|');
     let s = byKey.get(key);
     if (!s) byKey.set(key, (s = { key, geometry: expertGeometryKey(shape), points: [] }));
@@ -211,7 +232,11 @@ export interface ExpertError {
 }
 
 /** Geo error and MAPE of a law on points, with the points' count. */
-export function expertError(points: readonly ExpertPoint[], c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): ExpertError {
+export function expertError(
+  points: readonly ExpertPoint[],
+  c: ExpertCoefficients,
+  compose: 'sum' | 'max' = 'sum',
+): ExpertError {
   const pred = points.map((p) => predictExpert(p, c, compose));
   const meas = points.map((p) => p.latency_us);
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
@@ -221,7 +246,13 @@ export function expertError(points: readonly ExpertPoint[], c: ExpertCoefficient
 export function bootstrapExpert(
   series: readonly ExpertSeries[],
   opts: { resamples: number; seed: number },
-): { floor_us: [number, number]; eps_max: [number, number]; m_half: [number, number]; route_bytes_per_us: [number, number]; ok: number } {
+): {
+  floor_us: [number, number];
+  eps_max: [number, number];
+  m_half: [number, number];
+  route_bytes_per_us: [number, number];
+  ok: number;
+} {
   const normals = series.map(seriesNormal);
   const w = new Uint32Array(series.length);
   const est = resampleEstimates(series.length, opts.resamples, opts.seed, (idx) => {
@@ -231,7 +262,13 @@ export function bootstrapExpert(
     return (x && toCoefficients(x)) || undefined;
   });
   const ci = (f: (c: ExpertCoefficients) => number) => ciFromEstimates(est.map(f));
-  return { floor_us: ci((c) => c.floor_us), eps_max: ci((c) => c.eps_max), m_half: ci((c) => c.m_half), route_bytes_per_us: ci((c) => c.route_bytes_per_us), ok: est.length };
+  return {
+    floor_us: ci((c) => c.floor_us),
+    eps_max: ci((c) => c.eps_max),
+    m_half: ci((c) => c.m_half),
+    route_bytes_per_us: ci((c) => c.route_bytes_per_us),
+    ok: est.length,
+  };
 }
 
 /** Fraction of the distinct token counts held out at the top (the tokens holdout). */
@@ -245,7 +282,8 @@ export function tokensHoldout(series: readonly ExpertSeries[]): (ExpertError & {
   const toks = [...new Set(series.flatMap((s) => s.points.map((p) => p.shape.tokens)))].sort((a, b) => a - b);
   if (toks.length < 4) return undefined;
   const min_tokens = toks[toks.length - Math.max(1, Math.round(toks.length * TOKENS_HOLDOUT_FRACTION))]!;
-  const part = (keep: (t: number) => boolean): ExpertSeries[] => series.map((s) => ({ ...s, points: s.points.filter((p) => keep(p.shape.tokens)) }));
+  const part = (keep: (t: number) => boolean): ExpertSeries[] =>
+    series.map((s) => ({ ...s, points: s.points.filter((p) => keep(p.shape.tokens)) }));
   const c = fitExpertSum(part((t) => t < min_tokens));
   if (!c) return undefined;
   const held = part((t) => t >= min_tokens).flatMap((s) => s.points);
@@ -260,10 +298,16 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
   const pred: number[] = [];
   const meas: number[] = [];
   for (const g of geos) {
-    const x = solveNonNegative(sumNormals(normals, series.map((s) => (s.geometry === g ? 0 : 1))));
+    const x = solveNonNegative(
+      sumNormals(
+        normals,
+        series.map((s) => (s.geometry === g ? 0 : 1)),
+      ),
+    );
     const c = x && toCoefficients(x);
     if (!c) continue;
-    for (const s of series) if (s.geometry === g) for (const p of s.points) pred.push(predictExpert(p, c)), meas.push(p.latency_us);
+    for (const s of series)
+      if (s.geometry === g) for (const p of s.points) pred.push(predictExpert(p, c)), meas.push(p.latency_us);
   }
   if (!pred.length) return undefined;
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: pred.length, geometries: geos.length };
@@ -273,7 +317,11 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
  * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
  * the four coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate ≤ 1e12 bytes per µs).
  */
-export function fitExpertLogL1(points: readonly ExpertPoint[], compose: 'sum' | 'max', start: ExpertCoefficients): { c: ExpertCoefficients; geo: number } {
+export function fitExpertLogL1(
+  points: readonly ExpertPoint[],
+  compose: 'sum' | 'max',
+  start: ExpertCoefficients,
+): { c: ExpertCoefficients; geo: number } {
   const of = (x: readonly number[]): ExpertCoefficients => ({
     floor_us: Math.exp(x[0]!),
     eps_max: Math.exp(x[1]!),
@@ -281,8 +329,16 @@ export function fitExpertLogL1(points: readonly ExpertPoint[], compose: 'sum' | 
     route_bytes_per_us: Math.exp(x[3]!),
   });
   const n = points.length;
-  const [A, B, R, rd, lat] = [0, 1, 2, 3, 4].map(() => new Float64Array(n)) as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array];
-  points.forEach((p, i) => ((A[i] = p.f[1]), (B[i] = p.f[2]), (R[i] = p.f[3]), (rd[i] = p.read_us), (lat[i] = p.latency_us)));
+  const [A, B, R, rd, lat] = [0, 1, 2, 3, 4].map(() => new Float64Array(n)) as [
+    Float64Array,
+    Float64Array,
+    Float64Array,
+    Float64Array,
+    Float64Array,
+  ];
+  points.forEach(
+    (p, i) => ((A[i] = p.f[1]), (B[i] = p.f[2]), (R[i] = p.f[3]), (rd[i] = p.read_us), (lat[i] = p.latency_us)),
+  );
   const sum = compose === 'sum';
   const obj = (x: readonly number[]) => {
     const [fl, inv, mh, invR] = [Math.exp(x[0]!), Math.exp(-x[1]!), Math.exp(x[2]!), Math.exp(-x[3]!)];
@@ -294,7 +350,9 @@ export function fitExpertLogL1(points: readonly ExpertPoint[], compose: 'sum' | 
     }
     return s / n;
   };
-  const x0 = [start.floor_us, start.eps_max, start.m_half, Math.min(start.route_bytes_per_us, 1e12)].map((v) => Math.log(Math.max(v, 1e-3)));
+  const x0 = [start.floor_us, start.eps_max, start.m_half, Math.min(start.route_bytes_per_us, 1e12)].map((v) =>
+    Math.log(Math.max(v, 1e-3)),
+  );
   const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 100 });
   return { c: of(r.x), geo: Math.exp(r.value) };
 }

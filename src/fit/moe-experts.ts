@@ -50,7 +50,12 @@ export interface ExpertDtypeFit {
   kernels: string[];
   rates: ExpertRates;
   coefficients: ExpertCoefficients;
-  ci95: { floor_us: [number, number]; eps_max: [number, number]; m_half: [number, number]; route_bytes_per_us: [number, number] };
+  ci95: {
+    floor_us: [number, number];
+    eps_max: [number, number];
+    m_half: [number, number];
+    route_bytes_per_us: [number, number];
+  };
   /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
   pinned: string[];
   train: ExpertError;
@@ -61,7 +66,14 @@ export interface ExpertDtypeFit {
   series: number;
   screened: string[];
   /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
-  points: Array<{ tokens: number; measured_us: number; predicted_us: number; geometry: string; tp: number; ep: number }>;
+  points: Array<{
+    tokens: number;
+    measured_us: number;
+    predicted_us: number;
+    geometry: string;
+    tp: number;
+    ep: number;
+  }>;
 }
 
 /** The family's data for one chip. */
@@ -89,15 +101,26 @@ function derateOf(ctx: FitContext): { value: number; source: string } {
 }
 
 /** Fit one dtype; a string says why it was not fitted. */
-export function fitExpertDtype(rows: readonly MoeRow[], dtype: GemmDtype, ctx: FitContext, derate: number): ExpertDtypeFit | string {
+export function fitExpertDtype(
+  rows: readonly MoeRow[],
+  dtype: GemmDtype,
+  ctx: FitContext,
+  derate: number,
+): ExpertDtypeFit | string {
   const peak = peakFlopsPerUs(ctx.chip, dtype);
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
   const mine = rows.filter((r) => r.dtype === dtype);
   if (!mine.length) return 'no rows';
   const distribution = mine.some((r) => r.distribution === 'balanced') ? 'balanced' : PRIMARY_DISTRIBUTION;
-  const rates: ExpertRates = { peak_flops_per_us: peak, hbm_bytes_per_us: ctx.chip.hbm_bytes_per_us, hbm_derate: derate, bytes_per_element: bytesPerElement(dtype) };
+  const rates: ExpertRates = {
+    peak_flops_per_us: peak,
+    hbm_bytes_per_us: ctx.chip.hbm_bytes_per_us,
+    hbm_derate: derate,
+    bytes_per_element: bytesPerElement(dtype),
+  };
   const { series, screened } = expertSeries(mine, dtype, distribution, rates);
-  if (!series.length) return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
+  if (!series.length)
+    return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
   const c = fitExpertSum(series);
   if (!c) return 'the arithmetic term vanished (no ramp identifiable)';
   const points = series.flatMap((s) => s.points);
@@ -127,17 +150,30 @@ export function fitExpertDtype(rows: readonly MoeRow[], dtype: GemmDtype, ctx: F
   };
 }
 
-const optional = <K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } => (v === undefined ? {} : ({ [k]: v } as { [P in K]?: V }));
+const optional = <K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } =>
+  v === undefined ? {} : ({ [k]: v } as { [P in K]?: V });
 
 /** Bootstrap intervals widened, where needed, to contain the estimate (the gate requires it). */
 function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): ExpertDtypeFit['ci95'] {
   const w = (ci: [number, number], v: number): [number, number] => [Math.min(ci[0], v), Math.max(ci[1], v)];
-  return { floor_us: w(b.floor_us, c.floor_us), eps_max: w(b.eps_max, c.eps_max), m_half: w(b.m_half, c.m_half), route_bytes_per_us: w(b.route_bytes_per_us, c.route_bytes_per_us) };
+  return {
+    floor_us: w(b.floor_us, c.floor_us),
+    eps_max: w(b.eps_max, c.eps_max),
+    m_half: w(b.m_half, c.m_half),
+    route_bytes_per_us: w(b.route_bytes_per_us, c.route_bytes_per_us),
+  };
 }
 
 function figurePoints(series: readonly ExpertSeries[], c: ExpertCoefficients): ExpertDtypeFit['points'] {
   return series.flatMap((s) =>
-    s.points.map((p) => ({ tokens: p.shape.tokens, measured_us: p.latency_us, predicted_us: predictExpert(p, c), geometry: s.geometry, tp: p.shape.tp, ep: p.shape.ep })),
+    s.points.map((p) => ({
+      tokens: p.shape.tokens,
+      measured_us: p.latency_us,
+      predicted_us: predictExpert(p, c),
+      geometry: s.geometry,
+      tp: p.shape.tp,
+      ep: p.shape.ep,
+    })),
   );
 }
 
@@ -148,10 +184,19 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate (core/laws/moe-experts.ts), charged as a sum`,
     `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
     ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
-    ...(f.holdout_tokens ? [`tokens holdout (tokens ≥ ${f.holdout_tokens.min_tokens}): geo ${fmt(f.holdout_tokens.geo)} over ${f.holdout_tokens.n}`] : []),
+    ...(f.holdout_tokens
+      ? [
+          `tokens holdout (tokens ≥ ${f.holdout_tokens.min_tokens}): geo ${fmt(f.holdout_tokens.geo)} over ${f.holdout_tokens.n}`,
+        ]
+      : []),
   ];
   const err = (e: ExpertError) => ({ geo: roundSig(e.geo, 4), mape_pct: roundSig(e.mape_pct, 4), n: e.n });
-  const holdout = f.holdout_shape ? { ...err(f.holdout_shape), split: `leave one of ${f.holdout_shape.geometries} (hidden, inter, experts, topk) shapes out` } : undefined;
+  const holdout = f.holdout_shape
+    ? {
+        ...err(f.holdout_shape),
+        split: `leave one of ${f.holdout_shape.geometries} (hidden, inter, experts, topk) shapes out`,
+      }
+    : undefined;
   const mk = (name: string, value: number, units: Units, ci: [number, number]) => ({
     set: SET_NAMES.primitives,
     name: `moe_expert_${name}_${f.dtype}`,
@@ -178,7 +223,9 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ...(c.floor_us > 0 ? [mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us)] : []),
     mk('eps_max', c.eps_max, 'dimensionless', f.ci95.eps_max),
     ...(c.m_half > 0 ? [mk('m_half', c.m_half, 'tokens', f.ci95.m_half)] : []),
-    ...(Number.isFinite(c.route_bytes_per_us) ? [mk('route_rate', c.route_bytes_per_us, 'bytes_per_us', f.ci95.route_bytes_per_us)] : []),
+    ...(Number.isFinite(c.route_bytes_per_us)
+      ? [mk('route_rate', c.route_bytes_per_us, 'bytes_per_us', f.ci95.route_bytes_per_us)]
+      : []),
   ];
 }
 
@@ -186,7 +233,13 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
 export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpertsFit {
   const out = emptyFamilyFit(MOE_EXPERTS_FAMILY);
   const d = derateOf(ctx);
-  const data: MoeExpertsData = { chip: ctx.chip.name, hbm_derate: d.value, hbm_derate_source: d.source, fits: [], not_fitted: [] };
+  const data: MoeExpertsData = {
+    chip: ctx.chip.name,
+    hbm_derate: d.value,
+    hbm_derate_source: d.source,
+    fits: [],
+    not_fitted: [],
+  };
   for (const dtype of GEMM_DTYPES) {
     const r = fitExpertDtype(rows, dtype, ctx, d.value);
     if (typeof r === 'string') {
@@ -196,6 +249,7 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
   }
-  for (const n of data.not_fitted) out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
+  for (const n of data.not_fitted)
+    out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
   return { ...out, data };
 }

@@ -15,7 +15,16 @@
  * pair's model geometry (hidden, inter, topk, experts): leave-one-geometry-out.
  */
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import { geometricError, mapePct, median, nearestRankSorted, percentileNearestRank, percentileType7, roundSig, type7Sorted } from '../core/numeric/stats.ts';
+import {
+  geometricError,
+  mapePct,
+  median,
+  nearestRankSorted,
+  percentileNearestRank,
+  percentileType7,
+  roundSig,
+  type7Sorted,
+} from '../core/numeric/stats.ts';
 import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { MoeRow } from '../measurements/schema.ts';
@@ -64,7 +73,13 @@ export const geometryKey = (p: Pick<MoePair, 'hidden' | 'inter' | 'topk' | 'expe
 export function pairMoe(
   rows: ReadonlyArray<MoeRow>,
   distribution: string,
-): { pairs: MoePair[]; unpaired_skewed: number; unpaired_balanced: number; balanced_rows: number; skewed_rows: number } {
+): {
+  pairs: MoePair[];
+  unpaired_skewed: number;
+  unpaired_balanced: number;
+  balanced_rows: number;
+  skewed_rows: number;
+} {
   const shapes = new Map<string, { row: MoeRow; bal: number[]; skw: number[] }>();
   let balanced_rows = 0;
   let skewed_rows = 0;
@@ -154,7 +169,9 @@ function predError(pairs: readonly MoePair[], m: number): { geo: number; mape_pc
 }
 
 /** Leave-one-geometry-out: each geometry's pairs predicted with the median of the other geometries' ratios. */
-export function leaveOneGeometryOut(pairs: readonly MoePair[]): { geo: number; mape_pct: number; n: number; geometries: number } | undefined {
+export function leaveOneGeometryOut(
+  pairs: readonly MoePair[],
+): { geo: number; mape_pct: number; n: number; geometries: number } | undefined {
   const geos = [...new Set(pairs.map(geometryKey))].sort();
   if (geos.length < 2) return undefined;
   const pred: number[] = [];
@@ -193,7 +210,13 @@ function refusedMoe(rows: readonly MoeRow[], prim: ReturnType<typeof pairMoe>, c
       ? `no balanced-routing rows in ${rows.length} MoE rows (lanes ${lanes.join(', ') || 'none'}), so latency(${PRIMARY_DISTRIBUTION})/latency(balanced) cannot be formed`
       : `no ${PRIMARY_DISTRIBUTION} row shares its shape and kernel with a balanced row`;
   const message = `moe: refused on ${chip}: ${reason}. No moe_routing_imbalance_* entry is written; BLIS's kernel then uses 1.0. Fit it from a lane that measured both (reference §6.2 uses sglang for a100).`;
-  return { family: 'moe', coefficients: [], refusals: [], warnings: [message], result: { status: 'refused', reason, message } };
+  return {
+    family: 'moe',
+    coefficients: [],
+    refusals: [],
+    warnings: [message],
+    result: { status: 'refused', reason, message },
+  };
 }
 
 /** Fit the routing-imbalance multiplier (see module doc). Never throws on data problems. */
@@ -221,14 +244,27 @@ export function fitMoe(rows: MoeRow[], ctx: FitContext): MoeFit {
   return { family: 'moe', coefficients: moeCoefficients(result, prim, ctx), refusals: [], warnings: [], result };
 }
 
-function moeCoefficients(r: Extract<MoeResult, { status: 'fitted' }>, prim: ReturnType<typeof pairMoe>, ctx: FitContext): FittedCoefficient[] {
+function moeCoefficients(
+  r: Extract<MoeResult, { status: 'fitted' }>,
+  prim: ReturnType<typeof pairMoe>,
+  ctx: FitContext,
+): FittedCoefficient[] {
   const filter = `distribution ∈ {balanced, ${PRIMARY_DISTRIBUTION}}, paired on identical (lane, kernel_source, dtype, tokens, hidden, inter, topk, experts, tp, ep); repeats reduced by median`;
   const prov = provenance(ctx, r.lanes, filter, prim.balanced_rows + prim.skewed_rows);
   const sec = r.secondary;
   const notes = [
     `ratio = latency(${PRIMARY_DISTRIBUTION}) / latency(balanced) over ${prim.pairs.length} pairs (${prim.unpaired_skewed} skewed and ${prim.unpaired_balanced} balanced shapes unpaired)`,
-    `median type-7, p90 nearest rank; ${SECONDARY_DISTRIBUTION} (reported, not written): median ${fmt(sec.length ? median(sec.map((p) => p.ratio)) : NaN)}, p90 ${fmt(sec.length ? percentileNearestRank(sec.map((p) => p.ratio), 0.9) : NaN)}`,
-    ...r.ci.widened.map((w) => `bootstrap percentile interval of the ${w} missed the estimate and was widened to contain it`),
+    `median type-7, p90 nearest rank; ${SECONDARY_DISTRIBUTION} (reported, not written): median ${fmt(sec.length ? median(sec.map((p) => p.ratio)) : NaN)}, p90 ${fmt(
+      sec.length
+        ? percentileNearestRank(
+            sec.map((p) => p.ratio),
+            0.9,
+          )
+        : NaN,
+    )}`,
+    ...r.ci.widened.map(
+      (w) => `bootstrap percentile interval of the ${w} missed the estimate and was widened to contain it`,
+    ),
   ];
   const hold = r.holdout;
   const ev = (): Evidence => ({
@@ -239,7 +275,14 @@ function moeCoefficients(r: Extract<MoeResult, { status: 'fitted' }>, prim: Retu
     bootstrap: { resamples: ctx.bootstrap.resamples, seed: ctx.bootstrap.seed },
     train_error: { geo: roundSig(r.train.geo, 4), mape_pct: roundSig(r.train.mape_pct, 4), n: r.train.n },
     ...(hold
-      ? { holdout_error: { geo: roundSig(hold.geo, 4), mape_pct: roundSig(hold.mape_pct, 4), n: hold.n, split: `leave-one-geometry-out over ${hold.geometries} (hidden, inter, topk, experts) geometries` } }
+      ? {
+          holdout_error: {
+            geo: roundSig(hold.geo, 4),
+            mape_pct: roundSig(hold.mape_pct, 4),
+            n: hold.n,
+            split: `leave-one-geometry-out over ${hold.geometries} (hidden, inter, topk, experts) geometries`,
+          },
+        }
       : {}),
     notes,
   });

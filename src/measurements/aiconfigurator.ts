@@ -195,7 +195,11 @@ function checkOp(table: RawTable, r: number, j: number, expected: ReadonlySet<st
 }
 
 /** Map a raw upstream table to canonical rows (no dedupe, no units-slip check). */
-export function mapAicRows<T extends AicTable>(tableName: T, table: RawTable, chip: string): FamilyRow[(typeof AIC_TABLES)[T]][] {
+export function mapAicRows<T extends AicTable>(
+  tableName: T,
+  table: RawTable,
+  chip: string,
+): FamilyRow[(typeof AIC_TABLES)[T]][] {
   switch (tableName) {
     case 'gemm_perf':
       return mapGemm(table, chip) as never;
@@ -216,7 +220,17 @@ export function mapAicRows<T extends AicTable>(tableName: T, table: RawTable, ch
 const GEMM_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'gemm_dtype', 'm', 'n', 'k', 'latency'];
 function mapGemm(t: RawTable, chip: string): GemmRow[] {
   const c = new Columns(t, GEMM_COLS);
-  const [fw, ver, op, ks, dt, m, n, k, lat] = GEMM_COLS.map((x) => c.req(x)) as [number, number, number, number, number, number, number, number, number];
+  const [fw, ver, op, ks, dt, m, n, k, lat] = GEMM_COLS.map((x) => c.req(x)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const lane = laneMaker(t, fw, ver);
   const ops = new Set(['gemm']);
   const out: GemmRow[] = new Array(t.rows.length);
@@ -254,7 +268,22 @@ const ATTN_COLS = [
 function attnIdx(t: RawTable) {
   const c = new Columns(t, [...ATTN_COLS, 'window_size (optional)']);
   const [fw, ver, op, ks, b, isl, nq, nkv, hd, adt, kvdt, step, lat] = ATTN_COLS.map((x) => c.req(x)) as number[];
-  return { fw: fw!, ver: ver!, op: op!, ks: ks!, b: b!, isl: isl!, nq: nq!, nkv: nkv!, hd: hd!, adt: adt!, kvdt: kvdt!, step: step!, lat: lat!, win: c.opt('window_size') };
+  return {
+    fw: fw!,
+    ver: ver!,
+    op: op!,
+    ks: ks!,
+    b: b!,
+    isl: isl!,
+    nq: nq!,
+    nkv: nkv!,
+    hd: hd!,
+    adt: adt!,
+    kvdt: kvdt!,
+    step: step!,
+    lat: lat!,
+    win: c.opt('window_size'),
+  };
 }
 
 function mapPrefill(t: RawTable, chip: string): AttentionPrefillRow[] {
@@ -291,7 +320,10 @@ function mapDecode(t: RawTable, chip: string): AttentionDecodeRow[] {
   for (let r = 0; r < t.rows.length; r++) {
     checkOp(t, r, x.op, ops);
     if (numCell(t, r, x.isl, 'isl') !== 1) {
-      throw new InputError({ file: t.file, row: r + 1, column: 'isl' }, `expected isl = 1 for generation attention, got ${textCell(t, r, x.isl)}`);
+      throw new InputError(
+        { file: t.file, row: r + 1, column: 'isl' },
+        `expected isl = 1 for generation attention, got ${textCell(t, r, x.isl)}`,
+      );
     }
     mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype');
     out[r] = {
@@ -337,7 +369,10 @@ function mapMoe(t: RawTable, chip: string): MoeRow[] {
     checkOp(t, r, op!, ops);
     const distribution = textCell(t, r, dist!);
     if (distribution !== 'balanced' && !/^power_law_[0-9.]+$/.test(distribution)) {
-      throw new InputError({ file: t.file, row: r + 1, column: 'distribution' }, `expected "balanced" or "power_law_<alpha>", got "${distribution}"`);
+      throw new InputError(
+        { file: t.file, row: r + 1, column: 'distribution' },
+        `expected "balanced" or "power_law_<alpha>", got "${distribution}"`,
+      );
     }
     out[r] = {
       chip,
@@ -383,7 +418,17 @@ function mapNccl(t: RawTable, chip: string): CollectiveRow[] {
   return out;
 }
 
-const CUSTOM_AR_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'allreduce_dtype', 'num_gpus', 'message_size', 'latency', 'backend'];
+const CUSTOM_AR_COLS = [
+  'framework',
+  'version',
+  'op_name',
+  'kernel_source',
+  'allreduce_dtype',
+  'num_gpus',
+  'message_size',
+  'latency',
+  'backend',
+];
 function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
   const c = new Columns(t, CUSTOM_AR_COLS);
   const [fw, ver, op, ks, dt, ng, ms, lat, be] = CUSTOM_AR_COLS.map((x) => c.req(x)) as number[];
@@ -413,7 +458,13 @@ function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
  * dtype and op, reporting the upstream `latency` column. Kept under this name for the importer's callers.
  * @throws InputError containing "check units (ms vs µs vs s?)".
  */
-export function checkUnitsSlip(family: Family, rows: ReadonlyArray<unknown>, chip: Chip, file: string, latencyColumn = 'latency'): void {
+export function checkUnitsSlip(
+  family: Family,
+  rows: ReadonlyArray<unknown>,
+  chip: Chip,
+  file: string,
+  latencyColumn = 'latency',
+): void {
   checkUnits(family, rows, chip, file, { latencyColumn });
 }
 
@@ -443,8 +494,13 @@ export const REPEAT_SPREAD_MAX = 1.5;
  * Collapse rows that share every column but `latency_us` to one row with the median latency
  * (for a pair, the mean). Keeps first-occurrence order. Pure.
  */
-export function collapseDuplicates<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): Collapsed<FamilyRow[F]> {
-  const keyCols = (FAMILY_COLUMNS[family] as readonly string[]).filter((c) => c !== 'latency_us' && c !== 'measured_us');
+export function collapseDuplicates<F extends Family>(
+  family: F,
+  rows: ReadonlyArray<FamilyRow[F]>,
+): Collapsed<FamilyRow[F]> {
+  const keyCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
+    (c) => c !== 'latency_us' && c !== 'measured_us',
+  );
   const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
   const index = new Map<string, number>();
   const out: FamilyRow[F][] = [];
@@ -476,19 +532,30 @@ export function collapseDuplicates<F extends Family>(family: F, rows: ReadonlyAr
   for (const [at, lats] of repeats) {
     const s = lats.sort((a, b) => a - b);
     const ratio = s[s.length - 1]! / s[0]!;
-    if (!worst || ratio > worst.ratio) worst = { ratio, index: lastAt.get(at)!, min_us: s[0]!, max_us: s[s.length - 1]!, repeats: s.length };
+    if (!worst || ratio > worst.ratio)
+      worst = { ratio, index: lastAt.get(at)!, min_us: s[0]!, max_us: s[s.length - 1]!, repeats: s.length };
     const mid = s.length >> 1;
     const med = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
     out[at] = { ...out[at]!, [latCol]: med };
   }
-  return { rows: out, duplicate_configs: repeats.size, rows_removed: rows.length - out.length, ...(worst ? { worst_spread: worst } : {}) };
+  return {
+    rows: out,
+    duplicate_configs: repeats.size,
+    rows_removed: rows.length - out.length,
+    ...(worst ? { worst_spread: worst } : {}),
+  };
 }
 
 /**
  * Refuse repeats that disagree by more than REPEAT_SPREAD_MAX. @returns a provenance line stating the
  * worst spread. @throws InputError at the input row of the worst repeat (`rowOf` maps its index).
  */
-export function checkRepeatSpread(c: Pick<Collapsed<unknown>, 'worst_spread' | 'duplicate_configs'>, file: string, rowOf: (index: number) => number | undefined, latencyColumn = 'latency'): string {
+export function checkRepeatSpread(
+  c: Pick<Collapsed<unknown>, 'worst_spread' | 'duplicate_configs'>,
+  file: string,
+  rowOf: (index: number) => number | undefined,
+  latencyColumn = 'latency',
+): string {
   const w = c.worst_spread;
   if (!w) return 'no repeated configurations';
   const where = rowOf(w.index);
@@ -603,7 +670,13 @@ export function normalizeAicTable(table: AicTable, raw: RawTable, chip: string, 
  * units-slip check, repeats collapsed to their median (and refused above REPEAT_SPREAD_MAX), lane
  * and coverage. `mappedRows` are in input order (index i is file row i + 1).
  */
-export function normalizeMappedRows(table: AicTable, mappedRows: unknown[], file: string, chip: string, chipInfo?: Chip): AicImport {
+export function normalizeMappedRows(
+  table: AicTable,
+  mappedRows: unknown[],
+  file: string,
+  chip: string,
+  chipInfo?: Chip,
+): AicImport {
   const family = AIC_TABLES[table];
   const raw = { file, rows: mappedRows };
   if (chipInfo) checkUnitsSlip(family, mappedRows, chipInfo, raw.file);

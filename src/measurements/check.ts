@@ -48,6 +48,7 @@ function checkStepFile(f: string): MeasurementCheck {
  */
 export function checkMeasurements(dir: string): MeasurementCheck[] {
   const files = listMeasurementFiles(dir);
-  if (!files.length) throw new UserError(`no measurements in ${displayPath(dir)} (import some with \`stepcal import\`)`);
+  if (!files.length)
+    throw new UserError(`no measurements in ${displayPath(dir)} (import some with \`stepcal import\`)`);
   return [...files.map(checkDataFile), ...listStepFiles(dir).map(checkStepFile)];
 }

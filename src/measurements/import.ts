@@ -58,7 +58,6 @@ export function aicUpstreamPath(file: string): string {
   return '';
 }
 
-
 /** SKU directory in a path (`h200_sxm`), if any segment is one. */
 export function skuFromPath(file: string): string | undefined {
   return path
@@ -112,7 +111,9 @@ export async function stageAicImport(
     const sha = sha256File(f);
     const twin = shas.get(sha);
     if (twin !== undefined) {
-      throw new UserError(`${f} and ${twin} are the same file (sha256 ${sha.slice(0, 12)}…); each row would count twice as a repeat. Give it once`);
+      throw new UserError(
+        `${f} and ${twin} are the same file (sha256 ${sha.slice(0, 12)}…); each row would count twice as a repeat. Give it once`,
+      );
     }
     shas.set(sha, f);
     const named = aicTableFromName(f);
@@ -120,7 +121,10 @@ export async function stageAicImport(
     // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
     if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as MoeRow[], opts.chipInfo, f);
     const imp = normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
-    if (!named) imp.filters.unshift(`table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`);
+    if (!named)
+      imp.filters.unshift(
+        `table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`,
+      );
     imports.push({ imp, sha });
     if (imp.duplicate_configs > 0) opts.onNote?.(`${path.basename(f)}: ${imp.repeat_spread}`);
     onProgress?.(f);
@@ -136,12 +140,21 @@ export async function stageAicImport(
     const filters = [...first.filters];
     if (group.length > 1) {
       const c = collapseDuplicates(family, rows as never);
-      const at = (i: number) => inputOf(group.map((x) => x.imp.rows.length), i);
+      const at = (i: number) =>
+        inputOf(
+          group.map((x) => x.imp.rows.length),
+          i,
+        );
       checkRepeatSpread(c, group.map((x) => x.imp.file).join(' + '), () => undefined);
-      if (c.worst_spread) opts.onNote?.(`merged ${group.length} inputs: worst repeat spread ${c.worst_spread.ratio.toFixed(3)}× (input ${at(c.worst_spread.index) + 1})`);
+      if (c.worst_spread)
+        opts.onNote?.(
+          `merged ${group.length} inputs: worst repeat spread ${c.worst_spread.ratio.toFixed(3)}× (input ${at(c.worst_spread.index) + 1})`,
+        );
       rows = c.rows as never;
       dup += c.duplicate_configs;
-      filters.push(`merged ${group.length} inputs; collapsed ${c.duplicate_configs} configurations repeated across them`);
+      filters.push(
+        `merged ${group.length} inputs; collapsed ${c.duplicate_configs} configurations repeated across them`,
+      );
     }
     const { lane, counts } = majorityLane(rows as Array<{ lane: string }>);
     const rowsIn = group.reduce((s, x) => s + x.imp.rows_in, 0);
@@ -188,7 +201,12 @@ export async function stageAicImport(
  * checked and the table recognised on the way. Text values are interned (one string per distinct value).
  * @throws InputError naming the file row (chunk rows are renumbered), UserError when the table is unknown.
  */
-async function mapStreaming(file: string, named: AicTable | undefined, chip: string, onRows?: (rows: number) => void): Promise<{ table: AicTable; rows: unknown[] }> {
+async function mapStreaming(
+  file: string,
+  named: AicTable | undefined,
+  chip: string,
+  onRows?: (rows: number) => void,
+): Promise<{ table: AicTable; rows: unknown[] }> {
   let table = named;
   const rows: unknown[] = [];
   const intern = new Map<string, string>();
@@ -209,7 +227,8 @@ async function mapStreaming(file: string, named: AicTable | undefined, chip: str
       }
     } catch (err) {
       const e = err as InputError;
-      if (e instanceof InputError && e.location.row !== undefined && e.location.row > 0) throw new InputError({ ...e.location, row: e.location.row + offset }, e.problem);
+      if (e instanceof InputError && e.location.row !== undefined && e.location.row > 0)
+        throw new InputError({ ...e.location, row: e.location.row + offset }, e.problem);
       throw err;
     }
     onRows?.(offset + chunk.rows.length);

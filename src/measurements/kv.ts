@@ -12,7 +12,9 @@ import type { AttentionDecodeRow } from './schema.ts';
  * @returns bytes
  * @throws Error on an unknown kv_dtype (stored rows carry canonical names, so this means a bug upstream)
  */
-export function decodeKvBytes(r: Pick<AttentionDecodeRow, 'batch' | 'context_tokens' | 'n_kv' | 'head_dim' | 'window' | 'kv_dtype'>): number {
+export function decodeKvBytes(
+  r: Pick<AttentionDecodeRow, 'batch' | 'context_tokens' | 'n_kv' | 'head_dim' | 'window' | 'kv_dtype'>,
+): number {
   const attended = r.window > 0 ? Math.min(r.context_tokens, r.window) : r.context_tokens;
   return r.batch * attended * 2 * r.n_kv * r.head_dim * bytesPerElement(parseDtype(r.kv_dtype));
 }

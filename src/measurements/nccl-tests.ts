@@ -166,7 +166,10 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     );
   }
   const op = opts.op ?? opText ?? opFromText(file.split('/').pop() ?? '');
-  if (!op) throw new UserError(`${file}: cannot tell which collective this is (no "Collective test starting" line, file name has no op); pass --op`);
+  if (!op)
+    throw new UserError(
+      `${file}: cannot tell which collective this is (no "Collective test starting" line, file name has no op); pass --op`,
+    );
   const gpn = opts.chipInfo?.gpus_per_node;
   const nodes = opts.nodes ?? (hosts.size > 0 ? hosts.size : gpn ? Math.ceil(ranks / gpn) : 1);
   // Default lane keeps nccl-tests imports apart from the curated AIConfigurator NCCL tables (`nccl-<version>`).
@@ -191,11 +194,18 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     let k: number;
     if (tok.length >= 13) k = 5;
     else if (tok.length >= 11 && tok.length <= 12) k = 4;
-    else throw new InputError({ file, line: li + 1 }, `expected an nccl-tests data line "size count type redop root time algbw busbw #wrong time algbw busbw #wrong", got ${tok.length} fields`);
+    else
+      throw new InputError(
+        { file, line: li + 1 },
+        `expected an nccl-tests data line "size count type redop root time algbw busbw #wrong time algbw busbw #wrong", got ${tok.length} fields`,
+      );
     const num = (i: number, col: string, positive = false): number => {
       const v = Number(tok[i]);
       if (!Number.isFinite(v) || (positive && !(v > 0))) {
-        throw new InputError({ file, line: li + 1, column: col }, `expected a ${positive ? 'positive ' : ''}finite number, got "${tok[i] ?? ''}"`);
+        throw new InputError(
+          { file, line: li + 1, column: col },
+          `expected a ${positive ? 'positive ' : ''}finite number, got "${tok[i] ?? ''}"`,
+        );
       }
       return v;
     };
@@ -204,7 +214,11 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     const count = num(1, 'count');
     const typeTok = tok[2]!;
     const type = TYPE_MAP[typeTok];
-    if (!type) throw new InputError({ file, line: li + 1, column: 'type' }, `unknown dtype "${typeTok}" (expected one of ${Object.keys(TYPE_MAP).join(', ')})`);
+    if (!type)
+      throw new InputError(
+        { file, line: li + 1, column: 'type' },
+        `unknown dtype "${typeTok}" (expected one of ${Object.keys(TYPE_MAP).join(', ')})`,
+      );
     const stride = tok.length - k >= 8 ? 4 : 3; // with or without #wrong
     const rec: NcclTestsLine = {
       size_bytes: size,
@@ -269,11 +283,29 @@ export function parseNcclTests(text: string, file: string, opts: NcclTestsOption
     }
     out.push(rec);
   }
-  if (out.length === 0) throw new InputError({ file }, 'empty file: no nccl-tests data lines (expected lines starting with the message size)');
+  if (out.length === 0)
+    throw new InputError(
+      { file },
+      'empty file: no nccl-tests data lines (expected lines starting with the message size)',
+    );
   if (rows.length === 0) {
-    throw new InputError({ file, line: wrongLines[0]! }, `every data line has a non-zero #wrong count (${wrongLines.length} rows failed nccl-tests' data check); nothing to import`);
+    throw new InputError(
+      { file, line: wrongLines[0]! },
+      `every data line has a non-zero #wrong count (${wrongLines.length} rows failed nccl-tests' data check); nothing to import`,
+    );
   }
   // Units check (src/measurements/units.ts): bus bandwidth within the link band, floors in [0.5 µs, 10 ms].
   if (opts.chipInfo) checkUnits('collective', rows, opts.chipInfo, file, { latencyColumn: 'time' });
-  return { op, ranks, nodes, lane, lines: out, rows, in_network_rows: flagged, wrong_rows: wrongLines.length, wrong_lines: wrongLines, ...(link_GBs !== undefined ? { link_GBs } : {}) };
+  return {
+    op,
+    ranks,
+    nodes,
+    lane,
+    lines: out,
+    rows,
+    in_network_rows: flagged,
+    wrong_rows: wrongLines.length,
+    wrong_lines: wrongLines,
+    ...(link_GBs !== undefined ? { link_GBs } : {}),
+  };
 }

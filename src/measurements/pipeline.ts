@@ -11,7 +11,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { chipFromSku, CHIPS_DIR, type Chip, type ChipFile, knownChips, loadChip, REPO_ROOT } from '../core/catalog/chip.ts';
+import {
+  chipFromSku,
+  CHIPS_DIR,
+  type Chip,
+  type ChipFile,
+  knownChips,
+  loadChip,
+  REPO_ROOT,
+} from '../core/catalog/chip.ts';
 import { UserError } from '../core/errors.ts';
 import { parseFlagNumber } from '../core/flags.ts';
 import { readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
@@ -76,7 +84,10 @@ function resolveChip(opts: ImportOpts, paths: readonly string[], required: boole
   if (opts.chip) return checkedChip(opts.chip);
   const skus = [...new Set(paths.map(skuFromPath).filter((s): s is string => !!s))];
   if (skus.length === 1) return checkedChip(chipFromSku(skus[0]!));
-  if (required) throw new UserError(`--chip is required (could not infer one chip from the paths; known chips: ${knownChips().join(', ')})`);
+  if (required)
+    throw new UserError(
+      `--chip is required (could not infer one chip from the paths; known chips: ${knownChips().join(', ')})`,
+    );
   return undefined;
 }
 
@@ -95,10 +106,15 @@ function measurementsOut(opts: ImportOpts, chip: string): string {
 function commitImport(staged: StagedImport, opts: ImportOpts): void {
   const targets = staged.files.map((f) => f.file);
   if (opts.force !== true) guardOverwrite(staged.dataFiles, false); // refuse before touching the output folder (no lock file appears)
-  withOutputLockSync(lockRootFor(targets, REPO_ROOT), staged.label, [...new Set(targets.map((t) => path.dirname(t)))], () => {
-    for (const r of guardOverwrite(staged.dataFiles, opts.force === true)) note(`stepcal: --force: replaced ${r}`);
-    writeFilesAtomic(staged.files);
-  });
+  withOutputLockSync(
+    lockRootFor(targets, REPO_ROOT),
+    staged.label,
+    [...new Set(targets.map((t) => path.dirname(t)))],
+    () => {
+      for (const r of guardOverwrite(staged.dataFiles, opts.force === true)) note(`stepcal: --force: replaced ${r}`);
+      writeFilesAtomic(staged.files);
+    },
+  );
 }
 
 function chipInfoOrUndefined(chip: string): Chip | undefined {
@@ -114,7 +130,8 @@ function filesOf(staged: readonly StagedMeasurements[]): Pick<StagedImport, 'fil
 async function stageAiconfigurator(paths: readonly string[], opts: ImportOpts): Promise<StagedImport> {
   const chip = resolveChip(opts, paths, true)!;
   const chipInfo = chipInfoOrUndefined(chip);
-  if (!chipInfo) process.stderr.write(`stepcal: warning: no catalog/chips/${chip}.yaml, so the units-slip check is skipped\n`);
+  if (!chipInfo)
+    process.stderr.write(`stepcal: warning: no catalog/chips/${chip}.yaml, so the units-slip check is skipped\n`);
   const bar = progress('import aiconfigurator', paths.length);
   const { staged, summaries } = await stageAicImport(
     paths,
@@ -156,7 +173,8 @@ function parseNcclInputs(paths: readonly string[], opts: ImportOpts, chip: strin
   for (const p of paths) {
     const sha = sha256(readFileSync(p));
     const twin = results.find((x) => x.sha === sha);
-    if (twin) throw new UserError(`${p} and ${twin.file} are the same file (sha256 ${sha.slice(0, 12)}…); give it once`);
+    if (twin)
+      throw new UserError(`${p} and ${twin.file} are the same file (sha256 ${sha.slice(0, 12)}…); give it once`);
     const text = readText(p);
     const ranks = posInt(opts.ranks, '--ranks');
     const nodes = posInt(opts.nodes, '--nodes');
@@ -169,13 +187,22 @@ function parseNcclInputs(paths: readonly string[], opts: ImportOpts, chip: strin
       ...(opts.lane ? { lane: opts.lane } : {}),
     });
     results.push({ file: p, res, sha });
-    if (res.wrong_rows) note(`import: ${p}: left out ${res.wrong_rows} row(s) whose #wrong count is not 0 (lines ${res.wrong_lines.slice(0, 8).join(', ')}${res.wrong_lines.length > 8 ? ', …' : ''})`);
+    if (res.wrong_rows)
+      note(
+        `import: ${p}: left out ${res.wrong_rows} row(s) whose #wrong count is not 0 (lines ${res.wrong_lines.slice(0, 8).join(', ')}${res.wrong_lines.length > 8 ? ', …' : ''})`,
+      );
   }
   return results;
 }
 
 /** One lane's nccl-tests inputs → its collective store file and provenance. */
-function stageNcclLane(dir: string, lane: string, group: readonly NcclInput[], opts: ImportOpts, chip: string): StagedMeasurements {
+function stageNcclLane(
+  dir: string,
+  lane: string,
+  group: readonly NcclInput[],
+  opts: ImportOpts,
+  chip: string,
+): StagedMeasurements {
   const rows: CollectiveRow[] = group.flatMap((x) => x.res.rows);
   const flagged = group.reduce((s, x) => s + x.res.in_network_rows, 0);
   const wrong = group.reduce((s, x) => s + x.res.wrong_rows, 0);
@@ -192,12 +219,19 @@ function stageNcclLane(dir: string, lane: string, group: readonly NcclInput[], o
       'each data line → 2 rows (kernel_source out_of_place / in_place); 0-byte lines skipped',
       'algbw re-derived as size/time and busbw as algbw × bus factor; both checked against the printed values',
       `busbw above the link rate flagged in kernel_source as ";in_network" (NVLS/SHARP), not rejected: ${flagged} rows`,
-      ...(wrong ? [`left out ${wrong} rows whose #wrong (data-check error count) is not 0: the collective returned wrong results`] : []),
+      ...(wrong
+        ? [
+            `left out ${wrong} rows whose #wrong (data-check error count) is not 0: the collective returned wrong results`,
+          ]
+        : []),
     ],
     rows_in: group.reduce((s, x) => s + x.res.lines.length, 0),
     rows_out: rows.length,
     units: { latency_us: 'time [µs] as printed', message_bytes: 'size [B] as printed' },
-    notes: group.map((x) => `${provenanceRelativePath(x.file)}: ${x.res.op}, ${x.res.ranks} ranks, ${x.res.nodes} node(s)${x.res.link_GBs ? `, link ${x.res.link_GBs} GB/s` : ''}`),
+    notes: group.map(
+      (x) =>
+        `${provenanceRelativePath(x.file)}: ${x.res.op}, ${x.res.ranks} ranks, ${x.res.nodes} node(s)${x.res.link_GBs ? `, link ${x.res.link_GBs} GB/s` : ''}`,
+    ),
   });
 }
 
@@ -205,14 +239,21 @@ function stageNcclLane(dir: string, lane: string, group: readonly NcclInput[], o
 function stageNccl(paths: readonly string[], opts: ImportOpts): StagedImport {
   const chip = resolveChip(opts, paths, true)!;
   const byLane = groupBy(parseNcclInputs(paths, opts, chip), (x) => x.res.lane);
-  const staged = [...byLane].map(([lane, group]) => stageNcclLane(measurementsOut(opts, chip), lane, group, opts, chip));
+  const staged = [...byLane].map(([lane, group]) =>
+    stageNcclLane(measurementsOut(opts, chip), lane, group, opts, chip),
+  );
   const written = staged.map((s) => ({
     file: s.file,
     family: s.family,
     lane: s.lane,
     rows_in: byLane.get(s.lane)!.reduce((a, x) => a + x.res.lines.length, 0),
     rows_out: s.rows,
-    notes: byLane.get(s.lane)!.map((x) => `${x.res.op} ${x.res.ranks} ranks: ${x.res.in_network_rows} rows flagged in_network, ${x.res.wrong_rows} left out (#wrong ≠ 0)`),
+    notes: byLane
+      .get(s.lane)!
+      .map(
+        (x) =>
+          `${x.res.op} ${x.res.ranks} ranks: ${x.res.in_network_rows} rows flagged in_network, ${x.res.wrong_rows} left out (#wrong ≠ 0)`,
+      ),
   }));
   return { ...filesOf(staged), written, label: `import nccl-tests --chip ${chip}` };
 }
@@ -223,9 +264,14 @@ function stageSplitwiseFiles(paths: readonly string[], opts: ImportOpts): Staged
   const written: WrittenFile[] = [];
   const files: StagedImport['files'] = [];
   for (const p of paths) {
-    const res = stageSplitwise(p, { ...(chip ? { chip } : {}), ...(opts.out ? { outDir: opts.out } : { outRoot: MEASUREMENTS_DIR }) });
+    const res = stageSplitwise(p, {
+      ...(chip ? { chip } : {}),
+      ...(opts.out ? { outDir: opts.out } : { outRoot: MEASUREMENTS_DIR }),
+    });
     if (opts.out && res.summaries.length > 1) {
-      throw new UserError(`${p} holds several chips (${res.summaries.map((s) => s.chip).join(', ')}); pass --chip to pick one, or omit --out`);
+      throw new UserError(
+        `${p} holds several chips (${res.summaries.map((s) => s.chip).join(', ')}); pass --chip to pick one, or omit --out`,
+      );
     }
     files.push(...res.files);
     for (const s of res.summaries) {
@@ -236,7 +282,13 @@ function stageSplitwiseFiles(paths: readonly string[], opts: ImportOpts): Staged
         rows_in: res.rows_in,
         rows_out: s.rows_out,
         duplicate_configs: res.repeated_configs,
-        notes: [`${s.configs} configurations; flagged: ${Object.entries(s.flagged).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`],
+        notes: [
+          `${s.configs} configurations; flagged: ${
+            Object.entries(s.flagged)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ') || 'none'
+          }`,
+        ],
       });
     }
   }
@@ -262,7 +314,12 @@ function stageSystem(paths: readonly string[], opts: ImportOpts): StagedImport {
     ...(existing ? { existing } : {}),
   });
   const out = opts.out ?? pathInside('--chip', chip, CHIPS_DIR, '.yaml');
-  return { files: [{ file: out, data: yaml }], dataFiles: [out], written: [{ file: out, family: 'chip', lane: '', rows_in: 1, rows_out: 1 }], label: `import system --chip ${chip}` };
+  return {
+    files: [{ file: out, data: yaml }],
+    dataFiles: [out],
+    written: [{ file: out, family: 'chip', lane: '', rows_in: 1, rows_out: 1 }],
+    label: `import system --chip ${chip}`,
+  };
 }
 
 /**

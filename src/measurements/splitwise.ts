@@ -50,7 +50,17 @@ export const SPLITWISE_WEIGHT_DTYPE = 'fp16';
 /** Relative tolerance of the e2e ≈ prompt + (output−1)·token consistency check. */
 export const E2E_TOLERANCE = 0.1;
 
-const COLS = ['model', 'hardware', 'prompt_size', 'batch_size', 'token_size', 'prompt_time', 'token_time', 'e2e_time', 'tensor_parallel'];
+const COLS = [
+  'model',
+  'hardware',
+  'prompt_size',
+  'batch_size',
+  'token_size',
+  'prompt_time',
+  'token_time',
+  'e2e_time',
+  'tensor_parallel',
+];
 
 /** One Splitwise configuration after collapsing repeats (times in µs). */
 export interface SplitwiseConfig {
@@ -74,18 +84,38 @@ export interface SplitwiseConfig {
  * @throws InputError naming file/row/column for a missing column, a bad number, a non-positive time,
  *   or an unknown model or hardware.
  */
-export function parseSplitwise(text: string, file: string): { configs: SplitwiseConfig[]; rows_in: number; repeated_configs: number } {
+export function parseSplitwise(
+  text: string,
+  file: string,
+): { configs: SplitwiseConfig[]; rows_in: number; repeated_configs: number } {
   const t = csvTable(text, file);
   const c = new Columns(t, COLS);
   const [mi, hi, pi, bi, oi, pti, tti, eti, tpi] = COLS.map((x) => c.req(x)) as number[];
-  const groups = new Map<string, { base: Omit<SplitwiseConfig, 'prompt_us' | 'token_us' | 'e2e_us' | 'repeats' | 'flags'>; p: number[]; t: number[]; e: number[]; flags: string[] }>();
+  const groups = new Map<
+    string,
+    {
+      base: Omit<SplitwiseConfig, 'prompt_us' | 'token_us' | 'e2e_us' | 'repeats' | 'flags'>;
+      p: number[];
+      t: number[];
+      e: number[];
+      flags: string[];
+    }
+  >();
   for (let r = 0; r < t.rows.length; r++) {
     const rawModel = textCell(t, r, mi!);
     const model = SPLITWISE_MODELS[rawModel];
-    if (!model) throw new InputError({ file, row: r + 1, column: 'model' }, `unknown model "${rawModel}" (known: ${Object.keys(SPLITWISE_MODELS).join(', ')})`);
+    if (!model)
+      throw new InputError(
+        { file, row: r + 1, column: 'model' },
+        `unknown model "${rawModel}" (known: ${Object.keys(SPLITWISE_MODELS).join(', ')})`,
+      );
     const hardware = textCell(t, r, hi!);
     const hw = SPLITWISE_HARDWARE[hardware];
-    if (!hw) throw new InputError({ file, row: r + 1, column: 'hardware' }, `unknown hardware "${hardware}" (known: ${Object.keys(SPLITWISE_HARDWARE).join(', ')})`);
+    if (!hw)
+      throw new InputError(
+        { file, row: r + 1, column: 'hardware' },
+        `unknown hardware "${hardware}" (known: ${Object.keys(SPLITWISE_HARDWARE).join(', ')})`,
+      );
     const base = {
       model,
       hardware,
@@ -110,7 +140,14 @@ export function parseSplitwise(text: string, file: string): { configs: Splitwise
   let repeated = 0;
   for (const g of groups.values()) {
     if (g.p.length > 1) repeated++;
-    configs.push({ ...g.base, prompt_us: median(g.p), token_us: median(g.t), e2e_us: median(g.e), repeats: g.p.length, flags: g.flags });
+    configs.push({
+      ...g.base,
+      prompt_us: median(g.p),
+      token_us: median(g.t),
+      e2e_us: median(g.e),
+      repeats: g.p.length,
+      flags: g.flags,
+    });
   }
   flagConfigs(configs);
   return { configs, rows_in: t.rows.length, repeated_configs: repeated };
@@ -139,7 +176,15 @@ export function flagConfigs(configs: SplitwiseConfig[]): void {
 export function splitwiseStepRows(configs: readonly SplitwiseConfig[], source: string): StepRow[] {
   const out: StepRow[] = [];
   for (const c of configs) {
-    const group = (regime: string) => [c.model, c.hardware === 'h100-80gb-pcap' ? `${c.chip}-pcap` : c.chip, `tp${c.tp}`, `p${c.prompt}`, `o${c.output}`, regime].join('|');
+    const group = (regime: string) =>
+      [
+        c.model,
+        c.hardware === 'h100-80gb-pcap' ? `${c.chip}-pcap` : c.chip,
+        `tp${c.tp}`,
+        `p${c.prompt}`,
+        `o${c.output}`,
+        regime,
+      ].join('|');
     const common = {
       model: c.model,
       chip: c.chip,
@@ -159,7 +204,14 @@ export function splitwiseStepRows(configs: readonly SplitwiseConfig[], source: s
       source,
       flags: c.flags.join(';'),
     };
-    out.push({ ...common, kind: 'step', prefill_requests: c.batch, prefill_tokens: c.batch * c.prompt, measured_us: c.prompt_us, group: group('prefill') });
+    out.push({
+      ...common,
+      kind: 'step',
+      prefill_requests: c.batch,
+      prefill_tokens: c.batch * c.prompt,
+      measured_us: c.prompt_us,
+      group: group('prefill'),
+    });
     out.push({
       ...common,
       kind: 'step',
@@ -168,7 +220,15 @@ export function splitwiseStepRows(configs: readonly SplitwiseConfig[], source: s
       measured_us: c.token_us,
       group: group('decode'),
     });
-    out.push({ ...common, kind: 'static_batch', batch: c.batch, prompt_tokens: c.prompt, output_tokens: c.output, measured_us: c.e2e_us, group: group('static_batch') });
+    out.push({
+      ...common,
+      kind: 'static_batch',
+      batch: c.batch,
+      prompt_tokens: c.prompt,
+      output_tokens: c.output,
+      measured_us: c.e2e_us,
+      group: group('static_batch'),
+    });
   }
   return out;
 }
@@ -188,11 +248,22 @@ export interface SplitwiseSummary {
 export function stageSplitwise(
   input: string,
   opts: { chip?: string; outDir?: string; outRoot?: string; sourceRepository?: string; name?: string },
-): { files: Array<{ file: string; data: string }>; summaries: SplitwiseSummary[]; rows_in: number; repeated_configs: number } {
+): {
+  files: Array<{ file: string; data: string }>;
+  summaries: SplitwiseSummary[];
+  rows_in: number;
+  repeated_configs: number;
+} {
   const bytes = readText(input);
   const { configs, rows_in, repeated_configs } = parseSplitwise(bytes, input);
-  const chips = [...new Set(configs.map((c) => c.chip))].sort().filter((c) => opts.chip === undefined || c === opts.chip);
-  if (chips.length === 0) throw new InputError({ file: input }, `no rows for chip "${opts.chip}" (chips in file: ${[...new Set(configs.map((c) => c.chip))].join(', ')})`);
+  const chips = [...new Set(configs.map((c) => c.chip))]
+    .sort()
+    .filter((c) => opts.chip === undefined || c === opts.chip);
+  if (chips.length === 0)
+    throw new InputError(
+      { file: input },
+      `no rows for chip "${opts.chip}" (chips in file: ${[...new Set(configs.map((c) => c.chip))].join(', ')})`,
+    );
   const files: Array<{ file: string; data: string }> = [];
   const summaries: SplitwiseSummary[] = [];
   const src = provenanceRelativePath(input);
@@ -226,12 +297,19 @@ export function stageSplitwise(
       units: { measured_us: 'prompt_time / token_time / e2e_time [ms] × 1000' },
       duplicate_configs: cs.filter((c) => c.repeats > 1).length,
       notes: [
-        `flagged rows: ${Object.entries(flagged).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+        `flagged rows: ${
+          Object.entries(flagged)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ') || 'none'
+        }`,
         `header = FAMILY_COLUMNS.step: ${(FAMILY_COLUMNS.step as readonly string[]).join(',')}`,
       ],
       output_sha256: sha256(data),
     };
-    files.push({ file, data }, { file: path.join(dir, `${opts.name ?? 'splitwise'}.steps.provenance.yaml`), data: stringifyProv(prov) });
+    files.push(
+      { file, data },
+      { file: path.join(dir, `${opts.name ?? 'splitwise'}.steps.provenance.yaml`), data: stringifyProv(prov) },
+    );
     summaries.push({ file, chip, rows_out: rows.length, configs: cs.length, flagged });
   }
   return { files, summaries, rows_in, repeated_configs };
@@ -242,7 +320,10 @@ function stringifyProv(p: Provenance): string {
 }
 
 /** Stage and write atomically. */
-export function importSplitwise(input: string, opts: Parameters<typeof stageSplitwise>[1]): ReturnType<typeof stageSplitwise> {
+export function importSplitwise(
+  input: string,
+  opts: Parameters<typeof stageSplitwise>[1],
+): ReturnType<typeof stageSplitwise> {
   const res = stageSplitwise(input, opts);
   writeFilesAtomic(res.files);
   return res;

@@ -15,7 +15,15 @@ import { writeCsv } from '../core/render/csv.ts';
 import { encodeText, readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
 import type { z } from 'zod';
 import { FAMILY_ROW_SCHEMAS, ProvenanceSchema } from '../core/schemas/measurements.ts';
-import { FAMILIES, FAMILY_COLUMNS, TEXT_COLUMNS, type Family, type FamilyRow, type LocatedStepRow, type Provenance } from './schema.ts';
+import {
+  FAMILIES,
+  FAMILY_COLUMNS,
+  TEXT_COLUMNS,
+  type Family,
+  type FamilyRow,
+  type LocatedStepRow,
+  type Provenance,
+} from './schema.ts';
 
 /** File-name-safe lane slug (`vllm-0.24.0` stays as is; spaces and slashes become `-`). */
 export function laneSlug(lane: string): string {
@@ -38,7 +46,10 @@ export function provenancePath(dataFile: string): string {
  * round-trip form; a missing value is an empty cell. Ends with a newline.
  */
 export function rowsToCsv<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): string {
-  return writeCsv(FAMILY_COLUMNS[family] as readonly string[], rows as unknown as ReadonlyArray<Record<string, unknown>>);
+  return writeCsv(
+    FAMILY_COLUMNS[family] as readonly string[],
+    rows as unknown as ReadonlyArray<Record<string, unknown>>,
+  );
 }
 
 /**
@@ -125,7 +136,16 @@ export async function prepareMeasurementsStreaming<F extends Family>(
   await done;
   const data = Buffer.concat(out);
   const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
-  return { file, family, lane, rows: rows.length, files: [{ file, data }, { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) }] };
+  return {
+    file,
+    family,
+    lane,
+    rows: rows.length,
+    files: [
+      { file, data },
+      { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) },
+    ],
+  };
 }
 
 /** Rows per piece of streamed CSV text. */
@@ -139,7 +159,9 @@ const CSV_PIECE_ROWS = 16_384;
 export const MEASUREMENT_GZIP_LEVEL = 6;
 
 function encodeMeasurementText(file: string, text: string): Uint8Array {
-  return file.endsWith('.gz') ? gzipSync(Buffer.from(text, 'utf8'), { level: MEASUREMENT_GZIP_LEVEL }) : encodeText(file, text);
+  return file.endsWith('.gz')
+    ? gzipSync(Buffer.from(text, 'utf8'), { level: MEASUREMENT_GZIP_LEVEL })
+    : encodeText(file, text);
 }
 
 /**
@@ -185,7 +207,8 @@ export function writeMeasurementSet(staged: ReadonlyArray<StagedMeasurements>): 
  * @throws InputError naming file, row and column.
  */
 export function parseCanonicalCsv<F extends Family>(family: F, text: string, file: string): FamilyRow[F][] {
-  if (family === 'step') return parseStepsCsv(text, file).rows.map(({ file: _f, row: _r, ...row }) => row) as FamilyRow[F][];
+  if (family === 'step')
+    return parseStepsCsv(text, file).rows.map(({ file: _f, row: _r, ...row }) => row) as FamilyRow[F][];
   const schema = FAMILY_ROW_SCHEMAS[family];
   const parsed = Papa.parse<string[]>(text, { skipEmptyLines: true });
   const data = parsed.data;
@@ -212,7 +235,8 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
         if (cell === '' && !OPTIONAL_COLUMNS.has(col)) {
           throw new InputError({ file, row: r, column: col }, 'expected a number, got an empty cell');
         }
-        if (!Number.isFinite(v)) throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
+        if (!Number.isFinite(v))
+          throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
         if ((col === 'latency_us' || col === 'measured_us') && v <= 0) {
           throw new InputError({ file, row: r, column: col }, `expected a positive number (µs), got ${cell}`);
         }
@@ -286,7 +310,11 @@ export function readMeasurements<F extends Family>(
     if (opts.required === false) return [];
     throw new UserError(
       `no ${family} measurements${opts.lane ? ` for lane ${opts.lane}` : ''} in ${dir} ` +
-        `(found: ${listMeasurementFiles(dir).map((f) => path.basename(f.file)).join(', ') || 'nothing'})`,
+        `(found: ${
+          listMeasurementFiles(dir)
+            .map((f) => path.basename(f.file))
+            .join(', ') || 'nothing'
+        })`,
     );
   }
   const rows: FamilyRow[F][] = [];
@@ -315,7 +343,16 @@ export function listStepFiles(dir: string): string[] {
 }
 
 /** Step-file columns every row needs (issue 7). */
-export const STEP_ALWAYS_REQUIRED = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'kind', 'measured_us', 'source'] as const;
+export const STEP_ALWAYS_REQUIRED = [
+  'model',
+  'chip',
+  'tp',
+  'weight_dtype',
+  'engine',
+  'kind',
+  'measured_us',
+  'source',
+] as const;
 /** Columns a row of each kind needs (`prefill_context_tokens` defaults to 0). */
 export const STEP_KIND_REQUIRED: Readonly<Record<'step' | 'static_batch', readonly string[]>> = {
   step: ['prefill_requests', 'prefill_tokens', 'decode_requests', 'decode_context_tokens'],
@@ -356,7 +393,11 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
     };
     const need = (name: string, why: string): string => {
       const v = cell(name);
-      if (v === undefined) throw new InputError({ file, row: r, column: name }, `missing column: not in row 0 (header); required ${why}, first needed on this row`);
+      if (v === undefined)
+        throw new InputError(
+          { file, row: r, column: name },
+          `missing column: not in row 0 (header); required ${why}, first needed on this row`,
+        );
       if (v === '') throw new InputError({ file, row: r, column: name }, `empty cell; a value is required ${why}`);
       return v;
     };
@@ -368,18 +409,29 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
     const why = `for kind=${kind}`;
     const kindNeeds = new Set(STEP_KIND_REQUIRED[kind]);
     const num = (name: string): number => {
-      const v = kindNeeds.has(name) ? need(name, why) : name === 'measured_us' || name === 'tp' ? need(name, 'by every row') : (cell(name) ?? '');
+      const v = kindNeeds.has(name)
+        ? need(name, why)
+        : name === 'measured_us' || name === 'tp'
+          ? need(name, 'by every row')
+          : (cell(name) ?? '');
       if (v === '') return 0;
       const x = Number(v);
-      if (!Number.isFinite(x)) throw new InputError({ file, row: r, column: name }, `expected a finite number, got "${v}"`);
-      if (name === 'measured_us' && !(x > 0)) throw new InputError({ file, row: r, column: name }, `expected a positive number (µs), got ${v}`);
+      if (!Number.isFinite(x))
+        throw new InputError({ file, row: r, column: name }, `expected a finite number, got "${v}"`);
+      if (name === 'measured_us' && !(x > 0))
+        throw new InputError({ file, row: r, column: name }, `expected a positive number (µs), got ${v}`);
       if (x < 0) throw new InputError({ file, row: r, column: name }, `expected a non-negative number, got ${v}`);
       return x;
     };
     const measured_us = num('measured_us');
-    if (!(measured_us > 0)) throw new InputError({ file, row: r, column: 'measured_us' }, `expected a positive number (µs), got ${measured_us}`);
+    if (!(measured_us > 0))
+      throw new InputError(
+        { file, row: r, column: 'measured_us' },
+        `expected a positive number (µs), got ${measured_us}`,
+      );
     const tp = num('tp');
-    if (!(tp >= 1 && Number.isInteger(tp))) throw new InputError({ file, row: r, column: 'tp' }, `expected an integer ≥ 1, got ${tp}`);
+    if (!(tp >= 1 && Number.isInteger(tp)))
+      throw new InputError({ file, row: r, column: 'tp' }, `expected an integer ≥ 1, got ${tp}`);
     const out: LocatedStepRow = {
       file,
       row: r,
@@ -406,10 +458,16 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
     };
     if (kind === 'step') {
       if (out.prefill_requests + out.decode_requests < 1) {
-        throw new InputError({ file, row: r, column: 'prefill_requests' }, 'a step needs at least one prefill or decode request');
+        throw new InputError(
+          { file, row: r, column: 'prefill_requests' },
+          'a step needs at least one prefill or decode request',
+        );
       }
       if (out.prefill_requests > 0 && out.prefill_tokens < out.prefill_requests) {
-        throw new InputError({ file, row: r, column: 'prefill_tokens' }, `expected ≥ prefill_requests (${out.prefill_requests}) new tokens, got ${out.prefill_tokens}`);
+        throw new InputError(
+          { file, row: r, column: 'prefill_tokens' },
+          `expected ≥ prefill_requests (${out.prefill_requests}) new tokens, got ${out.prefill_tokens}`,
+        );
       }
     } else {
       for (const c of ['batch', 'prompt_tokens', 'output_tokens'] as const) {

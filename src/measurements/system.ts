@@ -24,14 +24,24 @@ export interface SystemImportExtra {
   existing?: ChipFile;
 }
 
-function num(obj: Record<string, unknown> | undefined, key: string, file: string, section: string, required = true): number | undefined {
+function num(
+  obj: Record<string, unknown> | undefined,
+  key: string,
+  file: string,
+  section: string,
+  required = true,
+): number | undefined {
   const v = obj?.[key];
   if (v === undefined || v === null) {
     if (!required) return undefined;
     throw new InputError({ file, column: `${section}.${key}` }, 'missing field; expected a number');
   }
   const n = typeof v === 'number' ? v : Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new InputError({ file, column: `${section}.${key}` }, `expected a non-negative number, got ${JSON.stringify(v)}`);
+  if (!Number.isFinite(n) || n < 0)
+    throw new InputError(
+      { file, column: `${section}.${key}` },
+      `expected a non-negative number, got ${JSON.stringify(v)}`,
+    );
   return n;
 }
 
@@ -45,7 +55,13 @@ function r(x: number, d = 6): number {
  * @throws InputError naming the field for missing / non-numeric values; UserError (via chipFromObject)
  *   when the result fails the chip schema.
  */
-export function systemToChip(text: string, file: string, chip: string, upstreamRef: string, extra: SystemImportExtra = {}): { chip: ChipFile; yaml: string; priorsFrom: string[] } {
+export function systemToChip(
+  text: string,
+  file: string,
+  chip: string,
+  upstreamRef: string,
+  extra: SystemImportExtra = {},
+): { chip: ChipFile; yaml: string; priorsFrom: string[] } {
   let doc: Record<string, unknown>;
   try {
     doc = parseYaml(text) as Record<string, unknown>;
@@ -70,7 +86,11 @@ export function systemToChip(text: string, file: string, chip: string, upstreamR
   const int8 = num(gpu, 'int8_tc_flops', file, 'gpu', false);
   if (int8) peak.int8 = r(int8 / 1e12);
   const sm_count = extra.sm_count ?? ex?.sm_count;
-  if (sm_count === undefined) throw new InputError({ file, column: 'gpu.sm_count' }, 'the descriptor has no SM count and no catalog entry exists; pass --sm-count');
+  if (sm_count === undefined)
+    throw new InputError(
+      { file, column: 'gpu.sm_count' },
+      'the descriptor has no SM count and no catalog entry exists; pass --sm-count',
+    );
   const l2 = extra.l2_mib ?? ex?.l2_mib;
   const priorsFrom: string[] = [];
   const priors: NonNullable<ChipFile['priors']> = {};
@@ -107,7 +127,9 @@ export function systemToChip(text: string, file: string, chip: string, upstreamR
     sources: [
       upstreamRef,
       ...(ex && (extra.sm_count === undefined || extra.l2_mib === undefined)
-        ? [`sm_count${l2 !== undefined ? ', l2_mib' : ''}${ex.peak_tflops.tf32 && !tf32 ? ', tf32' : ''} kept from the previous catalog entry (not in the descriptor)`]
+        ? [
+            `sm_count${l2 !== undefined ? ', l2_mib' : ''}${ex.peak_tflops.tf32 && !tf32 ? ', tf32' : ''} kept from the previous catalog entry (not in the descriptor)`,
+          ]
         : []),
     ],
   };
@@ -117,7 +139,9 @@ export function systemToChip(text: string, file: string, chip: string, upstreamR
     `# ${chip}: converted by \`stepcal import system\` from ${upstreamRef}.`,
     '# Datasheet facts are at the top level; `priors` holds the corrections the descriptor marks as',
     '# "nonofficial correction based on observations" (AIC priors, not measurements).',
-    ...(ignored.length ? [`# Not carried (no chip-schema field; memory reservations): misc.${ignored.join(', misc.')}.`] : []),
+    ...(ignored.length
+      ? [`# Not carried (no chip-schema field; memory reservations): misc.${ignored.join(', misc.')}.`]
+      : []),
   ].join('\n');
   return { chip: out, yaml: header + '\n' + stringifyYaml(out, { lineWidth: 0 }), priorsFrom };
 }

@@ -27,8 +27,12 @@ export interface RawTable {
 export function csvTable(text: string, file: string): RawTable {
   const data = text.includes('"') ? Papa.parse<string[]>(text, { skipEmptyLines: true }).data : splitPlainCsv(text);
   if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
-  const header = checkHeader(file, data[0]!.map((h) => h.trim()));
-  if (data.length === 1) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
+  const header = checkHeader(
+    file,
+    data[0]!.map((h) => h.trim()),
+  );
+  if (data.length === 1)
+    throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
   return { file, header, rows: data.slice(1) };
 }
 
@@ -41,7 +45,10 @@ export function checkHeader(file: string, header: string[]): string[] {
   header.forEach((h, i) => {
     const j = seen.get(h);
     if (j !== undefined && h !== '') {
-      throw new InputError({ file, row: 0, column: h }, `duplicated column: "${h}" is both column ${j + 1} and column ${i + 1}; keep one (stepcal will not guess which holds the data)`);
+      throw new InputError(
+        { file, row: 0, column: h },
+        `duplicated column: "${h}" is both column ${j + 1} and column ${i + 1}; keep one (stepcal will not guess which holds the data)`,
+      );
     }
     seen.set(h, i);
   });
@@ -83,7 +90,10 @@ export async function parquetTable(file: string): Promise<RawTable> {
   } catch (err) {
     throw new InputError({ file }, `not a readable Parquet file: ${(err as Error).message}`);
   }
-  const header = checkHeader(file, parquetSchema(metadata).children.map((c) => c.element.name));
+  const header = checkHeader(
+    file,
+    parquetSchema(metadata).children.map((c) => c.element.name),
+  );
   let rows: Cell[][] = [];
   try {
     await parquetRead({
@@ -117,9 +127,13 @@ export const CHUNK_ROWS = 65_536;
  *   the whole file in memory.
  * @returns total data rows. @throws InputError for an empty or unreadable file; UserError for an unknown type.
  */
-export async function readTableChunks(file: string, onChunk: (chunk: RawTable, rowOffset: number) => void | Promise<void>): Promise<number> {
+export async function readTableChunks(
+  file: string,
+  onChunk: (chunk: RawTable, rowOffset: number) => void | Promise<void>,
+): Promise<number> {
   if (file.endsWith('.parquet')) return parquetChunks(file, onChunk);
-  if (!/\.csv(\.gz)?$/.test(file) && !file.endsWith('.txt')) throw new UserError(`${file}: unsupported file type (expected .csv, .csv.gz or .parquet)`);
+  if (!/\.csv(\.gz)?$/.test(file) && !file.endsWith('.txt'))
+    throw new UserError(`${file}: unsupported file type (expected .csv, .csv.gz or .parquet)`);
   let stream: NodeJS.ReadableStream = createReadStream(file, { highWaterMark: 1 << 20 });
   if (file.endsWith('.gz')) stream = stream.pipe(createGunzip());
   const decoder = new StringDecoder('utf8');
@@ -143,7 +157,11 @@ export async function readTableChunks(file: string, onChunk: (chunk: RawTable, r
       if (stop > start && text.charCodeAt(stop - 1) === 13) stop--;
       if (stop > start) {
         const cells = splitLine(text.slice(start, stop));
-        if (!header) header = checkHeader(file, cells.map((h) => h.trim()));
+        if (!header)
+          header = checkHeader(
+            file,
+            cells.map((h) => h.trim()),
+          );
         else rows.push(cells);
       }
       start = end + 1;
@@ -179,7 +197,10 @@ function flat(s: string): string {
   return s.length < 13 ? (' ' + s).slice(1) : Buffer.from(s, 'utf8').toString('utf8');
 }
 
-async function parquetChunks(file: string, onChunk: (chunk: RawTable, rowOffset: number) => void | Promise<void>): Promise<number> {
+async function parquetChunks(
+  file: string,
+  onChunk: (chunk: RawTable, rowOffset: number) => void | Promise<void>,
+): Promise<number> {
   const { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema } = await import('hyparquet');
   const { compressors } = await import('hyparquet-compressors');
   let metadata;
@@ -190,13 +211,24 @@ async function parquetChunks(file: string, onChunk: (chunk: RawTable, rowOffset:
   } catch (err) {
     throw new InputError({ file }, `not a readable Parquet file: ${(err as Error).message}`);
   }
-  const header = checkHeader(file, parquetSchema(metadata).children.map((c) => c.element.name));
+  const header = checkHeader(
+    file,
+    parquetSchema(metadata).children.map((c) => c.element.name),
+  );
   const total = Number(metadata.num_rows);
   if (total === 0) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row');
   for (let start = 0; start < total; start += CHUNK_ROWS) {
     let rows: Cell[][] = [];
     try {
-      await parquetRead({ file: buffer, metadata, compressors, rowFormat: 'array', rowStart: start, rowEnd: Math.min(total, start + CHUNK_ROWS), onComplete: (r: Cell[][]) => (rows = r) });
+      await parquetRead({
+        file: buffer,
+        metadata,
+        compressors,
+        rowFormat: 'array',
+        rowStart: start,
+        rowEnd: Math.min(total, start + CHUNK_ROWS),
+        onComplete: (r: Cell[][]) => (rows = r),
+      });
     } catch (err) {
       throw new InputError({ file }, `could not decode Parquet data: ${(err as Error).message}`);
     }
@@ -240,7 +272,10 @@ export function numCell(table: RawTable, r: number, j: number, col: string): num
   else if (typeof cell === 'string' && cell.trim() !== '') v = Number(cell);
   else v = NaN;
   if (!Number.isFinite(v)) {
-    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected a finite number, got "${String(cell ?? '')}"`);
+    throw new InputError(
+      { file: table.file, row: r + 1, column: col },
+      `expected a finite number, got "${String(cell ?? '')}"`,
+    );
   }
   return v;
 }
@@ -258,7 +293,10 @@ export function intCell(table: RawTable, r: number, j: number, col: string, min 
 export function latencyCell(table: RawTable, r: number, j: number, col: string): number {
   const v = numCell(table, r, j, col);
   if (!(v > 0)) {
-    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected a positive number (a latency), got ${v}`);
+    throw new InputError(
+      { file: table.file, row: r + 1, column: col },
+      `expected a positive number (a latency), got ${v}`,
+    );
   }
   return v;
 }

@@ -44,7 +44,12 @@ export const UNITS_BANDS = {
   gemm: { lo: 0.2, hi: 1.2, typical: 0.8, source: 'shipped tables reach 47–97 % of the dense peak' },
   attention_decode: { lo: 0.25, hi: 1.05, typical: 0.88, source: 'shipped tables reach 67–95 % of HBM' },
   attention_prefill: { lo: 0.15, hi: 1.2, typical: 0.65, source: 'shipped tables reach 50–87 % of the dense peak' },
-  collective: { lo: 0.02, hi: 1.25, typical: 0.65, source: 'shipped tables reach 4–104 % of the link (NVLS ≈ 1.07× on Hopper)' },
+  collective: {
+    lo: 0.02,
+    hi: 1.25,
+    typical: 0.65,
+    source: 'shipped tables reach 4–104 % of the link (NVLS ≈ 1.07× on Hopper)',
+  },
   moe: { lo: 0.05, hi: 1.2, typical: 0.5, source: 'shipped tables reach 18–74 % of the dense peak' },
 } as const satisfies Record<string, RateBand>;
 
@@ -116,7 +121,12 @@ function gemmJudge(chip: Chip): Judge {
     const peak = TENSOR_DTYPES.has(r.dtype) ? peakFlopsPerUs(chip, r.dtype as GemmDtype) : undefined;
     const large = r.m >= LARGE_GEMM_DIM && r.n >= LARGE_GEMM_DIM && r.k >= LARGE_GEMM_DIM;
     const rate = (2 * r.m * r.n * r.k) / r.latency_us;
-    return { group: `dtype ${r.dtype}`, rate: peak && large ? rate / peak : undefined, latency_us: r.latency_us, ...(peak ? { limit: rate / peak, ref: peak } : {}) };
+    return {
+      group: `dtype ${r.dtype}`,
+      rate: peak && large ? rate / peak : undefined,
+      latency_us: r.latency_us,
+      ...(peak ? { limit: rate / peak, ref: peak } : {}),
+    };
   };
 }
 
@@ -126,7 +136,14 @@ function decodeJudge(chip: Chip): Judge {
     const r = x as AttentionDecodeRow;
     const bytes = decodeKvBytes(r);
     const frac = bytes > minBytes ? bytes / r.latency_us / chip.hbm_bytes_per_us : undefined;
-    return { group: `kv_dtype ${r.kv_dtype || '(weights)'}`, rate: frac, latency_us: r.latency_us, ref: chip.hbm_bytes_per_us, ideal_us: bytes / chip.hbm_bytes_per_us, ...(frac !== undefined ? { limit: frac } : {}) };
+    return {
+      group: `kv_dtype ${r.kv_dtype || '(weights)'}`,
+      rate: frac,
+      latency_us: r.latency_us,
+      ref: chip.hbm_bytes_per_us,
+      ideal_us: bytes / chip.hbm_bytes_per_us,
+      ...(frac !== undefined ? { limit: frac } : {}),
+    };
   };
 }
 
@@ -134,10 +151,20 @@ function prefillJudge(chip: Chip): Judge {
   return (x) => {
     const r = x as AttentionPrefillRow;
     const peak = peakFlopsPerUs(chip, r.dtype === 'fp8' ? 'fp8' : 'bf16');
-    const flops = 4 * r.batch * r.n_q * r.head_dim * prefillPairs(r.new_tokens, r.prefix_tokens, { window: r.window || Infinity, ratio: 0, cap: Infinity });
+    const flops =
+      4 *
+      r.batch *
+      r.n_q *
+      r.head_dim *
+      prefillPairs(r.new_tokens, r.prefix_tokens, { window: r.window || Infinity, ratio: 0, cap: Infinity });
     const large = r.batch * r.new_tokens >= LARGE_PREFILL_TOKENS;
     const frac = peak ? flops / r.latency_us / peak : undefined;
-    return { group: `dtype ${r.dtype}`, rate: large ? frac : undefined, latency_us: r.latency_us, ...(frac !== undefined ? { limit: frac, ref: peak } : {}) };
+    return {
+      group: `dtype ${r.dtype}`,
+      rate: large ? frac : undefined,
+      latency_us: r.latency_us,
+      ...(frac !== undefined ? { limit: frac, ref: peak } : {}),
+    };
   };
 }
 
@@ -151,7 +178,13 @@ function collectiveJudge(chip: Chip): Judge {
     const r = x as CollectiveRow;
     const frac = (r.message_bytes * busFactor(r.op, r.ranks)) / r.latency_us / chip.nvlink_bytes_per_us;
     const group = `${r.op} ${r.dtype} ${r.ranks} ranks ${r.backend}`;
-    return { group, rate: r.message_bytes >= LARGE_MESSAGE_BYTES ? frac : undefined, latency_us: r.latency_us, limit: frac, ref: chip.nvlink_bytes_per_us };
+    return {
+      group,
+      rate: r.message_bytes >= LARGE_MESSAGE_BYTES ? frac : undefined,
+      latency_us: r.latency_us,
+      limit: frac,
+      ref: chip.nvlink_bytes_per_us,
+    };
   };
 }
 
@@ -161,7 +194,12 @@ function moeJudge(chip: Chip): Judge {
     const peak = TENSOR_DTYPES.has(r.dtype) ? peakFlopsPerUs(chip, r.dtype as GemmDtype) : undefined;
     const flops = (2 * r.tokens * r.topk * 3 * r.hidden * r.inter) / (r.tp * r.ep);
     const frac = peak ? flops / r.latency_us / peak : undefined;
-    return { group: `dtype ${r.dtype}`, rate: r.tokens >= LARGE_MOE_TOKENS ? frac : undefined, latency_us: r.latency_us, ...(frac !== undefined ? { limit: frac, ref: peak } : {}) };
+    return {
+      group: `dtype ${r.dtype}`,
+      rate: r.tokens >= LARGE_MOE_TOKENS ? frac : undefined,
+      latency_us: r.latency_us,
+      ...(frac !== undefined ? { limit: frac, ref: peak } : {}),
+    };
   };
 }
 
@@ -169,7 +207,11 @@ const RATE_WHAT: Record<string, { judge: (c: Chip) => Judge; flops: boolean; of:
   gemm: { judge: gemmJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
   attention_decode: { judge: decodeJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
   attention_prefill: { judge: prefillJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
-  collective: { judge: collectiveJudge, flops: false, of: (c) => `${c.name}'s per-direction link rate (bus bandwidth)` },
+  collective: {
+    judge: collectiveJudge,
+    flops: false,
+    of: (c) => `${c.name}'s per-direction link rate (bus bandwidth)`,
+  },
   moe: { judge: moeJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
 };
 
@@ -197,20 +239,46 @@ export interface UnitsCheckOptions {
  * @throws InputError naming file, row and column, the implied rate as a fraction of the datasheet,
  *   the band and its source, and the likely factor; its message contains "check units".
  */
-export function checkUnits(family: Family, rows: ReadonlyArray<unknown>, chip: Chip, file: string, opts: UnitsCheckOptions = {}): void {
+export function checkUnits(
+  family: Family,
+  rows: ReadonlyArray<unknown>,
+  chip: Chip,
+  file: string,
+  opts: UnitsCheckOptions = {},
+): void {
   if (family === 'step' || rows.length === 0) return;
   const column = opts.latencyColumn ?? 'latency_us';
   const rowOf = opts.rowOf ?? ((i: number) => i + 1);
   const what = RATE_WHAT[family];
   const band: RateBand | undefined = (UNITS_BANDS as Record<string, RateBand>)[family];
-  const judge: Judge = what?.judge(chip) ?? ((x: unknown) => ({ group: groupOfOther(x), rate: undefined, latency_us: (x as { latency_us: number }).latency_us }));
+  const judge: Judge =
+    what?.judge(chip) ??
+    ((x: unknown) => ({
+      group: groupOfOther(x),
+      rate: undefined,
+      latency_us: (x as { latency_us: number }).latency_us,
+    }));
   const groups = new Map<string, Group>();
   const sizes = !(what?.flops ?? false);
   for (let i = 0; i < rows.length; i++) {
     const s = judge(rows[i]);
     if (!s) continue;
     let g = groups.get(s.group);
-    if (!g) groups.set(s.group, (g = { best: -1, bestI: -1, judged: 0, floor: Infinity, floorI: -1, tiny: Infinity, tinyI: -1, top: -1, topI: -1 }));
+    if (!g)
+      groups.set(
+        s.group,
+        (g = {
+          best: -1,
+          bestI: -1,
+          judged: 0,
+          floor: Infinity,
+          floorI: -1,
+          tiny: Infinity,
+          tinyI: -1,
+          top: -1,
+          topI: -1,
+        }),
+      );
     if (s.latency_us < g.floor) [g.floor, g.floorI] = [s.latency_us, i];
     // A call whose work takes under TINY_WORK_US at the datasheet rate is floor-bound: it must not take over FLOOR_MAX_US.
     const ideal = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : what ? undefined : 0);
@@ -236,7 +304,11 @@ export function checkUnits(family: Family, rows: ReadonlyArray<unknown>, chip: C
         `${family} ${group}: the fastest of ${g.judged} rows that can be judged implies ${rateText(g.best, g.ref, what!.flops)} (${what!.of(chip)}), ` +
           `below the plausible band [${pct(band.lo)}, ${pct(band.hi)}] (${band.source}); ${tail(g.best / band.typical)}`,
       );
-    const floorBad = !(g.floor >= FLOOR_MIN_US) ? { v: g.floor, i: g.floorI } : g.tinyI >= 0 && g.tiny > FLOOR_MAX_US ? { v: g.tiny, i: g.tinyI } : undefined;
+    const floorBad = !(g.floor >= FLOOR_MIN_US)
+      ? { v: g.floor, i: g.floorI }
+      : g.tinyI >= 0 && g.tiny > FLOOR_MAX_US
+        ? { v: g.tiny, i: g.tinyI }
+        : undefined;
     if (floorBad)
       throw new InputError(
         at(floorBad.i),

@@ -14,7 +14,8 @@ export function decodeBatch(n: number, ctx: number, tokens = 1): Batch {
 /** `n` requests each scheduling `tokens` prompt tokens on top of `ctx` already-computed tokens (chunked prefill). */
 export function prefillBatch(n: number, tokens: number, ctx = 0): Batch {
   const requests: Request[] = [];
-  for (let i = 0; i < n; i++) requests.push({ scheduled_tokens: tokens, computed_tokens: ctx, prompt_tokens: ctx + tokens });
+  for (let i = 0; i < n; i++)
+    requests.push({ scheduled_tokens: tokens, computed_tokens: ctx, prompt_tokens: ctx + tokens });
   return { requests };
 }
 
@@ -30,19 +31,24 @@ const SPEC = /^(decode|prefill):(\d+)(?:x(\d+))?(?:@(\d+))?$/;
  */
 export function parseBatchSpec(spec: string): Request[] {
   const m = SPEC.exec(spec.trim());
-  if (!m) throw new UserError(`bad batch spec "${spec}" (expected decode:N@CTX, decode:NxT@CTX, prefill:NxTOKENS or prefill:NxTOKENS@CTX)`);
+  if (!m)
+    throw new UserError(
+      `bad batch spec "${spec}" (expected decode:N@CTX, decode:NxT@CTX, prefill:NxTOKENS or prefill:NxTOKENS@CTX)`,
+    );
   const n = Number(m[2]);
   const ctx = m[4] === undefined ? 0 : Number(m[4]);
   const tokens = m[3] === undefined ? undefined : Number(m[3]);
   // A spec that schedules nothing is a typo, not a request for an empty step (the library still
   // prices an explicitly empty batch: host only).
   if (n < 1) throw new UserError(`bad batch spec "${spec}": the request count N must be at least 1`);
-  if (tokens !== undefined && tokens < 1) throw new UserError(`bad batch spec "${spec}": the tokens per request T must be at least 1`);
+  if (tokens !== undefined && tokens < 1)
+    throw new UserError(`bad batch spec "${spec}": the tokens per request T must be at least 1`);
   if (m[1] === 'decode') {
     if (m[4] === undefined) throw new UserError(`bad batch spec "${spec}": a decode needs its context (decode:N@CTX)`);
     return decodeBatch(n, ctx, tokens ?? 1).requests;
   }
-  if (tokens === undefined) throw new UserError(`bad batch spec "${spec}": a prefill needs its token count (prefill:NxTOKENS[@CTX])`);
+  if (tokens === undefined)
+    throw new UserError(`bad batch spec "${spec}": a prefill needs its token count (prefill:NxTOKENS[@CTX])`);
   return prefillBatch(n, tokens, ctx).requests;
 }
 

@@ -117,7 +117,9 @@ export class PricerCoefficients {
       const rate = this.opt(`attention_decode_rate${suffix}`);
       if (rate !== undefined) return { floor: this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate };
       if (baseRate !== undefined) {
-        this.staticNotes.add(`no attention_decode_rate${suffix} in the registry: ${kind} decode priced with the full-attention rate`);
+        this.staticNotes.add(
+          `no attention_decode_rate${suffix} in the registry: ${kind} decode priced with the full-attention rate`,
+        );
         return { floor: this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate: baseRate };
       }
     }
@@ -142,7 +144,10 @@ export class PricerCoefficients {
   /** A width's coefficients count as measured only when its floor and peak rate both say so. */
   private isMeasured(op: string, width: number): boolean {
     const e = this.reg.entries;
-    return e.get(`collective_floor_${this.tail(op, width)}`)?.entry.method === 'measured' && e.get(`collective_peak_rate_${this.tail(op, width)}`)?.entry.method === 'measured';
+    return (
+      e.get(`collective_floor_${this.tail(op, width)}`)?.entry.method === 'measured' &&
+      e.get(`collective_peak_rate_${this.tail(op, width)}`)?.entry.method === 'measured'
+    );
   }
 
   /**
@@ -159,10 +164,18 @@ export class PricerCoefficients {
     if (!widths.length) this.need(`collective_floor_${this.tail(op, width)}`);
     const measured = widths.filter((x) => this.isMeasured(op, x));
     const assumed = widths.filter((x) => !this.isMeasured(op, x));
-    const widthList = `measured widths: ${measured.length ? measured.join(', ') : 'none'}` + (assumed.length ? `; assumed (not measured) widths: ${assumed.join(', ')}` : '');
+    const widthList =
+      `measured widths: ${measured.length ? measured.join(', ') : 'none'}` +
+      (assumed.length ? `; assumed (not measured) widths: ${assumed.join(', ')}` : '');
     const w = widths.find((x) => x >= width) ?? widths[widths.length - 1]!;
-    if (w !== width) this.staticNotes.add(`${op} over ${width} ranks priced with the ${w}-rank ${this.chipKey} coefficients (${widthList})`);
-    else if (!this.isMeasured(op, w)) this.staticNotes.add(`${op} over ${width} ranks priced with assumed (not measured) ${w}-rank ${this.chipKey} coefficients (${widthList})`);
+    if (w !== width)
+      this.staticNotes.add(
+        `${op} over ${width} ranks priced with the ${w}-rank ${this.chipKey} coefficients (${widthList})`,
+      );
+    else if (!this.isMeasured(op, w))
+      this.staticNotes.add(
+        `${op} over ${width} ranks priced with assumed (not measured) ${w}-rank ${this.chipKey} coefficients (${widthList})`,
+      );
     const domain = nvlinkDomainGpus(this.chip);
     const linkRatio = this.chip.nvlink_bytes_per_us / this.chip.nic_bytes_per_us;
     const tail = this.tail(op, w);

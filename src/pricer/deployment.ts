@@ -24,7 +24,8 @@ export function defaultDeployment(partial: Partial<Deployment> = {}): Deployment
     ...partial,
   };
   for (const k of ['tp', 'ep', 'max_capture_size', 'decode_threshold'] as const) {
-    if (!Number.isInteger(d[k]) || d[k] < (k === 'max_capture_size' ? 0 : 1)) throw new UserError(`deployment ${k} must be a positive integer, got ${d[k]}`);
+    if (!Number.isInteger(d[k]) || d[k] < (k === 'max_capture_size' ? 0 : 1))
+      throw new UserError(`deployment ${k} must be a positive integer, got ${d[k]}`);
   }
   if (!(CUDAGRAPH_MODES as readonly string[]).includes(d.cudagraph_mode)) {
     throw new UserError(`unknown cudagraph mode "${d.cudagraph_mode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);
@@ -75,21 +76,27 @@ export function validateParallelism(graphs: readonly ModelGraph[], tp: number, e
     else if (n.op === 'GroupedGEMM') experts.push(n.experts);
   }
   const tpOk = (t: number) =>
-    heads.every((h) => h.n_q % t === 0 && (h.n_kv % t === 0 || t % h.n_kv === 0)) && recurrentHeads.every((r) => r % t === 0);
+    heads.every((h) => h.n_q % t === 0 && (h.n_kv % t === 0 || t % h.n_kv === 0)) &&
+    recurrentHeads.every((r) => r % t === 0);
   if (!tpOk(tp)) {
     const maxHeads = Math.max(1, ...heads.map((h) => h.n_q), ...recurrentHeads);
     const qs = [...new Set(heads.map((h) => h.n_q))].join('/');
     const kvs = [...new Set(heads.map((h) => h.n_kv))].join('/');
     const rule = heads.length
-      ? `query heads (${qs}) divisible by tp, and KV heads (${kvs}) divisible by tp or tp divisible by them` + (recurrentHeads.length ? `; recurrent heads (${[...new Set(recurrentHeads)].join('/')}) divisible by tp` : '')
+      ? `query heads (${qs}) divisible by tp, and KV heads (${kvs}) divisible by tp or tp divisible by them` +
+        (recurrentHeads.length ? `; recurrent heads (${[...new Set(recurrentHeads)].join('/')}) divisible by tp` : '')
       : `recurrent heads (${[...new Set(recurrentHeads)].join('/')}) divisible by tp`;
-    throw new UserError(`${name} cannot run at tp ${tp}: vLLM needs ${rule}; valid tp: ${valid(maxHeads, tpOk).join(', ')}`);
+    throw new UserError(
+      `${name} cannot run at tp ${tp}: vLLM needs ${rule}; valid tp: ${valid(maxHeads, tpOk).join(', ')}`,
+    );
   }
   if (ep > 1) {
     if (!experts.length) throw new UserError(`${name} has no experts (a dense model): ep must be 1, got ep ${ep}`);
     const epOk = (e: number) => experts.every((x) => x % e === 0);
     if (!epOk(ep)) {
-      throw new UserError(`${name} cannot run at ep ${ep}: its ${[...new Set(experts)].join('/')} experts must divide evenly over ep; valid ep: ${valid(Math.min(...experts), epOk).join(', ')}`);
+      throw new UserError(
+        `${name} cannot run at ep ${ep}: its ${[...new Set(experts)].join('/')} experts must divide evenly over ep; valid ep: ${valid(Math.min(...experts), epOk).join(', ')}`,
+      );
     }
   }
 }
@@ -124,7 +131,10 @@ const QUANTIZATION: Record<string, StorageDtype | 'checkpoint'> = {
  */
 export function servedDtype(weightDtype: string, checkpoint: StorageDtype): StorageDtype {
   const m = QUANTIZATION[weightDtype.toLowerCase()];
-  if (!m) throw new UserError(`unknown weight dtype or quantization "${weightDtype}" (known: ${Object.keys(QUANTIZATION).join(', ')})`);
+  if (!m)
+    throw new UserError(
+      `unknown weight dtype or quantization "${weightDtype}" (known: ${Object.keys(QUANTIZATION).join(', ')})`,
+    );
   return m === 'checkpoint' ? checkpoint : m;
 }
 
@@ -139,7 +149,9 @@ export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDt
   if (k === 'bf16' || k === 'bfloat16' || k === 'fp16' || k === 'float16' || k === 'half') return 2;
   if (k.startsWith('nvfp4')) return 0.5;
   if (k === 'fp32' || k === 'float32') return 4;
-  throw new UserError(`unknown KV-cache dtype "${kvDtype}" (known: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, nvfp4, fp32)`);
+  throw new UserError(
+    `unknown KV-cache dtype "${kvDtype}" (known: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, nvfp4, fp32)`,
+  );
 }
 
 /** The compute format of a GEMM: which ramp coefficients (suffix) and which chip peak. */
@@ -167,12 +179,21 @@ export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) 
       return { ramp: 'bf16', peak_flops_per_us: bf16 };
     case 'fp32':
     case 'tf32':
-      return { ramp: 'bf16', peak_flops_per_us: (chip.peak_tflops.tf32 ?? chip.peak_tflops.bf16 / 2) * 1e6, note: 'fp32 weights at the tf32 rate with the bf16 ramp' };
+      return {
+        ramp: 'bf16',
+        peak_flops_per_us: (chip.peak_tflops.tf32 ?? chip.peak_tflops.bf16 / 2) * 1e6,
+        note: 'fp32 weights at the tf32 rate with the bf16 ramp',
+      };
     case 'fp8':
     case 'fp8_block':
     case 'int8': {
       const fp8 = chip.peak_tflops.fp8;
-      if (fp8 === undefined) return { ramp: 'bf16', peak_flops_per_us: bf16, note: `${w} weights on ${chip.name} (no fp8 peak) at the bf16 rate of weight-only kernels` };
+      if (fp8 === undefined)
+        return {
+          ramp: 'bf16',
+          peak_flops_per_us: bf16,
+          note: `${w} weights on ${chip.name} (no fp8 peak) at the bf16 rate of weight-only kernels`,
+        };
       // KNOWN DIVERGENCE 11 (reference §1.3): BLIS cannot reach its fp8_block ramp; stepcal uses it where the registry has one.
       if (w === 'fp8_block' && hasRamp('fp8_block')) return { ramp: 'fp8_block', peak_flops_per_us: fp8 * 1e6 };
       return { ramp: 'fp8', peak_flops_per_us: fp8 * 1e6 };

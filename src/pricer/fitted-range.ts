@@ -26,11 +26,19 @@ export interface GemmFittedRange {
  * `computeBoundMinM`, the fitter's own row filter).
  * @returns undefined when the registry has no m_half for the ramp or the chip no peak for its format.
  */
-export function gemmFittedRange(reg: ResolvedCoefficients, ramp: ComputeFormat['ramp'], chip: Chip): GemmFittedRange | undefined {
+export function gemmFittedRange(
+  reg: ResolvedCoefficients,
+  ramp: ComputeFormat['ramp'],
+  chip: Chip,
+): GemmFittedRange | undefined {
   const name = `gemm_m_half_${ramp}`;
   const e = reg.entries.get(name)?.entry;
   if (!e) return undefined;
-  const texts = [...(e.evidence?.inputs ?? []).map((i) => i.filter), ...(e.evidence?.notes ?? []), ...(e.sources ?? []).map((s) => s.cite)];
+  const texts = [
+    ...(e.evidence?.inputs ?? []).map((i) => i.filter),
+    ...(e.evidence?.notes ?? []),
+    ...(e.sources ?? []).map((s) => s.cite),
+  ];
   for (const t of texts) {
     const m = M_EDGE.exec(t);
     if (m) return { min_m: Number(m[1]), source: `${name} evidence: fitted on compute-bound rows, m ≥ ${m[1]}` };
@@ -38,5 +46,8 @@ export function gemmFittedRange(reg: ResolvedCoefficients, ramp: ComputeFormat['
   const peak = peakFlopsPerUs(chip, ramp);
   if (peak === undefined) return undefined;
   const m = computeBoundMinM(peak, bytesPerElement(ramp), chip.hbm_bytes_per_us);
-  return { min_m: m, source: `${name} states no fitted range; taken as ${chip.name}'s ${ramp} compute-bound ridge peak·bytes/(2·HBM) = ${m.toFixed(1)}` };
+  return {
+    min_m: m,
+    source: `${name} states no fitted range; taken as ${chip.name}'s ${ramp} compute-bound ridge peak·bytes/(2·HBM) = ${m.toFixed(1)}`,
+  };
 }

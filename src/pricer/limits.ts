@@ -19,16 +19,28 @@ import type { Batch, StepPrice } from './types.ts';
  * @returns notes to print beside the price (empty when within limits)
  * @throws UserError naming the limit, the value and `--allow-over-capacity`
  */
-export function checkLimits(model: string, batch: Batch, price: Pick<StepPrice, 'extrapolation_notes'>, maxPositions: number | undefined, allowOverCapacity: boolean): string[] {
+export function checkLimits(
+  model: string,
+  batch: Batch,
+  price: Pick<StepPrice, 'extrapolation_notes'>,
+  maxPositions: number | undefined,
+  allowOverCapacity: boolean,
+): string[] {
   const problems: string[] = [];
   if (maxPositions !== undefined) {
     let longest = 0;
     for (const r of batch.requests) longest = Math.max(longest, r.computed_tokens + r.scheduled_tokens);
-    if (longest > maxPositions) problems.push(`context: a request reaches ${longest} tokens, over ${model}'s max_position_embeddings ${maxPositions}`);
+    if (longest > maxPositions)
+      problems.push(
+        `context: a request reaches ${longest} tokens, over ${model}'s max_position_embeddings ${maxPositions}`,
+      );
   }
-  for (const n of price.extrapolation_notes) if (n.startsWith('memory:')) problems.push(`capacity: ${n.slice('memory:'.length).trim()}`);
+  for (const n of price.extrapolation_notes)
+    if (n.startsWith('memory:')) problems.push(`capacity: ${n.slice('memory:'.length).trim()}`);
   if (problems.length && !allowOverCapacity)
-    throw new UserError(`${problems.join('; ')}; this batch cannot run as given (pass --allow-over-capacity to price it anyway, with a note)`);
+    throw new UserError(
+      `${problems.join('; ')}; this batch cannot run as given (pass --allow-over-capacity to price it anyway, with a note)`,
+    );
   return problems.map((p) => `over capacity (--allow-over-capacity): ${p}`);
 }
 
@@ -40,8 +52,14 @@ export function registryNotes(reg: ResolvedCoefficients): string[] {
   const out: string[] = [];
   for (const name of reg.usedNames()) {
     const e = reg.entries.get(name)!.entry;
-    if (e.method === 'copied') out.push(`${name}: copied from ${e.evidence?.copy?.from ?? e.copied_from ?? 'another chip'} (not measured on this chip)`);
-    else if (e.method === 'assumed') out.push(`${name}: assumed, not measured (${(e.rationale ?? 'no rationale').split(/[.(]/)[0]!.trim().slice(0, 100)})`);
+    if (e.method === 'copied')
+      out.push(
+        `${name}: copied from ${e.evidence?.copy?.from ?? e.copied_from ?? 'another chip'} (not measured on this chip)`,
+      );
+    else if (e.method === 'assumed')
+      out.push(
+        `${name}: assumed, not measured (${(e.rationale ?? 'no rationale').split(/[.(]/)[0]!.trim().slice(0, 100)})`,
+      );
   }
   return out;
 }

@@ -33,15 +33,34 @@ export interface NotesPlan {
 const gib = (b: number) => (b / 2 ** 30).toFixed(1);
 
 /** The shared note sets: sorted by fitted edge, widest first, so the ramps a step of m tokens is below are a prefix. */
-function rampNoteSets(reg: ResolvedCoefficients, chip: Chip, ramps: Iterable<ComputeFormat['ramp']>, base: readonly string[]) {
+function rampNoteSets(
+  reg: ResolvedCoefficients,
+  chip: Chip,
+  ramps: Iterable<ComputeFormat['ramp']>,
+  base: readonly string[],
+) {
   const edges = [...ramps]
     .map((r) => ({ r, range: gemmFittedRange(reg, r, chip) }))
-    .filter((x): x is { r: ComputeFormat['ramp']; range: NonNullable<ReturnType<typeof gemmFittedRange>> } => x.range !== undefined)
+    .filter(
+      (x): x is { r: ComputeFormat['ramp']; range: NonNullable<ReturnType<typeof gemmFittedRange>> } =>
+        x.range !== undefined,
+    )
     .sort((a, b) => b.range.min_m - a.range.min_m);
   const noteSets = edges
     .map((_, k) => k + 1)
     .reduce<string[][]>(
-      (sets, k) => [...sets, [...base, ...edges.slice(0, k).map((x) => `GEMM ramp below its fitted m range: the ${x.r} ramp at fewer than ${+x.range.min_m.toFixed(1)} tokens per step (${x.range.source})`)]],
+      (sets, k) => [
+        ...sets,
+        [
+          ...base,
+          ...edges
+            .slice(0, k)
+            .map(
+              (x) =>
+                `GEMM ramp below its fitted m range: the ${x.r} ramp at fewer than ${+x.range.min_m.toFixed(1)} tokens per step (${x.range.source})`,
+            ),
+        ],
+      ],
       [[...base]],
     )
     .map((n) => Object.freeze(n));
@@ -65,7 +84,10 @@ export function buildNotesPlan(
 ): NotesPlan {
   const hbmCapacityBytes = chip.hbm_gib * 2 ** 30;
   const weightsOverflow = weightBytesPerRank > hbmCapacityBytes;
-  if (weightsOverflow) staticNotes.add(`memory: weights ${gib(weightBytesPerRank)} GiB per rank exceed ${chip.name}'s ${chip.hbm_gib} GiB of HBM before any KV cache`);
+  if (weightsOverflow)
+    staticNotes.add(
+      `memory: weights ${gib(weightBytesPerRank)} GiB per rank exceed ${chip.name}'s ${chip.hbm_gib} GiB of HBM before any KV cache`,
+    );
   // A windowed layer keeps Σ_rows min(ctx, W) tokens: exactly what the walk sums into allRead for
   // its reader (window W, no compressed stream), so the capacity check adds nothing per request.
   const kvWindows = [...kvByWindow.keys()].filter((w) => w !== Infinity);
@@ -89,7 +111,14 @@ export function buildNotesPlan(
  * @param tok step tokens; nReq rows; ctxSumAll Σ context after the step over rows; allRead the walk's
  *   per-reader tokens read over every row; big largest out-of-table collective message, bytes (0 = none)
  */
-export function stepNotes(np: NotesPlan, tok: number, nReq: number, ctxSumAll: number, allRead: Float64Array, big: number): readonly string[] {
+export function stepNotes(
+  np: NotesPlan,
+  tok: number,
+  nReq: number,
+  ctxSumAll: number,
+  allRead: Float64Array,
+  big: number,
+): readonly string[] {
   // The GEMM ramps run at m = tok (and at m = requests in drafter passes 2..k).
   const mMin = np.drafterRunsAtRequests && nReq < tok ? nReq : tok;
   const nRamps = np.rampMinM.length;
@@ -103,8 +132,13 @@ export function stepNotes(np: NotesPlan, tok: number, nReq: number, ctxSumAll: n
   if (!full && !(big > 0)) return shared;
   const out = [...shared];
   if (full) {
-    out.push(`memory: weights ${gib(np.weightBytesPerRank)} GiB + KV cache ${gib(kvBytes)} GiB for this batch = ${gib(total)} GiB per rank exceed ${np.chipName}'s ${np.hbmGib} GiB of HBM`);
+    out.push(
+      `memory: weights ${gib(np.weightBytesPerRank)} GiB + KV cache ${gib(kvBytes)} GiB for this batch = ${gib(total)} GiB per rank exceed ${np.chipName}'s ${np.hbmGib} GiB of HBM`,
+    );
   }
-  if (big > 0) out.push(`a collective message of ${big} bytes exceeds the largest fitted size (${COLLECTIVE_MAX_FITTED_BYTES} bytes)`);
+  if (big > 0)
+    out.push(
+      `a collective message of ${big} bytes exceeds the largest fitted size (${COLLECTIVE_MAX_FITTED_BYTES} bytes)`,
+    );
   return out;
 }

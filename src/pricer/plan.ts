@@ -195,7 +195,14 @@ function readerIndex(readers: ReaderSpec[], r: ReaderSpec): number {
 type GemmGroups = Map<string, { A: number; mh: number }>;
 
 /** Add one dense GEMM's folded ramp constant (seed "Arithmetic"; reference §4.3) to its group. */
-function addGemm(ctx: PlanContext, groups: GemmGroups, w: StorageDtype, flopsPerToken: number, nEff: number, kEff: number): void {
+function addGemm(
+  ctx: PlanContext,
+  groups: GemmGroups,
+  w: StorageDtype,
+  flopsPerToken: number,
+  nEff: number,
+  kEff: number,
+): void {
   const f = ctx.coef.format(w);
   ctx.gemmRamps.add(f.ramp);
   const shape = shapeFactor(nEff, f.nh) * shapeFactor(kEff, f.kh);
@@ -206,11 +213,23 @@ function addGemm(ctx: PlanContext, groups: GemmGroups, w: StorageDtype, flopsPer
 }
 
 /** A GEMM node: weights read once per step (seed "Memory"), arithmetic on the ramp (seed "Arithmetic"). */
-function addGemmNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: Extract<GraphNode, { op: 'GEMM' }>): void {
+function addGemmNode(
+  ctx: PlanContext,
+  kp: KindPlan,
+  groups: GemmGroups,
+  node: Extract<GraphNode, { op: 'GEMM' }>,
+): void {
   const w = node.weight_dtype ?? ctx.served;
   const par = node.parallel ?? 'column';
   const div = par === 'replicated' ? 1 : ctx.tp;
-  addGemm(ctx, groups, w, (2 * node.n * node.k) / div, par === 'column' ? node.n / ctx.tp : node.n, par === 'row' ? node.k / ctx.tp : node.k);
+  addGemm(
+    ctx,
+    groups,
+    w,
+    (2 * node.n * node.k) / div,
+    par === 'column' ? node.n / ctx.tp : node.n,
+    par === 'row' ? node.k / ctx.tp : node.k,
+  );
   kp.weightBytes += (node.n * node.k * bytesPerElement(w)) / div;
 }
 
@@ -223,12 +242,22 @@ function addGemmNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: E
  * imbalance median is not applied to it. Undefined (with a note naming the entry) when the entry or
  * the format's dense peak is missing: the caller falls back to the dense GEMM ramp.
  */
-function expertLawPlan(ctx: PlanContext, node: Extract<GraphNode, { op: 'GroupedGEMM' }>, w: StorageDtype, shards: number): ExpertLawPlan | undefined {
+function expertLawPlan(
+  ctx: PlanContext,
+  node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
+  w: StorageDtype,
+  shards: number,
+): ExpertLawPlan | undefined {
   const eps = ctx.coef.opt(`moe_expert_eps_max_${w}`);
-  const peak = (GEMM_DTYPES as readonly string[]).includes(w) ? peakFlopsPerUs(ctx.coef.chip, w as GemmDtype) : undefined;
+  const peak = (GEMM_DTYPES as readonly string[]).includes(w)
+    ? peakFlopsPerUs(ctx.coef.chip, w as GemmDtype)
+    : undefined;
   if (eps === undefined || peak === undefined) {
-    const why = eps === undefined ? `no moe_expert_eps_max_${w} in the registry` : `no dense ${w} peak on ${ctx.coef.chip.name}`;
-    ctx.coef.staticNotes.add(`${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`);
+    const why =
+      eps === undefined ? `no moe_expert_eps_max_${w} in the registry` : `no dense ${w} peak on ${ctx.coef.chip.name}`;
+    ctx.coef.staticNotes.add(
+      `${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`,
+    );
     return undefined;
   }
   const c: ExpertCoefficients = {
@@ -238,12 +267,34 @@ function expertLawPlan(ctx: PlanContext, node: Extract<GraphNode, { op: 'Grouped
     route_bytes_per_us: ctx.coef.opt(`moe_expert_route_rate_${w}`) ?? Infinity,
   };
   const hbm = ctx.coef.chip.hbm_bytes_per_us;
-  const r: ExpertRates = { peak_flops_per_us: peak, hbm_bytes_per_us: hbm, hbm_derate: ctx.coef.hbmDerate, bytes_per_element: bytesPerElement(w) };
+  const r: ExpertRates = {
+    peak_flops_per_us: peak,
+    hbm_bytes_per_us: hbm,
+    hbm_derate: ctx.coef.hbmDerate,
+    bytes_per_element: bytesPerElement(w),
+  };
   // One step token: P = k·L/E pairs and k·H·2 route bytes; the weight bytes of the touched experts divided back to one.
-  const layer = { tokens: 1, hidden: node.k, inter: node.n, topk: node.top_k, experts: node.experts, tp: shards, ep: ctx.ep, gated: node.gated !== false };
+  const layer = {
+    tokens: 1,
+    hidden: node.k,
+    inter: node.n,
+    topk: node.top_k,
+    experts: node.experts,
+    tp: shards,
+    ep: ctx.ep,
+    gated: node.gated !== false,
+  };
   const one = expertWork(layer, r.bytes_per_element);
-  const perTouched = expertTerms({ ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0 }, c, r);
-  const perPair = expertTerms({ ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes }, { ...c, m_half: 0 }, r);
+  const perTouched = expertTerms(
+    { ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0 },
+    c,
+    r,
+  );
+  const perPair = expertTerms(
+    { ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes },
+    { ...c, m_half: 0 },
+    r,
+  );
   return {
     floorUs: perTouched.floor_us,
     pairsPerToken: one.pairs,
@@ -267,15 +318,26 @@ function addExpertsOnDenseRamp(
   const f = ctx.coef.format(w);
   ctx.gemmRamps.add(f.ramp);
   const shape = shapeFactor(node.n / shards, f.nh) * shapeFactor(node.k, f.kh);
-  if (ctx.imbalance === undefined) ctx.coef.assumptions.push('no moe_routing_imbalance_median: routing taken as balanced (1.0)');
+  if (ctx.imbalance === undefined)
+    ctx.coef.assumptions.push('no moe_routing_imbalance_median: routing taken as balanced (1.0)');
   const imb = ctx.imbalance ?? 1;
-  kp.moeA += rampUsPerToken((node.top_k * (local / node.experts) * 2 * mats * node.n * node.k * imb) / shards, f.peak_flops_per_us, f.eps, shape);
+  kp.moeA += rampUsPerToken(
+    (node.top_k * (local / node.experts) * 2 * mats * node.n * node.k * imb) / shards,
+    f.peak_flops_per_us,
+    f.eps,
+    shape,
+  );
   kp.moeMh = f.mh;
   kp.moeUsPerExpert = readUs(ctx, (mats * node.n * node.k * bytesPerElement(w)) / shards);
 }
 
 /** A GroupedGEMM node: routed experts and any shared experts (seed "Experts"; reference §4.6). */
-function addExpertsNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node: Extract<GraphNode, { op: 'GroupedGEMM' }>): void {
+function addExpertsNode(
+  ctx: PlanContext,
+  kp: KindPlan,
+  groups: GemmGroups,
+  node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
+): void {
   const w = node.weight_dtype ?? ctx.served;
   const local = node.experts / ctx.ep; // an integer: validateParallelism refused anything else
   // KNOWN DIVERGENCE 3 (reference §4.6): under pure TP each rank computes every expert at 1/tp
@@ -305,7 +367,8 @@ function addExpertsNode(ctx: PlanContext, kp: KindPlan, groups: GemmGroups, node
  */
 function attentionReader(node: Extract<GraphNode, { op: 'Attention' }>): ReaderSpec {
   if (node.role === 'indexer') return { window: 0, ratio: node.compress_ratio ?? 1, cap: Infinity };
-  if (node.kind === 'sparse') return { window: node.window ?? 0, ratio: node.compress_ratio ?? 1, cap: node.index_topk ?? Infinity };
+  if (node.kind === 'sparse')
+    return { window: node.window ?? 0, ratio: node.compress_ratio ?? 1, cap: node.index_topk ?? Infinity };
   return { window: node.window ?? Infinity, ratio: 0, cap: Infinity };
 }
 
@@ -316,9 +379,14 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNod
   const latent = node.kind === 'mla' || node.kind === 'sparse' || indexer;
   // KNOWN DIVERGENCE 10 (reference §4.5 divides a whole-model KV figure by TotalLayers, which
   // under-counts hybrids): each layer's KV bytes come from its own attention node.
-  const kvPerToken = latent ? node.n_kv * node.d_h * ctx.kvB : 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
+  const kvPerToken = latent
+    ? node.n_kv * node.d_h * ctx.kvB
+    : 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
   const dc = ctx.coef.decodeAttention(node.kind);
-  if (!dc) ctx.coef.assumptions.push(`no attention_decode_rate: ${node.kind} decode charged as raw bytes at the derated HBM rate, no floor`);
+  if (!dc)
+    ctx.coef.assumptions.push(
+      `no attention_decode_rate: ${node.kind} decode charged as raw bytes at the derated HBM rate, no floor`,
+    );
   // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local
   // heads (only its latent cache is replicated, which kvPerToken reflects).
   const qHeads = node.n_q / ctx.tp;
@@ -348,7 +416,8 @@ function addRecurrentNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNod
   // intra-chunk quadratic term over a 256-token chunk and the state update, 2 FLOPs each.
   const heads = node.num_heads / ctx.tp;
   const scanFlops = 2 * heads * (256 * (node.head_dim + node.state_size) + 2 * node.head_dim * node.state_size);
-  if (preRate === undefined) ctx.coef.assumptions.push(`no recurrent_prefill_rate_${k}: prefill priced as the chunked scan's arithmetic`);
+  if (preRate === undefined)
+    ctx.coef.assumptions.push(`no recurrent_prefill_rate_${k}: prefill priced as the chunked scan's arithmetic`);
   kp.rec.push({
     floor: ctx.coef.need(`recurrent_decode_floor_${k}`),
     decRate: ctx.coef.need(`recurrent_decode_rate_${k}`),
@@ -364,11 +433,18 @@ function addRecurrentNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNod
  * × top_k when routed. A group of one moves nothing and launches nothing (tp 1 emits no all-reduce).
  * @returns false when the node launches nothing (its kernels are not counted)
  */
-function addCollectiveNode(ctx: PlanContext, kp: KindPlan, node: GraphNode & { op: 'AllReduce' | 'AllGather' | 'ReduceScatter' | 'All2All' }, nodes: readonly GraphNode[]): boolean {
+function addCollectiveNode(
+  ctx: PlanContext,
+  kp: KindPlan,
+  node: GraphNode & { op: 'AllReduce' | 'AllGather' | 'ReduceScatter' | 'All2All' },
+  nodes: readonly GraphNode[],
+): boolean {
   const width = node.op === 'All2All' ? ctx.ep : ctx.tp;
   if (width <= 1) return false;
   const op = COLLECTIVE_OP[node.op]!;
-  const topK = node.routed ? Math.max(1, ...nodes.filter((n) => n.op === 'GroupedGEMM').map((n) => (n as { top_k: number }).top_k)) : 1;
+  const topK = node.routed
+    ? Math.max(1, ...nodes.filter((n) => n.op === 'GroupedGEMM').map((n) => (n as { top_k: number }).top_k))
+    : 1;
   kp.colls.push({ ...ctx.coef.collective(op, width), bytesPerToken: (node.bytes_per_token ?? ctx.hidden * 2) * topK });
   return true;
 }
@@ -386,7 +462,13 @@ function nodeRuns(node: GraphNode, withPrefill: boolean, tp: number, ep: number)
  * @param withPrefill include prefill-only nodes (`phase: prefill`)
  * @throws UserError for a missing required coefficient (from PricerCoefficients).
  */
-function buildKind(ctx: PlanContext, id: string, count: number, nodes: readonly GraphNode[], withPrefill: boolean): KindPlan {
+function buildKind(
+  ctx: PlanContext,
+  id: string,
+  count: number,
+  nodes: readonly GraphNode[],
+  withPrefill: boolean,
+): KindPlan {
   const groups: GemmGroups = new Map();
   const kp = emptyKind(id, count);
   for (const node of nodes) {
@@ -427,7 +509,17 @@ export function buildPass(ctx: PlanContext, g: ModelGraph, stack: Stack): PassPl
   const seq = expandStack(stack);
   const counts = new Map<string, number>();
   for (const id of seq) counts.set(id, (counts.get(id) ?? 0) + 1);
-  const plan: PassPlan = { withPrefill: [], decodeOnly: [], layers: seq.length, kernelsWithPrefill: 0, kernelsDecodeOnly: 0, pieces: 1, weightBytes: 0, kvBytesPerToken: 0, kvByWindow: new Map() };
+  const plan: PassPlan = {
+    withPrefill: [],
+    decodeOnly: [],
+    layers: seq.length,
+    kernelsWithPrefill: 0,
+    kernelsDecodeOnly: 0,
+    pieces: 1,
+    weightBytes: 0,
+    kvBytesPerToken: 0,
+    kvByWindow: new Map(),
+  };
   for (const [id, count] of counts) {
     const kind = g.layer_kinds.find((k) => k.id === id)!;
     const a = buildKind(ctx, id, count, kind.nodes, true);

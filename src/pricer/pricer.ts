@@ -83,17 +83,28 @@ function buildPasses(ctx: PlanContext, model: ModelGraph, specTokens: number, dr
       drafter = buildPass(ctx, model, model.speculator.stack);
       if (model.speculator.head) drafterHead = head;
     } else {
-      throw new UserError(`speculative decoding with ${specTokens} tokens, but ${model.name}'s graph states no speculator and no drafter graph was given`);
+      throw new UserError(
+        `speculative decoding with ${specTokens} tokens, but ${model.name}'s graph states no speculator and no drafter graph was given`,
+      );
     }
   }
   return { target, head, drafter, drafterHead };
 }
 
 /** The plan context: served formats, the prefill-attention and MoE coefficients, the bf16 ramp. */
-function planContext(coef: PricerCoefficients, model: ModelGraph, deployment: Deployment, served: StorageDtype, kvB: number): PlanContext {
+function planContext(
+  coef: PricerCoefficients,
+  model: ModelGraph,
+  deployment: Deployment,
+  served: StorageDtype,
+  kvB: number,
+): PlanContext {
   const prefillScale = coef.opt('attention_prefill_work_scale');
   const prefillFloor = coef.opt('attention_prefill_floor') ?? 0;
-  if (prefillScale === undefined) coef.assumptions.push('no attention_prefill_work_scale: prefill attention priced at the plain bf16 GEMM ramp, no floor');
+  if (prefillScale === undefined)
+    coef.assumptions.push(
+      'no attention_prefill_work_scale: prefill attention priced at the plain bf16 GEMM ramp, no floor',
+    );
   const imbalance = coef.opt('moe_routing_imbalance_median');
   return {
     coef,
@@ -112,7 +123,12 @@ function planContext(coef: PricerCoefficients, model: ModelGraph, deployment: De
 }
 
 /** The walk's constants: the unbounded reader summed inline, the others looped per request. */
-function walkPlan(readers: readonly ReaderSpec[], deployment: Deployment, specTokens: number, attnMHalf: number): WalkPlan {
+function walkPlan(
+  readers: readonly ReaderSpec[],
+  deployment: Deployment,
+  specTokens: number,
+  attnMHalf: number,
+): WalkPlan {
   const uniformWidth = 1 + specTokens;
   const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
   return {
@@ -131,10 +147,18 @@ function walkPlan(readers: readonly ReaderSpec[], deployment: Deployment, specTo
  * own head). vLLM's VocabParallelEmbedding splits the table over tp; it stays bf16 under
  * quantization; a tied table is the lm_head's weight, already counted.
  */
-function residentWeights(model: ModelGraph, tp: number, passes: ReturnType<typeof buildPasses>): { weights: number; embedding: number } {
+function residentWeights(
+  model: ModelGraph,
+  tp: number,
+  passes: ReturnType<typeof buildPasses>,
+): { weights: number; embedding: number } {
   const { target, head, drafter, drafterHead } = passes;
-  const embedding = model.global.tie_word_embeddings ? 0 : (model.global.vocab_size * model.global.hidden_size * 2) / tp;
-  const drafterBytes = drafter ? drafter.weightBytes + (drafterHead && drafterHead !== head ? drafterHead.k.weightBytes : 0) : 0;
+  const embedding = model.global.tie_word_embeddings
+    ? 0
+    : (model.global.vocab_size * model.global.hidden_size * 2) / tp;
+  const drafterBytes = drafter
+    ? drafter.weightBytes + (drafterHead && drafterHead !== head ? drafterHead.k.weightBytes : 0)
+    : 0;
   return { weights: target.weightBytes + head.k.weightBytes + embedding + drafterBytes, embedding };
 }
 
@@ -147,12 +171,19 @@ function residentWeights(model: ModelGraph, tp: number, passes: ReturnType<typeo
  * @throws UserError for an unknown dtype, a missing required coefficient (listing the family's known
  *   names), an expert count not divisible by ep, or a speculative deployment with no drafter graph.
  */
-export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployment, reg: ResolvedCoefficients, opts: PricerOptions = {}): StepPricer {
+export function createPricer(
+  chip: Chip,
+  model: ModelGraph,
+  deployment: Deployment,
+  reg: ResolvedCoefficients,
+  opts: PricerOptions = {},
+): StepPricer {
   const served = servedDtype(deployment.weight_dtype, model.global.weight_dtype);
   const kvB = kvBytesPerElement(deployment.kv_dtype, served);
   validateParallelism(opts.drafter ? [model, opts.drafter] : [model], deployment.tp, deployment.ep);
   const smScale = opts.sm_scale ?? 1;
-  if (!(smScale > 0 && Number.isFinite(smScale))) throw new UserError(`sm_scale must be a finite number > 0, got ${opts.sm_scale}`);
+  if (!(smScale > 0 && Number.isFinite(smScale)))
+    throw new UserError(`sm_scale must be a finite number > 0, got ${opts.sm_scale}`);
   // Memory: datasheet bandwidth × measured derate (seed "Memory"; reference §2 "lift"), looked up first.
   const coef = new PricerCoefficients(chip, model.name, deployment.tp, deployment.ep, reg, served);
   const host = coef.host(deployment.cudagraph_mode !== 'NONE');
@@ -175,7 +206,16 @@ export function createPricer(chip: Chip, model: ModelGraph, deployment: Deployme
     specTokens,
     host,
     walkPlan: walkPlan(ctx.readers, deployment, specTokens, ctx.bf16.mh),
-    notes: buildNotesPlan(reg, chip, ctx.gemmRamps, coef.staticNotes, resident.weights, kvByWindow, ctx.readers, drafter !== undefined && specTokens > 1),
+    notes: buildNotesPlan(
+      reg,
+      chip,
+      ctx.gemmRamps,
+      coef.staticNotes,
+      resident.weights,
+      kvByWindow,
+      ctx.readers,
+      drafter !== undefined && specTokens > 1,
+    ),
     scratch: new StepScratch(ctx.readers.length),
   };
   const info: PricerInfo = {

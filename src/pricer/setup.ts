@@ -39,16 +39,31 @@ export interface PricerSetup {
  *   (saying how to create it), a registry with schema or physics errors (assertRegistryUsable: file,
  *   set, entry, field) or a missing coefficient.
  */
-export function setupPricer(model: string, chip: string, deployment: Partial<Deployment> = {}, registryFile?: string): PricerSetup {
+export function setupPricer(
+  model: string,
+  chip: string,
+  deployment: Partial<Deployment> = {},
+  registryFile?: string,
+): PricerSetup {
   const c = loadChip(chip);
   const m = loadModel(model);
   const d = defaultDeployment(deployment);
   const file = registryFile ?? defaultRegistryPath(c.name);
   if (!existsSync(file)) {
-    throw new UserError(`no registry file ${path.relative(process.cwd(), file) || file} for chip ${c.name}; create it with \`stepcal fit all --chip ${c.name}\` or pass --registry <file>`);
+    throw new UserError(
+      `no registry file ${path.relative(process.cwd(), file) || file} for chip ${c.name}; create it with \`stepcal fit all --chip ${c.name}\` or pass --registry <file>`,
+    );
   }
   const sets = loadRegistryFile(file);
   assertRegistryUsable(sets, file, c.name);
   const registry = resolveCoefficients(sets, { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
-  return { chip: c, model: m, deployment: d, registry, registry_file: file, pricer: createPricer(c, m, d, registry), max_positions: maxPositionEmbeddings(model) };
+  return {
+    chip: c,
+    model: m,
+    deployment: d,
+    registry,
+    registry_file: file,
+    pricer: createPricer(c, m, d, registry),
+    max_positions: maxPositionEmbeddings(model),
+  };
 }

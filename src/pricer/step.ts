@@ -63,7 +63,16 @@ type PerKind = NonNullable<StepPrice['per_kind']>;
  * One layer of a kind: its terms into scratch.lay (SM times scaled by smScale).
  * @returns the largest collective message beyond the fitted tables, bytes (0 = none)
  */
-function layerTimes(p: StepPlan, kp: KindPlan, tok: number, anyDecode: boolean, anyPrefill: boolean, dec: Float64Array, pre: Float64Array, decTok: number): number {
+function layerTimes(
+  p: StepPlan,
+  kp: KindPlan,
+  tok: number,
+  anyDecode: boolean,
+  anyPrefill: boolean,
+  dec: Float64Array,
+  pre: Float64Array,
+  decTok: number,
+): number {
   const sc = p.scratch;
   // The ramp's m is the step's token count on this rank (reference §4.3).
   let sm = gemmSmUs(kp, tok);
@@ -108,7 +117,13 @@ function pricePass(
       perKind.push({
         kind: prefix + kp.id,
         count: c,
-        resources_us: { sm: c * (lay[0]! + lay[4]!), hbm: c * (lay[1]! + lay[5]!), nvlink: c * lay[2]!, nic: c * lay[3]!, host: 0 },
+        resources_us: {
+          sm: c * (lay[0]! + lay[4]!),
+          hbm: c * (lay[1]! + lay[5]!),
+          nvlink: c * lay[2]!,
+          nic: c * lay[3]!,
+          host: 0,
+        },
         experts_us: c * (lay[4]! + lay[5]!),
       });
     }
@@ -120,20 +135,32 @@ function pricePass(
  * it samples (a decode row's scheduled tokens, one per prefill row); BLIS prices the head over every
  * token. The final norm still runs over all `tok` rows.
  */
-function priceHead(p: StepPlan, h: HeadPlan, rows: number, tok: number, perKind: PerKind | undefined, label: string): void {
+function priceHead(
+  p: StepPlan,
+  h: HeadPlan,
+  rows: number,
+  tok: number,
+  perKind: PerKind | undefined,
+  label: string,
+): void {
   const { walk, lay, acc } = p.scratch;
   layerTimes(p, h.k, rows, false, false, walk.decRead, walk.preRead, 0);
   const sm = lay[0]!;
   const hbm = lay[1]! + (tok - rows) * h.k.eltUsPerToken;
   composeHead(acc, sm, hbm);
-  if (perKind) perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
+  if (perKind)
+    perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
 }
 
 /** Host time of one pass of `pass` with `kernels` kernels at `tok` tokens under graph mode `gm`, µs. */
 function passHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kernels: number): number {
   const h = p.host;
   const eager = eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, kernels, pass.layers);
-  return passHostUs(launchUs(gm, tok > p.maxCaptureSize, h.replayUs, h.pieceUs, pass.pieces, eager), h.dispatchUs, kernels);
+  return passHostUs(
+    launchUs(gm, tok > p.maxCaptureSize, h.replayUs, h.pieceUs, pass.pieces, eager),
+    h.dispatchUs,
+    kernels,
+  );
 }
 
 /**
@@ -152,7 +179,18 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
     const first = j === 0;
     const kinds = first && anyPrefill ? drafter.withPrefill : drafter.decodeOnly;
     const tok = first ? w.tok : w.nReq;
-    pricePass(p, kinds, tok, first ? w.nReq > w.nPrefill : true, first && anyPrefill, first ? w.decRead : w.allRead, w.preRead, first ? w.decTok : w.nReq, perKind, 'drafter:');
+    pricePass(
+      p,
+      kinds,
+      tok,
+      first ? w.nReq > w.nPrefill : true,
+      first && anyPrefill,
+      first ? w.decRead : w.allRead,
+      w.preRead,
+      first ? w.decTok : w.nReq,
+      perKind,
+      'drafter:',
+    );
     if (dh) priceHead(p, dh, first ? w.headRows : w.nReq, tok, perKind, 'drafter:head');
     host += passHost(p, drafter, first ? gm : p.graphUniform, tok, first && anyPrefill ? dk : dkd);
   }
@@ -181,7 +219,18 @@ export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undef
   // A step with no prefill row skips prefill-only nodes (seed "Host time").
   const kernels = (anyPrefill ? target.kernelsWithPrefill : target.kernelsDecodeOnly) + p.head.kernels;
   if (tok > 0) {
-    pricePass(p, anyPrefill ? target.withPrefill : target.decodeOnly, tok, anyDecode, anyPrefill, w.decRead, w.preRead, w.decTok, perKind, '');
+    pricePass(
+      p,
+      anyPrefill ? target.withPrefill : target.decodeOnly,
+      tok,
+      anyDecode,
+      anyPrefill,
+      w.decRead,
+      w.preRead,
+      w.decTok,
+      perKind,
+      '',
+    );
     priceHead(p, p.head, w.headRows, tok, perKind, 'head');
   }
   let host = passHost(p, target, gm, tok, kernels);

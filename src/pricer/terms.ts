@@ -57,7 +57,8 @@ export function recurrentSmUs(kp: KindPlan, anyDecode: boolean, decTok: number, 
   for (let r = 0; r < kp.rec.length; r++) {
     const rc = kp.rec[r]!;
     if (anyDecode) sm += floorPlusWork(rc.floor, decTok, rc.decRate);
-    if (preTok > 0) sm += rc.preRate !== undefined ? floorPlusWork(0, preTok, rc.preRate) : rampUs(rc.preA, preTok, rc.preMh);
+    if (preTok > 0)
+      sm += rc.preRate !== undefined ? floorPlusWork(0, preTok, rc.preRate) : rampUs(rc.preA, preTok, rc.preMh);
   }
   return sm;
 }

@@ -25,7 +25,6 @@ export interface Batch {
   requests: Request[];
 }
 
-
 export interface Deployment {
   /** Tensor-parallel width. */
   tp: number;

@@ -31,7 +31,10 @@ export function toBlisEntry(e: CoefficientEntry): CoefficientEntry {
 export function hardwareKey(e: CoefficientEntry): string {
   const hw = e.scope?.hardware;
   if (!hw || hw.length === 0) return 'any';
-  return [...hw].map((h) => h.toLowerCase()).sort().join('+');
+  return [...hw]
+    .map((h) => h.toLowerCase())
+    .sort()
+    .join('+');
 }
 
 /** One exported file. */
@@ -46,7 +49,11 @@ export interface ExportedFile {
 /** Serialize one set in the strict layout (single document). */
 export function stringifyBlisSet(s: CoefficientSet): string {
   return stringifyYaml(
-    { kind: 'CoefficientSet', name: s.name, coefficients: s.coefficients.map((c) => ({ [c.name]: toBlisEntry(c.entry) })) },
+    {
+      kind: 'CoefficientSet',
+      name: s.name,
+      coefficients: s.coefficients.map((c) => ({ [c.name]: toBlisEntry(c.entry) })),
+    },
     { lineWidth: 0, aliasDuplicateObjects: false },
   );
 }
@@ -78,7 +85,11 @@ export interface BlisImport {
  * @param files name and text of each file
  * @throws UserError listing every schema/physics error (file, entry, field) when any file is invalid
  */
-export function importBlis(files: ReadonlyArray<{ file: string; text: string }>, chip: string, opts: ValidateOptions = {}): BlisImport {
+export function importBlis(
+  files: ReadonlyArray<{ file: string; text: string }>,
+  chip: string,
+  opts: ValidateOptions = {},
+): BlisImport {
   const merged = new Map<string, NamedEntry[]>();
   let skipped = 0;
   const errors: string[] = [];
@@ -95,7 +106,9 @@ export function importBlis(files: ReadonlyArray<{ file: string; text: string }>,
     }
   }
   if (errors.length) throw new UserError(`strict-layout import refused:\n${errors.join('\n')}`);
-  const sets = [...merged].filter(([, l]) => l.length > 0).map(([name, coefficients]) => ({ kind: 'CoefficientSet' as const, name, coefficients }));
+  const sets = [...merged]
+    .filter(([, l]) => l.length > 0)
+    .map(([name, coefficients]) => ({ kind: 'CoefficientSet' as const, name, coefficients }));
   const all = validateRegistry(sets, `<imported for ${chip}>`, opts);
   const dup = errorsOf(all).filter((p) => p.check === 'schema');
   if (dup.length) throw new UserError(`strict-layout import refused:\n${dup.map(formatProblem).join('\n')}`);

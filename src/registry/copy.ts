@@ -36,7 +36,7 @@ export const COPY_REASONS: Readonly<Record<string, string>> = {
   'b200→gb200':
     'GB200 carries the same B200-class Blackwell silicon (compute capability 10.0, 148 SMs, HBM3e, NVLink 5 at 900 GB/s per direction per GPU) as HGX B200; what differs is the package and the NVLink domain: a Grace-Blackwell superchip tray of 4 GPUs inside a 72-GPU NVL72 rack that is one NVLink domain, instead of an 8-GPU HGX node. Kernels (GEMM, attention) and per-GPU link rates are therefore expected to behave like B200; collectives measured on 2–8 B200 ranks stand in for the same widths inside the NVL72 domain (NVLink switch trays instead of the HGX baseboard switch; not measured). GB200 runs at a higher power limit, so its datasheet peaks are ~11% higher than B200; the copied ramps scale with them (assumption).',
   'b200→b300':
-    'B300 (Blackwell Ultra, compute capability 10.3) is the same Blackwell generation as B200: same SM count (148), same NVLink 5 at 900 GB/s per direction, same dense BF16/FP8 peaks. Caveats: Blackwell Ultra raises the dense FP4 peak by 1.5× (13.5 vs 9 PFLOP/s) and carries more HBM3e (268 vs 180 GiB, 8.0 vs 7.7 TB/s). The copied GEMM ramps are fractions of each chip\'s own datasheet peak, so compute times scale with B300\'s datasheet; that B300 reaches the same fraction of its raised FP4 peak as B200 does of its own is an ASSUMPTION, not a measurement.',
+    "B300 (Blackwell Ultra, compute capability 10.3) is the same Blackwell generation as B200: same SM count (148), same NVLink 5 at 900 GB/s per direction, same dense BF16/FP8 peaks. Caveats: Blackwell Ultra raises the dense FP4 peak by 1.5× (13.5 vs 9 PFLOP/s) and carries more HBM3e (268 vs 180 GiB, 8.0 vs 7.7 TB/s). The copied GEMM ramps are fractions of each chip's own datasheet peak, so compute times scale with B300's datasheet; that B300 reaches the same fraction of its raised FP4 peak as B200 does of its own is an ASSUMPTION, not a measurement.",
 };
 
 /** The key of `COPY_REASONS`. */
@@ -106,7 +106,8 @@ export function datasheetDifferences(from: Chip, to: Chip): string[] {
   const cmp = (label: string, a: number | undefined, b: number | undefined, unit: string) => {
     if (a !== b) d.push(`${label} ${b ?? 'none'} vs ${a ?? 'none'}${unit}`);
   };
-  for (const dt of ['bf16', 'fp8', 'nvfp4', 'tf32', 'int8'] as const) cmp(`${dt} peak`, from.peak_tflops[dt], to.peak_tflops[dt], ' TFLOP/s');
+  for (const dt of ['bf16', 'fp8', 'nvfp4', 'tf32', 'int8'] as const)
+    cmp(`${dt} peak`, from.peak_tflops[dt], to.peak_tflops[dt], ' TFLOP/s');
   cmp('HBM', from.hbm_tb_per_s, to.hbm_tb_per_s, ' TB/s');
   cmp('HBM capacity', from.hbm_gib, to.hbm_gib, ' GiB');
   cmp('NVLink', from.nvlink_gb_per_s_per_dir, to.nvlink_gb_per_s_per_dir, ' GB/s per direction');
@@ -131,7 +132,11 @@ export function copyRationale(from: Chip, to: Chip, reason: string): string {
 }
 
 /** Rename a collective name's chip from `from` to `to`; other names unchanged. */
-export function renameForChip(name: string, from: string, to: string): { name: string; renamed: boolean; foreign?: string } {
+export function renameForChip(
+  name: string,
+  from: string,
+  to: string,
+): { name: string; renamed: boolean; foreign?: string } {
   const c = parseCollectiveName(name);
   if (!c) return { name, renamed: false };
   const norm = (s: string) => s.toLowerCase().replace(/-/g, '_');
@@ -181,31 +186,67 @@ export function copyRegistry(o: CopyOptions): CopyResult {
   const to = o.to.name;
   const sourceFile = o.sourceFile ?? `registry/${from}.yaml`;
   const file = o.file ?? `registry/${to}.yaml`;
-  const base: CopyResult = { status: 'refused', from, to, sets: [], copied: 0, by_source_method: {}, renamed: 0, skipped: [], replaces: [], problems: [], rationale: '' };
-  const list = (xs: string[]) => (xs.length > 8 ? `${xs.slice(0, 8).join(', ')} and ${xs.length - 8} more` : xs.join(', '));
+  const base: CopyResult = {
+    status: 'refused',
+    from,
+    to,
+    sets: [],
+    copied: 0,
+    by_source_method: {},
+    renamed: 0,
+    skipped: [],
+    replaces: [],
+    problems: [],
+    rationale: '',
+  };
+  const list = (xs: string[]) =>
+    xs.length > 8 ? `${xs.slice(0, 8).join(', ')} and ${xs.length - 8} more` : xs.join(', ');
 
-  if (from.toLowerCase() === to.toLowerCase()) return { ...base, reason: `--from and --to are the same chip (${from})` };
+  if (from.toLowerCase() === to.toLowerCase())
+    return { ...base, reason: `--from and --to are the same chip (${from})` };
   const reason = o.reason ?? COPY_REASONS[copyReasonKey(from, to)];
   if (reason === undefined)
-    return { ...base, reason: `no --reason given and stepcal has no stated reason for copying ${from} → ${to}: say why the parts are comparable (--reason "…", at least ${MIN_REASON_CHARS} characters)` };
-  if (reason.trim().length < MIN_REASON_CHARS) return { ...base, reason: `--reason must say why the parts are comparable (at least ${MIN_REASON_CHARS} characters), got "${reason}"` };
+    return {
+      ...base,
+      reason: `no --reason given and stepcal has no stated reason for copying ${from} → ${to}: say why the parts are comparable (--reason "…", at least ${MIN_REASON_CHARS} characters)`,
+    };
+  if (reason.trim().length < MIN_REASON_CHARS)
+    return {
+      ...base,
+      reason: `--reason must say why the parts are comparable (at least ${MIN_REASON_CHARS} characters), got "${reason}"`,
+    };
 
   // The source must be original data, not copies of copies.
   const sourceEntries = o.source.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, c })));
   const ofSource = sourceEntries.filter((x) => scopedToChip(x.c.entry.scope, from));
   if (ofSource.length === 0) return { ...base, reason: `${sourceFile} holds no entry scoped to ${from}` };
   const copies = ofSource.filter((x) => x.c.entry.method === 'copied').map((x) => x.c.name);
-  if (copies.length) return { ...base, reason: `${sourceFile} holds ${copies.length} entr${copies.length === 1 ? 'y' : 'ies'} that are themselves copies (${list(copies)}): copy from the measured original instead` };
+  if (copies.length)
+    return {
+      ...base,
+      reason: `${sourceFile} holds ${copies.length} entr${copies.length === 1 ? 'y' : 'ies'} that are themselves copies (${list(copies)}): copy from the measured original instead`,
+    };
 
   // Never replace measured data (or another chip's entries) with copies.
   const replaces: CopyResult['replaces'] = [];
   if (o.existing) {
     const ex = o.existing.flatMap((s) => s.coefficients);
-    const measured = ex.filter((c) => scopedToChip(c.entry.scope, to) && c.entry.method === 'measured').map((c) => c.name);
+    const measured = ex
+      .filter((c) => scopedToChip(c.entry.scope, to) && c.entry.method === 'measured')
+      .map((c) => c.name);
     if (measured.length)
-      return { ...base, reason: `${file} holds ${measured.length} entr${measured.length === 1 ? 'y' : 'ies'} measured on ${to} (${list(measured)}): copies never replace measured data` };
-    const other = ex.filter((c) => !scopedToChip(c.entry.scope, to)).map((c) => `${c.name} [hardware=${c.entry.scope?.hardware?.join(',') ?? 'any'}]`);
-    if (other.length) return { ...base, reason: `${file} holds ${other.length} entr${other.length === 1 ? 'y' : 'ies'} not scoped to ${to} (${list(other)}): the copy would drop them; write elsewhere with --out` };
+      return {
+        ...base,
+        reason: `${file} holds ${measured.length} entr${measured.length === 1 ? 'y' : 'ies'} measured on ${to} (${list(measured)}): copies never replace measured data`,
+      };
+    const other = ex
+      .filter((c) => !scopedToChip(c.entry.scope, to))
+      .map((c) => `${c.name} [hardware=${c.entry.scope?.hardware?.join(',') ?? 'any'}]`);
+    if (other.length)
+      return {
+        ...base,
+        reason: `${file} holds ${other.length} entr${other.length === 1 ? 'y' : 'ies'} not scoped to ${to} (${list(other)}): the copy would drop them; write elsewhere with --out`,
+      };
     for (const c of ex) replaces.push({ name: c.name, method: c.entry.method });
   }
 
@@ -218,7 +259,9 @@ export function copyRegistry(o: CopyOptions): CopyResult {
     const coefficients: NamedEntry[] = [];
     for (const c of s.coefficients) {
       if (!scopedToChip(c.entry.scope, from)) {
-        skipped.push(`${s.name}: ${c.name} [hardware=${c.entry.scope?.hardware?.join(',') ?? 'any'}]: not scoped to ${from}`);
+        skipped.push(
+          `${s.name}: ${c.name} [hardware=${c.entry.scope?.hardware?.join(',') ?? 'any'}]: not scoped to ${from}`,
+        );
         continue;
       }
       const r = renameForChip(c.name, from, to);
@@ -233,10 +276,23 @@ export function copyRegistry(o: CopyOptions): CopyResult {
     if (coefficients.length) sets.push({ kind: 'CoefficientSet', name: s.name, coefficients });
   }
   const copied = sets.reduce((n, s) => n + s.coefficients.length, 0);
-  const lookup = o.chipLookup ?? ((n: string) => (n.toLowerCase() === to.toLowerCase() ? o.to : n.toLowerCase() === from.toLowerCase() ? o.from : undefined));
+  const lookup =
+    o.chipLookup ??
+    ((n: string) =>
+      n.toLowerCase() === to.toLowerCase() ? o.to : n.toLowerCase() === from.toLowerCase() ? o.from : undefined);
   const problems = validateRegistry(sets, file, { chip: lookup });
   const errors = errorsOf(problems);
-  const res: CopyResult = { ...base, sets, copied, by_source_method: by, renamed, skipped, replaces, problems, rationale };
+  const res: CopyResult = {
+    ...base,
+    sets,
+    copied,
+    by_source_method: by,
+    renamed,
+    skipped,
+    replaces,
+    problems,
+    rationale,
+  };
   if (errors.length)
     return {
       ...res,

@@ -47,7 +47,9 @@ interface Flat {
 
 function flatten(sets: readonly CoefficientSet[]): Map<string, Flat> {
   const m = new Map<string, Flat>();
-  for (const s of sets) for (const c of s.coefficients) m.set(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`, { set: s.name, name: c.name, entry: c.entry });
+  for (const s of sets)
+    for (const c of s.coefficients)
+      m.set(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`, { set: s.name, name: c.name, entry: c.entry });
   return m;
 }
 
@@ -135,7 +137,9 @@ const fmtCi = (c?: [number, number]) => fmtInterval(c, fmtNum);
 /** Human-readable diff: one line per added/removed entry, a table of changed ones. */
 export function formatDiff(d: RegistryDiff): string {
   const lines: string[] = [];
-  lines.push(`added ${d.added.length}, removed ${d.removed.length}, changed ${d.changed.length}, unchanged ${d.unchanged}`);
+  lines.push(
+    `added ${d.added.length}, removed ${d.removed.length}, changed ${d.changed.length}, unchanged ${d.unchanged}`,
+  );
   for (const x of d.added) lines.push(`+ ${x.set}: ${x.label} = ${fmtNum(x.value)} (${x.method})`);
   for (const x of d.removed) lines.push(`- ${x.set}: ${x.label} = ${fmtNum(x.value)} (${x.method})`);
   if (d.changed.length) {
@@ -144,7 +148,9 @@ export function formatDiff(d: RegistryDiff): string {
     for (const c of d.changed) {
       const rel = c.relative_change === null ? 'n/a' : `${(100 * c.relative_change).toFixed(2)}%`;
       const ov = c.ci_overlap === null ? 'n/a' : c.ci_overlap ? 'yes' : 'NO';
-      lines.push(`  ${c.set} | ${c.label} | ${fmtNum(c.old_value)} | ${fmtNum(c.new_value)} | ${rel} | ${fmtCi(c.old_ci95)} | ${fmtCi(c.new_ci95)} | ${ov} | ${c.fields.join(',')}`);
+      lines.push(
+        `  ${c.set} | ${c.label} | ${fmtNum(c.old_value)} | ${fmtNum(c.new_value)} | ${rel} | ${fmtCi(c.old_ci95)} | ${fmtCi(c.new_ci95)} | ${ov} | ${c.fields.join(',')}`,
+      );
     }
   }
   return lines.join('\n') + '\n';

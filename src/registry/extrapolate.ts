@@ -19,7 +19,7 @@
 import type { Chip } from '../core/catalog/chip.ts';
 import { geometricError, mapePct, median, roundSig } from '../core/numeric/stats.ts';
 import { chipFreeName, familyOf, nameForChip, scopedToChip, scopeKey } from '../core/schemas/names.ts';
-import type { CoefficientEntry, CoefficientSet, FitError, NamedEntry, } from '../core/schemas/registry.ts';
+import type { CoefficientEntry, CoefficientSet, FitError, NamedEntry } from '../core/schemas/registry.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Missing family by generation
@@ -41,7 +41,10 @@ type Anchor = { label: string; of: (c: ChipRegistry) => number | undefined };
 const datasheet = {
   hbm: { label: 'ratio_to_datasheet_hbm_bytes_per_us', of: (c: ChipRegistry) => c.chip.hbm_bytes_per_us },
   link: { label: 'ratio_to_datasheet_link_bytes_per_us', of: (c: ChipRegistry) => c.chip.nvlink_bytes_per_us },
-  ridge: { label: 'ratio_to_datasheet_ridge_flops_per_byte', of: (c: ChipRegistry) => (c.chip.peak_tflops.bf16 * 1e6) / c.chip.hbm_bytes_per_us },
+  ridge: {
+    label: 'ratio_to_datasheet_ridge_flops_per_byte',
+    of: (c: ChipRegistry) => (c.chip.peak_tflops.bf16 * 1e6) / c.chip.hbm_bytes_per_us,
+  },
 } satisfies Record<string, Anchor>;
 
 function coefficientAnchor(name: string): Anchor {
@@ -62,16 +65,21 @@ export function anchorsFor(name: string): Anchor[] {
 export function valueOn(c: ChipRegistry, chipFree: string): number | undefined {
   const name = nameForChip(chipFree, c.chip.name);
   let v: number | undefined;
-  for (const s of c.sets) for (const e of s.coefficients) if (e.name === name && scopedToChip(e.entry.scope, c.chip.name)) v = e.entry.value;
+  for (const s of c.sets)
+    for (const e of s.coefficients) if (e.name === name && scopedToChip(e.entry.scope, c.chip.name)) v = e.entry.value;
   return v;
 }
 
 /** The chip-free names of `family` a registry holds for its chip, with units, set and method. */
-function familyNames(c: ChipRegistry, family: string): Map<string, { units: CoefficientEntry['units']; set: string; method: string }> {
+function familyNames(
+  c: ChipRegistry,
+  family: string,
+): Map<string, { units: CoefficientEntry['units']; set: string; method: string }> {
   const out = new Map<string, { units: CoefficientEntry['units']; set: string; method: string }>();
   for (const s of c.sets)
     for (const e of s.coefficients)
-      if (scopedToChip(e.entry.scope, c.chip.name) && familyOf(e.name, e.entry) === family) out.set(chipFreeName(e.name), { units: e.entry.units, set: s.name, method: e.entry.method });
+      if (scopedToChip(e.entry.scope, c.chip.name) && familyOf(e.name, e.entry) === family)
+        out.set(chipFreeName(e.name), { units: e.entry.units, set: s.name, method: e.entry.method });
   return out;
 }
 
@@ -106,7 +114,13 @@ export interface FamilyExtrapolation {
   coefficients: FamilyCoefficientExtrapolation[];
 }
 
-function predict(predictor: string, anchor: Anchor | undefined, train: readonly ChipRegistry[], target: ChipRegistry, name: string): number | undefined {
+function predict(
+  predictor: string,
+  anchor: Anchor | undefined,
+  train: readonly ChipRegistry[],
+  target: ChipRegistry,
+  name: string,
+): number | undefined {
   const vals = train.map((c) => valueOn(c, name));
   if (vals.some((v) => v === undefined)) return undefined;
   if (predictor === 'generation_median' || !anchor) return median(vals as number[]);
@@ -122,7 +136,12 @@ function predict(predictor: string, anchor: Anchor | undefined, train: readonly 
 }
 
 /** Leave-one-chip-out score of one predictor over `siblings`. */
-export function scorePredictor(predictor: string, anchor: Anchor | undefined, siblings: readonly ChipRegistry[], name: string): PredictorScore | undefined {
+export function scorePredictor(
+  predictor: string,
+  anchor: Anchor | undefined,
+  siblings: readonly ChipRegistry[],
+  name: string,
+): PredictorScore | undefined {
   const folds: PredictorScore['folds'] = [];
   for (const held of siblings) {
     const train = siblings.filter((c) => c !== held);
@@ -145,19 +164,41 @@ const sig4 = (x: number) => roundSig(x, 4);
  * @param others registries of other chips (the target's own name is ignored among them; their `method: copied` entries
  *   are ignored: a copy is its source's value again, not independent evidence)
  */
-export function extrapolateFamily(target: ChipRegistry, others: readonly ChipRegistry[], family: string): FamilyExtrapolation {
+export function extrapolateFamily(
+  target: ChipRegistry,
+  others: readonly ChipRegistry[],
+  family: string,
+): FamilyExtrapolation {
   const chip = target.chip.name;
   const gen = generationOf(target.chip);
   const base = { chip, family, siblings: [] as string[], coefficients: [] as FamilyCoefficientExtrapolation[] };
-  if (gen === undefined) return { ...base, status: 'refused', reason: `${chip} has no sm_version: its generation is unknown` };
+  if (gen === undefined)
+    return { ...base, status: 'refused', reason: `${chip} has no sm_version: its generation is unknown` };
   // A copied entry (`stepcal registry copy`) is its source chip's value again, not independent
   // evidence: siblings contribute only their own entries, or a copy would "predict" its source.
-  const own = others.map((c) => ({ ...c, sets: c.sets.map((s) => ({ ...s, coefficients: s.coefficients.filter((e) => e.entry.method !== 'copied') })) }));
-  const siblings = own.filter((c) => c.chip.name !== chip && generationOf(c.chip) === gen && familyNames(c, family).size > 0);
-  const res: FamilyExtrapolation = { ...base, generation: gen, siblings: siblings.map((c) => c.chip.name), status: 'refused' };
-  if (siblings.length === 0) return { ...res, reason: `no same-generation sibling (compute capability ${gen}.x) has family ${family}: refusing to invent it` };
+  const own = others.map((c) => ({
+    ...c,
+    sets: c.sets.map((s) => ({ ...s, coefficients: s.coefficients.filter((e) => e.entry.method !== 'copied') })),
+  }));
+  const siblings = own.filter(
+    (c) => c.chip.name !== chip && generationOf(c.chip) === gen && familyNames(c, family).size > 0,
+  );
+  const res: FamilyExtrapolation = {
+    ...base,
+    generation: gen,
+    siblings: siblings.map((c) => c.chip.name),
+    status: 'refused',
+  };
+  if (siblings.length === 0)
+    return {
+      ...res,
+      reason: `no same-generation sibling (compute capability ${gen}.x) has family ${family}: refusing to invent it`,
+    };
   if (siblings.length === 1)
-    return { ...res, reason: `only one same-generation sibling (${siblings[0]!.chip.name}) has family ${family}: no leave-one-chip-out holdout is possible, refusing` };
+    return {
+      ...res,
+      reason: `only one same-generation sibling (${siblings[0]!.chip.name}) has family ${family}: no leave-one-chip-out holdout is possible, refusing`,
+    };
 
   const have = familyNames(target, family);
   const names = new Map<string, { units: CoefficientEntry['units']; set: string; count: number; measured: number }>();
@@ -169,14 +210,28 @@ export function extrapolateFamily(target: ChipRegistry, others: readonly ChipReg
       names.set(n, cur);
     }
   const missing = [...names.keys()].filter((n) => !have.has(n)).sort();
-  if (missing.length === 0) return { ...res, status: 'skipped', reason: `${chip} already has every ${family} coefficient its siblings have` };
+  if (missing.length === 0)
+    return { ...res, status: 'skipped', reason: `${chip} already has every ${family} coefficient its siblings have` };
 
   for (const name of missing) {
     const info = names.get(name)!;
     const dt = /^gemm_\w+_(bf16|fp8|fp8_block|nvfp4)$/.exec(name)?.[1];
-    const peak = dt === undefined ? 1 : dt === 'bf16' ? target.chip.peak_tflops.bf16 : dt === 'nvfp4' ? target.chip.peak_tflops.nvfp4 : target.chip.peak_tflops.fp8;
+    const peak =
+      dt === undefined
+        ? 1
+        : dt === 'bf16'
+          ? target.chip.peak_tflops.bf16
+          : dt === 'nvfp4'
+            ? target.chip.peak_tflops.nvfp4
+            : target.chip.peak_tflops.fp8;
     if (!peak) {
-      res.coefficients.push({ name, status: 'refused', reason: `${chip} has no native ${dt} peak: the coefficient does not apply`, scores: [], from: [] });
+      res.coefficients.push({
+        name,
+        status: 'refused',
+        reason: `${chip} has no native ${dt} peak: the coefficient does not apply`,
+        scores: [],
+        from: [],
+      });
       continue;
     }
     const withName = siblings.filter((c) => valueOn(c, name) !== undefined);
@@ -187,9 +242,17 @@ export function extrapolateFamily(target: ChipRegistry, others: readonly ChipReg
         .filter((a) => (a.of(target) ?? 0) > 0)
         .map((a) => [a.label, a] as [string, Anchor]),
     ];
-    const scores = candidates.map(([p, a]) => scorePredictor(p, a, withName, name)).filter((s): s is PredictorScore => s !== undefined);
+    const scores = candidates
+      .map(([p, a]) => scorePredictor(p, a, withName, name))
+      .filter((s): s is PredictorScore => s !== undefined);
     if (scores.length === 0) {
-      res.coefficients.push({ name, status: 'refused', reason: `fewer than two siblings carry ${name}: no holdout is possible`, scores: [], from: withName.map((c) => c.chip.name) });
+      res.coefficients.push({
+        name,
+        status: 'refused',
+        reason: `fewer than two siblings carry ${name}: no holdout is possible`,
+        scores: [],
+        from: withName.map((c) => c.chip.name),
+      });
       continue;
     }
     // Lowest holdout error wins; ties go to the simpler generation median (listed first).
@@ -197,7 +260,13 @@ export function extrapolateFamily(target: ChipRegistry, others: readonly ChipReg
     const anchor = candidates.find(([p]) => p === best.predictor)?.[1];
     const raw = predict(best.predictor, anchor, withName, target, name);
     if (raw === undefined || !(raw > 0)) {
-      res.coefficients.push({ name, status: 'refused', reason: `${best.predictor} cannot be evaluated on ${chip} (anchor missing)`, scores, from: withName.map((c) => c.chip.name) });
+      res.coefficients.push({
+        name,
+        status: 'refused',
+        reason: `${best.predictor} cannot be evaluated on ${chip} (anchor missing)`,
+        scores,
+        from: withName.map((c) => c.chip.name),
+      });
       continue;
     }
     const value = sig4(raw);
@@ -220,25 +289,40 @@ export function extrapolateFamily(target: ChipRegistry, others: readonly ChipReg
           method: 'assumed',
           fitted: false,
           scope: { hardware: [chip] },
-          sources: [{ kind: 'model', cite: `stepcal registry extrapolate family: ${family} from ${from.join(', ')} (${best.predictor})`, role: 'primary' }],
-          rationale: `Not measured on ${chip}: extrapolated from same-generation chips ${from.join(', ')} by ${best.predictor}, chosen by leave-one-chip-out holdout (geometric error ${best.holdout_geo.toFixed(3)}, MAPE ${best.holdout_mape_pct.toFixed(1)}% over ${best.folds.length} folds; other predictors: ${scores
-            .filter((s) => s !== best)
-            .map((s) => `${s.predictor} ${s.holdout_geo.toFixed(3)}`)
-            .join(', ') || 'none'}).`,
+          sources: [
+            {
+              kind: 'model',
+              cite: `stepcal registry extrapolate family: ${family} from ${from.join(', ')} (${best.predictor})`,
+              role: 'primary',
+            },
+          ],
+          rationale: `Not measured on ${chip}: extrapolated from same-generation chips ${from.join(', ')} by ${best.predictor}, chosen by leave-one-chip-out holdout (geometric error ${best.holdout_geo.toFixed(3)}, MAPE ${best.holdout_mape_pct.toFixed(1)}% over ${best.folds.length} folds; other predictors: ${
+            scores
+              .filter((s) => s !== best)
+              .map((s) => `${s.predictor} ${s.holdout_geo.toFixed(3)}`)
+              .join(', ') || 'none'
+          }).`,
           evidence: { family, extrapolation: { predictor: best.predictor, from, holdout_error } },
         },
       },
     });
   }
   const ok = res.coefficients.some((c) => c.status === 'extrapolated');
-  return { ...res, status: ok ? 'extrapolated' : 'refused', ...(ok ? {} : { reason: 'no coefficient of the family could be extrapolated with a holdout' }) };
+  return {
+    ...res,
+    status: ok ? 'extrapolated' : 'refused',
+    ...(ok ? {} : { reason: 'no coefficient of the family could be extrapolated with a holdout' }),
+  };
 }
 
 /**
  * Add or replace entries in sets (by set name and (name, scope) identity), returning new sets.
  * A `measured` entry is never replaced by an extrapolated one.
  */
-export function mergeEntries(sets: readonly CoefficientSet[], add: ReadonlyArray<NamedEntry & { set: string }>): { sets: CoefficientSet[]; added: string[]; replaced: string[]; kept_measured: string[] } {
+export function mergeEntries(
+  sets: readonly CoefficientSet[],
+  add: ReadonlyArray<NamedEntry & { set: string }>,
+): { sets: CoefficientSet[]; added: string[]; replaced: string[]; kept_measured: string[] } {
   const out = sets.map((s) => ({ ...s, coefficients: [...s.coefficients] }));
   const added: string[] = [];
   const replaced: string[] = [];

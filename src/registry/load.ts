@@ -2,9 +2,9 @@
  * Reading, writing and resolving coefficient sets.
  */
 import { UserError } from '../core/errors.ts';
-import { readText, } from '../core/io/fs.ts';
+import { readText } from '../core/io/fs.ts';
 import type { CoefficientSet, NamedEntry, Scope } from '../core/schemas/registry.ts';
-import { parseCoefficientSets, } from '../core/schemas/registry-yaml.ts';
+import { parseCoefficientSets } from '../core/schemas/registry-yaml.ts';
 
 /** Load a registry file (multi-document YAML). */
 export function loadRegistryFile(file: string): CoefficientSet[] {
@@ -82,6 +82,7 @@ export class ResolvedCoefficients {
 /** Resolve sets (in order) for a deployment scope. */
 export function resolveCoefficients(sets: readonly CoefficientSet[], d: DeploymentScope): ResolvedCoefficients {
   const m = new Map<string, NamedEntry & { set: string }>();
-  for (const s of sets) for (const c of s.coefficients) if (scopeMatches(c.entry.scope, d)) m.set(c.name, { ...c, set: s.name });
+  for (const s of sets)
+    for (const c of s.coefficients) if (scopeMatches(c.entry.scope, d)) m.set(c.name, { ...c, set: s.name });
   return new ResolvedCoefficients(m);
 }

@@ -96,7 +96,8 @@ export function coverageOf(tables: Partial<Record<AicTable, string[]>>, ignored:
 export function formatCoverage(c: Coverage): string {
   const lines = ['families the data can support: ' + (c.supported.join(', ') || 'none')];
   for (const u of c.unsupported) lines.push(`cannot support ${u.family}: no ${u.missing.join(' or ')} table`);
-  if (c.supported.includes('host')) lines.push('note: host has no per-operator table upstream; its entries are the assumed values (method: assumed)');
+  if (c.supported.includes('host'))
+    lines.push('note: host has no per-operator table upstream; its entries are the assumed values (method: assumed)');
   for (const f of c.ignored) lines.push(`ignored (not an upstream table): ${f}`);
   return lines.join('\n');
 }
@@ -123,14 +124,23 @@ export interface OnboardOptions {
    * fits/<chip>/README.md and SVGs) and the summary lines. The command layer passes
    * src/report/fit.ts `fitReportOutputs` (this stage sits below the report layer and cannot import it).
    */
-  fitOutputs: (fit: FitAllResult, opts: { repoRoot: string }) => { files: Array<{ file: string; data: string }>; summary: string[] };
+  fitOutputs: (
+    fit: FitAllResult,
+    opts: { repoRoot: string },
+  ) => { files: Array<{ file: string; data: string }>; summary: string[] };
   log?: (line: string) => void;
 }
 
 export interface OnboardResult {
   chip: Chip;
   coverage: Coverage;
-  files: { chip: string; registry: string; report: string; measurements: string[]; /** Fit report files (fits/<chip>/README.md, SVGs). */ fit_report: string[] };
+  files: {
+    chip: string;
+    registry: string;
+    report: string;
+    measurements: string[] /** Fit report files (fits/<chip>/README.md, SVGs). */;
+    fit_report: string[];
+  };
   /** Registry as fitted (before extrapolation). */
   fitted: CoefficientSet[];
   /** Registry as written. */
@@ -150,7 +160,8 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   const log = o.log ?? (() => {});
   const root = path.resolve(o.outRoot ?? REPO_ROOT);
   const chipName = o.chip;
-  if (!/^[a-z0-9_-]+$/.test(chipName)) throw new UserError(`--chip "${chipName}": use lower-case letters, digits, '-' or '_'`);
+  if (!/^[a-z0-9_-]+$/.test(chipName))
+    throw new UserError(`--chip "${chipName}": use lower-case letters, digits, '-' or '_'`);
 
   // 1. Coverage, before anything is written.
   const found = findTables(o.dataDir);
@@ -158,9 +169,13 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   log(formatCoverage(coverage));
   const missingRequired = REQUIRED_FAMILIES.filter((f) => !coverage.supported.includes(f));
   if (missingRequired.length)
-    throw new UserError(`onboard ${chipName}: the data cannot support required famil${missingRequired.length > 1 ? 'ies' : 'y'} ${missingRequired.join(', ')}; nothing written.\n${formatCoverage(coverage)}`);
+    throw new UserError(
+      `onboard ${chipName}: the data cannot support required famil${missingRequired.length > 1 ? 'ies' : 'y'} ${missingRequired.join(', ')}; nothing written.\n${formatCoverage(coverage)}`,
+    );
   if (existsSync(path.join(CHIPS_DIR, `${chipName}.yaml`)) && root !== REPO_ROOT)
-    log(`note: ${chipName} is in the repository catalog; onboarding it as new into ${root} (the catalog entry is not read)`);
+    log(
+      `note: ${chipName} is in the repository catalog; onboarding it as new into ${root} (the catalog entry is not read)`,
+    );
 
   // 2. Chip file from the descriptor (validated by the chip schema).
   if (!existsSync(o.systemFile)) throw new UserError(`--system ${o.systemFile}: no such file`);
@@ -177,21 +192,34 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   // 3. Import every table (all files validated before any is written).
   const measDir = path.join(root, 'measurements', chipName);
   const files = Object.values(found.tables).flat() as string[];
-  const { staged, summaries } = await stageAicImport(files, { chip: chipName, chipInfo: chip, outDir: measDir, sourceRepository: AIC_REPOSITORY, sourceCommit: 'unknown (onboarded from a local copy)' });
+  const { staged, summaries } = await stageAicImport(files, {
+    chip: chipName,
+    chipInfo: chip,
+    outDir: measDir,
+    sourceRepository: AIC_REPOSITORY,
+    sourceCommit: 'unknown (onboarded from a local copy)',
+  });
   writeMeasurementSet(staged);
   for (const s of summaries) log(`imported ${s.family} (${s.lane}): ${s.rows_out} rows from ${s.rows_in} → ${s.file}`);
 
   // 4. Fit all, against the onboarded chip file and root.
   const { fitAll } = await import('../fit/index.ts');
-  const fit = await fitAll(chipFile, { repoRoot: root, measurementsDir: measDir, ...(o.bootstrap ? { bootstrap: o.bootstrap } : {}) });
+  const fit = await fitAll(chipFile, {
+    repoRoot: root,
+    measurementsDir: measDir,
+    ...(o.bootstrap ? { bootstrap: o.bootstrap } : {}),
+  });
   for (const w of fit.warnings) log(`fit warning: ${w}`);
-  if (fit.refusals.length) throw new UserError(`onboard ${chipName}: the fit refused, registry not written:\n  ${fit.refusals.join('\n  ')}`);
+  if (fit.refusals.length)
+    throw new UserError(`onboard ${chipName}: the fit refused, registry not written:\n  ${fit.refusals.join('\n  ')}`);
   let sets = fit.sets;
 
   // 5. Extrapolation where needed: widths with no entry at all, then families the data lacks.
   const present = new Set(sets.flatMap((s) => s.coefficients.map((c) => c.name)));
   const widths = extrapolateCollectiveWidths(sets, chipName, o.widths ?? [16]).map((r) =>
-    r.status === 'extrapolated' && r.entries.some((e) => present.has(e.name)) ? { ...r, status: 'skipped' as const, reason: 'the fit already provides this width', entries: [] } : r,
+    r.status === 'extrapolated' && r.entries.some((e) => present.has(e.name))
+      ? { ...r, status: 'skipped' as const, reason: 'the fit already provides this width', entries: [] }
+      : r,
   );
   const widthAdds = widths.flatMap((r) => r.entries.map((e) => ({ ...e, set: 'cost-model-collectives' })));
   if (widthAdds.length) sets = mergeEntries(sets, widthAdds).sets;
@@ -199,7 +227,9 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   const siblingCatalog = o.siblingCatalogDir ?? CHIPS_DIR;
   const siblings: ChipRegistry[] = [];
   if (existsSync(siblingDir))
-    for (const f of readdirSync(siblingDir).filter((n) => n.endsWith('.yaml')).sort()) {
+    for (const f of readdirSync(siblingDir)
+      .filter((n) => n.endsWith('.yaml'))
+      .sort()) {
       const name = f.slice(0, -5);
       if (name === chipName) continue;
       try {
@@ -215,28 +245,77 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   for (const family of toFill) {
     const r = extrapolateFamily({ chip, sets }, siblings, family);
     families.push(r);
-    if (r.status === 'extrapolated') sets = mergeEntries(sets, r.coefficients.filter((c) => c.entry).map((c) => c.entry!)).sets;
+    if (r.status === 'extrapolated')
+      sets = mergeEntries(
+        sets,
+        r.coefficients.filter((c) => c.entry).map((c) => c.entry!),
+      ).sets;
   }
 
   // 6. Gates.
-  const lookup = (n: string) => (n.toLowerCase() === chipName ? chip : (() => { try { return loadChip(n, siblingCatalog); } catch { return undefined; } })());
+  const lookup = (n: string) =>
+    n.toLowerCase() === chipName
+      ? chip
+      : (() => {
+          try {
+            return loadChip(n, siblingCatalog);
+          } catch {
+            return undefined;
+          }
+        })();
   const problems = errorsOf(validateRegistry(sets, `registry/${chipName}.yaml`, { chip: lookup }));
-  if (problems.length) throw new UserError(`onboard ${chipName}: the registry fails validation, not written:\n${problems.map(formatProblem).join('\n')}`);
+  if (problems.length)
+    throw new UserError(
+      `onboard ${chipName}: the registry fails validation, not written:\n${problems.map(formatProblem).join('\n')}`,
+    );
 
   // 7. Write registry, fits and the onboarding report together.
   const drawn = o.fitOutputs({ ...fit, sets, registry_text: stringifyCoefficientSets(sets) }, { repoRoot: root });
-  const report = renderOnboardReport(chip, coverage, summaries.map((s) => ({ family: s.family, lane: s.lane, rows: s.rows_out })), drawn.summary, widths, families, sets);
+  const report = renderOnboardReport(
+    chip,
+    coverage,
+    summaries.map((s) => ({ family: s.family, lane: s.lane, rows: s.rows_out })),
+    drawn.summary,
+    widths,
+    families,
+    sets,
+  );
   const outFiles = drawn.files;
   const registryFile = path.join(root, 'registry', `${chipName}.yaml`);
   const reportFile = path.join(root, 'fits', chipName, 'onboard.md');
   writeFilesAtomic([...outFiles, { file: reportFile, data: report }]);
   log(`wrote ${registryFile}, ${reportFile} and ${outFiles.length - 1} fit report file(s)`);
-  return { chip, coverage, files: { chip: chipFile, registry: registryFile, report: reportFile, measurements: summaries.map((s) => s.file), fit_report: outFiles.map((f) => f.file).filter((f) => f !== registryFile) }, fitted: fit.sets, sets, widths, families, report };
+  return {
+    chip,
+    coverage,
+    files: {
+      chip: chipFile,
+      registry: registryFile,
+      report: reportFile,
+      measurements: summaries.map((s) => s.file),
+      fit_report: outFiles.map((f) => f.file).filter((f) => f !== registryFile),
+    },
+    fitted: fit.sets,
+    sets,
+    widths,
+    families,
+    report,
+  };
 }
 
 /** Coverage as JSON: families supported and unsupported (with the missing measurement families), tables found. */
-export function coverageJson(c: Coverage): { supported: string[]; unsupported: Coverage['unsupported']; tables: Record<string, number>; ignored: string[] } {
-  return { supported: c.supported, unsupported: c.unsupported, tables: Object.fromEntries(Object.entries(c.tables).map(([t, f]) => [t, f!.length])), ignored: c.ignored };
+export function coverageJson(c: Coverage): {
+  supported: string[];
+  unsupported: Coverage['unsupported'];
+  tables: Record<string, number>;
+  ignored: string[];
+} {
+  return {
+    supported: c.supported,
+    unsupported: c.unsupported,
+    tables: Object.fromEntries(Object.entries(c.tables).map(([t, f]) => [t, f!.length])),
+    ignored: c.ignored,
+  };
 }
 
 /** `stepcal onboard --json` (docs/registry.md "JSON output"); pure over the result. */
@@ -246,7 +325,15 @@ export function onboardJson(r: OnboardResult): {
   coverage: ReturnType<typeof coverageJson>;
   files_written: string[];
   registry: string;
-  summary: { entries: number; sets: number; by_method: Record<string, number>; fitted_entries: number; extrapolated: number; widths: Array<{ op: string; dtype: string; target_ranks: number; status: string; reason?: string }>; families: Array<{ family: string; status: string; reason?: string; extrapolated: string[] }> };
+  summary: {
+    entries: number;
+    sets: number;
+    by_method: Record<string, number>;
+    fitted_entries: number;
+    extrapolated: number;
+    widths: Array<{ op: string; dtype: string; target_ranks: number; status: string; reason?: string }>;
+    families: Array<{ family: string; status: string; reason?: string; extrapolated: string[] }>;
+  };
 } {
   const all = r.sets.flatMap((s) => s.coefficients);
   const by: Record<string, number> = {};
@@ -263,8 +350,21 @@ export function onboardJson(r: OnboardResult): {
       by_method: by,
       fitted_entries: r.fitted.reduce((n, s) => n + s.coefficients.length, 0),
       extrapolated: all.filter((c) => c.entry.evidence?.extrapolation).length,
-      widths: r.widths.filter((w) => w.status !== 'skipped').map((w) => ({ op: w.op, dtype: w.dtype, target_ranks: w.target_ranks, status: w.status, ...(w.reason ? { reason: w.reason } : {}) })),
-      families: r.families.map((f) => ({ family: f.family, status: f.status, ...(f.reason ? { reason: f.reason } : {}), extrapolated: f.coefficients.filter((c) => c.status === 'extrapolated').map((c) => c.name) })),
+      widths: r.widths
+        .filter((w) => w.status !== 'skipped')
+        .map((w) => ({
+          op: w.op,
+          dtype: w.dtype,
+          target_ranks: w.target_ranks,
+          status: w.status,
+          ...(w.reason ? { reason: w.reason } : {}),
+        })),
+      families: r.families.map((f) => ({
+        family: f.family,
+        status: f.status,
+        ...(f.reason ? { reason: f.reason } : {}),
+        extrapolated: f.coefficients.filter((c) => c.status === 'extrapolated').map((c) => c.name),
+      })),
     },
   };
 }
@@ -282,18 +382,41 @@ export function renderOnboardReport(
   const n = sets.reduce((a, s) => a + s.coefficients.length, 0);
   const assumed = sets.flatMap((s) => s.coefficients).filter((c) => c.entry.evidence?.extrapolation);
   const L: string[] = [`# Onboarding ${chip.name}`, ''];
-  L.push(`Chip: sm_version ${chip.sm_version ?? '?'}, bf16 ${chip.peak_tflops.bf16} TFLOP/s, HBM ${chip.hbm_tb_per_s} TB/s, link ${chip.nvlink_gb_per_s_per_dir} GB/s per direction.`, '');
-  L.push('## Coverage', '', ...formatCoverage(coverage).split('\n').map((l) => `- ${l}`), '');
-  L.push('## Imported', '', markdownTable({ header: ['family', 'lane', 'rows'], rows: imported.map((i) => [i.family, i.lane, String(i.rows)]) }).trimEnd(), '');
+  L.push(
+    `Chip: sm_version ${chip.sm_version ?? '?'}, bf16 ${chip.peak_tflops.bf16} TFLOP/s, HBM ${chip.hbm_tb_per_s} TB/s, link ${chip.nvlink_gb_per_s_per_dir} GB/s per direction.`,
+    '',
+  );
+  L.push(
+    '## Coverage',
+    '',
+    ...formatCoverage(coverage)
+      .split('\n')
+      .map((l) => `- ${l}`),
+    '',
+  );
+  L.push(
+    '## Imported',
+    '',
+    markdownTable({
+      header: ['family', 'lane', 'rows'],
+      rows: imported.map((i) => [i.family, i.lane, String(i.rows)]),
+    }).trimEnd(),
+    '',
+  );
   L.push('## Fit', '', ...fitSummary.map((s) => `- ${s}`), '');
   L.push('## Extrapolation (method: assumed, flagged in evidence.extrapolation)', '');
   const w = widths.filter((r) => r.status !== 'skipped');
   if (!w.length) L.push('- collective widths: none needed (the fit provides every target width)');
   for (const r of w)
-    L.push(`- ${r.op} ${r.dtype} → ${r.target_ranks} ranks: ${r.status}${r.floor_us !== undefined ? `, floor ${r.floor_us} µs` : ''}${r.holdout ? `, holdout ${r.holdout.held_out_ranks}-rank pred/meas ${r.holdout.ratio.toFixed(3)}` : ''}${r.reason ? ` (${r.reason})` : ''}`);
+    L.push(
+      `- ${r.op} ${r.dtype} → ${r.target_ranks} ranks: ${r.status}${r.floor_us !== undefined ? `, floor ${r.floor_us} µs` : ''}${r.holdout ? `, holdout ${r.holdout.held_out_ranks}-rank pred/meas ${r.holdout.ratio.toFixed(3)}` : ''}${r.reason ? ` (${r.reason})` : ''}`,
+    );
   for (const f of families) {
     L.push(`- family ${f.family}: ${f.status.toUpperCase()}${f.reason ? ` — ${f.reason}` : ''}`);
-    for (const c of f.coefficients) L.push(`  - ${c.name}: ${c.status === 'extrapolated' ? `${c.value} by ${c.predictor} from ${c.from.join(', ')}` : `refused: ${c.reason}`}`);
+    for (const c of f.coefficients)
+      L.push(
+        `  - ${c.name}: ${c.status === 'extrapolated' ? `${c.value} by ${c.predictor} from ${c.from.join(', ')}` : `refused: ${c.reason}`}`,
+      );
   }
   L.push('', `Registry: ${n} entries in ${sets.length} sets; ${assumed.length} extrapolated.`, '');
   return L.join('\n');

@@ -54,7 +54,12 @@ export interface HoldoutResult {
  * Price the held-out steps with one registry. Injected so tests can use a fake; the CLI passes
  * src/validate's `runValidation`.
  */
-export type HoldoutValidator = (args: { chip: string; registry: CoefficientSet[]; stepFiles: string[]; composition?: string }) => HoldoutResult;
+export type HoldoutValidator = (args: {
+  chip: string;
+  registry: CoefficientSet[];
+  stepFiles: string[];
+  composition?: string;
+}) => HoldoutResult;
 
 /** One regime's comparison. */
 export interface GateRow {
@@ -82,7 +87,11 @@ export const DEFAULT_TOLERANCE_PCT = 1;
  * Worse in a regime when new MAPE − old MAPE > tol, or |new bias| − |old bias| > tol, or the old
  * registry could score the regime and the new one cannot.
  */
-export function compareHoldout(oldR: HoldoutResult, newR: HoldoutResult, tolerance_pct = DEFAULT_TOLERANCE_PCT): GateResult {
+export function compareHoldout(
+  oldR: HoldoutResult,
+  newR: HoldoutResult,
+  tolerance_pct = DEFAULT_TOLERANCE_PCT,
+): GateResult {
   const regimes = [...new Set([...Object.keys(oldR.regimes), ...Object.keys(newR.regimes)])];
   const rows: GateRow[] = [];
   const notes: string[] = [];
@@ -91,7 +100,15 @@ export function compareHoldout(oldR: HoldoutResult, newR: HoldoutResult, toleran
     const n = newR.regimes[regime] ?? null;
     if (!o && !n) continue;
     if (o && !n) {
-      rows.push({ regime, old: o, new: null, mape_delta_pp: null, abs_bias_delta_pp: null, worse: true, why: 'the new registry scores no row of this regime' });
+      rows.push({
+        regime,
+        old: o,
+        new: null,
+        mape_delta_pp: null,
+        abs_bias_delta_pp: null,
+        worse: true,
+        why: 'the new registry scores no row of this regime',
+      });
       continue;
     }
     if (!o && n) {
@@ -105,7 +122,15 @@ export function compareHoldout(oldR: HoldoutResult, newR: HoldoutResult, toleran
     if (dm > tolerance_pct) why.push(`MAPE +${dm.toFixed(2)} pp`);
     if (db > tolerance_pct) why.push(`|bias| +${db.toFixed(2)} pp`);
     if (o!.n !== n!.n) notes.push(`${regime}: scored rows differ (old n=${o!.n}, new n=${n!.n})`);
-    rows.push({ regime, old: o, new: n, mape_delta_pp: dm, abs_bias_delta_pp: db, worse: why.length > 0, ...(why.length ? { why: why.join(', ') } : {}) });
+    rows.push({
+      regime,
+      old: o,
+      new: n,
+      mape_delta_pp: dm,
+      abs_bias_delta_pp: db,
+      worse: why.length > 0,
+      ...(why.length ? { why: why.join(', ') } : {}),
+    });
   }
   return { tolerance_pct, rows, worse: rows.some((r) => r.worse), notes };
 }
@@ -160,7 +185,11 @@ function scopedExactlyTo(e: CoefficientEntry, chip: string): boolean {
  */
 function keepRecordedReasons(old: CoefficientEntry, next: CoefficientEntry): CoefficientEntry {
   const ev = old.evidence;
-  if (!ev || (ev.accepted_worse === undefined && ev.accepted_without_holdout === undefined && ev.accepted_shift === undefined)) return next;
+  if (
+    !ev ||
+    (ev.accepted_worse === undefined && ev.accepted_without_holdout === undefined && ev.accepted_shift === undefined)
+  )
+    return next;
   const { evidence: _a, ...o } = old;
   const { evidence: _b, ...n } = next;
   if (changedFields(o as CoefficientEntry, n as CoefficientEntry).length) return next;
@@ -190,7 +219,12 @@ export interface MergePlan {
  * Merge `fitted` into `current` for `chip` (see the module comment). Does not validate.
  * @param only families to take (undefined = all families in the refit)
  */
-export function planMerge(current: readonly CoefficientSet[], fitted: readonly CoefficientSet[], chip: string, only?: readonly string[]): MergePlan {
+export function planMerge(
+  current: readonly CoefficientSet[],
+  fitted: readonly CoefficientSet[],
+  chip: string,
+  only?: readonly string[],
+): MergePlan {
   const sets = current.map((s) => ({ ...s, coefficients: [...s.coefficients] }));
   const merged: MergePlan['merged'] = [];
   const ignored: string[] = [];
@@ -234,7 +268,11 @@ export function planMerge(current: readonly CoefficientSet[], fitted: readonly C
   const stale: string[] = [];
   for (const s of current)
     for (const c of s.coefficients)
-      if (scopedExactlyTo(c.entry, chip) && families.has(familyOf(c.name, c.entry)) && !refitKeys.has(entryKey(c.name, c.entry.scope)))
+      if (
+        scopedExactlyTo(c.entry, chip) &&
+        families.has(familyOf(c.name, c.entry)) &&
+        !refitKeys.has(entryKey(c.name, c.entry.scope))
+      )
         stale.push(`${s.name}: ${c.name}`);
   return { sets, merged, ignored, stale };
 }
@@ -285,7 +323,8 @@ function recordOnChanged(
   only?: ReadonlySet<string>,
 ): CoefficientSet[] {
   const before = new Map<string, CoefficientEntry>();
-  for (const s of current) for (const c of s.coefficients) before.set(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`, c.entry);
+  for (const s of current)
+    for (const c of s.coefficients) before.set(`${s.name}\u0000${entryKey(c.name, c.entry.scope)}`, c.entry);
   return merged.map((s) => ({
     ...s,
     coefficients: s.coefficients.map((c): NamedEntry => {
@@ -309,16 +348,33 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
   if (!(tol >= 0)) throw new UserError(`--tolerance-pct must be ≥ 0, got ${tol}`);
   const merge = planMerge(o.current, o.fitted, o.chip, o.only);
   if (merge.merged.length === 0)
-    throw new UserError(`the refit has no entry for chip ${o.chip}${o.only ? ` in families ${o.only.join(',')}` : ''} (${merge.ignored.join('; ') || 'it is empty'})`);
+    throw new UserError(
+      `the refit has no entry for chip ${o.chip}${o.only ? ` in families ${o.only.join(',')}` : ''} (${merge.ignored.join('; ') || 'it is empty'})`,
+    );
   const diff = diffRegistries(o.current, merge.sets);
-  if (diff.added.length + diff.changed.length === 0) return { status: 'unchanged', message: 'the refit equals the registry: nothing to write', sets: [...o.current], diff, merge, report: '' };
+  if (diff.added.length + diff.changed.length === 0)
+    return {
+      status: 'unchanged',
+      message: 'the refit equals the registry: nothing to write',
+      sets: [...o.current],
+      diff,
+      merge,
+      report: '',
+    };
   const problems = errorsOf(validateRegistry(merge.sets, o.file ?? `<merged registry for ${o.chip}>`, o.validate));
-  if (problems.length) throw new UserError(`the merged registry fails validation, refusing:\n${problems.map(formatProblem).join('\n')}`);
+  if (problems.length)
+    throw new UserError(`the merged registry fails validation, refusing:\n${problems.map(formatProblem).join('\n')}`);
   const chipInfo = o.validate?.chip?.(o.chip);
   if (chipInfo) {
     const keys = new Set([...diff.added, ...diff.changed].map((d) => d.name));
-    const refused = evidenceGates(chipInfo, merge.sets.flatMap((x) => x.coefficients).filter((c) => keys.has(c.name) && scopedExactlyTo(c.entry, o.chip)));
-    if (refused.length) throw new UserError(`the refit fails the evidence gates (docs/registry.md "Evidence gates"), refusing:\n  ${refused.join('\n  ')}`);
+    const refused = evidenceGates(
+      chipInfo,
+      merge.sets.flatMap((x) => x.coefficients).filter((c) => keys.has(c.name) && scopedExactlyTo(c.entry, o.chip)),
+    );
+    if (refused.length)
+      throw new UserError(
+        `the refit fails the evidence gates (docs/registry.md "Evidence gates"), refusing:\n  ${refused.join('\n  ')}`,
+      );
   }
   const shifted = ci95Shifts(o.current, merge.sets, o.chip);
   if (shifted.length && !o.accept_shift)
@@ -333,7 +389,14 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
       shifted: shifted.map((x) => x.text),
       report: '',
     };
-  if (shifted.length) merge.sets = recordOnChanged(o.current, merge.sets, 'accepted_shift', o.accept_shift!, new Set(shifted.map((x) => x.key)));
+  if (shifted.length)
+    merge.sets = recordOnChanged(
+      o.current,
+      merge.sets,
+      'accepted_shift',
+      o.accept_shift!,
+      new Set(shifted.map((x) => x.key)),
+    );
 
   if (o.stepFiles.length === 0) {
     const reason = o.no_holdout ?? o.accept_worse;
@@ -347,16 +410,45 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
         report: '',
       };
     const sets = recordOnChanged(o.current, merge.sets, 'accepted_without_holdout', reason);
-    return { status: 'write', message: `no held-out steps for ${o.chip}: merged without the gate; reason recorded in evidence.accepted_without_holdout`, sets, diff, merge, report: '' };
+    return {
+      status: 'write',
+      message: `no held-out steps for ${o.chip}: merged without the gate; reason recorded in evidence.accepted_without_holdout`,
+      sets,
+      diff,
+      merge,
+      report: '',
+    };
   }
 
   const stepFiles = [...o.stepFiles];
   const oldR = o.validator({ chip: o.chip, registry: [...o.current], stepFiles });
-  const newR = o.validator({ chip: o.chip, registry: merge.sets, stepFiles, ...(oldR.headline ? { composition: oldR.headline } : {}) });
+  const newR = o.validator({
+    chip: o.chip,
+    registry: merge.sets,
+    stepFiles,
+    ...(oldR.headline ? { composition: oldR.headline } : {}),
+  });
   const gate = compareHoldout(oldR, newR, tol);
-  const holdout = { step_files: stepFiles, ...(oldR.headline ? { composition: oldR.headline } : {}), old: oldR, new: newR };
-  const report = `held-out steps: ${stepFiles.join(', ')}${oldR.headline ? ` (composition pinned: ${oldR.headline})` : ''}\n` + formatGate(gate);
-  if (!gate.worse) return { status: 'write', message: 'held-out accuracy is not worse in any regime: merged', sets: merge.sets, diff, merge, gate, holdout, report };
+  const holdout = {
+    step_files: stepFiles,
+    ...(oldR.headline ? { composition: oldR.headline } : {}),
+    old: oldR,
+    new: newR,
+  };
+  const report =
+    `held-out steps: ${stepFiles.join(', ')}${oldR.headline ? ` (composition pinned: ${oldR.headline})` : ''}\n` +
+    formatGate(gate);
+  if (!gate.worse)
+    return {
+      status: 'write',
+      message: 'held-out accuracy is not worse in any regime: merged',
+      sets: merge.sets,
+      diff,
+      merge,
+      gate,
+      holdout,
+      report,
+    };
   if (!o.accept_worse)
     return {
       status: 'refused',
@@ -372,7 +464,16 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
       report,
     };
   const sets = recordOnChanged(o.current, merge.sets, 'accepted_worse', o.accept_worse);
-  return { status: 'write', message: `held-out accuracy is worse, accepted by --accept-worse; reason recorded in evidence.accepted_worse of ${diff.added.length + diff.changed.length} entries`, sets, diff, merge, gate, holdout, report };
+  return {
+    status: 'write',
+    message: `held-out accuracy is worse, accepted by --accept-worse; reason recorded in evidence.accepted_worse of ${diff.added.length + diff.changed.length} entries`,
+    sets,
+    diff,
+    merge,
+    gate,
+    holdout,
+    report,
+  };
 }
 
 /**
@@ -380,7 +481,11 @@ export function planUpdate(o: UpdateOptions): UpdatePlan {
  * entry's ci95 and the old value outside the new entry's (same name and scope). A refit entry
  * without a ci95 counts as a point interval; an old entry without one is not judged. Pure.
  */
-export function ci95Shifts(current: readonly CoefficientSet[], merged: readonly CoefficientSet[], chip: string): Array<{ key: string; text: string }> {
+export function ci95Shifts(
+  current: readonly CoefficientSet[],
+  merged: readonly CoefficientSet[],
+  chip: string,
+): Array<{ key: string; text: string }> {
   const before = new Map<string, CoefficientEntry>();
   for (const st of current) for (const c of st.coefficients) before.set(entryKey(c.name, c.entry.scope), c.entry);
   const out: Array<{ key: string; text: string }> = [];
@@ -393,7 +498,10 @@ export function ci95Shifts(current: readonly CoefficientSet[], merged: readonly 
       const outside = (v: number, ci: readonly [number, number]) => v < ci[0] || v > ci[1];
       // A refit without a ci95 is a point: moving outside the old interval is then enough.
       if (outside(c.entry.value, a) && (!b || outside(old.value, b)))
-        out.push({ key, text: `${c.name} ${old.value} [${a[0]}, ${a[1]}] → ${c.entry.value} ${b ? `[${b[0]}, ${b[1]}]` : '(no ci95)'}` });
+        out.push({
+          key,
+          text: `${c.name} ${old.value} [${a[0]}, ${a[1]}] → ${c.entry.value} ${b ? `[${b[0]}, ${b[1]}]` : '(no ci95)'}`,
+        });
     }
   return out;
 }
@@ -406,9 +514,21 @@ export interface UpdateJson {
   registry: string;
   message: string;
   /** Gate verdict: `passed`, `failed` (refused), `accepted_worse` (failed, overridden), `skipped_no_holdout` (no steps: refused or merged with --no-holdout), `not_run` (nothing changed), `refused_shift` (outside both ci95 intervals, before the held-out runs). */
-  gate: { verdict: 'passed' | 'failed' | 'accepted_worse' | 'skipped_no_holdout' | 'not_run' | 'refused_shift'; tolerance_pct: number | null; step_files: string[]; composition: string | null; rows: GateRow[]; notes: string[] };
+  gate: {
+    verdict: 'passed' | 'failed' | 'accepted_worse' | 'skipped_no_holdout' | 'not_run' | 'refused_shift';
+    tolerance_pct: number | null;
+    step_files: string[];
+    composition: string | null;
+    rows: GateRow[];
+    notes: string[];
+  };
   /** Both accuracy tables: per regime (and overall where the validator gives it), old and new registry. */
-  accuracy: { old: Record<string, GateMetrics | null> | null; new: Record<string, GateMetrics | null> | null; old_overall: GateMetrics | null; new_overall: GateMetrics | null };
+  accuracy: {
+    old: Record<string, GateMetrics | null> | null;
+    new: Record<string, GateMetrics | null> | null;
+    old_overall: GateMetrics | null;
+    new_overall: GateMetrics | null;
+  };
   diff: RegistryDiff;
   merge: { merged: number; ignored: string[]; stale: string[] };
   /** Entries outside both ci95 intervals, when that refused the update. */
@@ -433,12 +553,31 @@ export function updateJson(plan: UpdatePlan, o: { chip: string; registry: string
         ? 'refused_shift'
         : 'skipped_no_holdout';
   return {
-    status: plan.status === 'refused' ? 'refused' : plan.status === 'unchanged' ? 'unchanged' : o.written ? 'written' : 'dry_run',
+    status:
+      plan.status === 'refused'
+        ? 'refused'
+        : plan.status === 'unchanged'
+          ? 'unchanged'
+          : o.written
+            ? 'written'
+            : 'dry_run',
     chip: o.chip,
     registry: o.registry,
     message: plan.message,
-    gate: { verdict, tolerance_pct: plan.gate?.tolerance_pct ?? null, step_files: h?.step_files ?? [], composition: h?.composition ?? null, rows: plan.gate?.rows ?? [], notes: plan.gate?.notes ?? [] },
-    accuracy: { old: h?.old.regimes ?? null, new: h?.new.regimes ?? null, old_overall: h?.old.overall ?? null, new_overall: h?.new.overall ?? null },
+    gate: {
+      verdict,
+      tolerance_pct: plan.gate?.tolerance_pct ?? null,
+      step_files: h?.step_files ?? [],
+      composition: h?.composition ?? null,
+      rows: plan.gate?.rows ?? [],
+      notes: plan.gate?.notes ?? [],
+    },
+    accuracy: {
+      old: h?.old.regimes ?? null,
+      new: h?.new.regimes ?? null,
+      old_overall: h?.old.overall ?? null,
+      new_overall: h?.new.overall ?? null,
+    },
     diff: plan.diff,
     merge: { merged: plan.merge.merged.length, ignored: plan.merge.ignored, stale: plan.merge.stale },
     ...(plan.shifted ? { shifted: plan.shifted } : {}),

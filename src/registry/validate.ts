@@ -137,9 +137,14 @@ function defaultChipLookup(): (name: string) => Chip | undefined {
 }
 
 /** Schema checks of one entry. */
-function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' | 'message' | 'field'>, strictBlis: boolean): Problem[] {
+function checkEntrySchema(
+  c: NamedEntry,
+  at: Omit<Problem, 'check' | 'severity' | 'message' | 'field'>,
+  strictBlis: boolean,
+): Problem[] {
   const out: Problem[] = [];
-  const err = (field: string | undefined, message: string) => out.push({ ...at, field, check: 'schema', severity: 'error', message });
+  const err = (field: string | undefined, message: string) =>
+    out.push({ ...at, field, check: 'schema', severity: 'error', message });
   const e = c.entry as unknown;
   if (!isRecord(e)) {
     err(undefined, 'entry must be a map of fields');
@@ -154,15 +159,22 @@ function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' 
   for (const k of ['value', 'units', 'method', 'fitted', 'scope']) if (!(k in e)) err(k, 'required field is missing');
 
   const method = e.method;
-  if ('method' in e && !(METHODS as readonly unknown[]).includes(method)) err('method', `"${String(method)}" is not one of ${METHODS.join(', ')}`);
-  if ('units' in e && !(UNITS as readonly unknown[]).includes(e.units)) err('units', `"${String(e.units)}" is not one of ${UNITS.join(', ')}`);
+  if ('method' in e && !(METHODS as readonly unknown[]).includes(method))
+    err('method', `"${String(method)}" is not one of ${METHODS.join(', ')}`);
+  if ('units' in e && !(UNITS as readonly unknown[]).includes(e.units))
+    err('units', `"${String(e.units)}" is not one of ${UNITS.join(', ')}`);
   if ('value' in e) {
-    if (!finite(e.value)) err('value', `must be a finite number, got ${typeof e.value === 'number' ? String(e.value) : JSON.stringify(e.value)}`);
+    if (!finite(e.value))
+      err(
+        'value',
+        `must be a finite number, got ${typeof e.value === 'number' ? String(e.value) : JSON.stringify(e.value)}`,
+      );
     else if (e.value === 0 && method !== 'not_charged') err('value', '0 is allowed only with method: not_charged');
   }
   if ('fitted' in e) {
     if (typeof e.fitted !== 'boolean') err('fitted', `must be true or false, got ${JSON.stringify(e.fitted)}`);
-    else if (e.fitted && method !== 'measured') err('fitted', `fitted: true is allowed only with method: measured (method is ${String(method)})`);
+    else if (e.fitted && method !== 'measured')
+      err('fitted', `fitted: true is allowed only with method: measured (method is ${String(method)})`);
   }
   if ('scope' in e) {
     const s = e.scope;
@@ -173,7 +185,8 @@ function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' 
         else if (!Array.isArray(v) || v.length === 0) err(`scope.${k}`, 'must be a non-empty list');
         else if (k === 'hardware' || k === 'model') {
           if (!v.every((x) => typeof x === 'string' && x.length > 0)) err(`scope.${k}`, 'must list non-empty names');
-        } else if (!v.every((x) => Number.isInteger(x) && (x as number) >= 0)) err(`scope.${k}`, 'must list non-negative integers');
+        } else if (!v.every((x) => Number.isInteger(x) && (x as number) >= 0))
+          err(`scope.${k}`, 'must list non-negative integers');
       }
     }
   }
@@ -183,26 +196,38 @@ function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' 
       e.sources.forEach((src: unknown, i: number) => {
         const f = `sources[${i}]`;
         if (!isRecord(src)) return err(f, 'must be a map {kind, cite, role}');
-        for (const k of Object.keys(src)) if (!SOURCE_KEYS.has(k)) err(`${f}.${k}`, 'unknown key (allowed: kind, cite, role)');
-        if (!SOURCE_KINDS.has(src.kind as string)) err(`${f}.kind`, `"${String(src.kind)}" is not one of ${[...SOURCE_KINDS].join(', ')}`);
-        if (!SOURCE_ROLES.has(src.role as string)) err(`${f}.role`, `"${String(src.role)}" is not one of ${[...SOURCE_ROLES].join(', ')}`);
+        for (const k of Object.keys(src))
+          if (!SOURCE_KEYS.has(k)) err(`${f}.${k}`, 'unknown key (allowed: kind, cite, role)');
+        if (!SOURCE_KINDS.has(src.kind as string))
+          err(`${f}.kind`, `"${String(src.kind)}" is not one of ${[...SOURCE_KINDS].join(', ')}`);
+        if (!SOURCE_ROLES.has(src.role as string))
+          err(`${f}.role`, `"${String(src.role)}" is not one of ${[...SOURCE_ROLES].join(', ')}`);
         if (typeof src.cite !== 'string' || src.cite.trim() === '') err(`${f}.cite`, 'must be a non-empty string');
       });
   }
   const hasSources = Array.isArray(e.sources) && e.sources.length > 0;
   if ((method === 'literature' || method === 'vendor_spec' || method === 'measured') && !hasSources)
     err('sources', `required for method: ${String(method)}`);
-  if ('rationale' in e && e.rationale !== undefined && typeof e.rationale !== 'string') err('rationale', 'must be a string');
+  if ('rationale' in e && e.rationale !== undefined && typeof e.rationale !== 'string')
+    err('rationale', 'must be a string');
   if (method !== 'measured' && (typeof e.rationale !== 'string' || e.rationale.trim() === ''))
     err('rationale', `required for method: ${String(method)} (every method except measured)`);
-  if (method === 'assumed' && typeof e.rationale === 'string' && e.rationale.trim().length > 0 && e.rationale.trim().length < 20)
+  if (
+    method === 'assumed' &&
+    typeof e.rationale === 'string' &&
+    e.rationale.trim().length > 0 &&
+    e.rationale.trim().length < 20
+  )
     err('rationale', 'an assumed value needs a substantial rationale (at least 20 characters)');
-  if (method === 'copied' && (typeof e.copied_from !== 'string' || e.copied_from.trim() === '')) err('copied_from', 'required for method: copied');
+  if (method === 'copied' && (typeof e.copied_from !== 'string' || e.copied_from.trim() === ''))
+    err('copied_from', 'required for method: copied');
   if ('ci95' in e && e.ci95 !== undefined) {
     const ci = e.ci95;
-    if (!Array.isArray(ci) || ci.length !== 2 || !finite(ci[0]) || !finite(ci[1])) err('ci95', `must be [lo, hi] of finite numbers, got ${JSON.stringify(ci)}`);
+    if (!Array.isArray(ci) || ci.length !== 2 || !finite(ci[0]) || !finite(ci[1]))
+      err('ci95', `must be [lo, hi] of finite numbers, got ${JSON.stringify(ci)}`);
     else if (!(ci[0] <= ci[1])) err('ci95', `lo ${ci[0]} > hi ${ci[1]}`);
-    else if (finite(e.value) && !(ci[0] <= e.value && e.value <= ci[1])) err('ci95', `[${ci[0]}, ${ci[1]}] does not contain the value ${e.value}`);
+    else if (finite(e.value) && !(ci[0] <= e.value && e.value <= ci[1]))
+      err('ci95', `[${ci[0]}, ${ci[1]}] does not contain the value ${e.value}`);
   }
   if ('evidence' in e && !strictBlis) {
     const ev = e.evidence;
@@ -213,7 +238,8 @@ function checkEntrySchema(c: NamedEntry, at: Omit<Problem, 'check' | 'severity' 
   // reports too, so a file that validates also loads.
   if (out.length === 0) {
     const z = CoefficientEntrySchema.safeParse(strictBlis ? { ...e, evidence: undefined } : e);
-    if (!z.success) for (const i of z.error.issues) err(i.path.length ? i.path.map(String).join('.') : undefined, i.message);
+    if (!z.success)
+      for (const i of z.error.issues) err(i.path.length ? i.path.map(String).join('.') : undefined, i.message);
   }
   return out;
 }
@@ -240,20 +266,53 @@ export function validateRegistry(sets: readonly CoefficientSet[], file: string, 
   for (const s of sets) {
     // In one chip's file a repeated set name is an error; a file joining several chips' registries repeats them by design.
     if (setNames.has(s.name))
-      problems.push({ file, set: s.name, field: 'name', check: 'schema', severity: opts.fileChip !== undefined ? 'error' : 'warning', message: `duplicate set name: a set named ${s.name} appears earlier in the file` });
+      problems.push({
+        file,
+        set: s.name,
+        field: 'name',
+        check: 'schema',
+        severity: opts.fileChip !== undefined ? 'error' : 'warning',
+        message: `duplicate set name: a set named ${s.name} appears earlier in the file`,
+      });
     setNames.add(s.name);
-    if (s.kind !== 'CoefficientSet') problems.push({ file, set: s.name, field: 'kind', check: 'schema', severity: 'error', message: `expected CoefficientSet, got ${String(s.kind)}` });
-    if (typeof s.name !== 'string' || s.name === '') problems.push({ file, field: 'name', check: 'schema', severity: 'error', message: 'set has no name' });
+    if (s.kind !== 'CoefficientSet')
+      problems.push({
+        file,
+        set: s.name,
+        field: 'kind',
+        check: 'schema',
+        severity: 'error',
+        message: `expected CoefficientSet, got ${String(s.kind)}`,
+      });
+    if (typeof s.name !== 'string' || s.name === '')
+      problems.push({ file, field: 'name', check: 'schema', severity: 'error', message: 'set has no name' });
     for (const c of s.coefficients) {
       const scope = isRecord(c.entry) ? (c.entry.scope as NamedEntry['entry']['scope']) : undefined;
       const at = { file, set: s.name, entry: entryLabel(c.name, isRecord(scope) ? scope : undefined) };
       problems.push(...checkEntrySchema(c, at, opts.strictBlis ?? false));
-      if (opts.fileChip !== undefined && isRecord(scope) && Array.isArray(scope.hardware) && !scopedToChip(scope, opts.fileChip))
-        problems.push({ ...at, field: 'scope.hardware', check: 'schema', severity: 'error', message: `scoped to ${scope.hardware.join(', ')} inside ${opts.fileChip}'s registry (an entry of this file must include hardware ${opts.fileChip})` });
+      if (
+        opts.fileChip !== undefined &&
+        isRecord(scope) &&
+        Array.isArray(scope.hardware) &&
+        !scopedToChip(scope, opts.fileChip)
+      )
+        problems.push({
+          ...at,
+          field: 'scope.hardware',
+          check: 'schema',
+          severity: 'error',
+          message: `scoped to ${scope.hardware.join(', ')} inside ${opts.fileChip}'s registry (an entry of this file must include hardware ${opts.fileChip})`,
+        });
       const key = entryKey(c.name, isRecord(scope) ? scope : undefined);
       const prev = seen.get(key);
       if (prev !== undefined)
-        problems.push({ ...at, field: 'scope', check: 'schema', severity: 'error', message: `duplicate (name, scope): already defined in set ${prev}` });
+        problems.push({
+          ...at,
+          field: 'scope',
+          check: 'schema',
+          severity: 'error',
+          message: `duplicate (name, scope): already defined in set ${prev}`,
+        });
       else seen.set(key, s.name);
       all.push({ set: s.name, c });
     }
@@ -272,14 +331,34 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
   const out: Problem[] = [];
   const missingChip = new Set<string>();
   const phys = (l: Located, field: string, message: string) =>
-    out.push({ file, set: l.set, entry: entryLabel(l.c.name, l.c.entry?.scope), field, check: 'physics', severity: 'error', message });
+    out.push({
+      file,
+      set: l.set,
+      entry: entryLabel(l.c.name, l.c.entry?.scope),
+      field,
+      check: 'physics',
+      severity: 'error',
+      message,
+    });
   const warn = (l: Located, field: string, message: string) =>
-    out.push({ file, set: l.set, entry: entryLabel(l.c.name, l.c.entry?.scope), field, check: 'physics', severity: 'warning', message });
+    out.push({
+      file,
+      set: l.set,
+      entry: entryLabel(l.c.name, l.c.entry?.scope),
+      field,
+      check: 'physics',
+      severity: 'warning',
+      message,
+    });
   /** Warn when the entry's ci95 upper bound exceeds `limit` (only called when the value itself is within it). */
   const ciAbove = (l: Located, limit: number, what: string) => {
     const ci = l.c.entry.ci95 as unknown;
     if (Array.isArray(ci) && ci.length === 2 && finite(ci[1]) && ci[1] > limit)
-      warn(l, 'ci95', `upper bound ${ci[1]} exceeds ${what} ${limit}; the value ${l.c.entry.value} is within it, its ci95 is not`);
+      warn(
+        l,
+        'ci95',
+        `upper bound ${ci[1]} exceeds ${what} ${limit}; the value ${l.c.entry.value} is within it, its ci95 is not`,
+      );
   };
   // name → hardware → located entry (for cross-entry checks)
   const byHw = new Map<string, Map<string, Located>>();
@@ -295,33 +374,64 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
     const chip = chipOf(hw);
     if (!chip && !missingChip.has(hw)) {
       missingChip.add(hw);
-      out.push({ file, check: 'physics', severity: 'warning', message: `chip "${hw}" is not in the catalog: its datasheet-bound checks are skipped` });
+      out.push({
+        file,
+        check: 'physics',
+        severity: 'warning',
+        message: `chip "${hw}" is not in the catalog: its datasheet-bound checks are skipped`,
+      });
     }
     const v = (name: string) => entries.get(name)?.c.entry.value;
     const collectiveFloors = new Map<string, Array<{ ranks: number; l: Located }>>();
     for (const [name, l] of entries) {
       const value = l.c.entry.value;
       if (/^gemm_eps_max_/.test(name)) {
-        if (!(value > 0 && value <= EPS_MAX_UPPER)) phys(l, 'value', `eps_max ${value} is outside (0, ${EPS_MAX_UPPER}] (a fraction of the dense datasheet peak)`);
-        else if (value > EPS_MAX_WARN) warn(l, 'value', `eps_max ${value} is above ${EPS_MAX_WARN}: asymptote above datasheet peak (allowed up to ${EPS_MAX_UPPER})`);
+        if (!(value > 0 && value <= EPS_MAX_UPPER))
+          phys(
+            l,
+            'value',
+            `eps_max ${value} is outside (0, ${EPS_MAX_UPPER}] (a fraction of the dense datasheet peak)`,
+          );
+        else if (value > EPS_MAX_WARN)
+          warn(
+            l,
+            'value',
+            `eps_max ${value} is above ${EPS_MAX_WARN}: asymptote above datasheet peak (allowed up to ${EPS_MAX_UPPER})`,
+          );
         else ciAbove(l, EPS_MAX_WARN, 'the datasheet peak (eps_max)');
       }
-      if (/^gemm_[mnk]_half_/.test(name) && !(value >= 0)) phys(l, 'value', `half-saturation ${value} must be ≥ 0 tokens`);
-      if (name === 'hbm_derate' && !(value > 0 && value <= 1)) phys(l, 'value', `hbm_derate ${value} is outside (0, 1]`);
+      if (/^gemm_[mnk]_half_/.test(name) && !(value >= 0))
+        phys(l, 'value', `half-saturation ${value} must be ≥ 0 tokens`);
+      if (name === 'hbm_derate' && !(value > 0 && value <= 1))
+        phys(l, 'value', `hbm_derate ${value} is outside (0, 1]`);
       if (name === 'attention_prefill_work_scale' && !(value > 0)) phys(l, 'value', `work scale ${value} must be > 0`);
       if (/^attention_decode_rate/.test(name)) {
         if (!(value > 0)) phys(l, 'value', `rate ${value} bytes/µs must be > 0`);
         else if (chip && value > chip.hbm_bytes_per_us)
-          phys(l, 'value', `rate ${value} bytes/µs exceeds ${chip.name}'s datasheet HBM rate ${Math.round(chip.hbm_bytes_per_us)} bytes/µs`);
+          phys(
+            l,
+            'value',
+            `rate ${value} bytes/µs exceeds ${chip.name}'s datasheet HBM rate ${Math.round(chip.hbm_bytes_per_us)} bytes/µs`,
+          );
         else if (chip) ciAbove(l, Math.round(chip.hbm_bytes_per_us), `${chip.name}'s datasheet HBM rate (bytes/µs)`);
       }
       if (/^attention_decode_floor_/.test(name)) {
         const base = v('attention_decode_floor');
         if (base !== undefined && value > KIND_FLOOR_MULTIPLE * base)
-          phys(l, 'value', `kind floor ${value} µs exceeds ${KIND_FLOOR_MULTIPLE}× the part-wide attention_decode_floor ${base} µs`);
+          phys(
+            l,
+            'value',
+            `kind floor ${value} µs exceeds ${KIND_FLOOR_MULTIPLE}× the part-wide attention_decode_floor ${base} µs`,
+          );
       }
-      if (/floor/.test(name) && !name.startsWith('collective_') && !(value >= 0)) phys(l, 'value', `floor ${value} µs must be ≥ 0`);
-      else if (/^attention_.*floor/.test(name) && value > FLOOR_MAX_US) phys(l, 'value', `floor ${value} µs is above ${FLOOR_MAX_US / 1000} ms (the units check's floor band): a units slip?`);
+      if (/floor/.test(name) && !name.startsWith('collective_') && !(value >= 0))
+        phys(l, 'value', `floor ${value} µs must be ≥ 0`);
+      else if (/^attention_.*floor/.test(name) && value > FLOOR_MAX_US)
+        phys(
+          l,
+          'value',
+          `floor ${value} µs is above ${FLOOR_MAX_US / 1000} ms (the units check's floor band): a units slip?`,
+        );
       if (name === 'moe_routing_imbalance_p90') {
         const med = v('moe_routing_imbalance_median');
         if (med !== undefined && value < med) phys(l, 'value', `p90 ${value} is below the median ${med}`);
@@ -332,7 +442,11 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
         if (cn.param === 'floor') {
           if (!(value > 0)) phys(l, 'value', `collective floor ${value} µs must be > 0`);
           else if (value < FLOOR_MIN_US || value > FLOOR_MAX_US)
-            phys(l, 'value', `collective floor ${value} µs is outside [${FLOOR_MIN_US} µs, ${FLOOR_MAX_US / 1000} ms] (the units check's floor band): a units slip?`);
+            phys(
+              l,
+              'value',
+              `collective floor ${value} µs is outside [${FLOOR_MIN_US} µs, ${FLOOR_MAX_US / 1000} ms] (the units check's floor band): a units slip?`,
+            );
           const k = `${cn.op}_${cn.dtype}_${cn.chip}`;
           let arr = collectiveFloors.get(k);
           if (!arr) collectiveFloors.set(k, (arr = []));
@@ -351,7 +465,8 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
           }
           if (cn.param === 'transition_rate') {
             const peak = v(name.replace('collective_transition_rate_', 'collective_peak_rate_'));
-            if (peak !== undefined && value > peak) phys(l, 'value', `r_t ${value} bytes/µs exceeds r_peak ${peak} bytes/µs`);
+            if (peak !== undefined && value > peak)
+              phys(l, 'value', `r_t ${value} bytes/µs exceeds r_peak ${peak} bytes/µs`);
           }
         }
       }
@@ -359,7 +474,9 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
     for (const [, arr] of collectiveFloors) {
       arr.sort((a, b) => a.ranks - b.ranks);
       // Governance (reference §6.3): a width extrapolation must not fit floors measured on several lanes.
-      const measuredLanes = new Set(arr.filter((x) => x.l.c.entry.method === 'measured').map((x) => x.l.c.entry.evidence?.lane ?? 'unknown'));
+      const measuredLanes = new Set(
+        arr.filter((x) => x.l.c.entry.method === 'measured').map((x) => x.l.c.entry.evidence?.lane ?? 'unknown'),
+      );
       for (const x of arr)
         if (x.l.c.entry.method === 'assumed' && x.l.c.entry.evidence?.extrapolation && measuredLanes.size > 1)
           out.push({
@@ -375,7 +492,11 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
         const prev = arr[i - 1]!;
         const cur = arr[i]!;
         if (cur.l.c.entry.value < prev.l.c.entry.value)
-          phys(cur.l, 'value', `floor ${cur.l.c.entry.value} µs at ${cur.ranks} ranks is below ${prev.l.c.entry.value} µs at ${prev.ranks} ranks (floors must not decrease with ranks)`);
+          phys(
+            cur.l,
+            'value',
+            `floor ${cur.l.c.entry.value} µs at ${cur.ranks} ranks is below ${prev.l.c.entry.value} µs at ${prev.ranks} ranks (floors must not decrease with ranks)`,
+          );
       }
     }
   }
@@ -386,10 +507,15 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
  * Parse and validate a registry text. YAML and layout errors become problems (not throws), so a
  * caller can report every file.
  */
-export function validateRegistryText(text: string, file: string, opts: ValidateOptions = {}): { sets: CoefficientSet[]; problems: Problem[] } {
+export function validateRegistryText(
+  text: string,
+  file: string,
+  opts: ValidateOptions = {},
+): { sets: CoefficientSet[]; problems: Problem[] } {
   const problems: Problem[] = [];
   const sets: CoefficientSet[] = [];
-  const schema = (message: string, extra: Partial<Problem> = {}) => problems.push({ file, check: 'schema', severity: 'error', message, ...extra });
+  const schema = (message: string, extra: Partial<Problem> = {}) =>
+    problems.push({ file, check: 'schema', severity: 'error', message, ...extra });
   let docs;
   try {
     docs = parseAllDocuments(text);
@@ -404,27 +530,40 @@ export function validateRegistryText(text: string, file: string, opts: ValidateO
     if (obj === null || obj === undefined) return;
     if (!isRecord(obj)) return schema(`document ${di + 1}: expected a CoefficientSet map`);
     const setName = typeof obj.name === 'string' ? obj.name : `#${di + 1}`;
-    for (const k of Object.keys(obj)) if (!['kind', 'name', 'coefficients'].includes(k)) schema(`unknown set key "${k}"`, { set: setName, field: k });
-    if (obj.kind !== 'CoefficientSet') schema(`expected kind: CoefficientSet, got ${String(obj.kind)}`, { set: setName, field: 'kind' });
+    for (const k of Object.keys(obj))
+      if (!['kind', 'name', 'coefficients'].includes(k)) schema(`unknown set key "${k}"`, { set: setName, field: k });
+    if (obj.kind !== 'CoefficientSet')
+      schema(`expected kind: CoefficientSet, got ${String(obj.kind)}`, { set: setName, field: 'kind' });
     if (typeof obj.name !== 'string' || obj.name === '') schema('set has no name', { set: setName, field: 'name' });
-    if (!Array.isArray(obj.coefficients)) return schema('coefficients must be a list', { set: setName, field: 'coefficients' });
+    if (!Array.isArray(obj.coefficients))
+      return schema('coefficients must be a list', { set: setName, field: 'coefficients' });
     const coefficients: NamedEntry[] = [];
     obj.coefficients.forEach((item: unknown, i: number) => {
       if (!isRecord(item) || Object.keys(item).length !== 1)
-        return schema(`coefficient #${i}: expected a single-key map {name: entry}`, { set: setName, field: `coefficients[${i}]` });
+        return schema(`coefficient #${i}: expected a single-key map {name: entry}`, {
+          set: setName,
+          field: `coefficients[${i}]`,
+        });
       const [name, entry] = Object.entries(item)[0]!;
       coefficients.push({ name, entry: entry as NamedEntry['entry'] });
     });
     sets.push({ kind: 'CoefficientSet', name: setName, coefficients });
   });
   if (problems.length === 0 && sets.reduce((n, x) => n + x.coefficients.length, 0) === 0)
-    schema(sets.length === 0 ? 'empty registry: no CoefficientSet documents' : `empty registry: ${sets.length} set(s) but no coefficients`);
+    schema(
+      sets.length === 0
+        ? 'empty registry: no CoefficientSet documents'
+        : `empty registry: ${sets.length} set(s) but no coefficients`,
+    );
   problems.push(...validateRegistry(sets, file, opts));
   return { sets, problems };
 }
 
 /** Read and validate one registry file. A missing file is one problem. */
-export function validateRegistryFile(file: string, opts: ValidateOptions = {}): { sets: CoefficientSet[]; problems: Problem[] } {
+export function validateRegistryFile(
+  file: string,
+  opts: ValidateOptions = {},
+): { sets: CoefficientSet[]; problems: Problem[] } {
   let text: string;
   try {
     text = readText(file);
@@ -449,6 +588,11 @@ export function assertRegistryUsable(sets: readonly CoefficientSet[], file: stri
   const errors = errorsOf(validateRegistry(sets, file, { fileChip: chip }));
   if (errors.length === 0) return;
   const shown = errors.slice(0, 5).map(formatProblem);
-  const more = errors.length > shown.length ? `\n(and ${errors.length - shown.length} more; run \`stepcal registry validate ${file}\`)` : '';
-  throw new UserError(`registry ${file} is not usable for ${chip}: ${errors.length} error(s)\n${shown.join('\n')}${more}`);
+  const more =
+    errors.length > shown.length
+      ? `\n(and ${errors.length - shown.length} more; run \`stepcal registry validate ${file}\`)`
+      : '';
+  throw new UserError(
+    `registry ${file} is not usable for ${chip}: ${errors.length} error(s)\n${shown.join('\n')}${more}`,
+  );
 }

@@ -8,7 +8,6 @@ import type { CoefficientSet } from '../core/schemas/registry.ts';
 
 export { PAUSE_ENV };
 
-
 /** Atomically write sets as multi-document YAML. @throws UserError when the path is a folder or not writable. */
 export function writeRegistryAtomic(file: string, sets: readonly CoefficientSet[]): void {
   writeFileAtomic(file, stringifyCoefficientSets(sets));

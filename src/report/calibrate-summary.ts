@@ -7,15 +7,22 @@ import type { MeasurementCheck } from '../measurements/check.ts';
 import { fmtSigExp } from '../core/render/format.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { htmlTable, markdownTable, type Table, textTable } from '../core/render/table.ts';
-import { COMPOSITION_LABEL, engineSmOutcomes, goalVerdict, otherCompositions, smScaleText, type ExtraSection } from './validation.ts';
+import {
+  COMPOSITION_LABEL,
+  engineSmOutcomes,
+  goalVerdict,
+  otherCompositions,
+  smScaleText,
+  type ExtraSection,
+} from './validation.ts';
 import { REGIMES, type Composition, type ValidationResult } from '../validate/types.ts';
-
 
 /** 4 significant digits, exponent form (3 decimals) for |x| ≥ 1e6 or < 1e-3. For the report. */
 const sig = (x: number): string => fmtSigExp(x, 4, { expAbove: 1e6, expBelow: 1e-3, expDigits: 3 });
 
 /** 3 significant digits, exponent without "+" for |x| ≥ 1e5 or < 1e-3 (`0.958`, `71.3`, `1.60e6`). For the terminal. */
-export const sig3 = (x: number): string => fmtSigExp(x, 3, { expAbove: 1e5, expBelow: 1e-3, expDigits: 2, compact: true });
+export const sig3 = (x: number): string =>
+  fmtSigExp(x, 3, { expAbove: 1e5, expBelow: 1e-3, expDigits: 2, compact: true });
 
 /** Terminal abbreviations of the registry units (the report keeps the registry spelling). */
 const UNIT_ABBR: Record<string, string> = {
@@ -108,7 +115,10 @@ export function coefficientTable(sets: readonly CoefficientSet[]): Table {
       [...c.methods].sort().join(' + '),
     ]);
   }
-  return { header: ['coefficient', 'value', 'units', 'ci95', 'n (rows)', 'train geo (×)', 'holdout geo (×)', 'method'], rows };
+  return {
+    header: ['coefficient', 'value', 'units', 'ci95', 'n (rows)', 'train geo (×)', 'holdout geo (×)', 'method'],
+    rows,
+  };
 }
 
 const GEMM_RE = /^gemm_(eps_max|m_half|n_half|k_half)_(.+)$/;
@@ -130,8 +140,10 @@ export function gemmTextTable(sets: readonly CoefficientSet[]): Table {
       d[m[1]!] = entry;
     }
   const v = (e: NamedEntry['entry'] | undefined) => (e ? sig3(e.value) : '–');
-  const n = (e: NamedEntry['entry'] | undefined) => String(e?.evidence?.train_error?.n ?? e?.evidence?.inputs?.[0]?.rows_used ?? '–');
-  const g = (e: NamedEntry['entry'] | undefined) => (e?.evidence?.holdout_error ? sig3(e.evidence.holdout_error.geo) : '–');
+  const n = (e: NamedEntry['entry'] | undefined) =>
+    String(e?.evidence?.train_error?.n ?? e?.evidence?.inputs?.[0]?.rows_used ?? '–');
+  const g = (e: NamedEntry['entry'] | undefined) =>
+    e?.evidence?.holdout_error ? sig3(e.evidence.holdout_error.geo) : '–';
   return {
     header: ['gemm', 'eps_max', 'ci95', 'm½ tok', 'n½', 'k½', 'rows eps/nk', 'holdout geo× eps/nk'],
     rows: [...by].map(([dtype, d]) => [
@@ -152,7 +164,9 @@ export function hostTextLines(sets: readonly CoefficientSet[]): string[] {
   const host = sets.flatMap((s) => s.coefficients).filter((c) => HOST_RE.test(c.name));
   const item = ({ name, entry: e }: NamedEntry) =>
     `${name.replace(HOST_RE, '')} ${sig3(e.value)} ${UNIT_ABBR[e.units] ?? e.units}${e.ci95 ? ` [${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : ''}`;
-  return [...groupBy(host, (c) => c.entry.method)].map(([method, items]) => `host (${method}): ${items.map(item).join(', ')}`);
+  return [...groupBy(host, (c) => c.entry.method)].map(
+    ([method, items]) => `host (${method}): ${items.map(item).join(', ')}`,
+  );
 }
 
 /**
@@ -181,7 +195,10 @@ export function compactCoefficientTable(sets: readonly CoefficientSet[]): { tabl
       ]);
     }
   }
-  return dropConstantColumns({ header: ['coefficient', 'value', 'units', 'ci95', 'n', 'geo× train/hold', 'method'], rows });
+  return dropConstantColumns({
+    header: ['coefficient', 'value', 'units', 'ci95', 'n', 'geo× train/hold', 'method'],
+    rows,
+  });
 }
 
 /**
@@ -192,7 +209,13 @@ export function collectiveTextTable(sets: readonly CoefficientSet[]): Table {
   const range = (xs: number[]) => (xs.length ? `${sig3(Math.min(...xs))}–${sig3(Math.max(...xs))}` : '–');
   return {
     header: ['collective', 'ranks', 'floor µs', 'peak GB/s', 'method'],
-    rows: collectiveGroups(sets).map((c) => [c.key, widthLabel(c, 'extrap.'), range(c.floors), range(c.peaks.map((b) => b / 1e3)), [...c.methods].sort().join('+')]),
+    rows: collectiveGroups(sets).map((c) => [
+      c.key,
+      widthLabel(c, 'extrap.'),
+      range(c.floors),
+      range(c.peaks.map((b) => b / 1e3)),
+      [...c.methods].sort().join('+'),
+    ]),
   };
 }
 
@@ -201,7 +224,10 @@ export function dropConstantColumns(t: Table): { table: Table; dropped: string[]
   if (t.rows.length < 2) return { table: t, dropped: [] };
   const keep = t.header.map((_, i) => i === 0 || new Set(t.rows.map((r) => r[i])).size > 1);
   const dropped = t.header.filter((_, i) => !keep[i]).map((h) => `${h} ${t.rows[0]![t.header.indexOf(h)]}`);
-  return { table: { header: t.header.filter((_, i) => keep[i]), rows: t.rows.map((r) => r.filter((_, i) => keep[i])) }, dropped };
+  return {
+    table: { header: t.header.filter((_, i) => keep[i]), rows: t.rows.map((r) => r.filter((_, i) => keep[i])) },
+    dropped,
+  };
 }
 
 /** Held-out accuracy table: one row per regime for the headline composition, the other two compositions' MAPE beside it. */
@@ -212,9 +238,30 @@ export function heldOutTable(v: ValidationResult): Table {
     const m = v.regimes[g];
     if (!m) continue;
     const o = others.map((c) => v.regimes_by_composition[c][g]);
-    rows.push([g, String(m.n), m.mape_pct.toFixed(1), m.median_ape_pct.toFixed(1), m.p90_ape_pct.toFixed(1), m.bias_pct.toFixed(1), ...o.map((x) => (x ? x.mape_pct.toFixed(1) : '–')), goalVerdict(m)]);
+    rows.push([
+      g,
+      String(m.n),
+      m.mape_pct.toFixed(1),
+      m.median_ape_pct.toFixed(1),
+      m.p90_ape_pct.toFixed(1),
+      m.bias_pct.toFixed(1),
+      ...o.map((x) => (x ? x.mape_pct.toFixed(1) : '–')),
+      goalVerdict(m),
+    ]);
   }
-  return { header: ['regime', 'n (rows)', 'MAPE (%)', 'median APE (%)', 'p90 APE (%)', 'bias (%)', ...others.map((c) => `${COMPOSITION_LABEL[c]} MAPE (%)`), 'goal (median ≤ 10 %, p90 ≤ 25 %)'], rows };
+  return {
+    header: [
+      'regime',
+      'n (rows)',
+      'MAPE (%)',
+      'median APE (%)',
+      'p90 APE (%)',
+      'bias (%)',
+      ...others.map((c) => `${COMPOSITION_LABEL[c]} MAPE (%)`),
+      'goal (median ≤ 10 %, p90 ≤ 25 %)',
+    ],
+    rows,
+  };
 }
 
 /** Short composition names for the terminal table (≤ 100 columns). */
@@ -234,7 +281,16 @@ export function compactHeldOutTable(v: ValidationResult): Table {
   const t = heldOutTable(v);
   const others = otherCompositions(v.headline);
   return {
-    header: ['regime', 'n', 'MAPE%', 'med%', 'p90%', 'bias%', ...others.map((c) => `${SHORT[c]} MAPE%`), 'goal med≤10 p90≤25'],
+    header: [
+      'regime',
+      'n',
+      'MAPE%',
+      'med%',
+      'p90%',
+      'bias%',
+      ...others.map((c) => `${SHORT[c]} MAPE%`),
+      'goal med≤10 p90≤25',
+    ],
     rows: t.rows.map((r) => {
       const m = v.regimes[r[0] as (typeof REGIMES)[number]]!;
       return [...r.slice(0, 6 + others.length), shortVerdict(m)];
@@ -330,18 +386,33 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
     L.push(...textTable(compactHeldOutTable(v)).map((l) => '  ' + l));
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-        L.push(`  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`);
+        L.push(
+          `  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`,
+        );
       }
     }
     for (const es of engineSmOutcomes(v)) {
-      const side = (x: typeof es.with) => REGIMES.filter((g) => x.regimes[g]).map((g) => `${g} ${x.regimes[g]!.median_ape_pct.toFixed(1)}/${x.regimes[g]!.p90_ape_pct.toFixed(1)}/${x.regimes[g]!.bias_pct.toFixed(1)}`).join('; ');
-      L.push(`  engine compute-efficiency s (${COMPOSITION_LABEL[es.composition ?? 'no_overlap']}): ${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'WITH' : 'WITHOUT'} s; med/p90/bias %:`);
+      const side = (x: typeof es.with) =>
+        REGIMES.filter((g) => x.regimes[g])
+          .map(
+            (g) =>
+              `${g} ${x.regimes[g]!.median_ape_pct.toFixed(1)}/${x.regimes[g]!.p90_ape_pct.toFixed(1)}/${x.regimes[g]!.bias_pct.toFixed(1)}`,
+          )
+          .join('; ');
+      L.push(
+        `  engine compute-efficiency s (${COMPOSITION_LABEL[es.composition ?? 'no_overlap']}): ${es.scales.map((x) => `${x.engine} ${x.value.toFixed(3)}`).join(', ')}; headline ${es.used ? 'WITH' : 'WITHOUT'} s; med/p90/bias %:`,
+      );
       L.push(`    without s: ${side(es.without)}`);
       L.push(`    with s:    ${side(es.with)}`);
     }
     const r = o.validation_registry_host;
     if (r) {
-      L.push(`  with the registry's host terms instead: ` + REGIMES.filter((g) => r.regimes[g]).map((g) => `${g} MAPE ${r.regimes[g]!.mape_pct.toFixed(1)}% bias ${r.regimes[g]!.bias_pct.toFixed(1)}%`).join('; '));
+      L.push(
+        `  with the registry's host terms instead: ` +
+          REGIMES.filter((g) => r.regimes[g])
+            .map((g) => `${g} MAPE ${r.regimes[g]!.mape_pct.toFixed(1)}% bias ${r.regimes[g]!.bias_pct.toFixed(1)}%`)
+            .join('; '),
+      );
     }
   }
   if (o.report_files.length) L.push(`report: ${o.report_files.join(', ')}`);
@@ -361,16 +432,36 @@ export function calibrateSection(o: CalibrateOutcome): ExtraSection {
     ...(o.validation ? [] : [`Held-out accuracy: ${o.validation_note ?? 'not measured'}`]),
     ...(o.validation_registry_host
       ? [
-          `With the registry's host terms instead of the per-engine fit: ${REGIMES.filter((g) => o.validation_registry_host!.regimes[g])
-            .map((g) => `${g} MAPE ${o.validation_registry_host!.regimes[g]!.mape_pct.toFixed(1)} %, bias ${o.validation_registry_host!.regimes[g]!.bias_pct.toFixed(1)} %`)
+          `With the registry's host terms instead of the per-engine fit: ${REGIMES.filter(
+            (g) => o.validation_registry_host!.regimes[g],
+          )
+            .map(
+              (g) =>
+                `${g} MAPE ${o.validation_registry_host!.regimes[g]!.mape_pct.toFixed(1)} %, bias ${o.validation_registry_host!.regimes[g]!.bias_pct.toFixed(1)} %`,
+            )
             .join('; ')}.`,
         ]
       : []),
   ];
   return {
     title: 'Calibration',
-    md: [...notes.map((n) => `- ${n}`), '', '### Measurements checked', '', markdownTable(checks), '### Coefficients', '', markdownTable(coef)].join('\n'),
-    html: '<ul>' + notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('') + '</ul><h3>Measurements checked</h3>' + htmlTable(checks) + '<h3>Coefficients</h3>' + htmlTable(coef),
+    md: [
+      ...notes.map((n) => `- ${n}`),
+      '',
+      '### Measurements checked',
+      '',
+      markdownTable(checks),
+      '### Coefficients',
+      '',
+      markdownTable(coef),
+    ].join('\n'),
+    html:
+      '<ul>' +
+      notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('') +
+      '</ul><h3>Measurements checked</h3>' +
+      htmlTable(checks) +
+      '<h3>Coefficients</h3>' +
+      htmlTable(coef),
   };
 }
 

@@ -6,7 +6,7 @@
 import { type Chip, DEFAULT_L2_MIB } from '../core/catalog/chip.ts';
 import { floorPlusWork } from '../core/laws/floor-rate.ts';
 import { chart } from '../core/render/svg.ts';
-import { type DecodeFit, type DecodeResult, type PrefillFit, type PrefillResult, type WorkPoint } from '../fit/attention.ts';
+import type { DecodeFit, DecodeResult, PrefillFit, PrefillResult, WorkPoint } from '../fit/attention.ts';
 import { fmt } from '../fit/common.ts';
 import { type FitFigure, type FitSection, thin } from './fit-common.ts';
 
@@ -15,7 +15,14 @@ export function decodeSection(fit: DecodeFit, chip: Chip): FitSection {
   const md = ['## Decode attention', ''];
   for (const r of fit.results) md.push(...decodeMarkdown(r, chip));
   const figures = fit.results.flatMap((r) =>
-    floorRateFigures(`attention_decode${suffix(r)}`, `${chip.name} decode attention (${r.kind})`, 'KV bytes', r.points, r.floor_us, r.rate),
+    floorRateFigures(
+      `attention_decode${suffix(r)}`,
+      `${chip.name} decode attention (${r.kind})`,
+      'KV bytes',
+      r.points,
+      r.floor_us,
+      r.rate,
+    ),
   );
   return { md: md.join('\n') + '\n', summary: fit.results.map((r) => decodeSummary(r, chip)), figures };
 }
@@ -45,7 +52,11 @@ function decodeMarkdown(r: DecodeResult, chip: Chip): string[] {
 }
 
 function kernelTable(perKernel: DecodeResult['per_kernel']): string[] {
-  return ['| kernel_source | n | geo | MAPE % |', '|---|---|---|---|', ...perKernel.map((k) => `| ${k.kernel} | ${k.err.n} | ${k.err.geo} | ${k.err.mape_pct} |`)];
+  return [
+    '| kernel_source | n | geo | MAPE % |',
+    '|---|---|---|---|',
+    ...perKernel.map((k) => `| ${k.kernel} | ${k.err.n} | ${k.err.geo} | ${k.err.mape_pct} |`),
+  ];
 }
 
 /** Markdown, summary line and figures of the prefill attention fit (nothing when it refused). */
@@ -54,7 +65,11 @@ export function prefillSection(fit: PrefillFit, chip: Chip): FitSection {
   if (!r) return { md: '', summary: [], figures: [] };
   const title = `${chip.name} prefill attention`;
   const xLabel = 'causal FLOPs / (bf16 peak · eps_bf16(tokens))  (µs at work_scale 1)';
-  return { md: prefillMarkdown(r), summary: [prefillSummary(r)], figures: floorRateFigures('attention_prefill', title, xLabel, r.points, r.floor_us, r.work_scale) };
+  return {
+    md: prefillMarkdown(r),
+    summary: [prefillSummary(r)],
+    figures: floorRateFigures('attention_prefill', title, xLabel, r.points, r.floor_us, r.work_scale),
+  };
 }
 
 function prefillSummary(r: PrefillResult): string {
@@ -77,20 +92,52 @@ function prefillMarkdown(r: PrefillResult): string {
 }
 
 /** Measured points, the fitted law floor + work/rate, and log residuals. */
-function floorRateFigures(name: string, title: string, xLabel: string, points: readonly WorkPoint[], floor_us: number, rate: number): FitFigure[] {
+function floorRateFigures(
+  name: string,
+  title: string,
+  xLabel: string,
+  points: readonly WorkPoint[],
+  floor_us: number,
+  rate: number,
+): FitFigure[] {
   const sorted = [...points].sort((a, b) => a.work - b.work);
   const shown = thin(sorted, 1500);
   const xs = [...new Set(thin(sorted, 200).map((p) => p.work))];
   const main = chart(
     [
-      { label: 'measured', points: shown.map((p) => [p.work, p.latency_us]), style: 'scatter', color: '#1f77b4', radius: 1.5 },
-      { label: 'fit: floor + work/rate', points: xs.map((x) => [x, floorPlusWork(floor_us, x, rate)]), style: 'line', color: '#d62728' },
+      {
+        label: 'measured',
+        points: shown.map((p) => [p.work, p.latency_us]),
+        style: 'scatter',
+        color: '#1f77b4',
+        radius: 1.5,
+      },
+      {
+        label: 'fit: floor + work/rate',
+        points: xs.map((x) => [x, floorPlusWork(floor_us, x, rate)]),
+        style: 'line',
+        color: '#d62728',
+      },
     ],
     { title, x_label: xLabel, y_label: 'latency (µs)', x_log: true, y_log: true },
   );
   const resid = chart(
-    [{ label: 'ln(pred/meas)', points: shown.map((p) => [p.work, Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us)]), style: 'scatter', color: '#d62728', radius: 1.5 }],
-    { title: `${title}: residuals`, x_label: xLabel, y_label: 'ln(predicted / measured)', x_log: true, h_lines: [{ y: 0, label: 'zero' }] },
+    [
+      {
+        label: 'ln(pred/meas)',
+        points: shown.map((p) => [p.work, Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us)]),
+        style: 'scatter',
+        color: '#d62728',
+        radius: 1.5,
+      },
+    ],
+    {
+      title: `${title}: residuals`,
+      x_label: xLabel,
+      y_label: 'ln(predicted / measured)',
+      x_log: true,
+      h_lines: [{ y: 0, label: 'zero' }],
+    },
   );
   return [
     { name: `${name}.svg`, svg: main },

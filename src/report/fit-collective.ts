@@ -8,7 +8,14 @@ import type { Chip } from '../core/catalog/chip.ts';
 import { collectiveTime } from '../core/laws/collective.ts';
 import { groupBy, median } from '../core/numeric/stats.ts';
 import { chart, type Series } from '../core/render/svg.ts';
-import { type CollectiveCurve, type CollectiveFit, type CollectiveWidthOutcome, EXTRAPOLATED_RANKS, floorMonotonicity, PCIE_MAX_GB_PER_S_PER_DIR } from '../fit/collective.ts';
+import {
+  type CollectiveCurve,
+  type CollectiveFit,
+  type CollectiveWidthOutcome,
+  EXTRAPOLATED_RANKS,
+  floorMonotonicity,
+  PCIE_MAX_GB_PER_S_PER_DIR,
+} from '../fit/collective.ts';
 import { BLIS_COLLECTIVES, BLIS_NCCL_ALLREDUCE_FP16_OLD } from '../fit/collective-blis.ts';
 import { SMALL_MESSAGE_BYTES } from '../fit/collective-curve.ts';
 import { fmt } from '../fit/collective-provenance.ts';
@@ -43,7 +50,16 @@ export function collectiveSection(fit: CollectiveFit, chipFacts: Chip): FitSecti
     L.push('No collective rows could be fitted.', '');
     return { md: L.join('\n'), summary: ['collective: nothing fitted'], figures };
   }
-  for (const section of [errorSection, curveTable, holdoutSection, floorSection, backendSection, blisSection, widthSection]) section(x, L, summary);
+  for (const section of [
+    errorSection,
+    curveTable,
+    holdoutSection,
+    floorSection,
+    backendSection,
+    blisSection,
+    widthSection,
+  ])
+    section(x, L, summary);
   return { md: L.join('\n'), summary, figures };
 }
 
@@ -66,7 +82,7 @@ function introSection(x: CollectiveReportInput, L: string[], _summary: string[])
     'Law `t(b) = max(t0 + b/r_t, b/r_peak)`, b in bytes (per-rank buffer for all_reduce, whole buffer for the other ops). ' +
       `t0 = minimum latency over messages <= ${SMALL_MESSAGE_BYTES} B (measured); r_peak = largest achieved bytes/µs (measured); ` +
       'r_t fitted with both fixed on mean |ln(pred/meas)|. With r_t <= r_peak (a gate) the peak branch never binds, so the 3-parameter ' +
-      'law acts as t0 + b/r_t; the 2-parameter comparator is BLIS\'s fallback `max(t0, b/r_peak)`. Repeats reduced by the median. ' +
+      "law acts as t0 + b/r_t; the 2-parameter comparator is BLIS's fallback `max(t0, b/r_peak)`. Repeats reduced by the median. " +
       `r_t ci95: seeded bootstrap over message sizes (${ctx.bootstrap.resamples} resamples, seed ${ctx.bootstrap.seed}); ` +
       'floor ci95 = [smallest, second-smallest] small-message latency; peak ci95 = [second-largest, largest] achieved rate.',
     '',
@@ -82,10 +98,17 @@ function errorSection(x: CollectiveReportInput, L: string[], summary: string[]):
   const s3 = selected.map((c) => c.fit.geo3);
   const mx = (xs: number[]) => Math.max(...xs);
   L.push('### Geometric error before (2-parameter) and after (3-parameter)', '');
-  L.push('| configurations | n | median 2-param | median 3-param | worst 2-param | worst 3-param |', '|---|---|---|---|---|---|');
-  L.push(`| all fitted curves | ${curves.length} | ${fmt(median(g2))}x | ${fmt(median(g3))}x | ${fmt(mx(g2))}x | ${fmt(mx(g3))}x |`);
+  L.push(
+    '| configurations | n | median 2-param | median 3-param | worst 2-param | worst 3-param |',
+    '|---|---|---|---|---|---|',
+  );
+  L.push(
+    `| all fitted curves | ${curves.length} | ${fmt(median(g2))}x | ${fmt(median(g3))}x | ${fmt(mx(g2))}x | ${fmt(mx(g3))}x |`,
+  );
   if (selected.length) {
-    L.push(`| registry curves | ${selected.length} | ${fmt(median(s2))}x | ${fmt(median(s3))}x | ${fmt(mx(s2))}x | ${fmt(mx(s3))}x |`);
+    L.push(
+      `| registry curves | ${selected.length} | ${fmt(median(s2))}x | ${fmt(median(s3))}x | ${fmt(mx(s2))}x | ${fmt(mx(s3))}x |`,
+    );
   }
   L.push('', 'BLIS (136 configurations): median 1.34x -> 1.17x, worst 1.83x -> 1.51x (reference §6.3).', '');
   summary.push(
@@ -102,7 +125,9 @@ function curveTable(x: CollectiveReportInput, L: string[], _summary: string[]): 
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const c of curves) {
-    const h = c.holdout ? `${fmt(c.holdout.geo)}x (floor pred ${fmt(c.holdout.t0_pred_us)} vs ${fmt(c.holdout.t0_meas_us)})` : '–';
+    const h = c.holdout
+      ? `${fmt(c.holdout.geo)}x (floor pred ${fmt(c.holdout.t0_pred_us)} vs ${fmt(c.holdout.t0_meas_us)})`
+      : '–';
     L.push(
       `| ${c.op} | ${c.dtype} | ${c.ranks} | ${c.backend} | ${c.lane} | ${c.fit.n} | ${fmt(c.fit.t0_us)} | ${fmt(c.fit.r_t_bytes_per_us, 5)} (${fmt(c.r_t_ci95[0], 4)}–${fmt(c.r_t_ci95[1], 4)}) | ${fmt(c.fit.r_peak_bytes_per_us, 6)} | ${fmt(c.fit.geo2)} | ${fmt(c.fit.geo3)} | ${fmt(c.fit.mape3_pct, 3)} | ${h} | ${selected.includes(c) ? 'yes' : ''} |`,
     );
@@ -122,9 +147,14 @@ function holdoutSection(x: CollectiveReportInput, L: string[], summary: string[]
       'Each width predicted from the others: floor line a + b·(n−1) fitted on the other widths, rates from the nearest other width (ties → wider).',
       '',
     );
-    L.push('| op | dtype | held-out ranks | floor pred/meas | holdout geo | train geo (own fit) |', '|---|---|---|---|---|---|');
+    L.push(
+      '| op | dtype | held-out ranks | floor pred/meas | holdout geo | train geo (own fit) |',
+      '|---|---|---|---|---|---|',
+    );
     for (const c of hs) {
-      L.push(`| ${c.op} | ${c.dtype} | ${c.ranks} | ${fmt(c.holdout!.t0_pred_us / c.holdout!.t0_meas_us)} | ${fmt(c.holdout!.geo)}x | ${fmt(c.fit.geo3)}x |`);
+      L.push(
+        `| ${c.op} | ${c.dtype} | ${c.ranks} | ${fmt(c.holdout!.t0_pred_us / c.holdout!.t0_meas_us)} | ${fmt(c.holdout!.geo)}x | ${fmt(c.fit.geo3)}x |`,
+      );
     }
     const ratios = atWidest.map((c) => c.holdout!.t0_pred_us / c.holdout!.t0_meas_us);
     L.push(
@@ -143,7 +173,11 @@ function floorSection(x: CollectiveReportInput, L: string[], _summary: string[])
   const { selected, unselectedViolations } = x;
   L.push('### Floors must not fall as ranks grow', '');
   const selViol = floorMonotonicity(selected);
-  L.push(selViol.length ? `Registry curves VIOLATE it: ${selViol.join('; ')}.` : 'Registry curves: floors non-decreasing with ranks for every (op, dtype).');
+  L.push(
+    selViol.length
+      ? `Registry curves VIOLATE it: ${selViol.join('; ')}.`
+      : 'Registry curves: floors non-decreasing with ranks for every (op, dtype).',
+  );
   L.push(
     unselectedViolations.length
       ? `Curves not used by the registry that violate it (reported, not hidden): ${unselectedViolations.join('; ')}.`
@@ -209,7 +243,9 @@ function blisSection(x: CollectiveReportInput, L: string[], _summary: string[]):
     const old = BLIS_NCCL_ALLREDUCE_FP16_OLD[chip];
     if (old) {
       for (const [n, t] of Object.entries(old)) {
-        const nc = curves.find((c) => c.op === 'all_reduce' && c.dtype === 'fp16' && c.backend === 'nccl' && c.ranks === Number(n));
+        const nc = curves.find(
+          (c) => c.op === 'all_reduce' && c.dtype === 'fp16' && c.backend === 'nccl' && c.ranks === Number(n),
+        );
         if (nc) {
           L.push(
             `| all_reduce (NCCL, BLIS @1dd3dc75) | fp16 | ${n} | ${fmt(nc.fit.t0_us)} / ${fmt(t[0])} | ${fmt(nc.fit.r_peak_bytes_per_us, 6)} / ${fmt(t[1] * 2, 6)} (${fmt(nc.fit.r_peak_bytes_per_us / (t[1] * 2))}) | ${fmt(nc.fit.r_t_bytes_per_us, 5)} / ${fmt(t[2] * 2, 5)} (${fmt(nc.fit.r_t_bytes_per_us / (t[2] * 2))}) |`,
@@ -230,11 +266,18 @@ function widthSection(x: CollectiveReportInput, L: string[], summary: string[]):
       `Through \`src/registry/extrapolate.ts\` (the same code as \`stepcal registry extrapolate widths\`): floor(n) = a + b·(n−1) least squares over the registry's measured widths of one lane, evaluated at ${EXTRAPOLATED_RANKS}; peak and transition rates copied from the widest measured width (a stated lower bound on transfer time). Check: the widest width predicted from the narrower ones. Refused (no entry written; a refusal is a correct answer) across lanes, with fewer than three widths, or below the widest measured floor.`,
       '',
     );
-    L.push(`| op | dtype | measured widths (lane) | ${EXTRAPOLATED_RANKS}-rank floor µs | holdout: widest floor pred/meas | outcome |`, '|---|---|---|---|---|---|');
+    L.push(
+      `| op | dtype | measured widths (lane) | ${EXTRAPOLATED_RANKS}-rank floor µs | holdout: widest floor pred/meas | outcome |`,
+      '|---|---|---|---|---|---|',
+    );
     for (const o of widthOutcomes) {
       const r = o.result;
-      const h = r.holdout ? `${r.holdout.held_out_ranks} from ${r.holdout.train_widths.join('/')}: ${fmt(r.holdout.predicted_us)} / ${fmt(r.holdout.measured_us)} = ${fmt(r.holdout.ratio, 3)}` : '–';
-      L.push(`| ${o.op} | ${o.dtype} | ${r.measured_widths.join('/')} (${r.lane}) | ${r.status === 'extrapolated' ? fmt(r.floor_us!) : '–'} | ${h} | ${r.status === 'extrapolated' ? 'extrapolated' : `**refused**: ${r.reason}`} |`);
+      const h = r.holdout
+        ? `${r.holdout.held_out_ranks} from ${r.holdout.train_widths.join('/')}: ${fmt(r.holdout.predicted_us)} / ${fmt(r.holdout.measured_us)} = ${fmt(r.holdout.ratio, 3)}`
+        : '–';
+      L.push(
+        `| ${o.op} | ${o.dtype} | ${r.measured_widths.join('/')} (${r.lane}) | ${r.status === 'extrapolated' ? fmt(r.floor_us!) : '–'} | ${h} | ${r.status === 'extrapolated' ? 'extrapolated' : `**refused**: ${r.reason}`} |`,
+      );
     }
     const ratios = widthOutcomes.filter((o) => o.result.holdout).map((o) => o.result.holdout!.ratio);
     const refused = widthOutcomes.filter((o) => o.result.status === 'refused').length;
@@ -243,7 +286,9 @@ function widthSection(x: CollectiveReportInput, L: string[], summary: string[]):
       `${widthOutcomes.length - refused} extrapolated, ${refused} refused; median holdout pred/meas ${ratios.length ? fmt(median(ratios), 3) : '–'} (BLIS 4→8: 0.987 all_reduce, 1.017 all_gather, 1.018 reduce_scatter, 1.128 alltoall).`,
       '',
     );
-    summary.push(`collective: ${EXTRAPOLATED_RANKS}-rank width extrapolation: ${widthOutcomes.length - refused} extrapolated, ${refused} refused`);
+    summary.push(
+      `collective: ${EXTRAPOLATED_RANKS}-rank width extrapolation: ${widthOutcomes.length - refused} extrapolated, ${refused} refused`,
+    );
   }
 }
 
@@ -253,17 +298,31 @@ function buildFigures(chip: string, selected: CollectiveCurve[]): FitFigure[] {
   const ops = [...new Set(selected.map((c) => c.op))].sort();
   for (const op of ops) {
     const series: Series[] = [];
-    const here = selected.filter((c) => c.op === op).sort((a, b) => a.dtype.localeCompare(b.dtype) || a.ranks - b.ranks);
+    const here = selected
+      .filter((c) => c.op === op)
+      .sort((a, b) => a.dtype.localeCompare(b.dtype) || a.ranks - b.ranks);
     here.forEach((c, i) => {
       const color = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'][i % 8]!;
       const lab = `${c.dtype} ${c.ranks}r ${c.backend === 'nccl' ? 'NCCL' : 'custom'}`;
-      series.push({ label: `${lab} measured`, style: 'scatter', color, points: c.points.map((p) => [p.message_bytes, p.latency_us]) });
+      series.push({
+        label: `${lab} measured`,
+        style: 'scatter',
+        color,
+        points: c.points.map((p) => [p.message_bytes, p.latency_us]),
+      });
       const lo = c.points[0]!.message_bytes;
       const hi = c.points[c.points.length - 1]!.message_bytes;
       const pts: Array<[number, number]> = [];
       for (let j = 0; j <= 40; j++) {
-        const b = lo * Math.pow(hi / lo, j / 40);
-        pts.push([b, collectiveTime(b, { t0_us: c.fit.t0_us, r_t_bytes_per_us: c.fit.r_t_bytes_per_us, r_peak_bytes_per_us: c.fit.r_peak_bytes_per_us })]);
+        const b = lo * (hi / lo) ** (j / 40);
+        pts.push([
+          b,
+          collectiveTime(b, {
+            t0_us: c.fit.t0_us,
+            r_t_bytes_per_us: c.fit.r_t_bytes_per_us,
+            r_peak_bytes_per_us: c.fit.r_peak_bytes_per_us,
+          }),
+        ]);
       }
       series.push({ label: `${lab} fit`, style: 'line', color, points: pts });
     });
@@ -291,8 +350,15 @@ function residualFigure(chip: string, selected: readonly CollectiveCurve[]): Fit
   const r2: Array<[number, number]> = [];
   for (const c of selected) {
     for (const p of c.points) {
-      const t3 = collectiveTime(p.message_bytes, { t0_us: c.fit.t0_us, r_t_bytes_per_us: c.fit.r_t_bytes_per_us, r_peak_bytes_per_us: c.fit.r_peak_bytes_per_us });
-      const t2 = collectiveTime(p.message_bytes, { t0_us: c.fit.t0_us, r_peak_bytes_per_us: c.fit.r_peak_bytes_per_us });
+      const t3 = collectiveTime(p.message_bytes, {
+        t0_us: c.fit.t0_us,
+        r_t_bytes_per_us: c.fit.r_t_bytes_per_us,
+        r_peak_bytes_per_us: c.fit.r_peak_bytes_per_us,
+      });
+      const t2 = collectiveTime(p.message_bytes, {
+        t0_us: c.fit.t0_us,
+        r_peak_bytes_per_us: c.fit.r_peak_bytes_per_us,
+      });
       r3.push([p.message_bytes, t3 / p.latency_us]);
       r2.push([p.message_bytes, t2 / p.latency_us]);
     }
@@ -309,7 +375,13 @@ function residualFigure(chip: string, selected: readonly CollectiveCurve[]): Fit
       [
         { label: '3-param, each curve', style: 'scatter', points: r3, color: '#d62728', radius: 1.5 },
         { label: '3-param, median', style: 'line', points: medLine(r3), color: '#d62728' },
-        { label: '2-param max(t0, b/r_peak), median', style: 'line', points: medLine(r2), color: '#7f7f7f', dash: '4 3' },
+        {
+          label: '2-param max(t0, b/r_peak), median',
+          style: 'line',
+          points: medLine(r2),
+          color: '#7f7f7f',
+          dash: '4 3',
+        },
       ],
       {
         title: `${chip} collectives: predicted / measured, every registry curve`,

@@ -26,4 +26,3 @@ export function thin<T>(items: readonly T[], max: number): T[] {
   for (let i = 0; i < max; i++) out.push(items[Math.floor(i * stride)]!);
   return out;
 }
-

@@ -13,7 +13,11 @@ import { type FitFigure, type FitSection, thin } from './fit-common.ts';
 export function gemmSection(fit: GemmFit, chip: Chip): FitSection {
   const md: string[] = ['## GEMM efficiency ramp', ''];
   for (const r of fit.ramps) md.push(...rampMarkdown(r, chip));
-  return { md: md.join('\n') + '\n', summary: fit.ramps.map(rampSummary), figures: fit.ramps.flatMap((r) => rampFigures(r, chip)) };
+  return {
+    md: md.join('\n') + '\n',
+    summary: fit.ramps.map(rampSummary),
+    figures: fit.ramps.flatMap((r) => rampFigures(r, chip)),
+  };
 }
 
 function rampSummary(r: RampResult): string {
@@ -39,7 +43,9 @@ function rampMarkdown(r: RampResult, chip: Chip): string[] {
     '',
     '| m | measured | predicted | predicted/measured |',
     '|---|---|---|---|',
-    ...r.large_m.map((p) => `| ${p.m} | ${fmt(p.measured, 3)} | ${fmt(p.predicted, 3)} | ${fmt(p.predicted / p.measured, 3)} |`),
+    ...r.large_m.map(
+      (p) => `| ${p.m} | ${fmt(p.measured, 3)} | ${fmt(p.predicted, 3)} | ${fmt(p.predicted / p.measured, 3)} |`,
+    ),
     '',
     `Shape-aware ramp (n_half ${fmt(s.n_half)} [${fmt(s.ci_n[0])}, ${fmt(s.ci_n[1])}], k_half ${fmt(s.k_half)} [${fmt(s.ci_k[0])}, ${fmt(s.ci_k[1])}] elements (features; stored as dimensionless), on top of the stored envelope ramp): held-out-k geometric error ${fmt(s.holdout_geo_shape)} against ${fmt(s.holdout_geo_envelope)} (envelope 1-factor) and ${fmt(s.holdout_geo_all_rows)} (all-rows 1-factor). Free 4-parameter fit: eps_max ${fmt(s.free.eps_max)}, m_half ${fmt(s.free.m_half)}, n_half ${fmt(s.free.n_half)}, k_half ${fmt(s.free.k_half)}, held-out-k geo ${fmt(s.free.holdout_geo)}. ${s.stored ? `Stored (removes ≥ ${Math.round((1 - SHAPE_STORE_RULE) * 100)}% of the 1-factor excess error).` : 'Not stored (does not clearly win).'}`,
     '',
@@ -57,17 +63,66 @@ function rampFigures(r: RampResult, chip: Chip): FitFigure[] {
   const a = r.all_rows_fit;
   const main = chart(
     [
-      { label: 'compute-bound rows', points: thin(pts.filter((p) => !p.memory_bound), 1500).map((p) => [p.m, p.eff]), style: 'scatter', color: '#9ecae1', radius: 1.5 },
-      { label: 'memory-bound rows', points: thin(pts.filter((p) => p.memory_bound), 500).map((p) => [p.m, p.eff]), style: 'scatter', color: '#bbbbbb', radius: 1.5 },
+      {
+        label: 'compute-bound rows',
+        points: thin(
+          pts.filter((p) => !p.memory_bound),
+          1500,
+        ).map((p) => [p.m, p.eff]),
+        style: 'scatter',
+        color: '#9ecae1',
+        radius: 1.5,
+      },
+      {
+        label: 'memory-bound rows',
+        points: thin(
+          pts.filter((p) => p.memory_bound),
+          500,
+        ).map((p) => [p.m, p.eff]),
+        style: 'scatter',
+        color: '#bbbbbb',
+        radius: 1.5,
+      },
       { label: 'envelope', points: env.map((p) => [p.m, p.eff]), style: 'scatter', color: '#d62728', radius: 2.5 },
-      { label: 'envelope fit (stored)', points: ms.map((m) => [m, gemmEfficiency(m, e.eps_max, e.m_half)]), style: 'line', color: '#d62728' },
-      { label: 'all-rows fit', points: ms.map((m) => [m, gemmEfficiency(m, a.eps_max, a.m_half)]), style: 'line', color: '#2ca02c', dash: '4 3' },
+      {
+        label: 'envelope fit (stored)',
+        points: ms.map((m) => [m, gemmEfficiency(m, e.eps_max, e.m_half)]),
+        style: 'line',
+        color: '#d62728',
+      },
+      {
+        label: 'all-rows fit',
+        points: ms.map((m) => [m, gemmEfficiency(m, a.eps_max, a.m_half)]),
+        style: 'line',
+        color: '#2ca02c',
+        dash: '4 3',
+      },
     ],
-    { title: `${chip.name} GEMM ${r.dtype}: efficiency vs m`, x_label: 'm (tokens)', y_label: 'efficiency (fraction of dense peak)', x_log: true, y_range: [0, 1.1] },
+    {
+      title: `${chip.name} GEMM ${r.dtype}: efficiency vs m`,
+      x_label: 'm (tokens)',
+      y_label: 'efficiency (fraction of dense peak)',
+      x_log: true,
+      y_range: [0, 1.1],
+    },
   );
   const resid = chart(
-    [{ label: 'ln(pred/meas), envelope', points: env.map((p) => [p.m, Math.log(gemmEfficiency(p.m, e.eps_max, e.m_half) / p.eff)]), style: 'scatter', color: '#d62728', radius: 2.5 }],
-    { title: `${chip.name} GEMM ${r.dtype}: residuals of the stored ramp`, x_label: 'm (tokens)', y_label: 'ln(predicted / measured)', x_log: true, h_lines: [{ y: 0, label: 'zero' }] },
+    [
+      {
+        label: 'ln(pred/meas), envelope',
+        points: env.map((p) => [p.m, Math.log(gemmEfficiency(p.m, e.eps_max, e.m_half) / p.eff)]),
+        style: 'scatter',
+        color: '#d62728',
+        radius: 2.5,
+      },
+    ],
+    {
+      title: `${chip.name} GEMM ${r.dtype}: residuals of the stored ramp`,
+      x_label: 'm (tokens)',
+      y_label: 'ln(predicted / measured)',
+      x_log: true,
+      h_lines: [{ y: 0, label: 'zero' }],
+    },
   );
   return [
     { name: `gemm_${r.dtype}.svg`, svg: main },

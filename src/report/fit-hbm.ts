@@ -57,10 +57,31 @@ function ratioFigure(chip: string, r: HbmResult): string {
   const a = r.decode_reads;
   return chart(
     [
-      { label: 'GEMM weight reads', points: r.gemm_reads.map((x) => [x.bytes, ratio(x)]), style: 'scatter', color: '#1f77b4', radius: 2 },
-      { label: 'decode KV reads', points: a.filter((_, i) => i % Math.max(1, Math.ceil(a.length / 1500)) === 0).map((x) => [x.bytes, ratio(x)]), style: 'scatter', color: '#ff7f0e', radius: 1.5 },
+      {
+        label: 'GEMM weight reads',
+        points: r.gemm_reads.map((x) => [x.bytes, ratio(x)]),
+        style: 'scatter',
+        color: '#1f77b4',
+        radius: 2,
+      },
+      {
+        label: 'decode KV reads',
+        points: a.filter((_, i) => i % Math.max(1, Math.ceil(a.length / 1500)) === 0).map((x) => [x.bytes, ratio(x)]),
+        style: 'scatter',
+        color: '#ff7f0e',
+        radius: 1.5,
+      },
     ],
-    { title: `${chip}: achieved / datasheet HBM bandwidth`, x_label: 'bytes read', y_label: 'achieved / datasheet', x_log: true, h_lines: [{ y: r.derate, label: `derate ${fmt(r.derate)}` }, { y: r.prior, label: `prior ${r.prior}` }] },
+    {
+      title: `${chip}: achieved / datasheet HBM bandwidth`,
+      x_label: 'bytes read',
+      y_label: 'achieved / datasheet',
+      x_log: true,
+      h_lines: [
+        { y: r.derate, label: `derate ${fmt(r.derate)}` },
+        { y: r.prior, label: `prior ${r.prior}` },
+      ],
+    },
   );
 }
 
@@ -71,12 +92,28 @@ function ratioFigure(chip: string, r: HbmResult): string {
 function residualFigure(chip: string, r: HbmResult): string {
   const fromGemm = r.primary === 'gemm';
   const res = (rs: readonly Read[], t0: number): Array<[number, number]> =>
-    thin([...rs].sort((x, y) => x.bytes - y.bytes || x.latency_us - y.latency_us), HBM_RESIDUAL_POINTS).map((x) => [x.bytes, Math.log((t0 + hbmReadUs(x.bytes, r.hbm_bytes_per_us, r.derate)) / x.latency_us)]);
+    thin(
+      [...rs].sort((x, y) => x.bytes - y.bytes || x.latency_us - y.latency_us),
+      HBM_RESIDUAL_POINTS,
+    ).map((x) => [x.bytes, Math.log((t0 + hbmReadUs(x.bytes, r.hbm_bytes_per_us, r.derate)) / x.latency_us)]);
   const series: Series[] = [
-    { label: fromGemm ? 'fit: GEMM weight reads' : 'fit: decode KV reads', points: res(fromGemm ? r.gemm_reads : r.decode_reads, r.t0_us), style: 'scatter', color: '#1f77b4', radius: 1.5 },
+    {
+      label: fromGemm ? 'fit: GEMM weight reads' : 'fit: decode KV reads',
+      points: res(fromGemm ? r.gemm_reads : r.decode_reads, r.t0_us),
+      style: 'scatter',
+      color: '#1f77b4',
+      radius: 1.5,
+    },
   ];
   const holdRows = fromGemm ? r.decode_reads : [];
-  if (holdRows.length) series.push({ label: 'holdout: decode KV reads', points: res(holdRows, r.holdout_t0_us), style: 'scatter', color: '#ff7f0e', radius: 1.5 });
+  if (holdRows.length)
+    series.push({
+      label: 'holdout: decode KV reads',
+      points: res(holdRows, r.holdout_t0_us),
+      style: 'scatter',
+      color: '#ff7f0e',
+      radius: 1.5,
+    });
   return chart(series, {
     title: `${chip}: HBM derate ${fmt(r.derate)} residuals`,
     x_label: 'bytes read',

@@ -12,15 +12,32 @@ import type { FitSection } from './fit-common.ts';
 export function hostSection(fit: HostFit, chip: Chip): FitSection {
   const kinds = fit.result.kinds;
   const L: string[] = [`## Host overheads (${chip.name})`, ''];
-  const summary = kinds.map((k) => `host ${k.what}: a = ${fmt(k.fit.a_us)} µs, b = ${fmt(k.fit.b_us_per_kernel)} µs per unit over ${k.fit.n} N values (train geo ${fmt(k.train.geo)}x)`);
+  const summary = kinds.map(
+    (k) =>
+      `host ${k.what}: a = ${fmt(k.fit.a_us)} µs, b = ${fmt(k.fit.b_us_per_kernel)} µs per unit over ${k.fit.n} N values (train geo ${fmt(k.train.geo)}x)`,
+  );
   const figures = [];
   if (kinds.length) {
     L.push(...fittedText(kinds));
     const series: Series[] = kinds.flatMap((k) => [
       { label: `${k.what} measured`, style: 'scatter' as const, points: k.points },
-      { label: `${k.what} fit`, style: 'line' as const, points: [k.ns[0]!, k.ns[k.ns.length - 1]!].map((x): [number, number] => [x, k.fit.a_us + k.fit.b_us_per_kernel * x]) },
+      {
+        label: `${k.what} fit`,
+        style: 'line' as const,
+        points: [k.ns[0]!, k.ns[k.ns.length - 1]!].map((x): [number, number] => [
+          x,
+          k.fit.a_us + k.fit.b_us_per_kernel * x,
+        ]),
+      },
     ]);
-    figures.push({ name: 'host_overheads.svg', svg: chart(series, { title: `${chip.name} host overheads: t = a + b·N`, x_label: 'N (kernels or graph nodes)', y_label: 'latency µs' }) });
+    figures.push({
+      name: 'host_overheads.svg',
+      svg: chart(series, {
+        title: `${chip.name} host overheads: t = a + b·N`,
+        x_label: 'N (kernels or graph nodes)',
+        y_label: 'latency µs',
+      }),
+    });
   } else {
     L.push(
       'No host rows: nothing is fitted. Host terms are properties of the whole engine step and are never fitted from per-operator tables; ' +
@@ -30,7 +47,10 @@ export function hostSection(fit: HostFit, chip: Chip): FitSection {
     summary.push(`host: no host rows; ${BLIS_HOST_ASSUMED.length} BLIS assumed values carried (not fitted)`);
   }
   L.push('| name | value | units | method |', '|---|---|---|---|');
-  for (const c of fit.coefficients) L.push(`| ${c.name} | ${fmt(c.entry.value)} | ${c.entry.units} | ${c.entry.method}${c.entry.fitted ? ', fitted' : ''} |`);
+  for (const c of fit.coefficients)
+    L.push(
+      `| ${c.name} | ${fmt(c.entry.value)} | ${c.entry.units} | ${c.entry.method}${c.entry.fitted ? ', fitted' : ''} |`,
+    );
   L.push('');
   return { md: L.join('\n'), summary, figures };
 }

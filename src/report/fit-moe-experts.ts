@@ -20,9 +20,12 @@ const f4 = (x: number): string => (Number.isFinite(x) ? String(Number(x.toPrecis
 const ci = (c: [number, number]): string => `[${f4(c[0])}, ${f4(c[1])}]`;
 
 /** The sum-vs-max verdict of one chip: geo of each composition over all its dtypes (mean of the dtypes' geo). */
-export function sumVsMaxVerdict(data: MoeExpertsData): { sum_geo: number; max_geo: number; sum_better: boolean } | undefined {
+export function sumVsMaxVerdict(
+  data: MoeExpertsData,
+): { sum_geo: number; max_geo: number; sum_better: boolean } | undefined {
   if (!data.fits.length) return undefined;
-  const mean = (f: (x: MoeExpertsData['fits'][number]) => number) => data.fits.reduce((s, x) => s + f(x), 0) / data.fits.length;
+  const mean = (f: (x: MoeExpertsData['fits'][number]) => number) =>
+    data.fits.reduce((s, x) => s + f(x), 0) / data.fits.length;
   const sum_geo = mean((x) => x.sum_vs_max.sum_geo);
   const max_geo = mean((x) => x.sum_vs_max.max_geo);
   return { sum_geo, max_geo, sum_better: sum_geo < max_geo };
@@ -46,9 +49,16 @@ function table(data: MoeExpertsData): string[] {
 
 function panel(data: MoeExpertsData): string[] {
   const L = ['#### Sum or max? (seed footnote 1)', '', '| dtype | sum geo | max geo | better |', '|---|---|---|---|'];
-  for (const f of data.fits) L.push(`| ${f.dtype} | ${f4(f.sum_vs_max.sum_geo)} | ${f4(f.sum_vs_max.max_geo)} | ${f.sum_vs_max.sum_better ? 'sum' : 'max'} |`);
+  for (const f of data.fits)
+    L.push(
+      `| ${f.dtype} | ${f4(f.sum_vs_max.sum_geo)} | ${f4(f.sum_vs_max.max_geo)} | ${f.sum_vs_max.sum_better ? 'sum' : 'max'} |`,
+    );
   const v = sumVsMaxVerdict(data);
-  if (v) L.push('', `Over the chip's dtypes (mean geo): sum ${f4(v.sum_geo)}, max ${f4(v.max_geo)}: **${v.sum_better ? 'the sum fits better' : 'the max fits better'}**.`);
+  if (v)
+    L.push(
+      '',
+      `Over the chip's dtypes (mean geo): sum ${f4(v.sum_geo)}, max ${f4(v.max_geo)}: **${v.sum_better ? 'the sum fits better' : 'the max fits better'}**.`,
+    );
   return L;
 }
 
@@ -62,7 +72,9 @@ function figure(data: MoeExpertsData, f: MoeExpertsData['fits'][number]): string
     style: 'scatter',
     color: PALETTE[i]!,
     radius: 1.5,
-    points: shown.filter((p) => (m === 'tp' ? p.ep === 1 : p.ep > 1)).map((p) => [p.measured_us, p.predicted_us] as [number, number]),
+    points: shown
+      .filter((p) => (m === 'tp' ? p.ep === 1 : p.ep > 1))
+      .map((p) => [p.measured_us, p.predicted_us] as [number, number]),
   }));
   return chart(series, {
     title: `${data.chip} MoE experts ${f.dtype}: predicted vs measured per layer (train geo ${f4(f.train.geo)})`,
@@ -92,7 +104,12 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
     ...data.not_fitted.map((n) => `- ${n.dtype}: not fitted: ${n.why}`),
   ];
   const summary = data.fits.map(
-    (f) => `moe_experts ${f.dtype}: train geo ${f4(f.train.geo)}, holdout tokens ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'}, shape ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'}`,
+    (f) =>
+      `moe_experts ${f.dtype}: train geo ${f4(f.train.geo)}, holdout tokens ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'}, shape ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'}`,
   );
-  return { md: L.join('\n') + '\n', summary, figures: data.fits.map((f) => ({ name: `moe_experts_${f.dtype}.svg`, svg: figure(data, f) })) };
+  return {
+    md: L.join('\n') + '\n',
+    summary,
+    figures: data.fits.map((f) => ({ name: `moe_experts_${f.dtype}.svg`, svg: figure(data, f) })),
+  };
 }

@@ -6,7 +6,16 @@ import type { Chip } from '../core/catalog/chip.ts';
 import { groupBy, median, percentileNearestRank } from '../core/numeric/stats.ts';
 import { chart, type Series } from '../core/render/svg.ts';
 import { fmt } from '../fit/collective-provenance.ts';
-import { imbalanceResidual, imbalanceStats, type MoeFit, type MoePair, type MoeResult, PRIMARY_DISTRIBUTION, SECONDARY_DISTRIBUTION, TOKEN_BUCKETS } from '../fit/moe.ts';
+import {
+  imbalanceResidual,
+  imbalanceStats,
+  type MoeFit,
+  type MoePair,
+  type MoeResult,
+  PRIMARY_DISTRIBUTION,
+  SECONDARY_DISTRIBUTION,
+  TOKEN_BUCKETS,
+} from '../fit/moe.ts';
 import { type FitSection, thin } from './fit-common.ts';
 
 /** Pairs drawn in the residual figure (deterministic thinning in (tokens, ratio) order). */
@@ -44,7 +53,9 @@ function statsTable(r: Fitted): string[] {
   ];
   if (r.secondary.length) {
     const s = imbalanceStats(r.secondary.map((p) => p.ratio));
-    L.push(`| ${SECONDARY_DISTRIBUTION} (reported only) | ${r.secondary.length} | ${fmt(s.median)} | ${fmt(s.p10)} | ${fmt(s.p90)} |`);
+    L.push(
+      `| ${SECONDARY_DISTRIBUTION} (reported only) | ${r.secondary.length} | ${fmt(s.median)} | ${fmt(s.p10)} | ${fmt(s.p90)} |`,
+    );
   }
   L.push('');
   return L;
@@ -63,7 +74,9 @@ function tokenTable(r: Fitted): string[] {
     const b = r.secondary.filter((p) => p.tokens >= lo && p.tokens <= hi).map((p) => p.ratio);
     const sa = imbalanceStats(a);
     const sb = b.length ? imbalanceStats(b) : undefined;
-    L.push(`| ${lo}–${Number.isFinite(hi) ? hi : '∞'} | ${a.length} | ${fmt(sa.median)} | ${fmt(sa.p90)} | ${sb ? fmt(sb.median) : '–'} | ${sb ? fmt(sb.p90) : '–'} |`);
+    L.push(
+      `| ${lo}–${Number.isFinite(hi) ? hi : '∞'} | ${a.length} | ${fmt(sa.median)} | ${fmt(sa.p90)} | ${sb ? fmt(sb.median) : '–'} | ${sb ? fmt(sb.p90) : '–'} |`,
+    );
   }
   return L;
 }
@@ -83,7 +96,9 @@ function errorsText(r: Fitted): string[] {
   return [
     '',
     `Errors of latency(skewed) ≈ median · latency(balanced): train geo ${fmt(train.geo)}x (MAPE ${fmt(train.mape_pct, 3)}%)` +
-      (hold ? `; leave-one-geometry-out geo ${fmt(hold.geo)}x (MAPE ${fmt(hold.mape_pct, 3)}%) over ${hold.geometries} geometries.` : '; single geometry, no holdout.'),
+      (hold
+        ? `; leave-one-geometry-out geo ${fmt(hold.geo)}x (MAPE ${fmt(hold.mape_pct, 3)}%) over ${hold.geometries} geometries.`
+        : '; single geometry, no holdout.'),
     '',
     `![ratios](moe_imbalance.svg) ![residuals](moe_imbalance_residuals.svg)`,
     '',
@@ -96,9 +111,20 @@ function errorsText(r: Fitted): string[] {
 
 function residualFigure(chip: string, r: Fitted): string {
   const est = r.stats;
-  const shown = thin([...r.primary].sort((a, b) => a.tokens - b.tokens || a.ratio - b.ratio), MOE_RESIDUAL_POINTS);
+  const shown = thin(
+    [...r.primary].sort((a, b) => a.tokens - b.tokens || a.ratio - b.ratio),
+    MOE_RESIDUAL_POINTS,
+  );
   return chart(
-    [{ label: `${PRIMARY_DISTRIBUTION} pairs`, points: shown.map((p) => [p.tokens, imbalanceResidual(p, est.median)]), style: 'scatter', color: '#1f77b4', radius: 1.5 }],
+    [
+      {
+        label: `${PRIMARY_DISTRIBUTION} pairs`,
+        points: shown.map((p) => [p.tokens, imbalanceResidual(p, est.median)]),
+        style: 'scatter',
+        color: '#1f77b4',
+        radius: 1.5,
+      },
+    ],
     {
       title: `${chip} MoE: residuals of latency(skewed) ≈ median · latency(balanced)`,
       x_label: 'tokens per rank',
@@ -119,8 +145,19 @@ function ratioFigure(chip: string, r: Fitted): string {
     const byTok = groupBy(pairs, (p) => p.tokens);
     const toks = [...byTok.keys()].sort((a, b) => a - b);
     const ratios = (t: number) => byTok.get(t)!.map((p) => p.ratio);
-    series.push({ label: `${name} median`, style: 'line', color: colors[0], points: toks.map((t) => [t, median(ratios(t))]) });
-    series.push({ label: `${name} p90`, style: 'line', color: colors[1], dash: '4 3', points: toks.map((t) => [t, percentileNearestRank(ratios(t), 0.9)]) });
+    series.push({
+      label: `${name} median`,
+      style: 'line',
+      color: colors[0],
+      points: toks.map((t) => [t, median(ratios(t))]),
+    });
+    series.push({
+      label: `${name} p90`,
+      style: 'line',
+      color: colors[1],
+      dash: '4 3',
+      points: toks.map((t) => [t, percentileNearestRank(ratios(t), 0.9)]),
+    });
   };
   add(r.primary, PRIMARY_DISTRIBUTION, ['#1f77b4', '#1f77b4']);
   if (r.secondary.length) add(r.secondary, SECONDARY_DISTRIBUTION, ['#d62728', '#d62728']);

@@ -97,12 +97,17 @@ function fitReadme(result: FitAllResult, sections: readonly FitSection[]): strin
   lines.push(...result.coefficients.map((c) => blisRow(c, chip.name)));
   lines.push(
     '',
-    'Why values differ from BLIS: (1) lane and version (vLLM 0.24.0 here vs 0.25.0 there); (2) the GEMM ramp here excludes memory-bound rows (m below the roofline knee), which BLIS fits, so our m_half is smaller; (3) decode attention: our rate comes from KV working sets of at least 2 × L2 (BLIS fits every row, including cache-resident ones, which lowers its rate); (4) prefill work_scale is relative to each registry\'s own bf16 ramp.',
+    "Why values differ from BLIS: (1) lane and version (vLLM 0.24.0 here vs 0.25.0 there); (2) the GEMM ramp here excludes memory-bound rows (m below the roofline knee), which BLIS fits, so our m_half is smaller; (3) decode attention: our rate comes from KV working sets of at least 2 × L2 (BLIS fits every row, including cache-resident ones, which lowers its rate); (4) prefill work_scale is relative to each registry's own bf16 ramp.",
     '',
   );
   if (warnings.length) lines.push('## Warnings', '', ...warnings.map((w) => `- ${w}`), '');
   for (const s of sections) if (s.md.trim()) lines.push(s.md.trimEnd(), '');
-  return lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+  return (
+    lines
+      .join('\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trimEnd() + '\n'
+  );
 }
 
 /** One row of the README's coefficient table: ours beside BLIS's published value. */
@@ -126,7 +131,10 @@ export interface FitOutputOptions {
 }
 
 /** Default paths for a chip (registry file and fit-report directory). */
-export function outputPaths(chip: string, opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {}): { registry: string; fitsDir: string } {
+export function outputPaths(
+  chip: string,
+  opts: { registryOut?: string; fitsDir?: string; repoRoot?: string } = {},
+): { registry: string; fitsDir: string } {
   const root = opts.repoRoot ?? REPO_ROOT;
   return {
     registry: opts.registryOut ?? path.join(root, 'registry', `${chip}.yaml`),
@@ -149,7 +157,10 @@ export function fitOutputFiles(
     { file: p.registry, data: result.registry_text },
     ...(fitsDir === null
       ? []
-      : [{ file: path.join(fitsDir, 'README.md'), data: report.readme }, ...report.figures.map((f) => ({ file: path.join(fitsDir, f.name), data: f.svg }))]),
+      : [
+          { file: path.join(fitsDir, 'README.md'), data: report.readme },
+          ...report.figures.map((f) => ({ file: path.join(fitsDir, f.name), data: f.svg })),
+        ]),
   ];
 }
 
@@ -157,7 +168,10 @@ export function fitOutputFiles(
  * The fit report of an onboarding run (registry/onboard.ts takes it as `fitOutputs`: the registry
  * stage cannot import the report layer): the files under `repoRoot` and the summary lines.
  */
-export function fitReportOutputs(result: FitAllResult, opts: { repoRoot: string }): { files: Array<{ file: string; data: string }>; summary: string[] } {
+export function fitReportOutputs(
+  result: FitAllResult,
+  opts: { repoRoot: string },
+): { files: Array<{ file: string; data: string }>; summary: string[] } {
   const report = renderFitReport(result);
   return { files: fitOutputFiles(result, { repoRoot: opts.repoRoot }, report), summary: report.summary };
 }

@@ -33,10 +33,28 @@ function flopsRows(s: StepFlops): string[][] {
     const r0 = g.reqs[0];
     const c = g.count;
     const shape = r0 ? [String(r0.q), String(r0.k), r0.is_prompt ? 'prompt' : 'decode'] : ['-', '-', '-'];
-    return [g.spec, String(g.reqs.length), ...shape, gflop(c.attention), gflop(c.non_attention), gflop(c.logits), gflop(c.total)];
+    return [
+      g.spec,
+      String(g.reqs.length),
+      ...shape,
+      gflop(c.attention),
+      gflop(c.non_attention),
+      gflop(c.logits),
+      gflop(c.total),
+    ];
   });
   const t = s.total;
-  rows.push(['all', String(s.groups.reduce((a, g) => a + g.reqs.length, 0)), '', '', '', gflop(t.attention), gflop(t.non_attention), gflop(t.logits), gflop(t.total)]);
+  rows.push([
+    'all',
+    String(s.groups.reduce((a, g) => a + g.reqs.length, 0)),
+    '',
+    '',
+    '',
+    gflop(t.attention),
+    gflop(t.non_attention),
+    gflop(t.logits),
+    gflop(t.total),
+  ]);
   return rows;
 }
 
@@ -58,14 +76,19 @@ export function flopsText(s: StepFlops, m: StepMfu | undefined, step_us?: number
   out.push(`Main-model work of one step: ${s.shape.name} (${s.file}); convention: ${CONVENTION_TEXT[s.convention]}`);
   out.push(renderTable(FLOPS_COLUMNS, flopsRows(s)).trimEnd());
   const t = s.total;
-  out.push(`total = attention + other matrix + logits (it already includes attention; never add the two): (${gflop(t.attention)}, ${gflop(t.total)}) GFLOP over ${s.positions} positions`);
-  out.push(`scope: ${MFU_SCOPE}${s.shape.omitted.length ? `; also left out for this model: ${s.shape.omitted.join(', ')}` : ''}`);
+  out.push(
+    `total = attention + other matrix + logits (it already includes attention; never add the two): (${gflop(t.attention)}, ${gflop(t.total)}) GFLOP over ${s.positions} positions`,
+  );
+  out.push(
+    `scope: ${MFU_SCOPE}${s.shape.omitted.length ? `; also left out for this model: ${s.shape.omitted.join(', ')}` : ''}`,
+  );
   if (m) {
     out.push(
       `MFU = ${fmtNum(m.flops_per_s / 1e12, 3)} TFLOP/s counted / ${fmtNum(m.reference_flops_per_s / 1e12, 3)} TFLOP/s reference ` +
         `(${m.basis} × ${m.gpus} device${m.gpus > 1 ? 's' : ''}) = ${fmtFixed(100 * m.mfu, 2)} % (${s.convention} FLOPs, step ${step_us} µs)`,
     );
-    if (m.mfu > 1) out.push('warning: MFU above 100 %: check the step time, --gpus and that the reference uses the same convention');
+    if (m.mfu > 1)
+      out.push('warning: MFU above 100 %: check the step time, --gpus and that the reference uses the same convention');
   }
   return out.join('\n') + '\n';
 }

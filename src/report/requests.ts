@@ -13,7 +13,14 @@ export function requestValidationTable(v: RequestValidation): string {
   const rows = REQUEST_METRICS.flatMap((k) => {
     const m = v.metrics[k];
     if (!m) return [];
-    const errors = [f(m.mape_pct), f(m.median_ape_pct), f(m.p90_ape_pct), f(m.bias_pct), fmtFixed(m.geo_mean_ratio, 3), f(m.shape_mape_pct)];
+    const errors = [
+      f(m.mape_pct),
+      f(m.median_ape_pct),
+      f(m.p90_ape_pct),
+      f(m.bias_pct),
+      fmtFixed(m.geo_mean_ratio, 3),
+      f(m.shape_mape_pct),
+    ];
     return [[k, String(m.n), ...errors, goalVerdict(m)]];
   });
   const table = renderTable(

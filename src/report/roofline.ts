@@ -172,6 +172,8 @@ export function sideBySide(svgs: readonly string[]): string {
     H = Math.max(H, h);
   });
   return (
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${x}" height="${H}" viewBox="0 0 ${x} ${H}">\n` + parts.join('\n') + '\n</svg>\n'
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${x}" height="${H}" viewBox="0 0 ${x} ${H}">\n` +
+    parts.join('\n') +
+    '\n</svg>\n'
   );
 }

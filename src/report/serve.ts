@@ -24,7 +24,14 @@ function distRow(name: string, d: Dist): string[] {
 /** The latency table: TTFT, ITL (pooled gaps), TPOT (per request), E2E. */
 export function latencyTable(m: ServeMetrics): string {
   return renderTable(
-    [{ header: 'metric', align: 'left' }, { header: 'n' }, { header: 'mean (ms)' }, { header: 'p50 (ms)' }, { header: 'p90 (ms)' }, { header: 'p99 (ms)' }],
+    [
+      { header: 'metric', align: 'left' },
+      { header: 'n' },
+      { header: 'mean (ms)' },
+      { header: 'p50 (ms)' },
+      { header: 'p90 (ms)' },
+      { header: 'p99 (ms)' },
+    ],
     [
       distRow('TTFT (t1 − arrival)', m.ttft),
       distRow('ITL (every later-token gap, pooled)', m.itl),
@@ -45,7 +52,7 @@ export function throughputLines(m: ServeMetrics): string[] {
   out.push(
     m.window
       ? `steady-state window: ${m.window.intervals} step intervals, ${fmtFixed(m.window.steps_per_s, 2)} steps/s, ` +
-        `${rate(m.window.output_tokens_per_s)} output tokens/s; window = ${m.window.rule}`
+          `${rate(m.window.output_tokens_per_s)} output tokens/s; window = ${m.window.rule}`
       : 'steady-state window: no interval qualified (no result, not a zero rate)',
   );
   out.push(
@@ -66,11 +73,20 @@ export function throughputLines(m: ServeMetrics): string[] {
 export function stepLines(m: ServeMetrics): string {
   const s = m.steps;
   const reg = renderTable(
-    [{ header: 'step regime', align: 'left' }, { header: 'steps' }, { header: 'share of steps (%)' }, { header: 'share of busy time (%)' }],
+    [
+      { header: 'step regime', align: 'left' },
+      { header: 'steps' },
+      { header: 'share of steps (%)' },
+      { header: 'share of busy time (%)' },
+    ],
     STEP_REGIMES.map((r) => [r, String(s.regime[r].steps), pct(s.regime[r].share), pct(s.regime[r].time_share)]),
   );
   const res = renderTable(
-    [{ header: 'resource', align: 'left' }, { header: 'share of priced resource time (%)' }, { header: 'share of busy time as bottleneck (%)' }],
+    [
+      { header: 'resource', align: 'left' },
+      { header: 'share of priced resource time (%)' },
+      { header: 'share of busy time as bottleneck (%)' },
+    ],
     RESOURCES.map((r) => [r, pct(s.resource_share[r]), pct(s.bottleneck_time_share[r])]),
   );
   return `${s.n} steps, busy ${fmtFixed(s.busy_us / 1e6, 3)} s\n${reg}\n${res}`;
@@ -145,20 +161,32 @@ function byDeployment(points: readonly SweepPoint[], y: (p: SweepPoint) => numbe
  */
 export function sweepSvg(points: readonly SweepPoint[], title: string): string {
   const panels = [
-    chart(byDeployment(points, (p) => (p.metrics.ttft.mean_us ?? NaN) / 1000), { ...PANEL, title: 'TTFT (mean) vs concurrency', y_label: 'TTFT (ms)' }),
-    chart(byDeployment(points, (p) => (p.metrics.tpot.mean_us ?? NaN) / 1000), { ...PANEL, title: 'TPOT (mean) vs concurrency', y_label: 'TPOT (ms)' }),
+    chart(
+      byDeployment(points, (p) => (p.metrics.ttft.mean_us ?? NaN) / 1000),
+      { ...PANEL, title: 'TTFT (mean) vs concurrency', y_label: 'TTFT (ms)' },
+    ),
+    chart(
+      byDeployment(points, (p) => (p.metrics.tpot.mean_us ?? NaN) / 1000),
+      { ...PANEL, title: 'TPOT (mean) vs concurrency', y_label: 'TPOT (ms)' },
+    ),
   ];
   if (new Set(points.map((p) => p.deployment)).size > 1) {
     const scatter: Series[] = byDeployment(points, () => 0).map((s) => ({
       ...s,
       style: 'scatter' as const,
       radius: 4,
-      points: points.filter((p) => p.deployment === s.label).map((p): [number, number] => [p.tokens_per_s_per_user ?? NaN, p.tokens_per_s_per_gpu ?? NaN]),
+      points: points
+        .filter((p) => p.deployment === s.label)
+        .map((p): [number, number] => [p.tokens_per_s_per_user ?? NaN, p.tokens_per_s_per_gpu ?? NaN]),
     }));
     const front = points.filter((p) => p.pareto).sort((a, b) => a.tokens_per_s_per_user! - b.tokens_per_s_per_user!);
     const frontier = front.map((p): [number, number] => [p.tokens_per_s_per_user!, p.tokens_per_s_per_gpu!]);
     scatter.push({ label: 'Pareto frontier', style: 'line', color: '#333', dash: '4 3', points: frontier });
-    const labels = { title: 'throughput per GPU vs per user', x_label: 'tokens/s/user (1 / mean TPOT)', y_label: 'output tokens/s/GPU' } as const;
+    const labels = {
+      title: 'throughput per GPU vs per user',
+      x_label: 'tokens/s/user (1 / mean TPOT)',
+      y_label: 'output tokens/s/GPU',
+    } as const;
     const pts = scatter.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
     const pad = (v: number[]): [number, number] => {
       const lo = Math.min(...v);
@@ -172,7 +200,10 @@ export function sweepSvg(points: readonly SweepPoint[], title: string): string {
   const W = 560 * panels.length;
   // each panel nested at its offset, with its own clip-path id
   const body = panels.map((svg, i) =>
-    svg.replace('<svg ', `<svg x="${i * 560}" y="24" `).replaceAll('id="plot"', `id="plot${i}"`).replaceAll('url(#plot)', `url(#plot${i})`),
+    svg
+      .replace('<svg ', `<svg x="${i * 560}" y="24" `)
+      .replaceAll('id="plot"', `id="plot${i}"`)
+      .replaceAll('url(#plot)', `url(#plot${i})`),
   );
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="404" viewBox="0 0 ${W} 404" font-family="sans-serif" font-size="11">\n` +

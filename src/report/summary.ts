@@ -46,7 +46,14 @@ function compositionRows(v: ValidationResult, c: (typeof COMPOSITIONS)[number]):
   rows.push(['pooled', v.overall_by_composition[c]]);
   const label = (c === v.headline ? '*' : ' ') + COMPOSITION_LABEL[c];
   return {
-    cells: rows.map(([g, m]) => [label, g, String(m.n), ...[m.mape_pct, m.median_ape_pct, m.p90_ape_pct, m.bias_pct].map((x) => fmtDec(x, 1)), fmtDec(m.geo_mean_ratio, 3), fmtDec(m.shape_mape_pct, 1)]),
+    cells: rows.map(([g, m]) => [
+      label,
+      g,
+      String(m.n),
+      ...[m.mape_pct, m.median_ape_pct, m.p90_ape_pct, m.bias_pct].map((x) => fmtDec(x, 1)),
+      fmtDec(m.geo_mean_ratio, 3),
+      fmtDec(m.shape_mape_pct, 1),
+    ]),
     goal: rows.map(([g, m]) => (g === 'pooled' ? '' : goalVerdict(m))),
   };
 }
@@ -54,7 +61,11 @@ function compositionRows(v: ValidationResult, c: (typeof COMPOSITIONS)[number]):
 /** The per-composition table: header, then every composition's rows, each line ending in its goal verdict. */
 function compositionTableLines(v: ValidationResult): string[] {
   const parts = COMPOSITIONS.map((c) => compositionRows(v, c));
-  const lines = tableLines(COMPOSITION_COLUMNS, parts.flatMap((p) => p.cells), { gap: '', trimEnd: false });
+  const lines = tableLines(
+    COMPOSITION_COLUMNS,
+    parts.flatMap((p) => p.cells),
+    { gap: '', trimEnd: false },
+  );
   const goals = ['goal (median ≤ 10 %, p90 ≤ 25 %)', ...parts.flatMap((p) => p.goal)];
   return lines.map((l, i) => `${l}  ${goals[i]}`);
 }
@@ -65,31 +76,56 @@ export function validationSummaryLines(v: ValidationResult): string[] {
   const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined).length;
   const excluded = v.rows.filter((r) => r.excluded !== undefined).length;
   const training = v.rows.filter((r) => r.used_for_host_fit).length;
-  L.push(`held-out rows: ${v.rows.length} priced, ${scored} scored, ${excluded} excluded by flag, ${training} trained the host fit`);
+  L.push(
+    `held-out rows: ${v.rows.length} priced, ${scored} scored, ${excluded} excluded by flag, ${training} trained the host fit`,
+  );
   L.push(`headline: ${COMPOSITION_LABEL[v.headline]} — ${v.headline_reason}`);
   L.push(...compositionTableLines(v));
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-      L.push(`host fit (${v.host_fit.rule}) ${f.engine}: ` + f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') + (f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : '') + ` (n ${f.n_train})`);
+      L.push(
+        `host fit (${v.host_fit.rule}) ${f.engine}: ` +
+          f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') +
+          (f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : '') +
+          ` (n ${f.n_train})`,
+      );
     }
     for (const n of v.host_fit.notes) L.push(`note: ${n}`);
   }
   for (const es of engineSmOutcomes(v)) {
     const name = COMPOSITION_LABEL[es.composition ?? 'no_overlap'];
-    L.push(`engine compute-efficiency term s (${name}, held-out): ${es.scales.map((x) => `${x.engine} s ${smScaleText(x)}`).join(', ')}; headline ${es.used ? 'with' : 'without'} s — ${es.reason}`);
+    L.push(
+      `engine compute-efficiency term s (${name}, held-out): ${es.scales.map((x) => `${x.engine} s ${smScaleText(x)}`).join(', ')}; headline ${es.used ? 'with' : 'without'} s — ${es.reason}`,
+    );
     const headers = [`  ${name}`, 'regime', 'n', 'med%', 'p90%', 'bias%', 'MAPE%'];
-    const columns: Column[] = headers.map((header, i) => ({ header, width: ENGINE_SM_WIDTHS[i]!, align: i < 2 ? 'left' : 'right' }));
+    const columns: Column[] = headers.map((header, i) => ({
+      header,
+      width: ENGINE_SM_WIDTHS[i]!,
+      align: i < 2 ? 'left' : 'right',
+    }));
     const rows: string[][] = [];
-    for (const [label, side] of [['without s', es.without], ['with s', es.with]] as const) {
+    for (const [label, side] of [
+      ['without s', es.without],
+      ['with s', es.with],
+    ] as const) {
       for (const g of REGIMES) {
         const m = side.regimes[g];
-        if (m) rows.push(['  ' + label, g, String(m.n), ...[m.median_ape_pct, m.p90_ape_pct, m.bias_pct, m.mape_pct].map((x) => fmtDec(x, 1))]);
+        if (m)
+          rows.push([
+            '  ' + label,
+            g,
+            String(m.n),
+            ...[m.median_ape_pct, m.p90_ape_pct, m.bias_pct, m.mape_pct].map((x) => fmtDec(x, 1)),
+          ]);
       }
     }
     L.push(...tableLines(columns, rows, { gap: '', trimEnd: false }));
   }
   if (v.extrapolation?.length) {
-    L.push(`extrapolated rows by reason (all priced / scored): ` + v.extrapolation.map((e) => `${e.reason}: ${e.rows} / ${e.scored_rows}`).join('; '));
+    L.push(
+      `extrapolated rows by reason (all priced / scored): ` +
+        v.extrapolation.map((e) => `${e.reason}: ${e.rows} / ${e.scored_rows}`).join('; '),
+    );
   }
   if (v.double_charge) L.push(`double-charge check: ${v.double_charge.note}`);
   for (const w of v.warnings) L.push(`warning: ${w}`);
@@ -100,25 +136,53 @@ export function validationSummaryLines(v: ValidationResult): string[] {
 export function accuracyMarkdown(v: ValidationResult, command: string): string {
   const L: string[] = [];
   L.push(`### ${v.chip}`, '');
-  L.push(`Generated by \`${command}\` (stepcal ${v.pinned.stepcal_version}, registry sha256 \`${v.pinned.registry_sha256.slice(0, 16)}…\`).`, '');
-  L.push(`Inputs: ${v.pinned.inputs.map((i) => `\`${i.file}\` (sha256 \`${i.sha256.slice(0, 16)}…\`)`).join(', ')}.`, '');
+  L.push(
+    `Generated by \`${command}\` (stepcal ${v.pinned.stepcal_version}, registry sha256 \`${v.pinned.registry_sha256.slice(0, 16)}…\`).`,
+    '',
+  );
+  L.push(
+    `Inputs: ${v.pinned.inputs.map((i) => `\`${i.file}\` (sha256 \`${i.sha256.slice(0, 16)}…\`)`).join(', ')}.`,
+    '',
+  );
   L.push(`Headline: **${COMPOSITION_LABEL[v.headline]}**: ${v.headline_reason}.`, '');
   L.push(markdownTable(regimeTable(v, v.headline)));
   L.push(`${HEADLINE_RULE}`, '');
-  L.push('The three compositions side by side (held-out; NoOverlap and CMOverlap as the headline uses them):', '', markdownTable(compositionTable(v)));
-  L.push('Where the priced time goes (scored rows; each resource as % of the measured time, headline composition):', '', markdownTable(resourceShareTable(v)));
+  L.push(
+    'The three compositions side by side (held-out; NoOverlap and CMOverlap as the headline uses them):',
+    '',
+    markdownTable(compositionTable(v)),
+  );
+  L.push(
+    'Where the priced time goes (scored rows; each resource as % of the measured time, headline composition):',
+    '',
+    markdownTable(resourceShareTable(v)),
+  );
   const g = groupTable(v);
   const worst = [...g.rows].sort((a, b) => Number(b[7]) - Number(a[7])).slice(0, 5);
   L.push('Worst groups by MAPE:', '', markdownTable({ header: g.header, rows: worst }));
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
-      L.push(`Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored, least squares ${v.host_fit.weighting === 'absolute' ? 'in µs' : 'on relative error'}) for ${f.engine}: ` + f.terms.map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`).join(', ') + (f.sm_scale ? `, s = ${smScaleText(f.sm_scale)}` : '') + '.', '');
+      L.push(
+        `Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored, least squares ${v.host_fit.weighting === 'absolute' ? 'in µs' : 'on relative error'}) for ${f.engine}: ` +
+          f.terms
+            .map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`)
+            .join(', ') +
+          (f.sm_scale ? `, s = ${smScaleText(f.sm_scale)}` : '') +
+          '.',
+        '',
+      );
     }
     L.push(...v.host_fit.notes.map((n) => `- ${n}`), '');
   }
   for (const es of engineSmOutcomes(v)) {
     const name = COMPOSITION_LABEL[es.composition ?? 'no_overlap'];
-    L.push(engineSmSentence(v, es)!, '', `${name} without and with the engine compute-efficiency term s (same training and scored rows):`, '', markdownTable(engineSmTable(v, es)!));
+    L.push(
+      engineSmSentence(v, es)!,
+      '',
+      `${name} without and with the engine compute-efficiency term s (same training and scored rows):`,
+      '',
+      markdownTable(engineSmTable(v, es)!),
+    );
   }
   const exT = extrapolationTable(v);
   if (exT) L.push('Extrapolated rows by reason: ' + extrapolationSentence(v), '', markdownTable(exT));

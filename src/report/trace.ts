@@ -34,7 +34,9 @@ export function traceReport(s: TraceSummary, unit: TimeUnit): string {
       ]),
     ).trimEnd(),
   );
-  out.push(`TTFT (${unit}): n=${s.ttft.n}, mean=${v(s.ttft.mean_us)}, p50=${v(s.ttft.p50_us)}, p95=${v(s.ttft.p95_us)}`);
+  out.push(
+    `TTFT (${unit}): n=${s.ttft.n}, mean=${v(s.ttft.mean_us)}, p50=${v(s.ttft.p50_us)}, p95=${v(s.ttft.p95_us)}`,
+  );
   const gapLabel = s.gap_mode === 'pooled' ? 'Token gaps, pooled' : 'Token gaps, one mean per request with ≥ 2 tokens';
   if (s.gaps.n === 0) {
     out.push(`${gapLabel} (${unit}): n=0, no result (every request delivered one token; no gap is recorded as 0)`);

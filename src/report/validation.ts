@@ -34,14 +34,23 @@ export const GOAL = { median_ape_pct: 10, p90_ape_pct: 25 } as const;
 export const COMPOSITION_LABEL: Record<Composition, string> = COMPOSITION_NAME;
 
 /** CDF line dash per composition (solid NoOverlap, dash-dot CMOverlap, dashed Overlap). */
-const COMPOSITION_DASH: Record<Composition, string | undefined> = { no_overlap: undefined, cm_overlap: '8 2 2 2', overlap: '4 3' };
+const COMPOSITION_DASH: Record<Composition, string | undefined> = {
+  no_overlap: undefined,
+  cm_overlap: '8 2 2 2',
+  overlap: '4 3',
+};
 
 /** The compositions other than `c`, in COMPOSITIONS order. */
 export function otherCompositions(c: Composition): Composition[] {
   return COMPOSITIONS.filter((x) => x !== c);
 }
 
-const REGIME_COLOR: Record<Regime, string> = { prefill: PALETTE[0]!, decode: PALETTE[1]!, mixed: PALETTE[4]!, static_batch: PALETTE[2]! };
+const REGIME_COLOR: Record<Regime, string> = {
+  prefill: PALETTE[0]!,
+  decode: PALETTE[1]!,
+  mixed: PALETTE[4]!,
+  static_batch: PALETTE[2]!,
+};
 
 const f1 = (x: number | undefined) => fmtDec(x, 1);
 const f3 = (x: number) => fmtDec(x, 3);
@@ -63,12 +72,45 @@ export function regimeTable(v: ValidationResult, c: Composition): Table {
   for (const g of REGIMES) {
     const m = v.regimes_by_composition[c][g];
     if (!m) continue;
-    rows.push([g, String(m.n), f1(m.mape_pct), f1(m.median_ape_pct), f1(m.p90_ape_pct), f1(m.bias_pct), f3(m.geo_mean_ratio), f1(m.shape_mape_pct), String(m.shape_n ?? 0), goalVerdict(m)]);
+    rows.push([
+      g,
+      String(m.n),
+      f1(m.mape_pct),
+      f1(m.median_ape_pct),
+      f1(m.p90_ape_pct),
+      f1(m.bias_pct),
+      f3(m.geo_mean_ratio),
+      f1(m.shape_mape_pct),
+      String(m.shape_n ?? 0),
+      goalVerdict(m),
+    ]);
   }
   const o = v.overall_by_composition[c];
-  rows.push(['pooled (all regimes)', String(o.n), f1(o.mape_pct), f1(o.median_ape_pct), f1(o.p90_ape_pct), f1(o.bias_pct), f3(o.geo_mean_ratio), f1(o.shape_mape_pct), String(o.shape_n ?? 0), '(see regimes)']);
+  rows.push([
+    'pooled (all regimes)',
+    String(o.n),
+    f1(o.mape_pct),
+    f1(o.median_ape_pct),
+    f1(o.p90_ape_pct),
+    f1(o.bias_pct),
+    f3(o.geo_mean_ratio),
+    f1(o.shape_mape_pct),
+    String(o.shape_n ?? 0),
+    '(see regimes)',
+  ]);
   return {
-    header: ['regime', 'n (rows)', 'MAPE (%)', 'median APE (%)', 'p90 APE (%)', 'bias (%)', 'geo mean pred/meas (×)', 'shape MAPE (%)', 'shape n (points)', 'goal: median ≤ 10 %, p90 ≤ 25 %'],
+    header: [
+      'regime',
+      'n (rows)',
+      'MAPE (%)',
+      'median APE (%)',
+      'p90 APE (%)',
+      'bias (%)',
+      'geo mean pred/meas (×)',
+      'shape MAPE (%)',
+      'shape n (points)',
+      'goal: median ≤ 10 %, p90 ≤ 25 %',
+    ],
     rows,
   };
 }
@@ -166,7 +208,12 @@ export function resourceShareTable(v: ValidationResult): Table {
     rows.push([g, String(rs.length), ...cells, f1((100 * pred) / tot)]);
   }
   return {
-    header: ['regime', 'n (rows)', ...RESOURCES.map((r) => `${r} (% of measured)`), `${COMPOSITION_LABEL[v.headline]} total (% of measured)`],
+    header: [
+      'regime',
+      'n (rows)',
+      ...RESOURCES.map((r) => `${r} (% of measured)`),
+      `${COMPOSITION_LABEL[v.headline]} total (% of measured)`,
+    ],
     rows,
   };
 }
@@ -219,7 +266,13 @@ export function extrapolationTable(v: ValidationResult): Table | null {
   const regimes = REGIMES.filter((g) => ex.some((e) => e.scored_by_regime[g]));
   return {
     header: ['#', 'reason', 'rows (all priced)', 'scored rows', ...regimes.map((g) => `scored ${g} (rows)`)],
-    rows: ex.map((e, i) => [String(i + 1), e.reason, String(e.rows), String(e.scored_rows), ...regimes.map((g) => String(e.scored_by_regime[g] ?? 0))]),
+    rows: ex.map((e, i) => [
+      String(i + 1),
+      e.reason,
+      String(e.rows),
+      String(e.scored_rows),
+      ...regimes.map((g) => String(e.scored_by_regime[g] ?? 0)),
+    ]),
   };
 }
 
@@ -249,10 +302,34 @@ export function engineSmTable(v: ValidationResult, es: EngineSmOutcome | undefin
     const a = g === 'pooled' ? es.without.overall : es.without.regimes[g];
     const b = g === 'pooled' ? es.with.overall : es.with.regimes[g];
     if (!a || !b) continue;
-    rows.push([g === 'pooled' ? 'pooled (all regimes)' : g, String(a.n), f1(a.mape_pct), f1(b.mape_pct), f1(a.median_ape_pct), f1(b.median_ape_pct), f1(a.p90_ape_pct), f1(b.p90_ape_pct), f1(a.bias_pct), f1(b.bias_pct), g === 'pooled' ? '(see regimes)' : goalVerdict(b)]);
+    rows.push([
+      g === 'pooled' ? 'pooled (all regimes)' : g,
+      String(a.n),
+      f1(a.mape_pct),
+      f1(b.mape_pct),
+      f1(a.median_ape_pct),
+      f1(b.median_ape_pct),
+      f1(a.p90_ape_pct),
+      f1(b.p90_ape_pct),
+      f1(a.bias_pct),
+      f1(b.bias_pct),
+      g === 'pooled' ? '(see regimes)' : goalVerdict(b),
+    ]);
   }
   return {
-    header: ['regime', 'n (rows)', 'MAPE without s (%)', 'MAPE with s (%)', 'median APE without s (%)', 'median APE with s (%)', 'p90 APE without s (%)', 'p90 APE with s (%)', 'bias without s (%)', 'bias with s (%)', 'goal with s'],
+    header: [
+      'regime',
+      'n (rows)',
+      'MAPE without s (%)',
+      'MAPE with s (%)',
+      'median APE without s (%)',
+      'median APE with s (%)',
+      'p90 APE without s (%)',
+      'p90 APE with s (%)',
+      'bias without s (%)',
+      'bias with s (%)',
+      'goal with s',
+    ],
     rows,
   };
 }
@@ -282,12 +359,45 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
   const hf = v.host_fit;
   if (!hf) return { tables: [], notes: ['Host terms: the registry’s (no `--fit-host`).'] };
   const terms: Table = {
-    header: ['engine', 'composition', 'n train (rows)', 'per_step_us (µs/step)', 'per_request_step_us (µs/request/step)', 'per_step_tp_gt1_us (µs/step)', 'per_kernel_us (µs/kernel)', 'per_step_per_rank_us (µs/step/rank)', 's (× priced SM)', 'train RMS (µs)', 'train RMS (% of measured)', 'not identified'],
+    header: [
+      'engine',
+      'composition',
+      'n train (rows)',
+      'per_step_us (µs/step)',
+      'per_request_step_us (µs/request/step)',
+      'per_step_tp_gt1_us (µs/step)',
+      'per_kernel_us (µs/kernel)',
+      'per_step_per_rank_us (µs/step/rank)',
+      's (× priced SM)',
+      'train RMS (µs)',
+      'train RMS (% of measured)',
+      'not identified',
+    ],
     rows: hf.fits.map((f) => {
       const t = (n: string) => f.terms.find((x) => x.name === n)!;
       const cell = (n: string) => (t(n).identified ? t(n).value_us.toFixed(2) : 'n/i');
-      const sCell = f.sm_scale ? (f.sm_scale.value === 1 && (!f.sm_scale.identified || f.sm_scale.note) ? '1 (held)' : f.sm_scale.value.toFixed(3) + (f.sm_scale.note ? ' (bound)' : '')) : '– (not fitted)';
-      return [f.engine, COMPOSITION_LABEL[f.composition], String(f.n_train), cell('per_step_us'), cell('per_request_step_us'), cell('per_step_tp_gt1_us'), cell('per_kernel_us'), cell('per_step_per_rank_us'), sCell, f.train_rms_us.toFixed(0), f1(f.train_rms_rel_pct), f.terms.filter((x) => !x.identified).map((x) => x.name).join(', ') || '–'];
+      const sCell = f.sm_scale
+        ? f.sm_scale.value === 1 && (!f.sm_scale.identified || f.sm_scale.note)
+          ? '1 (held)'
+          : f.sm_scale.value.toFixed(3) + (f.sm_scale.note ? ' (bound)' : '')
+        : '– (not fitted)';
+      return [
+        f.engine,
+        COMPOSITION_LABEL[f.composition],
+        String(f.n_train),
+        cell('per_step_us'),
+        cell('per_request_step_us'),
+        cell('per_step_tp_gt1_us'),
+        cell('per_kernel_us'),
+        cell('per_step_per_rank_us'),
+        sCell,
+        f.train_rms_us.toFixed(0),
+        f1(f.train_rms_rel_pct),
+        f.terms
+          .filter((x) => !x.identified)
+          .map((x) => x.name)
+          .join(', ') || '–',
+      ];
     }),
   };
   const train: Table = {
@@ -314,15 +424,30 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
     style: 'scatter',
     color: REGIME_COLOR[g],
     radius: 3,
-    points: scored.filter((r) => r.regime === g).map((r) => [r.measured_us / 1000, r.predicted_us[h] / 1000] as [number, number]),
+    points: scored
+      .filter((r) => r.regime === g)
+      .map((r) => [r.measured_us / 1000, r.predicted_us[h] / 1000] as [number, number]),
   }));
   if (notScored.length) {
-    series.push({ label: `not scored (${notScored.length})`, style: 'scatter', color: '#bbbbbb', radius: 2, points: notScored.map((r) => [r.measured_us / 1000, r.predicted_us[h] / 1000]) });
+    series.push({
+      label: `not scored (${notScored.length})`,
+      style: 'scatter',
+      color: '#bbbbbb',
+      radius: 2,
+      points: notScored.map((r) => [r.measured_us / 1000, r.predicted_us[h] / 1000]),
+    });
   }
   out.push({
     name: 'validation-pred-vs-meas.svg',
     title: 'Predicted vs measured',
-    svg: chart(series, { title: `${v.chip}: ${COMPOSITION_LABEL[h]} predicted vs measured (y = x dashed)`, x_label: 'measured (ms)', y_label: `predicted ${COMPOSITION_LABEL[h]} (ms)`, x_log: true, y_log: true, diagonal: true }),
+    svg: chart(series, {
+      title: `${v.chip}: ${COMPOSITION_LABEL[h]} predicted vs measured (y = x dashed)`,
+      x_label: 'measured (ms)',
+      y_label: `predicted ${COMPOSITION_LABEL[h]} (ms)`,
+      x_log: true,
+      y_log: true,
+      diagonal: true,
+    }),
   });
 
   const cdf: Series[] = [];
@@ -342,19 +467,36 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
   out.push({
     name: 'validation-ape-cdf.svg',
     title: 'CDF of APE',
-    svg: chart(cdf, { title: `${v.chip}: CDF of APE per regime (solid NoOverlap, dash-dot CMOverlap, dashed Overlap)`, x_label: 'APE (%)', y_label: 'fraction of rows', x_log: true, y_range: [0, 1], h_lines: [{ y: 0.5, label: 'median' }, { y: 0.9, label: 'p90' }] }),
+    svg: chart(cdf, {
+      title: `${v.chip}: CDF of APE per regime (solid NoOverlap, dash-dot CMOverlap, dashed Overlap)`,
+      x_label: 'APE (%)',
+      y_label: 'fraction of rows',
+      x_log: true,
+      y_range: [0, 1],
+      h_lines: [
+        { y: 0.5, label: 'median' },
+        { y: 0.9, label: 'p90' },
+      ],
+    }),
   });
 
   // Error vs batch: groups with ≥ 2 scored rows, one chart per regime, at most 10 groups each.
   for (const g of REGIMES) {
-    const groups = [...groupBy(scored.filter((r) => r.regime === g), (r) => r.group)].filter(([, rs]) => new Set(rs.map((r) => r.batch)).size >= 2);
+    const groups = [
+      ...groupBy(
+        scored.filter((r) => r.regime === g),
+        (r) => r.group,
+      ),
+    ].filter(([, rs]) => new Set(rs.map((r) => r.batch)).size >= 2);
     if (!groups.length) continue;
     groups.sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1));
     const shown = groups.slice(0, 10);
     const s: Series[] = shown.map(([key, rs]) => ({
       label: shortGroup(key, v.chip),
       style: 'line',
-      points: [...rs].sort((a, b) => a.batch - b.batch).map((r) => [r.batch, (r.ratio[h] - 1) * 100] as [number, number]),
+      points: [...rs]
+        .sort((a, b) => a.batch - b.batch)
+        .map((r) => [r.batch, (r.ratio[h] - 1) * 100] as [number, number]),
     }));
     out.push({
       name: `validation-error-vs-batch-${g}.svg`,
@@ -380,7 +522,14 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
           segments: Object.fromEntries(RESOURCES.map((res) => [res, (100 * r.resources_us[res]) / r.measured_us])),
           marker: 100,
         })),
-        { title: `${v.chip}: priced time per resource as % of the measured step (sum = NoOverlap; tick = measured)`, unit: '%', keys: RESOURCES, width: 1000, label_width: 330, marker_label: 'measured = 100 %' },
+        {
+          title: `${v.chip}: priced time per resource as % of the measured step (sum = NoOverlap; tick = measured)`,
+          unit: '%',
+          keys: RESOURCES,
+          width: 1000,
+          label_width: 330,
+          marker_label: 'measured = 100 %',
+        },
       ),
     });
   }
@@ -389,7 +538,9 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
 
 /** Legend label of a group: its parts without the chip and the regime (`llama-2-70b tp2 p512 o128`). */
 export function shortGroup(key: string, chip = ''): string {
-  const parts = key.split('|').filter((p) => p !== chip && !['prefill', 'decode', 'mixed', 'static_batch', 'step'].includes(p));
+  const parts = key
+    .split('|')
+    .filter((p) => p !== chip && !['prefill', 'decode', 'mixed', 'static_batch', 'step'].includes(p));
   const s = parts.join(' ');
   return s.length > 26 ? s.slice(0, 25) + '…' : s;
 }
@@ -399,7 +550,12 @@ export function selectedSteps(v: ValidationResult): RowResult[] {
   const out: RowResult[] = [];
   const scored = v.rows.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
   for (const g of REGIMES) {
-    const groups = [...groupBy(scored.filter((r) => r.regime === g), (r) => r.group).values()].sort((a, b) => b.length - a.length);
+    const groups = [
+      ...groupBy(
+        scored.filter((r) => r.regime === g),
+        (r) => r.group,
+      ).values(),
+    ].sort((a, b) => b.length - a.length);
     const big = groups[0];
     if (!big) continue;
     const sorted = [...big].sort((a, b) => a.batch - b.batch);
@@ -454,15 +610,35 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     L.push('## Pinned evaluation', '', ...pinLines(v).map((l) => `- ${l}`), '');
     L.push('## Conventions', '', ...conventions().map((l) => `- ${l}`), '');
     L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
-    L.push(`### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`, '', markdownTable(regimeTable(v, v.headline)));
+    L.push(
+      `### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`,
+      '',
+      markdownTable(regimeTable(v, v.headline)),
+    );
     L.push('### The three compositions side by side (held-out)', '', markdownTable(compositionTable(v)));
     for (const es of engineSmOutcomes(v)) {
-      L.push(`### ${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)`, '', engineSmSentence(v, es)!, '', markdownTable(engineSmTable(v, es)!));
+      L.push(
+        `### ${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)`,
+        '',
+        engineSmSentence(v, es)!,
+        '',
+        markdownTable(engineSmTable(v, es)!),
+      );
     }
     const exT = extrapolationTable(v);
     if (exT) L.push('### Extrapolated rows by reason', '', extrapolationSentence(v), '', markdownTable(exT));
-    L.push('### Where the priced time goes (scored rows, share of measured time)', '', markdownTable(resourceShareTable(v)));
-    if (v.double_charge) L.push('### Decode double-charge check', '', `${v.double_charge.suspicious ? '**Suspicious**: ' : ''}${v.double_charge.note} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).`, '');
+    L.push(
+      '### Where the priced time goes (scored rows, share of measured time)',
+      '',
+      markdownTable(resourceShareTable(v)),
+    );
+    if (v.double_charge)
+      L.push(
+        '### Decode double-charge check',
+        '',
+        `${v.double_charge.suspicious ? '**Suspicious**: ' : ''}${v.double_charge.note} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).`,
+        '',
+      );
     const hf = hostFitSection(v);
     L.push('## Host overheads', '', ...hf.notes.map((n) => `- ${n}`), '');
     for (const t of hf.tables) L.push(markdownTable(t));
@@ -485,7 +661,14 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
 export function flaggedTable(v: ValidationResult): Table {
   return {
     header: ['flag', 'regime', 'n (rows)', `MAPE ${COMPOSITION_LABEL[v.headline]} (%)`, 'median APE (%)', 'bias (%)'],
-    rows: (v.flagged ?? []).map((f) => [f.flag, f.regime, String(f.metrics.n), f1(f.metrics.mape_pct), f1(f.metrics.median_ape_pct), f1(f.metrics.bias_pct)]),
+    rows: (v.flagged ?? []).map((f) => [
+      f.flag,
+      f.regime,
+      String(f.metrics.n),
+      f1(f.metrics.mape_pct),
+      f1(f.metrics.median_ape_pct),
+      f1(f.metrics.bias_pct),
+    ]),
   };
 }
 
@@ -506,33 +689,69 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
   ];
   for (const s of inp.before ?? []) H.push(`<h2>${esc(s.title)}</h2>`, s.html);
   if (!v) {
-    H.push('<h2>Held-out validation</h2>', `<p>${esc(inp.noValidation ?? 'No held-out step timings for this chip.')}</p>`);
+    H.push(
+      '<h2>Held-out validation</h2>',
+      `<p>${esc(inp.noValidation ?? 'No held-out step timings for this chip.')}</p>`,
+    );
   } else {
-    H.push('<h2>Headline</h2>', `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`);
+    H.push(
+      '<h2>Headline</h2>',
+      `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`,
+    );
     H.push(`<h3>Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)</h3>`, htmlTable(regimeTable(v, v.headline)));
     H.push('<h3>The three compositions side by side (held-out)</h3>', htmlTable(compositionTable(v)));
     for (const es of engineSmOutcomes(v)) {
-      H.push(`<h3>${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)</h3>`, `<p>${esc(engineSmSentence(v, es)!)}</p>`, htmlTable(engineSmTable(v, es)!));
+      H.push(
+        `<h3>${COMPOSITION_LABEL[es.composition ?? 'no_overlap']} without vs with the engine compute-efficiency term s (held-out)</h3>`,
+        `<p>${esc(engineSmSentence(v, es)!)}</p>`,
+        htmlTable(engineSmTable(v, es)!),
+      );
     }
     const exT = extrapolationTable(v);
     if (exT) H.push('<h3>Extrapolated rows by reason</h3>', `<p>${esc(extrapolationSentence(v))}</p>`, htmlTable(exT));
     H.push('<h2>Charts</h2><div class="figs">');
-    for (const [i, c] of validationCharts(v).entries()) H.push(`<figure data-chart="${esc(c.name)}"${c.name.includes('resources') ? ' class="wide"' : ''}>${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`);
+    for (const [i, c] of validationCharts(v).entries())
+      H.push(
+        `<figure data-chart="${esc(c.name)}"${c.name.includes('resources') ? ' class="wide"' : ''}>${uniquifyIds(c.svg, `v${i}`)}<figcaption>${esc(c.title)}</figcaption></figure>`,
+      );
     H.push('</div>');
-    H.push('<h3>Where the priced time goes (scored rows, share of measured time)</h3>', htmlTable(resourceShareTable(v)));
-    if (v.double_charge) H.push('<h3>Decode double-charge check</h3>', `<p>${esc(v.double_charge.note)} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).</p>`);
+    H.push(
+      '<h3>Where the priced time goes (scored rows, share of measured time)</h3>',
+      htmlTable(resourceShareTable(v)),
+    );
+    if (v.double_charge)
+      H.push(
+        '<h3>Decode double-charge check</h3>',
+        `<p>${esc(v.double_charge.note)} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).</p>`,
+      );
     const hf = hostFitSection(v);
     H.push('<h2>Host overheads</h2>', '<ul>' + hf.notes.map((n) => `<li>${esc(n)}</li>`).join('') + '</ul>');
     for (const t of hf.tables) H.push(htmlTable(t));
     H.push('<h2>Per group</h2>', htmlTable(groupTable(v)));
     if (v.flagged?.length) H.push('<h2>Rows excluded by a flag (priced, not scored)</h2>', htmlTable(flaggedTable(v)));
-    if (v.warnings.length) H.push('<h2>Warnings</h2><ul>' + v.warnings.map((w) => `<li>${esc(w)}</li>`).join('') + '</ul>');
-    H.push('<h2>Pinned evaluation</h2><ul>' + pinLines(v).map((l) => `<li><code>${esc(l)}</code></li>`).join('') + '</ul>');
-    H.push('<h2>Conventions</h2><ul>' + conventions().map((l) => `<li>${esc(l)}</li>`).join('') + '</ul>');
+    if (v.warnings.length)
+      H.push('<h2>Warnings</h2><ul>' + v.warnings.map((w) => `<li>${esc(w)}</li>`).join('') + '</ul>');
+    H.push(
+      '<h2>Pinned evaluation</h2><ul>' +
+        pinLines(v)
+          .map((l) => `<li><code>${esc(l)}</code></li>`)
+          .join('') +
+        '</ul>',
+    );
+    H.push(
+      '<h2>Conventions</h2><ul>' +
+        conventions()
+          .map((l) => `<li>${esc(l)}</li>`)
+          .join('') +
+        '</ul>',
+    );
   }
   if (inp.fitFigures?.length) {
     H.push('<h2>Fit plots</h2><div class="figs">');
-    for (const [i, f] of inp.fitFigures.entries()) H.push(`<figure data-chart="${esc(f.name)}">${uniquifyIds(stripXmlProlog(f.svg), `f${i}`)}<figcaption>${esc(f.name)}</figcaption></figure>`);
+    for (const [i, f] of inp.fitFigures.entries())
+      H.push(
+        `<figure data-chart="${esc(f.name)}">${uniquifyIds(stripXmlProlog(f.svg), `f${i}`)}<figcaption>${esc(f.name)}</figcaption></figure>`,
+      );
     H.push('</div>');
   }
   if (v) H.push('<h2>Every row</h2>', htmlTable(rowTable(v), 'rows'));

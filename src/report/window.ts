@@ -34,7 +34,8 @@ export function tokenRates(steps_per_s: number, r: RateInputs): TokenRates {
 /** Lines naming each token rate and its formula. */
 export function ratesReport(steps_per_s: number, r: RateInputs): string {
   const t = tokenRates(steps_per_s, r);
-  if (t.full_acceptance_tokens_per_s_per_gpu === undefined) return 'token rates: pass --requests (or --concurrency) to convert steps/s into tokens/s\n';
+  if (t.full_acceptance_tokens_per_s_per_gpu === undefined)
+    return 'token rates: pass --requests (or --concurrency) to convert steps/s into tokens/s\n';
   const lines = [
     `full-acceptance tokens/s per GPU = ${fmtRate(steps_per_s)} steps/s × ${r.requests} requests × (1 + ${r.draft_length} draft) / cp ${r.cp} = ${fmtRate(t.full_acceptance_tokens_per_s_per_gpu)}` +
       (r.draft_length > 0 ? ' (counts every draft token as accepted)' : ''),
@@ -55,14 +56,26 @@ export function windowReport(w: WindowResult): string {
   const out: string[] = [];
   out.push(
     `endpoints: ${w.endpoints} of ${w.rows} rows` +
-      (w.concurrency !== null ? ` (running = ${w.concurrency}; ${w.not_at_concurrency} rows at another count are not endpoints)` : '') +
+      (w.concurrency !== null
+        ? ` (running = ${w.concurrency}; ${w.not_at_concurrency} rows at another count are not endpoints)`
+        : '') +
       `; ${w.pairs.length} adjacent pairs, formed before filtering`,
   );
   if (w.pairs.length) {
     out.push(
       renderTable(
-        [{ header: 'from (ms)' }, { header: 'to (ms)' }, { header: 'interval (ms)' }, { header: 'treatment', align: 'left' }],
-        w.pairs.map((p) => [ms(p.from_us), ms(p.to_us), ms(p.interval_us), p.selected ? 'keep' : 'exclude (ends at a flagged endpoint)']),
+        [
+          { header: 'from (ms)' },
+          { header: 'to (ms)' },
+          { header: 'interval (ms)' },
+          { header: 'treatment', align: 'left' },
+        ],
+        w.pairs.map((p) => [
+          ms(p.from_us),
+          ms(p.to_us),
+          ms(p.interval_us),
+          p.selected ? 'keep' : 'exclude (ends at a flagged endpoint)',
+        ]),
       ).trimEnd(),
     );
   }

@@ -16,13 +16,21 @@ type Figure = { name: string; svg: string };
 /** Fitter figures in `dir`, with `pending` (new figures not yet written) replacing those of the same name; sorted by name. */
 export function readFitFigures(dir: string, pending: readonly Figure[] = []): Figure[] {
   const byName = new Map<string, string>();
-  if (existsSync(dir)) for (const n of readdirSync(dir)) if (n.endsWith('.svg') && !n.startsWith('validation-')) byName.set(n, readFileSync(path.join(dir, n), 'utf8'));
+  if (existsSync(dir))
+    for (const n of readdirSync(dir))
+      if (n.endsWith('.svg') && !n.startsWith('validation-')) byName.set(n, readFileSync(path.join(dir, n), 'utf8'));
   for (const f of pending) if (!f.name.startsWith('validation-')) byName.set(f.name, f.svg);
   return [...byName.keys()].sort().map((name) => ({ name, svg: byName.get(name)! }));
 }
 
 /** The report's files (nothing written): report.md, report.html and the validation charts. */
-export function reportFiles(dir: string, chip: string, v: ValidationResult | null, inp: Omit<ReportInputs, 'fitFigures'> = {}, pending: readonly Figure[] = []): Array<{ file: string; data: string }> {
+export function reportFiles(
+  dir: string,
+  chip: string,
+  v: ValidationResult | null,
+  inp: Omit<ReportInputs, 'fitFigures'> = {},
+  pending: readonly Figure[] = [],
+): Array<{ file: string; data: string }> {
   const full: ReportInputs = { ...inp, fitFigures: readFitFigures(dir, pending) };
   return [
     { file: path.join(dir, 'report.md'), data: validationMarkdown(chip, v, full) },
@@ -32,7 +40,12 @@ export function reportFiles(dir: string, chip: string, v: ValidationResult | nul
 }
 
 /** Write the report (one atomic set); returns the paths written. */
-export function writeReport(dir: string, chip: string, v: ValidationResult | null, inp: Omit<ReportInputs, 'fitFigures'> = {}): string[] {
+export function writeReport(
+  dir: string,
+  chip: string,
+  v: ValidationResult | null,
+  inp: Omit<ReportInputs, 'fitFigures'> = {},
+): string[] {
   const files = reportFiles(dir, chip, v, inp);
   writeFilesAtomic(files);
   return files.map((f) => f.file);

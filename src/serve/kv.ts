@@ -49,7 +49,9 @@ export function kvCapacity(
   const usable_bytes = chip.hbm_gib * 2 ** 30 * util;
   const weight_bytes = info.weight_bytes_per_rank;
   const kv = info.kv_bytes_per_token_per_rank;
-  let blocks = opts.override_blocks ?? (kv > 0 ? Math.floor((usable_bytes - weight_bytes) / (block_size * kv)) : Number.MAX_SAFE_INTEGER);
+  let blocks =
+    opts.override_blocks ??
+    (kv > 0 ? Math.floor((usable_bytes - weight_bytes) / (block_size * kv)) : Number.MAX_SAFE_INTEGER);
   if (opts.override_blocks === undefined && !(blocks >= 1)) {
     const gib = (b: number) => (b / 2 ** 30).toFixed(1);
     throw new UserError(

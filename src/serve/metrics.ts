@@ -37,7 +37,13 @@ export interface ServeMetrics {
   itl: Dist;
   tpot: Dist;
   e2e: Dist;
-  whole: { span_us: number; output_tokens: number; input_tokens: number; output_tokens_per_s: number | null; total_tokens_per_s: number | null };
+  whole: {
+    span_us: number;
+    output_tokens: number;
+    input_tokens: number;
+    output_tokens_per_s: number | null;
+    total_tokens_per_s: number | null;
+  };
   /** Summed over replicas; null when no replica has a selected interval (no window, not a zero rate). */
   window: WindowRates | null;
   /** Speculative decoding only: every verified position counted as output (chapter §2.5.5), whole trace. */
@@ -59,7 +65,13 @@ export interface ServeMetrics {
 
 /** The chapter's record of a served request: a, s, e and its deliveries (stepcal trace's input). */
 export function toRecord(r: ServedRequest): RequestRecord {
-  return { id: r.id, arrival_us: r.arrival_us, prompt_start_us: r.prompt_start_us, prompt_end_us: r.prompt_end_us, token_times_us: r.token_times_us };
+  return {
+    id: r.id,
+    arrival_us: r.arrival_us,
+    prompt_start_us: r.prompt_start_us,
+    prompt_end_us: r.prompt_end_us,
+    token_times_us: r.token_times_us,
+  };
 }
 
 /**
@@ -134,7 +146,9 @@ function stepStats(runs: readonly ReplicaRun[]): ServeMetrics['steps'] {
   const zero = () => ({ sm: 0, hbm: 0, nvlink: 0, nic: 0, host: 0 }) as Record<Resource, number>;
   const res = zero();
   const bott = zero();
-  const reg = Object.fromEntries(STEP_REGIMES.map((r) => [r, { steps: 0, share: 0, time_share: 0 }])) as ServeMetrics['steps']['regime'];
+  const reg = Object.fromEntries(
+    STEP_REGIMES.map((r) => [r, { steps: 0, share: 0, time_share: 0 }]),
+  ) as ServeMetrics['steps']['regime'];
   let n = 0;
   let busy = 0;
   for (const run of runs) {
@@ -167,7 +181,12 @@ function stepStats(runs: readonly ReplicaRun[]): ServeMetrics['steps'] {
  * @param spec_tokens speculative tokens per step (0 = none: no full-acceptance rate)
  * @throws UserError (from summariseTrace) when no request completed
  */
-export function serveMetrics(runs: readonly ReplicaRun[], gpus: number, gpus_note: string, spec_tokens = 0): ServeMetrics {
+export function serveMetrics(
+  runs: readonly ReplicaRun[],
+  gpus: number,
+  gpus_note: string,
+  spec_tokens = 0,
+): ServeMetrics {
   const served = runs.flatMap((r) => r.requests);
   // per-request-mean: the trace path's gap sample is then one mean gap per request (TPOT), N values, not N·OSL.
   const trace = summariseTrace(served.map(toRecord), { percentile: 'nearest-rank', gap_mode: 'per-request-mean' });
@@ -192,12 +211,22 @@ export function serveMetrics(runs: readonly ReplicaRun[], gpus: number, gpus_not
   }
   return {
     percentile_rule: percentileRule('nearest-rank'),
-    requests: { completed: served.length, refused: runs.reduce((a, r) => a + r.refused.length, 0), preemptions: runs.reduce((a, r) => a + r.preemptions, 0) },
+    requests: {
+      completed: served.length,
+      refused: runs.reduce((a, r) => a + r.refused.length, 0),
+      preemptions: runs.reduce((a, r) => a + r.preemptions, 0),
+    },
     ttft: dist(tl.map((r) => r.ttft_us)),
     itl: dist(itl),
     tpot,
     e2e: dist(e2e),
-    whole: { span_us: span, output_tokens: trace.tokens, input_tokens: input, output_tokens_per_s: outRate, total_tokens_per_s: rate(trace.tokens + input) },
+    whole: {
+      span_us: span,
+      output_tokens: trace.tokens,
+      input_tokens: input,
+      output_tokens_per_s: outRate,
+      total_tokens_per_s: rate(trace.tokens + input),
+    },
     window,
     full_acceptance_tokens_per_s: full,
     gpus,

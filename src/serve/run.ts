@@ -14,17 +14,31 @@ import { resolveCoefficients } from '../registry/load.ts';
 import { kvCapacity, type KvCapacity } from './kv.ts';
 import { serveMetrics, type ServeMetrics } from './metrics.ts';
 import { simulateReplica } from './scheduler.ts';
-import type { EngineProfile, ReplicaRun, RequestSpec, SchedulerConfig, ServeConfig, StepComposition, Priority } from './types.ts';
+import type {
+  EngineProfile,
+  ReplicaRun,
+  RequestSpec,
+  SchedulerConfig,
+  ServeConfig,
+  StepComposition,
+  Priority,
+} from './types.ts';
 import { dealReplicas } from './workload.ts';
 
 /** The uncalibrated profile: no engine terms beyond the registry's host terms inside each step price. */
-export const UNCALIBRATED: EngineProfile = { name: 'uncalibrated', description: 'uncalibrated: registry host terms', step_host_us: () => 0 };
+export const UNCALIBRATED: EngineProfile = {
+  name: 'uncalibrated',
+  description: 'uncalibrated: registry host terms',
+  step_host_us: () => 0,
+};
 
 /** Known engine profiles by name. */
 export const ENGINE_PROFILES: Readonly<Record<string, EngineProfile>> = { uncalibrated: UNCALIBRATED };
 
 /** A workload before it is dealt to replicas. */
-export type Workload = { kind: 'closed'; concurrency: number; requests: RequestSpec[] } | { kind: 'open'; requests: RequestSpec[]; description?: string };
+export type Workload =
+  | { kind: 'closed'; concurrency: number; requests: RequestSpec[] }
+  | { kind: 'open'; requests: RequestSpec[]; description?: string };
 
 export interface ServeResult {
   runs: ReplicaRun[];
@@ -38,15 +52,23 @@ export interface ServeResult {
  */
 export function runServe(w: Workload, pricer: Pricer, cfg: ServeConfig): ServeResult {
   if (w.kind === 'open') {
-    const bad = w.requests.find((r) => !(r.arrival_us !== undefined && Number.isFinite(r.arrival_us) && r.arrival_us >= 0));
+    const bad = w.requests.find(
+      (r) => !(r.arrival_us !== undefined && Number.isFinite(r.arrival_us) && r.arrival_us >= 0),
+    );
     if (bad) throw new UserError(`open-loop request "${bad.id}" has no arrival time ≥ 0 (got ${bad.arrival_us})`);
   }
-  const badLen = w.requests.find((r) => !(Number.isInteger(r.isl) && r.isl >= 1 && Number.isInteger(r.osl) && r.osl >= 1));
-  if (badLen) throw new UserError(`request "${badLen.id}": ISL and OSL must be positive integers (got ${badLen.isl}, ${badLen.osl})`);
+  const badLen = w.requests.find(
+    (r) => !(Number.isInteger(r.isl) && r.isl >= 1 && Number.isInteger(r.osl) && r.osl >= 1),
+  );
+  if (badLen)
+    throw new UserError(
+      `request "${badLen.id}": ISL and OSL must be positive integers (got ${badLen.isl}, ${badLen.osl})`,
+    );
   const parts = dealReplicas(w.kind, w.requests, cfg.dp, w.kind === 'closed' ? w.concurrency : 0);
   const runs = parts.map((p, k) => simulateReplica(p, pricer, cfg, k));
   const refused = runs.flatMap((r) => r.refused);
-  if (refused.length === w.requests.length) throw new UserError(`every request was refused; first: ${refused[0]!.id} ${refused[0]!.reason}`);
+  if (refused.length === w.requests.length)
+    throw new UserError(`every request was refused; first: ${refused[0]!.id} ${refused[0]!.reason}`);
   const gpus = cfg.dp * cfg.gpus_per_replica;
   const note = `${gpus} GPUs = dp ${cfg.dp} × ${cfg.gpus_per_replica} per replica (max(tp, ep)); all replicas' tokens over all GPUs`;
   return { runs, metrics: serveMetrics(runs, gpus, note, cfg.spec_tokens) };
@@ -60,7 +82,10 @@ export interface ServeSetupInput {
   dp: number;
   registry: CoefficientSet[];
   /** Absent `max_num_batched_tokens`: the chip's default (`defaultMaxNumBatchedTokens`). */
-  scheduler: Omit<SchedulerConfig, 'kv_blocks' | 'max_num_batched_tokens'> & { kv_blocks?: number; max_num_batched_tokens?: number | undefined };
+  scheduler: Omit<SchedulerConfig, 'kv_blocks' | 'max_num_batched_tokens'> & {
+    kv_blocks?: number;
+    max_num_batched_tokens?: number | undefined;
+  };
   gpu_memory_utilization?: number;
   composition?: StepComposition;
   profile?: EngineProfile;
@@ -96,7 +121,13 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
   const deployment = defaultDeployment(i.deployment);
   if (!Number.isInteger(i.dp) || i.dp < 1) throw new UserError(`dp must be a positive integer, got ${i.dp}`);
   const nodes_spanned = Math.ceil(deployment.tp / chip.gpus_per_node);
-  const reg = resolveCoefficients(i.registry, { hardware: chip.name, model: model.name, tp: deployment.tp, ep: deployment.ep, nodes_spanned });
+  const reg = resolveCoefficients(i.registry, {
+    hardware: chip.name,
+    model: model.name,
+    tp: deployment.tp,
+    ep: deployment.ep,
+    nodes_spanned,
+  });
   const pricer = createPricer(chip, model, deployment, reg);
   const capacity = kvCapacity(chip, pricer.info, {
     block_size: i.scheduler.block_size,

@@ -20,7 +20,16 @@
  */
 import type { Batch, Pricer, Request, Resource } from '../pricer/types.ts';
 import { byArrival } from './workload.ts';
-import type { ReplicaRun, ReplicaWorkload, RequestSpec, SchedulerConfig, ServeConfig, ServedRequest, StepLog, StepRegime } from './types.ts';
+import type {
+  ReplicaRun,
+  ReplicaWorkload,
+  RequestSpec,
+  SchedulerConfig,
+  ServeConfig,
+  ServedRequest,
+  StepLog,
+  StepRegime,
+} from './types.ts';
 
 /** Live state of one request. */
 interface Live {
@@ -92,7 +101,12 @@ function ask(st: State, l: Live): number {
 }
 
 /** Step 1 of the policy: running requests, preempting from the tail when KV runs out. */
-function scheduleRunning(st: State, sched: Live[], budget: number, onlyPrefill: boolean): { budget: number; preempted: boolean } {
+function scheduleRunning(
+  st: State,
+  sched: Live[],
+  budget: number,
+  onlyPrefill: boolean,
+): { budget: number; preempted: boolean } {
   let preempted = false;
   for (let i = 0; i < st.running.length && budget > 0; i++) {
     const l = st.running[i]!;
@@ -232,7 +246,8 @@ function makeSource(w: ReplicaWorkload): Source {
   const reqs = w.kind === 'closed' ? w.requests : byArrival(w.requests);
   let issued = 0;
   const issue = (t: number) => {
-    if (issued < reqs.length) queue.push({ spec: reqs[issued]!, arrival_us: w.kind === 'closed' ? t : reqs[issued]!.arrival_us! });
+    if (issued < reqs.length)
+      queue.push({ spec: reqs[issued]!, arrival_us: w.kind === 'closed' ? t : reqs[issued]!.arrival_us! });
     issued++;
   };
   if (w.kind === 'closed') for (let i = 0; i < Math.min(w.concurrency, w.requests.length); i++) issue(0);
@@ -257,7 +272,13 @@ function stepUs(p: ReturnType<Pricer['price']>, c: ServeConfig['composition']): 
 }
 
 /** Price one formed step and log it; returns its duration, µs. */
-function priceStep(sched: Live[], pricer: Pricer, cfg: ServeConfig, log: StepLog, batch: Batch): { us: number; regime: StepRegime } {
+function priceStep(
+  sched: Live[],
+  pricer: Pricer,
+  cfg: ServeConfig,
+  log: StepLog,
+  batch: Batch,
+): { us: number; regime: StepRegime } {
   batch.requests.length = 0;
   let pre = 0;
   let positions = 0;
@@ -289,7 +310,14 @@ function priceStep(sched: Live[], pricer: Pricer, cfg: ServeConfig, log: StepLog
  * @throws Error if the scheduler can make no progress (a bug: refusals rule out unrunnable requests)
  */
 export function simulateReplica(w: ReplicaWorkload, pricer: Pricer, cfg: ServeConfig, replica = 0): ReplicaRun {
-  const st: State = { cfg: cfg.scheduler, spec_tokens: cfg.spec_tokens, waiting: [], running: [], free_blocks: cfg.scheduler.kv_blocks, preemptions: 0 };
+  const st: State = {
+    cfg: cfg.scheduler,
+    spec_tokens: cfg.spec_tokens,
+    waiting: [],
+    running: [],
+    free_blocks: cfg.scheduler.kv_blocks,
+    preemptions: 0,
+  };
   const src = makeSource(w);
   const log = emptyLog();
   const done: ServedRequest[] = [];
@@ -314,7 +342,10 @@ export function simulateReplica(w: ReplicaWorkload, pricer: Pricer, cfg: ServeCo
     formStep(st, now, sched);
     if (!sched.length) {
       const t = src.next();
-      if (t === undefined) throw new Error(`serve: scheduler stalled at ${now} µs with ${st.waiting.length} waiting and ${st.running.length} running`);
+      if (t === undefined)
+        throw new Error(
+          `serve: scheduler stalled at ${now} µs with ${st.waiting.length} waiting and ${st.running.length} running`,
+        );
       now = Math.max(now, t);
       continue;
     }
@@ -324,11 +355,26 @@ export function simulateReplica(w: ReplicaWorkload, pricer: Pricer, cfg: ServeCo
   }
   const closed = w.kind === 'closed';
   const window_running = closed ? Math.min(w.concurrency, cfg.scheduler.max_num_seqs, w.requests.length) : null;
-  return { replica, requests: done, refused, preemptions: st.preemptions, steps: log, concurrency: closed ? w.concurrency : null, window_running };
+  return {
+    replica,
+    requests: done,
+    refused,
+    preemptions: st.preemptions,
+    steps: log,
+    concurrency: closed ? w.concurrency : null,
+    window_running,
+  };
 }
 
 /** Apply a priced step: deliver tokens, retire finished requests, log; returns the new clock. */
-function finishStep(st: State, sched: Live[], end: number, log: StepLog, onDone: (l: Live) => void, start: number): number {
+function finishStep(
+  st: State,
+  sched: Live[],
+  end: number,
+  log: StepLog,
+  onDone: (l: Live) => void,
+  start: number,
+): number {
   let tokens = 0;
   let anyDone = false;
   for (const l of sched) {

@@ -28,7 +28,9 @@ export function paretoFront(points: ReadonlyArray<readonly [number | null, numbe
   const out: number[] = [];
   points.forEach(([x, y], i) => {
     if (x === null || y === null) return;
-    const dominated = points.some(([u, v], j) => j !== i && u !== null && v !== null && u >= x && v >= y && (u > x || v > y));
+    const dominated = points.some(
+      ([u, v], j) => j !== i && u !== null && v !== null && u >= x && v >= y && (u > x || v > y),
+    );
     if (!dominated) out.push(i);
   });
   return out;
@@ -46,11 +48,23 @@ export function sweepConcurrency(
   const pts: SweepPoint[] = [];
   for (const { label, setup } of setups) {
     for (const c of concurrencies) {
-      const { metrics } = runServe({ kind: 'closed', concurrency: c, requests: requestsFor(c) }, setup.pricer, setup.config);
+      const { metrics } = runServe(
+        { kind: 'closed', concurrency: c, requests: requestsFor(c) },
+        setup.pricer,
+        setup.config,
+      );
       const tokens_per_s_per_gpu = metrics.per_gpu.output_tokens_per_s;
-      pts.push({ deployment: label, concurrency: c, metrics, tokens_per_s_per_user: metrics.tokens_per_s_per_user, tokens_per_s_per_gpu, pareto: false });
+      pts.push({
+        deployment: label,
+        concurrency: c,
+        metrics,
+        tokens_per_s_per_user: metrics.tokens_per_s_per_user,
+        tokens_per_s_per_gpu,
+        pareto: false,
+      });
     }
   }
-  for (const i of paretoFront(pts.map((p) => [p.tokens_per_s_per_user, p.tokens_per_s_per_gpu] as const))) pts[i]!.pareto = true;
+  for (const i of paretoFront(pts.map((p) => [p.tokens_per_s_per_user, p.tokens_per_s_per_gpu] as const)))
+    pts[i]!.pareto = true;
   return pts;
 }

@@ -8,7 +8,10 @@ import { seededRandom } from '../core/numeric/stats.ts';
 import type { ReplicaWorkload, RequestSpec } from './types.ts';
 
 /** A token-length distribution: fixed, uniform on integers [lo, hi], or exponential with a mean (≥ 1, rounded). */
-export type LengthDist = { kind: 'fixed'; value: number } | { kind: 'uniform'; lo: number; hi: number } | { kind: 'exponential'; mean: number };
+export type LengthDist =
+  | { kind: 'fixed'; value: number }
+  | { kind: 'uniform'; lo: number; hi: number }
+  | { kind: 'exponential'; mean: number };
 
 /**
  * Parse `1024`, `fixed:1024`, `uniform:512-2048` or `exp:300` (exponential, mean 300).
@@ -16,7 +19,8 @@ export type LengthDist = { kind: 'fixed'; value: number } | { kind: 'uniform'; l
  */
 export function parseLengthDist(text: string, flag: string): LengthDist {
   const t = text.trim();
-  const bad = () => new UserError(`${flag}: expected N, fixed:N, uniform:LO-HI or exp:MEAN (positive integers), got "${text}"`);
+  const bad = () =>
+    new UserError(`${flag}: expected N, fixed:N, uniform:LO-HI or exp:MEAN (positive integers), got "${text}"`);
   const int = (s: string) => {
     const v = Number(s);
     if (!Number.isInteger(v) || v < 1) throw bad();
@@ -51,12 +55,19 @@ export type ArrivalProcess = { kind: 'poisson' | 'constant'; rate_per_s: number 
  * N requests with seeded lengths; arrivals from `arrivals` (open loop) or none (closed loop).
  * Lengths are drawn first (ISL then OSL per request), arrivals after, so both loops see the same lengths.
  */
-export function generateRequests(n: number, isl: LengthDist, osl: LengthDist, seed: number, arrivals?: ArrivalProcess): RequestSpec[] {
+export function generateRequests(
+  n: number,
+  isl: LengthDist,
+  osl: LengthDist,
+  seed: number,
+  arrivals?: ArrivalProcess,
+): RequestSpec[] {
   const rand = seededRandom(seed);
   const out: RequestSpec[] = [];
   for (let i = 0; i < n; i++) out.push({ id: `r${i}`, isl: drawLength(isl, rand), osl: drawLength(osl, rand) });
   if (arrivals) {
-    if (!(arrivals.rate_per_s > 0)) throw new UserError(`request rate must be > 0 per second, got ${arrivals.rate_per_s}`);
+    if (!(arrivals.rate_per_s > 0))
+      throw new UserError(`request rate must be > 0 per second, got ${arrivals.rate_per_s}`);
     const gap = 1e6 / arrivals.rate_per_s;
     let t = 0;
     for (let i = 0; i < n; i++) {
@@ -76,21 +87,36 @@ const ARRIVAL_COLUMNS = { arrival_ms: 1000, arrival_s: 1e6, arrival_us: 1 } as c
  * @throws InputError naming file, row and column
  */
 export function parseReplayCsv(text: string, file: string): RequestSpec[] {
-  const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
+  const parsed = Papa.parse<Record<string, string>>(text.trim(), {
+    header: true,
+    skipEmptyLines: true,
+    transformHeader: (h) => h.trim(),
+  });
   const fields = parsed.meta.fields ?? [];
   const tcols = (Object.keys(ARRIVAL_COLUMNS) as Array<keyof typeof ARRIVAL_COLUMNS>).filter((c) => fields.includes(c));
   if (tcols.length !== 1) {
-    throw new InputError({ file, row: 0 }, `expected exactly one arrival column (arrival_ms, arrival_s or arrival_us), found ${tcols.join(', ') || 'none'}`);
+    throw new InputError(
+      { file, row: 0 },
+      `expected exactly one arrival column (arrival_ms, arrival_s or arrival_us), found ${tcols.join(', ') || 'none'}`,
+    );
   }
   for (const c of ['isl', 'osl']) {
-    if (!fields.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing column; expected ${tcols[0]}, isl, osl[, id, accepted_per_step]`);
+    if (!fields.includes(c))
+      throw new InputError(
+        { file, row: 0, column: c },
+        `missing column; expected ${tcols[0]}, isl, osl[, id, accepted_per_step]`,
+      );
   }
   const tcol = tcols[0]!;
   const num = (rec: Record<string, string>, row: number, column: string, integer: boolean): number => {
     const s = (rec[column] ?? '').trim();
     const v = s === '' ? NaN : Number(s);
     const ok = integer ? Number.isInteger(v) && v >= 1 : Number.isFinite(v) && v >= 0;
-    if (!ok) throw new InputError({ file, row, column }, `expected ${integer ? 'a positive integer' : 'a finite number ≥ 0'}, got "${s}"`);
+    if (!ok)
+      throw new InputError(
+        { file, row, column },
+        `expected ${integer ? 'a positive integer' : 'a finite number ≥ 0'}, got "${s}"`,
+      );
     return v;
   };
   const out = parsed.data.map((rec, i): RequestSpec => {
@@ -101,7 +127,8 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
       osl: num(rec, row, 'osl', true),
       arrival_us: num(rec, row, tcol, false) * ARRIVAL_COLUMNS[tcol],
     };
-    if (fields.includes('accepted_per_step') && (rec['accepted_per_step'] ?? '').trim() !== '') r.accepted_per_step = num(rec, row, 'accepted_per_step', false);
+    if (fields.includes('accepted_per_step') && (rec['accepted_per_step'] ?? '').trim() !== '')
+      r.accepted_per_step = num(rec, row, 'accepted_per_step', false);
     return r;
   });
   if (!out.length) throw new InputError({ file }, 'no requests');
@@ -123,13 +150,23 @@ export function byArrival(requests: readonly RequestSpec[]): RequestSpec[] {
  * idle (their GPUs still count in the per-GPU denominator). KNOWN DIVERGENCE 5 (docs/serving.md):
  * vLLM's DP coordinator balances by queue length.
  */
-export function dealReplicas(kind: 'closed' | 'open', requests: readonly RequestSpec[], dp: number, concurrency = 0): ReplicaWorkload[] {
+export function dealReplicas(
+  kind: 'closed' | 'open',
+  requests: readonly RequestSpec[],
+  dp: number,
+  concurrency = 0,
+): ReplicaWorkload[] {
   const active = kind === 'closed' ? Math.max(1, Math.min(dp, concurrency)) : dp;
   const out: ReplicaWorkload[] = [];
   for (let k = 0; k < dp; k++) {
     const mine = k < active ? requests.filter((_, i) => i % active === k) : [];
     if (kind === 'open') out.push({ kind, requests: mine });
-    else out.push({ kind, requests: mine, concurrency: k < active ? Math.floor(concurrency / active) + (k < concurrency % active ? 1 : 0) : 0 });
+    else
+      out.push({
+        kind,
+        requests: mine,
+        concurrency: k < active ? Math.floor(concurrency / active) + (k < concurrency % active ? 1 : 0) : 0,
+      });
   }
   return out;
 }

@@ -89,7 +89,12 @@ export interface CalibrateHeldOut {
  * per-engine host fit (`fitHost`, `engineSm`) and with the registry's host terms. A chip without step
  * files, or a validation that fails with a UserError, gives a note instead of throwing.
  */
-export function calibrateHeldOut(chip: string, registryFile: string, fitHost: string, engineSm: EngineSmMode): CalibrateHeldOut {
+export function calibrateHeldOut(
+  chip: string,
+  registryFile: string,
+  fitHost: string,
+  engineSm: EngineSmMode,
+): CalibrateHeldOut {
   const stepFiles = defaultStepFiles(chip);
   if (!stepFiles.length) {
     const note =
@@ -99,8 +104,16 @@ export function calibrateHeldOut(chip: string, registryFile: string, fitHost: st
   }
   const base = { chip, registryFile, stepFiles };
   try {
-    const validation = validateWithProgress({ ...base, fitHost, engineSm, flags: [`calibrate --chip ${chip}`, `--fit-host ${fitHost}`, `--engine-sm ${engineSm}`] });
-    const registryHost = validateWithProgress({ ...base, flags: [`calibrate --chip ${chip}`, '(registry host terms)'] });
+    const validation = validateWithProgress({
+      ...base,
+      fitHost,
+      engineSm,
+      flags: [`calibrate --chip ${chip}`, `--fit-host ${fitHost}`, `--engine-sm ${engineSm}`],
+    });
+    const registryHost = validateWithProgress({
+      ...base,
+      flags: [`calibrate --chip ${chip}`, '(registry host terms)'],
+    });
     return { validation, registryHost };
   } catch (err) {
     if (!(err instanceof UserError)) throw err;

@@ -56,13 +56,21 @@ export function stepBatch(row: LocatedStepRow): Batch {
 
 /** The prefill step of a static batch. */
 export function staticPrefillBatch(batch: number, prompt_tokens: number): Batch {
-  return { requests: Array.from({ length: batch }, () => ({ scheduled_tokens: prompt_tokens, computed_tokens: 0, prompt_tokens })) };
+  return {
+    requests: Array.from({ length: batch }, () => ({
+      scheduled_tokens: prompt_tokens,
+      computed_tokens: 0,
+      prompt_tokens,
+    })),
+  };
 }
 
 /** Decode step `i` (0-based) of a static batch: every request schedules 1 on prompt_tokens + i computed. */
 export function staticDecodeBatch(batch: number, prompt_tokens: number, i: number): Batch {
   const c = prompt_tokens + i;
-  return { requests: Array.from({ length: batch }, () => ({ scheduled_tokens: 1, computed_tokens: c, prompt_tokens })) };
+  return {
+    requests: Array.from({ length: batch }, () => ({ scheduled_tokens: 1, computed_tokens: c, prompt_tokens })),
+  };
 }
 
 /** A row's summed price, with host split out so host terms can be refitted. */
@@ -142,9 +150,11 @@ export function bottleneckOf(t: ResourceTimes): Resource {
  * Notes come from src/pricer/pricer.ts ("Extrapolation flags" in docs/pricer.md).
  */
 export function extrapolationReason(note: string): string {
-  if (/^memory: weights .* KV cache .* exceed /.test(note)) return "memory: weights + the batch's KV cache exceed the chip's HBM";
+  if (/^memory: weights .* KV cache .* exceed /.test(note))
+    return "memory: weights + the batch's KV cache exceed the chip's HBM";
   if (/^memory: weights .* before any KV cache$/.test(note)) return "memory: weights alone exceed the chip's HBM";
-  if (/^a collective message of \d+ bytes exceeds/.test(note)) return 'a collective message exceeds the largest fitted size (512 MiB)';
+  if (/^a collective message of \d+ bytes exceeds/.test(note))
+    return 'a collective message exceeds the largest fitted size (512 MiB)';
   let s = note.trim();
   if (s.endsWith(')')) {
     // drop the trailing balanced "( ... )"

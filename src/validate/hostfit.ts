@@ -26,7 +26,7 @@
  *   batch (which would leave the per-request term collinear with the per-step constant).
  */
 import { Matrix, QrDecomposition, solve } from 'ml-matrix';
-import { UsageError, } from '../core/errors.ts';
+import { UsageError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
 
@@ -85,7 +85,10 @@ export function parseHostRule(rule: string): HostRule {
  * Indices of the training rows under `rule`.
  * @param items per row: its batch (requests) and its group key, in input order.
  */
-export function selectTrainingRows(items: ReadonlyArray<{ batch: number; group: string }>, rule: HostRule): Set<number> {
+export function selectTrainingRows(
+  items: ReadonlyArray<{ batch: number; group: string }>,
+  rule: HostRule,
+): Set<number> {
   const out = new Set<number>();
   if (rule.kind === 'batch1') {
     items.forEach((it, i) => {
@@ -103,7 +106,13 @@ export function selectTrainingRows(items: ReadonlyArray<{ batch: number; group: 
   return out;
 }
 
-const TERM_NAMES: HostTerm['name'][] = ['per_step_us', 'per_request_step_us', 'per_step_tp_gt1_us', 'per_kernel_us', 'per_step_per_rank_us'];
+const TERM_NAMES: HostTerm['name'][] = [
+  'per_step_us',
+  'per_request_step_us',
+  'per_step_tp_gt1_us',
+  'per_kernel_us',
+  'per_step_per_rank_us',
+];
 
 function featureVector(f: HostFeatures): number[] {
   return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps, f.steps * f.tp];
@@ -202,8 +211,14 @@ export function fitHostTerms(
   }
   let sm_scale: HostFitEngine['sm_scale'];
   if (opts.engineSm) {
-    if (!smIdentified) sm_scale = { value: 1, identified: false, note: 'T_SM is a linear combination of the host columns on the training rows: s held at 1' };
-    else if (!active[nh]) sm_scale = { value: 1, identified: true, note: 'least squares gave s ≤ 0 (no efficiency); s held at 1' };
+    if (!smIdentified)
+      sm_scale = {
+        value: 1,
+        identified: false,
+        note: 'T_SM is a linear combination of the host columns on the training rows: s held at 1',
+      };
+    else if (!active[nh])
+      sm_scale = { value: 1, identified: true, note: 'least squares gave s ≤ 0 (no efficiency); s held at 1' };
     else sm_scale = { value: beta[nh]!, identified: true };
   }
   const terms: HostTerm[] = TERM_NAMES.map((name, i) => {
@@ -223,11 +238,16 @@ export function fitHostTerms(
         'Predictions at batch > 1 therefore carry no per-request host cost; use fraction=F to identify it.',
     );
   }
-  if (!ident[2]) notes.push('no mix of tp = 1 and tp > 1 steps in the training rows: the tp > 1 extra is not separated from the per-step constant');
+  if (!ident[2])
+    notes.push(
+      'no mix of tp = 1 and tp > 1 steps in the training rows: the tp > 1 extra is not separated from the per-step constant',
+    );
   let ss = 0;
   let ssRel = 0;
   X.forEach((r, i) => {
-    const pred = r.reduce((a, x, j) => a + (Number.isFinite(x) ? x * terms[j]!.value_us : 0), 0) + (sm_scale ? (sm_scale.value - 1) * sm[i]! : 0);
+    const pred =
+      r.reduce((a, x, j) => a + (Number.isFinite(x) ? x * terms[j]!.value_us : 0), 0) +
+      (sm_scale ? (sm_scale.value - 1) * sm[i]! : 0);
     ss += (residual_us[i]! - pred) ** 2;
     if (opts.measured_us) ssRel += ((residual_us[i]! - pred) / opts.measured_us[i]!) ** 2;
   });
@@ -311,7 +331,14 @@ export function fitHostTermsWithScaleSearch(
   const vmax = Math.max(...vals);
   if (!(vmax - vmin > 1e-12 * Math.max(Math.abs(vmin), 1e-300))) {
     const f = fitAt.get(0)!;
-    return { ...f, sm_scale: { value: 1, identified: false, note: 'the priced training rows do not depend on s over the search range: s held at 1' } };
+    return {
+      ...f,
+      sm_scale: {
+        value: 1,
+        identified: false,
+        note: 'the priced training rows do not depend on s over the search range: s held at 1',
+      },
+    };
   }
   // Golden section inside the best grid point's neighbours (every evaluation is cached in fitAt).
   gridGoldenMin(objective, grid, { iterations: 24, tol: 0 });
@@ -330,7 +357,11 @@ export function fitHostTermsWithScaleSearch(
     sm_scale: {
       value: s,
       identified: true,
-      ...(atBound ? { note: `s at the search bound ${s < 1 ? CM_SM_SCALE_BOUNDS[0] : CM_SM_SCALE_BOUNDS[1]} (range ${CM_SM_SCALE_BOUNDS.join('–')}); the training rows want a value outside it` } : {}),
+      ...(atBound
+        ? {
+            note: `s at the search bound ${s < 1 ? CM_SM_SCALE_BOUNDS[0] : CM_SM_SCALE_BOUNDS[1]} (range ${CM_SM_SCALE_BOUNDS.join('–')}); the training rows want a value outside it`,
+          }
+        : {}),
     },
   };
 }

@@ -4,7 +4,7 @@
  * docs/validation.md.
  */
 export * from './types.ts';
-export { type ValidationDeps } from './run.ts';
+export type { ValidationDeps } from './run.ts';
 import { sha256, sha256File } from '../core/io/fs.ts';
 import { displayPath } from '../core/io/paths.ts';
 import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
@@ -13,7 +13,6 @@ import { defaultValidationDeps } from './pricing.ts';
 import { validateRows, type ValidationDeps } from './run.ts';
 import { readStepsFile, type LocatedStepRow } from './steps.ts';
 import type { ValidationOptions, ValidationResult } from './types.ts';
-
 
 /**
  * Price every row of the given `*.steps.csv` files with NoOverlap and Overlap and score them on
@@ -32,18 +31,18 @@ export function runValidation(opts: ValidationOptions, deps?: ValidationDeps): V
     inputs.push({ file: displayPath(f), sha256: sha256File(f) });
   }
   const core = validateRows(rows, opts, deps ?? defaultValidationDeps(opts.registry));
-  const flags =
-    opts.flags ??
-    [
-      `--chip ${opts.chip}`,
-      ...(opts.fitHost ? [`--fit-host ${opts.fitHost}`] : []),
-      ...(opts.composition ? [`--composition ${opts.composition}`] : []),
-    ];
+  const flags = opts.flags ?? [
+    `--chip ${opts.chip}`,
+    ...(opts.fitHost ? [`--fit-host ${opts.fitHost}`] : []),
+    ...(opts.composition ? [`--composition ${opts.composition}`] : []),
+  ];
   return {
     ...core,
     warnings: [...warnings, ...core.warnings],
     pinned: {
-      registry_sha256: opts.registryFile ? sha256File(opts.registryFile) : sha256(stringifyCoefficientSets(opts.registry)),
+      registry_sha256: opts.registryFile
+        ? sha256File(opts.registryFile)
+        : sha256(stringifyCoefficientSets(opts.registry)),
       stepcal_version: stepcalVersion(),
       flags,
       inputs,

@@ -50,7 +50,8 @@ export function computeMetrics(points: readonly ScoredPoint[]): RegimeMetrics {
   let signed = 0;
   let logSum = 0;
   for (const p of points) {
-    if (!(p.measured_us > 0) || !(p.predicted_us > 0)) throw new Error(`computeMetrics: non-positive time (pred ${p.predicted_us}, meas ${p.measured_us})`);
+    if (!(p.measured_us > 0) || !(p.predicted_us > 0))
+      throw new Error(`computeMetrics: non-positive time (pred ${p.predicted_us}, meas ${p.measured_us})`);
     const r = p.predicted_us / p.measured_us;
     apes.push(Math.abs(r - 1) * 100);
     signed += (r - 1) * 100;

@@ -7,7 +7,10 @@ let cached: string | undefined;
 export function stepcalVersion(): string {
   if (cached === undefined) {
     try {
-      cached = String((JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown');
+      cached = String(
+        (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { version?: string }).version ??
+          'unknown',
+      );
     } catch {
       cached = 'unknown';
     }

@@ -54,7 +54,17 @@ export interface RequestRow {
 }
 
 /** Columns of a `*.requests.csv` file: required first, then optional ones. */
-export const REQUEST_CSV_REQUIRED = ['model', 'chip', 'tp', 'weight_dtype', 'engine', 'workload', 'requests', 'isl', 'osl'] as const;
+export const REQUEST_CSV_REQUIRED = [
+  'model',
+  'chip',
+  'tp',
+  'weight_dtype',
+  'engine',
+  'workload',
+  'requests',
+  'isl',
+  'osl',
+] as const;
 
 /**
  * Parse request-level rows. Empty optional cells take the serve defaults (ep 1, dp 1, vLLM v1
@@ -62,10 +72,15 @@ export const REQUEST_CSV_REQUIRED = ['model', 'chip', 'tp', 'weight_dtype', 'eng
  * @throws InputError naming file, row and column
  */
 export function parseRequestsCsv(text: string, file: string): RequestRow[] {
-  const parsed = Papa.parse<Record<string, string>>(text.trim(), { header: true, skipEmptyLines: true, transformHeader: (h) => h.trim() });
+  const parsed = Papa.parse<Record<string, string>>(text.trim(), {
+    header: true,
+    skipEmptyLines: true,
+    transformHeader: (h) => h.trim(),
+  });
   const fields = parsed.meta.fields ?? [];
   for (const c of REQUEST_CSV_REQUIRED) {
-    if (!fields.includes(c)) throw new InputError({ file, row: 0, column: c }, `missing column; required: ${REQUEST_CSV_REQUIRED.join(', ')}`);
+    if (!fields.includes(c))
+      throw new InputError({ file, row: 0, column: c }, `missing column; required: ${REQUEST_CSV_REQUIRED.join(', ')}`);
   }
   return parsed.data.map((rec, i) => parseRequestRow(rec, file, i + 1));
 }
@@ -76,14 +91,19 @@ function parseRequestRow(rec: Record<string, string>, file: string, row: number)
     const s = cell(c);
     if (s === '' && dflt !== undefined) return dflt;
     const v = Number(s);
-    if (!Number.isInteger(v) || v < 1) throw new InputError({ file, row, column: c }, `expected a positive integer, got "${s}"`);
+    if (!Number.isInteger(v) || v < 1)
+      throw new InputError({ file, row, column: c }, `expected a positive integer, got "${s}"`);
     return v;
   };
   const workload = cell('workload');
-  if (workload !== 'closed' && workload !== 'open') throw new InputError({ file, row, column: 'workload' }, `expected closed or open, got "${workload}"`);
+  if (workload !== 'closed' && workload !== 'open')
+    throw new InputError({ file, row, column: 'workload' }, `expected closed or open, got "${workload}"`);
   const mode = cell('cudagraph_mode');
   if (mode !== '' && !(CUDAGRAPH_MODES as readonly string[]).includes(mode)) {
-    throw new InputError({ file, row, column: 'cudagraph_mode' }, `expected one of ${CUDAGRAPH_MODES.join(', ')} or empty, got "${mode}"`);
+    throw new InputError(
+      { file, row, column: 'cudagraph_mode' },
+      `expected one of ${CUDAGRAPH_MODES.join(', ')} or empty, got "${mode}"`,
+    );
   }
   const chunk = cell('chunked_prefill').toLowerCase();
   if (!['', 'on', 'off', 'true', 'false', '1', '0'].includes(chunk)) {
@@ -94,25 +114,47 @@ function parseRequestRow(rec: Record<string, string>, file: string, row: number)
     const s = cell(m);
     if (s === '') continue;
     const v = Number(s);
-    if (!(Number.isFinite(v) && v > 0)) throw new InputError({ file, row, column: m }, `expected a positive number or empty, got "${s}"`);
+    if (!(Number.isFinite(v) && v > 0))
+      throw new InputError({ file, row, column: m }, `expected a positive number or empty, got "${s}"`);
     measured[m] = v;
   }
   const r: RequestRow = {
-    file, row, model: cell('model'), chip: cell('chip'), tp: int('tp'), ep: int('ep', 1), dp: int('dp', 1),
-    weight_dtype: cell('weight_dtype'), kv_dtype: cell('kv_dtype'), cudagraph_mode: mode, engine: cell('engine'), workload,
-    concurrency: workload === 'closed' ? int('concurrency') : 0, rate_per_s: 0, requests: int('requests'), isl: int('isl'), osl: int('osl'),
+    file,
+    row,
+    model: cell('model'),
+    chip: cell('chip'),
+    tp: int('tp'),
+    ep: int('ep', 1),
+    dp: int('dp', 1),
+    weight_dtype: cell('weight_dtype'),
+    kv_dtype: cell('kv_dtype'),
+    cudagraph_mode: mode,
+    engine: cell('engine'),
+    workload,
+    concurrency: workload === 'closed' ? int('concurrency') : 0,
+    rate_per_s: 0,
+    requests: int('requests'),
+    isl: int('isl'),
+    osl: int('osl'),
     max_num_seqs: int('max_num_seqs', DEFAULT_SCHEDULER.max_num_seqs),
     max_num_batched_tokens: cell('max_num_batched_tokens') === '' ? undefined : int('max_num_batched_tokens'),
-    chunked_prefill: !['off', 'false', '0'].includes(chunk), measured, group: cell('group'), flags: cell('flags'),
+    chunked_prefill: !['off', 'false', '0'].includes(chunk),
+    measured,
+    group: cell('group'),
+    flags: cell('flags'),
   };
   if (workload === 'open') {
     const v = Number(cell('rate_per_s'));
     if (!(Number.isFinite(v) && v > 0)) {
-      throw new InputError({ file, row, column: 'rate_per_s' }, `expected a rate > 0 per second for an open loop, got "${cell('rate_per_s')}"`);
+      throw new InputError(
+        { file, row, column: 'rate_per_s' },
+        `expected a rate > 0 per second for an open loop, got "${cell('rate_per_s')}"`,
+      );
     }
     r.rate_per_s = v;
   }
-  if (!Object.keys(measured).length) throw new InputError({ file, row }, `no measured metric; expected at least one of ${REQUEST_METRICS.join(', ')}`);
+  if (!Object.keys(measured).length)
+    throw new InputError({ file, row }, `no measured metric; expected at least one of ${REQUEST_METRICS.join(', ')}`);
   return r;
 }
 
@@ -125,11 +167,29 @@ export function requestRowsFromStaticBatches(rows: readonly LocatedStepRow[]): R
   return rows
     .filter((r) => r.kind === 'static_batch')
     .map((r) => ({
-      file: r.file, row: r.row, model: r.model, chip: r.chip, tp: r.tp, ep: 1, dp: 1,
-      weight_dtype: r.weight_dtype, kv_dtype: r.kv_dtype, cudagraph_mode: r.cudagraph_mode, engine: r.engine,
-      workload: 'closed' as const, concurrency: r.batch, rate_per_s: 0, requests: r.batch, isl: r.prompt_tokens, osl: r.output_tokens,
-      max_num_seqs: r.batch, max_num_batched_tokens: Math.max(r.batch * r.prompt_tokens, r.prompt_tokens + r.output_tokens), chunked_prefill: false,
-      measured: { e2e_mean_us: r.measured_us }, group: r.group, flags: r.flags,
+      file: r.file,
+      row: r.row,
+      model: r.model,
+      chip: r.chip,
+      tp: r.tp,
+      ep: 1,
+      dp: 1,
+      weight_dtype: r.weight_dtype,
+      kv_dtype: r.kv_dtype,
+      cudagraph_mode: r.cudagraph_mode,
+      engine: r.engine,
+      workload: 'closed' as const,
+      concurrency: r.batch,
+      rate_per_s: 0,
+      requests: r.batch,
+      isl: r.prompt_tokens,
+      osl: r.output_tokens,
+      max_num_seqs: r.batch,
+      max_num_batched_tokens: Math.max(r.batch * r.prompt_tokens, r.prompt_tokens + r.output_tokens),
+      chunked_prefill: false,
+      measured: { e2e_mean_us: r.measured_us },
+      group: r.group,
+      flags: r.flags,
     }));
 }
 
@@ -176,7 +236,9 @@ function predictedOf(m: ServeMetrics, k: RequestMetric): number | null {
 /** Serve one row: its deployment's setup (cached), its scheduler, its workload (seed 1, fixed lengths). */
 function serveRow(r: RequestRow, registry: CoefficientSet[], cache: Map<string, ServeSetup>): ServeMetrics {
   const deployment = {
-    tp: r.tp, ep: r.ep, weight_dtype: r.weight_dtype,
+    tp: r.tp,
+    ep: r.ep,
+    weight_dtype: r.weight_dtype,
     ...(r.kv_dtype ? { kv_dtype: r.kv_dtype } : {}),
     cudagraph_mode: (r.cudagraph_mode || 'FULL_AND_PIECEWISE') as CudagraphMode,
   };
@@ -191,8 +253,17 @@ function serveRow(r: RequestRow, registry: CoefficientSet[], cache: Map<string, 
   const scheduler = { ...s.config.scheduler, max_num_seqs, max_num_batched_tokens: budget, chunked_prefill };
   const config = { ...s.config, scheduler };
   const fixed = (value: number) => ({ kind: 'fixed' as const, value });
-  const reqs = generateRequests(r.requests, fixed(r.isl), fixed(r.osl), 1, r.workload === 'open' ? { kind: 'constant', rate_per_s: r.rate_per_s } : undefined);
-  const w = r.workload === 'closed' ? { kind: 'closed' as const, concurrency: r.concurrency, requests: reqs } : { kind: 'open' as const, requests: reqs };
+  const reqs = generateRequests(
+    r.requests,
+    fixed(r.isl),
+    fixed(r.osl),
+    1,
+    r.workload === 'open' ? { kind: 'constant', rate_per_s: r.rate_per_s } : undefined,
+  );
+  const w =
+    r.workload === 'closed'
+      ? { kind: 'closed' as const, concurrency: r.concurrency, requests: reqs }
+      : { kind: 'open' as const, requests: reqs };
   return runServe(w, s.pricer, config).metrics;
 }
 
@@ -207,7 +278,10 @@ export function validateRequestRows(
   opts: { chip: string; registry: CoefficientSet[]; excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>> },
 ): RequestValidation {
   const rows = all.filter((r) => r.chip === opts.chip);
-  const warnings = rows.length < all.length ? [`skipped ${all.length - rows.length} request-level row(s) of other chips (validating ${opts.chip})`] : [];
+  const warnings =
+    rows.length < all.length
+      ? [`skipped ${all.length - rows.length} request-level row(s) of other chips (validating ${opts.chip})`]
+      : [];
   if (!rows.length) throw new UserError(`no request-level rows for chip ${opts.chip}`);
   const cache = new Map<string, ServeSetup>();
   const results = rows.map((r): RequestRowResult => {
@@ -232,17 +306,28 @@ export function validateRequestRows(
     const where = { file, row, model, chip, tp, dp, engine, workload, concurrency, rate_per_s, isl, osl };
     return { ...where, measured, predicted, ape_pct: ape, ...counts, ...(excluded ? { excluded } : {}) };
   });
-  const metrics = Object.fromEntries(REQUEST_METRICS.map((k) => [k, scoreMetric(results, rows, k)])) as RequestValidation['metrics'];
+  const metrics = Object.fromEntries(
+    REQUEST_METRICS.map((k) => [k, scoreMetric(results, rows, k)]),
+  ) as RequestValidation['metrics'];
   return { chip: opts.chip, rows: results, metrics, warnings };
 }
 
-function scoreMetric(results: readonly RequestRowResult[], rows: readonly RequestRow[], k: RequestMetric): RegimeMetrics | null {
+function scoreMetric(
+  results: readonly RequestRowResult[],
+  rows: readonly RequestRow[],
+  k: RequestMetric,
+): RegimeMetrics | null {
   const pts: ScoredPoint[] = [];
   results.forEach((res, i) => {
     if (res.excluded || res.predicted[k] === undefined) return;
     const r = rows[i]!;
     const group = r.group !== '' ? r.group : aggregationKey({ ...r, kind: 'request', regime: 'static_batch' });
-    pts.push({ predicted_us: res.predicted[k]!, measured_us: r.measured[k]!, group, batch: r.workload === 'closed' ? r.concurrency : r.rate_per_s });
+    pts.push({
+      predicted_us: res.predicted[k]!,
+      measured_us: r.measured[k]!,
+      group,
+      batch: r.workload === 'closed' ? r.concurrency : r.rate_per_s,
+    });
   });
   return pts.length ? computeMetrics(pts) : null;
 }

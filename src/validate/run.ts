@@ -92,7 +92,8 @@ export function engineSmChoice(
   composition: Composition = 'no_overlap',
 ): { use: boolean; reason: string } {
   const present = REGIMES.filter((g) => without[g] && withSm[g]);
-  const mean = (m: Record<Regime, RegimeMetrics | null>) => present.reduce((a, g) => a + m[g]!.mape_pct, 0) / Math.max(1, present.length);
+  const mean = (m: Record<Regime, RegimeMetrics | null>) =>
+    present.reduce((a, g) => a + m[g]!.mape_pct, 0) / Math.max(1, present.length);
   const a = mean(without);
   const b = mean(withSm);
   const detail =
@@ -106,8 +107,14 @@ export function engineSmChoice(
 }
 
 /** The first flag of `row` that excludes it under `rules`, or undefined. */
-export function exclusionOf(row: Pick<LocatedStepRow, 'flags' | 'kind'>, rules: Readonly<Record<string, 'all' | 'static_batch'>>): string | undefined {
-  for (const f of row.flags.split(';').map((s) => s.trim()).filter(Boolean)) {
+export function exclusionOf(
+  row: Pick<LocatedStepRow, 'flags' | 'kind'>,
+  rules: Readonly<Record<string, 'all' | 'static_batch'>>,
+): string | undefined {
+  for (const f of row.flags
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const scope = rules[f];
     if (scope === 'all' || (scope === 'static_batch' && row.kind === 'static_batch')) return f;
   }
@@ -117,11 +124,25 @@ export function exclusionOf(row: Pick<LocatedStepRow, 'flags' | 'kind'>, rules: 
 export type CoreResult = Omit<ValidationResult, 'pinned'>;
 
 function keyOf(r: LocatedStepRow, chip: string): PricerKey {
-  return { chip, model: r.model, tp: r.tp, weight_dtype: r.weight_dtype, kv_dtype: r.kv_dtype, cudagraph_mode: r.cudagraph_mode };
+  return {
+    chip,
+    model: r.model,
+    tp: r.tp,
+    weight_dtype: r.weight_dtype,
+    kv_dtype: r.kv_dtype,
+    cudagraph_mode: r.cudagraph_mode,
+  };
 }
 
 /** The aggregation key of issue 7: (model, chip, tp, kind, engine), split by regime. */
-export function aggregationKey(r: { model: string; chip: string; tp: number; kind: string; engine: string; regime: Regime }): string {
+export function aggregationKey(r: {
+  model: string;
+  chip: string;
+  tp: number;
+  kind: string;
+  engine: string;
+  regime: Regime;
+}): string {
   return `${r.model}|${r.chip}|tp${r.tp}|${r.kind}|${r.engine}|${r.regime}`;
 }
 
@@ -223,7 +244,15 @@ function nohostOf(P: Priced, i: number, c: Composition): number {
  * NoOverlap by linear least squares, CMOverlap by a bounded 1-D search (s inside max(s·SM, HBM);
  * skipped under --engine-sm off); Overlap keeps the host-only fit in both.
  */
-function fitEngine(P: Priced, deps: ValidationDeps, F: HostFits, engine: string, idx: number[], rule: HostRule, o: { weighting: HostWeighting; cmSearch: boolean }): void {
+function fitEngine(
+  P: Priced,
+  deps: ValidationDeps,
+  F: HostFits,
+  engine: string,
+  idx: number[],
+  rule: HostRule,
+  o: { weighting: HostWeighting; cmSearch: boolean },
+): void {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
   const feats = idx.map((i) => P.features[i]!);
   const weighting = o.weighting;
@@ -232,9 +261,18 @@ function fitEngine(P: Priced, deps: ValidationDeps, F: HostFits, engine: string,
     const base = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us });
     F.fittedBy.false.set(`${engine}|${c}`, base);
     let withS = base;
-    if (c === 'no_overlap') withS = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us, engineSm: true });
+    if (c === 'no_overlap')
+      withS = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us, engineSm: true });
     else if (c === 'cm_overlap' && o.cmSearch) {
-      withS = fitHostTermsWithScaleSearch(engine, c, feats, measured_us, (s) => cmNohostAt(P, deps, idx, s), rule.kind, weighting);
+      withS = fitHostTermsWithScaleSearch(
+        engine,
+        c,
+        feats,
+        measured_us,
+        (s) => cmNohostAt(P, deps, idx, s),
+        rule.kind,
+        weighting,
+      );
       const all = P.rows.map((_, i) => i).filter((i) => P.rows[i]!.engine === engine);
       const at = cmNohostAt(P, deps, all, withS.sm_scale!.value);
       all.forEach((i, j) => F.cmScaled.set(i, at[j]!));
@@ -249,28 +287,41 @@ function fitEngine(P: Priced, deps: ValidationDeps, F: HostFits, engine: string,
  * @throws UserError when --engine-sm on lacks --fit-host, or when the rule selects every row
  */
 function fitHost(P: Priced, opts: CoreOptions, deps: ValidationDeps): HostFits {
-  const F: HostFits = { training: new Set<number>(), fittedBy: { false: new Map(), true: new Map() }, cmScaled: new Map() };
+  const F: HostFits = {
+    training: new Set<number>(),
+    fittedBy: { false: new Map(), true: new Map() },
+    cmScaled: new Map(),
+  };
   const engineSmMode: EngineSmMode = opts.engineSm ?? 'off';
-  if (opts.fitHost === undefined && engineSmMode === 'on') throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
+  if (opts.fitHost === undefined && engineSmMode === 'on')
+    throw new UserError('--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)');
   if (opts.fitHost === undefined) return F;
   const rule = parseHostRule(opts.fitHost);
   const weighting: HostWeighting = opts.hostWeighting ?? 'relative';
   const { rows } = P;
   const eligible = rows.map((_, i) => i).filter((i) => P.excl[i] === undefined);
-  const chosen = selectTrainingRows(eligible.map((i) => ({ batch: batchSizeOf(rows[i]!), group: shapeGroup(rows[i]!, P.regimes[i]!) })), rule);
+  const chosen = selectTrainingRows(
+    eligible.map((i) => ({ batch: batchSizeOf(rows[i]!), group: shapeGroup(rows[i]!, P.regimes[i]!) })),
+    rule,
+  );
   for (const j of chosen) F.training.add(eligible[j]!);
   const notes: string[] = [];
   for (const engine of [...new Set(rows.map((r) => r.engine))]) {
     const idx = [...F.training].filter((i) => rows[i]!.engine === engine).sort((a, b) => a - b);
-    if (idx.length === 0) notes.push(`engine ${engine}: no training rows under ${opts.fitHost}; its rows keep the registry's host terms`);
+    if (idx.length === 0)
+      notes.push(`engine ${engine}: no training rows under ${opts.fitHost}; its rows keep the registry's host terms`);
     else fitEngine(P, deps, F, engine, idx, rule, { weighting, cmSearch: engineSmMode !== 'off' });
   }
   F.host_fit = {
     rule: opts.fitHost,
     weighting,
     fits: [],
-    training_rows: [...F.training].sort((a, b) => a - b).map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
-    notes: [...notes, ...(rule.kind === 'batch1' ? [[...F.fittedBy.false.values()][0]?.notes[0] ?? ''] : [])].filter((s) => s !== ''),
+    training_rows: [...F.training]
+      .sort((a, b) => a - b)
+      .map((i) => ({ file: rows[i]!.file, row: rows[i]!.row, engine: rows[i]!.engine, group: rows[i]!.group })),
+    notes: [...notes, ...(rule.kind === 'batch1' ? [[...F.fittedBy.false.values()][0]?.notes[0] ?? ''] : [])].filter(
+      (s) => s !== '',
+    ),
   };
   if (F.training.size === P.excl.filter((e) => e === undefined).length) {
     throw new UserError(`--fit-host ${opts.fitHost} selects every row for training; nothing is left to validate on`);
@@ -313,8 +364,22 @@ function rowResult(P: Priced, F: HostFits, i: number, use: Use, resFor: Composit
   const regime = P.regimes[i]!;
   return {
     ...{ file: r.file, row: r.row, model: r.model, chip: r.chip, tp: r.tp, engine: r.engine, kind: r.kind, regime },
-    ...{ batch: batchSizeOf(r), group: shapeGroup(r, regime), flags: r.flags, measured_us: r.measured_us, predicted_us, ratio, host_us },
-    ...{ bottleneck: bottleneckOf(resources_us), resources_us, steps_priced: p.steps, extrapolated: p.extrapolated, extrapolation_reasons: reasons },
+    ...{
+      batch: batchSizeOf(r),
+      group: shapeGroup(r, regime),
+      flags: r.flags,
+      measured_us: r.measured_us,
+      predicted_us,
+      ratio,
+      host_us,
+    },
+    ...{
+      bottleneck: bottleneckOf(resources_us),
+      resources_us,
+      steps_priced: p.steps,
+      extrapolated: p.extrapolated,
+      extrapolation_reasons: reasons,
+    },
     used_for_host_fit: F.training.has(i),
     ...(P.excl[i] !== undefined ? { excluded: P.excl[i] } : {}),
   };
@@ -323,15 +388,24 @@ function rowResult(P: Priced, F: HostFits, i: number, use: Use, resFor: Composit
 /** Every row's result under `use`, reporting `resFor`'s resources (rowResult). */
 function buildResults(P: Priced, F: HostFits, use: Use, resFor: Composition = 'no_overlap'): RowResult[] {
   // Extrapolation reasons per row (the pricer's notes grouped; see extrapolationReason).
-  return P.rows.map((_, i) => rowResult(P, F, i, use, resFor, [...new Set(P.priced[i]!.notes.map(extrapolationReason))]));
+  return P.rows.map((_, i) =>
+    rowResult(P, F, i, use, resFor, [...new Set(P.priced[i]!.notes.map(extrapolationReason))]),
+  );
 }
 
 const pts = (rs: readonly RowResult[], c: Composition): ScoredPoint[] =>
   rs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
-const heldOf = (results: readonly RowResult[]) => results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
+const heldOf = (results: readonly RowResult[]) =>
+  results.filter((r) => !r.used_for_host_fit && r.excluded === undefined);
 function regimesOf(held: readonly RowResult[], c: Composition): Record<Regime, RegimeMetrics | null> {
   const o = {} as Record<Regime, RegimeMetrics | null>;
-  for (const g of REGIMES) o[g] = metricsOrNull(pts(held.filter((r) => r.regime === g), c));
+  for (const g of REGIMES)
+    o[g] = metricsOrNull(
+      pts(
+        held.filter((r) => r.regime === g),
+        c,
+      ),
+    );
   return o;
 }
 
@@ -340,7 +414,11 @@ function regimesOf(held: readonly RowResult[], c: Composition): Record<Regime, R
  * same held-out rows; each composition's headline variant follows `mode` (auto = held-out evidence,
  * rule in engineSmChoice), independently. Sets `host_fit.fits` to the variants used.
  */
-function chooseEngineSm(P: Priced, F: HostFits, mode: EngineSmMode): { use: Use; engine_sm?: EngineSmOutcome; engine_sm_cm_overlap?: EngineSmOutcome } {
+function chooseEngineSm(
+  P: Priced,
+  F: HostFits,
+  mode: EngineSmMode,
+): { use: Use; engine_sm?: EngineSmOutcome; engine_sm_cm_overlap?: EngineSmOutcome } {
   const use: Use = { no_overlap: false, cm_overlap: false, overlap: false };
   if (!F.host_fit) return { use };
   const heldNone = heldOf(buildResults(P, F, { no_overlap: false, cm_overlap: false, overlap: false }));
@@ -361,7 +439,9 @@ function chooseEngineSm(P: Priced, F: HostFits, mode: EngineSmMode): { use: Use;
   };
   const engine_sm = outcome('no_overlap');
   const engine_sm_cm_overlap = mode !== 'off' ? outcome('cm_overlap') : undefined;
-  F.host_fit.fits = [...F.fittedBy.false.keys()].map((k) => (use[k.slice(k.lastIndexOf('|') + 1) as Composition] ? F.fittedBy.true : F.fittedBy.false).get(k)!);
+  F.host_fit.fits = [...F.fittedBy.false.keys()].map(
+    (k) => (use[k.slice(k.lastIndexOf('|') + 1) as Composition] ? F.fittedBy.true : F.fittedBy.false).get(k)!,
+  );
   return { use, engine_sm, ...(engine_sm_cm_overlap ? { engine_sm_cm_overlap } : {}) };
 }
 
@@ -370,14 +450,18 @@ function checkPositive(results: readonly RowResult[]): void {
   for (const rr of results) {
     for (const c of COMPOSITIONS) {
       if (!(rr.predicted_us[c] > 0)) {
-        throw new UserError(`${rr.file} row ${rr.row}: ${c} prediction is ${rr.predicted_us[c]} µs (not positive); check the registry's host terms`);
+        throw new UserError(
+          `${rr.file} row ${rr.row}: ${c} prediction is ${rr.predicted_us[c]} µs (not positive); check the registry's host terms`,
+        );
       }
     }
   }
 }
 
 /** Held-out metrics per composition: per regime, pooled, and per aggregation group. */
-function scoreHeldOut(held: readonly RowResult[]): Pick<CoreResult, 'regimes_by_composition' | 'overall_by_composition' | 'groups'> {
+function scoreHeldOut(
+  held: readonly RowResult[],
+): Pick<CoreResult, 'regimes_by_composition' | 'overall_by_composition' | 'groups'> {
   const regimes_by_composition = {} as Record<Composition, Record<Regime, RegimeMetrics | null>>;
   const overall_by_composition = {} as Record<Composition, RegimeMetrics>;
   for (const c of COMPOSITIONS) {
@@ -387,7 +471,17 @@ function scoreHeldOut(held: readonly RowResult[]): Pick<CoreResult, 'regimes_by_
   const groups: GroupMetrics[] = [...groupBy(held, aggregationKey).values()].map((g) => {
     const metrics = {} as Record<Composition, RegimeMetrics>;
     for (const c of COMPOSITIONS) metrics[c] = computeMetrics(pts(g, c));
-    return { key: { model: g[0]!.model, chip: g[0]!.chip, tp: g[0]!.tp, kind: g[0]!.kind, engine: g[0]!.engine, regime: g[0]!.regime }, metrics };
+    return {
+      key: {
+        model: g[0]!.model,
+        chip: g[0]!.chip,
+        tp: g[0]!.tp,
+        kind: g[0]!.kind,
+        engine: g[0]!.engine,
+        regime: g[0]!.regime,
+      },
+      metrics,
+    };
   });
   return { regimes_by_composition, overall_by_composition, groups };
 }
@@ -401,7 +495,9 @@ function scoreHeldOut(held: readonly RowResult[]): Pick<CoreResult, 'regimes_by_
  * compute-efficiency term): the check is about the ramp.
  */
 function doubleChargeCheck(results: readonly RowResult[], priced: readonly RowPrice[]): CoreResult['double_charge'] {
-  const dec = results.map((r, i) => ({ r, p: priced[i]! })).filter(({ r, p }) => r.regime === 'decode' && r.batch <= 4 && p.resources_us.hbm > 0);
+  const dec = results
+    .map((r, i) => ({ r, p: priced[i]! }))
+    .filter(({ r, p }) => r.regime === 'decode' && r.batch <= 4 && p.resources_us.hbm > 0);
   if (!dec.length) return undefined;
   const max = Math.max(...dec.map(({ p }) => p.resources_us.sm / p.resources_us.hbm));
   const suspicious = max > DOUBLE_CHARGE_SM_OVER_HBM;
@@ -414,7 +510,10 @@ function doubleChargeCheck(results: readonly RowResult[], priced: readonly RowPr
 /** Metrics of the flag-excluded rows per (flag, regime), under the headline composition. */
 function flaggedMetrics(results: readonly RowResult[], headline: Composition): NonNullable<CoreResult['flagged']> {
   const flagged: NonNullable<CoreResult['flagged']> = [];
-  for (const [k, g] of groupBy(results.filter((r) => r.excluded !== undefined), (r) => `${r.excluded}|${r.regime}`)) {
+  for (const [k, g] of groupBy(
+    results.filter((r) => r.excluded !== undefined),
+    (r) => `${r.excluded}|${r.regime}`,
+  )) {
     const [flag, regime] = k.split('|') as [string, Regime];
     flagged.push({ flag, regime, metrics: computeMetrics(pts(g, headline)) });
   }
@@ -434,11 +533,22 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
   const { use, engine_sm, engine_sm_cm_overlap } = chooseEngineSm(P, F, opts.engineSm ?? 'off');
   let results = buildResults(P, F, use);
   checkPositive(results);
-  checkStepUnits(results, results.map((r) => r.predicted_us.no_overlap));
+  checkStepUnits(
+    results,
+    results.map((r) => r.predicted_us.no_overlap),
+  );
   const held = heldOf(results);
-  if (held.length === 0) throw new UserError(`no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`);
+  if (held.length === 0)
+    throw new UserError(
+      `no scored rows left for chip ${opts.chip} (every row is excluded by a flag or trains the host fit)`,
+    );
   const scores = scoreHeldOut(held);
-  const { headline, headline_reason } = headlineChoice(scores.overall_by_composition, scores.regimes_by_composition, held.length, opts.composition);
+  const { headline, headline_reason } = headlineChoice(
+    scores.overall_by_composition,
+    scores.regimes_by_composition,
+    held.length,
+    opts.composition,
+  );
   // Rows report the headline's resources and host (same predictions, same held-out set).
   if (headline !== 'no_overlap') results = buildResults(P, F, use, headline);
   const double_charge = doubleChargeCheck(results, P.priced);
@@ -479,7 +589,8 @@ export function headlineChoice(
   const perRegime = REGIMES.filter((g) => COMPOSITIONS.every((c) => byRegime[c][g]))
     .map((g) => `${g} ${COMPOSITIONS.map((c) => `${byRegime[c][g]!.mape_pct.toFixed(1)}%`).join(' / ')}`)
     .join('; ');
-  if (forced) return { headline: forced, headline_reason: `forced by --composition ${forced} (held-out pooled MAPE ${pooled})` };
+  if (forced)
+    return { headline: forced, headline_reason: `forced by --composition ${forced} (held-out pooled MAPE ${pooled})` };
   let headline: Composition = COMPOSITIONS[0];
   for (const c of COMPOSITIONS) if (overall[c].mape_pct < overall[headline].mape_pct) headline = c;
   const tied = COMPOSITIONS.filter((c) => c !== headline && overall[c].mape_pct === overall[headline].mape_pct);
@@ -487,7 +598,9 @@ export function headlineChoice(
     headline,
     headline_reason:
       `${COMPOSITION_NAME[headline]} has the lowest held-out pooled MAPE over ${nHeld} rows (${pooled}; per regime ${names}: ${perRegime})` +
-      (tied.length ? `; tie with ${tied.map((c) => COMPOSITION_NAME[c]).join(', ')} → the earlier of NoOverlap, CMOverlap, Overlap (seed "Which estimate to use")` : ''),
+      (tied.length
+        ? `; tie with ${tied.map((c) => COMPOSITION_NAME[c]).join(', ')} → the earlier of NoOverlap, CMOverlap, Overlap (seed "Which estimate to use")`
+        : ''),
   };
 }
 
@@ -511,4 +624,3 @@ export function extrapolationCounts(results: readonly RowResult[]): Extrapolatio
   }
   return [...by.values()].sort((a, b) => b.rows - a.rows || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
 }
-

@@ -17,7 +17,10 @@ export const STEP_UNITS_FACTOR = 20;
  * @param priced_us the priced time of each row (same order), µs, composition without host fit
  * @throws UserError naming the file, the median ratio, rows and the likely factor, ending in "units?"
  */
-export function checkStepUnits(rows: ReadonlyArray<{ file: string; measured_us: number }>, priced_us: readonly number[]): void {
+export function checkStepUnits(
+  rows: ReadonlyArray<{ file: string; measured_us: number }>,
+  priced_us: readonly number[],
+): void {
   const byFile = new Map<string, number[]>();
   rows.forEach((r, i) => {
     const p = priced_us[i]!;

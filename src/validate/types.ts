@@ -25,7 +25,11 @@ export const COMPOSITIONS = ['no_overlap', 'cm_overlap', 'overlap'] as const;
 export type Composition = (typeof COMPOSITIONS)[number];
 
 /** Display names of the compositions (reports, reasons, CLI output). */
-export const COMPOSITION_NAME: Record<Composition, string> = { no_overlap: 'NoOverlap', cm_overlap: 'CMOverlap', overlap: 'Overlap' };
+export const COMPOSITION_NAME: Record<Composition, string> = {
+  no_overlap: 'NoOverlap',
+  cm_overlap: 'CMOverlap',
+  overlap: 'Overlap',
+};
 
 /** Error metrics of a set of rows. Percent unless named otherwise. */
 export interface RegimeMetrics {

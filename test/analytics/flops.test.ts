@@ -165,7 +165,7 @@ describe('bytes per element count block scales (chapter §2.2.2)', () => {
     expect(blockScaledBytesPerValue(8, 32, 2)).toBe(1.0625);
     expect(32 * blockScaledBytesPerValue(8, 32, 2)).toBe(34);
   });
-  it('MXFP8 (one 1-byte scale per 32 values): 512 values take 528 B, the chapter\'s KV layout unit', () => {
+  it("MXFP8 (one 1-byte scale per 32 values): 512 values take 528 B, the chapter's KV layout unit", () => {
     expect(512 * SCALED_FORMAT_BYTES_PER_VALUE['mxfp8']!).toBe(528);
     expect(SCALED_FORMAT_BYTES_PER_VALUE['nvfp4']).toBe(0.5625);
     expect(SCALED_FORMAT_BYTES_PER_VALUE['mxfp4']).toBe(0.53125);
@@ -200,7 +200,17 @@ describe('shape from a model graph', () => {
           nodes: [
             { op: 'Attention', kind: 'swa', n_q: 2, n_kv: 1, d_h: 4, window: 3 },
             { op: 'GEMM', role: 'indexer', n: 5, k: 8, phase: 'prefill' },
-            { op: 'GroupedGEMM', role: 'experts', n: 6, k: 8, experts: 16, top_k: 2, shared_experts: 1, shared_intermediate_size: 4, weight_dtype: 'nvfp4' },
+            {
+              op: 'GroupedGEMM',
+              role: 'experts',
+              n: 6,
+              k: 8,
+              experts: 16,
+              top_k: 2,
+              shared_experts: 1,
+              shared_intermediate_size: 4,
+              weight_dtype: 'nvfp4',
+            },
           ],
         },
       ],
@@ -237,7 +247,9 @@ describe('shape from a model graph', () => {
       { q: 1, k: 1025, is_prompt: false },
       { q: 1, k: 1025, is_prompt: false },
     ]);
-    expect(parseBatchSpec('prefill:1x2048@512').map(scheduledFromRequest)).toEqual([{ q: 2048, k: 2560, is_prompt: true }]);
+    expect(parseBatchSpec('prefill:1x2048@512').map(scheduledFromRequest)).toEqual([
+      { q: 2048, k: 2560, is_prompt: true },
+    ]);
     expect(parseBatchSpec('decode:1x6@100').map(scheduledFromRequest)).toEqual([{ q: 6, k: 106, is_prompt: false }]);
     expect(() => parseBatchSpec('decode:4')).toThrow(/needs its context/);
     expect(() => parseBatchSpec('verify:4')).toThrow(/bad batch spec/);
@@ -248,7 +260,9 @@ describe('stepcal flops (CLI)', () => {
   it('counts a decode batch from a graph YAML path and states the convention and scope', async () => {
     const r = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--json']);
     // catalog name resolves through loadModel and gives the same counts
-    const byName = JSON.parse((await runCli(['flops', '--model', 'llama-3.1-8b', '--batch', 'decode:1@0', '--json'])).stdout);
+    const byName = JSON.parse(
+      (await runCli(['flops', '--model', 'llama-3.1-8b', '--batch', 'decode:1@0', '--json'])).stdout,
+    );
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.convention).toBe('plain');
@@ -258,7 +272,18 @@ describe('stepcal flops (CLI)', () => {
     expect(j.total_includes_attention).toBe(true);
     expect(byName.flops).toEqual(j.flops);
     expect(j.scope).toMatch(/drafter.*padding.*replicas.*excluded/);
-    const t = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--format-weighted', '--chip', 'h200', '--step-us', '1000']);
+    const t = await runCli([
+      'flops',
+      '--model',
+      FIXTURE,
+      '--batch',
+      'decode:1@0',
+      '--format-weighted',
+      '--chip',
+      'h200',
+      '--step-us',
+      '1000',
+    ]);
     expect(t.stdout).toMatch(/FP8-equivalent FLOPs/);
     expect(t.stdout).toMatch(/never add the two/);
     expect(t.stdout).toMatch(/MFU = .*h200 dense FP8 peak.*fp8-equivalent FLOPs/);

@@ -23,12 +23,17 @@ const P = CHAPTER_PARAMS;
 
 describe('step law T(R,N) = h + max(M/W, F/P) (chapter eq. 2.1)', () => {
   it('reproduces the opening sweep: steps and rates at R = N', () => {
-    const pts = sweep(P, CHAPTER_SWEEP_R.map((r) => ({ requests: r, positions: r })));
+    const pts = sweep(
+      P,
+      CHAPTER_SWEEP_R.map((r) => ({ requests: r, positions: r })),
+    );
     // Exact µs, not approximately: times are computed multiply-first.
     expect(pts.map((p) => p.step_us)).toEqual([61, 64, 68, 76, 92, 100, 148, 276]);
     expect(pts.map((p) => p.transfer_us)).toEqual([41, 44, 48, 56, 72, 80, 104, 168]);
     expect(pts.map((p) => p.compute_us)).toEqual([2, 8, 16, 32, 64, 80, 128, 256]);
-    expect(pts.map((p) => Math.round(p.useful_tokens_per_s))).toEqual([16393, 62500, 117647, 210526, 347826, 400000, 432432, 463768]);
+    expect(pts.map((p) => Math.round(p.useful_tokens_per_s))).toEqual([
+      16393, 62500, 117647, 210526, 347826, 400000, 432432, 463768,
+    ]);
   });
 
   it('R = N = 16 moves 5.6 MB in 56 µs and does 32 Mops in 32 µs', () => {
@@ -106,24 +111,46 @@ describe('step law T(R,N) = h + max(M/W, F/P) (chapter eq. 2.1)', () => {
 
   it('rejects negative counts and lists that cannot be paired', () => {
     expect(() => stepPoint(P, -1, 1)).toThrow(/requests/);
-    expect(() => broadcastSpecs([1, 2], [1, 2, 3], undefined)).toThrow(/positions has 3 values; expected 1 or 3|requests has 2 values/);
+    expect(() => broadcastSpecs([1, 2], [1, 2, 3], undefined)).toThrow(
+      /positions has 3 values; expected 1 or 3|requests has 2 values/,
+    );
   });
 });
 
 describe('roofline presentation', () => {
   it('prints what the chapter prints: one decimal µs, integer tokens/s', () => {
-    const t = rooflineTable(sweep(P, [{ requests: 1, positions: 1 }, { requests: 128, positions: 128 }]));
+    const t = rooflineTable(
+      sweep(P, [
+        { requests: 1, positions: 1 },
+        { requests: 128, positions: 128 },
+      ]),
+    );
     expect(t).toMatch(/\b1\s+1\s+1\s+41\.0\s+2\.0\s+61\.0\s+16393\b/);
     expect(t).toMatch(/\b128\s+128\s+128\s+168\.0\s+256\.0\s+276\.0\s+463768\b/);
     expect(t.split('\n')[0]).toMatch(/\(µs\).*\(tokens\/s\)/);
   });
 
   it('CSV has one row per point with unit-suffixed columns; SVG holds both panels', () => {
-    const pts = sweep(P, CHAPTER_SWEEP_R.map((r) => ({ requests: r, positions: r })));
+    const pts = sweep(
+      P,
+      CHAPTER_SWEEP_R.map((r) => ({ requests: r, positions: r })),
+    );
     const csv = rooflineCsv(pts).trim().split('\n');
-    expect(csv[0]).toBe('requests,positions,useful_tokens,traffic_bytes,ops,transfer_us,compute_us,step_us,bound,intensity_ops_per_byte,useful_tokens_per_s');
+    expect(csv[0]).toBe(
+      'requests,positions,useful_tokens,traffic_bytes,ops,transfer_us,compute_us,step_us,bound,intensity_ops_per_byte,useful_tokens_per_s',
+    );
     expect(csv).toHaveLength(9);
-    expect(csv[4]!.split(',').slice(0, 9)).toEqual(['16', '16', '16', '5600000', '32000000', '56', '32', '76', 'memory']);
+    expect(csv[4]!.split(',').slice(0, 9)).toEqual([
+      '16',
+      '16',
+      '16',
+      '5600000',
+      '32000000',
+      '56',
+      '32',
+      '76',
+      'memory',
+    ]);
     const svg = rooflineSvg(pts, 't');
     expect(svg).toContain('transfer M/W (µs)');
     expect(svg).toContain('useful U/T (tokens/s)');
@@ -133,7 +160,10 @@ describe('roofline presentation', () => {
   });
 
   it('YAML config errors name the file and field', () => {
-    expect(parseRooflineConfig('shared_bytes: 1\nrequests: [1, 2]\n', 'p.yaml')).toEqual({ shared_bytes: 1, requests: [1, 2] });
+    expect(parseRooflineConfig('shared_bytes: 1\nrequests: [1, 2]\n', 'p.yaml')).toEqual({
+      shared_bytes: 1,
+      requests: [1, 2],
+    });
     expect(() => parseRooflineConfig('bandwidth: 1\n', 'p.yaml')).toThrow(/p\.yaml.*bandwidth/);
     expect(() => parseRooflineConfig('mem_bytes_per_s: 0\n', 'p.yaml')).toThrow(/p\.yaml: field "mem_bytes_per_s"/);
   });

@@ -6,7 +6,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { analyseRequest, parseTraceCsv, parseTraceJson, summariseTrace, type RequestRecord } from '../../src/analytics/trace.ts';
+import {
+  analyseRequest,
+  parseTraceCsv,
+  parseTraceJson,
+  summariseTrace,
+  type RequestRecord,
+} from '../../src/analytics/trace.ts';
 import { traceReport } from '../../src/report/trace.ts';
 import { runCli } from '../helpers/cli.ts';
 
@@ -62,13 +68,15 @@ describe('request timelines (chapter Listing 2.2)', () => {
 
   it('the unit flag scales input: the same trace written in seconds gives the same µs', () => {
     const text = JSON.stringify(
-      JSON.parse(readFileSync(JSON_FILE, 'utf8')).map((r: { arrival: number; prompt_start: number; prompt_end: number; tokens: number[]; id: string }) => ({
-        ...r,
-        arrival: r.arrival / 1000,
-        prompt_start: r.prompt_start / 1000,
-        prompt_end: r.prompt_end / 1000,
-        tokens: r.tokens.map((t) => t / 1000),
-      })),
+      JSON.parse(readFileSync(JSON_FILE, 'utf8')).map(
+        (r: { arrival: number; prompt_start: number; prompt_end: number; tokens: number[]; id: string }) => ({
+          ...r,
+          arrival: r.arrival / 1000,
+          prompt_start: r.prompt_start / 1000,
+          prompt_end: r.prompt_end / 1000,
+          tokens: r.tokens.map((t) => t / 1000),
+        }),
+      ),
     );
     const s = summariseTrace(parseTraceJson(text, 'x.json', 's'));
     expect(s.ttft.mean_us).toBeCloseTo(19_200, 6);
@@ -79,7 +87,9 @@ describe('request timelines (chapter Listing 2.2)', () => {
     const s = summariseTrace(chapterTrace());
     expect(s.requests.find((r) => r.id === 'B')!.gaps_us).toEqual([]);
     expect(s.gaps.n).toBe(8); // 3 + 0 + 2 + 1 + 2, not 9
-    const single = summariseTrace([{ id: 'x', arrival_us: 0, prompt_start_us: 1, prompt_end_us: 2, token_times_us: [3] }]);
+    const single = summariseTrace([
+      { id: 'x', arrival_us: 0, prompt_start_us: 1, prompt_end_us: 2, token_times_us: [3] },
+    ]);
     expect(single.gaps).toEqual({ n: 0, mean_us: null, p95_us: null });
     expect(traceReport(single, 'us')).toMatch(/n=0, no result/);
   });
@@ -97,7 +107,9 @@ describe('request timelines (chapter Listing 2.2)', () => {
 
   it("experiment 3: delaying E's deliveries by 10 ms moves TTFT, publish gap and throughput, not later gaps", () => {
     const base = chapterTrace();
-    const delayed = base.map((r) => (r.id === 'E' ? { ...r, token_times_us: r.token_times_us.map((t) => t + ms(10)) } : r));
+    const delayed = base.map((r) =>
+      r.id === 'E' ? { ...r, token_times_us: r.token_times_us.map((t) => t + ms(10)) } : r,
+    );
     const a = summariseTrace(base);
     const b = summariseTrace(delayed);
     const eA = a.requests[4]!;
@@ -123,13 +135,15 @@ describe('request timelines (chapter Listing 2.2)', () => {
     expect(() => parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\nA,0,2,x,10\n', 't.csv', 'ms')).toThrow(
       /t\.csv row 1 column "prompt_end": expected a finite time in ms/,
     );
-    expect(() => parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\nA,0,2,8,10\nA,1,2,8,11\n', 't.csv', 'ms')).toThrow(
-      /t\.csv row 2 column "arrival": request "A": arrival 1 ms differs/,
+    expect(() =>
+      parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\nA,0,2,8,10\nA,1,2,8,11\n', 't.csv', 'ms'),
+    ).toThrow(/t\.csv row 2 column "arrival": request "A": arrival 1 ms differs/);
+    expect(() => parseTraceCsv('id,arrival,token_time\nA,0,1\n', 't.csv', 'ms')).toThrow(
+      /missing column\(s\) prompt_start, prompt_end/,
     );
-    expect(() => parseTraceCsv('id,arrival,token_time\nA,0,1\n', 't.csv', 'ms')).toThrow(/missing column\(s\) prompt_start, prompt_end/);
-    expect(() => parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"prompt_end":2,"tokens":[3,"z"]}]', 't.json', 'ms')).toThrow(
-      /t\.json row 1 column "tokens\[1\]"/,
-    );
+    expect(() =>
+      parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"prompt_end":2,"tokens":[3,"z"]}]', 't.json', 'ms'),
+    ).toThrow(/t\.json row 1 column "tokens\[1\]"/);
     expect(() => summariseTrace([...chapterTrace(), chapterTrace()[0]!])).toThrow(/"A" appears twice/);
   });
 
@@ -137,9 +151,19 @@ describe('request timelines (chapter Listing 2.2)', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(1000), { minLength: 4, maxLength: 12 }), (xs) => {
         const v = [...xs].sort((a, b) => a - b);
-        const r = analyseRequest({ id: 'p', arrival_us: v[0]!, prompt_start_us: v[1]!, prompt_end_us: v[2]!, token_times_us: v.slice(3) });
+        const r = analyseRequest({
+          id: 'p',
+          arrival_us: v[0]!,
+          prompt_start_us: v[1]!,
+          prompt_end_us: v[2]!,
+          token_times_us: v.slice(3),
+        });
         const sum = r.gaps_us.reduce((a, b) => a + b, 0);
-        return r.ttft_us === r.queue_us + r.prompt_us + r.publish_us && sum === v[v.length - 1]! - v[3]! && r.gaps_us.length === r.tokens - 1;
+        return (
+          r.ttft_us === r.queue_us + r.prompt_us + r.publish_us &&
+          sum === v[v.length - 1]! - v[3]! &&
+          r.gaps_us.length === r.tokens - 1
+        );
       }),
     );
   });

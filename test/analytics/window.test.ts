@@ -7,12 +7,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fullAcceptanceTokensPerS, parseWindowCsv, selectWindow, usefulTokensPerS, type Endpoint } from '../../src/analytics/window.ts';
+import {
+  fullAcceptanceTokensPerS,
+  parseWindowCsv,
+  selectWindow,
+  usefulTokensPerS,
+  type Endpoint,
+} from '../../src/analytics/window.ts';
 import { windowReport } from '../../src/report/window.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const FIX = path.join(import.meta.dirname, '..', 'fixtures', 'analytics');
-const eps = (ms: number[], flagged: number[] = []): Endpoint[] => ms.map((t) => ({ ts_us: t * 1000, flagged: flagged.includes(t) }));
+const eps = (ms: number[], flagged: number[] = []): Endpoint[] =>
+  ms.map((t) => ({ ts_us: t * 1000, flagged: flagged.includes(t) }));
 
 describe('observation window (chapter Listing 2.11)', () => {
   it('0, 4, 10 (flagged), 15 ms → 2 / (0.004 + 0.005) ≈ 222.2 intervals/s', () => {
@@ -81,22 +88,31 @@ describe('observation window (chapter Listing 2.11)', () => {
 
   it('property: steps/s = selected / summed duration, and lies between 1/max and 1/min selected interval', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 1000 }), fc.boolean()), { minLength: 1, maxLength: 40 }), (xs) => {
-        let t = 0;
-        const rows: Endpoint[] = [{ ts_us: 0, flagged: false }];
-        for (const [d, f] of xs) rows.push({ ts_us: (t += d), flagged: f });
-        const w = selectWindow(rows);
-        const sel = w.pairs.filter((p) => p.selected).map((p) => p.interval_us);
-        if (sel.length === 0) return w.steps_per_s === null;
-        const r = w.steps_per_s!;
-        return Math.abs(r - (sel.length * 1e6) / sel.reduce((a, b) => a + b, 0)) < 1e-9 * r && r <= 1e6 / Math.min(...sel) + 1e-9 && r >= 1e6 / Math.max(...sel) - 1e-9;
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 1, max: 1000 }), fc.boolean()), { minLength: 1, maxLength: 40 }),
+        (xs) => {
+          let t = 0;
+          const rows: Endpoint[] = [{ ts_us: 0, flagged: false }];
+          for (const [d, f] of xs) rows.push({ ts_us: (t += d), flagged: f });
+          const w = selectWindow(rows);
+          const sel = w.pairs.filter((p) => p.selected).map((p) => p.interval_us);
+          if (sel.length === 0) return w.steps_per_s === null;
+          const r = w.steps_per_s!;
+          return (
+            Math.abs(r - (sel.length * 1e6) / sel.reduce((a, b) => a + b, 0)) < 1e-9 * r &&
+            r <= 1e6 / Math.min(...sel) + 1e-9 &&
+            r >= 1e6 / Math.max(...sel) - 1e-9
+          );
+        },
+      ),
     );
   });
 
   it('bad CSV names file, row and column; decreasing timestamps are refused', () => {
     expect(() => parseWindowCsv('ts_ms,flag\n0,0\n4,yes\n', 'w.csv')).toThrow(/w\.csv row 2 column "flag"/);
-    expect(() => parseWindowCsv('time,flag\n0,0\n', 'w.csv')).toThrow(/w\.csv row 0: expected exactly one timestamp column/);
+    expect(() => parseWindowCsv('time,flag\n0,0\n', 'w.csv')).toThrow(
+      /w\.csv row 0: expected exactly one timestamp column/,
+    );
     expect(() => parseWindowCsv('ts_ms,running\n0,1.5\n', 'w.csv')).toThrow(/row 1 column "running"/);
     expect(parseWindowCsv('ts_s,flag\n0.004,true\n', 'w.csv')).toEqual([{ ts_us: 4000, flagged: true, row: 1 }]);
     expect(() => selectWindow(parseWindowCsv('ts_ms\n5\n3\n', 'w.csv'))).toThrow(/row 2 is earlier than row 1/);

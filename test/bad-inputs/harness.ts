@@ -33,7 +33,10 @@ export interface BadInputCase {
 
 /** The repository's file state: every listed path with a content hash (folders by listing only). */
 export function repoState(): string {
-  const listing = execFileSync('git', ['status', '--porcelain=v1', '--ignored', '--untracked-files=all'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  const listing = execFileSync('git', ['status', '--porcelain=v1', '--ignored', '--untracked-files=all'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+  });
   const lines = listing
     .split('\n')
     .filter(Boolean)

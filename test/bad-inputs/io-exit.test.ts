@@ -16,33 +16,111 @@ const SWEEP = ['sweep', '--model', 'llama-2-7b', '--chip', 'h200'];
 /** The billion-laughs file: 9^6 expansions of one string through nested aliases. */
 const LAUGHS =
   'kind: CoefficientSet\nname: lol\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' +
-  ['b', 'c', 'd', 'e', 'f'].map((k, i) => `${k}: &${k} [${Array(9).fill('*' + 'abcde'[i]).join(',')}]`).join('\n') +
+  ['b', 'c', 'd', 'e', 'f']
+    .map(
+      (k, i) =>
+        `${k}: &${k} [${Array(9)
+          .fill('*' + 'abcde'[i])
+          .join(',')}]`,
+    )
+    .join('\n') +
   '\ncoefficients: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n';
 /** An alias in the second document to an anchor of the first (YAML documents do not share anchors). */
-const CROSS_DOC_ALIAS = 'kind: CoefficientSet\nname: a\nx: &v 0.8\ncoefficients: []\n---\nkind: CoefficientSet\nname: b\ncoefficients:\n  - gemm_bf16_eps_max: {value: *v, units: "1"}\n';
+const CROSS_DOC_ALIAS =
+  'kind: CoefficientSet\nname: a\nx: &v 0.8\ncoefficients: []\n---\nkind: CoefficientSet\nname: b\ncoefficients:\n  - gemm_bf16_eps_max: {value: *v, units: "1"}\n';
 
 const write = (t: string, name: string, text: string) => writeFileSync(path.join(t, name), text);
 
 const CASES: BadInputCase[] = [
   { name: 'no command at all', args: [], code: 2, message: 'stepcal: no command given' },
   { name: 'only --debug', args: ['--debug'], code: 2, message: 'no command given' },
-  { name: 'price --chip ../registry/h200 (a path, not a name)', args: ['price', '--model', 'llama-2-7b', '--chip', '../registry/h200', '--batch', 'decode:1@8'], code: 2, message: '--chip "../registry/h200": expected a name' },
-  { name: 'price --model ../../etc', args: ['price', '--model', '../../etc', '--chip', 'h200', '--batch', 'decode:1@8'], code: 2, message: '--model "../../etc"' },
+  {
+    name: 'price --chip ../registry/h200 (a path, not a name)',
+    args: ['price', '--model', 'llama-2-7b', '--chip', '../registry/h200', '--batch', 'decode:1@8'],
+    code: 2,
+    message: '--chip "../registry/h200": expected a name',
+  },
+  {
+    name: 'price --model ../../etc',
+    args: ['price', '--model', '../../etc', '--chip', 'h200', '--batch', 'decode:1@8'],
+    code: 2,
+    message: '--model "../../etc"',
+  },
   { name: 'calibrate --chip ../h200', args: ['calibrate', '--chip', '../h200'], code: 2, message: '--chip "../h200"' },
-  { name: 'fit all --chip with upper case and a slash', args: ['fit', 'all', '--chip', 'H200/x'], code: 2, message: '--chip "H200/x"' },
+  {
+    name: 'fit all --chip with upper case and a slash',
+    args: ['fit', 'all', '--chip', 'H200/x'],
+    code: 2,
+    message: '--chip "H200/x"',
+  },
   { name: 'validate --chip ..', args: ['validate', '--chip', '..'], code: 2, message: '--chip "..": expected a name' },
-  { name: 'registry copy --from ../x', args: ['registry', 'copy', '--from', '../x', '--to', 'b300', '--dry-run'], code: 2, message: '--from "../x"' },
+  {
+    name: 'registry copy --from ../x',
+    args: ['registry', 'copy', '--from', '../x', '--to', 'b300', '--dry-run'],
+    code: 2,
+    message: '--from "../x"',
+  },
   { name: 'price --tp 0', args: [...PRICE, '--tp', '0'], code: 2, message: '--tp: expected an integer ≥ 1, got "0"' },
-  { name: 'price --tp two (same exit and wording as --tp 0)', args: [...PRICE, '--tp', 'two'], code: 2, message: '--tp: expected an integer ≥ 1, got "two"' },
-  { name: 'price --ep 1.5', args: [...PRICE, '--ep', '1.5'], code: 2, message: '--ep: expected an integer ≥ 1, got "1.5"' },
-  { name: 'price --spec-tokens -1', args: [...PRICE, '--spec-tokens', '-1'], code: 2, message: '--spec-tokens: expected an integer ≥ 0' },
-  { name: 'sweep --context 0', args: [...SWEEP, '--context', '0'], code: 2, message: '--context: expected an integer ≥ 1, got "0"' },
-  { name: 'sweep --batches 1,x,4', args: [...SWEEP, '--batches', '1,x,4'], code: 2, message: '--batches: expected an integer ≥ 1, got "x" in "1,x,4"' },
-  { name: 'fit all --resamples 100 (same as calibrate)', args: ['fit', 'all', '--chip', 'h200', '--resamples', '100'], code: 2, message: '--resamples: expected an integer ≥ 200, got "100"' },
-  { name: 'calibrate --resamples 100', args: ['calibrate', '--chip', 'h200', '--resamples', '100'], code: 2, message: '--resamples: expected an integer ≥ 200, got "100"' },
-  { name: 'calibrate --fit-host fraction=2 (a usage error like --resamples)', args: ['calibrate', '--chip', 'h200', '--fit-host', 'fraction=2'], code: 2, message: '--fit-host: expected "batch=1" or "fraction=F"' },
-  { name: 'validate --fit-host fraction=2', args: ['validate', '--chip', 'h100', '--fit-host', 'fraction=2', '--no-report'], code: 2, message: '--fit-host' },
-  { name: 'registry extrapolate --widths 16,one', args: ['registry', 'extrapolate', 'widths', '--chip', 'h200', '--widths', '16,one'], code: 2, message: '--widths: expected an integer ≥ 2, got "one"' },
+  {
+    name: 'price --tp two (same exit and wording as --tp 0)',
+    args: [...PRICE, '--tp', 'two'],
+    code: 2,
+    message: '--tp: expected an integer ≥ 1, got "two"',
+  },
+  {
+    name: 'price --ep 1.5',
+    args: [...PRICE, '--ep', '1.5'],
+    code: 2,
+    message: '--ep: expected an integer ≥ 1, got "1.5"',
+  },
+  {
+    name: 'price --spec-tokens -1',
+    args: [...PRICE, '--spec-tokens', '-1'],
+    code: 2,
+    message: '--spec-tokens: expected an integer ≥ 0',
+  },
+  {
+    name: 'sweep --context 0',
+    args: [...SWEEP, '--context', '0'],
+    code: 2,
+    message: '--context: expected an integer ≥ 1, got "0"',
+  },
+  {
+    name: 'sweep --batches 1,x,4',
+    args: [...SWEEP, '--batches', '1,x,4'],
+    code: 2,
+    message: '--batches: expected an integer ≥ 1, got "x" in "1,x,4"',
+  },
+  {
+    name: 'fit all --resamples 100 (same as calibrate)',
+    args: ['fit', 'all', '--chip', 'h200', '--resamples', '100'],
+    code: 2,
+    message: '--resamples: expected an integer ≥ 200, got "100"',
+  },
+  {
+    name: 'calibrate --resamples 100',
+    args: ['calibrate', '--chip', 'h200', '--resamples', '100'],
+    code: 2,
+    message: '--resamples: expected an integer ≥ 200, got "100"',
+  },
+  {
+    name: 'calibrate --fit-host fraction=2 (a usage error like --resamples)',
+    args: ['calibrate', '--chip', 'h200', '--fit-host', 'fraction=2'],
+    code: 2,
+    message: '--fit-host: expected "batch=1" or "fraction=F"',
+  },
+  {
+    name: 'validate --fit-host fraction=2',
+    args: ['validate', '--chip', 'h100', '--fit-host', 'fraction=2', '--no-report'],
+    code: 2,
+    message: '--fit-host',
+  },
+  {
+    name: 'registry extrapolate --widths 16,one',
+    args: ['registry', 'extrapolate', 'widths', '--chip', 'h200', '--widths', '16,one'],
+    code: 2,
+    message: '--widths: expected an integer ≥ 2, got "one"',
+  },
   {
     name: 'registry path that is a folder (price)',
     setup: (t) => mkdirSync(path.join(t, 'reg.yaml')),

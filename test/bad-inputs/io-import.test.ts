@@ -18,7 +18,10 @@ const A100_GEMM = aic('a100_sxm', 'gemm_perf', 'vllm-0.14.0');
 
 /** Header and the first `n` data lines of a shared CSV. */
 function head(file: string, n: number): string[] {
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).slice(0, n + 1);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .slice(0, n + 1);
 }
 
 /** Write `<tmp>/<sub>/gemm_perf.csv` from lines; returns its path. */
@@ -31,7 +34,10 @@ function table(tmp: string, lines: string[], sub = 'in', name = 'gemm_perf'): st
 
 /** nccl-tests stdout with the #wrong count of the first data line's out-of-place half set to `wrong` (and optionally the in-place one). */
 function ncclWithWrong(tmp: string, outOfPlace: string, inPlace = '0'): string {
-  const text = readFileSync(NCCL8, 'utf8').replace(/(419\.49\s+)0(\s+1120\.3\s+239\.61\s+419\.32\s+)0/, `$1${outOfPlace}$2${inPlace}`);
+  const text = readFileSync(NCCL8, 'utf8').replace(
+    /(419\.49\s+)0(\s+1120\.3\s+239\.61\s+419\.32\s+)0/,
+    `$1${outOfPlace}$2${inPlace}`,
+  );
   const f = path.join(tmp, 'all_reduce_perf.txt');
   writeFileSync(f, text);
   return f;
@@ -43,7 +49,8 @@ const CASES: BadInputCase[] = [
     setup: (t) => void table(t, head(H200_GEMM, 20)),
     args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200'],
     code: 1,
-    message: /refusing to overwrite an existing curated file: .*measurements\/h200\/gemm\.vllm-0\.24\.0\.csv\.gz \(\d+ rows/,
+    message:
+      /refusing to overwrite an existing curated file: .*measurements\/h200\/gemm\.vllm-0\.24\.0\.csv\.gz \(\d+ rows/,
   },
   {
     name: 'a second import into the same --out folder without --force',
@@ -52,7 +59,15 @@ const CASES: BadInputCase[] = [
       mkdirSync(path.join(t, 'out'));
       writeFileSync(path.join(t, 'out', 'gemm.vllm-0.24.0.csv.gz'), 'earlier import');
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: 'Pass --force to replace',
   },
@@ -84,7 +99,15 @@ const CASES: BadInputCase[] = [
       const [h, ...rows] = head(H200_GEMM, 5);
       table(t, [`${h},latency`, ...rows.map((r) => `${r},9.9`)]);
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: /row 0 \(header\) column "latency": duplicated column: "latency" is both column 10 and column 11/,
   },
@@ -94,14 +117,30 @@ const CASES: BadInputCase[] = [
       const [h, ...rows] = head(H200_GEMM, 5);
       table(t, [h!.replace(',n,', ',m,'), ...rows]);
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: 'duplicated column: "m"',
   },
   {
     name: 'an A100 table imported as h200 (device column)',
     setup: (t) => void table(t, head(A100_GEMM, 20)),
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: /row 1 column "device": device "NVIDIA A100-SXM4-80GB" names chip a100, not --chip h200/,
   },
@@ -112,7 +151,15 @@ const CASES: BadInputCase[] = [
       lines[7] = lines[7]!.replace('NVIDIA H200', 'NVIDIA H100 80GB HBM3');
       table(t, lines);
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: /row 7 column "device": .*names chip h100/,
   },
@@ -124,9 +171,18 @@ const CASES: BadInputCase[] = [
       cells[cells.length - 1] = String(Number(cells[cells.length - 1]) * 3);
       table(t, [...lines, cells.join(',')]);
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
-    message: /row 11 column "latency": conflicting repeats: 2 rows of one configuration .*3\.00× apart, above the 1\.5× bound/,
+    message:
+      /row 11 column "latency": conflicting repeats: 2 rows of one configuration .*3\.00× apart, above the 1\.5× bound/,
   },
   {
     name: 'repeats 3× apart across two input files',
@@ -137,14 +193,32 @@ const CASES: BadInputCase[] = [
       cells[cells.length - 1] = String(Number(cells[cells.length - 1]) * 3);
       table(t, [lines[0]!, cells.join(',')], 'b');
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'a', 'gemm_perf.csv'), path.join(t, 'b', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'a', 'gemm_perf.csv'),
+      path.join(t, 'b', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: 'conflicting repeats',
   },
   {
     name: 'the same file given twice',
     setup: (t) => void table(t, head(H200_GEMM, 20)),
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: 'are the same file (sha256',
   },
@@ -155,7 +229,16 @@ const CASES: BadInputCase[] = [
       mkdirSync(path.join(t, 'copy'));
       copyFileSync(f, path.join(t, 'copy', 'gemm_perf.csv'));
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), path.join(t, 'copy', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      path.join(t, 'copy', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: /copy\/gemm_perf\.csv and .*in\/gemm_perf\.csv are the same file/,
   },
@@ -168,14 +251,30 @@ const CASES: BadInputCase[] = [
   {
     name: 'nccl-tests line with #wrong ≠ 0 is left out, with a count (import succeeds)',
     setup: (t) => void ncclWithWrong(t, '3'),
-    args: (t) => ['import', 'nccl-tests', path.join(t, 'all_reduce_perf.txt'), '--chip', 'h100', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'nccl-tests',
+      path.join(t, 'all_reduce_perf.txt'),
+      '--chip',
+      'h100',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 0,
     message: /left out 1 row\(s\) whose #wrong count is not 0 \(lines 17\)/,
   },
   {
     name: 'nccl-tests with every row #wrong ≠ 0',
     setup: (t) => void ncclWithWrong(t, '3', '12'),
-    args: (t) => ['import', 'nccl-tests', path.join(t, 'all_reduce_perf.txt'), '--chip', 'h100', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'nccl-tests',
+      path.join(t, 'all_reduce_perf.txt'),
+      '--chip',
+      'h100',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: /line 17: every data line has a non-zero #wrong count \(2 rows failed/,
   },
@@ -205,7 +304,15 @@ const CASES: BadInputCase[] = [
       table(t, head(H200_GEMM, 5));
       writeFileSync(path.join(t, 'out'), 'a file');
     },
-    args: (t) => ['import', 'aiconfigurator', path.join(t, 'in', 'gemm_perf.csv'), '--chip', 'h200', '--out', path.join(t, 'out')],
+    args: (t) => [
+      'import',
+      'aiconfigurator',
+      path.join(t, 'in', 'gemm_perf.csv'),
+      '--chip',
+      'h200',
+      '--out',
+      path.join(t, 'out'),
+    ],
     code: 1,
     message: /cannot write .*out: a file is in the way/,
   },

@@ -17,14 +17,31 @@
  * and no staging folder, temp file or lock is left.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
 import { parseCoefficientSets, stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
-import { cleanUpAfterKilledRuns, COMMIT_PAUSE_ENV, LOCK_NAME, LOCK_WAIT_ENV, STAGING_PREFIX } from '../../src/core/io/staging.ts';
+import {
+  cleanUpAfterKilledRuns,
+  COMMIT_PAUSE_ENV,
+  LOCK_NAME,
+  LOCK_WAIT_ENV,
+  STAGING_PREFIX,
+} from '../../src/core/io/staging.ts';
 import { PAUSE_ENV } from '../../src/core/io/fs.ts';
 
 const CHIP = 'a100';
@@ -34,7 +51,16 @@ const KILLS = 20;
 function tempRepo(base: string): string {
   const root = path.join(base, 'repo');
   mkdirSync(root);
-  for (const p of ['bin', 'src', 'catalog', 'registry', 'package.json', 'tsconfig.json', `measurements/${CHIP}`, `fits/${CHIP}`]) {
+  for (const p of [
+    'bin',
+    'src',
+    'catalog',
+    'registry',
+    'package.json',
+    'tsconfig.json',
+    `measurements/${CHIP}`,
+    `fits/${CHIP}`,
+  ]) {
     cpSync(path.join(REPO_ROOT, p), path.join(root, p), { recursive: true });
   }
   symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(root, 'node_modules'));
@@ -47,7 +73,8 @@ function outputState(root: string): { set: Map<string, string>; leftovers: strin
   const set = new Map<string, string>();
   set.set('registry', readFileSync(path.join(root, 'registry', `${CHIP}.yaml`), 'latin1'));
   const fits = path.join(root, 'fits', CHIP);
-  for (const n of readdirSync(fits).sort()) if (!n.startsWith('.')) set.set(`fits/${n}`, readFileSync(path.join(fits, n), 'latin1'));
+  for (const n of readdirSync(fits).sort())
+    if (!n.startsWith('.')) set.set(`fits/${n}`, readFileSync(path.join(fits, n), 'latin1'));
   const leftovers = [root, path.join(root, 'registry'), fits, path.join(root, 'measurements', CHIP)].flatMap((d) =>
     readdirSync(d)
       .filter((n) => n.startsWith(STAGING_PREFIX) || n.endsWith('.tmp') || n === LOCK_NAME)
@@ -61,15 +88,27 @@ function snapshot(root: string, dest: string): void {
   mkdirSync(path.join(dest, 'measurements', CHIP), { recursive: true });
   cpSync(path.join(root, 'registry'), path.join(dest, 'registry'), { recursive: true });
   cpSync(path.join(root, 'fits', CHIP), path.join(dest, 'fits', CHIP), { recursive: true });
-  for (const n of readdirSync(root)) if (n.startsWith(STAGING_PREFIX) || n === LOCK_NAME) cpSync(path.join(root, n), path.join(dest, n), { recursive: true });
+  for (const n of readdirSync(root))
+    if (n.startsWith(STAGING_PREFIX) || n === LOCK_NAME)
+      cpSync(path.join(root, n), path.join(dest, n), { recursive: true });
 }
 
 /** Spawn the CLI in `root`; collects stderr; resolves `exit` with the code or signal. */
-function run(root: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; stderr: () => string; exit: Promise<{ code: number | null; signal: string | null }> } {
+function run(
+  root: string,
+  args: string[],
+  env: Record<string, string> = {},
+): { child: ChildProcess; stderr: () => string; exit: Promise<{ code: number | null; signal: string | null }> } {
   let err = '';
-  const child = spawn(process.execPath, [path.join(root, 'bin', 'stepcal.mjs'), ...args], { cwd: root, env: { ...process.env, STEPCAL_QUIET: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(root, 'bin', 'stepcal.mjs'), ...args], {
+    cwd: root,
+    env: { ...process.env, STEPCAL_QUIET: '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = new Promise<{ code: number | null; signal: string | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.on('exit', (code, signal) => r({ code, signal })),
+  );
   return { child, stderr: () => err, exit };
 }
 
@@ -94,7 +133,11 @@ function freezeAndCopy(child: ChildProcess, root: string, snaps: string[], base:
 }
 
 /** Check every snapshot: registry old or new; after clean-up the set is entirely old or entirely new and nothing is left. */
-function checkSnapshots(snaps: readonly string[], oldState: Map<string, string>, newRegistry: string): { old: number; new: number; mid: number } {
+function checkSnapshots(
+  snaps: readonly string[],
+  oldState: Map<string, string>,
+  newRegistry: string,
+): { old: number; new: number; mid: number } {
   return quietly(() => checkEach(snaps, oldState, newRegistry)); // the clean-up's messages are checked on the real next run
 }
 
@@ -110,14 +153,22 @@ function quietly<T>(fn: () => T): T {
   }
 }
 
-function checkEach(snaps: readonly string[], oldState: Map<string, string>, newRegistry: string): { old: number; new: number; mid: number } {
+function checkEach(
+  snaps: readonly string[],
+  oldState: Map<string, string>,
+  newRegistry: string,
+): { old: number; new: number; mid: number } {
   const seen = { old: 0, new: 0, mid: 0 };
   let newSet: Map<string, string> | undefined;
   for (const s of snaps) {
     const before = outputState(s);
     expect([oldState.get('registry'), newRegistry]).toContain(before.set.get('registry'));
     if (before.leftovers.length) seen.mid++;
-    cleanUpAfterKilledRuns(s, [path.join(s, 'registry'), path.join(s, 'fits', CHIP), path.join(s, 'measurements', CHIP)]);
+    cleanUpAfterKilledRuns(s, [
+      path.join(s, 'registry'),
+      path.join(s, 'fits', CHIP),
+      path.join(s, 'measurements', CHIP),
+    ]);
     rmSync(path.join(s, LOCK_NAME), { force: true }); // the next run takes over a dead holder's lock (checked for real below)
     const after = outputState(s);
     expect(after.leftovers, s).toEqual([]);
@@ -175,7 +226,9 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     const c = run(root, ['calibrate', '--chip', CHIP], { [LOCK_WAIT_ENV]: '1' });
     const [bx, cx] = await Promise.all([b.exit, c.exit]);
     expect(bx.code).toBe(1);
-    expect(b.stderr()).toMatch(new RegExp(`another stepcal run holds .*\\.stepcal\\.lock \\(pid ${a.child.pid}, "calibrate --chip ${CHIP}"`));
+    expect(b.stderr()).toMatch(
+      new RegExp(`another stepcal run holds .*\\.stepcal\\.lock \\(pid ${a.child.pid}, "calibrate --chip ${CHIP}"`),
+    );
     expect(cx.code).toBe(1);
     expect(c.stderr()).toContain(`waiting for pid ${a.child.pid} ("calibrate --chip ${CHIP}")`);
 
@@ -199,10 +252,21 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     const killed = outputState(root);
     expect([oldState.get('registry'), newRegistry]).toContain(killed.set.get('registry'));
     expect(killed.leftovers).toContain(LOCK_NAME);
-    const next = run(root, ['registry', 'update', '--chip', CHIP, '--from', path.join(base, 'missing.yaml'), '--no-holdout', 'clean-up check']);
+    const next = run(root, [
+      'registry',
+      'update',
+      '--chip',
+      CHIP,
+      '--from',
+      path.join(base, 'missing.yaml'),
+      '--no-holdout',
+      'clean-up check',
+    ]);
     expect((await next.exit).code).toBe(1);
     expect(next.stderr()).toMatch(/took over a stale lock .*\(pid \d+ running "calibrate --chip a100"/);
-    expect(next.stderr()).toMatch(/stepcal: (completed an output set interrupted in pid \d+|removed an unfinished staging folder of killed pid \d+)/);
+    expect(next.stderr()).toMatch(
+      /stepcal: (completed an output set interrupted in pid \d+|removed an unfinished staging folder of killed pid \d+)/,
+    );
     const after = outputState(root);
     expect(after.leftovers).toEqual([]);
     const expected = after.set.get('registry') === oldState.get('registry') ? oldState : undefined;
@@ -222,7 +286,9 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     const rand = seededRandom(7);
     const pauseMs = 400;
     const points = Array.from({ length: KILLS }, () => rand() * (pauseMs + 300)).sort((a, b) => a - b);
-    const u = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test'], { [PAUSE_ENV]: String(pauseMs) });
+    const u = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test'], {
+      [PAUSE_ENV]: String(pauseMs),
+    });
     const tmpOf = () => readdirSync(path.join(root, 'registry')).find((n) => n.endsWith('.tmp'));
     await waitFor(() => tmpOf() !== undefined || u.child.exitCode !== null, 'the registry temp file');
     const t0 = Date.now();
@@ -250,7 +316,9 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
 
     // A real kill between the temp write and the rename, then a real next run.
     writeFileSync(regFile, oldBytes, 'latin1');
-    const k = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test'], { [PAUSE_ENV]: '20000' });
+    const k = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test'], {
+      [PAUSE_ENV]: '20000',
+    });
     await waitFor(() => tmpOf() !== undefined, 'the registry temp file');
     await sleep(100 + rand() * 200);
     k.child.kill('SIGKILL');

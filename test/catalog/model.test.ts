@@ -19,14 +19,23 @@ describe('stored graphs', () => {
 
 describe('derived structure', () => {
   const gemmFlops = (m: string, kind: string) =>
-    loadModel(m).layer_kinds.find((k) => k.id === kind)!.nodes.reduce((a, n) => a + (n.op === 'GEMM' ? 2 * n.n * n.k : 0), 0);
+    loadModel(m)
+      .layer_kinds.find((k) => k.id === kind)!
+      .nodes.reduce((a, n) => a + (n.op === 'GEMM' ? 2 * n.n * n.k : 0), 0);
   it('llama-3.1-8b layer: 436,207,616 FLOPs per token (reference §3.1)', () => {
     expect(gemmFlops('llama-3.1-8b', 'gqa_dense')).toBe(436_207_616);
     expect(expandStack(loadModel('llama-3.1-8b').stack)).toHaveLength(32);
   });
   it('llama-3.1-70b shapes of reference §3.1', () => {
-    const n = loadModel('llama-3.1-70b').layer_kinds[0]!.nodes.filter((x) => x.op === 'GEMM').map((x) => [x.n, x.k]);
-    expect(n).toEqual([[10240, 8192], [8192, 8192], [57344, 8192], [8192, 28672]]);
+    const n = loadModel('llama-3.1-70b')
+      .layer_kinds[0]!.nodes.filter((x) => x.op === 'GEMM')
+      .map((x) => [x.n, x.k]);
+    expect(n).toEqual([
+      [10240, 8192],
+      [8192, 8192],
+      [57344, 8192],
+      [8192, 28672],
+    ]);
   });
   it('deepseek-v3: 3 dense + 58 MoE MLA layers, MTP speculator', () => {
     const g = loadModel('deepseek-v3');
@@ -42,7 +51,13 @@ describe('derived structure', () => {
     const g = loadModel('gpt-oss-120b');
     expect(g.stack).toEqual({ pattern: ['swa_moe', 'gqa_moe'], repeat: 18 });
     const swa = g.layer_kinds.find((k) => k.id === 'swa_moe')!.nodes;
-    expect(swa.find((n) => n.op === 'Attention')).toMatchObject({ kind: 'swa', window: 128, n_q: 64, n_kv: 8, d_h: 64 });
+    expect(swa.find((n) => n.op === 'Attention')).toMatchObject({
+      kind: 'swa',
+      window: 128,
+      n_q: 64,
+      n_kv: 8,
+      d_h: 64,
+    });
     expect(swa.find((n) => n.op === 'GroupedGEMM')).toMatchObject({ experts: 128, top_k: 4, weight_dtype: 'mxfp4' });
   });
   it('bloom-176b: MHA with ALiBi, non-gated 4×hidden MLP, 70 layers, vocab 250,880', () => {
@@ -50,7 +65,13 @@ describe('derived structure', () => {
     expect(expandStack(g.stack)).toHaveLength(70);
     expect(g.global).toMatchObject({ hidden_size: 14336, vocab_size: 250880, tie_word_embeddings: true });
     const nodes = g.layer_kinds[0]!.nodes;
-    expect(nodes.find((n) => n.op === 'Attention')).toMatchObject({ kind: 'gqa', n_q: 112, n_kv: 112, d_h: 128, alibi: true });
+    expect(nodes.find((n) => n.op === 'Attention')).toMatchObject({
+      kind: 'gqa',
+      n_q: 112,
+      n_kv: 112,
+      d_h: 128,
+      alibi: true,
+    });
     expect(nodes.find((n) => n.role === 'mlp_up')).toMatchObject({ n: 57344, k: 14336 });
   });
   it('mistral-7b states its 4,096 window; qwen2 does not use its nominal one', () => {

@@ -13,11 +13,25 @@ import { setupPricer } from '../../src/pricer/setup.ts';
 import { RESOURCES } from '../../src/pricer/types.ts';
 
 export const MOE_GRAPHS = [
-  'deepseek-r1', 'kimi-k2', 'kimi-k2.5', 'kimi-k2.5-nvfp4', 'qwen3-235b-a22b', 'qwen3-235b-a22b-fp8', 'qwen3-235b-a22b-nvfp4',
-  'qwen3-30b-a3b', 'qwen3-30b-a3b-fp8', 'llama-4-scout', 'llama-4-maverick', 'minimax-m2.5', 'minimax-m2.5-nvfp4',
+  'deepseek-r1',
+  'kimi-k2',
+  'kimi-k2.5',
+  'kimi-k2.5-nvfp4',
+  'qwen3-235b-a22b',
+  'qwen3-235b-a22b-fp8',
+  'qwen3-235b-a22b-nvfp4',
+  'qwen3-30b-a3b',
+  'qwen3-30b-a3b-fp8',
+  'llama-4-scout',
+  'llama-4-maverick',
+  'minimax-m2.5',
+  'minimax-m2.5-nvfp4',
 ] as const;
 
-const experts = (m: string) => loadModel(m).layer_kinds.flatMap((k) => k.nodes).find((n) => n.op === 'GroupedGEMM') as Record<string, unknown>;
+const experts = (m: string) =>
+  loadModel(m)
+    .layer_kinds.flatMap((k) => k.nodes)
+    .find((n) => n.op === 'GroupedGEMM') as Record<string, unknown>;
 
 describe('derived MoE graphs: structure and format from the config', () => {
   it.each([
@@ -46,16 +60,26 @@ describe('derived MoE graphs: structure and format from the config', () => {
     const dense = g.layer_kinds.find((k) => k.id === 'swa_dense')!.nodes;
     expect(dense.find((n) => n.role === 'mlp_down')).toMatchObject({ k: 16384 });
     expect(dense.find((n) => n.op === 'Attention')).toMatchObject({ kind: 'swa', window: 8192 });
-    expect(g.derived_from?.not_modelled?.[0]).toMatch(/^attention_chunk_size: chunked attention priced as a window of 8192/);
+    expect(g.derived_from?.not_modelled?.[0]).toMatch(
+      /^attention_chunk_size: chunked attention priced as a window of 8192/,
+    );
   });
   it('minimax-m2.5 records its MTP modules as not modelled; kimi-k2.5 its vision tower', () => {
-    expect(loadModel('minimax-m2.5').derived_from?.not_modelled).toEqual(['use_mtp, mtp_transformer_layers, num_mtp_modules: MiniMax MTP drafter modules not derived (served without speculation by default)']);
-    expect(loadModel('kimi-k2.5').derived_from?.not_modelled).toEqual(['vision_config: vision tower not priced (text-only steps)']);
+    expect(loadModel('minimax-m2.5').derived_from?.not_modelled).toEqual([
+      'use_mtp, mtp_transformer_layers, num_mtp_modules: MiniMax MTP drafter modules not derived (served without speculation by default)',
+    ]);
+    expect(loadModel('kimi-k2.5').derived_from?.not_modelled).toEqual([
+      'vision_config: vision tower not priced (text-only steps)',
+    ]);
   });
   it('refuses a field it does not understand, and a structural field off its default', () => {
     const base = { hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 100 };
-    expect(() => deriveGraph({ ...base, frobnicate: 1 }, 'x', '{}')).toThrow(/x: config.json field "frobnicate" is not one the graph deriver understands/);
-    expect(() => deriveGraph({ ...base, decoder_sparse_step: 2 }, 'x', '{}')).toThrow(/field decoder_sparse_step = 2: the deriver handles only its default/);
+    expect(() => deriveGraph({ ...base, frobnicate: 1 }, 'x', '{}')).toThrow(
+      /x: config.json field "frobnicate" is not one the graph deriver understands/,
+    );
+    expect(() => deriveGraph({ ...base, decoder_sparse_step: 2 }, 'x', '{}')).toThrow(
+      /field decoder_sparse_step = 2: the deriver handles only its default/,
+    );
     expect(() => deriveGraph({ ...base, decoder_sparse_step: 1 }, 'x', '{}')).not.toThrow();
   });
 });
@@ -63,7 +87,8 @@ describe('derived MoE graphs: structure and format from the config', () => {
 const withRegistry = knownChips().filter((c) => existsSync(path.join(REPO_ROOT, 'registry', `${c}.yaml`)));
 
 describe('every new MoE graph prices on every chip that has a registry', () => {
-  it('covers the shipped registries', () => expect(withRegistry).toEqual(['a100', 'b200', 'b300', 'gb200', 'h100', 'h200', 'l40s']));
+  it('covers the shipped registries', () =>
+    expect(withRegistry).toEqual(['a100', 'b200', 'b300', 'gb200', 'h100', 'h200', 'l40s']));
   it.each(withRegistry)('%s', (chip) => {
     const batch = { requests: [...decodeBatch(16, 3000).requests, ...prefillBatch(1, 1024, 512).requests] };
     for (const m of MOE_GRAPHS) {

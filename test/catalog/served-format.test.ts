@@ -33,20 +33,27 @@ describe.skipIf(!existsSync(CONFIGS))('checkpointFormat on the shipped configs',
     expect(f.reason.length).toBeGreaterThan(10);
   });
   it('says why: block-quantised fp8', () => {
-    expect(load('deepseek-ai--DeepSeek-V3').reason).toBe('quantization_config quant_method fp8 with weight_block_size [128, 128]: block-quantised fp8 → fp8_block');
+    expect(load('deepseek-ai--DeepSeek-V3').reason).toBe(
+      'quantization_config quant_method fp8 with weight_block_size [128, 128]: block-quantised fp8 → fp8_block',
+    );
   });
 });
 
 describe('checkpointFormat refuses what it does not understand', () => {
-  it('per-tensor fp8 stays fp8', () => expect(checkpointFormat({ quantization_config: { quant_method: 'fp8' } }, 'm').global).toBe('fp8'));
+  it('per-tensor fp8 stays fp8', () =>
+    expect(checkpointFormat({ quantization_config: { quant_method: 'fp8' } }, 'm').global).toBe('fp8'));
   it('an unknown quant_method names the field', () => {
-    expect(() => checkpointFormat({ quantization_config: { quant_method: 'awq' } }, 'm')).toThrow(/m: config.json quantization_config quant_method "awq" is not a format stepcal understands/);
+    expect(() => checkpointFormat({ quantization_config: { quant_method: 'awq' } }, 'm')).toThrow(
+      /m: config.json quantization_config quant_method "awq" is not a format stepcal understands/,
+    );
   });
   it('an unknown 4-bit layout', () => {
     const q = { quant_method: 'compressed-tensors', config_groups: { g: { weights: { num_bits: 8, type: 'float' } } } };
     expect(() => checkpointFormat({ quantization_config: q }, 'm')).toThrow(/not a layout stepcal understands/);
   });
   it('an unknown ModelOpt algorithm', () => {
-    expect(() => checkpointFormat({}, 'm', { quantization: { quant_algo: 'W4A8_AWQ' } })).toThrow(/quant_algo "W4A8_AWQ" not understood/);
+    expect(() => checkpointFormat({}, 'm', { quantization: { quant_algo: 'W4A8_AWQ' } })).toThrow(
+      /quant_algo "W4A8_AWQ" not understood/,
+    );
   });
 });

@@ -44,7 +44,8 @@ function findPython(): string | undefined {
 
 const PY = findPython();
 const IN_CI = process.env.CI === 'true';
-const NO_TORCH = 'no Python with torch+yaml (tried /usr/bin/python3, python3); install python3-torch python3-yaml (see .ci/run)';
+const NO_TORCH =
+  'no Python with torch+yaml (tried /usr/bin/python3, python3); install python3-torch python3-yaml (see .ci/run)';
 
 if (!PY) {
   describe('collector prerequisites', () => {
@@ -76,7 +77,9 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
   });
 
   it('prints progress and an ETA on stderr', () => {
-    expect(stderr).toMatch(/\[\s*1\/43\] gemm 1\/8 dtype=bf16 m=1 n=256 k=128 → [\d.]+ µs \| elapsed \d+:\d\d eta \d+:\d\d/);
+    expect(stderr).toMatch(
+      /\[\s*1\/43\] gemm 1\/8 dtype=bf16 m=1 n=256 k=128 → [\d.]+ µs \| elapsed \d+:\d\d eta \d+:\d\d/,
+    );
     expect(stderr).toMatch(/\[\s*43\/43\] steps 6\/6/);
   });
 
@@ -103,7 +106,14 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     expect(gemm).toHaveLength(8);
     expect(new Set(gemm.map((r) => r.dtype))).toEqual(new Set(['bf16']));
     expect(gemm.map((r) => `${r.m}x${r.n}x${r.k}`)).toEqual([
-      '1x256x128', '4x256x128', '16x256x128', '64x256x128', '1x128x256', '4x128x256', '16x128x256', '64x128x256',
+      '1x256x128',
+      '4x256x128',
+      '16x256x128',
+      '64x256x128',
+      '1x128x256',
+      '4x128x256',
+      '16x128x256',
+      '64x128x256',
     ]);
     const dec = readMeasurements(dir, 'attention_decode');
     expect(dec.map((r) => [r.batch, r.context_tokens, r.n_q, r.n_kv, r.head_dim, r.window, r.kv_dtype])).toEqual([
@@ -127,7 +137,9 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
 
   it('writes whole-step rows that the step reader accepts without warnings, flagged as a reduced model', () => {
     const files = listStepFiles(dir);
-    expect(files.map((f) => path.basename(f))).toEqual([expect.stringMatching(/^llama-3\.1-8b\.torch-[^/]+\.steps\.csv$/)]);
+    expect(files.map((f) => path.basename(f))).toEqual([
+      expect.stringMatching(/^llama-3\.1-8b\.torch-[^/]+\.steps\.csv$/),
+    ]);
     const text = readText(files[0]!);
     expect(text.split('\n')[0]).toBe(FAMILY_COLUMNS.step.join(','));
     const { rows, warnings } = readStepsFile(files[0]!);
@@ -169,7 +181,11 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
 
   it('writes provenance that matches the data files and names the run', () => {
     const planSha = sha256(readFileSync(TINY));
-    const dataFiles = [...listMeasurementFiles(dir).map((f) => f.file), ...listStepFiles(dir), path.join(dir, memoryName(dir))];
+    const dataFiles = [
+      ...listMeasurementFiles(dir).map((f) => f.file),
+      ...listStepFiles(dir),
+      path.join(dir, memoryName(dir)),
+    ];
     expect(dataFiles).toHaveLength(6);
     for (const file of dataFiles) {
       const prov = readProvenance(file) as unknown as Record<string, any>;
@@ -193,14 +209,25 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
         expect(s.sizes).toBeTypeOf('object');
       }
     }
-    const gemmProv = readProvenance(listMeasurementFiles(dir).find((f) => f.family === 'gemm')!.file) as unknown as Record<string, any>;
+    const gemmProv = readProvenance(
+      listMeasurementFiles(dir).find((f) => f.family === 'gemm')!.file,
+    ) as unknown as Record<string, any>;
     expect(gemmProv.collector.sweeps.gemm.sizes.skipped_dtypes.fp8).toMatch(/CUDA/);
     const stepProv = readProvenance(listStepFiles(dir)[0]!) as unknown as Record<string, any>;
     expect(stepProv.family).toBe('step');
-    expect([stepProv.collector.layers_run, stepProv.collector.model_layers, stepProv.collector.width_div]).toEqual([2, 32, 16]);
+    expect([stepProv.collector.layers_run, stepProv.collector.model_layers, stepProv.collector.width_div]).toEqual([
+      2, 32, 16,
+    ]);
     expect(stepProv.collector.shapes_source).toBe('catalog/models/llama-3.1-8b/config.json');
     // width_div 16 of Llama-3.1-8B: 32/16 q heads, 8/16 → 1 kv head, hidden 2·128, vocab 128256/16
-    expect(stepProv.collector.sweeps.steps.sizes.shapes_run).toMatchObject({ n_q: 2, n_kv: 1, hidden: 256, intermediate: 896, vocab: 8016, head_dim: 128 });
+    expect(stepProv.collector.sweeps.steps.sizes.shapes_run).toMatchObject({
+      n_q: 2,
+      n_kv: 1,
+      hidden: 256,
+      intermediate: 896,
+      vocab: 8016,
+      head_dim: 128,
+    });
   });
 
   it('writes the memory sidecar (not a family: the store does not list it)', () => {
@@ -209,7 +236,12 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     expect(rows[0]).toEqual(['chip', 'lane', 'kernel_source', 'op', 'bytes', 'bytes_moved', 'latency_us']);
     const body = rows.slice(1).map((r) => ({ op: r[3], bytes: Number(r[4]), moved: Number(r[5]), us: Number(r[6]) }));
     expect(body.map((r) => `${r.op}:${r.bytes}`)).toEqual([
-      'copy:65536', 'copy:1048576', 'copy:4194304', 'read:65536', 'read:1048576', 'read:4194304',
+      'copy:65536',
+      'copy:1048576',
+      'copy:4194304',
+      'read:65536',
+      'read:1048576',
+      'read:4194304',
     ]);
     for (const r of body) {
       expect(r.moved).toBe(r.op === 'copy' ? 2 * r.bytes : r.bytes);
@@ -252,7 +284,18 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
     let code: number;
     try {
-      code = await main(['node', 'stepcal', 'fit', 'host', '--chip', 'h200', '--measurements', dir, '--registry-out', registryOut]);
+      code = await main([
+        'node',
+        'stepcal',
+        'fit',
+        'host',
+        '--chip',
+        'h200',
+        '--measurements',
+        dir,
+        '--registry-out',
+        registryOut,
+      ]);
     } finally {
       vi.restoreAllMocks();
     }
@@ -299,7 +342,11 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
 
 describe.skipIf(!PY)('collector plans and throttle rule', () => {
   it('sizes quick to finish well under 6 minutes on an H200 (--estimate)', () => {
-    const r = spawnSync(PY!, [COLLECT, '--plan', 'quick', '--estimate'], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(PY!, [COLLECT, '--plan', 'quick', '--estimate'], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(r.status).toBe(0);
     const m = /total ~(\d+) s/.exec(r.stderr);
     expect(m).not.toBeNull();
@@ -314,18 +361,20 @@ describe.skipIf(!PY)('collector plans and throttle rule', () => {
       "sys.path.insert(0, 'collector')",
       'from stepcal_collector.timing import throttle_verdict as v',
       'cases = [',
-      "  [{'sm_mhz': 1980}, {'sm_mhz': 1700}],",  // no reasons readable: 14 % drop
-      "  [{'sm_mhz': 2000}, {'sm_mhz': 1800}],",  // exactly 10 %: kept
-      "  [{'sm_mhz': 1980}],",  // one sample: not checked
-      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1700, 'throttle_reasons': 4}],",  // power cap explains it
-      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1950, 'throttle_reasons': 0x20}],",  // SW thermal: refused
-      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1500, 'throttle_reasons': 0}],",  // unexplained 24 % drop
+      "  [{'sm_mhz': 1980}, {'sm_mhz': 1700}],", // no reasons readable: 14 % drop
+      "  [{'sm_mhz': 2000}, {'sm_mhz': 1800}],", // exactly 10 %: kept
+      "  [{'sm_mhz': 1980}],", // one sample: not checked
+      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1700, 'throttle_reasons': 4}],", // power cap explains it
+      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1950, 'throttle_reasons': 0x20}],", // SW thermal: refused
+      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1500, 'throttle_reasons': 0}],", // unexplained 24 % drop
       ']',
       'print(json.dumps([v(c, 0.10) for c in cases]))',
     ].join('\n');
     const r = spawnSync(PY!, ['-c', code], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(0);
-    const [dropped, edge, single, powerCap, thermal, unexplained] = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
+    const [dropped, edge, single, powerCap, thermal, unexplained] = JSON.parse(r.stdout) as Array<
+      Record<string, unknown>
+    >;
     expect(dropped).toMatchObject({ checked: true, throttled: true, min_sm_mhz: 1700, max_sm_mhz: 1980, drop: 0.1414 });
     expect(edge).toMatchObject({ checked: true, throttled: false, drop: 0.1 });
     expect(single).toEqual({ checked: false, throttled: false });

@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { fmtDec, fmtFixed, fmtGrouped, fmtInt, fmtInterval, fmtNum, fmtPercent, fmtSig, fmtSigExp, fmtTick } from '../../src/core/render/format.ts';
+import {
+  fmtDec,
+  fmtFixed,
+  fmtGrouped,
+  fmtInt,
+  fmtInterval,
+  fmtNum,
+  fmtPercent,
+  fmtSig,
+  fmtSigExp,
+  fmtTick,
+} from '../../src/core/render/format.ts';
 import { htmlTable, markdownTable, renderTable, tableLines, textTable } from '../../src/core/render/table.ts';
 
 describe('core/render/format', () => {
@@ -45,14 +56,29 @@ describe('core/render/format', () => {
 
 describe('core/render/table', () => {
   it('text table: widths from header, cells and minimum width; trailing blanks trimmed unless asked', () => {
-    const cols = [{ header: 'name', align: 'left' as const }, { header: 'µs', width: 4 }];
-    expect(tableLines(cols, [['a', '1.5'], ['bbbbb', '10']])).toEqual(['name     µs', 'a       1.5', 'bbbbb    10']);
-    expect(tableLines([{ header: 'x', align: 'left', width: 3 }], [['y']], { trimEnd: false, gap: '|' })).toEqual(['x  ', 'y  ']);
+    const cols = [
+      { header: 'name', align: 'left' as const },
+      { header: 'µs', width: 4 },
+    ];
+    expect(
+      tableLines(cols, [
+        ['a', '1.5'],
+        ['bbbbb', '10'],
+      ]),
+    ).toEqual(['name     µs', 'a       1.5', 'bbbbb    10']);
+    expect(tableLines([{ header: 'x', align: 'left', width: 3 }], [['y']], { trimEnd: false, gap: '|' })).toEqual([
+      'x  ',
+      'y  ',
+    ]);
     expect(renderTable(cols, [], { header: true })).toBe('name    µs\n');
     expect(textTable({ header: ['k', 'v'], rows: [['long', '1']] })).toEqual(['k     v', 'long  1']);
   });
   it('markdown and HTML tables escape what would break them', () => {
-    expect(markdownTable({ header: ['a (µs)', 'b'], rows: [['x|y', '2']] })).toBe('| a (µs) | b |\n|---|---|\n| x\\|y | 2 |\n');
-    expect(htmlTable({ header: ['<a>'], rows: [['&']] }, 'c')).toBe('<table class="c"><thead><tr><th>&lt;a&gt;</th></tr></thead><tbody>\n<tr><td>&amp;</td></tr>\n</tbody></table>\n');
+    expect(markdownTable({ header: ['a (µs)', 'b'], rows: [['x|y', '2']] })).toBe(
+      '| a (µs) | b |\n|---|---|\n| x\\|y | 2 |\n',
+    );
+    expect(htmlTable({ header: ['<a>'], rows: [['&']] }, 'c')).toBe(
+      '<table class="c"><thead><tr><th>&lt;a&gt;</th></tr></thead><tbody>\n<tr><td>&amp;</td></tr>\n</tbody></table>\n',
+    );
   });
 });

@@ -7,7 +7,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { CollectiveRowSchema, GemmRowSchema, MoeRowSchema, ProvenanceSchema, StepRowSchema } from '../../src/core/schemas/measurements.ts';
+import {
+  CollectiveRowSchema,
+  GemmRowSchema,
+  MoeRowSchema,
+  ProvenanceSchema,
+  StepRowSchema,
+} from '../../src/core/schemas/measurements.ts';
 import { CoefficientEntrySchema, registryJsonSchemaText } from '../../src/core/schemas/registry.ts';
 import { parseCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
 import { listMeasurementFiles, parseCanonicalCsv, readProvenance } from '../../src/measurements/store.ts';
@@ -42,8 +48,12 @@ describe('registry schema', () => {
     expect(() => parseCoefficientSets(edited(m[0], m[0].replace(m[1]!, '"0.8"')), 'registry/h200.yaml')).toThrow(
       'registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: must be a finite number, got "0.8"',
     );
-    expect(() => parseCoefficientSets(edited(m[0], m[0].replace(m[1]!, '.nan')), 'r.yaml')).toThrow('entry gemm_eps_max_bf16 [hardware=h200]: field value: must be a finite number, got NaN');
-    expect(() => parseCoefficientSets(edited(m[0], m[0].replace('value:', 'valu: 1\n      value:')), 'r.yaml')).toThrow(/entry gemm_eps_max_bf16 .*Unrecognized key.*valu/);
+    expect(() => parseCoefficientSets(edited(m[0], m[0].replace(m[1]!, '.nan')), 'r.yaml')).toThrow(
+      'entry gemm_eps_max_bf16 [hardware=h200]: field value: must be a finite number, got NaN',
+    );
+    expect(() => parseCoefficientSets(edited(m[0], m[0].replace('value:', 'valu: 1\n      value:')), 'r.yaml')).toThrow(
+      /entry gemm_eps_max_bf16 .*Unrecognized key.*valu/,
+    );
   });
 
   it('loading keeps the file bytes: parse then stringify reproduces registry/h200.yaml', async () => {
@@ -52,7 +62,13 @@ describe('registry schema', () => {
   });
 
   it('entry: ci95 must be two finite numbers; scope lists ints', () => {
-    const base = { value: 0.9, units: 'dimensionless', method: 'measured', fitted: true, scope: { hardware: ['h200'] } };
+    const base = {
+      value: 0.9,
+      units: 'dimensionless',
+      method: 'measured',
+      fitted: true,
+      scope: { hardware: ['h200'] },
+    };
     expect(CoefficientEntrySchema.safeParse(base).success).toBe(true);
     expect(CoefficientEntrySchema.safeParse({ ...base, ci95: [0.8, Infinity] }).success).toBe(false);
     expect(CoefficientEntrySchema.safeParse({ ...base, scope: { tp: [2.5] } }).success).toBe(false);
@@ -61,7 +77,18 @@ describe('registry schema', () => {
 });
 
 describe('measurement schemas', () => {
-  const coll = { chip: 'h200', lane: 'nccl-2.29.2', kernel_source: 'NCCL', op: 'all_reduce', dtype: 'fp16', ranks: 8, nodes: 1, message_bytes: 1024, backend: 'nccl', latency_us: 12.5 };
+  const coll = {
+    chip: 'h200',
+    lane: 'nccl-2.29.2',
+    kernel_source: 'NCCL',
+    op: 'all_reduce',
+    dtype: 'fp16',
+    ranks: 8,
+    nodes: 1,
+    message_bytes: 1024,
+    backend: 'nccl',
+    latency_us: 12.5,
+  };
   it('collective rows: op and backend are known values, ranks ≥ 2', () => {
     expect(CollectiveRowSchema.parse(coll)).toEqual(coll);
     expect(CollectiveRowSchema.safeParse({ ...coll, op: 'bogus_op' }).success).toBe(false);
@@ -69,11 +96,34 @@ describe('measurement schemas', () => {
     expect(CollectiveRowSchema.safeParse({ ...coll, ranks: 1 }).success).toBe(false);
   });
   it('gemm rows: integer dims, positive latency; moe: topk ≤ experts', () => {
-    const g = { chip: 'h200', lane: 'vllm-0.24.0', kernel_source: '', dtype: 'bf16', m: 4096, n: 4096, k: 4096, latency_us: 180.2 };
+    const g = {
+      chip: 'h200',
+      lane: 'vllm-0.24.0',
+      kernel_source: '',
+      dtype: 'bf16',
+      m: 4096,
+      n: 4096,
+      k: 4096,
+      latency_us: 180.2,
+    };
     expect(GemmRowSchema.parse(g)).toEqual(g);
     expect(GemmRowSchema.safeParse({ ...g, m: 4096.5 }).success).toBe(false);
     expect(GemmRowSchema.safeParse({ ...g, latency_us: 0 }).success).toBe(false);
-    const moe = { chip: 'h200', lane: 'v', kernel_source: '', tokens: 8, hidden: 4096, inter: 14336, topk: 2, experts: 8, tp: 1, ep: 1, dtype: 'bf16', distribution: 'power_law_1.2', latency_us: 50 };
+    const moe = {
+      chip: 'h200',
+      lane: 'v',
+      kernel_source: '',
+      tokens: 8,
+      hidden: 4096,
+      inter: 14336,
+      topk: 2,
+      experts: 8,
+      tp: 1,
+      ep: 1,
+      dtype: 'bf16',
+      distribution: 'power_law_1.2',
+      latency_us: 50,
+    };
     expect(MoeRowSchema.safeParse(moe).success).toBe(true);
     expect(MoeRowSchema.safeParse({ ...moe, topk: 9 }).success).toBe(false);
     expect(MoeRowSchema.safeParse({ ...moe, distribution: 'zipf' }).success).toBe(false);
@@ -82,8 +132,16 @@ describe('measurement schemas', () => {
     const header = 'chip,lane,kernel_source,op,dtype,ranks,nodes,message_bytes,backend,latency_us';
     const text = `${header}\nh200,nccl-2.29.2,NCCL,all_reduce,fp16,8,1,1024,nccl,12.5\nh200,nccl-2.29.2,NCCL,bogus_op,fp16,8,1,1024,nccl,12.5\n`;
     expect(() => parseCanonicalCsv('collective', text, 'c.csv')).toThrow(/c\.csv row 2 column "op".*"bogus_op"/);
-    expect(() => parseCanonicalCsv('collective', text.replace(',bogus_op,', ',all_reduce,').replace('nccl,12.5\n$', ''), 'c.csv')).not.toThrow();
-    expect(() => parseCanonicalCsv('collective', text.replace(',bogus_op,', ',all_reduce,').replace(/nccl,12\.5\n$/, 'not_a_backend,12.5\n'), 'c.csv')).toThrow(/row 2 column "backend"/);
+    expect(() =>
+      parseCanonicalCsv('collective', text.replace(',bogus_op,', ',all_reduce,').replace('nccl,12.5\n$', ''), 'c.csv'),
+    ).not.toThrow();
+    expect(() =>
+      parseCanonicalCsv(
+        'collective',
+        text.replace(',bogus_op,', ',all_reduce,').replace(/nccl,12\.5\n$/, 'not_a_backend,12.5\n'),
+        'c.csv',
+      ),
+    ).toThrow(/row 2 column "backend"/);
   });
   it('every shipped provenance file parses; a bad sha256 is refused', () => {
     let n = 0;

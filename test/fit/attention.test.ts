@@ -4,14 +4,37 @@ import type { AttentionDecodeRow, AttentionPrefillRow } from '../../src/measurem
 import { decodeKvBytes, fitAttentionDecode, fitAttentionPrefill, prefillCausalFlops } from '../../src/fit/attention.ts';
 
 const chip = loadChip('h200');
-const ctx = (prior: Array<[string, number]> = []) => ({ chip, inputs: [], bootstrap: { resamples: 200, seed: 11 }, prior: new Map(prior) });
+const ctx = (prior: Array<[string, number]> = []) => ({
+  chip,
+  inputs: [],
+  bootstrap: { resamples: 200, seed: 11 },
+  prior: new Map(prior),
+});
 
 function decodeRows(floor: number, rate: number, window = 0): AttentionDecodeRow[] {
   const rows: AttentionDecodeRow[] = [];
-  for (const [n_q, n_kv, head_dim] of [[32, 8, 128], [64, 8, 128], [16, 2, 64], [8, 1, 128], [40, 4, 64]] as const)
+  for (const [n_q, n_kv, head_dim] of [
+    [32, 8, 128],
+    [64, 8, 128],
+    [16, 2, 64],
+    [8, 1, 128],
+    [40, 4, 64],
+  ] as const)
     for (const batch of [1, 4, 16, 64, 256])
       for (const context_tokens of [16, 128, 1024, 8192, 32768]) {
-        const r = { chip: 'h200', lane: 't', kernel_source: 'fa3', batch, context_tokens, n_q, n_kv, head_dim, window, kv_dtype: 'bf16', latency_us: 0 };
+        const r = {
+          chip: 'h200',
+          lane: 't',
+          kernel_source: 'fa3',
+          batch,
+          context_tokens,
+          n_q,
+          n_kv,
+          head_dim,
+          window,
+          kv_dtype: 'bf16',
+          latency_us: 0,
+        };
         const t = floor + decodeKvBytes(r) / rate;
         for (const f of [1.2, 0.8, 1]) rows.push({ ...r, latency_us: t * f });
       }
@@ -61,7 +84,9 @@ describe('decode attention', () => {
 
 describe('prefill attention', () => {
   it('causal FLOPs = batch · 4 · (S·C + S²/2) · n_q · head_dim', () => {
-    expect(prefillCausalFlops({ batch: 2, new_tokens: 100, prefix_tokens: 50, n_q: 8, head_dim: 64 })).toBe(2 * 4 * (100 * 50 + 5000) * 8 * 64);
+    expect(prefillCausalFlops({ batch: 2, new_tokens: 100, prefix_tokens: 50, n_q: 8, head_dim: 64 })).toBe(
+      2 * 4 * (100 * 50 + 5000) * 8 * 64,
+    );
   });
 
   it('recovers floor and work_scale given the bf16 ramp', () => {
@@ -69,15 +94,41 @@ describe('prefill attention', () => {
     const mh = 100;
     const peak = 989.5e6;
     const rows: AttentionPrefillRow[] = [];
-    for (const [n_q, n_kv, head_dim] of [[32, 8, 128], [64, 8, 128], [16, 2, 64], [8, 1, 128], [40, 4, 64]] as const)
+    for (const [n_q, n_kv, head_dim] of [
+      [32, 8, 128],
+      [64, 8, 128],
+      [16, 2, 64],
+      [8, 1, 128],
+      [40, 4, 64],
+    ] as const)
       for (const batch of [1, 2, 8])
         for (const new_tokens of [16, 256, 2048, 8192]) {
-          const r = { chip: 'h200', lane: 't', kernel_source: 'fa3', batch, new_tokens, prefix_tokens: 0, n_q, n_kv, head_dim, window: 0, dtype: 'bf16', kv_dtype: 'bf16', latency_us: 0 };
+          const r = {
+            chip: 'h200',
+            lane: 't',
+            kernel_source: 'fa3',
+            batch,
+            new_tokens,
+            prefix_tokens: 0,
+            n_q,
+            n_kv,
+            head_dim,
+            window: 0,
+            dtype: 'bf16',
+            kv_dtype: 'bf16',
+            latency_us: 0,
+          };
           const tokens = batch * new_tokens;
           r.latency_us = 20 + prefillCausalFlops(r) / (peak * ((eps * tokens) / (tokens + mh)) * 0.45);
           rows.push(r);
         }
-    const fit = fitAttentionPrefill(rows, ctx([['gemm_eps_max_bf16', eps], ['gemm_m_half_bf16', mh]]));
+    const fit = fitAttentionPrefill(
+      rows,
+      ctx([
+        ['gemm_eps_max_bf16', eps],
+        ['gemm_m_half_bf16', mh],
+      ]),
+    );
     expect(fit.refusals).toEqual([]);
     expect(fit.result!.floor_us).toBeCloseTo(20, 1);
     expect(fit.result!.work_scale).toBeCloseTo(0.45, 3);

@@ -14,7 +14,8 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const fake = { chip: 'h200', registry_text: 'r' } as unknown as FitAllResult;
 const report = { readme: 'md', figures: [{ name: 'a.svg', svg: '<svg/>' }] };
-const files = (o: Parameters<typeof fitOutputFiles>[1]) => fitOutputFiles(fake, o, report).map((f) => path.relative(REPO_ROOT, f.file));
+const files = (o: Parameters<typeof fitOutputFiles>[1]) =>
+  fitOutputFiles(fake, o, report).map((f) => path.relative(REPO_ROOT, f.file));
 
 describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
   it('fit all writes the committed registry and fits/<chip>/ by default, or --fits-out', () => {
@@ -22,7 +23,11 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
     expect(p.write).toBe(true);
     expect(files(p.out)).toEqual(['registry/h200.yaml', 'fits/h200/README.md', 'fits/h200/a.svg']);
     const q = planFitOutputs('h200', 'all', { fitsOut: '/tmp/x' });
-    expect(fitOutputFiles(fake, q.out, report).map((f) => f.file)).toEqual([path.join(REPO_ROOT, 'registry/h200.yaml'), '/tmp/x/README.md', '/tmp/x/a.svg']);
+    expect(fitOutputFiles(fake, q.out, report).map((f) => f.file)).toEqual([
+      path.join(REPO_ROOT, 'registry/h200.yaml'),
+      '/tmp/x/README.md',
+      '/tmp/x/a.svg',
+    ]);
   });
 
   it('a redirected registry writes no report unless --fits-out is given (family-only or all)', () => {
@@ -32,7 +37,11 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
       expect(fitOutputFiles(fake, p.out, report).map((f) => f.file)).toEqual(['/tmp/r.yaml']);
       expect(p.notes.join('\n')).toContain('no fit report written');
       const q = planFitOutputs('h200', family, { registryOut: '/tmp/r.yaml', fitsOut: '/tmp/f' });
-      expect(fitOutputFiles(fake, q.out, report).map((f) => f.file)).toEqual(['/tmp/r.yaml', '/tmp/f/README.md', '/tmp/f/a.svg']);
+      expect(fitOutputFiles(fake, q.out, report).map((f) => f.file)).toEqual([
+        '/tmp/r.yaml',
+        '/tmp/f/README.md',
+        '/tmp/f/a.svg',
+      ]);
     }
   });
 
@@ -44,7 +53,11 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
 
   it('CLI: fit host --registry-out leaves the committed fits/h200/ untouched; --fits-out writes the report there', () => {
     const committed = path.join(REPO_ROOT, 'fits', 'h200');
-    const snap = () => readdirSync(committed).filter((f) => f === 'README.md' || f.endsWith('.svg')).map((f) => `${f}:${sha256File(path.join(committed, f))}:${statSync(path.join(committed, f)).mtimeMs}`).sort();
+    const snap = () =>
+      readdirSync(committed)
+        .filter((f) => f === 'README.md' || f.endsWith('.svg'))
+        .map((f) => `${f}:${sha256File(path.join(committed, f))}:${statSync(path.join(committed, f)).mtimeMs}`)
+        .sort();
     const before = snap();
     const reg = path.join(tmp, 'h200.host.yaml');
     const a = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg]);

@@ -30,8 +30,8 @@ const SIZES = Array.from({ length: 21 }, (_, i) => 256 * 2 ** i); // 256 … 268
  * rates for this curve (floor 15.98 µs, peak 131,566, transition 92,500) are in elements/µs.
  */
 const H200_NCCL_AR8_US = [
-  16.01, 16.76, 15.98, 16.04, 16.67, 18.3, 18.38, 19.89, 21.45, 20.8, 20.46, 26.14, 37.46, 51.37, 78.3, 121.74, 197.34, 319.63,
-  564.52, 1052.63, 2040.31,
+  16.01, 16.76, 15.98, 16.04, 16.67, 18.3, 18.38, 19.89, 21.45, 20.8, 20.46, 26.14, 37.46, 51.37, 78.3, 121.74, 197.34,
+  319.63, 564.52, 1052.63, 2040.31,
 ];
 
 const ctxFor = (chip: string, resamples = 200): FitContext => ({
@@ -134,7 +134,9 @@ describe('curve fit', () => {
   });
 
   it('refuses curves without a small-message floor or without large messages', () => {
-    expect(() => fitCurve(SIZES.slice(5).map((b) => ({ message_bytes: b, latency_us: 10 + b / 1e5 })))).toThrow(/floor/);
+    expect(() => fitCurve(SIZES.slice(5).map((b) => ({ message_bytes: b, latency_us: 10 + b / 1e5 })))).toThrow(
+      /floor/,
+    );
     expect(() => fitCurve([256, 512, 1024].map((b) => ({ message_bytes: b, latency_us: 10 })))).toThrow(/rate/);
   });
 
@@ -151,7 +153,10 @@ describe('curve fit', () => {
           const lo = Math.log(f.r_peak_bytes_per_us * 1e-4);
           const hi = Math.log(f.r_peak_bytes_per_us);
           for (let j = 0; j <= 4000; j++) {
-            best = Math.min(best, collectiveObjective(pts, f.t0_us, Math.exp(lo + ((hi - lo) * j) / 4000), f.r_peak_bytes_per_us));
+            best = Math.min(
+              best,
+              collectiveObjective(pts, f.t0_us, Math.exp(lo + ((hi - lo) * j) / 4000), f.r_peak_bytes_per_us),
+            );
           }
           return f.objective <= best + 1e-9 && f.r_t_bytes_per_us <= f.r_peak_bytes_per_us;
         },
@@ -295,7 +300,16 @@ describe('fitCollectives', () => {
     // Holdout of the library: 8-rank floor predicted from 2/4 on the exact line → pred/meas ≈ 1.
     expect(f16.entry.evidence?.extrapolation?.holdout_error?.geo).toBeLessThan(1.001);
     // One implementation: the registry library on the fitted sets gives the same 16-rank values.
-    const again = extrapolateCollectiveWidths([{ kind: 'CoefficientSet', name: 'c', coefficients: r.coefficients.filter((c) => c.entry.method === 'measured') }], 'h200');
+    const again = extrapolateCollectiveWidths(
+      [
+        {
+          kind: 'CoefficientSet',
+          name: 'c',
+          coefficients: r.coefficients.filter((c) => c.entry.method === 'measured'),
+        },
+      ],
+      'h200',
+    );
     for (const w of again) {
       expect(w.status).toBe('extrapolated');
       for (const e of w.entries) expect(names.get(e.name)?.entry.value).toBe(e.entry.value);
@@ -334,7 +348,8 @@ describe('fitCollectives', () => {
     expect(selectBackend('all_reduce', 'int8', 2, new Set(['nccl', 'custom_graph']), false)).toBe('nccl');
     expect(selectBackend('all_gather', 'fp16', 8, new Set(['custom_eager']), false)).toBeUndefined();
     const r = fitCollectives(syntheticRows('l40s'), ctxFor('l40s', 20));
-    const v = (n: number) => r.coefficients.find((c) => c.name === `collective_floor_all_reduce_fp16_${n}rank_l40s`)!.entry;
+    const v = (n: number) =>
+      r.coefficients.find((c) => c.name === `collective_floor_all_reduce_fp16_${n}rank_l40s`)!.entry;
     expect(v(2).value).toBeCloseTo(4.2 + 256 / 3.5e5, 3);
     expect(v(4).value).toBeCloseTo(4 + 1.2 * 3 + 256 / 3e5, 3);
     expect(v(4).evidence?.lane).toBe('nccl-2.29.2');
@@ -343,7 +358,9 @@ describe('fitCollectives', () => {
     expect(r.coefficients.some((c) => c.name === 'collective_floor_all_reduce_int8_16rank_l40s')).toBe(true);
     expect(r.refusals).toEqual([]);
     expect(r.warnings.find((w) => w.includes('all_reduce fp16 16-rank'))).toContain('more than one lane');
-    expect(collectiveSection(r, loadChip('l40s')).md).toContain('**refused**: measured widths come from more than one lane');
+    expect(collectiveSection(r, loadChip('l40s')).md).toContain(
+      '**refused**: measured widths come from more than one lane',
+    );
   });
 
   it('refuses a registry floor that falls as ranks grow, and names it', () => {
@@ -354,7 +371,9 @@ describe('fitCollectives', () => {
   });
 
   it('names and dtype classes follow the BLIS scheme', () => {
-    expect(collectiveName('peak_rate', 'all_reduce', 'fp16', 8, 'gb200-nvl72')).toBe('collective_peak_rate_all_reduce_fp16_8rank_gb200_nvl72');
+    expect(collectiveName('peak_rate', 'all_reduce', 'fp16', 8, 'gb200-nvl72')).toBe(
+      'collective_peak_rate_all_reduce_fp16_8rank_gb200_nvl72',
+    );
     expect(collectiveDtypeClass('bf16')).toBe('fp16');
     expect(collectiveDtypeClass('half')).toBe('fp16');
     expect(collectiveDtypeClass('int8')).toBe('int8');
@@ -372,8 +391,19 @@ describe('fitCollectives', () => {
   it('the geometric error helper agrees with the fit summary', () => {
     const pts = SIZES.map((b, i) => ({ message_bytes: b, latency_us: H200_NCCL_AR8_US[i]! }));
     const f = fitCurve(pts);
-    const pred = pts.map((p) => collectiveTime(p.message_bytes, { t0_us: f.t0_us, r_t_bytes_per_us: f.r_t_bytes_per_us, r_peak_bytes_per_us: f.r_peak_bytes_per_us }));
-    expect(geometricError(pred, pts.map((p) => p.latency_us))).toBeCloseTo(f.geo3, 12);
+    const pred = pts.map((p) =>
+      collectiveTime(p.message_bytes, {
+        t0_us: f.t0_us,
+        r_t_bytes_per_us: f.r_t_bytes_per_us,
+        r_peak_bytes_per_us: f.r_peak_bytes_per_us,
+      }),
+    );
+    expect(
+      geometricError(
+        pred,
+        pts.map((p) => p.latency_us),
+      ),
+    ).toBeCloseTo(f.geo3, 12);
   });
 });
 
@@ -392,7 +422,9 @@ describe('real curated store (measurements/<chip>/collective.*.csv.gz)', () => {
     expect(v('collective_floor_all_reduce_int8_8rank_h200').value).toBe(16.65); // NCCL; BLIS 16.65
     // fp16 all_gather 8-rank: BLIS peak 192,431.0, transition 148,500 (per "byte" = per element).
     expect(v('collective_peak_rate_all_gather_fp16_8rank_h200').value / (2 * 192431.0)).toBeCloseTo(1, 4);
-    expect(Math.abs(v('collective_transition_rate_all_gather_fp16_8rank_h200').value / (2 * 148500) - 1)).toBeLessThan(0.01);
+    expect(Math.abs(v('collective_transition_rate_all_gather_fp16_8rank_h200').value / (2 * 148500) - 1)).toBeLessThan(
+      0.01,
+    );
     // int8 matches 1:1.
     expect(v('collective_peak_rate_all_reduce_int8_8rank_h200').value / 201446.5).toBeCloseTo(1, 4);
     expect(collectiveSection(r, loadChip('h200')).md).toContain('Registry curves: floors non-decreasing');
@@ -406,6 +438,8 @@ describe('real curated store (measurements/<chip>/collective.*.csv.gz)', () => {
     const e = (n: string) => l.coefficients.find((c) => c.name === n)!.entry;
     expect(e('collective_floor_all_reduce_fp16_2rank_l40s').evidence?.lane).toMatch(/^vllm-/);
     expect(e('collective_floor_all_reduce_fp16_8rank_l40s').evidence?.lane).toMatch(/^nccl-/);
-    expect(collectiveSection(l, loadChip('l40s')).md).toContain('vLLM disables custom all-reduce above 2 PCIe-only GPUs');
+    expect(collectiveSection(l, loadChip('l40s')).md).toContain(
+      'vLLM disables custom all-reduce above 2 PCIe-only GPUs',
+    );
   });
 });

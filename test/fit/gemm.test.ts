@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { loadChip, peakFlopsPerUs } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
 import type { GemmRow } from '../../src/measurements/schema.ts';
-import { envelope, fitGemm, fitRamp, fitRampForDtype, isMemoryBound, memoryBoundThresholdM } from '../../src/fit/gemm.ts';
+import {
+  envelope,
+  fitGemm,
+  fitRamp,
+  fitRampForDtype,
+  isMemoryBound,
+  memoryBoundThresholdM,
+} from '../../src/fit/gemm.ts';
 import { gemmEfficiency } from '../../src/core/laws/gemm.ts';
 
 const chip = loadChip('h200');
@@ -20,7 +27,8 @@ function generate(eps_max: number, m_half: number, opts: { nh?: number; kh?: num
       for (const k of ks) {
         const shape = (opts.nh ? n / (n + opts.nh) : 1) * (opts.kh ? k / (k + opts.kh) : 1);
         const t = (2 * m * n * k) / (peak * gemmEfficiency(m, eps_max, m_half) * shape);
-        for (const f of [0.8, 1.2, 1.0]) rows.push({ chip: 'h200', lane: 'test', kernel_source: 'k', dtype: 'bf16', m, n, k, latency_us: t * f });
+        for (const f of [0.8, 1.2, 1.0])
+          rows.push({ chip: 'h200', lane: 'test', kernel_source: 'k', dtype: 'bf16', m, n, k, latency_us: t * f });
       }
   return rows;
 }
@@ -80,15 +88,29 @@ describe('GEMM ramp', () => {
   });
 
   it('envelope takes the best efficiency per m and fitRamp solves a hand case', () => {
-    expect(envelope([{ m: 2, eff: 0.1 }, { m: 1, eff: 0.3 }, { m: 2, eff: 0.5 }])).toEqual([{ m: 1, eff: 0.3 }, { m: 2, eff: 0.5 }]);
+    expect(
+      envelope([
+        { m: 2, eff: 0.1 },
+        { m: 1, eff: 0.3 },
+        { m: 2, eff: 0.5 },
+      ]),
+    ).toEqual([
+      { m: 1, eff: 0.3 },
+      { m: 2, eff: 0.5 },
+    ]);
     const ms = [100, 200, 400, 800, 1600];
-    const f = fitRamp(ms, ms.map((m) => gemmEfficiency(m, 0.8, 50)));
+    const f = fitRamp(
+      ms,
+      ms.map((m) => gemmEfficiency(m, 0.8, 50)),
+    );
     expect(f.eps_max).toBeCloseTo(0.8, 5);
     expect(f.m_half).toBeCloseTo(50, 2);
   });
 
   it('real data: h200 bf16 (vLLM 0.24.0, k ≤ 8192 slice) lands in a plausible band', () => {
-    const rows = readMeasurements('measurements/h200', 'gemm', { lane: 'vllm-0.24.0' }).filter((r) => r.dtype === 'bf16' && r.k <= 8192 && r.n <= 8192);
+    const rows = readMeasurements('measurements/h200', 'gemm', { lane: 'vllm-0.24.0' }).filter(
+      (r) => r.dtype === 'bf16' && r.k <= 8192 && r.n <= 8192,
+    );
     const r = fitRampForDtype(rows, 'bf16', chip, { resamples: 200, seed: 1 });
     if (typeof r === 'string') throw new Error(r);
     // BLIS (vLLM 0.25.0, memory-bound m included): 0.992 / 110. Ours excludes m < 206, so m_half is smaller.

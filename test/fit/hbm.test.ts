@@ -57,11 +57,26 @@ function gemmRows(seed: number, derate = DERATE): GemmRow[] {
       for (const k of GEMM_K) {
         const bytes = n * k * 2;
         if (bytes < 2 * L2_BYTES) continue;
-        for (let i = 0; i < REPEATS; i++) rows.push({ ...base, m, n, k, dtype: 'bf16', latency_us: t(bytes, BW * derate) * f() });
+        for (let i = 0; i < REPEATS; i++)
+          rows.push({ ...base, m, n, k, dtype: 'bf16', latency_us: t(bytes, BW * derate) * f() });
       }
   for (let i = 0; i < REPEATS; i++) {
-    rows.push({ ...base, m: 4, n: 4096, k: 4096, dtype: 'bf16', latency_us: t(4096 * 4096 * 2, 3 * BW * DERATE) * f() }); // 32 MiB < 2×L2
-    rows.push({ ...base, m: 64, n: 16384, k: 16384, dtype: 'bf16', latency_us: t(16384 * 16384 * 2, 2 * BW * DERATE) * f() }); // m > 16
+    rows.push({
+      ...base,
+      m: 4,
+      n: 4096,
+      k: 4096,
+      dtype: 'bf16',
+      latency_us: t(4096 * 4096 * 2, 3 * BW * DERATE) * f(),
+    }); // 32 MiB < 2×L2
+    rows.push({
+      ...base,
+      m: 64,
+      n: 16384,
+      k: 16384,
+      dtype: 'bf16',
+      latency_us: t(16384 * 16384 * 2, 2 * BW * DERATE) * f(),
+    }); // m > 16
     rows.push({ ...base, m: 4, n: 16384, k: 16384, dtype: 'fp8', latency_us: t(16384 * 16384, 2 * BW * DERATE) * f() }); // not bf16
   }
   return rows;
@@ -72,7 +87,11 @@ function decodeRows(seed: number): AttentionDecodeRow[] {
   const f = noise(seed);
   const rows: AttentionDecodeRow[] = [];
   const base = { chip: 'h200', lane: 't', kernel_source: 'fa3', n_q: 32, kv_dtype: 'bf16' };
-  for (const [n_kv, head_dim] of [[8, 128], [4, 128], [2, 64]] as const)
+  for (const [n_kv, head_dim] of [
+    [8, 128],
+    [4, 128],
+    [2, 64],
+  ] as const)
     for (const batch of [16, 64, 256])
       for (const context_tokens of [4096, 16384, 65536]) {
         const r = { ...base, batch, context_tokens, n_kv, head_dim, window: 0, latency_us: 0 };
@@ -98,10 +117,16 @@ describe('memoryBoundReads', () => {
     // qualify, 7168·8192·2 = 117,440,512 B does, so 30 − 1 = 29 pairs.
     expect(gemm).toHaveLength(GEMM_M.length * 29);
     expect(Math.min(...gemm.map((r) => r.bytes))).toBe(7168 * 8192 * 2);
-    expect(kv.length).toBe(new Set(d.filter((r) => r.window === 0).map((r) => `${r.batch}|${r.context_tokens}|${r.n_kv}|${r.head_dim}`)).size);
+    expect(kv.length).toBe(
+      new Set(d.filter((r) => r.window === 0).map((r) => `${r.batch}|${r.context_tokens}|${r.n_kv}|${r.head_dim}`))
+        .size,
+    );
     expect(kv.length).toBeGreaterThanOrEqual(10);
     // Repeats reduced by the median: the median of 5 draws of the same configuration.
-    const same = g.filter((r) => r.m === 1 && r.n === 36864 && r.k === 36864 && r.dtype === 'bf16').map((r) => r.latency_us).sort((a, b) => a - b);
+    const same = g
+      .filter((r) => r.m === 1 && r.n === 36864 && r.k === 36864 && r.dtype === 'bf16')
+      .map((r) => r.latency_us)
+      .sort((a, b) => a - b);
     expect(same).toHaveLength(REPEATS);
     expect(gemm.find((r) => r.bytes === 36864 * 36864 * 2)!.latency_us).toBe(same[2]);
   });
@@ -159,8 +184,23 @@ describe('fitHbm recovers a known derate', () => {
 describe('fitHbm refuses to measure without streaming reads', () => {
   it('no row above 2×L2: no hbm_derate entry and a warning naming the cause', () => {
     const small: GemmRow[] = [];
-    for (const m of [1, 4, 16]) for (const n of [1024, 2048, 4096]) small.push({ chip: 'h200', lane: 't', kernel_source: 'cublas', m, n, k: 4096, dtype: 'bf16', latency_us: 10 + (n * 4096 * 2) / (BW * DERATE) });
-    const fit = fitHbm(small, decodeRows(51).filter((r) => decodeKvBytes(r) < 2 * L2_BYTES), ctx());
+    for (const m of [1, 4, 16])
+      for (const n of [1024, 2048, 4096])
+        small.push({
+          chip: 'h200',
+          lane: 't',
+          kernel_source: 'cublas',
+          m,
+          n,
+          k: 4096,
+          dtype: 'bf16',
+          latency_us: 10 + (n * 4096 * 2) / (BW * DERATE),
+        });
+    const fit = fitHbm(
+      small,
+      decodeRows(51).filter((r) => decodeKvBytes(r) < 2 * L2_BYTES),
+      ctx(),
+    );
     expect(fit.coefficients).toEqual([]);
     expect(fit.warnings.join('\n')).toMatch(/only 0 memory-bound reads beyond 2×L2; hbm_derate not measured/);
   });

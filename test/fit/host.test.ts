@@ -29,8 +29,22 @@ function rowsFrom(noise: number, seed: number, repeats: number): HostRow[] {
   for (const n of N)
     for (let r = 0; r < repeats; r++) {
       const f = () => 1 + noise * (2 * rand() - 1);
-      rows.push({ chip: 'h200', lane: 'bench-1', kernel_source: '', what: 'graph_replay', kernels: n, latency_us: graph(n) * f() });
-      rows.push({ chip: 'h200', lane: 'bench-1', kernel_source: '', what: 'eager_launch', kernels: n, latency_us: eager(n) * f() });
+      rows.push({
+        chip: 'h200',
+        lane: 'bench-1',
+        kernel_source: '',
+        what: 'graph_replay',
+        kernels: n,
+        latency_us: graph(n) * f(),
+      });
+      rows.push({
+        chip: 'h200',
+        lane: 'bench-1',
+        kernel_source: '',
+        what: 'eager_launch',
+        kernels: n,
+        latency_us: eager(n) * f(),
+      });
     }
   return rows;
 }
@@ -95,17 +109,36 @@ describe('fitHostLinear', () => {
         { kernels: 20, latency_us: 15 },
       ]),
     ).toThrow(/negative intercept/);
-    expect(() => fitHostLinear([{ kernels: 10, latency_us: 5 }, { kernels: 10, latency_us: 6 }])).toThrow(UserError);
-    expect(() => fitHostLinear([{ kernels: 10, latency_us: 5 }, { kernels: 10, latency_us: 6 }])).toThrow(/2 distinct N/);
-    expect(() => fitHostLinear([{ kernels: 0, latency_us: 5 }, { kernels: 1, latency_us: 6 }])).toThrow(/kernels/);
+    expect(() =>
+      fitHostLinear([
+        { kernels: 10, latency_us: 5 },
+        { kernels: 10, latency_us: 6 },
+      ]),
+    ).toThrow(UserError);
+    expect(() =>
+      fitHostLinear([
+        { kernels: 10, latency_us: 5 },
+        { kernels: 10, latency_us: 6 },
+      ]),
+    ).toThrow(/2 distinct N/);
+    expect(() =>
+      fitHostLinear([
+        { kernels: 0, latency_us: 5 },
+        { kernels: 1, latency_us: 6 },
+      ]),
+    ).toThrow(/kernels/);
   });
 
   it('recovers any non-negative line exactly (property)', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 100, noNaN: true }), fc.double({ min: 0.01, max: 20, noNaN: true }), (a, b) => {
-        const f = fitHostLinear(N.map((n) => ({ kernels: n, latency_us: a + b * n })));
-        return Math.abs(f.a_us - a) < 1e-6 * (1 + a) && Math.abs(f.b_us_per_kernel - b) < 1e-6 * (1 + b);
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 100, noNaN: true }),
+        fc.double({ min: 0.01, max: 20, noNaN: true }),
+        (a, b) => {
+          const f = fitHostLinear(N.map((n) => ({ kernels: n, latency_us: a + b * n })));
+          return Math.abs(f.a_us - a) < 1e-6 * (1 + a) && Math.abs(f.b_us_per_kernel - b) < 1e-6 * (1 + b);
+        },
+      ),
       { numRuns: 100 },
     );
   });
@@ -124,7 +157,12 @@ describe('fitHost', () => {
     expect(r.refusals).toEqual([]);
     const by = new Map(r.coefficients.map((c) => [c.name, c.entry]));
     const lk = by.get('host_launch_per_kernel')!;
-    expect(lk).toMatchObject({ method: 'measured', fitted: true, units: 'us_per_transfer', scope: { hardware: ['h200'] } });
+    expect(lk).toMatchObject({
+      method: 'measured',
+      fitted: true,
+      units: 'us_per_transfer',
+      scope: { hardware: ['h200'] },
+    });
     expect(Math.abs(lk.value / 6.4 - 1)).toBeLessThan(0.05);
     const rs = by.get('host_replay_graph_per_step')!;
     expect(rs.units).toBe('us_per_step');

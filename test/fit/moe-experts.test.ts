@@ -6,7 +6,12 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { expertLayerMaxUs, expertLayerUs, expertWork, type ExpertCoefficients } from '../../src/core/laws/moe-experts.ts';
+import {
+  expertLayerMaxUs,
+  expertLayerUs,
+  expertWork,
+  type ExpertCoefficients,
+} from '../../src/core/laws/moe-experts.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
 import { parseCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
 import { readText } from '../../src/core/io/fs.ts';
@@ -59,7 +64,12 @@ describe('expert law: one layer by hand', () => {
 /** Synthetic table from known coefficients: 6 shapes × tp/ep × 14 token counts, ±3% seeded noise. */
 function synthetic(c: ExpertCoefficients, derate: number, dtype = 'fp8_block'): MoeRow[] {
   const rand = seededRandom(11);
-  const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: H200.hbm_bytes_per_us, hbm_derate: derate, bytes_per_element: 1 };
+  const rates = {
+    peak_flops_per_us: 1.979e9,
+    hbm_bytes_per_us: H200.hbm_bytes_per_us,
+    hbm_derate: derate,
+    bytes_per_element: 1,
+  };
   const rows: MoeRow[] = [];
   const shapes = [
     [7168, 2048, 8, 256],
@@ -70,10 +80,27 @@ function synthetic(c: ExpertCoefficients, derate: number, dtype = 'fp8_block'): 
     [5120, 8192, 1, 128],
   ] as const;
   for (const [hidden, inter, topk, experts] of shapes)
-    for (const [tp, ep] of [[1, 1], [4, 1], [1, 8]] as const)
+    for (const [tp, ep] of [
+      [1, 1],
+      [4, 1],
+      [1, 8],
+    ] as const)
       for (const tokens of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]) {
         const t = expertLayerUs({ tokens, hidden, inter, topk, experts, tp, ep }, c, rates);
-        const base = { chip: 'h200', lane: 'vllm-0.24.0', kernel_source: 'k', tokens, hidden, inter, topk, experts, tp, ep, dtype, distribution: 'balanced' };
+        const base = {
+          chip: 'h200',
+          lane: 'vllm-0.24.0',
+          kernel_source: 'k',
+          tokens,
+          hidden,
+          inter,
+          topk,
+          experts,
+          tp,
+          ep,
+          dtype,
+          distribution: 'balanced',
+        };
         rows.push({ ...base, latency_us: t * (1 + 0.06 * (rand() - 0.5)) });
       }
   return rows;
@@ -111,7 +138,9 @@ describe('fitMoeExperts recovers known coefficients', () => {
     const rows = synthetic(truth, 0.86).map((r) => ({ ...r, distribution: 'power_law_1.01' }));
     const g = fitMoeExperts(rows, ctx(0.86)).data.fits[0]!;
     expect(g.distribution).toBe('power_law_1.01');
-    expect(String(fitMoeExperts(rows, ctx(0.86)).coefficients[0]!.entry.sources![0]!.cite)).toContain('distribution power_law_1.01');
+    expect(String(fitMoeExperts(rows, ctx(0.86)).coefficients[0]!.entry.sources![0]!.cite)).toContain(
+      'distribution power_law_1.01',
+    );
   });
   it('the report section names every dtype, the panel and a figure', () => {
     const s = moeExpertsSection(fit.data);
@@ -125,7 +154,12 @@ describe('fitMoeExperts recovers known coefficients', () => {
 describe('bounds and screen', () => {
   it('eps_max never exceeds 1: data faster than the peak pins it at the bound', () => {
     const truth: ExpertCoefficients = { floor_us: 20, eps_max: 1.6, m_half: 0, route_bytes_per_us: Infinity };
-    const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: H200.hbm_bytes_per_us, hbm_derate: 0.86, bytes_per_element: 1 };
+    const rates = {
+      peak_flops_per_us: 1.979e9,
+      hbm_bytes_per_us: H200.hbm_bytes_per_us,
+      hbm_derate: 0.86,
+      bytes_per_element: 1,
+    };
     const { series } = expertSeries(synthetic(truth, 0.86), 'fp8_block', 'balanced', rates);
     const x = solveNonNegative(sumNormals(series.map(seriesNormal)))!;
     expect(x[1]).toBe(1); // c1 = 1/eps_max at its lower bound
@@ -133,8 +167,15 @@ describe('bounds and screen', () => {
   });
   it('a series that runs much faster with more tokens is screened out', () => {
     const rows = synthetic({ floor_us: 30, eps_max: 0.4, m_half: 8, route_bytes_per_us: 3e6 }, 0.86);
-    const bad = rows.map((r) => (r.hidden === 2048 && r.tp === 1 && r.ep === 1 && r.tokens === 4096 ? { ...r, latency_us: r.latency_us * 0.3 } : r));
-    const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: H200.hbm_bytes_per_us, hbm_derate: 0.86, bytes_per_element: 1 };
+    const bad = rows.map((r) =>
+      r.hidden === 2048 && r.tp === 1 && r.ep === 1 && r.tokens === 4096 ? { ...r, latency_us: r.latency_us * 0.3 } : r,
+    );
+    const rates = {
+      peak_flops_per_us: 1.979e9,
+      hbm_bytes_per_us: H200.hbm_bytes_per_us,
+      hbm_derate: 0.86,
+      bytes_per_element: 1,
+    };
     const s = expertSeries(bad, 'fp8_block', 'balanced', rates);
     expect(s.screened.map((x) => x.key)).toEqual(['k|2048|768|128|8|1|1']);
     expect(s.series).toHaveLength(17);
@@ -142,7 +183,9 @@ describe('bounds and screen', () => {
 });
 
 /** Chips with a stored fused-MoE table, and their committed hbm_derate. */
-const moeChips = ['a100', 'b200', 'h100', 'h200', 'l40s'].filter((c) => listMeasurementFiles(path.join(REPO_ROOT, 'measurements', c)).some((f) => f.family === 'moe'));
+const moeChips = ['a100', 'b200', 'h100', 'h200', 'l40s'].filter((c) =>
+  listMeasurementFiles(path.join(REPO_ROOT, 'measurements', c)).some((f) => f.family === 'moe'),
+);
 const derateOf = (chip: string): number => {
   const sets = parseCoefficientSets(readText(path.join(REPO_ROOT, 'registry', `${chip}.yaml`)), chip);
   return sets.flatMap((s) => s.coefficients).find((c) => c.name === 'hbm_derate')!.entry.value;

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { REPO_ROOT, loadChip } from '../../src/core/catalog/chip.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
-import { bootstrapImbalance, fitMoe, imbalanceResidual, imbalanceStats, leaveOneGeometryOut, pairMoe } from '../../src/fit/moe.ts';
+import {
+  bootstrapImbalance,
+  fitMoe,
+  imbalanceResidual,
+  imbalanceStats,
+  leaveOneGeometryOut,
+  pairMoe,
+} from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
@@ -75,18 +82,22 @@ describe('imbalance statistics', () => {
 
   it('bootstrap intervals contain the estimates and are seeded (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: 0.5, max: 3, noNaN: true }), { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 1e6 }), (rs, seed) => {
-        const a = bootstrapImbalance(rs, { resamples: 50, seed });
-        const b = bootstrapImbalance(rs, { resamples: 50, seed });
-        const s = imbalanceStats(rs);
-        return (
-          JSON.stringify(a) === JSON.stringify(b) &&
-          a.median_ci95[0] <= s.median &&
-          s.median <= a.median_ci95[1] &&
-          a.p90_ci95[0] <= s.p90 &&
-          s.p90 <= a.p90_ci95[1]
-        );
-      }),
+      fc.property(
+        fc.array(fc.double({ min: 0.5, max: 3, noNaN: true }), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 1e6 }),
+        (rs, seed) => {
+          const a = bootstrapImbalance(rs, { resamples: 50, seed });
+          const b = bootstrapImbalance(rs, { resamples: 50, seed });
+          const s = imbalanceStats(rs);
+          return (
+            JSON.stringify(a) === JSON.stringify(b) &&
+            a.median_ci95[0] <= s.median &&
+            s.median <= a.median_ci95[1] &&
+            a.p90_ci95[0] <= s.p90 &&
+            s.p90 <= a.p90_ci95[1]
+          );
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -103,7 +114,12 @@ describe('fitMoe', () => {
     const [m, p] = r.coefficients.map((c) => c.entry);
     expect(m!.value).toBe(1.25);
     expect(p!.value).toBe(1.6);
-    expect(m).toMatchObject({ units: 'dimensionless', method: 'measured', fitted: false, scope: { hardware: ['h200'] } });
+    expect(m).toMatchObject({
+      units: 'dimensionless',
+      method: 'measured',
+      fitted: false,
+      scope: { hardware: ['h200'] },
+    });
     expect(m!.ci95![0]).toBeLessThanOrEqual(1.25);
     expect(m!.ci95![1]).toBeGreaterThanOrEqual(1.25);
     expect(m!.evidence?.ci_method).toBe('bootstrap');
@@ -126,7 +142,9 @@ describe('fitMoe', () => {
     // Half the pairs on each side of zero; 1 in 10 (ratio 1.7) below the p90 line ln(1.25/1.6).
     expect(res.filter((x) => x > 0)).toHaveLength(5);
     expect(res.filter((x) => x < Math.log(1.25 / 1.6) - 1e-12)).toHaveLength(1);
-    const svg = moeSection(fitMoe(tenPairs(), ctx(20)), ctx().chip).figures.find((f) => f.name === 'moe_imbalance_residuals.svg')!.svg;
+    const svg = moeSection(fitMoe(tenPairs(), ctx(20)), ctx().chip).figures.find(
+      (f) => f.name === 'moe_imbalance_residuals.svg',
+    )!.svg;
     expect(svg.match(/<circle /g)).toHaveLength(10); // one dot per pair (≤ MOE_RESIDUAL_POINTS)
     expect(svg).toContain('p90: ln(median/p90) -0.2469'); // ln(1.25/1.6) = −0.24686, 4 s.f.
     expect(MOE_RESIDUAL_POINTS).toBeLessThanOrEqual(1000);
@@ -147,7 +165,12 @@ describe('fitMoe', () => {
       const bal = 20 + t;
       for (let k = 0; k < 5; k++) {
         rows.push({ ...base, tokens: t, latency_us: bal * (1 + 0.2 * (2 * rand() - 1)) });
-        rows.push({ ...base, tokens: t, distribution: 'power_law_1.01', latency_us: 1.3 * bal * (1 + 0.2 * (2 * rand() - 1)) });
+        rows.push({
+          ...base,
+          tokens: t,
+          distribution: 'power_law_1.01',
+          latency_us: 1.3 * bal * (1 + 0.2 * (2 * rand() - 1)),
+        });
       }
     }
     const r = fitMoe(rows, ctx(100));
@@ -159,8 +182,14 @@ describe('fitMoe', () => {
     const rows: MoeRow[] = [];
     // Geometry A ratio 1.0, geometry B ratio 2.0: each is predicted with the other's median.
     for (let t = 1; t <= 4; t++) {
-      rows.push({ ...base, tokens: t, latency_us: 10 }, { ...base, tokens: t, distribution: 'power_law_1.01', latency_us: 10 });
-      rows.push({ ...base, hidden: 7168, tokens: t, latency_us: 10 }, { ...base, hidden: 7168, tokens: t, distribution: 'power_law_1.01', latency_us: 20 });
+      rows.push(
+        { ...base, tokens: t, latency_us: 10 },
+        { ...base, tokens: t, distribution: 'power_law_1.01', latency_us: 10 },
+      );
+      rows.push(
+        { ...base, hidden: 7168, tokens: t, latency_us: 10 },
+        { ...base, hidden: 7168, tokens: t, distribution: 'power_law_1.01', latency_us: 20 },
+      );
     }
     const h = leaveOneGeometryOut(pairMoe(rows, 'power_law_1.01').pairs)!;
     expect(h.geometries).toBe(2);

@@ -17,8 +17,18 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const chip = loadChip('h200');
 const lane = 'vllm-0.24.0';
 const prov = (family: 'gemm' | 'attention_decode' | 'attention_prefill') => ({
-  family, chip: 'h200', lane, source_repository: 'test', source_path: 'generated', source_commit: '0', licence: 'Apache-2.0',
-  inputs: [], filters: [], rows_in: 0, rows_out: 0, units: {},
+  family,
+  chip: 'h200',
+  lane,
+  source_repository: 'test',
+  source_path: 'generated',
+  source_commit: '0',
+  licence: 'Apache-2.0',
+  inputs: [],
+  filters: [],
+  rows_in: 0,
+  rows_out: 0,
+  units: {},
 });
 
 function makeStore(dir: string): void {
@@ -30,18 +40,54 @@ function makeStore(dir: string): void {
         gemm.push({ chip: 'h200', lane, kernel_source: 'k', dtype: 'bf16', m, n, k, latency_us: t });
       }
   const dec: AttentionDecodeRow[] = [];
-  for (const [n_q, n_kv, head_dim] of [[32, 8, 128], [64, 8, 128], [16, 2, 64], [8, 1, 128]] as const)
+  for (const [n_q, n_kv, head_dim] of [
+    [32, 8, 128],
+    [64, 8, 128],
+    [16, 2, 64],
+    [8, 1, 128],
+  ] as const)
     for (const batch of [1, 16, 256])
       for (const context_tokens of [16, 1024, 8192, 32768]) {
-        const r = { chip: 'h200', lane, kernel_source: 'fa3', batch, context_tokens, n_q, n_kv, head_dim, window: 0, kv_dtype: 'bf16', latency_us: 0 };
+        const r = {
+          chip: 'h200',
+          lane,
+          kernel_source: 'fa3',
+          batch,
+          context_tokens,
+          n_q,
+          n_kv,
+          head_dim,
+          window: 0,
+          kv_dtype: 'bf16',
+          latency_us: 0,
+        };
         r.latency_us = 13 + decodeKvBytes(r) / 3.9e6;
         dec.push(r);
       }
   const pre: AttentionPrefillRow[] = [];
-  for (const [n_q, n_kv, head_dim] of [[32, 8, 128], [64, 8, 128], [16, 2, 64], [8, 1, 128]] as const)
+  for (const [n_q, n_kv, head_dim] of [
+    [32, 8, 128],
+    [64, 8, 128],
+    [16, 2, 64],
+    [8, 1, 128],
+  ] as const)
     for (const batch of [1, 4])
       for (const new_tokens of [64, 1024, 8192]) {
-        const r = { chip: 'h200', lane, kernel_source: 'fa3', batch, new_tokens, prefix_tokens: 0, n_q, n_kv, head_dim, window: 0, dtype: 'bf16', kv_dtype: 'bf16', latency_us: 0 };
+        const r = {
+          chip: 'h200',
+          lane,
+          kernel_source: 'fa3',
+          batch,
+          new_tokens,
+          prefix_tokens: 0,
+          n_q,
+          n_kv,
+          head_dim,
+          window: 0,
+          dtype: 'bf16',
+          kv_dtype: 'bf16',
+          latency_us: 0,
+        };
         r.latency_us = 20 + prefillCausalFlops(r) / (989.5e6 * 0.9 * 0.45);
         pre.push(r);
       }
@@ -67,13 +113,19 @@ describe('fitAll orchestrator', () => {
     writeFitOutputs(a, out);
     expect(checkFitOutputs(b, out)).toEqual([]);
     // sets in BLIS layout; provenance relative to the repo root
-    expect(a.sets.map((s) => s.name)).toEqual(['cost-model-primitives', 'cost-model-attention', 'cost-model-host-overheads']);
+    expect(a.sets.map((s) => s.name)).toEqual([
+      'cost-model-primitives',
+      'cost-model-attention',
+      'cost-model-host-overheads',
+    ]);
     const eps = a.sets[0]!.coefficients.find((c) => c.name === 'gemm_eps_max_bf16')!.entry;
     expect(eps.evidence!.inputs![0]!.file).toBe('measurements/h200/gemm.vllm-0.24.0.csv.gz');
     expect(eps.value).toBeCloseTo(0.9, 2);
     const scale = a.sets[1]!.coefficients.find((c) => c.name === 'attention_prefill_work_scale')!.entry;
     expect(scale.value).toBeGreaterThan(0);
-    expect(readFileSync(path.join(out.fitsDir, 'README.md'), 'utf8')).toContain('| gemm_eps_max_bf16 | dimensionless |');
+    expect(readFileSync(path.join(out.fitsDir, 'README.md'), 'utf8')).toContain(
+      '| gemm_eps_max_bf16 | dimensionless |',
+    );
     // drift is named by entry
     const text = readFileSync(out.registryOut, 'utf8').replace(/value: 0\.9\d*/, 'value: 0.5');
     writeFileSync(out.registryOut, text);
@@ -96,7 +148,14 @@ describe('fitAll orchestrator', () => {
 });
 
 describe('plausibility gates', () => {
-  const e = (value: number, extra: Partial<CoefficientEntry> = {}): CoefficientEntry => ({ value, units: 'dimensionless', method: 'measured', fitted: true, scope: { hardware: ['h200'] }, ...extra });
+  const e = (value: number, extra: Partial<CoefficientEntry> = {}): CoefficientEntry => ({
+    value,
+    units: 'dimensionless',
+    method: 'measured',
+    fitted: true,
+    scope: { hardware: ['h200'] },
+    ...extra,
+  });
   const c = (name: string, entry: CoefficientEntry) => ({ set: 'x', name, entry });
   it('refuses eps_max outside (0, 1.05], a CI without its value, a rate above the datasheet, falling floors and r_t above r_peak', () => {
     const fails = applyGates(chip, [

@@ -34,7 +34,12 @@ describe('gssMinimize (coordinate + diagonal directions, step expansion)', () =>
 describe('hbm_derate on l40s (floor and rate trade off along a diagonal)', () => {
   const chip = loadChip('l40s');
   const gemm = readMeasurements(path.join(REPO_ROOT, 'measurements', 'l40s'), 'gemm', { lane: 'vllm-0.24.0' });
-  const wp: WorkPoint[] = memoryBoundReads(gemm, [], chip.l2_mib).map((r) => ({ work: r.bytes, latency_us: r.latency_us, group: '', kernel_source: '' }));
+  const wp: WorkPoint[] = memoryBoundReads(gemm, [], chip.l2_mib).map((r) => ({
+    work: r.bytes,
+    latency_us: r.latency_us,
+    group: '',
+    kernel_source: '',
+  }));
 
   it('reaches the optimum the compass search missed, and its bootstrap CI contains it with no bound extended', () => {
     expect(wp).toHaveLength(1108);

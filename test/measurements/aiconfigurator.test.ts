@@ -57,7 +57,8 @@ describe('curated measurements', () => {
   it('ship exactly the expected files with the expected row counts, matching their provenance', () => {
     const found: string[] = [];
     for (const chip of ['a100', 'b200', 'h100', 'h200', 'l40s']) {
-      for (const f of listMeasurementFiles(path.join(MEASUREMENTS, chip))) found.push(`${chip}/${path.basename(f.file)}`);
+      for (const f of listMeasurementFiles(path.join(MEASUREMENTS, chip)))
+        found.push(`${chip}/${path.basename(f.file)}`);
     }
     expect(found.sort()).toEqual(Object.keys(CURATED_ROWS).sort());
     for (const [rel, rows] of Object.entries(CURATED_ROWS)) {
@@ -69,7 +70,9 @@ describe('curated measurements', () => {
       expect(prov.source_commit).toBe('095f58a51c4ca8e61b66ec108d86f223f8d559ce');
       expect(prov.licence).toBe('Apache-2.0');
       expect(prov.inputs[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(prov.source_path).toMatch(/^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z_]+\.parquet$/);
+      expect(prov.source_path).toMatch(
+        /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z_]+\.parquet$/,
+      );
     }
   });
 
@@ -94,8 +97,12 @@ describe('curated measurements', () => {
   });
 
   it('splitwise step files sit beside the per-operator files', () => {
-    expect(listStepFiles(path.join(MEASUREMENTS, 'a100')).map((f) => path.basename(f))).toEqual(['splitwise.steps.csv']);
-    expect(listStepFiles(path.join(MEASUREMENTS, 'h100')).map((f) => path.basename(f))).toEqual(['splitwise.steps.csv']);
+    expect(listStepFiles(path.join(MEASUREMENTS, 'a100')).map((f) => path.basename(f))).toEqual([
+      'splitwise.steps.csv',
+    ]);
+    expect(listStepFiles(path.join(MEASUREMENTS, 'h100')).map((f) => path.basename(f))).toEqual([
+      'splitwise.steps.csv',
+    ]);
     expect(listStepFiles(path.join(MEASUREMENTS, 'h200'))).toEqual([]);
   });
 });
@@ -128,11 +135,21 @@ describe('AIConfigurator mapping', () => {
     expect(Math.max(...half.map((r) => r.message_bytes))).toBe(512 * 1024 * 1024);
     expect(Math.min(...int8.map((r) => r.message_bytes))).toBe(512);
     expect(Math.max(...int8.map((r) => r.message_bytes))).toBe(512 * 1024 * 1024);
-    expect(rows[0]).toMatchObject({ op: 'all_gather', ranks: 2, nodes: 1, message_bytes: 512, backend: 'nccl', lane: 'nccl-2.29.2', kernel_source: 'NCCL' });
+    expect(rows[0]).toMatchObject({
+      op: 'all_gather',
+      ranks: 2,
+      nodes: 1,
+      message_bytes: 512,
+      backend: 'nccl',
+      lane: 'nccl-2.29.2',
+      kernel_source: 'NCCL',
+    });
     expect(rows[0]!.latency_us).toBeCloseTo(5.36, 10); // 0.00536 ms
     // 8-GPU all_reduce of 512 MiB: bus bandwidth ≈ 460 GB/s (NVLink 4; dataset README check)
-    const ar = rows.find((r) => r.op === 'all_reduce' && r.ranks === 8 && r.dtype === 'fp16' && r.message_bytes === 2 ** 29)!;
-    const busbw = ((2 * 7) / 8) * (ar.message_bytes / ar.latency_us) / 1e3;
+    const ar = rows.find(
+      (r) => r.op === 'all_reduce' && r.ranks === 8 && r.dtype === 'fp16' && r.message_bytes === 2 ** 29,
+    )!;
+    const busbw = (((2 * 7) / 8) * (ar.message_bytes / ar.latency_us)) / 1e3;
     expect(busbw).toBeGreaterThan(440);
     expect(busbw).toBeLessThan(480);
   });
@@ -142,7 +159,14 @@ describe('AIConfigurator mapping', () => {
     const imp = normalizeAicTable('custom_allreduce_perf', csvTable(readText(file), file), 'h200');
     const rows = imp.rows as CollectiveRow[];
     expect(rows.length).toBe(138);
-    expect(rows[0]).toMatchObject({ op: 'all_reduce', dtype: 'bf16', ranks: 2, message_bytes: 256, backend: 'custom_graph', lane: 'vllm-0.24.0' });
+    expect(rows[0]).toMatchObject({
+      op: 'all_reduce',
+      dtype: 'bf16',
+      ranks: 2,
+      message_bytes: 256,
+      backend: 'custom_graph',
+      lane: 'vllm-0.24.0',
+    });
     expect(rows[1]!.backend).toBe('custom_eager');
     expect(rows[0]!.latency_us).toBeCloseTo(4.37792003, 6);
   });
@@ -158,7 +182,16 @@ describe('AIConfigurator mapping', () => {
     const pfile = aicPath('h200_sxm', 'context_attention_perf', 'vllm-0.24.0');
     const p = csvSlice(pfile, (_, i) => i < 5);
     const pr = normalizeAicTable('context_attention_perf', csvTable([p.header, ...p.lines].join('\n'), pfile), 'h200');
-    expect(pr.rows[0] as AttentionPrefillRow).toMatchObject({ batch: 4, new_tokens: 16384, prefix_tokens: 0, n_q: 64, n_kv: 64, head_dim: 64, dtype: 'bf16', kv_dtype: 'fp8' });
+    expect(pr.rows[0] as AttentionPrefillRow).toMatchObject({
+      batch: 4,
+      new_tokens: 16384,
+      prefix_tokens: 0,
+      n_q: 64,
+      n_kv: 64,
+      head_dim: 64,
+      dtype: 'bf16',
+      kv_dtype: 'fp8',
+    });
     expect((pr.rows[0] as AttentionPrefillRow).latency_us).toBeCloseTo(17671.32314046224, 6);
   });
 
@@ -195,16 +228,26 @@ describe('AIConfigurator mapping', () => {
   it('importAicFiles writes data + provenance with sha256 and unit conversions', async () => {
     const dir = tmpDir();
     const file = aicPath('l40s', 'custom_allreduce_perf', 'vllm-0.22.0');
-    const sums = await importAicFiles([file], { chip: 'l40s', chipInfo: loadChip('l40s'), outDir: dir, sourceCommit: 'abc' });
+    const sums = await importAicFiles([file], {
+      chip: 'l40s',
+      chipInfo: loadChip('l40s'),
+      outDir: dir,
+      sourceCommit: 'abc',
+    });
     expect(sums).toHaveLength(1);
     // the 0.22.0 folder holds a copy of the 0.14.0 table: the file is named after the rows' lane
     expect(path.basename(sums[0]!.file)).toBe('collective.vllm-0.14.0.csv.gz');
     const prov = readProvenance(sums[0]!.file);
     expect(prov.units.message_bytes).toMatch(/× 2/);
     expect(prov.units.latency_us).toMatch(/ms.*1000/);
-    expect(prov.source_path).toBe('aic-core/src/aiconfigurator_core/systems/data/l40s/comm/vllm/0.22.0/custom_allreduce_perf.parquet');
+    expect(prov.source_path).toBe(
+      'aic-core/src/aiconfigurator_core/systems/data/l40s/comm/vllm/0.22.0/custom_allreduce_perf.parquet',
+    );
     expect(prov.inputs[0]!.rows).toBe(138);
-    expect(readdirSync(dir).sort()).toEqual(['collective.vllm-0.14.0.csv.gz', 'collective.vllm-0.14.0.provenance.yaml']);
+    expect(readdirSync(dir).sort()).toEqual([
+      'collective.vllm-0.14.0.csv.gz',
+      'collective.vllm-0.14.0.provenance.yaml',
+    ]);
     expect(existsSync(path.join(dir, 'x'))).toBe(false);
   });
 
@@ -221,6 +264,9 @@ describe('AIConfigurator mapping', () => {
     const input = writeTable(path.join(dir, 'in'), 'gemm_perf', header, [...bf, ...fp8]);
     const imp = normalizeAicTable('gemm_perf', csvTable(readText(input), input), 'h200', loadChip('h200'));
     expect(imp.rows.length).toBe(5);
-    expect(imp.coverage).toEqual({ bf16: { rows: 3, shapes: 3, of_shapes: 3 }, fp8: { rows: 2, shapes: 2, of_shapes: 3 } });
+    expect(imp.coverage).toEqual({
+      bf16: { rows: 3, shapes: 3, of_shapes: 3 },
+      fp8: { rows: 2, shapes: 2, of_shapes: 3 },
+    });
   });
 });

@@ -46,8 +46,18 @@ async function expectRejected(table: string, header: string, lines: string[], me
 describe('bad input is rejected with file/row/column and writes nothing', () => {
   it('missing column', async () => {
     const header = gemm.header.replace(',gemm_dtype', '');
-    const lines = gemm.lines.map((l) => l.split(',').filter((_, i) => i !== gemm.header.split(',').indexOf('gemm_dtype')).join(','));
-    await expectRejected('gemm_perf', header, lines, /row 0 \(header\) column "gemm_dtype": missing column; expected columns .*gemm_dtype/);
+    const lines = gemm.lines.map((l) =>
+      l
+        .split(',')
+        .filter((_, i) => i !== gemm.header.split(',').indexOf('gemm_dtype'))
+        .join(','),
+    );
+    await expectRejected(
+      'gemm_perf',
+      header,
+      lines,
+      /row 0 \(header\) column "gemm_dtype": missing column; expected columns .*gemm_dtype/,
+    );
   });
 
   it('non-numeric cell', async () => {
@@ -71,13 +81,23 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
   it('unknown dtype', async () => {
     const lines = gemm.lines.slice();
     lines[4] = setCell(gemm.header, lines[4]!, 'gemm_dtype', 'int3');
-    await expectRejected('gemm_perf', gemm.header, lines, /row 5 column "gemm_dtype": unknown GEMM dtype "int3" \(expected one of bfloat16, bf16, fp8, fp8_block, nvfp4\)/);
+    await expectRejected(
+      'gemm_perf',
+      gemm.header,
+      lines,
+      /row 5 column "gemm_dtype": unknown GEMM dtype "int3" \(expected one of bfloat16, bf16, fp8, fp8_block, nvfp4\)/,
+    );
   });
 
   it('unknown op', async () => {
     const lines = gemm.lines.slice();
     lines[0] = setCell(gemm.header, lines[0]!, 'op_name', 'bmm');
-    await expectRejected('gemm_perf', gemm.header, lines, /row 1 column "op_name": unknown op "bmm" for this table \(expected gemm\)/);
+    await expectRejected(
+      'gemm_perf',
+      gemm.header,
+      lines,
+      /row 1 column "op_name": unknown op "bmm" for this table \(expected gemm\)/,
+    );
   });
 
   it('unknown collective op', async () => {
@@ -92,22 +112,35 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     const out = path.join(dir, 'out');
     const empty = path.join(dir, 'gemm_perf.csv');
     writeFileSync(empty, '');
-    await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(/gemm_perf\.csv: empty file: expected a header row and data rows/);
+    await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(
+      /gemm_perf\.csv: empty file: expected a header row and data rows/,
+    );
     writeFileSync(empty, gemm.header + '\n');
-    await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(/gemm_perf\.csv row 1: no data rows/);
+    await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(
+      /gemm_perf\.csv row 1: no data rows/,
+    );
     expect(() => readdirSync(out)).toThrow(); // never created
   });
 
   it('units slip in a GEMM table (latency in seconds labelled ms): "check units"', async () => {
     // 1000× too fast: every row's implied rate is far above 1.2 × the 989.5 TFLOP/s bf16 peak once the shape is big
-    const lines = gemm.lines.map((l) => setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) / 1000)));
-    const err = await expectRejected('gemm_perf', gemm.header, lines, /row \d+ column "latency": gemm dtype bf16: the fastest row implies .* TFLOP\/s, .* % of 990 TFLOP\/s \(h200's dense tensor-core peak\), above the physical bound 120\.0 %.*likely ×1000 too fast.*check units \(ms vs µs vs s\?\)/);
+    const lines = gemm.lines.map((l) =>
+      setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) / 1000)),
+    );
+    const err = await expectRejected(
+      'gemm_perf',
+      gemm.header,
+      lines,
+      /row \d+ column "latency": gemm dtype bf16: the fastest row implies .* TFLOP\/s, .* % of 990 TFLOP\/s \(h200's dense tensor-core peak\), above the physical bound 120\.0 %.*likely ×1000 too fast.*check units \(ms vs µs vs s\?\)/,
+    );
     expect(err.message).toContain('check units (ms vs µs vs s?)');
   });
 
   it('units slip too SLOW in a GEMM table (latency written in µs, labelled ms: ×1000): "check units"', async () => {
     // the 20 h200 rows include large bf16 shapes that really run at ~90 % of the 989.5 TFLOP/s peak; ×1000 puts the best under 0.1 %
-    const lines = gemm.lines.map((l) => setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) * 1000)));
+    const lines = gemm.lines.map((l) =>
+      setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) * 1000)),
+    );
     const err = await expectRejected(
       'gemm_perf',
       gemm.header,
@@ -116,26 +149,40 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     );
     expect(err.message).toContain('check units (ms vs µs vs s?)');
     // ×10 (issue 12: a ×10 slip gave hbm_derate 0.085): the fastest large shape at ≈ 9 % is below the 20 % band floor
-    const x10 = gemm.lines.map((l) => setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) * 10)));
+    const x10 = gemm.lines.map((l) =>
+      setCell(gemm.header, l, 'latency', String(Number(getCell(gemm.header, l, 'latency')) * 10)),
+    );
     const dir = tmpDir();
     const bad10 = writeTable(dir, 'gemm_perf', gemm.header, x10);
-    await expect(runImport('aiconfigurator', [bad10], { chip: 'h200', out: path.join(dir, 'out') })).rejects.toThrow(/below the plausible band \[20\.0 %, 120\.0 %\].*likely ×10 too slow/);
+    await expect(runImport('aiconfigurator', [bad10], { chip: 'h200', out: path.join(dir, 'out') })).rejects.toThrow(
+      /below the plausible band \[20\.0 %, 120\.0 %\].*likely ×10 too slow/,
+    );
   });
 
   it('units slip in decode attention: bandwidth above 1.05× HBM on a working set far above L2', async () => {
     // rows whose KV working set is > 4 × 50 MiB on h200
     const { header, lines } = csvSlice(DECODE, () => true);
     const h = header.split(',');
-    const [bi, si, kvi, hdi, dti, wi] = ['batch_size', 'step', 'num_key_value_heads', 'head_dim', 'kv_cache_dtype', 'window_size'].map((c) => h.indexOf(c)) as number[];
+    const [bi, si, kvi, hdi, dti, wi] = [
+      'batch_size',
+      'step',
+      'num_key_value_heads',
+      'head_dim',
+      'kv_cache_dtype',
+      'window_size',
+    ].map((c) => h.indexOf(c)) as number[];
     const big = lines
       .filter((l) => {
         const c = l.split(',');
-        const kvBytes = Number(c[bi!]) * (Number(c[si!]) + 1) * Number(c[kvi!]) * Number(c[hdi!]) * 2 * (c[dti!] === 'fp8' ? 1 : 2);
+        const kvBytes =
+          Number(c[bi!]) * (Number(c[si!]) + 1) * Number(c[kvi!]) * Number(c[hdi!]) * 2 * (c[dti!] === 'fp8' ? 1 : 2);
         return c[wi!] === '0' && kvBytes > 1e9; // ≫ 4 × 50 MiB of L2
       })
       .slice(0, 5);
     expect(big.length).toBe(5);
-    const lines2 = big.map((l, i) => (i === 3 ? setCell(header, l, 'latency', String(Number(getCell(header, l, 'latency')) / 1000)) : l));
+    const lines2 = big.map((l, i) =>
+      i === 3 ? setCell(header, l, 'latency', String(Number(getCell(header, l, 'latency')) / 1000)) : l,
+    );
     const dir = tmpDir();
     const bad = writeTable(dir, 'generation_attention_perf', header, lines2);
     await expect(runImport('aiconfigurator', [bad], { chip: 'h200', out: path.join(dir, 'out') })).rejects.toThrow(
@@ -146,7 +193,12 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     const written = await runImport('aiconfigurator', [ok], { chip: 'h200', out: path.join(dir, 'out') });
     expect(written[0]!.rows_out).toBe(5);
     // every row ×1000 too slow: the best large working set reads at < 0.1 % of HBM
-    const slow = writeTable(path.join(dir, 'slow'), 'generation_attention_perf', header, big.map((l) => setCell(header, l, 'latency', String(Number(getCell(header, l, 'latency')) * 1000))));
+    const slow = writeTable(
+      path.join(dir, 'slow'),
+      'generation_attention_perf',
+      header,
+      big.map((l) => setCell(header, l, 'latency', String(Number(getCell(header, l, 'latency')) * 1000))),
+    );
     await expect(runImport('aiconfigurator', [slow], { chip: 'h200', out: path.join(dir, 'out2') })).rejects.toThrow(
       /row \d column "latency": attention_decode kv_dtype bf16: the fastest of 5 rows that can be judged implies .* GB\/s, 0\.0\d+ % of 4\.80e\+3 GB\/s .*below the plausible band \[25\.0 %, 105\.0 %\].*likely ×1000 too slow.*check units \(ms vs µs vs s\?\)/,
     );
@@ -159,8 +211,9 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     const lines = gemm.lines.slice();
     lines[9] = setCell(gemm.header, lines[9]!, 'm', '');
     const bad = writeTable(dir, 'gemm_perf', gemm.header, lines);
-    await expect(runImport('aiconfigurator', [good, bad], { chip: 'h200', out })).rejects.toThrow(/row 10 column "m": expected a finite number, got ""/);
+    await expect(runImport('aiconfigurator', [good, bad], { chip: 'h200', out })).rejects.toThrow(
+      /row 10 column "m": expected a finite number, got ""/,
+    );
     expect(() => readdirSync(out)).toThrow();
   });
 });
-

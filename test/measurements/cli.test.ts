@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { describe, expect, it, } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { buildProgram } from '../../src/cli/main.ts';
@@ -12,15 +12,30 @@ function writeCsv(file: string, header: string, lines: string[]): string {
   return file;
 }
 
-
 describe('stepcal import (CLI)', () => {
   it('--json prints what was written on stdout only', async () => {
     const out = tmpDir();
-    const r = await cli(['import', 'aiconfigurator', aicPath('a100_sxm', 'context_attention_perf', 'vllm-0.14.0'), '--chip', 'a100', '--out', out, '--json']);
+    const r = await cli([
+      'import',
+      'aiconfigurator',
+      aicPath('a100_sxm', 'context_attention_perf', 'vllm-0.14.0'),
+      '--chip',
+      'a100',
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.written).toEqual([
-      expect.objectContaining({ file: path.join(out, 'attention_prefill.vllm-0.14.0.csv.gz'), family: 'attention_prefill', lane: 'vllm-0.14.0', rows_in: 5457, rows_out: 5049, duplicate_configs: 408 }),
+      expect.objectContaining({
+        file: path.join(out, 'attention_prefill.vllm-0.14.0.csv.gz'),
+        family: 'attention_prefill',
+        lane: 'vllm-0.14.0',
+        rows_in: 5457,
+        rows_out: 5049,
+        duplicate_configs: 408,
+      }),
     ]);
   });
 
@@ -36,7 +51,9 @@ describe('stepcal import (CLI)', () => {
     const bad = await cli(['import', 'aiconfigurator', SPLITWISE_CSV, '--chip', 'h200', '--out', tmpDir()]);
     expect(bad.code).toBe(1);
     expect(bad.stdout).toBe('');
-    expect(bad.stderr).toMatch(/^stepcal: .*perf_model\.csv: cannot infer the measurement family from the table name "perf_model"/);
+    expect(bad.stderr).toMatch(
+      /^stepcal: .*perf_model\.csv: cannot infer the measurement family from the table name "perf_model"/,
+    );
     expect(bad.stderr).not.toMatch(/\n\s+at /); // no stack without --debug
     expect((await cli(['import', 'bogus', 'x'])).code).toBe(2);
     expect((await cli(['import'])).code).toBe(2);
@@ -51,7 +68,11 @@ describe('stepcal import (CLI)', () => {
     ]) {
       const r = await cli(['import', 'nccl-tests', 'missing.txt', '--chip', 'h100', '--out', out, ...args]);
       expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`option '${args[0]} <n>' argument '${args[1]!.replace('.', '\\.')}' is invalid\\. expected (a positive integer|a finite number|an integer ≥ 1)`));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `option '${args[0]} <n>' argument '${args[1]!.replace('.', '\\.')}' is invalid\\. expected (a positive integer|a finite number|an integer ≥ 1)`,
+        ),
+      );
     }
     const l2 = await cli(['import', 'system', 'x.yaml', '--l2-mib', 'big']);
     expect(l2.code).toBe(2);
@@ -67,7 +88,9 @@ describe('stepcal import (CLI)', () => {
     const good = writeCsv(path.join(dir, 'good.csv'), gemm.header, gemm.lines);
     const r = await cli(['import', 'aiconfigurator', good, '--chip', 'h200', '--out', path.join(dir, 'out'), '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).written).toEqual([expect.objectContaining({ family: 'gemm', lane: 'vllm-0.24.0', rows_in: 20 })]);
+    expect(JSON.parse(r.stdout).written).toEqual([
+      expect.objectContaining({ family: 'gemm', lane: 'vllm-0.24.0', rows_in: 20 }),
+    ]);
     // the two attention tables share columns: op_name tells them apart
     const dec = csvSlice(aicPath('h200_sxm', 'generation_attention_perf', 'vllm-0.24.0'), (_, i) => i < 5);
     const d = writeCsv(path.join(dir, 'mine.csv'), dec.header, dec.lines);
@@ -77,7 +100,9 @@ describe('stepcal import (CLI)', () => {
     const odd = writeCsv(path.join(dir, 'odd.csv'), 'a,b,latency', ['1,2,3']);
     const ro = await cli(['import', 'aiconfigurator', odd, '--chip', 'h200', '--out', path.join(dir, 'out3')]);
     expect(ro.code).toBe(1);
-    expect(ro.stderr).toMatch(/odd\.csv: cannot infer the measurement family from the table name "odd" .* nor from the header \(a, b, latency\): no gemm_dtype/);
+    expect(ro.stderr).toMatch(
+      /odd\.csv: cannot infer the measurement family from the table name "odd" .* nor from the header \(a, b, latency\): no gemm_dtype/,
+    );
   });
 });
 

@@ -20,8 +20,13 @@ export function tmpDir(tag = 'stepcal-meas-'): string {
 }
 
 /** Header + the data lines for which `keep(line, index)` holds, of a shared CSV. */
-export function csvSlice(file: string, keep: (line: string, i: number) => boolean): { header: string; lines: string[] } {
-  const all = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+export function csvSlice(
+  file: string,
+  keep: (line: string, i: number) => boolean,
+): { header: string; lines: string[] } {
+  const all = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
   const header = all[0]!;
   const lines = all.slice(1).filter((l, i) => keep(l, i));
   return { header, lines };

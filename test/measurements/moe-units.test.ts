@@ -16,7 +16,21 @@ import { MEASUREMENTS } from './helpers.ts';
 
 describe('least expert bytes a layer reads', () => {
   it('DeepSeek-V3 at tp 8, fp8_block: one expert, 3 · 7168 · 256 · 1 B = 5,505,024 B; ep > 1 is not judged', () => {
-    const r = { chip: 'h200', lane: 'l', kernel_source: 'k', tokens: 1, hidden: 7168, inter: 2048, topk: 8, experts: 256, tp: 8, ep: 1, dtype: 'fp8_block', distribution: 'balanced', latency_us: 55 };
+    const r = {
+      chip: 'h200',
+      lane: 'l',
+      kernel_source: 'k',
+      tokens: 1,
+      hidden: 7168,
+      inter: 2048,
+      topk: 8,
+      experts: 256,
+      tp: 8,
+      ep: 1,
+      dtype: 'fp8_block',
+      distribution: 'balanced',
+      latency_us: 55,
+    };
     expect(moeMinWeightBytes(r)).toBe(5_505_024);
     expect(moeMinWeightBytes({ ...r, ep: 8 })).toBeUndefined();
     expect(moeMinWeightBytes({ ...r, dtype: 'mystery' })).toBeUndefined();
@@ -24,15 +38,28 @@ describe('least expert bytes a layer reads', () => {
 });
 
 describe('shipped fused-MoE tables', () => {
-  it.each(['a100', 'b200', 'h100', 'h200', 'l40s'])('%s: passes as stored, fails ×1000 slower and ÷1000 faster', (chip) => {
-    const c = loadChip(chip);
-    const rows = readMeasurements(path.join(MEASUREMENTS, chip), 'moe') as MoeRow[];
-    expect(() => checkMoeUnits(rows, c, 'moe.csv')).not.toThrow();
-    expect(() => checkMoeUnits(rows.map((r) => ({ ...r, latency_us: r.latency_us * 1000 })), c, 'moe.csv')).toThrow(
-      /^moe\.csv row \d+ column "latency": the fastest of \d+ MoE layers .*check units \(ms vs µs vs s\?\)$/,
-    );
-    expect(() => checkMoeUnits(rows.map((r) => ({ ...r, latency_us: r.latency_us / 1000 })), c, 'moe.csv')).toThrow(/^moe\.csv row \d+ column "latency": MoE layer reading .*check units/);
-  });
+  it.each(['a100', 'b200', 'h100', 'h200', 'l40s'])(
+    '%s: passes as stored, fails ×1000 slower and ÷1000 faster',
+    (chip) => {
+      const c = loadChip(chip);
+      const rows = readMeasurements(path.join(MEASUREMENTS, chip), 'moe') as MoeRow[];
+      expect(() => checkMoeUnits(rows, c, 'moe.csv')).not.toThrow();
+      expect(() =>
+        checkMoeUnits(
+          rows.map((r) => ({ ...r, latency_us: r.latency_us * 1000 })),
+          c,
+          'moe.csv',
+        ),
+      ).toThrow(/^moe\.csv row \d+ column "latency": the fastest of \d+ MoE layers .*check units \(ms vs µs vs s\?\)$/);
+      expect(() =>
+        checkMoeUnits(
+          rows.map((r) => ({ ...r, latency_us: r.latency_us / 1000 })),
+          c,
+          'moe.csv',
+        ),
+      ).toThrow(/^moe\.csv row \d+ column "latency": MoE layer reading .*check units/);
+    },
+  );
 });
 
 describe('through the importer', () => {
@@ -42,7 +69,13 @@ describe('through the importer', () => {
     let kept = 0;
     const t = csvSlice(MOE, (l) => {
       const c = l.split(',');
-      const ok = Number(c[7]) >= 4096 && Number(c[8]) >= 14336 && c[11] === '1' && c[12] === '1' && c[5] === 'bfloat16' && kept < 200;
+      const ok =
+        Number(c[7]) >= 4096 &&
+        Number(c[8]) >= 14336 &&
+        c[11] === '1' &&
+        c[12] === '1' &&
+        c[5] === 'bfloat16' &&
+        kept < 200;
       if (ok) kept++;
       return ok;
     });
@@ -55,7 +88,9 @@ describe('through the importer', () => {
     const dir = tmpDir();
     const out = path.join(dir, 'out');
     const bad = writeTable(path.join(dir, 'bad'), 'moe_perf', t.header, lines);
-    await expect(runImport('aiconfigurator', [bad], { chip: 'h200', out })).rejects.toThrow(/moe_perf\.csv row \d+ column "latency": .*check units \(ms vs µs vs s\?\)/);
+    await expect(runImport('aiconfigurator', [bad], { chip: 'h200', out })).rejects.toThrow(
+      /moe_perf\.csv row \d+ column "latency": .*check units \(ms vs µs vs s\?\)/,
+    );
     expect(readdirSync(dir)).not.toContain('out');
   });
 });

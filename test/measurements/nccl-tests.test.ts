@@ -37,7 +37,17 @@ describe('nccl-tests stdout', () => {
     expect(Math.abs(l.algbw_GBs[0] - 239.71)).toBeLessThan(0.011);
     expect(l.in_network).toEqual([false, false]); // 419 < 450 GB/s NVLink 4 per direction
     expect(r.rows).toHaveLength(2);
-    expect(r.rows[0]).toMatchObject({ op: 'all_reduce', dtype: 'fp32', ranks: 8, nodes: 1, message_bytes: 268435456, backend: 'nccl', latency_us: 1119.8, kernel_source: 'out_of_place', lane: 'nccl-tests-unknown' });
+    expect(r.rows[0]).toMatchObject({
+      op: 'all_reduce',
+      dtype: 'fp32',
+      ranks: 8,
+      nodes: 1,
+      message_bytes: 268435456,
+      backend: 'nccl',
+      latency_us: 1119.8,
+      kernel_source: 'out_of_place',
+      lane: 'nccl-tests-unknown',
+    });
     expect(r.rows[1]).toMatchObject({ kernel_source: 'in_place', latency_us: 1120.3 });
   });
 
@@ -73,7 +83,9 @@ describe('nccl-tests stdout', () => {
 
   it('a time in the wrong unit shows as an algbw mismatch', () => {
     const t = text(F8).replace('1119.8  239.71', '1.1198  239.71');
-    expect(() => parseNcclTests(t, F8, { chip: 'h100' })).toThrow(/column "out-of-place algbw": printed algbw 239\.71 GB\/s but size\/time .* check units/);
+    expect(() => parseNcclTests(t, F8, { chip: 'h100' })).toThrow(
+      /column "out-of-place algbw": printed algbw 239\.71 GB\/s but size\/time .* check units/,
+    );
   });
 
   it('malformed lines, unknown types and missing rank info are errors', () => {
@@ -82,7 +94,9 @@ describe('nccl-tests stdout', () => {
     const noRanks = text(F8).replace(/^# +Rank.*$/gm, '#');
     expect(() => parseNcclTests(noRanks, F8, { chip: 'h100' })).toThrow(/cannot tell the number of ranks.*--ranks/);
     expect(parseNcclTests(noRanks, F8, { chip: 'h100', ranks: 8 }).ranks).toBe(8);
-    expect(() => parseNcclTests('# nothing here\n', 'x.txt', { chip: 'h100', ranks: 8, op: 'all_reduce' })).toThrow(/empty file: no nccl-tests data lines/);
+    expect(() => parseNcclTests('# nothing here\n', 'x.txt', { chip: 'h100', ranks: 8, op: 'all_reduce' })).toThrow(
+      /empty file: no nccl-tests data lines/,
+    );
     const short = text(F8).replace(/1119\.8.*$/m, '1119.8 239.71');
     expect(() => parseNcclTests(short, F8, { chip: 'h100' })).toThrow(/line 17: expected an nccl-tests data line/);
   });

@@ -16,7 +16,21 @@ import { systemToChip } from '../../src/measurements/system.ts';
 import { csvTable, parquetTable } from '../../src/measurements/table.ts';
 import { AIC, aicPath, csvSlice, tmpDir } from './helpers.ts';
 
-const INT_COLS = new Set(['m', 'n', 'k', 'batch_size', 'isl', 'num_heads', 'num_key_value_heads', 'head_dim', 'beam_width', 'step', 'window_size', 'num_gpus', 'message_size']);
+const INT_COLS = new Set([
+  'm',
+  'n',
+  'k',
+  'batch_size',
+  'isl',
+  'num_heads',
+  'num_key_value_heads',
+  'head_dim',
+  'beam_width',
+  'step',
+  'window_size',
+  'num_gpus',
+  'message_size',
+]);
 
 /**
  * A minimal valid Zstandard frame holding `input` in raw (stored) blocks — RFC 8878 §3.1: magic,
@@ -65,23 +79,31 @@ function toParquet(header: string, lines: string[], codec: 'SNAPPY' | 'GZIP' | '
 describe('Parquet input', () => {
   const file = aicPath('h200_sxm', 'generation_attention_perf', 'vllm-0.24.0');
   const { header, lines } = csvSlice(file, (_, i) => i < 3000);
-  const fromCsv = normalizeAicTable('generation_attention_perf', csvTable([header, ...lines].join('\n'), file), 'h200', loadChip('h200'));
+  const fromCsv = normalizeAicTable(
+    'generation_attention_perf',
+    csvTable([header, ...lines].join('\n'), file),
+    'h200',
+    loadChip('h200'),
+  );
 
-  it.each(['SNAPPY', 'GZIP', 'ZSTD', 'UNCOMPRESSED'] as const)('%s Parquet gives the same rows as the CSV copy', async (codec) => {
-    const dir = tmpDir();
-    const pq = path.join(dir, 'generation_attention_perf.parquet');
-    const buf = toParquet(header, lines, codec);
-    writeFileSync(pq, Buffer.from(buf));
-    const { parquetMetadata } = await import('hyparquet');
-    const meta = parquetMetadata(buf);
-    expect(meta.row_groups[0]!.columns[0]!.meta_data!.codec).toBe(codec);
-    const raw = await parquetTable(pq);
-    expect(raw.header).toEqual(header.split(','));
-    expect(typeof raw.rows[0]![5]).toBe('bigint'); // int64 arrives as bigint and is converted
-    const fromPq = normalizeAicTable('generation_attention_perf', { ...raw, file }, 'h200', loadChip('h200'));
-    expect(fromPq.rows).toEqual(fromCsv.rows);
-    expect(fromPq.rows.length).toBe(3000);
-  });
+  it.each(['SNAPPY', 'GZIP', 'ZSTD', 'UNCOMPRESSED'] as const)(
+    '%s Parquet gives the same rows as the CSV copy',
+    async (codec) => {
+      const dir = tmpDir();
+      const pq = path.join(dir, 'generation_attention_perf.parquet');
+      const buf = toParquet(header, lines, codec);
+      writeFileSync(pq, Buffer.from(buf));
+      const { parquetMetadata } = await import('hyparquet');
+      const meta = parquetMetadata(buf);
+      expect(meta.row_groups[0]!.columns[0]!.meta_data!.codec).toBe(codec);
+      const raw = await parquetTable(pq);
+      expect(raw.header).toEqual(header.split(','));
+      expect(typeof raw.rows[0]![5]).toBe('bigint'); // int64 arrives as bigint and is converted
+      const fromPq = normalizeAicTable('generation_attention_perf', { ...raw, file }, 'h200', loadChip('h200'));
+      expect(fromPq.rows).toEqual(fromCsv.rows);
+      expect(fromPq.rows.length).toBe(3000);
+    },
+  );
 
   it('stepcal import aiconfigurator reads the upstream Parquet layout and records its upstream path', async () => {
     const dir = tmpDir();
@@ -95,14 +117,18 @@ describe('Parquet input', () => {
     expect(w[0]).toMatchObject({ family: 'attention_decode', lane: 'vllm-0.24.0', rows_in: 100, rows_out: 100 });
     const prov = parseYaml(readText(path.join(out, 'attention_decode.vllm-0.24.0.provenance.yaml')));
     expect(prov.chip).toBe('h200');
-    expect(prov.source_path).toBe('aic-core/src/aiconfigurator_core/systems/data/h200_sxm/attention/vllm/0.24.0/generation_attention_perf.parquet');
+    expect(prov.source_path).toBe(
+      'aic-core/src/aiconfigurator_core/systems/data/h200_sxm/attention/vllm/0.24.0/generation_attention_perf.parquet',
+    );
   });
 
   it('a corrupt Parquet file is an error naming the file', async () => {
     const dir = tmpDir();
     const pq = path.join(dir, 'gemm_perf.parquet');
     writeFileSync(pq, 'PAR1 not really');
-    await expect(runImport('aiconfigurator', [pq], { chip: 'h200', out: dir })).rejects.toThrow(/gemm_perf\.parquet: not a readable Parquet file/);
+    await expect(runImport('aiconfigurator', [pq], { chip: 'h200', out: dir })).rejects.toThrow(
+      /gemm_perf\.parquet: not a readable Parquet file/,
+    );
   });
 });
 
@@ -131,18 +157,26 @@ describe('system descriptor → chip file', () => {
   });
 
   it('b200: fp4_tc_flops → nvfp4 peak; l40s: 46068 MiB → 44.99 GiB', () => {
-    const b = systemToChip(readFileSync(path.join(AIC, 'systems', 'b200_sxm.yaml'), 'utf8'), 'b200', 'b200', 'ref', { sm_count: 148 });
+    const b = systemToChip(readFileSync(path.join(AIC, 'systems', 'b200_sxm.yaml'), 'utf8'), 'b200', 'b200', 'ref', {
+      sm_count: 148,
+    });
     expect(b.chip.peak_tflops).toMatchObject({ bf16: 2250, fp8: 4500, nvfp4: 9000 });
     expect(b.chip.hbm_tb_per_s).toBe(7.7);
-    const l = systemToChip(readFileSync(path.join(AIC, 'systems', 'l40s.yaml'), 'utf8'), 'l40s', 'l40s', 'ref', { sm_count: 142 });
+    const l = systemToChip(readFileSync(path.join(AIC, 'systems', 'l40s.yaml'), 'utf8'), 'l40s', 'l40s', 'ref', {
+      sm_count: 142,
+    });
     expect(l.chip.hbm_gib).toBe(44.99);
     expect(l.chip.nvlink_gb_per_s_per_dir).toBe(32);
   });
 
   it('missing facts are errors naming the field', () => {
-    expect(() => systemToChip(readFileSync(src, 'utf8'), src, 'h200', 'ref')).toThrow(/h200_sxm\.yaml column "gpu\.sm_count": .*pass --sm-count/);
-    const noBw = readFileSync(src, 'utf8').replace(/^  mem_bw: .*$/m, '');
-    expect(() => systemToChip(noBw, src, 'h200', 'ref', { sm_count: 1 })).toThrow(/column "gpu\.mem_bw": missing field/);
+    expect(() => systemToChip(readFileSync(src, 'utf8'), src, 'h200', 'ref')).toThrow(
+      /h200_sxm\.yaml column "gpu\.sm_count": .*pass --sm-count/,
+    );
+    const noBw = readFileSync(src, 'utf8').replace(/^ {2}mem_bw: .*$/m, '');
+    expect(() => systemToChip(noBw, src, 'h200', 'ref', { sm_count: 1 })).toThrow(
+      /column "gpu\.mem_bw": missing field/,
+    );
     expect(() => systemToChip('', src, 'h200', 'ref')).toThrow(/empty file/);
   });
 

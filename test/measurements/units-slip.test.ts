@@ -14,8 +14,11 @@ import type { CollectiveRow, GemmRow } from '../../src/measurements/schema.ts';
 import { MEASUREMENTS } from './helpers.ts';
 
 const CHIPS = ['a100', 'b200', 'h100', 'h200', 'l40s'];
-const stored = CHIPS.flatMap((chip) => listMeasurementFiles(path.join(MEASUREMENTS, chip)).map((f) => ({ chip, ...f })));
-const rowsOf = (f: (typeof stored)[number]) => readMeasurements(path.dirname(f.file), f.family, { lane: f.lane }) as Array<{ latency_us: number }>;
+const stored = CHIPS.flatMap((chip) =>
+  listMeasurementFiles(path.join(MEASUREMENTS, chip)).map((f) => ({ chip, ...f })),
+);
+const rowsOf = (f: (typeof stored)[number]) =>
+  readMeasurements(path.dirname(f.file), f.family, { lane: f.lane }) as Array<{ latency_us: number }>;
 
 describe('units check on the shipped tables, every family', () => {
   it('covers gemm, decode, prefill, collective and moe tables of every chip', () => {
@@ -24,15 +27,20 @@ describe('units check on the shipped tables, every family', () => {
     expect(stored.length).toBe(31);
   });
 
-  it.each(stored.map((f) => [`${f.chip} ${path.basename(f.file)}`, f] as const))('%s: passes as stored, fails ×1000 slower and ×1000 faster', (_n, f) => {
-    const chip = loadChip(f.chip);
-    const rows = rowsOf(f);
-    expect(() => checkUnitsSlip(f.family, rows, chip, f.file)).not.toThrow();
-    const slow = rows.map((r) => ({ ...r, latency_us: r.latency_us * 1000 }));
-    expect(() => checkUnitsSlip(f.family, slow, chip, f.file)).toThrow(/row \d+ column "latency": .*(fastest|floor).*likely ×1000 too slow.*check units \(ms vs µs vs s\?\)/);
-    const fast = rows.map((r) => ({ ...r, latency_us: r.latency_us / 1000 }));
-    expect(() => checkUnitsSlip(f.family, fast, chip, f.file)).toThrow(/likely ×1000 too fast.*check units/);
-  });
+  it.each(stored.map((f) => [`${f.chip} ${path.basename(f.file)}`, f] as const))(
+    '%s: passes as stored, fails ×1000 slower and ×1000 faster',
+    (_n, f) => {
+      const chip = loadChip(f.chip);
+      const rows = rowsOf(f);
+      expect(() => checkUnitsSlip(f.family, rows, chip, f.file)).not.toThrow();
+      const slow = rows.map((r) => ({ ...r, latency_us: r.latency_us * 1000 }));
+      expect(() => checkUnitsSlip(f.family, slow, chip, f.file)).toThrow(
+        /row \d+ column "latency": .*(fastest|floor).*likely ×1000 too slow.*check units \(ms vs µs vs s\?\)/,
+      );
+      const fast = rows.map((r) => ({ ...r, latency_us: r.latency_us / 1000 }));
+      expect(() => checkUnitsSlip(f.family, fast, chip, f.file)).toThrow(/likely ×1000 too fast.*check units/);
+    },
+  );
 });
 
 describe('slips the issue lists', () => {
@@ -42,25 +50,66 @@ describe('slips the issue lists', () => {
     const rows = readMeasurements(dir, 'gemm', { lane: 'vllm-0.24.0' });
     const slipped = rows.map((r: GemmRow) => (r.dtype === 'bf16' ? { ...r, latency_us: r.latency_us * 10 } : r));
     // best bf16 GEMM 95.0 % of 989.5 TFLOP/s → 9.5 %, below the 20 % floor of the band
-    expect(() => checkUnits('gemm', slipped, h200, 'g.csv')).toThrow(/g\.csv row \d+ column "latency_us": gemm dtype bf16: .*9\.5 % of 990 TFLOP\/s.*likely ×10 too slow/);
-    expect(() => checkUnits('gemm', rows.filter((r) => r.dtype !== 'bf16'), h200, 'g.csv')).not.toThrow();
+    expect(() => checkUnits('gemm', slipped, h200, 'g.csv')).toThrow(
+      /g\.csv row \d+ column "latency_us": gemm dtype bf16: .*9\.5 % of 990 TFLOP\/s.*likely ×10 too slow/,
+    );
+    expect(() =>
+      checkUnits(
+        'gemm',
+        rows.filter((r) => r.dtype !== 'bf16'),
+        h200,
+        'g.csv',
+      ),
+    ).not.toThrow();
   });
   it('collective sizes ×2 (elements read as bytes) and ×1000, latency in µs labelled ms', () => {
     const rows = readMeasurements(dir, 'collective', { lane: 'nccl-2.29.2' });
     const x2 = rows.map((r: CollectiveRow) => ({ ...r, message_bytes: r.message_bytes * 2 }));
-    expect(() => checkUnits('collective', x2, h200, 'c.csv')).toThrow(/collective .* ranks nccl: the fastest row implies .* GB\/s.*above the physical bound 125\.0 %.*likely ×2 too fast: a size in elements/);
+    expect(() => checkUnits('collective', x2, h200, 'c.csv')).toThrow(
+      /collective .* ranks nccl: the fastest row implies .* GB\/s.*above the physical bound 125\.0 %.*likely ×2 too fast: a size in elements/,
+    );
     const x1000 = rows.map((r: CollectiveRow) => ({ ...r, message_bytes: r.message_bytes * 1000 }));
     expect(() => checkUnits('collective', x1000, h200, 'c.csv')).toThrow(/likely ×1000 too fast/);
   });
   it('prefill attention ÷1000 and ×1000', () => {
     const rows = readMeasurements(dir, 'attention_prefill');
-    expect(() => checkUnits('attention_prefill', rows.map((r) => ({ ...r, latency_us: r.latency_us / 1000 })), h200, 'p.csv')).toThrow(/attention_prefill dtype bf16: the fastest row implies .* TFLOP\/s.*above the physical bound/);
-    expect(() => checkUnits('attention_prefill', rows.map((r) => ({ ...r, latency_us: r.latency_us * 1000 })), h200, 'p.csv')).toThrow(/below the plausible band \[15\.0 %, 120\.0 %\]/);
+    expect(() =>
+      checkUnits(
+        'attention_prefill',
+        rows.map((r) => ({ ...r, latency_us: r.latency_us / 1000 })),
+        h200,
+        'p.csv',
+      ),
+    ).toThrow(/attention_prefill dtype bf16: the fastest row implies .* TFLOP\/s.*above the physical bound/);
+    expect(() =>
+      checkUnits(
+        'attention_prefill',
+        rows.map((r) => ({ ...r, latency_us: r.latency_us * 1000 })),
+        h200,
+        'p.csv',
+      ),
+    ).toThrow(/below the plausible band \[15\.0 %, 120\.0 %\]/);
   });
   it('floors: a host table whose fastest launch is 0.004 µs (seconds read as ms ÷1000) is refused', () => {
-    const host = [2, 4, 8].map((k) => ({ chip: 'h200', lane: 'x', kernel_source: '', what: 'eager_launch', kernels: k, latency_us: 0.004 * k }));
-    expect(() => checkUnits('host', host, h200, 'h.csv')).toThrow(/h\.csv row 1 column "latency_us": host what eager_launch: the fastest call takes 0\.008 µs, outside the plausible floor band \[0\.5 µs, 10 ms\]/);
-    expect(() => checkUnits('host', host.map((r) => ({ ...r, latency_us: r.latency_us * 1000 })), h200, 'h.csv')).not.toThrow();
+    const host = [2, 4, 8].map((k) => ({
+      chip: 'h200',
+      lane: 'x',
+      kernel_source: '',
+      what: 'eager_launch',
+      kernels: k,
+      latency_us: 0.004 * k,
+    }));
+    expect(() => checkUnits('host', host, h200, 'h.csv')).toThrow(
+      /h\.csv row 1 column "latency_us": host what eager_launch: the fastest call takes 0\.008 µs, outside the plausible floor band \[0\.5 µs, 10 ms\]/,
+    );
+    expect(() =>
+      checkUnits(
+        'host',
+        host.map((r) => ({ ...r, latency_us: r.latency_us * 1000 })),
+        h200,
+        'h.csv',
+      ),
+    ).not.toThrow();
   });
   it('likelyFactor names the nearest slip (hand ratios)', () => {
     expect(likelyFactor(0.00105)).toMatch(/^×1000 too slow/);

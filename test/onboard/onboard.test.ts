@@ -35,7 +35,17 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
       { family: 'moe', missing: ['moe'] },
     ]);
     const out = path.join(tmp, 'partial-out');
-    await expect(onboardChip({ chip: 'a100', dataDir: data, systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40, fitOutputs: fitReportOutputs })).rejects.toThrow(
+    await expect(
+      onboardChip({
+        chip: 'a100',
+        dataDir: data,
+        systemFile: SYSTEM,
+        outRoot: out,
+        sm_count: 108,
+        l2_mib: 40,
+        fitOutputs: fitReportOutputs,
+      }),
+    ).rejects.toThrow(
       /cannot support required family attention_decode; nothing written\.\n.*\ncannot support hbm: no attention_decode table/,
     );
     expect(existsSync(out)).toBe(false);
@@ -46,22 +56,45 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
     cpSync(RAW, data, { recursive: true });
     const out = path.join(tmp, 'out');
     const lines: string[] = [];
-    const r = await onboardChip({ chip: 'a100', dataDir: path.join(tmp, 'data'), systemFile: SYSTEM, outRoot: out, sm_count: 108, l2_mib: 40, log: (l) => lines.push(l), fitOutputs: fitReportOutputs });
+    const r = await onboardChip({
+      chip: 'a100',
+      dataDir: path.join(tmp, 'data'),
+      systemFile: SYSTEM,
+      outRoot: out,
+      sm_count: 108,
+      l2_mib: 40,
+      log: (l) => lines.push(l),
+      fitOutputs: fitReportOutputs,
+    });
     expect(r.files.registry).toBe(path.join(out, 'registry', 'a100.yaml'));
-    expect(lines[0]!.split('\n')[0]).toBe('families the data can support: gemm, hbm, attention_decode, attention_prefill, collective, moe, host');
+    expect(lines[0]!.split('\n')[0]).toBe(
+      'families the data can support: gemm, hbm, attention_decode, attention_prefill, collective, moe, host',
+    );
     const onboarded = loadRegistryFile(r.files.registry);
     const normal = await fitAll('a100');
     const d = diffRegistries(normal.sets, onboarded);
     // Same entries, same values, same evidence (input paths are relative to each root, so they agree too).
-    expect({ added: d.added.map((x) => x.name), removed: d.removed.map((x) => x.name), changed: d.changed.map((x) => `${x.name}: ${x.fields}`) }).toEqual({ added: [], removed: [], changed: [] });
+    expect({
+      added: d.added.map((x) => x.name),
+      removed: d.removed.map((x) => x.name),
+      changed: d.changed.map((x) => `${x.name}: ${x.fields}`),
+    }).toEqual({ added: [], removed: [], changed: [] });
     expect(d.unchanged).toBe(normal.sets.reduce((n, s) => n + s.coefficients.length, 0));
-    expect(errorsOf(validateRegistry(onboarded, r.files.registry, { chip: (n) => (n === 'a100' ? r.chip : undefined) }))).toEqual([]);
+    expect(
+      errorsOf(validateRegistry(onboarded, r.files.registry, { chip: (n) => (n === 'a100' ? r.chip : undefined) })),
+    ).toEqual([]);
     // a100's MoE fit refuses (no balanced rows); the family extrapolation refuses too: its only
     // same-generation sibling (compute capability 8.x) in the committed registries is at most l40s.
     const moe = r.families.find((f) => f.family === 'moe')!;
     expect(moe.status).toBe('refused');
     expect(readFileSync(r.files.report, 'utf8')).toContain('- family moe: REFUSED');
     // The chip file came from the descriptor.
-    expect(r.chip).toMatchObject({ name: 'a100', sm_version: 80, hbm_tb_per_s: 2.039, nvlink_gb_per_s_per_dir: 300, sm_count: 108 });
+    expect(r.chip).toMatchObject({
+      name: 'a100',
+      sm_version: 80,
+      hbm_tb_per_s: 2.039,
+      nvlink_gb_per_s_per_dir: 300,
+      sm_count: 108,
+    });
   });
 });

@@ -10,7 +10,11 @@ describe('batch specs', () => {
     ]);
     expect(parseBatchSpec('decode:1x3@10')[0]!.scheduled_tokens).toBe(3);
     expect(parseBatchSpec('prefill:4x2048')).toHaveLength(4);
-    expect(parseBatchSpec('prefill:1x2048@512')[0]).toEqual({ scheduled_tokens: 2048, computed_tokens: 512, prompt_tokens: 2560 });
+    expect(parseBatchSpec('prefill:1x2048@512')[0]).toEqual({
+      scheduled_tokens: 2048,
+      computed_tokens: 512,
+      prompt_tokens: 2560,
+    });
     expect(parseBatchSpecs(['decode:3@5', 'prefill:2x7']).requests).toHaveLength(5);
   });
   it('rejects malformed specs with the accepted forms', () => {
@@ -22,7 +26,14 @@ describe('batch specs', () => {
 
 describe('deployment', () => {
   it('defaults follow vLLM', () => {
-    expect(defaultDeployment()).toEqual({ tp: 1, ep: 1, weight_dtype: 'auto', cudagraph_mode: 'FULL_AND_PIECEWISE', max_capture_size: 512, decode_threshold: 1 });
+    expect(defaultDeployment()).toEqual({
+      tp: 1,
+      ep: 1,
+      weight_dtype: 'auto',
+      cudagraph_mode: 'FULL_AND_PIECEWISE',
+      max_capture_size: 512,
+      decode_threshold: 1,
+    });
     expect(() => defaultDeployment({ tp: 0 })).toThrow(/tp/);
   });
   it('served dtype and KV width (reference §4.2)', () => {

@@ -13,7 +13,22 @@ afterEach(() => vi.restoreAllMocks());
 describe('stepcal price / sweep', () => {
   it('price --json gives the §4.8.1-style breakdown', async () => {
     const c = capture();
-    const code = await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--tp', '1', '--batch', 'decode:32@1023', '--registry', BLIS_H200, '--json']);
+    const code = await main([
+      'node',
+      'stepcal',
+      'price',
+      '--model',
+      'llama-3.1-8b',
+      '--chip',
+      'h200',
+      '--tp',
+      '1',
+      '--batch',
+      'decode:32@1023',
+      '--registry',
+      BLIS_H200,
+      '--json',
+    ]);
     expect(code).toBe(0);
     const j = JSON.parse(c.out());
     expect(j.price.bottleneck).toBe('hbm');
@@ -25,7 +40,24 @@ describe('stepcal price / sweep', () => {
   });
   it('price prints a table with units and the per-kind breakdown', async () => {
     const c = capture();
-    const code = await main(['node', 'stepcal', 'price', '--model', 'mixtral-8x7b', '--chip', 'h200', '--tp', '2', '--batch', 'decode:8@1024', '--batch', 'prefill:1x512', '--registry', BLIS_H200, '--per-kind']);
+    const code = await main([
+      'node',
+      'stepcal',
+      'price',
+      '--model',
+      'mixtral-8x7b',
+      '--chip',
+      'h200',
+      '--tp',
+      '2',
+      '--batch',
+      'decode:8@1024',
+      '--batch',
+      'prefill:1x512',
+      '--registry',
+      BLIS_H200,
+      '--per-kind',
+    ]);
     expect(code).toBe(0);
     expect(c.out()).toMatch(/time_us/);
     expect(c.out()).toMatch(/gqa_moe\s+32/);
@@ -34,9 +66,23 @@ describe('stepcal price / sweep', () => {
     expect(v('Overlap')).toBeLessThanOrEqual(v('CMOverlap'));
     expect(v('CMOverlap')).toBeLessThanOrEqual(v('NoOverlap'));
   });
-  it('price text names held-out validation\'s pick (the README headline), not the seed default, and points to validate', async () => {
+  it("price text names held-out validation's pick (the README headline), not the seed default, and points to validate", async () => {
     const c = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:4@512', '--registry', BLIS_H200])).toBe(0);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'h200',
+        '--batch',
+        'decode:4@512',
+        '--registry',
+        BLIS_H200,
+      ]),
+    ).toBe(0);
     const out = c.out();
     expect(out).not.toMatch(/use this one/);
     // exactly one estimate carries the pick, and it is the README's headline composition
@@ -51,29 +97,104 @@ describe('stepcal price / sweep', () => {
   });
   it('unknown model and missing registry are user errors (exit 1) that say what is known / what to do', async () => {
     let c = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'nope', '--chip', 'h200', '--batch', 'decode:1@1'])).toBe(1);
+    expect(await main(['node', 'stepcal', 'price', '--model', 'nope', '--chip', 'h200', '--batch', 'decode:1@1'])).toBe(
+      1,
+    );
     expect(c.err()).toMatch(/known: .*llama-3.1-8b/);
     vi.restoreAllMocks();
     c = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'l40s', '--batch', 'decode:1@1', '--registry', '/nonexistent.yaml'])).toBe(1);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'l40s',
+        '--batch',
+        'decode:1@1',
+        '--registry',
+        '/nonexistent.yaml',
+      ]),
+    ).toBe(1);
     expect(c.err()).toMatch(/no registry file|cannot read/);
   });
   it('price says "1 request" and prints the registry relative to the repository root', async () => {
     const c = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:1@1024', '--registry', BLIS_H200])).toBe(0);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'h200',
+        '--batch',
+        'decode:1@1024',
+        '--registry',
+        BLIS_H200,
+      ]),
+    ).toBe(0);
     expect(c.out()).toMatch(/batch decode:1@1024 \(1 request\)\nregistry test\/fixtures\/registry\/blis-h200\.yaml\n/);
     vi.restoreAllMocks();
     const j = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:2@1024', '--registry', BLIS_H200, '--json'])).toBe(0);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'h200',
+        '--batch',
+        'decode:2@1024',
+        '--registry',
+        BLIS_H200,
+        '--json',
+      ]),
+    ).toBe(0);
     expect(JSON.parse(j.out()).registry).toBe('test/fixtures/registry/blis-h200.yaml');
   });
   it('a batch spec that schedules nothing is a usage error (exit 2); an impossible tp a user error (exit 1)', async () => {
     let c = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--batch', 'decode:0@1024', '--registry', BLIS_H200])).toBe(2);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'h200',
+        '--batch',
+        'decode:0@1024',
+        '--registry',
+        BLIS_H200,
+      ]),
+    ).toBe(2);
     expect(c.err()).toMatch(/request count N must be at least 1/);
     vi.restoreAllMocks();
     c = capture();
-    expect(await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--tp', '3', '--batch', 'decode:1@1024', '--registry', BLIS_H200])).toBe(1);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'h200',
+        '--tp',
+        '3',
+        '--batch',
+        'decode:1@1024',
+        '--registry',
+        BLIS_H200,
+      ]),
+    ).toBe(1);
     expect(c.err()).toMatch(/valid tp: 1, 2, 4, 8, 16, 32/);
   });
   it('sweep --help states the default SVG path', async () => {
@@ -85,7 +206,24 @@ describe('stepcal price / sweep', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sweep-'));
     const out = path.join(dir, 's.svg');
     const c = capture();
-    const code = await main(['node', 'stepcal', 'sweep', '--model', 'deepseek-v3', '--chip', 'h200', '--tp', '8', '--registry', BLIS_H200, '--batches', '1,4,256', '--out', out, '--json']);
+    const code = await main([
+      'node',
+      'stepcal',
+      'sweep',
+      '--model',
+      'deepseek-v3',
+      '--chip',
+      'h200',
+      '--tp',
+      '8',
+      '--registry',
+      BLIS_H200,
+      '--batches',
+      '1,4,256',
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(code).toBe(0);
     const j = JSON.parse(c.out());
     expect(j.rows.map((r: { batch: number }) => r.batch)).toEqual([1, 4, 256]);
@@ -95,7 +233,23 @@ describe('stepcal price / sweep', () => {
     expect(j.rows[2].price.compute_memory_overlap_us).toBeLessThanOrEqual(j.rows[2].price.no_overlap_us);
     vi.restoreAllMocks();
     const t = capture();
-    expect(await main(['node', 'stepcal', 'sweep', '--model', 'llama-3.1-8b', '--chip', 'h200', '--registry', BLIS_H200, '--batches', '1,8', '--out', out])).toBe(0);
+    expect(
+      await main([
+        'node',
+        'stepcal',
+        'sweep',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        'h200',
+        '--registry',
+        BLIS_H200,
+        '--batches',
+        '1,8',
+        '--out',
+        out,
+      ]),
+    ).toBe(0);
     expect(t.out()).toMatch(/NoOverlap_us CMOverlap_us Overlap_us/);
   });
 });

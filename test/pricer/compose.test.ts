@@ -10,7 +10,15 @@ import type { Batch, Request } from '../../src/pricer/types.ts';
 import { inflate, makePricer, syntheticSets } from './helpers.ts';
 
 const t = fc.double({ min: 0, max: 1e6, noNaN: true });
-const layerArb = fc.record({ count: fc.integer({ min: 1, max: 128 }), sm: t, hbm: t, nvlink: t, nic: t, esm: t, ehbm: t });
+const layerArb = fc.record({
+  count: fc.integer({ min: 1, max: 128 }),
+  sm: t,
+  hbm: t,
+  nvlink: t,
+  nic: t,
+  esm: t,
+  ehbm: t,
+});
 
 interface Layer {
   count: number;
@@ -63,17 +71,26 @@ describe('composition site: three estimates', () => {
 
   it('adding δ to one kind’s NVLink (or NIC) time moves CMOverlap by count · δ, one for one (fast-check)', () => {
     fc.assert(
-      fc.property(fc.array(layerArb, { minLength: 1, maxLength: 5 }), fc.double({ min: 0, max: 1e4, noNaN: true }), fc.boolean(), (layers, delta, nic) => {
-        const base = compose(layers, [1, 2], 3);
-        const bumped = layers.map((l, i) => (i === 0 ? { ...l, ...(nic ? { nic: l.nic + delta } : { nvlink: l.nvlink + delta }) } : l));
-        const more = compose(bumped, [1, 2], 3);
-        const want = layers[0]!.count * delta;
-        const tol = 1e-9 * (base.no_overlap_us + want) + 1e-9;
-        expect(Math.abs(more.compute_memory_overlap_us - base.compute_memory_overlap_us - want)).toBeLessThanOrEqual(tol);
-        expect(Math.abs(more.no_overlap_us - base.no_overlap_us - want)).toBeLessThanOrEqual(tol);
-        // Overlap hides collective time under the layer's max: it moves by at most count · δ.
-        expect(more.overlap_us - base.overlap_us).toBeLessThanOrEqual(want + tol);
-      }),
+      fc.property(
+        fc.array(layerArb, { minLength: 1, maxLength: 5 }),
+        fc.double({ min: 0, max: 1e4, noNaN: true }),
+        fc.boolean(),
+        (layers, delta, nic) => {
+          const base = compose(layers, [1, 2], 3);
+          const bumped = layers.map((l, i) =>
+            i === 0 ? { ...l, ...(nic ? { nic: l.nic + delta } : { nvlink: l.nvlink + delta }) } : l,
+          );
+          const more = compose(bumped, [1, 2], 3);
+          const want = layers[0]!.count * delta;
+          const tol = 1e-9 * (base.no_overlap_us + want) + 1e-9;
+          expect(Math.abs(more.compute_memory_overlap_us - base.compute_memory_overlap_us - want)).toBeLessThanOrEqual(
+            tol,
+          );
+          expect(Math.abs(more.no_overlap_us - base.no_overlap_us - want)).toBeLessThanOrEqual(tol);
+          // Overlap hides collective time under the layer's max: it moves by at most count · δ.
+          expect(more.overlap_us - base.overlap_us).toBeLessThanOrEqual(want + tol);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -111,11 +128,19 @@ describe('the real pricer: CMOverlap', () => {
 
   it('equals Σ_kinds (max(SM, HBM) + NVLink + NIC) + host from the per-kind breakdown (dense model)', () => {
     const p = makePricer('llama-3.1-70b', 'h200', { tp: 8 });
-    for (const b of [decodeBatch(8, 2000), prefillBatch(2, 1024), { requests: [...decodeBatch(64, 3000).requests, ...prefillBatch(1, 512).requests] } as Batch]) {
+    for (const b of [
+      decodeBatch(8, 2000),
+      prefillBatch(2, 1024),
+      { requests: [...decodeBatch(64, 3000).requests, ...prefillBatch(1, 512).requests] } as Batch,
+    ]) {
       const r = p.price(b, { per_kind: true });
       const kinds = r.per_kind!;
       expect(kinds.every((k) => k.experts_us === 0)).toBe(true);
-      const cm = kinds.reduce((a, k) => a + Math.max(k.resources_us.sm, k.resources_us.hbm) + k.resources_us.nvlink + k.resources_us.nic, 0) + r.resources_us.host;
+      const cm =
+        kinds.reduce(
+          (a, k) => a + Math.max(k.resources_us.sm, k.resources_us.hbm) + k.resources_us.nvlink + k.resources_us.nic,
+          0,
+        ) + r.resources_us.host;
       expect(r.compute_memory_overlap_us).toBeCloseTo(cm, 6);
       // the three differ on this deployment: weights and arithmetic overlap, the all-reduces do not
       expect(r.compute_memory_overlap_us).toBeLessThan(r.no_overlap_us);
@@ -145,9 +170,15 @@ describe('the real pricer: CMOverlap', () => {
     const two = makePricer('llama-3.1-70b', 'h200', { tp: 8 }, sets, { sm_scale: 2 }).price(b, { per_kind: true });
     expect(two.resources_us.sm).toBeCloseTo(2 * one.resources_us.sm, 6);
     for (const r of ['hbm', 'nvlink', 'nic', 'host'] as const) expect(two.resources_us[r]).toBe(one.resources_us[r]);
-    const cm = two.per_kind!.reduce((a, k) => a + Math.max(k.resources_us.sm, k.resources_us.hbm) + k.resources_us.nvlink + k.resources_us.nic, 0) + two.resources_us.host;
+    const cm =
+      two.per_kind!.reduce(
+        (a, k) => a + Math.max(k.resources_us.sm, k.resources_us.hbm) + k.resources_us.nvlink + k.resources_us.nic,
+        0,
+      ) + two.resources_us.host;
     expect(two.compute_memory_overlap_us).toBeCloseTo(cm, 6);
-    expect(() => makePricer('llama-3.1-70b', 'h200', { tp: 8 }, sets, { sm_scale: 0 })).toThrow(/sm_scale must be a finite number > 0/);
+    expect(() => makePricer('llama-3.1-70b', 'h200', { tp: 8 }, sets, { sm_scale: 0 })).toThrow(
+      /sm_scale must be a finite number > 0/,
+    );
     expect(() => makePricer('llama-3.1-70b', 'h200', { tp: 8 }, sets, { sm_scale: NaN })).toThrow(/sm_scale/);
   });
 });

@@ -17,7 +17,13 @@ afterEach(() => vi.restoreAllMocks());
 interface PriceJson {
   chip: string;
   registry: string;
-  price: { no_overlap_us: number; overlap_us: number; compute_memory_overlap_us: number; bottleneck: string; resources_us: Record<'sm' | 'hbm' | 'nvlink' | 'nic' | 'host', number> };
+  price: {
+    no_overlap_us: number;
+    overlap_us: number;
+    compute_memory_overlap_us: number;
+    bottleneck: string;
+    resources_us: Record<'sm' | 'hbm' | 'nvlink' | 'nic' | 'host', number>;
+  };
 }
 
 const CHIPS = knownChips();
@@ -31,7 +37,20 @@ describe('stepcal price on every shipped chip, default registry', () => {
   for (const chip of CHIPS) {
     it(`price llama-3.1-8b tp 1 decode:1@100 on ${chip} (registry/${chip}.yaml)`, async () => {
       const c = capture();
-      const code = await main(['node', 'stepcal', 'price', '--model', 'llama-3.1-8b', '--chip', chip, '--tp', '1', '--batch', 'decode:1@100', '--json']);
+      const code = await main([
+        'node',
+        'stepcal',
+        'price',
+        '--model',
+        'llama-3.1-8b',
+        '--chip',
+        chip,
+        '--tp',
+        '1',
+        '--batch',
+        'decode:1@100',
+        '--json',
+      ]);
       expect(code, c.err()).toBe(0);
       const j = JSON.parse(c.out()) as PriceJson;
       expect(j.chip).toBe(chip);
@@ -69,7 +88,24 @@ describe('stepcal sweep on a copied registry (gb200, tp 8 inside the NVL72 domai
   it('prices every batch, charges the copied (renamed) collectives on NVLink and none on the NIC, writes the SVG', async () => {
     const svg = path.join(tmp, 'sweep.svg');
     const c = capture();
-    const code = await main(['node', 'stepcal', 'sweep', '--model', 'llama-3.1-8b', '--chip', 'gb200', '--tp', '8', '--batches', '1,8,64', '--context', '1024', '--out', svg, '--json']);
+    const code = await main([
+      'node',
+      'stepcal',
+      'sweep',
+      '--model',
+      'llama-3.1-8b',
+      '--chip',
+      'gb200',
+      '--tp',
+      '8',
+      '--batches',
+      '1,8,64',
+      '--context',
+      '1024',
+      '--out',
+      svg,
+      '--json',
+    ]);
     expect(code, c.err()).toBe(0);
     const j = JSON.parse(c.out()) as { registry: string; rows: Array<{ batch: number; price: PriceJson['price'] }> };
     expect(j.registry).toBe('registry/gb200.yaml');

@@ -25,14 +25,20 @@ describe('memory capacity (weights + embedding + KV per rank vs HBM GiB)', () =>
     expect(bytes / GiB).toBeCloseTo(142.99, 2);
     const r = p.price(decodeBatch(256, 4096));
     expect(r.extrapolated).toBe(true);
-    expect(memNotes(r.extrapolation_notes)).toEqual(["memory: weights 15.0 GiB + KV cache 128.0 GiB for this batch = 143.0 GiB per rank exceed h200's 141 GiB of HBM"]);
+    expect(memNotes(r.extrapolation_notes)).toEqual([
+      "memory: weights 15.0 GiB + KV cache 128.0 GiB for this batch = 143.0 GiB per rank exceed h200's 141 GiB of HBM",
+    ]);
   });
   it('200 requests (115.0 GiB) fit: no memory note', () => {
     expect(memNotes(p.price(decodeBatch(200, 4096)).extrapolation_notes)).toEqual([]);
   });
   it('a window bounds the resident KV: mistral-7b at 100k context keeps 4,096 tokens per layer; llama-3.1-8b does not', () => {
-    expect(memNotes(makePricer('mistral-7b', 'h200', {}, h200).price(decodeBatch(32, 100_000)).extrapolation_notes)).toEqual([]);
-    expect(memNotes(makePricer('llama-3.1-8b', 'h200', {}, h200).price(decodeBatch(32, 100_000)).extrapolation_notes)).toHaveLength(1);
+    expect(
+      memNotes(makePricer('mistral-7b', 'h200', {}, h200).price(decodeBatch(32, 100_000)).extrapolation_notes),
+    ).toEqual([]);
+    expect(
+      memNotes(makePricer('llama-3.1-8b', 'h200', {}, h200).price(decodeBatch(32, 100_000)).extrapolation_notes),
+    ).toHaveLength(1);
   });
   it('weights alone over HBM (deepseek-v3 at tp 1) are flagged once, even for an empty batch', () => {
     const ds = makePricer('deepseek-v3', 'h200', { tp: 1 });
@@ -50,7 +56,9 @@ describe('memory capacity (weights + embedding + KV per rank vs HBM GiB)', () =>
 
 describe('GEMM ramp below its fitted m range (flagged, not re-priced)', () => {
   it('the range the fitter states in evidence is used (a100: m ≥ 153)', () => {
-    const reg = resolveCoefficients(loadRegistryFile(path.join(REPO_ROOT, 'registry', 'a100.yaml')), { hardware: 'a100' });
+    const reg = resolveCoefficients(loadRegistryFile(path.join(REPO_ROOT, 'registry', 'a100.yaml')), {
+      hardware: 'a100',
+    });
     expect(gemmFittedRange(reg, 'bf16', loadChip('a100'))!.min_m).toBe(153);
   });
   it('without stated evidence: the ridge peak·bytes/(2·HBM), the fitter’s own row filter, on every chip and format', () => {
@@ -59,7 +67,10 @@ describe('GEMM ramp below its fitted m range (flagged, not re-priced)', () => {
       for (const d of GEMM_DTYPES) {
         const peak = peakFlopsPerUs(chip, d);
         if (peak === undefined) continue;
-        expect(computeBoundMinM(peak, bytesPerElement(d), chip.hbm_bytes_per_us)).toBeCloseTo(memoryBoundThresholdM(chip, d), 9);
+        expect(computeBoundMinM(peak, bytesPerElement(d), chip.hbm_bytes_per_us)).toBeCloseTo(
+          memoryBoundThresholdM(chip, d),
+          9,
+        );
       }
     }
     const reg = resolveCoefficients(h200, { hardware: 'h200' });
@@ -77,14 +88,21 @@ describe('GEMM ramp below its fitted m range (flagged, not re-priced)', () => {
 describe('notes', () => {
   it('collective widths say which are measured and which assumed', () => {
     const r = makePricer('llama-3.1-70b', 'h200', { tp: 32 }, h200).price(prefillBatch(1, 512));
-    expect(r.extrapolation_notes).toContain('all_reduce over 32 ranks priced with the 16-rank h200 coefficients (measured widths: 2, 4, 8; assumed (not measured) widths: 16)');
+    expect(r.extrapolation_notes).toContain(
+      'all_reduce over 32 ranks priced with the 16-rank h200 coefficients (measured widths: 2, 4, 8; assumed (not measured) widths: 16)',
+    );
     // an exact width whose coefficients are assumed is flagged too
     const r16 = makePricer('llama-3.1-70b', 'h200', { tp: 16 }, h200).price(prefillBatch(1, 512));
-    expect(r16.extrapolation_notes).toEqual(['all_reduce over 16 ranks priced with assumed (not measured) 16-rank h200 coefficients (measured widths: 2, 4, 8; assumed (not measured) widths: 16)']);
+    expect(r16.extrapolation_notes).toEqual([
+      'all_reduce over 16 ranks priced with assumed (not measured) 16-rank h200 coefficients (measured widths: 2, 4, 8; assumed (not measured) widths: 16)',
+    ]);
     expect(makePricer('llama-3.1-70b', 'h200', { tp: 8 }, h200).price(prefillBatch(1, 512)).extrapolated).toBe(false);
   });
   it('a note met by several layer kinds is reported once (deepseek-v3, no MLA decode rate)', () => {
-    const sets = syntheticSets('h200').map((s) => ({ ...s, coefficients: s.coefficients.filter((c) => !c.name.startsWith('attention_decode_rate_mla')) }));
+    const sets = syntheticSets('h200').map((s) => ({
+      ...s,
+      coefficients: s.coefficients.filter((c) => !c.name.startsWith('attention_decode_rate_mla')),
+    }));
     const r = makePricer('deepseek-v3', 'h200', { tp: 8 }, sets).price(decodeBatch(4, 1000), { per_kind: true });
     expect(r.extrapolation_notes.filter((n) => n.includes('attention_decode_rate_mla'))).toHaveLength(1);
     expect(new Set(r.extrapolation_notes).size).toBe(r.extrapolation_notes.length);

@@ -23,7 +23,10 @@ export function syntheticSets(chip: string): CoefficientSet[] {
   const key = chip.replace(/-/g, '_');
   const sets = h200Sets.map((s) => ({
     ...s,
-    coefficients: s.coefficients.map((c) => ({ name: c.name.replace(/_h200$/, `_${key}`), entry: { ...c.entry, scope: { hardware: [chip] } } })),
+    coefficients: s.coefficients.map((c) => ({
+      name: c.name.replace(/_h200$/, `_${key}`),
+      entry: { ...c.entry, scope: { hardware: [chip] } },
+    })),
   }));
   const prim = sets.find((s) => s.name === 'cost-model-primitives')!;
   const fp8 = prim.coefficients.filter((c) => c.name.endsWith('_fp8'));
@@ -32,12 +35,23 @@ export function syntheticSets(chip: string): CoefficientSet[] {
 }
 
 /** Resolve a registry (fixture file sets or synthetic) for a deployment. */
-export function resolved(sets: readonly CoefficientSet[], chip: string, model: string, d: Deployment): ResolvedCoefficients {
+export function resolved(
+  sets: readonly CoefficientSet[],
+  chip: string,
+  model: string,
+  d: Deployment,
+): ResolvedCoefficients {
   return resolveCoefficients(sets, { hardware: chip, model, tp: d.tp, ep: d.ep });
 }
 
 /** Build a pricer for shipped model/chip with a registry (default: synthetic for the chip). */
-export function makePricer(model: string, chip: string, partial: Partial<Deployment> = {}, sets?: CoefficientSet[], opts?: PricerOptions) {
+export function makePricer(
+  model: string,
+  chip: string,
+  partial: Partial<Deployment> = {},
+  sets?: CoefficientSet[],
+  opts?: PricerOptions,
+) {
   const d = defaultDeployment(partial);
   const s = sets ?? syntheticSets(chip);
   return createPricer(loadChip(chip), loadModel(model), d, resolved(s, chip, model, d), opts);
@@ -47,6 +61,8 @@ export function makePricer(model: string, chip: string, partial: Partial<Deploym
 export function inflate(sets: readonly CoefficientSet[], name: string, factor: number): CoefficientSet[] {
   return sets.map((s) => ({
     ...s,
-    coefficients: s.coefficients.map((c) => (c.name === name ? { name: c.name, entry: { ...c.entry, value: c.entry.value * factor } } : c)),
+    coefficients: s.coefficients.map((c) =>
+      c.name === name ? { name: c.name, entry: { ...c.entry, value: c.entry.value * factor } } : c,
+    ),
   }));
 }

@@ -13,7 +13,10 @@ function tsFiles(dir: string): string[] {
     return e.isDirectory() ? tsFiles(p) : e.name.endsWith('.ts') ? [p] : [];
   });
 }
-const pricerFiles = [...tsFiles(path.join(REPO_ROOT, 'src', 'pricer')), ...tsFiles(path.join(REPO_ROOT, 'src', 'core', 'laws'))];
+const pricerFiles = [
+  ...tsFiles(path.join(REPO_ROOT, 'src', 'pricer')),
+  ...tsFiles(path.join(REPO_ROOT, 'src', 'core', 'laws')),
+];
 
 describe('KNOWN DIVERGENCE markers', () => {
   const doc = readFileSync(path.join(REPO_ROOT, 'docs', 'pricer.md'), 'utf8');

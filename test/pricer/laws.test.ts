@@ -3,9 +3,25 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { attendedKeys, decodeTokensRead, prefillPairs } from '../../src/core/laws/attention.ts';
 import { collectiveTime, collectiveUs } from '../../src/core/laws/collective.ts';
-import { achievedEfficiency, gemmEfficiency, rampSlowdown, rampUs, rampUsPerToken, shapeEfficiency, shapeFactor } from '../../src/core/laws/gemm.ts';
+import {
+  achievedEfficiency,
+  gemmEfficiency,
+  rampSlowdown,
+  rampUs,
+  rampUsPerToken,
+  shapeEfficiency,
+  shapeFactor,
+} from '../../src/core/laws/gemm.ts';
 import { floorPlusUnits, floorPlusWork } from '../../src/core/laws/floor-rate.ts';
-import { eagerLaunchUs, GRAPH_EAGER, GRAPH_FULL, GRAPH_PIECEWISE, graphModeFor, launchUs, passHostUs } from '../../src/core/laws/host.ts';
+import {
+  eagerLaunchUs,
+  GRAPH_EAGER,
+  GRAPH_FULL,
+  GRAPH_PIECEWISE,
+  graphModeFor,
+  launchUs,
+  passHostUs,
+} from '../../src/core/laws/host.ts';
 import { expertsTouched } from '../../src/core/laws/moe.ts';
 import { all2allSpan, ringSpan } from '../../src/core/laws/placement.ts';
 
@@ -54,10 +70,18 @@ describe('the folded ramp (what the pricer evaluates per step) is the ramp law',
     // 2 µs floor, 4,096 tokens of 256 KV bytes at 3.2e6 B/µs: 2 + 4096·256/3.2e6 = 2.32768 µs.
     expect(floorPlusUnits(2, 4096, floorPlusWork(0, 256, 3.2e6))).toBeCloseTo(2.32768, 12);
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 50, noNaN: true }), fc.integer({ min: 0, max: 1e7 }), fc.double({ min: 1, max: 1e6, noNaN: true }), fc.double({ min: 1e3, max: 1e7, noNaN: true }), (f, u, b, r) => {
-        const law = floorPlusWork(f, u * b, r);
-        expect(Math.abs(floorPlusUnits(f, u, floorPlusWork(0, b, r)) - law)).toBeLessThanOrEqual(1e-12 * Math.max(1, law));
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 50, noNaN: true }),
+        fc.integer({ min: 0, max: 1e7 }),
+        fc.double({ min: 1, max: 1e6, noNaN: true }),
+        fc.double({ min: 1e3, max: 1e7, noNaN: true }),
+        (f, u, b, r) => {
+          const law = floorPlusWork(f, u * b, r);
+          expect(Math.abs(floorPlusUnits(f, u, floorPlusWork(0, b, r)) - law)).toBeLessThanOrEqual(
+            1e-12 * Math.max(1, law),
+          );
+        },
+      ),
     );
   });
 });
@@ -68,15 +92,20 @@ describe('attention pairs', () => {
   });
   it('windowed integral equals a fine Riemann sum of min(p, W)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1, max: 6000 }), (c, s, w) => {
-        let sum = 0;
-        const steps = 4 * s;
-        for (let i = 0; i < steps; i++) {
-          const p = c + (i + 0.5) * (s / steps);
-          sum += Math.min(p, w) * (s / steps);
-        }
-        expect(attendedKeys(c, s, 1, w)).toBeCloseTo(sum, 3);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 5000 }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 6000 }),
+        (c, s, w) => {
+          let sum = 0;
+          const steps = 4 * s;
+          for (let i = 0; i < steps; i++) {
+            const p = c + (i + 0.5) * (s / steps);
+            sum += Math.min(p, w) * (s / steps);
+          }
+          expect(attendedKeys(c, s, 1, w)).toBeCloseTo(sum, 3);
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -104,13 +133,20 @@ describe('MoE distinct experts', () => {
 });
 
 describe('collectives', () => {
-  it('the scalar form (the pricer\'s) equals collectiveTime for any message', () => {
+  it("the scalar form (the pricer's) equals collectiveTime for any message", () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 1e10, noNaN: true }), fc.double({ min: 0.1, max: 50, noNaN: true }), fc.double({ min: 1e4, max: 1e6, noNaN: true }), (b, t0, rp) => {
-        const rt = rp * 0.75;
-        expect(collectiveUs(b, t0, rt, rp)).toBe(collectiveTime(b, { t0_us: t0, r_t_bytes_per_us: rt, r_peak_bytes_per_us: rp }));
-        expect(collectiveUs(b, t0, undefined, rp)).toBe(collectiveTime(b, { t0_us: t0, r_peak_bytes_per_us: rp }));
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 1e10, noNaN: true }),
+        fc.double({ min: 0.1, max: 50, noNaN: true }),
+        fc.double({ min: 1e4, max: 1e6, noNaN: true }),
+        (b, t0, rp) => {
+          const rt = rp * 0.75;
+          expect(collectiveUs(b, t0, rt, rp)).toBe(
+            collectiveTime(b, { t0_us: t0, r_t_bytes_per_us: rt, r_peak_bytes_per_us: rp }),
+          );
+          expect(collectiveUs(b, t0, undefined, rp)).toBe(collectiveTime(b, { t0_us: t0, r_peak_bytes_per_us: rp }));
+        },
+      ),
     );
   });
   it('t(b) by hand: floor, transition and peak regimes; a one-rank group is free', () => {
@@ -143,12 +179,19 @@ describe('host (reference §4.10 table)', () => {
   });
   it('past the largest capture: eager, never cheaper than captured', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 100, noNaN: true }), fc.double({ min: 0, max: 2000, noNaN: true }), fc.integer({ min: 1, max: 200 }), (rep, eager, pieces) => {
-        for (const gm of [GRAPH_FULL, GRAPH_PIECEWISE]) {
-          expect(launchUs(gm, true, rep, rep, pieces, eager)).toBeGreaterThanOrEqual(launchUs(gm, false, rep, rep, pieces, eager));
-          expect(launchUs(gm, true, rep, rep, pieces, eager)).toBeGreaterThanOrEqual(eager);
-        }
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 100, noNaN: true }),
+        fc.double({ min: 0, max: 2000, noNaN: true }),
+        fc.integer({ min: 1, max: 200 }),
+        (rep, eager, pieces) => {
+          for (const gm of [GRAPH_FULL, GRAPH_PIECEWISE]) {
+            expect(launchUs(gm, true, rep, rep, pieces, eager)).toBeGreaterThanOrEqual(
+              launchUs(gm, false, rep, rep, pieces, eager),
+            );
+            expect(launchUs(gm, true, rep, rep, pieces, eager)).toBeGreaterThanOrEqual(eager);
+          }
+        },
+      ),
     );
   });
 });

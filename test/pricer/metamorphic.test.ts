@@ -86,7 +86,9 @@ describe('monotonicity and invariants (fast-check)', () => {
 
   it('tp = 1 has no collective cost', () => {
     for (const m of ['llama-3.1-8b', 'mixtral-8x7b', 'gpt-oss-120b', 'bloom-176b']) {
-      const r = makePricer(m, 'h200', { tp: 1 }).price({ requests: [...decodeBatch(8, 900).requests, ...prefillBatch(1, 512).requests] });
+      const r = makePricer(m, 'h200', { tp: 1 }).price({
+        requests: [...decodeBatch(8, 900).requests, ...prefillBatch(1, 512).requests],
+      });
       expect(r.resources_us.nvlink).toBe(0);
       expect(r.resources_us.nic).toBe(0);
     }
@@ -114,7 +116,9 @@ describe('graph features', () => {
     const p = makePricer('mistral-7b', 'h200');
     expect(p.price(decodeBatch(8, 8000)).no_overlap_us).toBe(p.price(decodeBatch(8, 16000)).no_overlap_us);
     const llama = makePricer('llama-3.1-8b', 'h200');
-    expect(llama.price(decodeBatch(8, 16000)).no_overlap_us).toBeGreaterThan(llama.price(decodeBatch(8, 8000)).no_overlap_us);
+    expect(llama.price(decodeBatch(8, 16000)).no_overlap_us).toBeGreaterThan(
+      llama.price(decodeBatch(8, 8000)).no_overlap_us,
+    );
   });
 
   it('a step with no prefill row skips prefill-only nodes (kernels, bytes)', () => {
@@ -161,8 +165,13 @@ describe('graph features', () => {
   });
 
   it('unknown coefficient is a UserError listing the family', () => {
-    const sets = syntheticSets('h200').map((s) => ({ ...s, coefficients: s.coefficients.filter((c) => c.name !== 'gemm_eps_max_fp8') }));
-    expect(() => makePricer('llama-3.1-8b', 'h200', { weight_dtype: 'fp8' }, sets)).toThrow(/gemm_eps_max_fp8.*known gemm_eps_\*: gemm_eps_max_bf16/);
+    const sets = syntheticSets('h200').map((s) => ({
+      ...s,
+      coefficients: s.coefficients.filter((c) => c.name !== 'gemm_eps_max_fp8'),
+    }));
+    expect(() => makePricer('llama-3.1-8b', 'h200', { weight_dtype: 'fp8' }, sets)).toThrow(
+      /gemm_eps_max_fp8.*known gemm_eps_\*: gemm_eps_max_bf16/,
+    );
   });
 });
 
@@ -171,7 +180,9 @@ describe('sparse attention with an indexer (synthetic graph)', () => {
     const g = structuredClone(loadModel('deepseek-v3')) as ModelGraph;
     for (const k of g.layer_kinds) {
       const i = k.nodes.findIndex((n) => n.op === 'Attention');
-      k.nodes.splice(i, 1,
+      k.nodes.splice(
+        i,
+        1,
         { op: 'Attention', kind: 'sparse', n_q: 128, n_kv: 1, d_h: 576, window: 128, index_topk: 2048 },
         { op: 'Attention', kind: 'sparse', role: 'indexer', n_q: 64, n_kv: 1, d_h: 128, compress_ratio: 4 },
       );

@@ -30,7 +30,9 @@ function withValues(sets: readonly CoefficientSet[], values: Record<string, numb
 
 /** `n` decode requests of one token at 4,096 context (the seed's figure). */
 function decode(n: number): { requests: Request[] } {
-  return { requests: Array.from({ length: n }, () => ({ scheduled_tokens: 1, computed_tokens: 4096, prompt_tokens: 4096 })) };
+  return {
+    requests: Array.from({ length: n }, () => ({ scheduled_tokens: 1, computed_tokens: 4096, prompt_tokens: 4096 })),
+  };
 }
 
 /** Routed-expert time of one mla_moe layer, µs (per_kind experts_us over its count). */
@@ -75,12 +77,21 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
       floor_us: reg(`moe_expert_floor_${DTYPE}`) ?? 0,
       route_bytes_per_us: reg(`moe_expert_route_rate_${DTYPE}`) ?? Infinity,
     };
-    const r = { peak_flops_per_us: chip.peak_tflops.fp8! * 1e6, hbm_bytes_per_us: chip.hbm_bytes_per_us, hbm_derate: reg('hbm_derate')!, bytes_per_element: 1 };
+    const r = {
+      peak_flops_per_us: chip.peak_tflops.fp8! * 1e6,
+      hbm_bytes_per_us: chip.hbm_bytes_per_us,
+      hbm_derate: reg('hbm_derate')!,
+      bytes_per_element: 1,
+    };
     const pricers = [1, 8].map((ep) => ({ ep, p: makePricer('deepseek-v3', 'h200', { ...deployment, ep }, H200) }));
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 512 }), fc.constantFrom(0, 1), (n, i) => {
         const { ep, p } = pricers[i]!;
-        const law = expertLayerUs({ tokens: n, hidden: 7168, inter: 2048, topk: 8, experts: 256, tp: ep > 1 ? 1 : 8, ep }, c, r);
+        const law = expertLayerUs(
+          { tokens: n, hidden: 7168, inter: 2048, topk: 8, experts: 256, tp: ep > 1 ? 1 : 8, ep },
+          c,
+          r,
+        );
         expect(Math.abs(expertUsPerLayer(p, n) / law - 1)).toBeLessThan(1e-12);
       }),
       { numRuns: 60 },
@@ -89,21 +100,28 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
 
   it('priced expert time at 1 and 256 tokens lies within the law’s recorded holdout error of the shipped H200 rows', () => {
     // Measured: the balanced fp8_block rows of measurements/h200/moe.vllm-0.24.0.csv.gz for (7168, 2048, 256, 8) at tp 8, ep 1.
-    const text = zlib.gunzipSync(fs.readFileSync(path.join(REPO_ROOT, 'measurements', 'h200', 'moe.vllm-0.24.0.csv.gz'))).toString('utf8');
+    const text = zlib
+      .gunzipSync(fs.readFileSync(path.join(REPO_ROOT, 'measurements', 'h200', 'moe.vllm-0.24.0.csv.gz')))
+      .toString('utf8');
     const [header, ...lines] = text.trim().split('\n');
     const col = Object.fromEntries(header!.split(',').map((h, i) => [h, i]));
     const measured = (tokens: number) => {
-      const row = lines.map((l) => l.split(',')).find((f) => {
-        const key = ['tokens', 'hidden', 'inter', 'experts', 'topk', 'tp', 'ep', 'dtype', 'distribution'].map((k) => f[col[k]!]).join();
-        return key === `${tokens},7168,2048,256,8,8,1,${DTYPE},balanced`;
-      });
+      const row = lines
+        .map((l) => l.split(','))
+        .find((f) => {
+          const key = ['tokens', 'hidden', 'inter', 'experts', 'topk', 'tp', 'ep', 'dtype', 'distribution']
+            .map((k) => f[col[k]!])
+            .join();
+          return key === `${tokens},7168,2048,256,8,8,1,${DTYPE},balanced`;
+        });
       return Number(row![col.latency_us!]);
     };
     expect(measured(1)).toBeCloseTo(55.24, 2); // the issue's 55 µs
     expect(measured(256)).toBeCloseTo(291.78, 2); // the issue's 292 µs
     // The widest holdout error the fit records for the law: the shape holdout (evidence.holdout_error) or
     // the tokens holdout (its note). On the shipped registry: shape 1.206, tokens 1.499.
-    const ev = H200.flatMap((s) => s.coefficients).find((c) => c.name === `moe_expert_eps_max_${DTYPE}`)!.entry.evidence!;
+    const ev = H200.flatMap((s) => s.coefficients).find((c) => c.name === `moe_expert_eps_max_${DTYPE}`)!.entry
+      .evidence!;
     const tokensNote = (ev.notes ?? []).map((n) => /tokens holdout .*geo ([\d.]+)/.exec(n)).find((m) => m);
     const bound = Math.max(ev.holdout_error!.geo, tokensNote ? Number(tokensNote[1]) : 0);
     const p = makePricer('deepseek-v3', 'h200', deployment, H200);

@@ -14,7 +14,9 @@ describe('tensor parallelism (vLLM: n_q % tp == 0; n_kv % tp == 0 or tp % n_kv =
     expect(() => makePricer('llama-3.1-8b', 'h200', { tp: 16 })).not.toThrow();
   });
   it('tp is bounded by the query heads: tp 64 refused on llama-3.1-8b (32 heads)', () => {
-    expect(() => makePricer('llama-3.1-8b', 'h200', { tp: 64 })).toThrow(/cannot run at tp 64.*valid tp: 1, 2, 4, 8, 16, 32$/);
+    expect(() => makePricer('llama-3.1-8b', 'h200', { tp: 64 })).toThrow(
+      /cannot run at tp 64.*valid tp: 1, 2, 4, 8, 16, 32$/,
+    );
   });
   it('qwen2-7b (28 query, 4 KV heads) refuses tp 8 as vLLM does; tp 12 fails the KV rule only', () => {
     expect(() => makePricer('qwen2-7b', 'h200', { tp: 8 })).toThrow(/valid tp: 1, 2, 4, 28$/);
@@ -23,7 +25,9 @@ describe('tensor parallelism (vLLM: n_q % tp == 0; n_kv % tp == 0 or tp % n_kv =
   });
   it('MLA (latent cache, n_kv 1) needs only the query heads to divide: deepseek-v3 tp 16 ok, tp 6 refused', () => {
     expect(() => validateParallelism([loadModel('deepseek-v3')], 16, 1)).not.toThrow();
-    expect(() => validateParallelism([loadModel('deepseek-v3')], 6, 1)).toThrow(/query heads \(128\).*valid tp: 1, 2, 4, 8, 16, 32, 64, 128$/);
+    expect(() => validateParallelism([loadModel('deepseek-v3')], 6, 1)).toThrow(
+      /query heads \(128\).*valid tp: 1, 2, 4, 8, 16, 32, 64, 128$/,
+    );
   });
 });
 
@@ -35,7 +39,9 @@ describe('expert parallelism', () => {
     expect(() => makePricer('deepseek-v3', 'h200', { tp: 8, ep: 8 })).not.toThrow();
   });
   it('ep > 1 on a dense model is refused', () => {
-    expect(() => makePricer('llama-3.1-8b', 'h200', { ep: 2 })).toThrow('llama-3.1-8b has no experts (a dense model): ep must be 1, got ep 2');
+    expect(() => makePricer('llama-3.1-8b', 'h200', { ep: 2 })).toThrow(
+      'llama-3.1-8b has no experts (a dense model): ep must be 1, got ep 2',
+    );
   });
 });
 

@@ -33,10 +33,16 @@ export function checkChips(chips: readonly string[]): void {
   const measured = new Set(measuredChips());
   for (const chip of chips) {
     it.skipIf(!measured.has(chip))(`fit all --check ${chip}: committed registry and fits reproduce`, async () => {
-      expect(existsSync(path.join(REPO_ROOT, 'registry', `${chip}.yaml`)), `${chip} is measured but registry/${chip}.yaml is missing`).toBe(true);
+      expect(
+        existsSync(path.join(REPO_ROOT, 'registry', `${chip}.yaml`)),
+        `${chip} is measured but registry/${chip}.yaml is missing`,
+      ).toBe(true);
       const result = await fitAll(chip);
       const drift = checkFitOutputs(result);
-      expect(drift, `${chip} drifted (regenerate with \`stepcal fit all --chip ${chip}\`):\n  ${drift.join('\n  ')}`).toEqual([]);
+      expect(
+        drift,
+        `${chip} drifted (regenerate with \`stepcal fit all --chip ${chip}\`):\n  ${drift.join('\n  ')}`,
+      ).toEqual([]);
     });
   }
 }

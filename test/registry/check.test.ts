@@ -12,11 +12,18 @@ describe('reproducibility: which chips are refit', () => {
   it('the two check files cover exactly the measured chips; every other registry holds only copies', () => {
     expect([...CHECK_SPLIT.main, ...CHECK_SPLIT.hopper].sort()).toEqual(measuredChips());
     const dir = path.join(REPO_ROOT, 'registry');
-    const unmeasured = (existsSync(dir) ? readdirSync(dir) : []).filter((f) => f.endsWith('.yaml')).map((f) => f.slice(0, -5)).filter((c) => !measuredChips().includes(c));
+    const unmeasured = (existsSync(dir) ? readdirSync(dir) : [])
+      .filter((f) => f.endsWith('.yaml'))
+      .map((f) => f.slice(0, -5))
+      .filter((c) => !measuredChips().includes(c));
     expect(unmeasured).toEqual(expect.arrayContaining(['b300', 'gb200']));
     for (const chip of unmeasured) {
-      const methods = new Set(loadRegistryFile(path.join(dir, `${chip}.yaml`)).flatMap((s) => s.coefficients.map((c) => c.entry.method)));
-      expect([...methods], `${chip}: a registry without measurements must be copied (stepcal registry copy)`).toEqual(['copied']);
+      const methods = new Set(
+        loadRegistryFile(path.join(dir, `${chip}.yaml`)).flatMap((s) => s.coefficients.map((c) => c.entry.method)),
+      );
+      expect([...methods], `${chip}: a registry without measurements must be copied (stepcal registry copy)`).toEqual([
+        'copied',
+      ]);
     }
   });
 });

@@ -20,7 +20,10 @@ describe('registry diff', () => {
     eps.ci95 = [0.85, 0.94]; // old [0.95, 1.0]: no overlap
     findEntry(b, 'attention_decode_rate').value = 2_851_200; // +10%
     b[0]!.coefficients = b[0]!.coefficients.filter((c) => c.name !== 'moe_routing_imbalance_p90');
-    b[1]!.coefficients.push({ name: 'attention_decode_rate_mla', entry: { ...clone(findEntry(a, 'attention_decode_rate')), value: 2_928_000 } });
+    b[1]!.coefficients.push({
+      name: 'attention_decode_rate_mla',
+      entry: { ...clone(findEntry(a, 'attention_decode_rate')), value: 2_928_000 },
+    });
     const d = diffRegistries(a, b);
     expect(d.added.map((x) => x.name)).toEqual(['attention_decode_rate_mla']);
     expect(d.removed.map((x) => x.name)).toEqual(['moe_routing_imbalance_p90']);
@@ -34,11 +37,24 @@ describe('registry diff', () => {
     expect(d.unchanged).toBe(chipRegistry('h200').reduce((n, s) => n + s.coefficients.length, 0) - 3);
     const text = formatDiff(d);
     expect(text).toContain('added 1, removed 1, changed 2');
-    expect(text).toContain('cost-model-primitives | gemm_eps_max_bf16 [hardware=h200] | 0.992 | 0.9 | -9.27% | [0.95, 1] | [0.85, 0.94] | NO | ci95,value');
+    expect(text).toContain(
+      'cost-model-primitives | gemm_eps_max_bf16 [hardware=h200] | 0.992 | 0.9 | -9.27% | [0.95, 1] | [0.85, 0.94] | NO | ci95,value',
+    );
     expect(text).toContain('+ cost-model-attention: attention_decode_rate_mla [hardware=h200] = 2.9280e+6 (measured)');
   });
   it('scope lists compare as sets: reordering hardware is no change', () => {
-    const a: CoefficientSet[] = [{ kind: 'CoefficientSet', name: 's', coefficients: [{ name: 'x', entry: { ...findEntry(chipRegistry('h200'), 'hbm_derate'), scope: { hardware: ['h100', 'h200'] } } }] }];
+    const a: CoefficientSet[] = [
+      {
+        kind: 'CoefficientSet',
+        name: 's',
+        coefficients: [
+          {
+            name: 'x',
+            entry: { ...findEntry(chipRegistry('h200'), 'hbm_derate'), scope: { hardware: ['h100', 'h200'] } },
+          },
+        ],
+      },
+    ];
     const b = clone(a);
     b[0]!.coefficients[0]!.entry.scope = { hardware: ['h200', 'h100'] };
     expect(diffRegistries(a, b)).toMatchObject({ added: [], removed: [], changed: [], unchanged: 1 });
@@ -67,7 +83,13 @@ describe('registry export --format blis / import round trip', () => {
     );
     expect(back.skipped_other_hardware).toBe(chipRegistry('h100').reduce((n, s) => n + s.coefficients.length, 0)); // the h100 files' entries
     const flat = (ss: readonly CoefficientSet[], chip: string) =>
-      new Map(ss.flatMap((s) => s.coefficients.filter((c) => c.entry.scope.hardware?.includes(chip)).map((c) => [`${s.name} ${entryKey(c.name, c.entry.scope)}`, c.entry] as const)));
+      new Map(
+        ss.flatMap((s) =>
+          s.coefficients
+            .filter((c) => c.entry.scope.hardware?.includes(chip))
+            .map((c) => [`${s.name} ${entryKey(c.name, c.entry.scope)}`, c.entry] as const),
+        ),
+      );
     const want = flat(sets, 'h200');
     const got = flat(back.sets, 'h200');
     expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
@@ -88,7 +110,9 @@ describe('registry CLI: diff --json, export → import files', () => {
     writeFileSync(reg, stringifyCoefficientSets(chipRegistry('h200')));
     const ex = runCli(['registry', 'export', '--format', 'blis', '--out', path.join(tmp, 'blis'), reg]);
     expect(ex.status).toBe(0);
-    const exported = ['cost-model-primitives', 'cost-model-attention', 'cost-model-collectives'].map((s) => path.join(tmp, 'blis', 'h200', `${s}.yaml`));
+    const exported = ['cost-model-primitives', 'cost-model-attention', 'cost-model-collectives'].map((s) =>
+      path.join(tmp, 'blis', 'h200', `${s}.yaml`),
+    );
     const back = path.join(tmp, 'back.yaml');
     const im = runCli(['registry', 'import', '--format', 'blis', '--chip', 'h200', '--out', back, ...exported]);
     expect(im.stderr).toBe('');
@@ -100,7 +124,9 @@ describe('registry CLI: diff --json, export → import files', () => {
     expect(j.removed).toEqual([]);
     // Only the stripped evidence differs.
     expect(j.changed.every((c) => c.fields.join() === 'evidence')).toBe(true);
-    expect(j.changed.length).toBe(chipRegistry('h200').reduce((n, s) => n + s.coefficients.filter((c) => c.entry.evidence).length, 0));
+    expect(j.changed.length).toBe(
+      chipRegistry('h200').reduce((n, s) => n + s.coefficients.filter((c) => c.entry.evidence).length, 0),
+    );
     expect(readFileSync(exported[0]!, 'utf8')).toMatch(/^kind: CoefficientSet\nname: cost-model-primitives\n/);
   });
 });

@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadChip, type Chip } from '../../src/core/catalog/chip.ts';
 import { extrapolateFamily, mergeEntries, type ChipRegistry } from '../../src/registry/extrapolate.ts';
-import { extrapolateCollectiveWidths, extrapolateWidth, fitFloorLine, floorAt, widthHoldoutMedians } from '../../src/fit/collective-width.ts';
+import {
+  extrapolateCollectiveWidths,
+  extrapolateWidth,
+  fitFloorLine,
+  floorAt,
+  widthHoldoutMedians,
+} from '../../src/fit/collective-width.ts';
 import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
 import { chipRegistry, clone, findEntry, REF_16RANK_FLOORS } from './fixtures.ts';
@@ -33,7 +39,9 @@ describe('collective width extrapolation', () => {
     }
     // Hand arithmetic, h200 all_reduce fp16: x = n−1 = 1,3,7; y = 4.38,4.43,4.71 → b = 1.06667/18.6667 = 0.057143,
     // a = 4.50667 − 0.057143·3.66667 = 4.29714; floor(16) = 4.29714 + 15·0.057143 = 5.1543 → 5.15.
-    const ar = extrapolateCollectiveWidths(chipRegistry('h200'), 'h200').find((r) => r.op === 'all_reduce' && r.dtype === 'fp16')!;
+    const ar = extrapolateCollectiveWidths(chipRegistry('h200'), 'h200').find(
+      (r) => r.op === 'all_reduce' && r.dtype === 'fp16',
+    )!;
     expect(ar.line!.b_us_per_rank).toBeCloseTo(0.0571429, 6);
     expect(ar.line!.a_us).toBeCloseTo(4.297143, 5);
     expect(ar.floor_us).toBe(5.15);
@@ -92,10 +100,16 @@ describe('collective width extrapolation', () => {
     const r = extrapolateCollectiveWidths(sets, 'h200').find((x) => x.op === 'all_reduce' && x.dtype === 'fp16')!;
     expect(r.status).toBe('refused');
     expect(r.reason).toMatch(/more than one lane/);
-    const two = extrapolateWidth('x', 'alltoall', 'fp16', [
-      { ranks: 2, floor_us: 6, lane: 'a' },
-      { ranks: 4, floor_us: 7, peak_rate_bytes_per_us: 1, lane: 'a' },
-    ], 16);
+    const two = extrapolateWidth(
+      'x',
+      'alltoall',
+      'fp16',
+      [
+        { ranks: 2, floor_us: 6, lane: 'a' },
+        { ranks: 4, floor_us: 7, peak_rate_bytes_per_us: 1, lane: 'a' },
+      ],
+      16,
+    );
     expect(two.status).toBe('refused');
     expect(two.reason).toMatch(/no same-lane holdout/);
   });
@@ -114,7 +128,11 @@ describe('missing family by generation', () => {
     const r0 = extrapolateFamily(reg(b200, []), [reg(loadChip('h100'), chipRegistry('h100'))], 'attention_decode');
     expect(r0.status).toBe('refused');
     expect(r0.reason).toMatch(/no same-generation sibling/);
-    const r1 = extrapolateFamily(reg(newHopper(), []), [reg(loadChip('h200'), chipRegistry('h200'))], 'attention_decode');
+    const r1 = extrapolateFamily(
+      reg(newHopper(), []),
+      [reg(loadChip('h200'), chipRegistry('h200'))],
+      'attention_decode',
+    );
     expect(r1.status).toBe('refused');
     expect(r1.reason).toMatch(/only one same-generation sibling \(h200\)/);
   });
@@ -157,8 +175,13 @@ describe('missing family by generation', () => {
     const floor = r.coefficients.find((c) => c.name === 'attention_decode_floor')!;
     expect(floor.predictor).toBe('ratio_to_attention_prefill_floor');
     expect(floor.value).toBe(Number((((13.5 / 18.5 + 14.5 / 19.5) / 2) * 20).toPrecision(4)));
-    const merged = mergeEntries(target.sets, r.coefficients.filter((c) => c.entry).map((c) => c.entry!));
-    expect(errorsOf(validateRegistry(merged.sets, 'x', { chip: (n) => (n === 'hnew' ? newHopper() : loadChip(n)) }))).toEqual([]);
+    const merged = mergeEntries(
+      target.sets,
+      r.coefficients.filter((c) => c.entry).map((c) => c.entry!),
+    );
+    expect(
+      errorsOf(validateRegistry(merged.sets, 'x', { chip: (n) => (n === 'hnew' ? newHopper() : loadChip(n)) })),
+    ).toEqual([]);
   });
 
   it('skips when the family is present, and never fills a dtype the chip has no peak for', () => {
@@ -169,12 +192,26 @@ describe('missing family by generation', () => {
         kind: 'CoefficientSet',
         name: 'cost-model-primitives',
         coefficients: [
-          { name: 'gemm_eps_max_fp8', entry: { value: v, units: 'dimensionless', method: 'measured', fitted: true, scope: { hardware: [chip] }, sources: [{ kind: 'model', cite: 'x', role: 'primary' }] } },
+          {
+            name: 'gemm_eps_max_fp8',
+            entry: {
+              value: v,
+              units: 'dimensionless',
+              method: 'measured',
+              fitted: true,
+              scope: { hardware: [chip] },
+              sources: [{ kind: 'model', cite: 'x', role: 'primary' }],
+            },
+          },
         ],
       },
     ];
     const anotherAda: Chip = { ...l40s, name: 'l4x' };
-    const r = extrapolateFamily(reg(a100, []), [reg(l40s, fake('l40s', 0.7)), reg(anotherAda, fake('l4x', 0.8))], 'gemm');
+    const r = extrapolateFamily(
+      reg(a100, []),
+      [reg(l40s, fake('l40s', 0.7)), reg(anotherAda, fake('l4x', 0.8))],
+      'gemm',
+    );
     expect(r.coefficients[0]!.status).toBe('refused');
     expect(r.coefficients[0]!.reason).toMatch(/no native fp8 peak/);
     expect(r.status).toBe('refused');

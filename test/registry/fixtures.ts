@@ -6,8 +6,23 @@ import type { CoefficientEntry, CoefficientSet, NamedEntry } from '../../src/cor
 
 const src = [{ kind: 'model' as const, cite: 'fixture: reference §1.5 value table', role: 'primary' as const }];
 
-export function measured(chip: string, value: number, units: CoefficientEntry['units'], family: string, extra: Partial<CoefficientEntry> = {}): CoefficientEntry {
-  return { value, units, method: 'measured', fitted: true, scope: { hardware: [chip] }, sources: src, evidence: { family, lane: 'vllm-0.25.0' }, ...extra };
+export function measured(
+  chip: string,
+  value: number,
+  units: CoefficientEntry['units'],
+  family: string,
+  extra: Partial<CoefficientEntry> = {},
+): CoefficientEntry {
+  return {
+    value,
+    units,
+    method: 'measured',
+    fitted: true,
+    scope: { hardware: [chip] },
+    sources: src,
+    evidence: { family, lane: 'vllm-0.25.0' },
+    ...extra,
+  };
 }
 
 /** Floors of reference §1.5 (fp16 + int8 all_reduce/all_gather, 2/4/8 ranks), with rates. */
@@ -71,8 +86,20 @@ export const REF_COLLECTIVES: Record<string, Record<string, Array<[number, numbe
 
 /** BLIS's published 16-rank (a) floors for the same (op, dtype), reference §1.5. */
 export const REF_16RANK_FLOORS: Record<string, Record<string, number>> = {
-  h200: { all_reduce_fp16: 5.15, all_gather_fp16: 17.24, reduce_scatter_fp16: 17.0, alltoall_fp16: 8.78, all_reduce_int8: 30.6 },
-  h100: { all_reduce_fp16: 5.17, all_gather_fp16: 16.79, reduce_scatter_fp16: 17.03, alltoall_fp16: 8.76, all_reduce_int8: 27.64 },
+  h200: {
+    all_reduce_fp16: 5.15,
+    all_gather_fp16: 17.24,
+    reduce_scatter_fp16: 17.0,
+    alltoall_fp16: 8.78,
+    all_reduce_int8: 30.6,
+  },
+  h100: {
+    all_reduce_fp16: 5.17,
+    all_gather_fp16: 16.79,
+    reduce_scatter_fp16: 17.03,
+    alltoall_fp16: 8.76,
+    all_reduce_int8: 27.64,
+  },
 };
 
 function collectiveEntries(chip: string, lane = 'nccl-2.29.2'): NamedEntry[] {
@@ -82,9 +109,18 @@ function collectiveEntries(chip: string, lane = 'nccl-2.29.2'): NamedEntry[] {
     const op = key.slice(0, -(dtype.length + 1));
     for (const [n, floor, peak, trans] of rows) {
       const ev = { family: 'collective', lane };
-      out.push({ name: `collective_floor_${op}_${dtype}_${n}rank_${chip}`, entry: { ...measured(chip, floor, 'us_per_transfer', 'collective'), fitted: false, evidence: ev } });
-      out.push({ name: `collective_peak_rate_${op}_${dtype}_${n}rank_${chip}`, entry: { ...measured(chip, peak, 'bytes_per_us', 'collective'), fitted: false, evidence: ev } });
-      out.push({ name: `collective_transition_rate_${op}_${dtype}_${n}rank_${chip}`, entry: { ...measured(chip, trans, 'bytes_per_us', 'collective'), evidence: ev } });
+      out.push({
+        name: `collective_floor_${op}_${dtype}_${n}rank_${chip}`,
+        entry: { ...measured(chip, floor, 'us_per_transfer', 'collective'), fitted: false, evidence: ev },
+      });
+      out.push({
+        name: `collective_peak_rate_${op}_${dtype}_${n}rank_${chip}`,
+        entry: { ...measured(chip, peak, 'bytes_per_us', 'collective'), fitted: false, evidence: ev },
+      });
+      out.push({
+        name: `collective_transition_rate_${op}_${dtype}_${n}rank_${chip}`,
+        entry: { ...measured(chip, trans, 'bytes_per_us', 'collective'), evidence: ev },
+      });
     }
   }
   return out;
@@ -98,28 +134,60 @@ export function chipRegistry(chip: 'h100' | 'h200'): CoefficientSet[] {
       kind: 'CoefficientSet',
       name: 'cost-model-primitives',
       coefficients: [
-        { name: 'gemm_eps_max_bf16', entry: measured(chip, h ? 0.992 : 1.0, 'dimensionless', 'gemm', { ci95: h ? [0.95, 1.0] : [0.96, 1.03] }) },
+        {
+          name: 'gemm_eps_max_bf16',
+          entry: measured(chip, h ? 0.992 : 1.0, 'dimensionless', 'gemm', { ci95: h ? [0.95, 1.0] : [0.96, 1.03] }),
+        },
         { name: 'gemm_m_half_bf16', entry: measured(chip, h ? 110 : 170, 'tokens', 'gemm') },
         { name: 'gemm_eps_max_fp8', entry: measured(chip, h ? 0.736 : 0.648, 'dimensionless', 'gemm') },
         { name: 'gemm_m_half_fp8', entry: measured(chip, h ? 113 : 131, 'tokens', 'gemm') },
         {
           name: 'hbm_derate',
-          entry: { value: 0.8, units: 'dimensionless', method: 'vendor_spec', fitted: false, scope: { hardware: [chip] }, sources: [{ kind: 'vendor_doc', cite: 'aiconfigurator systems yaml', role: 'primary' }], rationale: 'mem_bw_empirical_scaling_factor transcribed' },
+          entry: {
+            value: 0.8,
+            units: 'dimensionless',
+            method: 'vendor_spec',
+            fitted: false,
+            scope: { hardware: [chip] },
+            sources: [{ kind: 'vendor_doc', cite: 'aiconfigurator systems yaml', role: 'primary' }],
+            rationale: 'mem_bw_empirical_scaling_factor transcribed',
+          },
         },
-        { name: 'moe_routing_imbalance_median', entry: measured(chip, h ? 0.999 : 0.998, 'dimensionless', 'moe', { fitted: false }) },
-        { name: 'moe_routing_imbalance_p90', entry: measured(chip, h ? 1.394 : 1.387, 'dimensionless', 'moe', { fitted: false }) },
+        {
+          name: 'moe_routing_imbalance_median',
+          entry: measured(chip, h ? 0.999 : 0.998, 'dimensionless', 'moe', { fitted: false }),
+        },
+        {
+          name: 'moe_routing_imbalance_p90',
+          entry: measured(chip, h ? 1.394 : 1.387, 'dimensionless', 'moe', { fitted: false }),
+        },
       ],
     },
     {
       kind: 'CoefficientSet',
       name: 'cost-model-attention',
       coefficients: [
-        { name: 'attention_decode_floor', entry: measured(chip, h ? 13.5 : 14.5, 'us_per_transfer', 'attention_decode') },
-        { name: 'attention_decode_rate', entry: measured(chip, h ? 2_592_000 : 2_412_000, 'bytes_per_us', 'attention_decode') },
-        { name: 'attention_prefill_floor', entry: measured(chip, h ? 18.5 : 19.5, 'us_per_transfer', 'attention_prefill') },
+        {
+          name: 'attention_decode_floor',
+          entry: measured(chip, h ? 13.5 : 14.5, 'us_per_transfer', 'attention_decode'),
+        },
+        {
+          name: 'attention_decode_rate',
+          entry: measured(chip, h ? 2_592_000 : 2_412_000, 'bytes_per_us', 'attention_decode'),
+        },
+        {
+          name: 'attention_prefill_floor',
+          entry: measured(chip, h ? 18.5 : 19.5, 'us_per_transfer', 'attention_prefill'),
+        },
         { name: 'attention_prefill_work_scale', entry: measured(chip, 0.4, 'dimensionless', 'attention_prefill') },
-        { name: 'attention_decode_floor_swa', entry: measured(chip, h ? 14.0 : 15.0, 'us_per_transfer', 'attention_decode') },
-        { name: 'attention_decode_rate_swa', entry: measured(chip, h ? 864_000 : 871_000, 'bytes_per_us', 'attention_decode') },
+        {
+          name: 'attention_decode_floor_swa',
+          entry: measured(chip, h ? 14.0 : 15.0, 'us_per_transfer', 'attention_decode'),
+        },
+        {
+          name: 'attention_decode_rate_swa',
+          entry: measured(chip, h ? 864_000 : 871_000, 'bytes_per_us', 'attention_decode'),
+        },
       ],
     },
     { kind: 'CoefficientSet', name: 'cost-model-collectives', coefficients: collectiveEntries(chip) },

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
 import { stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
 import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
-import { busBandwidthFactor, collectiveRateBound, errorsOf, formatProblem, validateRegistry, validateRegistryText } from '../../src/registry/validate.ts';
+import {
+  busBandwidthFactor,
+  collectiveRateBound,
+  errorsOf,
+  formatProblem,
+  validateRegistry,
+  validateRegistryText,
+} from '../../src/registry/validate.ts';
 import { chipRegistry, clone, findEntry } from './fixtures.ts';
 
 const FILE = 'registry/h200.yaml';
@@ -25,28 +32,42 @@ describe('registry validate: the fixtures pass', () => {
 
 describe('registry validate: schema failures name file, set, entry and field', () => {
   it('missing required field', () => {
-    const m = mutate((s) => delete (findEntry(s, 'gemm_m_half_bf16') as unknown as Partial<Record<string, unknown>>).units);
-    expect(m).toEqual(['registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_bf16 [hardware=h200]: field units: required field is missing']);
+    const m = mutate(
+      (s) => delete (findEntry(s, 'gemm_m_half_bf16') as unknown as Partial<Record<string, unknown>>).units,
+    );
+    expect(m).toEqual([
+      'registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_bf16 [hardware=h200]: field units: required field is missing',
+    ]);
   });
   it('units and method enums', () => {
     const m = mutate((s) => {
       (findEntry(s, 'gemm_m_half_bf16') as unknown as Record<string, unknown>).units = 'ms';
       (findEntry(s, 'gemm_m_half_fp8') as unknown as Record<string, unknown>).method = 'guessed';
     });
-    expect(m.some((x) => x.includes('entry gemm_m_half_bf16 [hardware=h200]: field units: "ms" is not one of'))).toBe(true);
-    expect(m.some((x) => x.includes('entry gemm_m_half_fp8 [hardware=h200]: field method: "guessed" is not one of'))).toBe(true);
+    expect(m.some((x) => x.includes('entry gemm_m_half_bf16 [hardware=h200]: field units: "ms" is not one of'))).toBe(
+      true,
+    );
+    expect(
+      m.some((x) => x.includes('entry gemm_m_half_fp8 [hardware=h200]: field method: "guessed" is not one of')),
+    ).toBe(true);
   });
   it('non-finite value, zero without not_charged', () => {
     const m = mutate((s) => {
       findEntry(s, 'gemm_m_half_bf16').value = Number.NaN;
       findEntry(s, 'gemm_m_half_fp8').value = 0;
     });
-    expect(m).toContain('registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_bf16 [hardware=h200]: field value: must be a finite number, got NaN');
-    expect(m).toContain('registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_fp8 [hardware=h200]: field value: 0 is allowed only with method: not_charged');
+    expect(m).toContain(
+      'registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_bf16 [hardware=h200]: field value: must be a finite number, got NaN',
+    );
+    expect(m).toContain(
+      'registry/h200.yaml: set cost-model-primitives: entry gemm_m_half_fp8 [hardware=h200]: field value: 0 is allowed only with method: not_charged',
+    );
   });
   it('ci95 not containing the value', () => {
     const m = mutate((s) => (findEntry(s, 'gemm_eps_max_bf16').ci95 = [0.5, 0.9]));
-    expect(m).toEqual(['registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field ci95: [0.5, 0.9] does not contain the value 0.992']);
+    expect(m).toEqual([
+      'registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field ci95: [0.5, 0.9] does not contain the value 0.992',
+    ]);
   });
   it('rationale required for non-measured; fitted only with measured', () => {
     const m = mutate((s) => {
@@ -54,19 +75,30 @@ describe('registry validate: schema failures name file, set, entry and field', (
       delete e.rationale;
       e.fitted = true;
     });
-    expect(m).toContain('registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=h200]: field rationale: required for method: vendor_spec (every method except measured)');
-    expect(m).toContain('registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=h200]: field fitted: fitted: true is allowed only with method: measured (method is vendor_spec)');
+    expect(m).toContain(
+      'registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=h200]: field rationale: required for method: vendor_spec (every method except measured)',
+    );
+    expect(m).toContain(
+      'registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=h200]: field fitted: fitted: true is allowed only with method: measured (method is vendor_spec)',
+    );
   });
   it('duplicate (name, scope), scope lists compared as sets', () => {
     const m = mutate((s) => {
       const p = s[0]!;
-      p.coefficients.push({ name: 'hbm_derate', entry: { ...clone(findEntry(s, 'hbm_derate')), scope: { hardware: ['H200'] } } });
+      p.coefficients.push({
+        name: 'hbm_derate',
+        entry: { ...clone(findEntry(s, 'hbm_derate')), scope: { hardware: ['H200'] } },
+      });
     });
-    expect(m).toEqual(['registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=H200]: field scope: duplicate (name, scope): already defined in set cost-model-primitives']);
+    expect(m).toEqual([
+      'registry/h200.yaml: set cost-model-primitives: entry hbm_derate [hardware=H200]: field scope: duplicate (name, scope): already defined in set cost-model-primitives',
+    ]);
   });
   it('unknown keys are errors except evidence; evidence is unknown under the strict layout', () => {
     const m = mutate((s) => ((findEntry(s, 'gemm_m_half_bf16') as unknown as Record<string, unknown>).note = 'x'));
-    expect(m).toEqual([expect.stringContaining('entry gemm_m_half_bf16 [hardware=h200]: field note: unknown key "note"')]);
+    expect(m).toEqual([
+      expect.stringContaining('entry gemm_m_half_bf16 [hardware=h200]: field note: unknown key "note"'),
+    ]);
     const strict = errorsOf(validateRegistry(chipRegistry('h200'), FILE, { strictBlis: true }));
     expect(strict.length).toBeGreaterThan(0);
     expect(strict.every((p) => p.field === 'evidence')).toBe(true);
@@ -76,7 +108,9 @@ describe('registry validate: schema failures name file, set, entry and field', (
     const { problems } = validateRegistryText(text, 'f.yaml');
     const msgs = problems.map(formatProblem);
     expect(msgs).toContain('f.yaml: set x: field extra: unknown set key "extra"');
-    expect(msgs).toContain('f.yaml: set x: field coefficients[0]: coefficient #0: expected a single-key map {name: entry}');
+    expect(msgs).toContain(
+      'f.yaml: set x: field coefficients[0]: coefficient #0: expected a single-key map {name: entry}',
+    );
   });
   it('a round trip through YAML text keeps the fixture valid', () => {
     const { problems } = validateRegistryText(stringifyCoefficientSets(chipRegistry('h200')), FILE);
@@ -98,8 +132,16 @@ describe('registry validate: physics failures', () => {
       findEntry(s, 'collective_peak_rate_all_reduce_int8_8rank_h200').value = 400_000; // bound 321,428.6
       findEntry(s, 'collective_transition_rate_all_reduce_int8_8rank_h200').value = 300_000;
     });
-    expect(m).toContain("registry/h200.yaml: set cost-model-attention: entry attention_decode_rate [hardware=h200]: field value: rate 4900000 bytes/µs exceeds h200's datasheet HBM rate 4800000 bytes/µs");
-    expect(m.some((x) => x.includes('entry collective_peak_rate_all_reduce_int8_8rank_h200 [hardware=h200]: field value: rate 400000 bytes/µs exceeds the link bound 321429'))).toBe(true);
+    expect(m).toContain(
+      "registry/h200.yaml: set cost-model-attention: entry attention_decode_rate [hardware=h200]: field value: rate 4900000 bytes/µs exceeds h200's datasheet HBM rate 4800000 bytes/µs",
+    );
+    expect(
+      m.some((x) =>
+        x.includes(
+          'entry collective_peak_rate_all_reduce_int8_8rank_h200 [hardware=h200]: field value: rate 400000 bytes/µs exceeds the link bound 321429',
+        ),
+      ),
+    ).toBe(true);
     expect(m).toHaveLength(2);
   });
   it('eps_max outside (0, 1.05], hbm_derate outside (0, 1]', () => {
@@ -114,7 +156,11 @@ describe('registry validate: physics failures', () => {
     ]);
   });
   it('eps_max in (1, 1.05] is a warning (asymptote above datasheet peak), not an error; 1.05 is the error bound', () => {
-    for (const [value, warned] of [[1.03, true], [1.05, true], [1.0, false]] as const) {
+    for (const [value, warned] of [
+      [1.03, true],
+      [1.05, true],
+      [1.0, false],
+    ] as const) {
       const sets = clone(chipRegistry('h200'));
       findEntry(sets, 'gemm_eps_max_bf16').value = value;
       findEntry(sets, 'gemm_eps_max_bf16').ci95 = [0.95, value];
@@ -122,7 +168,9 @@ describe('registry validate: physics failures', () => {
       expect(errorsOf(ps)).toEqual([]);
       expect(ps.map(formatProblem)).toEqual(
         warned
-          ? [`registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: warning: eps_max ${value} is above 1: asymptote above datasheet peak (allowed up to 1.05)`]
+          ? [
+              `registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: warning: eps_max ${value} is above 1: asymptote above datasheet peak (allowed up to 1.05)`,
+            ]
           : [],
       );
     }
@@ -131,7 +179,9 @@ describe('registry validate: physics failures', () => {
         findEntry(s, 'gemm_eps_max_bf16').value = 1.0501;
         findEntry(s, 'gemm_eps_max_bf16').ci95 = [1, 1.06];
       }),
-    ).toEqual(['registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: eps_max 1.0501 is outside (0, 1.05] (a fraction of the dense datasheet peak)']);
+    ).toEqual([
+      'registry/h200.yaml: set cost-model-primitives: entry gemm_eps_max_bf16 [hardware=h200]: field value: eps_max 1.0501 is outside (0, 1.05] (a fraction of the dense datasheet peak)',
+    ]);
   });
   it('a ci95 upper bound above the datasheet rate is a warning naming the entry (eps_max, HBM, link)', () => {
     const sets = clone(chipRegistry('h200'));
@@ -160,11 +210,15 @@ describe('registry validate: physics failures', () => {
   });
   it('r_t > r_peak', () => {
     const m = mutate((s) => (findEntry(s, 'collective_transition_rate_alltoall_fp16_4rank_h200').value = 220_000));
-    expect(m).toEqual(['registry/h200.yaml: set cost-model-collectives: entry collective_transition_rate_alltoall_fp16_4rank_h200 [hardware=h200]: field value: r_t 220000 bytes/µs exceeds r_peak 212642.4 bytes/µs']);
+    expect(m).toEqual([
+      'registry/h200.yaml: set cost-model-collectives: entry collective_transition_rate_alltoall_fp16_4rank_h200 [hardware=h200]: field value: r_t 220000 bytes/µs exceeds r_peak 212642.4 bytes/µs',
+    ]);
   });
   it('floors decreasing with ranks', () => {
     const m = mutate((s) => (findEntry(s, 'collective_floor_all_gather_fp16_8rank_h200').value = 7.0));
-    expect(m).toEqual(['registry/h200.yaml: set cost-model-collectives: entry collective_floor_all_gather_fp16_8rank_h200 [hardware=h200]: field value: floor 7 µs at 8 ranks is below 7.13 µs at 4 ranks (floors must not decrease with ranks)']);
+    expect(m).toEqual([
+      'registry/h200.yaml: set cost-model-collectives: entry collective_floor_all_gather_fp16_8rank_h200 [hardware=h200]: field value: floor 7 µs at 8 ranks is below 7.13 µs at 4 ranks (floors must not decrease with ranks)',
+    ]);
   });
   it('kind floor above 3× the part-wide floor; MoE p90 below median', () => {
     const m = mutate((s) => {
@@ -188,7 +242,10 @@ describe('registry validate: physics failures', () => {
         fitted: false,
         scope: { hardware: ['h200'] },
         rationale: 'width extrapolation from 2/4/8 ranks (test)',
-        evidence: { family: 'collective', extrapolation: { predictor: 'floor_linear_in_ranks', from: ['h200:2rank', 'h200:4rank', 'h200:8rank'] } },
+        evidence: {
+          family: 'collective',
+          extrapolation: { predictor: 'floor_linear_in_ranks', from: ['h200:2rank', 'h200:4rank', 'h200:8rank'] },
+        },
       },
     });
     const ps = validateRegistry(sets, FILE);
@@ -202,6 +259,8 @@ describe('registry validate: physics failures', () => {
     for (const s of sets) for (const c of s.coefficients) c.entry.scope = { hardware: ['mystery'] };
     const ps = validateRegistry(sets, FILE);
     expect(errorsOf(ps)).toEqual([]);
-    expect(ps.map(formatProblem)).toEqual(['registry/h200.yaml: warning: chip "mystery" is not in the catalog: its datasheet-bound checks are skipped']);
+    expect(ps.map(formatProblem)).toEqual([
+      'registry/h200.yaml: warning: chip "mystery" is not in the catalog: its datasheet-bound checks are skipped',
+    ]);
   });
 });

@@ -19,7 +19,8 @@ import {
 
 const REG = 'test/fixtures/registry/blis-h100.yaml';
 const STEPS = 'measurements/h100/splitwise.steps.csv';
-const MOE = 'moe: refused on a100: no balanced-routing rows in 6360 MoE rows (lanes vllm-0.14.0), so the imbalance cannot be formed';
+const MOE =
+  'moe: refused on a100: no balanced-routing rows in 6360 MoE rows (lanes vllm-0.14.0), so the imbalance cannot be formed';
 
 /** The fixture registry with its 2/4/8-rank collectives measured and 16-rank widths extrapolated (method assumed). */
 function sets(): CoefficientSet[] {
@@ -29,7 +30,10 @@ function sets(): CoefficientSet[] {
       if (!c.name.startsWith('collective_')) continue;
       if (/_16rank_/.test(c.name)) {
         c.entry.method = 'assumed';
-        c.entry.evidence = { family: 'collective', extrapolation: { predictor: 'floor_linear_in_ranks', from: ['h100:2rank', 'h100:4rank', 'h100:8rank'] } };
+        c.entry.evidence = {
+          family: 'collective',
+          extrapolation: { predictor: 'floor_linear_in_ranks', from: ['h100:2rank', 'h100:4rank', 'h100:8rank'] },
+        };
       } else c.entry.method = 'measured';
     }
   return s;
@@ -40,8 +44,20 @@ function outcome(): CalibrateOutcome {
   return {
     chip: 'h100',
     checks: [
-      { file: 'measurements/h100/gemm.vllm-0.24.0.csv.gz', family: 'gemm', lane: 'vllm-0.24.0', rows: 107188, status: 'ok' },
-      { file: 'measurements/h100/attention_decode.vllm-0.24.0.csv.gz', family: 'attention_decode', lane: 'vllm-0.24.0', rows: 62166, status: 'ok' },
+      {
+        file: 'measurements/h100/gemm.vllm-0.24.0.csv.gz',
+        family: 'gemm',
+        lane: 'vllm-0.24.0',
+        rows: 107188,
+        status: 'ok',
+      },
+      {
+        file: 'measurements/h100/attention_decode.vllm-0.24.0.csv.gz',
+        family: 'attention_decode',
+        lane: 'vllm-0.24.0',
+        rows: 62166,
+        status: 'ok',
+      },
       { file: STEPS, family: 'step (held-out)', lane: 'splitwise', rows: 456, status: 'ok' },
     ],
     sets: sets(),
@@ -67,9 +83,15 @@ describe('calibrate one-screen summary', () => {
   });
 
   it('warnings: each once, for stderr; the summary only counts them', () => {
-    expect(calibrateWarnings(o)).toEqual([MOE, 'attention_decode: no sliding-window rows; no _swa pair', ...o.validation!.warnings.filter((w) => w !== MOE)]);
+    expect(calibrateWarnings(o)).toEqual([
+      MOE,
+      'attention_decode: no sliding-window rows; no _swa pair',
+      ...o.validation!.warnings.filter((w) => w !== MOE),
+    ]);
     expect(lines.filter((l) => l.includes('refused on a100'))).toEqual([]);
-    expect(lines).toContain(`${calibrateWarnings(o).length} warning(s): printed once each on stderr, and in the report`);
+    expect(lines).toContain(
+      `${calibrateWarnings(o).length} warning(s): printed once each on stderr, and in the report`,
+    );
   });
 
   it('extrapolated collective widths are labelled (method assumed), never "registry"', () => {
@@ -95,9 +117,18 @@ describe('calibrate one-screen summary', () => {
   });
 
   it('columns equal on every row are dropped and stated once', () => {
-    const d = dropConstantColumns({ header: ['name', 'units', 'method'], rows: [['a', 'µs', 'measured'], ['b', 'B/µs', 'measured']] });
+    const d = dropConstantColumns({
+      header: ['name', 'units', 'method'],
+      rows: [
+        ['a', 'µs', 'measured'],
+        ['b', 'B/µs', 'measured'],
+      ],
+    });
     expect(d.table.header).toEqual(['name', 'units']);
-    expect(d.table.rows).toEqual([['a', 'µs'], ['b', 'B/µs']]);
+    expect(d.table.rows).toEqual([
+      ['a', 'µs'],
+      ['b', 'B/µs'],
+    ]);
     expect(d.dropped).toEqual(['method measured']);
   });
 

@@ -10,7 +10,18 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-serve-'));
 
 describe('stepcal serve', () => {
   it('--json: distributions with nearest-rank percentiles, rates with their denominators, step mix and resource shares that sum to 1', async () => {
-    const r = await cli([...BASE, '--concurrency', '4', '--requests', '12', '--isl', 'uniform:64-256', '--osl', '24', '--json']);
+    const r = await cli([
+      ...BASE,
+      '--concurrency',
+      '4',
+      '--requests',
+      '12',
+      '--isl',
+      'uniform:64-256',
+      '--osl',
+      '24',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);
     const m = v.metrics;
@@ -42,7 +53,20 @@ describe('stepcal serve', () => {
 
   it('--timelines writes what `stepcal trace` reads, and trace gives the same TTFT and gap figures', async () => {
     const file = path.join(tmp, 'tl.json');
-    const s = await cli([...BASE, '--concurrency', '3', '--requests', '6', '--isl', '300', '--osl', '9', '--timelines', file, '--json']);
+    const s = await cli([
+      ...BASE,
+      '--concurrency',
+      '3',
+      '--requests',
+      '6',
+      '--isl',
+      '300',
+      '--osl',
+      '9',
+      '--timelines',
+      file,
+      '--json',
+    ]);
     expect(s.code).toBe(0);
     const t = await cli(['trace', file, '--unit', 'us', '--json']);
     expect(t.code).toBe(0);
@@ -84,7 +108,21 @@ describe('stepcal serve', () => {
   it('--sweep-concurrency over two deployments: a table row per point, Pareto points, and the SVG with the frontier', async () => {
     const out = path.join(tmp, 'sweep.svg');
     const deployments = ['--deployment', 'tp=1', '--deployment', 'tp=2'];
-    const r = await cli([...BASE, '--sweep-concurrency', '1,4,16', ...deployments, '--requests', '16', '--isl', '256', '--osl', '16', '--out', out, '--json']);
+    const r = await cli([
+      ...BASE,
+      '--sweep-concurrency',
+      '1,4,16',
+      ...deployments,
+      '--requests',
+      '16',
+      '--isl',
+      '256',
+      '--osl',
+      '16',
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);
     const labels = v.points.map((p: { deployment: string; concurrency: number }) => `${p.deployment}@${p.concurrency}`);
@@ -94,7 +132,12 @@ describe('stepcal serve', () => {
     // no frontier point is dominated by any other point
     for (const f of front) {
       for (const p of v.points) {
-        const [x, y, u, w] = [p.tokens_per_s_per_user, p.tokens_per_s_per_gpu, f.tokens_per_s_per_user, f.tokens_per_s_per_gpu];
+        const [x, y, u, w] = [
+          p.tokens_per_s_per_user,
+          p.tokens_per_s_per_gpu,
+          f.tokens_per_s_per_user,
+          f.tokens_per_s_per_gpu,
+        ];
         const dominates = x >= u && y >= w && (x > u || y > w);
         expect(dominates).toBe(false);
       }

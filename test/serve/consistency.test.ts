@@ -17,16 +17,39 @@ const REGISTRY = loadRegistryFile('registry/h100.yaml');
 
 function staticRow(batch: number, prompt: number, output: number): LocatedStepRow {
   return {
-    model: 'llama-2-70b', chip: 'h100', tp: 4, weight_dtype: 'fp16', kv_dtype: '', cudagraph_mode: '', engine: 'splitwise', kind: 'static_batch',
-    prefill_requests: 0, prefill_tokens: 0, prefill_context_tokens: 0, decode_requests: 0, decode_context_tokens: 0,
-    batch, prompt_tokens: prompt, output_tokens: output, measured_us: 1, group: '', source: 'test', flags: '', file: 'test.csv', row: 1,
+    model: 'llama-2-70b',
+    chip: 'h100',
+    tp: 4,
+    weight_dtype: 'fp16',
+    kv_dtype: '',
+    cudagraph_mode: '',
+    engine: 'splitwise',
+    kind: 'static_batch',
+    prefill_requests: 0,
+    prefill_tokens: 0,
+    prefill_context_tokens: 0,
+    decode_requests: 0,
+    decode_context_tokens: 0,
+    batch,
+    prompt_tokens: prompt,
+    output_tokens: output,
+    measured_us: 1,
+    group: '',
+    source: 'test',
+    flags: '',
+    file: 'test.csv',
+    row: 1,
   };
 }
 
 /** Serve set up like validation's pricer, with a scheduler that admits the whole batch in one step. */
 function setup(batch: number, prompt: number, output: number) {
   return setupServe({
-    model: 'llama-2-70b', chip: 'h100', deployment: { tp: 4, weight_dtype: 'fp16' }, dp: 1, registry: REGISTRY,
+    model: 'llama-2-70b',
+    chip: 'h100',
+    deployment: { tp: 4, weight_dtype: 'fp16' },
+    dp: 1,
+    registry: REGISTRY,
     scheduler: {
       max_num_seqs: batch,
       max_num_batched_tokens: Math.max(batch * prompt, prompt + output),
@@ -38,7 +61,11 @@ function setup(batch: number, prompt: number, output: number) {
 }
 
 describe('serve against the static-batch price', () => {
-  for (const [batch, prompt, output] of [[8, 512, 128], [1, 1024, 33], [32, 256, 64]] as const) {
+  for (const [batch, prompt, output] of [
+    [8, 512, 128],
+    [1, 1024, 33],
+    [32, 256, 64],
+  ] as const) {
     it(`closed loop, concurrency = batch ${batch}, ISL ${prompt}, OSL ${output}, no chunking: last delivery = validate's static-batch price to the µs`, () => {
       const s = setup(batch, prompt, output);
       const reqs: RequestSpec[] = Array.from({ length: batch }, (_, i) => ({ id: `r${i}`, isl: prompt, osl: output }));
@@ -61,7 +88,11 @@ describe('serve against the static-batch price', () => {
 
   it('a one-request trace reproduces the prefill step and each decode step price', () => {
     const s = setup(1, 700, 20);
-    const { runs } = runServe({ kind: 'open', requests: [{ id: 'one', isl: 700, osl: 20, arrival_us: 5000 }] }, s.pricer, s.config);
+    const { runs } = runServe(
+      { kind: 'open', requests: [{ id: 'one', isl: 700, osl: 20, arrival_us: 5000 }] },
+      s.pricer,
+      s.config,
+    );
     const r = runs[0]!.requests[0]!;
     const pre = s.pricer.price(staticPrefillBatch(1, 700)).compute_memory_overlap_us;
     expect(r.prompt_start_us).toBe(5000);
@@ -74,7 +105,11 @@ describe('serve against the static-batch price', () => {
 });
 
 describe('property: FCFS without preemption', () => {
-  const reqArb = fc.record({ isl: fc.integer({ min: 1, max: 40 }), osl: fc.integer({ min: 1, max: 8 }), arrival_us: fc.integer({ min: 0, max: 2000 }) });
+  const reqArb = fc.record({
+    isl: fc.integer({ min: 1, max: 40 }),
+    osl: fc.integer({ min: 1, max: 8 }),
+    arrival_us: fc.integer({ min: 0, max: 2000 }),
+  });
 
   it('counterexample fast-check found for an added request that arrives earlier: it can shift the step grid so a later request joins an earlier batch', () => {
     // without x: r0 @11 runs 11→121 alone; r1 (@12) runs 121→231: TTFT 219.
@@ -92,7 +127,7 @@ describe('property: FCFS without preemption', () => {
     expect(t1([{ id: 'x', isl: 1, osl: 1, arrival_us: 0 }, ...base]) - 12).toBe(218);
   });
 
-  it('adding a request at the tail of the FCFS order (arriving no earlier than any other) never makes another request\'s TTFT earlier', () => {
+  it("adding a request at the tail of the FCFS order (arriving no earlier than any other) never makes another request's TTFT earlier", () => {
     fc.assert(
       fc.property(
         fc.array(reqArb, { minLength: 1, maxLength: 6 }),

@@ -31,7 +31,15 @@ export function linearPricer(base = 100, per_token = 10): Pricer & { calls: Batc
 /** A run configuration with a roomy scheduler unless overridden. */
 export function config(s: Partial<SchedulerConfig> = {}, extra: Partial<ServeConfig> = {}): ServeConfig {
   return {
-    scheduler: { max_num_seqs: 256, max_num_batched_tokens: 8192, chunked_prefill: true, priority: 'decode-first', block_size: 16, kv_blocks: 1_000_000, ...s },
+    scheduler: {
+      max_num_seqs: 256,
+      max_num_batched_tokens: 8192,
+      chunked_prefill: true,
+      priority: 'decode-first',
+      block_size: 16,
+      kv_blocks: 1_000_000,
+      ...s,
+    },
     composition: 'cm_overlap',
     profile: UNCALIBRATED,
     spec_tokens: 0,

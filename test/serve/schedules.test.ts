@@ -20,7 +20,11 @@ describe('hand-worked schedules', () => {
       { id: 'r1', isl: 5, osl: 2, arrival_us: 0 },
       { id: 'r2', isl: 2, osl: 2, arrival_us: 150 },
     ];
-    const run = simulateReplica({ kind: 'open', requests: reqs }, linearPricer(), config({ max_num_batched_tokens: 8 }));
+    const run = simulateReplica(
+      { kind: 'open', requests: reqs },
+      linearPricer(),
+      config({ max_num_batched_tokens: 8 }),
+    );
     // step 1 @0:   r0 prefill 6, r1 chunk 2 (budget 8)        → 100 + 80 = 180, ends 180; r0's first token
     // step 2 @180: r0 decode 1, r1 last chunk 3, r2 prompt 2  → 100 + 60 = 160, ends 340; r1, r2 first tokens
     // step 3 @340: r0, r1, r2 decode 1 each                   → 100 + 30 = 130, ends 470; all done
@@ -40,7 +44,11 @@ describe('hand-worked schedules', () => {
       { id: 'r0', isl: 7, osl: 4, arrival_us: 0 },
       { id: 'r1', isl: 5, osl: 3, arrival_us: 0 },
     ];
-    const run = simulateReplica({ kind: 'open', requests: reqs }, linearPricer(), config({ max_num_batched_tokens: 16, block_size: 4, kv_blocks: 4 }));
+    const run = simulateReplica(
+      { kind: 'open', requests: reqs },
+      linearPricer(),
+      config({ max_num_batched_tokens: 16, block_size: 4, kv_blocks: 4 }),
+    );
     // step 1 @0:   r0 prompt 7 (2 blocks), r1 prompt 5 (2 blocks)       → 220, ends 220; free 0
     // step 2 @220: r0 decode (8 tokens: 2 blocks), r1 decode (6: 2)     → 120, ends 340
     // step 3 @340: r0 needs a 3rd block: preempt r1 (frees 2); no admission this step → 110, ends 450
@@ -65,7 +73,11 @@ describe('hand-worked schedules', () => {
     expect(df.steps.end_us).toEqual([140, 310, 430]);
     expect(events(df, 'r0').t).toEqual([140, 310, 430]);
     expect(events(df, 'r1')).toEqual({ a: 0, s: 140, e: 310, t: [310, 430] });
-    const pf = simulateReplica({ kind: 'open', requests: reqs }, linearPricer(), config({ ...s, priority: 'prefill-first' }));
+    const pf = simulateReplica(
+      { kind: 'open', requests: reqs },
+      linearPricer(),
+      config({ ...s, priority: 'prefill-first' }),
+    );
     // @0: r0 4 → 140; @140: r1 6 alone (a prefill step carries no decode) → 160 → 300; @300: both decode → 120 → 420; @420: r0 → 110 → 530
     expect(pf.steps.end_us).toEqual([140, 300, 420, 530]);
     expect(events(pf, 'r0').t).toEqual([140, 420, 530]);
@@ -75,7 +87,11 @@ describe('hand-worked schedules', () => {
 
   it('closed loop: a client issues its next request when the previous one ends; max_num_seqs caps the running set', () => {
     const reqs: RequestSpec[] = [0, 1, 2].map((i) => ({ id: `r${i}`, isl: 2, osl: 2 }));
-    const run = simulateReplica({ kind: 'closed', concurrency: 2, requests: reqs }, linearPricer(), config({ max_num_seqs: 1 }));
+    const run = simulateReplica(
+      { kind: 'closed', concurrency: 2, requests: reqs },
+      linearPricer(),
+      config({ max_num_seqs: 1 }),
+    );
     // one running at a time: r0 @0 prompt 2 → 120, decode → 110 (ends 230); r1 (arrived 0) → 350, 460;
     // r2 issued when r0 ended (230) → 580, 690
     expect(events(run, 'r0')).toEqual({ a: 0, s: 0, e: 120, t: [120, 230] });
@@ -99,7 +115,11 @@ describe('hand-worked schedules', () => {
       { id: 'big', isl: 60, osl: 10, arrival_us: 0 },
       { id: 'ok', isl: 4, osl: 2, arrival_us: 0 },
     ];
-    const run = simulateReplica({ kind: 'open', requests: reqs }, linearPricer(), config({ block_size: 4, kv_blocks: 8 }));
+    const run = simulateReplica(
+      { kind: 'open', requests: reqs },
+      linearPricer(),
+      config({ block_size: 4, kv_blocks: 8 }),
+    );
     expect(run.refused).toEqual([{ id: 'big', reason: expect.stringMatching(/needs 18 KV blocks .* holds 8/) }]);
     expect(run.requests.map((r) => r.id)).toEqual(['ok']);
   });

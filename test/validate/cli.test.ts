@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it, } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkMeasurements } from '../../src/measurements/check.ts';
 import { sha256 } from '../../src/core/io/fs.ts';
 import { writeMeasurements } from '../../src/measurements/store.ts';
@@ -9,16 +9,27 @@ import { coefficientTable } from '../../src/report/calibrate-summary.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 import { runCli as cli } from '../helpers/cli.ts';
 
-
 const REG = 'test/fixtures/registry/blis-h100.yaml';
 const SPLIT_H100 = 'measurements/h100/splitwise.steps.csv';
 
 describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   it('--json: every row priced, per-regime metrics for both compositions, pinned inputs', async () => {
-    const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--json']);
+    const r = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);
-    const scored = v.rows.filter((x: { excluded?: string; used_for_host_fit: boolean }) => !x.excluded && !x.used_for_host_fit).length;
+    const scored = v.rows.filter(
+      (x: { excluded?: string; used_for_host_fit: boolean }) => !x.excluded && !x.used_for_host_fit,
+    ).length;
     expect(v.overall.n).toBe(scored);
     for (const g of ['prefill', 'decode', 'static_batch']) {
       expect(v.regimes_by_composition.no_overlap[g].n).toBeGreaterThan(20);
@@ -30,13 +41,21 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
       expect(x.predicted_us.overlap).toBeLessThanOrEqual(x.predicted_us.cm_overlap * (1 + 1e-12));
       expect(x.predicted_us.cm_overlap).toBeLessThanOrEqual(x.predicted_us.no_overlap * (1 + 1e-12));
     }
-    for (const g of ['prefill', 'decode', 'static_batch']) expect(v.regimes_by_composition.cm_overlap[g].n).toBe(v.regimes_by_composition.no_overlap[g].n);
+    for (const g of ['prefill', 'decode', 'static_batch'])
+      expect(v.regimes_by_composition.cm_overlap[g].n).toBe(v.regimes_by_composition.no_overlap[g].n);
     // extrapolation counted per reason: the GEMM-ramp reason first, its counts consistent with the rows
-    expect(v.extrapolation[0].reason).toMatch(/^GEMM ramp below its fitted m range: the bf16 ramp at fewer than [0-9.]+ tokens per step$/);
-    const withReason = (reason: string) => v.rows.filter((x: { extrapolation_reasons: string[] }) => x.extrapolation_reasons.includes(reason));
+    expect(v.extrapolation[0].reason).toMatch(
+      /^GEMM ramp below its fitted m range: the bf16 ramp at fewer than [0-9.]+ tokens per step$/,
+    );
+    const withReason = (reason: string) =>
+      v.rows.filter((x: { extrapolation_reasons: string[] }) => x.extrapolation_reasons.includes(reason));
     for (const e of v.extrapolation) {
       expect(e.rows).toBe(withReason(e.reason).length);
-      expect(e.scored_rows).toBe(withReason(e.reason).filter((x: { excluded?: string; used_for_host_fit: boolean }) => !x.excluded && !x.used_for_host_fit).length);
+      expect(e.scored_rows).toBe(
+        withReason(e.reason).filter(
+          (x: { excluded?: string; used_for_host_fit: boolean }) => !x.excluded && !x.used_for_host_fit,
+        ).length,
+      );
     }
     expect(v.pinned.inputs).toEqual([{ file: SPLIT_H100, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
     expect(v.pinned.flags).toEqual(['--chip h100']);
@@ -47,25 +66,61 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   });
 
   it('text summary names the headline and the per-regime goal verdicts; --fit-host batch=1 says what it cannot separate', async () => {
-    const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--fit-host', 'batch=1']);
+    const r = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--fit-host',
+      'batch=1',
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^headline: (NoOverlap|CMOverlap|Overlap) — /m);
     expect(r.stdout).toMatch(/\*?CMOverlap +decode +\d+/);
     expect(r.stdout).toMatch(/\*?NoOverlap +decode +\d+/);
-    expect(r.stdout).toMatch(/batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant/);
+    expect(r.stdout).toMatch(
+      /batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant/,
+    );
   });
 
-  it('without --fit-host it says in one line that the registry host terms priced the rows and points to calibrate\'s rule', async () => {
+  it("without --fit-host it says in one line that the registry host terms priced the rows and points to calibrate's rule", async () => {
     const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report']);
     expect(r.code).toBe(0);
     const notes = r.stdout.split('\n').filter((l) => l.includes('--fit-host'));
-    expect(notes).toEqual(["host terms: the registry's (no --fit-host); calibrate fits them per engine: pass --fit-host fraction=0.25 to match"]);
+    expect(notes).toEqual([
+      "host terms: the registry's (no --fit-host); calibrate fits them per engine: pass --fit-host fraction=0.25 to match",
+    ]);
     // JSON on stdout stays parseable; the note moves to stderr
-    const j = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--json']);
+    const j = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--json',
+    ]);
     expect(JSON.parse(j.stdout).host_fit).toBeFalsy();
     expect(j.stderr).toContain('pass --fit-host fraction=0.25 to match');
     // with the rule calibrate uses, no note
-    const f = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--fit-host', 'fraction=0.25']);
+    const f = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--fit-host',
+      'fraction=0.25',
+    ]);
     expect(f.stdout).not.toContain("host terms: the registry's");
   });
 
@@ -79,17 +134,63 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     const r2 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', 'nope.yaml']);
     expect(r2.code).toBe(1);
     expect(r2.stderr).toMatch(/registry not found: nope\.yaml/);
-    const r3 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--composition', 'max']);
+    const r3 = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--composition',
+      'max',
+    ]);
     expect(r3.code).toBe(1);
-    const r4 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--engine-sm', 'on']);
+    const r4 = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--engine-sm',
+      'on',
+    ]);
     expect(r4.code).toBe(1);
     expect(r4.stderr).toMatch(/--engine-sm on needs --fit-host/);
-    const r5 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--engine-sm', 'sometimes']);
+    const r5 = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--engine-sm',
+      'sometimes',
+    ]);
     expect(r5.code).toBe(2); // not one of the choices: a usage error
   });
 
   it('--fit-host prints both NoOverlap variants (without / with s) and pins the engine-sm mode', async () => {
-    const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report', '--json', '--fit-host', 'fraction=0.25', '--engine-sm', 'off']);
+    const r = await cli([
+      'validate',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+      '--json',
+      '--fit-host',
+      'fraction=0.25',
+      '--engine-sm',
+      'off',
+    ]);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);
     expect(v.pinned.flags).toEqual(['--chip h100', '--fit-host fraction=0.25', '--engine-sm off']);
@@ -106,12 +207,34 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
 describe('calibrate pieces', () => {
   it('checkMeasurements reads row counts from provenance and catches a file that changed', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'stepcal-cal-'));
-    const prov = { family: 'host' as const, chip: 'h100', lane: 'x', source_repository: 'r', source_path: 'p', source_commit: 'c', licence: 'l', inputs: [], filters: [], rows_in: 2, rows_out: 2, units: {} };
-    const file = writeMeasurements(dir, 'host', 'x', [
-      { chip: 'h100', lane: 'x', kernel_source: '', what: 'eager_launch', kernels: 10, latency_us: 30 },
-      { chip: 'h100', lane: 'x', kernel_source: '', what: 'eager_launch', kernels: 20, latency_us: 60 },
-    ], prov);
-    writeFileSync(path.join(dir, 'lab.steps.csv'), 'model,chip,tp,weight_dtype,engine,kind,batch,prompt_tokens,output_tokens,measured_us,source\nm,h100,1,bf16,e,static_batch,1,10,5,100,s\n');
+    const prov = {
+      family: 'host' as const,
+      chip: 'h100',
+      lane: 'x',
+      source_repository: 'r',
+      source_path: 'p',
+      source_commit: 'c',
+      licence: 'l',
+      inputs: [],
+      filters: [],
+      rows_in: 2,
+      rows_out: 2,
+      units: {},
+    };
+    const file = writeMeasurements(
+      dir,
+      'host',
+      'x',
+      [
+        { chip: 'h100', lane: 'x', kernel_source: '', what: 'eager_launch', kernels: 10, latency_us: 30 },
+        { chip: 'h100', lane: 'x', kernel_source: '', what: 'eager_launch', kernels: 20, latency_us: 60 },
+      ],
+      prov,
+    );
+    writeFileSync(
+      path.join(dir, 'lab.steps.csv'),
+      'model,chip,tp,weight_dtype,engine,kind,batch,prompt_tokens,output_tokens,measured_us,source\nm,h100,1,bf16,e,static_batch,1,10,5,100,s\n',
+    );
     const c = checkMeasurements(dir);
     expect(c.map((x) => [x.family, x.rows, x.status])).toEqual([
       ['host', 2, 'ok'],

@@ -8,7 +8,14 @@ import { extrapolationReason } from '../../src/validate/expand.ts';
 import { CM_SM_SCALE_BOUNDS, fitHostTermsWithScaleSearch } from '../../src/validate/hostfit.ts';
 import { extrapolationCounts, headlineChoice, validateRows } from '../../src/validate/run.ts';
 import { parseStepsCsv } from '../../src/validate/steps.ts';
-import { COMPOSITIONS, REGIMES, type Composition, type Regime, type RegimeMetrics, type RowResult } from '../../src/validate/types.ts';
+import {
+  COMPOSITIONS,
+  REGIMES,
+  type Composition,
+  type Regime,
+  type RegimeMetrics,
+  type RowResult,
+} from '../../src/validate/types.ts';
 import { computeMetrics } from '../../src/validate/metrics.ts';
 import { makePricer } from '../pricer/helpers.ts';
 import { BASE, fakePricer, stepsCsv, type FakeCoeffs } from './fake-pricer.ts';
@@ -16,12 +23,30 @@ import { BASE, fakePricer, stepsCsv, type FakeCoeffs } from './fake-pricer.ts';
 const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, h: 50, overlap_factor: 0.8, cm_factor: 0.9 };
 const rowsOf = (rs: Array<Record<string, string | number>>) => parseStepsCsv(stepsCsv(rs), 't.steps.csv').rows;
 /** Deps whose pricer honours sm_scale (as the real one does). */
-const scaled = (k: FakeCoeffs = K) => ({ pricerFor: (_key: unknown, o?: { sm_scale?: number }) => fakePricer(k, o?.sm_scale ?? 1) });
+const scaled = (k: FakeCoeffs = K) => ({
+  pricerFor: (_key: unknown, o?: { sm_scale?: number }) => fakePricer(k, o?.sm_scale ?? 1),
+});
 const pre = (n: number, tokens: number, meas: number, group: string, extra: Record<string, string | number> = {}) => ({
-  ...BASE, kind: 'step', prefill_requests: n, prefill_tokens: tokens, decode_requests: 0, decode_context_tokens: 0, measured_us: meas, group, ...extra,
+  ...BASE,
+  kind: 'step',
+  prefill_requests: n,
+  prefill_tokens: tokens,
+  decode_requests: 0,
+  decode_context_tokens: 0,
+  measured_us: meas,
+  group,
+  ...extra,
 });
 const dec = (n: number, ctx: number, meas: number, group: string, extra: Record<string, string | number> = {}) => ({
-  ...BASE, kind: 'step', prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: ctx, measured_us: meas, group, ...extra,
+  ...BASE,
+  kind: 'step',
+  prefill_requests: 0,
+  prefill_tokens: 0,
+  decode_requests: n,
+  decode_context_tokens: ctx,
+  measured_us: meas,
+  group,
+  ...extra,
 });
 
 // Truth for CMOverlap on the fake (CMOverlap = 0.9 · work + host): the engine's SM runs S = 1.6× the
@@ -78,7 +103,9 @@ describe('CMOverlap engine term: bounded 1-D search with the host terms solved i
     expect(v.regimes_by_composition.cm_overlap.prefill!.mape_pct).toBeLessThan(0.01);
     expect(v.regimes_by_composition.cm_overlap.decode!.mape_pct).toBeLessThan(0.01);
     expect(v.headline).toBe('cm_overlap');
-    expect(v.headline_reason).toMatch(/^CMOverlap has the lowest held-out pooled MAPE over 6 rows \(NoOverlap [0-9.]+%, CMOverlap 0\.0%, Overlap [0-9.]+%; per regime NoOverlap \/ CMOverlap \/ Overlap: prefill /);
+    expect(v.headline_reason).toMatch(
+      /^CMOverlap has the lowest held-out pooled MAPE over 6 rows \(NoOverlap [0-9.]+%, CMOverlap 0\.0%, Overlap [0-9.]+%; per regime NoOverlap \/ CMOverlap \/ Overlap: prefill /,
+    );
     const fit = v.host_fit!.fits.find((f) => f.composition === 'cm_overlap')!;
     expect(fit.sm_scale!.value).toBeCloseTo(S, 3);
     expect(fit.terms[0]!.value_us).toBeCloseTo(20000, -2);
@@ -97,7 +124,11 @@ describe('CMOverlap engine term: bounded 1-D search with the host terms solved i
     const off = validateRows(rowsOf(truthRows()), { chip: 'h100', fitHost: 'fraction=0.5', engineSm: 'off' }, scaled());
     expect(off.engine_sm_cm_overlap).toBeUndefined();
     expect(off.host_fit!.fits.find((f) => f.composition === 'cm_overlap')!.sm_scale).toBeUndefined();
-    const deaf = validateRows(rowsOf(truthRows()), { chip: 'h100', fitHost: 'fraction=0.5', engineSm: 'auto' }, { pricerFor: () => fakePricer(K) });
+    const deaf = validateRows(
+      rowsOf(truthRows()),
+      { chip: 'h100', fitHost: 'fraction=0.5', engineSm: 'auto' },
+      { pricerFor: () => fakePricer(K) },
+    );
     expect(deaf.engine_sm_cm_overlap!.scales[0]).toMatchObject({ value: 1, identified: false });
   });
 });
@@ -114,7 +145,13 @@ describe('training rows are excluded from every score, in all three compositions
     expect(h).toHaveLength(6);
     expect(v.rows.filter((r) => r.used_for_host_fit)).toHaveLength(6);
     for (const c of COMPOSITIONS) {
-      const pts = (xs: readonly RowResult[]) => xs.map((r) => ({ predicted_us: r.predicted_us[c], measured_us: r.measured_us, group: r.group, batch: r.batch }));
+      const pts = (xs: readonly RowResult[]) =>
+        xs.map((r) => ({
+          predicted_us: r.predicted_us[c],
+          measured_us: r.measured_us,
+          group: r.group,
+          batch: r.batch,
+        }));
       expect(v.overall_by_composition[c]).toEqual(computeMetrics(pts(h)));
       for (const g of REGIMES) {
         const rg = h.filter((r) => r.regime === g);
@@ -122,7 +159,11 @@ describe('training rows are excluded from every score, in all three compositions
         if (!rg.length) expect(m).toBeNull();
         else expect(m).toEqual(computeMetrics(pts(rg)));
       }
-      for (const grp of v.groups) expect(grp.metrics[c].n).toBe(h.filter((r) => r.regime === grp.key.regime && r.group === `${grp.key.regime === 'prefill' ? 'pre' : 'dec'}`).length);
+      for (const grp of v.groups)
+        expect(grp.metrics[c].n).toBe(
+          h.filter((r) => r.regime === grp.key.regime && r.group === `${grp.key.regime === 'prefill' ? 'pre' : 'dec'}`)
+            .length,
+        );
     }
   });
 
@@ -138,22 +179,40 @@ describe('training rows are excluded from every score, in all three compositions
 });
 
 describe('headline among three', () => {
-  const m = (mape_pct: number): RegimeMetrics => ({ n: 10, mape_pct, median_ape_pct: mape_pct, p90_ape_pct: mape_pct, bias_pct: 0, geo_mean_ratio: 1 });
+  const m = (mape_pct: number): RegimeMetrics => ({
+    n: 10,
+    mape_pct,
+    median_ape_pct: mape_pct,
+    p90_ape_pct: mape_pct,
+    bias_pct: 0,
+    geo_mean_ratio: 1,
+  });
   const by = (x: Record<Composition, number>) =>
-    Object.fromEntries(COMPOSITIONS.map((c) => [c, { prefill: m(x[c]), decode: null, mixed: null, static_batch: null }])) as Record<Composition, Record<Regime, RegimeMetrics | null>>;
-  const overall = (x: Record<Composition, number>) => Object.fromEntries(COMPOSITIONS.map((c) => [c, m(x[c])])) as Record<Composition, RegimeMetrics>;
+    Object.fromEntries(
+      COMPOSITIONS.map((c) => [c, { prefill: m(x[c]), decode: null, mixed: null, static_batch: null }]),
+    ) as Record<Composition, Record<Regime, RegimeMetrics | null>>;
+  const overall = (x: Record<Composition, number>) =>
+    Object.fromEntries(COMPOSITIONS.map((c) => [c, m(x[c])])) as Record<Composition, RegimeMetrics>;
   it('lowest pooled MAPE wins; ties go to NoOverlap, then CMOverlap; forcing says so', () => {
     const x = { no_overlap: 8.3, cm_overlap: 6.8, overlap: 19.8 };
     expect(headlineChoice(overall(x), by(x), 10)).toEqual({
       headline: 'cm_overlap',
-      headline_reason: 'CMOverlap has the lowest held-out pooled MAPE over 10 rows (NoOverlap 8.3%, CMOverlap 6.8%, Overlap 19.8%; per regime NoOverlap / CMOverlap / Overlap: prefill 8.3% / 6.8% / 19.8%)',
+      headline_reason:
+        'CMOverlap has the lowest held-out pooled MAPE over 10 rows (NoOverlap 8.3%, CMOverlap 6.8%, Overlap 19.8%; per regime NoOverlap / CMOverlap / Overlap: prefill 8.3% / 6.8% / 19.8%)',
     });
     const tie = { no_overlap: 9, cm_overlap: 5, overlap: 5 };
     expect(headlineChoice(overall(tie), by(tie), 10).headline).toBe('cm_overlap');
-    expect(headlineChoice(overall(tie), by(tie), 10).headline_reason).toMatch(/tie with Overlap → the earlier of NoOverlap, CMOverlap, Overlap/);
+    expect(headlineChoice(overall(tie), by(tie), 10).headline_reason).toMatch(
+      /tie with Overlap → the earlier of NoOverlap, CMOverlap, Overlap/,
+    );
     const all = { no_overlap: 5, cm_overlap: 5, overlap: 5 };
     expect(headlineChoice(overall(all), by(all), 10).headline).toBe('no_overlap');
-    expect(headlineChoice(overall(x), by(x), 10, 'overlap')).toMatchObject({ headline: 'overlap', headline_reason: expect.stringMatching(/^forced by --composition overlap \(held-out pooled MAPE NoOverlap 8\.3%, CMOverlap 6\.8%, Overlap 19\.8%\)$/) });
+    expect(headlineChoice(overall(x), by(x), 10, 'overlap')).toMatchObject({
+      headline: 'overlap',
+      headline_reason: expect.stringMatching(
+        /^forced by --composition overlap \(held-out pooled MAPE NoOverlap 8\.3%, CMOverlap 6\.8%, Overlap 19\.8%\)$/,
+      ),
+    });
   });
 });
 
@@ -166,14 +225,27 @@ describe('extrapolation reasons', () => {
     expect(reasons).toContain("memory: weights + the batch's KV cache exceed the chip's HBM");
     const gemm = reasons.find((r) => r.startsWith('GEMM ramp below'));
     expect(gemm).toMatch(/^GEMM ramp below its fitted m range: the bf16 ramp at fewer than [0-9.]+ tokens per step$/);
-    expect(extrapolationReason('all_reduce over 16 ranks priced with the 8-rank h100 coefficients (measured widths: 2, 4, 8)')).toBe('all_reduce over 16 ranks priced with the 8-rank h100 coefficients');
-    expect(extrapolationReason('a collective message of 600000000 bytes exceeds the largest fitted size (536870912 bytes)')).toBe('a collective message exceeds the largest fitted size (512 MiB)');
-    expect(extrapolationReason("memory: weights 150.2 GiB per rank exceed h200's 141 GiB of HBM before any KV cache")).toBe("memory: weights alone exceed the chip's HBM");
-    expect(extrapolationReason('no attention_decode_rate_mla in the registry: mla decode priced with the full-attention rate')).toBe('no attention_decode_rate_mla in the registry: mla decode priced with the full-attention rate');
+    expect(
+      extrapolationReason(
+        'all_reduce over 16 ranks priced with the 8-rank h100 coefficients (measured widths: 2, 4, 8)',
+      ),
+    ).toBe('all_reduce over 16 ranks priced with the 8-rank h100 coefficients');
+    expect(
+      extrapolationReason('a collective message of 600000000 bytes exceeds the largest fitted size (536870912 bytes)'),
+    ).toBe('a collective message exceeds the largest fitted size (512 MiB)');
+    expect(
+      extrapolationReason("memory: weights 150.2 GiB per rank exceed h200's 141 GiB of HBM before any KV cache"),
+    ).toBe("memory: weights alone exceed the chip's HBM");
+    expect(
+      extrapolationReason(
+        'no attention_decode_rate_mla in the registry: mla decode priced with the full-attention rate',
+      ),
+    ).toBe('no attention_decode_rate_mla in the registry: mla decode priced with the full-attention rate');
   });
 
   it('counts rows per reason (all, scored, scored per regime), most frequent first', () => {
-    const r = (regime: Regime, reasons: string[], extra: Partial<RowResult> = {}) => ({ regime, extrapolation_reasons: reasons, used_for_host_fit: false, ...extra }) as RowResult;
+    const r = (regime: Regime, reasons: string[], extra: Partial<RowResult> = {}) =>
+      ({ regime, extrapolation_reasons: reasons, used_for_host_fit: false, ...extra }) as RowResult;
     const counts = extrapolationCounts([
       r('decode', ['A', 'B']),
       r('decode', ['A']),

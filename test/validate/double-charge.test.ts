@@ -19,15 +19,27 @@ const BLIS = loadRegistryFile('test/fixtures/registry/blis-h100.yaml');
 function withMHalf(sets: CoefficientSet[], m_half: number): CoefficientSet[] {
   return sets.map((s) => ({
     ...s,
-    coefficients: s.coefficients.map((c) => (c.name === 'gemm_m_half_bf16' ? { name: c.name, entry: { ...c.entry, value: m_half } } : c)),
+    coefficients: s.coefficients.map((c) =>
+      c.name === 'gemm_m_half_bf16' ? { name: c.name, entry: { ...c.entry, value: m_half } } : c,
+    ),
   }));
 }
 
 const rows = parseStepsCsv(
   stepsCsv(
     [1, 2, 4].map((n) => ({
-      model: 'llama-2-70b', chip: 'h100', tp: 2, weight_dtype: 'fp16', engine: 'e', source: 't', kind: 'step',
-      prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: 576 * n, measured_us: 40000,
+      model: 'llama-2-70b',
+      chip: 'h100',
+      tp: 2,
+      weight_dtype: 'fp16',
+      engine: 'e',
+      source: 't',
+      kind: 'step',
+      prefill_requests: 0,
+      prefill_tokens: 0,
+      decode_requests: n,
+      decode_context_tokens: 576 * n,
+      measured_us: 40000,
     })),
   ),
   'dc.steps.csv',

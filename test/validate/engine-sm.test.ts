@@ -14,10 +14,24 @@ const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, h: 50, overlap_factor: 0
 const rowsOf = (rs: Array<Record<string, string | number>>) => parseStepsCsv(stepsCsv(rs), 't.steps.csv').rows;
 const deps = { pricerFor: () => fakePricer(K) };
 const pre = (n: number, tokens: number, meas: number, group: string) => ({
-  ...BASE, kind: 'step', prefill_requests: n, prefill_tokens: tokens, decode_requests: 0, decode_context_tokens: 0, measured_us: meas, group,
+  ...BASE,
+  kind: 'step',
+  prefill_requests: n,
+  prefill_tokens: tokens,
+  decode_requests: 0,
+  decode_context_tokens: 0,
+  measured_us: meas,
+  group,
 });
 const dec = (n: number, ctx: number, meas: number, group: string) => ({
-  ...BASE, kind: 'step', prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: ctx, measured_us: meas, group,
+  ...BASE,
+  kind: 'step',
+  prefill_requests: 0,
+  prefill_tokens: 0,
+  decode_requests: n,
+  decode_context_tokens: ctx,
+  measured_us: meas,
+  group,
 });
 
 // Truth: the engine runs its arithmetic S = 1.6× slower than the fake's SM price, and spends
@@ -44,7 +58,11 @@ describe('engine compute-efficiency term s', () => {
     const feats = sm.map((x, i) => ({ steps: 1, request_steps: req[i]!, kernel_steps: NaN, tp: 2, sm_us: x }));
     const resid = meas.map((m, i) => m - sm[i]! - hbm[i]!);
     for (const weighting of ['relative', 'absolute'] as const) {
-      const f = fitHostTerms('e', 'no_overlap', feats, resid, 'fraction', { engineSm: true, weighting, measured_us: meas });
+      const f = fitHostTerms('e', 'no_overlap', feats, resid, 'fraction', {
+        engineSm: true,
+        weighting,
+        measured_us: meas,
+      });
       expect(f.sm_scale!.value).toBeCloseTo(S, 9);
       expect(f.sm_scale!.identified).toBe(true);
       expect(f.terms[0]!.value_us).toBeCloseTo(PER_STEP, 6);
@@ -59,13 +77,33 @@ describe('engine compute-efficiency term s', () => {
     // T_SM = 1000 · steps on every row: indistinguishable from the per-step constant
     const feats = [1, 2, 3].map((n) => ({ steps: n, request_steps: n * n, kernel_steps: NaN, tp: 2, sm_us: 1000 * n }));
     const meas = [5000, 9000, 14000];
-    const f = fitHostTerms('e', 'no_overlap', feats, meas.map((m, i) => m - feats[i]!.sm_us), 'fraction', { engineSm: true, measured_us: meas });
+    const f = fitHostTerms(
+      'e',
+      'no_overlap',
+      feats,
+      meas.map((m, i) => m - feats[i]!.sm_us),
+      'fraction',
+      { engineSm: true, measured_us: meas },
+    );
     expect(f.sm_scale).toMatchObject({ value: 1, identified: false });
     expect(engineSmExtraUs(f, feats[0]!)).toBe(0);
     // measured falls as T_SM grows: s would be negative
-    const g = [0, 1, 2, 3].map((i) => ({ steps: 1, request_steps: 1 + (i % 2), kernel_steps: NaN, tp: 2, sm_us: 1000 * i }));
+    const g = [0, 1, 2, 3].map((i) => ({
+      steps: 1,
+      request_steps: 1 + (i % 2),
+      kernel_steps: NaN,
+      tp: 2,
+      sm_us: 1000 * i,
+    }));
     const m2 = [9000, 8000, 7500, 6000];
-    const f2 = fitHostTerms('e', 'no_overlap', g, m2.map((m, i) => m - g[i]!.sm_us), 'fraction', { engineSm: true, measured_us: m2 });
+    const f2 = fitHostTerms(
+      'e',
+      'no_overlap',
+      g,
+      m2.map((m, i) => m - g[i]!.sm_us),
+      'fraction',
+      { engineSm: true, measured_us: m2 },
+    );
     expect(f2.sm_scale).toMatchObject({ value: 1, identified: true });
     expect(f2.sm_scale!.note).toMatch(/s ≤ 0/);
   });
@@ -78,11 +116,17 @@ describe('engine compute-efficiency term s', () => {
     expect(rel.terms[0]!.value_us).toBeCloseTo((100 / 1e6 + 1000 / 1e8) / (1 / 1e6 + 1 / 1e8), 9); // 108.9109
     const abs = fitHostTerms('e', 'no_overlap', feats, [100, 1000], 'fraction', { weighting: 'absolute' });
     expect(abs.terms[0]!.value_us).toBeCloseTo(550, 9);
-    expect(() => fitHostTerms('e', 'no_overlap', feats, [100, 1000], 'fraction')).toThrow(/relative weighting needs measured_us/);
+    expect(() => fitHostTerms('e', 'no_overlap', feats, [100, 1000], 'fraction')).toThrow(
+      /relative weighting needs measured_us/,
+    );
   });
 
   it('validateRows: recovers s on the training rows, predicts the held-out rows exactly, never scores a training row', () => {
-    const v = validateRows(rowsOf(truthRows()), { chip: 'h100', fitHost: 'fraction=0.5', engineSm: 'auto', composition: 'no_overlap' }, deps);
+    const v = validateRows(
+      rowsOf(truthRows()),
+      { chip: 'h100', fitHost: 'fraction=0.5', engineSm: 'auto', composition: 'no_overlap' },
+      deps,
+    );
     const es = v.engine_sm!;
     expect(es.scales).toEqual([{ engine: 'e', value: expect.closeTo(S, 9), identified: true }]);
     expect(es.used).toBe(true);
@@ -124,16 +168,35 @@ describe('engine compute-efficiency term s', () => {
     expect(off.engine_sm!.used).toBe(false);
     expect(off.host_fit!.fits.every((f) => f.sm_scale === undefined)).toBe(true);
     expect(off.engine_sm!.with.regimes.prefill!.mape_pct).toBeLessThan(1e-6);
-    expect(off.regimes_by_composition.no_overlap.prefill!.mape_pct).toBeCloseTo(off.engine_sm!.without.regimes.prefill!.mape_pct, 12);
-    expect(() => validateRows(rowsOf(truthRows()), { chip: 'h100', engineSm: 'on' }, deps)).toThrow(/--engine-sm on needs --fit-host/);
+    expect(off.regimes_by_composition.no_overlap.prefill!.mape_pct).toBeCloseTo(
+      off.engine_sm!.without.regimes.prefill!.mape_pct,
+      12,
+    );
+    expect(() => validateRows(rowsOf(truthRows()), { chip: 'h100', engineSm: 'on' }, deps)).toThrow(
+      /--engine-sm on needs --fit-host/,
+    );
   });
 
   it('engineSmChoice: equal weight per regime, ties → without', () => {
-    const m = (mape_pct: number): RegimeMetrics => ({ n: 1, mape_pct, median_ape_pct: mape_pct, p90_ape_pct: mape_pct, bias_pct: 0, geo_mean_ratio: 1 });
+    const m = (mape_pct: number): RegimeMetrics => ({
+      n: 1,
+      mape_pct,
+      median_ape_pct: mape_pct,
+      p90_ape_pct: mape_pct,
+      bias_pct: 0,
+      geo_mean_ratio: 1,
+    });
     const without = { prefill: m(30), decode: m(10), mixed: null, static_batch: m(10) };
     // pooled over many decode rows this could look worse; per-regime mean: 50/3 vs 16/3+... = (12 + 12 + 11)/3
-    expect(engineSmChoice(without, { prefill: m(12), decode: m(12), mixed: null, static_batch: m(11) }, 'auto').use).toBe(true);
-    expect(engineSmChoice(without, { ...without }, 'auto')).toMatchObject({ use: false, reason: expect.stringMatching(/tie → without s/) });
-    expect(engineSmChoice(without, { prefill: m(1), decode: m(1), mixed: null, static_batch: m(1) }, 'off').use).toBe(false);
+    expect(
+      engineSmChoice(without, { prefill: m(12), decode: m(12), mixed: null, static_batch: m(11) }, 'auto').use,
+    ).toBe(true);
+    expect(engineSmChoice(without, { ...without }, 'auto')).toMatchObject({
+      use: false,
+      reason: expect.stringMatching(/tie → without s/),
+    });
+    expect(engineSmChoice(without, { prefill: m(1), decode: m(1), mixed: null, static_batch: m(1) }, 'off').use).toBe(
+      false,
+    );
   });
 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { apeCdf, computeMetrics, shapeErrors } from '../../src/validate/metrics.ts';
 
-const pt = (predicted_us: number, measured_us: number, batch: number, group = 'g') => ({ predicted_us, measured_us, batch, group });
+const pt = (predicted_us: number, measured_us: number, batch: number, group = 'g') => ({
+  predicted_us,
+  measured_us,
+  batch,
+  group,
+});
 
 describe('metrics: known answers on a hand-made table', () => {
   // ratios 1.1, 0.9, 1.3, 1.0, 0.5 → APE 10, 10, 30, 0, 50
@@ -14,7 +19,7 @@ describe('metrics: known answers on a hand-made table', () => {
     expect(m.median_ape_pct).toBeCloseTo(10, 10);
     expect(m.p90_ape_pct).toBeCloseTo(50, 10);
     expect(m.bias_pct).toBeCloseTo(-4, 10); // (10 − 10 + 30 + 0 − 50)/5
-    expect(m.geo_mean_ratio).toBeCloseTo(Math.pow(1.1 * 0.9 * 1.3 * 1.0 * 0.5, 1 / 5), 12);
+    expect(m.geo_mean_ratio).toBeCloseTo((1.1 * 0.9 * 1.3 * 1.0 * 0.5) ** (1 / 5), 12);
   });
   it('shape: ratios normalised to the lowest batch, anchor excluded', () => {
     // anchor r0 = 1.1; |e| = 0.2/1.1, 0.2/1.1, 0.1/1.1, 0.6/1.1 → mean = (1.1/1.1)/4 = 0.25

@@ -25,10 +25,20 @@ describe('request-level validation', () => {
     const b = viaServe.metrics.e2e_mean_us!;
     expect(b.n).toBe(a.n);
     expect(a.n).toBeGreaterThan(40);
-    for (const k of ['mape_pct', 'median_ape_pct', 'p90_ape_pct', 'bias_pct', 'geo_mean_ratio', 'shape_mape_pct'] as const) expect(b[k]!).toBeCloseTo(a[k]!, 6);
+    for (const k of [
+      'mape_pct',
+      'median_ape_pct',
+      'p90_ape_pct',
+      'bias_pct',
+      'geo_mean_ratio',
+      'shape_mape_pct',
+    ] as const)
+      expect(b[k]!).toBeCloseTo(a[k]!, 6);
     expect(b.shape_n).toBe(a.shape_n);
     // row by row, and no serve run needed a preemption or refused a request
-    const byRow = new Map(stat.rows.filter((r) => r.regime === 'static_batch').map((r) => [r.row, r.predicted_us.cm_overlap]));
+    const byRow = new Map(
+      stat.rows.filter((r) => r.regime === 'static_batch').map((r) => [r.row, r.predicted_us.cm_overlap]),
+    );
     for (const r of viaServe.rows) {
       expect(Math.abs(r.predicted.e2e_mean_us! - byRow.get(r.row)!)).toBeLessThan(1e-3);
       expect(r.preemptions + r.refused).toBe(0);
@@ -44,19 +54,34 @@ describe('request-level validation', () => {
     ].join('\n');
     const rows = parseRequestsCsv(text, 'x.requests.csv');
     const defaults = { ep: 1, dp: 1, max_num_seqs: 256, max_num_batched_tokens: undefined, chunked_prefill: true };
-    expect(rows[0]).toMatchObject({ ...defaults, concurrency: 8, measured: { ttft_mean_us: 40000, tpot_mean_us: 9000 } });
+    expect(rows[0]).toMatchObject({
+      ...defaults,
+      concurrency: 8,
+      measured: { ttft_mean_us: 40000, tpot_mean_us: 9000 },
+    });
     expect(rows[1]).toMatchObject({ workload: 'open', rate_per_s: 2.5, measured: { output_tokens_per_s: 400 } });
     const zero = text.replace(',closed,8,', ',closed,0,');
-    expect(() => parseRequestsCsv(zero, 'x.csv')).toThrow(/x\.csv row 1 column "concurrency": expected a positive integer, got "0"/);
-    expect(() => parseRequestsCsv(text.replace(',open,,2.5,', ',open,,,'), 'x.csv')).toThrow(/x\.csv row 2 column "rate_per_s": expected a rate > 0/);
-    expect(() => parseRequestsCsv(text.replace('40000,9000', ','), 'x.csv')).toThrow(/x\.csv row 1: no measured metric/);
-    expect(() => parseRequestsCsv('model,chip\n', 'x.csv')).toThrow(/x\.csv row 0 \(header\) column "tp": missing column/);
+    expect(() => parseRequestsCsv(zero, 'x.csv')).toThrow(
+      /x\.csv row 1 column "concurrency": expected a positive integer, got "0"/,
+    );
+    expect(() => parseRequestsCsv(text.replace(',open,,2.5,', ',open,,,'), 'x.csv')).toThrow(
+      /x\.csv row 2 column "rate_per_s": expected a rate > 0/,
+    );
+    expect(() => parseRequestsCsv(text.replace('40000,9000', ','), 'x.csv')).toThrow(
+      /x\.csv row 1: no measured metric/,
+    );
+    expect(() => parseRequestsCsv('model,chip\n', 'x.csv')).toThrow(
+      /x\.csv row 0 \(header\) column "tp": missing column/,
+    );
   });
 
   it('scores each metric over the rows that carry it: a row measured at the prediction scores 0 % there', () => {
     const head = 'model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl';
     const cfg = 'llama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16';
-    const probe = validateRequestRows(parseRequestsCsv(`${head},ttft_mean_us\n${cfg},1\n`, 'p.csv'), { chip: 'h100', registry: REGISTRY });
+    const probe = validateRequestRows(parseRequestsCsv(`${head},ttft_mean_us\n${cfg},1\n`, 'p.csv'), {
+      chip: 'h100',
+      registry: REGISTRY,
+    });
     const ttft = probe.rows[0]!.predicted.ttft_mean_us!;
     const v = validateRequestRows(
       parseRequestsCsv(`${head},ttft_mean_us,output_tokens_per_s\n${cfg},${ttft},\n${cfg},${ttft * 2},\n`, 'q.csv'),

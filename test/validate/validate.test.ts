@@ -9,10 +9,24 @@ const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, h: 50, overlap_factor: 0
 const rowsOf = (rs: Array<Record<string, string | number>>) => parseStepsCsv(stepsCsv(rs), 't.steps.csv').rows;
 const deps = (k: FakeCoeffs = K) => ({ pricerFor: () => fakePricer(k) });
 const pre = (n: number, tokens: number, meas: number, extra: Record<string, string | number> = {}) => ({
-  ...BASE, kind: 'step', prefill_requests: n, prefill_tokens: tokens, decode_requests: 0, decode_context_tokens: 0, measured_us: meas, ...extra,
+  ...BASE,
+  kind: 'step',
+  prefill_requests: n,
+  prefill_tokens: tokens,
+  decode_requests: 0,
+  decode_context_tokens: 0,
+  measured_us: meas,
+  ...extra,
 });
 const dec = (n: number, ctx: number, meas: number, extra: Record<string, string | number> = {}) => ({
-  ...BASE, kind: 'step', prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: ctx, measured_us: meas, ...extra,
+  ...BASE,
+  kind: 'step',
+  prefill_requests: 0,
+  prefill_tokens: 0,
+  decode_requests: n,
+  decode_context_tokens: ctx,
+  measured_us: meas,
+  ...extra,
 });
 
 describe('row → batch mapping', () => {
@@ -36,7 +50,9 @@ describe('row → batch mapping', () => {
     // B = 4, P = 100, O = 11.
     // prefill: a + b·B·P = 1000 + 2·400 = 1800; decode i = 0..9: c + d·B·(P + i) → 10·500 + 0.04·(1000 + 45) = 5041.8;
     // host: 11 steps · 50 = 550. NoOverlap = 7391.8; Overlap = 0.8·6841.8 + 550 = 6023.44.
-    const [r] = rowsOf([{ ...BASE, kind: 'static_batch', batch: 4, prompt_tokens: 100, output_tokens: 11, measured_us: 7000 }]);
+    const [r] = rowsOf([
+      { ...BASE, kind: 'static_batch', batch: 4, prompt_tokens: 100, output_tokens: 11, measured_us: 7000 },
+    ]);
     const p = fakePricer(K);
     const price = priceRow(r!, p);
     expect(p.calls).toBe(11);
@@ -79,7 +95,9 @@ describe('per-regime reporting', () => {
     expect(v.warnings[0]).toMatch(/1 row\(s\) measured on another chip \(a100\) skipped/);
     // measured 600 vs NoOverlap 560/570 and Overlap 458/466: NoOverlap is closer
     expect(v.headline).toBe('no_overlap');
-    expect(v.headline_reason).toMatch(/NoOverlap has the lowest held-out pooled MAPE over 2 rows \(NoOverlap 5.8%, CMOverlap 5.8%, Overlap 23.0%/);
+    expect(v.headline_reason).toMatch(
+      /NoOverlap has the lowest held-out pooled MAPE over 2 rows \(NoOverlap 5.8%, CMOverlap 5.8%, Overlap 23.0%/,
+    );
     // the fake prices CMOverlap = NoOverlap (cm_factor 1): the tie goes to NoOverlap, and says so
     expect(v.headline_reason).toMatch(/tie with CMOverlap → the earlier of NoOverlap, CMOverlap, Overlap/);
   });
@@ -126,7 +144,9 @@ describe('host fit', () => {
     const rs = [dec(1, 1000, 30000), dec(1, 2000, 30010), dec(4, 4000, 32000), pre(1, 512, 40000), pre(4, 2048, 50000)];
     const v = validateRows(rowsOf(rs), { chip: 'h100', fitHost: 'batch=1' }, deps());
     expect(v.host_fit!.training_rows.map((t) => t.row)).toEqual([1, 2, 4]);
-    expect(v.host_fit!.notes.join(' ')).toMatch(/batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant/);
+    expect(v.host_fit!.notes.join(' ')).toMatch(
+      /batch=1 rows alone cannot separate the per-request-per-step cost from the per-step constant/,
+    );
     const f = v.host_fit!.fits[0]!;
     expect(f.terms.find((t) => t.name === 'per_step_us')!.identified).toBe(true);
     expect(f.terms.find((t) => t.name === 'per_request_step_us')).toMatchObject({ identified: false, value_us: 0 });
@@ -137,7 +157,8 @@ describe('host fit', () => {
     // truth: host = 5,000 µs per step + 1,500 µs per step per tp rank + 200 µs per request per step
     const rs = [] as Array<Record<string, string | number>>;
     for (const tp of [2, 4, 8]) {
-      for (const n of [1, 4, 16, 64]) rs.push(dec(n, 1000 * n, K.c + K.d * 1000 * n + 5000 + 1500 * tp + 200 * n, { tp, group: `dec-tp${tp}` }));
+      for (const n of [1, 4, 16, 64])
+        rs.push(dec(n, 1000 * n, K.c + K.d * 1000 * n + 5000 + 1500 * tp + 200 * n, { tp, group: `dec-tp${tp}` }));
     }
     const v = validateRows(rowsOf(rs), { chip: 'h100', fitHost: 'fraction=0.5' }, deps());
     const f = v.host_fit!.fits.find((x) => x.composition === 'no_overlap')!;

@@ -28,7 +28,12 @@ import { tempNameFor, withOutputLock } from '../../core/io/staging.ts';
 import { note } from '../../core/io/progress.ts';
 import { fitAll } from '../../fit/index.ts';
 import { checkMeasurements } from '../../measurements/check.ts';
-import { calibrateSection, calibrateSummaryLines, calibrateWarnings, type CalibrateOutcome } from '../../report/calibrate-summary.ts';
+import {
+  calibrateSection,
+  calibrateSummaryLines,
+  calibrateWarnings,
+  type CalibrateOutcome,
+} from '../../report/calibrate-summary.ts';
 import { fitOutputFiles, outputPaths, renderFitReport } from '../../report/fit.ts';
 import { reportFiles } from '../../report/write.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
@@ -50,13 +55,22 @@ export { DEFAULT_CALIBRATE_FIT_HOST };
 export function register(program: Command): void {
   program
     .command('calibrate')
-    .description('The main job: check measurements, fit every family, gate, write registry/<chip>.yaml, validate on held-out steps, write the report')
+    .description(
+      'The main job: check measurements, fit every family, gate, write registry/<chip>.yaml, validate on held-out steps, write the report',
+    )
     .option('--chip <name>', 'chip with measurements under measurements/<chip>/', 'h200')
     .option('--json', 'print the outcome as JSON instead of the summary')
     .option('--no-report', 'do not write fits/<chip>/report.{md,html}')
-    .option('--fit-host <rule>', 'per-engine host fit on a declared training subset (batch=1 | fraction=F); rows used are not scored', DEFAULT_CALIBRATE_FIT_HOST)
+    .option(
+      '--fit-host <rule>',
+      'per-engine host fit on a declared training subset (batch=1 | fraction=F); rows used are not scored',
+      DEFAULT_CALIBRATE_FIT_HOST,
+    )
     .addOption(
-      new Option('--engine-sm <mode>', 'engine compute-efficiency term s on the priced SM time (NoOverlap and CMOverlap), fitted with the host terms: auto = held-out evidence picks (docs/validation.md), on, off')
+      new Option(
+        '--engine-sm <mode>',
+        'engine compute-efficiency term s on the priced SM time (NoOverlap and CMOverlap), fitted with the host terms: auto = held-out evidence picks (docs/validation.md), on, off',
+      )
         .choices([...ENGINE_SM_MODES])
         .default('auto'),
     )
@@ -70,12 +84,22 @@ export function register(program: Command): void {
       parseHostRule(opts.fitHost); // fail fast on a bad rule
       const paths = outputPaths(chip);
       const dir = path.join(REPO_ROOT, 'measurements', chip);
-      await withOutputLock(REPO_ROOT, `calibrate --chip ${chip}`, [path.dirname(paths.registry), paths.fitsDir, dir], () => calibrate(chip, dir, opts));
+      await withOutputLock(
+        REPO_ROOT,
+        `calibrate --chip ${chip}`,
+        [path.dirname(paths.registry), paths.fitsDir, dir],
+        () => calibrate(chip, dir, opts),
+      );
     });
 }
 
 /** Calibrate's held-out step (src/validate/calibrate.ts) on the staged registry text: a private temp file beside the target, removed after. */
-function validateStaged(chip: string, registryFile: string, registryText: string, opts: CalibrateOpts): CalibrateHeldOut {
+function validateStaged(
+  chip: string,
+  registryFile: string,
+  registryText: string,
+  opts: CalibrateOpts,
+): CalibrateHeldOut {
   const tmp = tempNameFor(registryFile);
   writeFileAtomic(tmp, registryText);
   try {
@@ -91,17 +115,21 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
   note(`calibrate ${chip}: 1/6 checking measurements in ${displayPath(dir)} ...`);
   const checks = checkMeasurements(dir);
   const bad = checks.filter((c) => c.status !== 'ok');
-  if (bad.length) throw new UserError(`measurement check failed:\n  ${bad.map((b) => `${b.file}: ${b.status}`).join('\n  ')}`);
+  if (bad.length)
+    throw new UserError(`measurement check failed:\n  ${bad.map((b) => `${b.file}: ${b.status}`).join('\n  ')}`);
 
   note(`calibrate ${chip}: 2/6 fitting every family ...`);
   const result = await fitAll(chip, {
     bootstrap: { resamples, seed: 20261129 },
-    onFamily: (f, phase, ms) => note(phase === 'start' ? `  fit ${f} ...` : `  fit ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`),
+    onFamily: (f, phase, ms) =>
+      note(phase === 'start' ? `  fit ${f} ...` : `  fit ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`),
   });
 
   note(`calibrate ${chip}: 3/6 registry gates ...`);
   if (result.refusals.length) {
-    throw new UserError(`calibrate ${chip}: ${result.refusals.length} refusal(s) or gate failure(s); nothing written:\n  ${result.refusals.join('\n  ')}`);
+    throw new UserError(
+      `calibrate ${chip}: ${result.refusals.length} refusal(s) or gate failure(s); nothing written:\n  ${result.refusals.join('\n  ')}`,
+    );
   }
 
   note(`calibrate ${chip}: 4/6 staging the registry ...`);
@@ -110,7 +138,11 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
   const outputs: Array<{ file: string; data: string }> = fitOutputFiles(result, {}, fitReport);
 
   note(`calibrate ${chip}: 5/6 validating on held-out steps ...`);
-  const { validation, registryHost, note: validation_note } = validateStaged(chip, paths.registry, result.registry_text, opts);
+  const {
+    validation,
+    registryHost,
+    note: validation_note,
+  } = validateStaged(chip, paths.registry, result.registry_text, opts);
 
   const outcome: CalibrateOutcome = {
     chip,
@@ -125,14 +157,25 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
     report_files: [],
   };
   if (opts.report !== false) {
-    const report = reportFiles(paths.fitsDir, chip, validation, {
-      before: [calibrateSection({ ...outcome, report_files: [] })],
-      ...(validation_note ? { noValidation: validation_note } : {}),
-    }, fitReport.figures);
+    const report = reportFiles(
+      paths.fitsDir,
+      chip,
+      validation,
+      {
+        before: [calibrateSection({ ...outcome, report_files: [] })],
+        ...(validation_note ? { noValidation: validation_note } : {}),
+      },
+      fitReport.figures,
+    );
     outputs.push(...report);
-    outcome.report_files = report.map((f) => f.file).filter((f) => /report\.(md|html)$/.test(f)).map(displayPath);
+    outcome.report_files = report
+      .map((f) => f.file)
+      .filter((f) => /report\.(md|html)$/.test(f))
+      .map(displayPath);
   }
-  note(`calibrate ${chip}: 6/6 writing registry, fit report${opts.report !== false ? ' and accuracy report' : ''} as one set (${outputs.length} files) ...`);
+  note(
+    `calibrate ${chip}: 6/6 writing registry, fit report${opts.report !== false ? ' and accuracy report' : ''} as one set (${outputs.length} files) ...`,
+  );
   writeFilesAtomic(outputs);
   // Warnings once each, on stderr (the summary on stdout only counts them; the report lists them).
   for (const w of calibrateWarnings(outcome)) process.stderr.write(`stepcal: warning: ${w}\n`);
@@ -143,12 +186,52 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
           chip,
           checks,
           registry_file: outcome.registry_file,
-          coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, method: c.entry.method, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
+          coefficients: result.sets.flatMap((s) =>
+            s.coefficients.map((c) => ({
+              set: s.name,
+              name: c.name,
+              value: c.entry.value,
+              units: c.entry.units,
+              ci95: c.entry.ci95,
+              method: c.entry.method,
+              train_error: c.entry.evidence?.train_error,
+              holdout_error: c.entry.evidence?.holdout_error,
+            })),
+          ),
           warnings: calibrateWarnings(outcome),
           held_out: validation
-            ? { headline: validation.headline, headline_reason: validation.headline_reason, regimes: validation.regimes, regimes_by_composition: validation.regimes_by_composition, overall: validation.overall, host_fit: validation.host_fit?.fits, engine_sm: validation.engine_sm ? { used: validation.engine_sm.used, reason: validation.engine_sm.reason, scales: validation.engine_sm.scales, without: validation.engine_sm.without, with: validation.engine_sm.with } : null, engine_sm_cm_overlap: validation.engine_sm_cm_overlap ? { used: validation.engine_sm_cm_overlap.used, reason: validation.engine_sm_cm_overlap.reason, scales: validation.engine_sm_cm_overlap.scales, without: validation.engine_sm_cm_overlap.without, with: validation.engine_sm_cm_overlap.with } : null, extrapolation: validation.extrapolation ?? [], pinned: validation.pinned }
+            ? {
+                headline: validation.headline,
+                headline_reason: validation.headline_reason,
+                regimes: validation.regimes,
+                regimes_by_composition: validation.regimes_by_composition,
+                overall: validation.overall,
+                host_fit: validation.host_fit?.fits,
+                engine_sm: validation.engine_sm
+                  ? {
+                      used: validation.engine_sm.used,
+                      reason: validation.engine_sm.reason,
+                      scales: validation.engine_sm.scales,
+                      without: validation.engine_sm.without,
+                      with: validation.engine_sm.with,
+                    }
+                  : null,
+                engine_sm_cm_overlap: validation.engine_sm_cm_overlap
+                  ? {
+                      used: validation.engine_sm_cm_overlap.used,
+                      reason: validation.engine_sm_cm_overlap.reason,
+                      scales: validation.engine_sm_cm_overlap.scales,
+                      without: validation.engine_sm_cm_overlap.without,
+                      with: validation.engine_sm_cm_overlap.with,
+                    }
+                  : null,
+                extrapolation: validation.extrapolation ?? [],
+                pinned: validation.pinned,
+              }
             : null,
-          held_out_registry_host: registryHost ? { regimes: registryHost.regimes, overall: registryHost.overall } : null,
+          held_out_registry_host: registryHost
+            ? { regimes: registryHost.regimes, overall: registryHost.overall }
+            : null,
           validation_note: validation_note ?? null,
           report_files: outcome.report_files,
         },

@@ -37,17 +37,26 @@ export interface FitOutputPlan {
  *   fits/<chip>/.
  * `--check` compares exactly the files that would be written.
  */
-export function planFitOutputs(chip: string, family: string, o: { registryOut?: string; fitsOut?: string; check?: boolean }): FitOutputPlan {
+export function planFitOutputs(
+  chip: string,
+  family: string,
+  o: { registryOut?: string; fitsOut?: string; check?: boolean },
+): FitOutputPlan {
   const notes: string[] = [];
   const out: FitOutputOptions = {};
   if (o.registryOut) out.registryOut = o.registryOut;
   if (o.fitsOut) out.fitsDir = o.fitsOut;
   else if (o.registryOut) {
     out.fitsDir = null;
-    notes.push(`fit ${chip}: registry redirected to ${o.registryOut}; no fit report written (pass --fits-out <dir> for SVGs and README; fits/${chip}/ is left untouched)`);
+    notes.push(
+      `fit ${chip}: registry redirected to ${o.registryOut}; no fit report written (pass --fits-out <dir> for SVGs and README; fits/${chip}/ is left untouched)`,
+    );
   }
   const write = family === 'all' || !!o.registryOut;
-  if (!write && !o.check) notes.push(`fit ${family}: partial fit; use --registry-out <file> to write it (registry/${chip}.yaml holds every family)`);
+  if (!write && !o.check)
+    notes.push(
+      `fit ${family}: partial fit; use --registry-out <file> to write it (registry/${chip}.yaml holds every family)`,
+    );
   return { write, out, notes };
 }
 
@@ -60,55 +69,97 @@ export function register(program: Command): void {
     .option('--lane <lane>', 'measurement lane for gemm/attention/moe (default: the vllm-* lane)')
     .option('--check', 'write nothing; exit 1 naming entries that would change')
     .option('--json', 'print the summary, refusals and coefficients as JSON')
-    .option('--registry-out <file>', 'registry output path (default registry/<chip>.yaml); without --fits-out no fit report is written')
-    .option('--fits-out <dir>', 'fit report directory for SVGs and README (default fits/<chip> when the registry is not redirected)')
+    .option(
+      '--registry-out <file>',
+      'registry output path (default registry/<chip>.yaml); without --fits-out no fit report is written',
+    )
+    .option(
+      '--fits-out <dir>',
+      'fit report directory for SVGs and README (default fits/<chip> when the registry is not redirected)',
+    )
     .option('--measurements <dir>', 'measurement directory (default measurements/<chip>)')
     .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
-    .action(async (family: string, o: { chip: string; lane?: string; check?: boolean; json?: boolean; registryOut?: string; fitsOut?: string; measurements?: string; resamples: string }) => {
-      if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
-        throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all)`);
-      }
-      const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
-      const families = family === 'all' ? undefined : [family as FitFamily];
-      const result = await fitAll(o.chip, {
-        ...(families ? { families } : {}),
-        ...(o.lane ? { lane: o.lane } : {}),
-        ...(o.measurements ? { measurementsDir: o.measurements } : {}),
-        bootstrap: { resamples, seed: 20261129 },
-        onFamily: (f, phase, ms) => note(phase === 'start' ? `fit ${o.chip}: ${f} ...` : `fit ${o.chip}: ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`),
-      });
-      const report = renderFitReport(result);
-      const plan = planFitOutputs(o.chip, family, o);
-      for (const n of plan.notes) note(n);
-      const out = plan.out;
-      if (o.json) {
-        process.stdout.write(
-          JSON.stringify(
-            {
-              chip: result.chip,
-              refusals: result.refusals,
-              warnings: result.warnings,
-              summary: report.summary,
-              coefficients: result.sets.flatMap((s) => s.coefficients.map((c) => ({ set: s.name, name: c.name, value: c.entry.value, units: c.entry.units, ci95: c.entry.ci95, train_error: c.entry.evidence?.train_error, holdout_error: c.entry.evidence?.holdout_error }))),
-            },
-            null,
-            2,
-          ) + '\n',
+    .action(
+      async (
+        family: string,
+        o: {
+          chip: string;
+          lane?: string;
+          check?: boolean;
+          json?: boolean;
+          registryOut?: string;
+          fitsOut?: string;
+          measurements?: string;
+          resamples: string;
+        },
+      ) => {
+        if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
+          throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all)`);
+        }
+        const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
+        const families = family === 'all' ? undefined : [family as FitFamily];
+        const result = await fitAll(o.chip, {
+          ...(families ? { families } : {}),
+          ...(o.lane ? { lane: o.lane } : {}),
+          ...(o.measurements ? { measurementsDir: o.measurements } : {}),
+          bootstrap: { resamples, seed: 20261129 },
+          onFamily: (f, phase, ms) =>
+            note(
+              phase === 'start'
+                ? `fit ${o.chip}: ${f} ...`
+                : `fit ${o.chip}: ${f} done in ${((ms ?? 0) / 1000).toFixed(1)} s`,
+            ),
+        });
+        const report = renderFitReport(result);
+        const plan = planFitOutputs(o.chip, family, o);
+        for (const n of plan.notes) note(n);
+        const out = plan.out;
+        if (o.json) {
+          process.stdout.write(
+            JSON.stringify(
+              {
+                chip: result.chip,
+                refusals: result.refusals,
+                warnings: result.warnings,
+                summary: report.summary,
+                coefficients: result.sets.flatMap((s) =>
+                  s.coefficients.map((c) => ({
+                    set: s.name,
+                    name: c.name,
+                    value: c.entry.value,
+                    units: c.entry.units,
+                    ci95: c.entry.ci95,
+                    train_error: c.entry.evidence?.train_error,
+                    holdout_error: c.entry.evidence?.holdout_error,
+                  })),
+                ),
+              },
+              null,
+              2,
+            ) + '\n',
+          );
+        } else {
+          process.stdout.write(report.summary.join('\n') + '\n');
+        }
+        if (result.refusals.length)
+          throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
+        if (o.check) {
+          const drift = checkFitOutputs(result, out, report);
+          if (drift.length)
+            throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);
+          note(`fit --check ${o.chip}: clean`);
+          return;
+        }
+        if (!plan.write) return;
+        const targets = fitOutputFiles(result, out, report).map((f) => f.file);
+        const dirs = [...new Set(targets.map((t) => path.dirname(t)))];
+        const written = withOutputLockSync(
+          lockRootFor(targets, REPO_ROOT),
+          `fit ${family} --chip ${o.chip}`,
+          dirs,
+          () => writeFitOutputs(result, out, report),
         );
-      } else {
-        process.stdout.write(report.summary.join('\n') + '\n');
-      }
-      if (result.refusals.length) throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
-      if (o.check) {
-        const drift = checkFitOutputs(result, out, report);
-        if (drift.length) throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);
-        note(`fit --check ${o.chip}: clean`);
-        return;
-      }
-      if (!plan.write) return;
-      const targets = fitOutputFiles(result, out, report).map((f) => f.file);
-      const dirs = [...new Set(targets.map((t) => path.dirname(t)))];
-      const written = withOutputLockSync(lockRootFor(targets, REPO_ROOT), `fit ${family} --chip ${o.chip}`, dirs, () => writeFitOutputs(result, out, report));
-      note(`fit ${o.chip}: wrote ${written.length} files`);
-    });
+        note(`fit ${o.chip}: wrote ${written.length} files`);
+      },
+    );
 }

@@ -16,7 +16,8 @@ import { COLLECTIVE_OPS } from '../../measurements/schema.ts';
 
 function printTable(written: WrittenFile[]): void {
   const lines = ['file\tfamily\tlane\trows_in\trows_out\trepeated_configs'];
-  for (const w of written) lines.push([w.file, w.family, w.lane, w.rows_in, w.rows_out, w.duplicate_configs ?? 0].join('\t'));
+  for (const w of written)
+    lines.push([w.file, w.family, w.lane, w.rows_in, w.rows_out, w.duplicate_configs ?? 0].join('\t'));
   process.stdout.write(lines.join('\n') + '\n');
   for (const w of written) for (const n of w.notes ?? []) process.stdout.write(`  ${path.basename(w.file)}: ${n}\n`);
 }
@@ -24,15 +25,29 @@ function printTable(written: WrittenFile[]): void {
 export function register(program: Command): void {
   program
     .command('import')
-    .description('Import measurements: aiconfigurator (CSV/Parquet tables), nccl-tests (stdout), splitwise (perf_model.csv), system (descriptor YAML → chip file)')
+    .description(
+      'Import measurements: aiconfigurator (CSV/Parquet tables), nccl-tests (stdout), splitwise (perf_model.csv), system (descriptor YAML → chip file)',
+    )
     .addArgument(new Argument('<format>', 'input format').choices(IMPORT_FORMATS))
     .argument('<paths...>', 'input files')
-    .option('--chip <name>', 'stepcal chip name (inferred from an AIC <sku> folder when omitted; splitwise: all chips in the file)')
-    .option('--out <dir>', 'output directory (default measurements/<chip>/; system: output file, default catalog/chips/<chip>.yaml)')
+    .option(
+      '--chip <name>',
+      'stepcal chip name (inferred from an AIC <sku> folder when omitted; splitwise: all chips in the file)',
+    )
+    .option(
+      '--out <dir>',
+      'output directory (default measurements/<chip>/; system: output file, default catalog/chips/<chip>.yaml)',
+    )
     .option('--json', 'print what was written as JSON')
     .option('--force', 'replace existing curated files (refused without it; each replaced file is listed on stderr)')
-    .addOption(new Option('--ranks <n>', 'nccl-tests: number of ranks (default: from the header)').argParser(parsePositiveInt))
-    .addOption(new Option('--nodes <n>', 'nccl-tests: number of nodes (default: distinct hosts in the header)').argParser(parsePositiveInt))
+    .addOption(
+      new Option('--ranks <n>', 'nccl-tests: number of ranks (default: from the header)').argParser(parsePositiveInt),
+    )
+    .addOption(
+      new Option('--nodes <n>', 'nccl-tests: number of nodes (default: distinct hosts in the header)').argParser(
+        parsePositiveInt,
+      ),
+    )
     .option('--op <op>', `nccl-tests: collective (${COLLECTIVE_OPS.join(', ')}; default from the text or file name)`)
     .option('--lane <lane>', 'nccl-tests: lane label (default nccl-tests-<NCCL version>)')
     .option('--source-repo <repo>', 'provenance: source repository')

@@ -35,7 +35,8 @@ function int(v: string, flag: string, min = 1): number {
 /** Deployment from parsed flags. */
 export function deploymentFromFlags(o: Record<string, string | undefined>): Partial<Deployment> {
   const mode = (o.cudagraphMode ?? 'FULL_AND_PIECEWISE').toUpperCase();
-  if (!(CUDAGRAPH_MODES as readonly string[]).includes(mode)) throw new UserError(`unknown --cudagraph-mode "${o.cudagraphMode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);
+  if (!(CUDAGRAPH_MODES as readonly string[]).includes(mode))
+    throw new UserError(`unknown --cudagraph-mode "${o.cudagraphMode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);
   const d: Partial<Deployment> = {
     tp: int(o.tp ?? '1', '--tp'),
     ep: int(o.ep ?? '1', '--ep'),
@@ -51,7 +52,6 @@ export function deploymentFromFlags(o: Record<string, string | undefined>): Part
 }
 
 const f1 = (v: number) => fmtDec(v, 1);
-
 
 /** `--batch` collector: a malformed or empty spec is a usage error (exit 2), caught when parsed. */
 function collectBatch(v: string, acc: string[]): string[] {
@@ -77,13 +77,23 @@ export const HELD_OUT_HEADLINE = { composition: 'CMOverlap', chips: ['h100', 'a1
 export function formatStepPrice(p: StepPrice): string {
   const lines: string[] = [];
   lines.push('resource   time_us');
-  for (const r of RESOURCES) lines.push(`${r.padEnd(10)} ${f1(p.resources_us[r]).padStart(10)}${r === p.bottleneck ? '  <- bottleneck' : ''}`);
+  for (const r of RESOURCES)
+    lines.push(`${r.padEnd(10)} ${f1(p.resources_us[r]).padStart(10)}${r === p.bottleneck ? '  <- bottleneck' : ''}`);
   const h = HELD_OUT_HEADLINE;
-  const pick = (name: string) => (name === h.composition ? `; held-out validation's pick on ${h.chips.join(', ')}` : '');
-  lines.push(`${'NoOverlap'.padEnd(10)} ${f1(p.no_overlap_us).padStart(10)}   (seed: every resource serial${pick('NoOverlap')})`);
-  lines.push(`${'CMOverlap'.padEnd(10)} ${f1(p.compute_memory_overlap_us).padStart(10)}   (stepcal extension: SM and HBM overlap per layer; collectives and host serial${pick('CMOverlap')})`);
-  lines.push(`${'Overlap'.padEnd(10)} ${f1(p.overlap_us).padStart(10)}   (seed: resources overlap per layer, experts and host added${pick('Overlap')})`);
-  lines.push(`which to use: held-out step timings decide; \`stepcal validate --chip <chip>\` scores all three (README "Accuracy")`);
+  const pick = (name: string) =>
+    name === h.composition ? `; held-out validation's pick on ${h.chips.join(', ')}` : '';
+  lines.push(
+    `${'NoOverlap'.padEnd(10)} ${f1(p.no_overlap_us).padStart(10)}   (seed: every resource serial${pick('NoOverlap')})`,
+  );
+  lines.push(
+    `${'CMOverlap'.padEnd(10)} ${f1(p.compute_memory_overlap_us).padStart(10)}   (stepcal extension: SM and HBM overlap per layer; collectives and host serial${pick('CMOverlap')})`,
+  );
+  lines.push(
+    `${'Overlap'.padEnd(10)} ${f1(p.overlap_us).padStart(10)}   (seed: resources overlap per layer, experts and host added${pick('Overlap')})`,
+  );
+  lines.push(
+    `which to use: held-out step timings decide; \`stepcal validate --chip <chip>\` scores all three (README "Accuracy")`,
+  );
   if (p.per_kind) {
     lines.push('', 'layer kind             count     sm_us    hbm_us nvlink_us    nic_us experts_us');
     for (const k of p.per_kind) {
@@ -104,31 +114,77 @@ function formatNote(model: string, weightDtype: string): string | undefined {
 }
 
 export function register(program: Command): void {
-  addDeploymentOptions(program.command('price').description('price one step of a batch: NoOverlap, CMOverlap, Overlap, bottleneck and per-resource µs'))
-    .option('--batch <spec>', 'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)', collectBatch, [] as string[])
+  addDeploymentOptions(
+    program
+      .command('price')
+      .description('price one step of a batch: NoOverlap, CMOverlap, Overlap, bottleneck and per-resource µs'),
+  )
+    .option(
+      '--batch <spec>',
+      'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)',
+      collectBatch,
+      [] as string[],
+    )
     .option('--per-kind', 'add the per-layer-kind breakdown')
     .option('--json', 'print JSON')
-    .option('--allow-over-capacity', 'price a batch over the model context limit or the HBM capacity, with a note, instead of refusing it')
-    .action((o: Record<string, string | undefined> & { batch: string[]; perKind?: boolean; json?: boolean; allowOverCapacity?: boolean }) => {
-      if (!o.batch.length) throw new UserError('give at least one --batch (e.g. --batch decode:32@1024)');
-      const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
-      const batch = parseBatchSpecs(o.batch);
-      const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
-      const notes = [...checkLimits(s.model.name, batch, p, s.max_positions, Boolean(o.allowOverCapacity)), ...registryNotes(s.registry)];
-      if (o.json) {
-        const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
-        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), batch: o.batch, ...(served_format ? { served_format } : {}), info: s.pricer.info, price: p, notes }, null, 2) + '\n');
-        return;
-      }
-      const d = s.deployment;
-      process.stdout.write(
-        `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
-          `registry ${displayPath(s.registry_file)}\n` +
-          (formatNote(s.model.name, d.weight_dtype) ?? '') +
-          '\n\n' +
-          formatStepPrice(p),
-      );
-      if (s.pricer.info.assumptions.length) process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');
-      if (notes.length) process.stdout.write('\nnotes (limits and coefficients not measured on this chip):\n' + notes.map((n) => `  - ${n}`).join('\n') + '\n');
-    });
+    .option(
+      '--allow-over-capacity',
+      'price a batch over the model context limit or the HBM capacity, with a note, instead of refusing it',
+    )
+    .action(
+      (
+        o: Record<string, string | undefined> & {
+          batch: string[];
+          perKind?: boolean;
+          json?: boolean;
+          allowOverCapacity?: boolean;
+        },
+      ) => {
+        if (!o.batch.length) throw new UserError('give at least one --batch (e.g. --batch decode:32@1024)');
+        const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
+        const batch = parseBatchSpecs(o.batch);
+        const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
+        const notes = [
+          ...checkLimits(s.model.name, batch, p, s.max_positions, Boolean(o.allowOverCapacity)),
+          ...registryNotes(s.registry),
+        ];
+        if (o.json) {
+          const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
+          process.stdout.write(
+            JSON.stringify(
+              {
+                model: s.model.name,
+                chip: s.chip.name,
+                deployment: s.deployment,
+                registry: displayPath(s.registry_file),
+                batch: o.batch,
+                ...(served_format ? { served_format } : {}),
+                info: s.pricer.info,
+                price: p,
+                notes,
+              },
+              null,
+              2,
+            ) + '\n',
+          );
+          return;
+        }
+        const d = s.deployment;
+        process.stdout.write(
+          `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
+            `registry ${displayPath(s.registry_file)}\n` +
+            (formatNote(s.model.name, d.weight_dtype) ?? '') +
+            '\n\n' +
+            formatStepPrice(p),
+        );
+        if (s.pricer.info.assumptions.length)
+          process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');
+        if (notes.length)
+          process.stdout.write(
+            '\nnotes (limits and coefficients not measured on this chip):\n' +
+              notes.map((n) => `  - ${n}`).join('\n') +
+              '\n',
+          );
+      },
+    );
 }

@@ -18,8 +18,17 @@ import { listStepFiles } from '../../measurements/store.ts';
 import { exportBlis, importBlis } from '../../registry/blis.ts';
 import { copyRegistry } from '../../registry/copy.ts';
 import { diffRegistries, formatDiff } from '../../registry/diff.ts';
-import { extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation } from '../../registry/extrapolate.ts';
-import { extrapolateCollectiveWidths, widthHoldoutMedians, type WidthExtrapolation } from '../../fit/collective-width.ts';
+import {
+  extrapolateFamily,
+  mergeEntries,
+  type ChipRegistry,
+  type FamilyExtrapolation,
+} from '../../registry/extrapolate.ts';
+import {
+  extrapolateCollectiveWidths,
+  widthHoldoutMedians,
+  type WidthExtrapolation,
+} from '../../fit/collective-width.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
 import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
 import { DEFAULT_TOLERANCE_PCT, planUpdate, updateJson, type HoldoutValidator } from '../../registry/update.ts';
@@ -33,7 +42,12 @@ export const REGISTRY_DIR = path.join(REPO_ROOT, 'registry');
 export const MEASUREMENTS_DIR = path.join(REPO_ROOT, 'measurements');
 
 /** BLIS's published width-holdout medians, pred/meas 4→8 on NVLink parts (reference §6.3). */
-export const BLIS_WIDTH_HOLDOUT_MEDIANS: Record<string, number> = { all_reduce: 0.987, all_gather: 1.017, reduce_scatter: 1.018, alltoall: 1.128 };
+export const BLIS_WIDTH_HOLDOUT_MEDIANS: Record<string, number> = {
+  all_reduce: 0.987,
+  all_gather: 1.017,
+  reduce_scatter: 1.018,
+  alltoall: 1.128,
+};
 
 const out = (s: string): void => {
   process.stdout.write(s.endsWith('\n') ? s : s + '\n');
@@ -74,9 +88,13 @@ async function realValidator(fitHost: string | undefined): Promise<HoldoutValida
 }
 
 function printWidths(results: readonly WidthExtrapolation[]): void {
-  out('chip | op | dtype | widths | target | status | floor µs | peak bytes/µs | r_t bytes/µs | holdout (held-out width: pred/meas) | note');
+  out(
+    'chip | op | dtype | widths | target | status | floor µs | peak bytes/µs | r_t bytes/µs | holdout (held-out width: pred/meas) | note',
+  );
   for (const r of results) {
-    const h = r.holdout ? `${r.holdout.held_out_ranks}: ${r.holdout.predicted_us.toFixed(3)}/${r.holdout.measured_us} = ${r.holdout.ratio.toFixed(3)}` : '–';
+    const h = r.holdout
+      ? `${r.holdout.held_out_ranks}: ${r.holdout.predicted_us.toFixed(3)}/${r.holdout.measured_us} = ${r.holdout.ratio.toFixed(3)}`
+      : '–';
     out(
       `${r.chip} | ${r.op} | ${r.dtype} | ${r.measured_widths.join('/')} | ${r.target_ranks} | ${r.status.toUpperCase()} | ${r.floor_us ?? '–'} | ${r.peak_rate_bytes_per_us ?? '–'} | ${r.transition_rate_bytes_per_us ?? '–'} | ${h} | ${r.reason ?? (r.rates_from_ranks ? `rates copied from ${r.rates_from_ranks} ranks (lower bound on transfer time)` : '')}`,
     );
@@ -84,16 +102,25 @@ function printWidths(results: readonly WidthExtrapolation[]): void {
   const med = widthHoldoutMedians(results);
   if (Object.keys(med).length) {
     out('width holdout, median pred/meas per op (stepcal vs BLIS reference §6.3):');
-    for (const [op, m] of Object.entries(med)) out(`  ${op}: ${m.median_ratio.toFixed(3)} (n=${m.n}) vs BLIS ${BLIS_WIDTH_HOLDOUT_MEDIANS[op] ?? '–'}`);
+    for (const [op, m] of Object.entries(med))
+      out(`  ${op}: ${m.median_ratio.toFixed(3)} (n=${m.n}) vs BLIS ${BLIS_WIDTH_HOLDOUT_MEDIANS[op] ?? '–'}`);
   }
 }
 
 function printFamily(r: FamilyExtrapolation): void {
-  if (r.status !== 'extrapolated') out(`${r.status === 'refused' ? 'REFUSED' : 'SKIPPED'} (a correct answer): ${r.chip} ${r.family}: ${r.reason}`);
-  else out(`${r.chip} ${r.family}: extrapolated from same-generation siblings ${r.siblings.join(', ')} (compute capability ${r.generation}.x)`);
+  if (r.status !== 'extrapolated')
+    out(`${r.status === 'refused' ? 'REFUSED' : 'SKIPPED'} (a correct answer): ${r.chip} ${r.family}: ${r.reason}`);
+  else
+    out(
+      `${r.chip} ${r.family}: extrapolated from same-generation siblings ${r.siblings.join(', ')} (compute capability ${r.generation}.x)`,
+    );
   for (const c of r.coefficients) {
-    const scores = c.scores.map((s) => `${s.predictor} geo ${s.holdout_geo.toFixed(4)} MAPE ${s.holdout_mape_pct.toFixed(2)}%`).join('; ');
-    out(`  ${c.name}: ${c.status === 'extrapolated' ? `${c.value} by ${c.predictor} from ${c.from.join(', ')}` : `REFUSED: ${c.reason}`}${scores ? ` [LOCO: ${scores}]` : ''}`);
+    const scores = c.scores
+      .map((s) => `${s.predictor} geo ${s.holdout_geo.toFixed(4)} MAPE ${s.holdout_mape_pct.toFixed(2)}%`)
+      .join('; ');
+    out(
+      `  ${c.name}: ${c.status === 'extrapolated' ? `${c.value} by ${c.predictor} from ${c.from.join(', ')}` : `REFUSED: ${c.reason}`}${scores ? ` [LOCO: ${scores}]` : ''}`,
+    );
   }
 }
 
@@ -101,7 +128,9 @@ function printFamily(r: FamilyExtrapolation): void {
 function loadAllRegistries(dir: string, chips: (n: string) => Chip | undefined): ChipRegistry[] {
   if (!existsSync(dir)) return [];
   const outR: ChipRegistry[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.yaml')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.yaml'))
+    .sort()) {
     const chip = chips(f.slice(0, -5));
     if (chip) outR.push({ chip, sets: loadRegistryFile(path.join(dir, f)) });
   }
@@ -114,7 +143,12 @@ function registerValidate(reg: Command): void {
     .command('validate')
     .description('schema and physics checks; every failure names file, set, entry and field; exit 1 on any error')
     .argument('<files...>', 'registry YAML files')
-    .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics bounds').default(CHIPS_DIR, 'catalog/chips in the repository'))
+    .addOption(
+      new Option('--catalog-dir <dir>', 'chip catalog for the physics bounds').default(
+        CHIPS_DIR,
+        'catalog/chips in the repository',
+      ),
+    )
     .option('--strict-blis', 'check the strict public layout (evidence is an unknown key)')
     .option('--json', 'print problems as JSON')
     .action((files: string[], o: { catalogDir: string; strictBlis?: boolean; json?: boolean }) => {
@@ -155,20 +189,56 @@ function registerUpdate(reg: Command): void {
   reg
     .command('update')
     .description('merge a refit into registry/<chip>.yaml, refused when held-out accuracy gets worse')
-    .requiredOption('--chip <chip>', 'chip whose registry is updated (registry/<chip>.yaml) and whose held-out steps gate the merge')
+    .requiredOption(
+      '--chip <chip>',
+      'chip whose registry is updated (registry/<chip>.yaml) and whose held-out steps gate the merge',
+    )
     .requiredOption('--from <fitted>', 'fitted registry YAML (e.g. the output of stepcal fit)')
-    .option('--only <families>', 'comma-separated families to merge (gemm, hbm, attention_decode, attention_prefill, collective, moe, host)')
-    .option('--tolerance-pct <pp>', 'allowed worsening of held-out MAPE and |bias| per regime, percentage points', String(DEFAULT_TOLERANCE_PCT))
-    .option('--accept-worse <reason>', 'merge although held-out accuracy is worse; the reason is recorded in each changed entry')
-    .option('--no-holdout <reason>', 'merge for a chip without held-out steps; the reason is recorded in each changed entry')
+    .option(
+      '--only <families>',
+      'comma-separated families to merge (gemm, hbm, attention_decode, attention_prefill, collective, moe, host)',
+    )
+    .option(
+      '--tolerance-pct <pp>',
+      'allowed worsening of held-out MAPE and |bias| per regime, percentage points',
+      String(DEFAULT_TOLERANCE_PCT),
+    )
+    .option(
+      '--accept-worse <reason>',
+      'merge although held-out accuracy is worse; the reason is recorded in each changed entry',
+    )
+    .option(
+      '--no-holdout <reason>',
+      'merge for a chip without held-out steps; the reason is recorded in each changed entry',
+    )
     .option('--steps <files...>', 'held-out *.steps.csv files (default: measurements/<chip>/*.steps.csv)')
     .option('--registry <file>', 'registry file to update (default: registry/<chip>.yaml)')
-    .addOption(new Option('--measurements-dir <dir>', 'where default step files are found').default(MEASUREMENTS_DIR, 'measurements in the repository'))
-    .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(CHIPS_DIR, 'catalog/chips in the repository'))
-    .option('--accept-shift <reason>', 'merge coefficients that moved outside both ci95 intervals; the reason is recorded in evidence.accepted_shift')
-    .option('--fit-host <rule>', `host-fit rule of both validation runs, as calibrate (none = the registry's host terms)`, DEFAULT_CALIBRATE_FIT_HOST)
+    .addOption(
+      new Option('--measurements-dir <dir>', 'where default step files are found').default(
+        MEASUREMENTS_DIR,
+        'measurements in the repository',
+      ),
+    )
+    .addOption(
+      new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(
+        CHIPS_DIR,
+        'catalog/chips in the repository',
+      ),
+    )
+    .option(
+      '--accept-shift <reason>',
+      'merge coefficients that moved outside both ci95 intervals; the reason is recorded in evidence.accepted_shift',
+    )
+    .option(
+      '--fit-host <rule>',
+      `host-fit rule of both validation runs, as calibrate (none = the registry's host terms)`,
+      DEFAULT_CALIBRATE_FIT_HOST,
+    )
     .option('--dry-run', 'print the gate and diff, write nothing')
-    .option('--json', 'print the outcome as JSON (status, gate verdict, both accuracy tables, diff); exit codes unchanged')
+    .option(
+      '--json',
+      'print the outcome as JSON (status, gate verdict, both accuracy tables, diff); exit codes unchanged',
+    )
     .action(
       async (o: {
         chip: string;
@@ -188,7 +258,12 @@ function registerUpdate(reg: Command): void {
       }) => {
         const file = o.registry ?? path.join(REGISTRY_DIR, `${o.chip}.yaml`);
         const tol = parseFlagNumber('--tolerance-pct', o.tolerancePct, { min: 0 });
-        await withOutputLock(lockRootFor([file], REPO_ROOT), `registry update --chip ${o.chip}`, [path.dirname(file)], () => update(file, tol, o));
+        await withOutputLock(
+          lockRootFor([file], REPO_ROOT),
+          `registry update --chip ${o.chip}`,
+          [path.dirname(file)],
+          () => update(file, tol, o),
+        );
       },
     );
 }
@@ -197,7 +272,9 @@ function registerUpdate(reg: Command): void {
 function registerExport(reg: Command): void {
   reg
     .command('export')
-    .description('write the strict public CoefficientSet layout: one file per set and hardware scope, evidence stripped')
+    .description(
+      'write the strict public CoefficientSet layout: one file per set and hardware scope, evidence stripped',
+    )
     .requiredOption('--format <format>', 'only "blis"')
     .option('--out <dir>', 'output directory (default: print every file to stdout)')
     .argument('<file>', 'registry file')
@@ -219,9 +296,17 @@ function registerImport(reg: Command): void {
     .command('import')
     .description('read strict-layout files back into one registry for a chip')
     .requiredOption('--format <format>', 'only "blis"')
-    .requiredOption('--chip <chip>', 'chip the imported entries belong to (the hardware scope kept, and the datasheet for the physics checks)')
+    .requiredOption(
+      '--chip <chip>',
+      'chip the imported entries belong to (the hardware scope kept, and the datasheet for the physics checks)',
+    )
     .option('--out <file>', 'registry file to write (default: stdout)')
-    .addOption(new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(CHIPS_DIR, 'catalog/chips in the repository'))
+    .addOption(
+      new Option('--catalog-dir <dir>', 'chip catalog for the physics checks').default(
+        CHIPS_DIR,
+        'catalog/chips in the repository',
+      ),
+    )
     .argument('<files...>')
     .action((files: string[], o: { format: string; chip: string; out?: string; catalogDir: string }) => {
       if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
@@ -230,7 +315,8 @@ function registerImport(reg: Command): void {
         o.chip,
         { chip: chipLookup(o.catalogDir) },
       );
-      if (r.skipped_other_hardware) process.stderr.write(`note: ${r.skipped_other_hardware} entries scoped to other hardware skipped\n`);
+      if (r.skipped_other_hardware)
+        process.stderr.write(`note: ${r.skipped_other_hardware} entries scoped to other hardware skipped\n`);
       if (!o.out) {
         out(stringifyCoefficientSets(r.sets));
         return;
@@ -244,167 +330,254 @@ function registerImport(reg: Command): void {
 function registerCopy(reg: Command): void {
   reg
     .command('copy')
-    .description('a registry for a chip without measurements: every entry of the source chip, re-scoped, method: copied (refused when it breaks the target\'s physics or would replace measured data)')
+    .description(
+      "a registry for a chip without measurements: every entry of the source chip, re-scoped, method: copied (refused when it breaks the target's physics or would replace measured data)",
+    )
     .requiredOption('--from <chip>', 'source chip (its registry is <registry-dir>/<chip>.yaml)')
     .requiredOption('--to <chip>', 'target chip (catalog entry required: its datasheet bounds the copy)')
-    .option('--reason <text>', 'why the parts are comparable (default: stepcal\'s stated reason for the pair, where it has one)')
+    .option(
+      '--reason <text>',
+      "why the parts are comparable (default: stepcal's stated reason for the pair, where it has one)",
+    )
     .option('--out <file>', 'registry to write (default <registry-dir>/<to>.yaml)')
     .option('--from-registry <file>', 'source registry (default <registry-dir>/<from>.yaml)')
-    .addOption(new Option('--registry-dir <dir>', 'registry directory').default(REGISTRY_DIR, 'registry in the repository'))
+    .addOption(
+      new Option('--registry-dir <dir>', 'registry directory').default(REGISTRY_DIR, 'registry in the repository'),
+    )
     .addOption(new Option('--catalog-dir <dir>', 'chip catalog').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .option('--dry-run', 'check and report, write nothing')
     .option('--json', 'JSON output')
-    .action((o: { from: string; to: string; reason?: string; out?: string; fromRegistry?: string; registryDir: string; catalogDir: string; dryRun?: boolean; json?: boolean }) => {
-      const lookup = chipLookup(o.catalogDir);
-      const from = lookup(o.from);
-      const to = lookup(o.to);
-      for (const [flag, name, chip] of [['--from', o.from, from], ['--to', o.to, to]] as const)
-        if (!chip) throw new UserError(`${flag}: unknown chip "${name}" in ${o.catalogDir}`);
-      const srcFile = o.fromRegistry ?? path.join(o.registryDir, `${o.from}.yaml`);
-      if (!existsSync(srcFile)) throw new UserError(`no registry ${srcFile} for --from ${o.from}`);
-      const file = o.out ?? path.join(o.registryDir, `${o.to}.yaml`);
-      const rel = displayPath;
-      const r = copyRegistry({
-        from: from!,
-        to: to!,
-        source: loadRegistryFile(srcFile),
-        ...(existsSync(file) ? { existing: loadRegistryFile(file) } : {}),
-        ...(o.reason !== undefined ? { reason: o.reason } : {}),
-        sourceFile: rel(srcFile),
-        file: rel(file),
-        chipLookup: lookup,
-      });
-      const written = r.status === 'write' && !o.dryRun;
-      if (written) writeRegistryAtomic(file, r.sets);
-      const warnings = r.problems.filter((p) => p.severity === 'warning');
-      if (o.json)
-        out(
-          JSON.stringify(
-            {
-              status: r.status === 'refused' ? 'refused' : written ? 'written' : 'dry_run',
-              from: r.from,
-              to: r.to,
-              source: rel(srcFile),
-              out: rel(file),
-              ...(r.reason ? { reason: r.reason } : {}),
-              copied: r.copied,
-              by_source_method: r.by_source_method,
-              renamed: r.renamed,
-              skipped: r.skipped,
-              replaces: r.replaces,
-              problems: r.problems,
-              rationale: r.rationale,
-            },
-            null,
-            2,
-          ),
-        );
-      else {
-        for (const s of r.skipped) out(`note: skipped ${s}`);
-        for (const p of warnings) out(formatProblem(p));
-        if (r.status === 'write')
+    .action(
+      (o: {
+        from: string;
+        to: string;
+        reason?: string;
+        out?: string;
+        fromRegistry?: string;
+        registryDir: string;
+        catalogDir: string;
+        dryRun?: boolean;
+        json?: boolean;
+      }) => {
+        const lookup = chipLookup(o.catalogDir);
+        const from = lookup(o.from);
+        const to = lookup(o.to);
+        for (const [flag, name, chip] of [
+          ['--from', o.from, from],
+          ['--to', o.to, to],
+        ] as const)
+          if (!chip) throw new UserError(`${flag}: unknown chip "${name}" in ${o.catalogDir}`);
+        const srcFile = o.fromRegistry ?? path.join(o.registryDir, `${o.from}.yaml`);
+        if (!existsSync(srcFile)) throw new UserError(`no registry ${srcFile} for --from ${o.from}`);
+        const file = o.out ?? path.join(o.registryDir, `${o.to}.yaml`);
+        const rel = displayPath;
+        const r = copyRegistry({
+          from: from!,
+          to: to!,
+          source: loadRegistryFile(srcFile),
+          ...(existsSync(file) ? { existing: loadRegistryFile(file) } : {}),
+          ...(o.reason !== undefined ? { reason: o.reason } : {}),
+          sourceFile: rel(srcFile),
+          file: rel(file),
+          chipLookup: lookup,
+        });
+        const written = r.status === 'write' && !o.dryRun;
+        if (written) writeRegistryAtomic(file, r.sets);
+        const warnings = r.problems.filter((p) => p.severity === 'warning');
+        if (o.json)
           out(
-            `${written ? 'wrote' : 'dry run: would write'} ${rel(file)}: ${r.copied} entries copied from ${r.from} to ${r.to} (source methods: ${Object.entries(r.by_source_method)
-              .map(([m, n]) => `${m} ${n}`)
-              .join(', ')}), ${r.renamed} collective names rewritten, method: copied, validator clean against ${r.to}'s datasheet (${warnings.length} warning(s))${r.replaces.length ? `; replaces ${r.replaces.length} earlier entries (none measured)` : ''}`,
+            JSON.stringify(
+              {
+                status: r.status === 'refused' ? 'refused' : written ? 'written' : 'dry_run',
+                from: r.from,
+                to: r.to,
+                source: rel(srcFile),
+                out: rel(file),
+                ...(r.reason ? { reason: r.reason } : {}),
+                copied: r.copied,
+                by_source_method: r.by_source_method,
+                renamed: r.renamed,
+                skipped: r.skipped,
+                replaces: r.replaces,
+                problems: r.problems,
+                rationale: r.rationale,
+              },
+              null,
+              2,
+            ),
           );
-      }
-      if (r.status === 'refused') throw new UserError(`registry copy ${r.from} → ${r.to} refused: ${r.reason}`);
-    });
+        else {
+          for (const s of r.skipped) out(`note: skipped ${s}`);
+          for (const p of warnings) out(formatProblem(p));
+          if (r.status === 'write')
+            out(
+              `${written ? 'wrote' : 'dry run: would write'} ${rel(file)}: ${r.copied} entries copied from ${r.from} to ${r.to} (source methods: ${Object.entries(
+                r.by_source_method,
+              )
+                .map(([m, n]) => `${m} ${n}`)
+                .join(
+                  ', ',
+                )}), ${r.renamed} collective names rewritten, method: copied, validator clean against ${r.to}'s datasheet (${warnings.length} warning(s))${r.replaces.length ? `; replaces ${r.replaces.length} earlier entries (none measured)` : ''}`,
+            );
+        }
+        if (r.status === 'refused') throw new UserError(`registry copy ${r.from} → ${r.to} refused: ${r.reason}`);
+      },
+    );
 }
 
 /** `registry extrapolate widths`: collective entries at unmeasured widths, holdout-checked. */
 function registerExtrapolateWidths(ext: Command): void {
   ext
     .command('widths')
-    .description('floor(n) = a + b·(n−1) on the chip\'s own measured widths; rates copied from the widest; 4→8 holdout')
+    .description("floor(n) = a + b·(n−1) on the chip's own measured widths; rates copied from the widest; 4→8 holdout")
     .requiredOption('--chip <chips>', 'chip name, comma list, or "all" (every registry in --registry-dir)')
     .option('--widths <list>', 'target widths', '16')
-    .addOption(new Option('--registry-dir <dir>', 'registry directory').default(REGISTRY_DIR, 'registry in the repository'))
+    .addOption(
+      new Option('--registry-dir <dir>', 'registry directory').default(REGISTRY_DIR, 'registry in the repository'),
+    )
     .option('--registry <file>', 'registry file (single chip; default <registry-dir>/<chip>.yaml)')
     .option('--write', 'merge the extrapolated entries into the registry (never over measured ones)')
     .option('--json', 'JSON output')
-    .action((o: { chip: string; widths: string; registryDir: string; registry?: string; write?: boolean; json?: boolean }) => {
-      const targets = parseFlagList('--widths', o.widths, { integer: true, min: 2 });
-      const chips =
-        o.chip === 'all'
-          ? readdirSync(o.registryDir)
-              .filter((f) => f.endsWith('.yaml'))
-              .map((f) => f.slice(0, -5))
-              .sort()
-          : o.chip.split(',');
-      if (o.registry && chips.length !== 1) throw new UserError('--registry needs a single --chip');
-      const all: WidthExtrapolation[] = [];
-      for (const chip of chips) {
-        const file = o.registry ?? path.join(o.registryDir, `${chip}.yaml`);
-        const sets = loadRegistryFile(file);
-        const res = extrapolateCollectiveWidths(sets, chip, targets);
-        all.push(...res);
-        if (o.write) {
-          const add = res.flatMap((r) => r.entries.map((e) => ({ ...e, set: 'cost-model-collectives' })));
-          if (add.length) {
-            const m = mergeEntries(sets, add);
-            writeRegistryAtomic(file, m.sets);
-            if (!o.json) out(`wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`);
+    .action(
+      (o: {
+        chip: string;
+        widths: string;
+        registryDir: string;
+        registry?: string;
+        write?: boolean;
+        json?: boolean;
+      }) => {
+        const targets = parseFlagList('--widths', o.widths, { integer: true, min: 2 });
+        const chips =
+          o.chip === 'all'
+            ? readdirSync(o.registryDir)
+                .filter((f) => f.endsWith('.yaml'))
+                .map((f) => f.slice(0, -5))
+                .sort()
+            : o.chip.split(',');
+        if (o.registry && chips.length !== 1) throw new UserError('--registry needs a single --chip');
+        const all: WidthExtrapolation[] = [];
+        for (const chip of chips) {
+          const file = o.registry ?? path.join(o.registryDir, `${chip}.yaml`);
+          const sets = loadRegistryFile(file);
+          const res = extrapolateCollectiveWidths(sets, chip, targets);
+          all.push(...res);
+          if (o.write) {
+            const add = res.flatMap((r) => r.entries.map((e) => ({ ...e, set: 'cost-model-collectives' })));
+            if (add.length) {
+              const m = mergeEntries(sets, add);
+              writeRegistryAtomic(file, m.sets);
+              if (!o.json)
+                out(
+                  `wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`,
+                );
+            }
           }
         }
-      }
-      if (o.json) out(JSON.stringify({ results: all.map(({ entries, ...r }) => ({ ...r, entries: entries.map((e) => e.name) })), holdout_medians: widthHoldoutMedians(all), blis_holdout_medians: BLIS_WIDTH_HOLDOUT_MEDIANS }, null, 2));
-      else printWidths(all);
-    });
+        if (o.json)
+          out(
+            JSON.stringify(
+              {
+                results: all.map(({ entries, ...r }) => ({ ...r, entries: entries.map((e) => e.name) })),
+                holdout_medians: widthHoldoutMedians(all),
+                blis_holdout_medians: BLIS_WIDTH_HOLDOUT_MEDIANS,
+              },
+              null,
+              2,
+            ),
+          );
+        else printWidths(all);
+      },
+    );
 }
 
 /** `registry extrapolate family`: a missing family from same-generation chips. */
 function registerExtrapolateFamily(ext: Command): void {
   ext
     .command('family')
-    .description('fill a family missing on a chip from same-generation siblings (median or within-chip ratio, chosen by leave-one-chip-out holdout)')
+    .description(
+      'fill a family missing on a chip from same-generation siblings (median or within-chip ratio, chosen by leave-one-chip-out holdout)',
+    )
     .requiredOption('--chip <chip>', 'chip missing the family (its catalog entry names its generation)')
     .requiredOption('--family <family>', 'family to fill (e.g. moe, collective)')
-    .addOption(new Option('--registry-dir <dir>', 'registries of the candidate siblings').default(REGISTRY_DIR, 'registry in the repository'))
-    .option('--registry <file>', 'the target chip\'s registry (default <registry-dir>/<chip>.yaml; may not exist yet)')
+    .addOption(
+      new Option('--registry-dir <dir>', 'registries of the candidate siblings').default(
+        REGISTRY_DIR,
+        'registry in the repository',
+      ),
+    )
+    .option('--registry <file>', "the target chip's registry (default <registry-dir>/<chip>.yaml; may not exist yet)")
     .addOption(new Option('--catalog-dir <dir>', 'chip catalog').default(CHIPS_DIR, 'catalog/chips in the repository'))
     .option('--write', 'merge the extrapolated entries into the target registry (never over measured ones)')
     .option('--json', 'JSON output')
-    .action((o: { chip: string; family: string; registryDir: string; registry?: string; catalogDir: string; write?: boolean; json?: boolean }) => {
-      const chips = chipLookup(o.catalogDir);
-      const chip = chips(o.chip);
-      if (!chip) throw new UserError(`unknown chip "${o.chip}" in ${o.catalogDir}`);
-      const file = o.registry ?? path.join(o.registryDir, `${o.chip}.yaml`);
-      const sets = existsSync(file) ? loadRegistryFile(file) : [];
-      const r = extrapolateFamily({ chip, sets }, loadAllRegistries(o.registryDir, chips), o.family);
-      if (o.json) out(JSON.stringify(r, null, 2));
-      else printFamily(r);
-      if (o.write && r.status === 'extrapolated') {
-        const m = mergeEntries(
-          sets,
-          r.coefficients.filter((c) => c.entry).map((c) => c.entry!),
-        );
-        writeRegistryAtomic(file, m.sets);
-        if (!o.json) out(`wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`);
-      }
-    });
+    .action(
+      (o: {
+        chip: string;
+        family: string;
+        registryDir: string;
+        registry?: string;
+        catalogDir: string;
+        write?: boolean;
+        json?: boolean;
+      }) => {
+        const chips = chipLookup(o.catalogDir);
+        const chip = chips(o.chip);
+        if (!chip) throw new UserError(`unknown chip "${o.chip}" in ${o.catalogDir}`);
+        const file = o.registry ?? path.join(o.registryDir, `${o.chip}.yaml`);
+        const sets = existsSync(file) ? loadRegistryFile(file) : [];
+        const r = extrapolateFamily({ chip, sets }, loadAllRegistries(o.registryDir, chips), o.family);
+        if (o.json) out(JSON.stringify(r, null, 2));
+        else printFamily(r);
+        if (o.write && r.status === 'extrapolated') {
+          const m = mergeEntries(
+            sets,
+            r.coefficients.filter((c) => c.entry).map((c) => c.entry!),
+          );
+          writeRegistryAtomic(file, m.sets);
+          if (!o.json)
+            out(
+              `wrote ${file}: ${m.added.length} added, ${m.replaced.length} replaced, ${m.kept_measured.length} measured kept`,
+            );
+        }
+      },
+    );
 }
 
 export function register(program: Command): void {
-  const reg = program.command('registry').description('validate, diff, update (gated), export/import and extrapolate coefficient registries');
+  const reg = program
+    .command('registry')
+    .description('validate, diff, update (gated), export/import and extrapolate coefficient registries');
   registerValidate(reg);
   registerDiff(reg);
   registerUpdate(reg);
   registerExport(reg);
   registerImport(reg);
   registerCopy(reg);
-  const ext = reg.command('extrapolate').description('flagged, holdout-checked extrapolation (collective widths; missing families by generation)');
+  const ext = reg
+    .command('extrapolate')
+    .description('flagged, holdout-checked extrapolation (collective widths; missing families by generation)');
   registerExtrapolateWidths(ext);
   registerExtrapolateFamily(ext);
 }
-
 
 /** `registry update` under the lock (see the command's description). */
 async function update(
   file: string,
   tol: number,
-  o: { chip: string; from: string; only?: string; acceptWorse?: string; acceptShift?: string; holdout?: string | boolean; steps?: string[]; measurementsDir: string; catalogDir: string; fitHost?: string; dryRun?: boolean; json?: boolean },
+  o: {
+    chip: string;
+    from: string;
+    only?: string;
+    acceptWorse?: string;
+    acceptShift?: string;
+    holdout?: string | boolean;
+    steps?: string[];
+    measurementsDir: string;
+    catalogDir: string;
+    fitHost?: string;
+    dryRun?: boolean;
+    json?: boolean;
+  },
 ): Promise<void> {
   const noHoldout = typeof o.holdout === 'string' ? o.holdout : undefined;
   const current = existsSync(file) ? loadRegistryFile(file) : [];
@@ -436,7 +609,10 @@ async function update(
   if (plan.report) out(plan.report);
   out(formatDiff(plan.diff));
   for (const n of plan.merge.ignored) out(`note: ${n}`);
-  if (plan.merge.stale.length) out(`note: kept ${plan.merge.stale.length} entr(ies) of ${o.chip} the refit does not produce: ${plan.merge.stale.join(', ')}`);
+  if (plan.merge.stale.length)
+    out(
+      `note: kept ${plan.merge.stale.length} entr(ies) of ${o.chip} the refit does not produce: ${plan.merge.stale.join(', ')}`,
+    );
   if (plan.status === 'refused') throw new UserError(plan.message);
   if (plan.status === 'unchanged') {
     out(plan.message);

@@ -51,7 +51,10 @@ export function register(program: Command): void {
   program
     .command('roofline')
     .description('Sweep the step law T(R,N) = h + max(M(R)/W, F(N)/P) and useful throughput U/T (chapter 2 §2.1–2.3)')
-    .option('--config <file.yaml>', 'YAML with any of the parameter names below (snake_case) and requests/positions/useful_tokens lists')
+    .option(
+      '--config <file.yaml>',
+      'YAML with any of the parameter names below (snake_case) and requests/positions/useful_tokens lists',
+    )
     .option('--shared-bytes <bytes>', 'bytes read once per step (default 4e6)', parseNonNegative)
     .option('--bytes-per-request <bytes>', 'context bytes per request per step (default 1e5)', parseNonNegative)
     .option('--ops-per-position <ops>', 'operations per evaluated position (default 2e6)', parseNonNegative)
@@ -107,12 +110,18 @@ export function register(program: Command): void {
       }
       if (opts.json) {
         process.stdout.write(
-          JSON.stringify({ params: p, positions_per_request: k, points, ridge_ops_per_byte: ridge, crossover: cross ?? null, files }, null, 2) + '\n',
+          JSON.stringify(
+            { params: p, positions_per_request: k, points, ridge_ops_per_byte: ridge, crossover: cross ?? null, files },
+            null,
+            2,
+          ) + '\n',
         );
         return;
       }
       const out: string[] = [];
-      out.push('Step law T(R,N) = h + max(M(R)/W, F(N)/P); times in µs; useful throughput = U/T (chapter 2 eq. 2.1, 2.2)');
+      out.push(
+        'Step law T(R,N) = h + max(M(R)/W, F(N)/P); times in µs; useful throughput = U/T (chapter 2 eq. 2.1, 2.2)',
+      );
       out.push(`params: ${paramsLine(p)}${opts.config ? ` (from ${opts.config} and flags)` : ''}`);
       out.push('');
       process.stdout.write(out.join('\n') + '\n' + rooflineTable(points) + '\n');

@@ -9,10 +9,23 @@ import { UsageError, UserError } from '../../core/errors.ts';
 import { readText, writeFileAtomic } from '../../core/io/fs.ts';
 import { oneOf, parseList, parseNonNegative, parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
-import { DEFAULT_SCHEDULER, ENGINE_PROFILES, runServe, setupServe, type ServeSetup, type Workload } from '../../serve/run.ts';
+import {
+  DEFAULT_SCHEDULER,
+  ENGINE_PROFILES,
+  runServe,
+  setupServe,
+  type ServeSetup,
+  type Workload,
+} from '../../serve/run.ts';
 import { sweepConcurrency } from '../../serve/sweep.ts';
 import { toRecord } from '../../serve/metrics.ts';
-import { PRIORITIES, STEP_COMPOSITIONS, type Priority, type RequestSpec, type StepComposition } from '../../serve/types.ts';
+import {
+  PRIORITIES,
+  STEP_COMPOSITIONS,
+  type Priority,
+  type RequestSpec,
+  type StepComposition,
+} from '../../serve/types.ts';
 import { generateRequests, parseLengthDist, parseReplayCsv, type LengthDist } from '../../serve/workload.ts';
 import { serveReport, sweepSvg, sweepTable } from '../../report/serve.ts';
 import { displayPath } from '../../core/io/paths.ts';
@@ -67,16 +80,31 @@ function distText(d: LengthDist): string {
 }
 
 /** Keys a `--deployment` spec may set (the deployment flags, in flag spelling with - or _). */
-const DEPLOYMENT_KEYS = ['tp', 'ep', 'dp', 'weight-dtype', 'kv-dtype', 'cudagraph-mode', 'max-capture-size', 'decode-threshold', 'spec-tokens'];
+const DEPLOYMENT_KEYS = [
+  'tp',
+  'ep',
+  'dp',
+  'weight-dtype',
+  'kv-dtype',
+  'cudagraph-mode',
+  'max-capture-size',
+  'decode-threshold',
+  'spec-tokens',
+];
 
 /** `tp=4,dp=2,weight_dtype=fp8` → flag overrides. @throws UsageError on a malformed pair or an unknown key */
 function parseDeploymentSpec(spec: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([a-z_-]+)=(.+)$/i.exec(part);
-    if (!m) throw new UsageError(`--deployment "${spec}": expected key=value pairs separated by commas (e.g. tp=4,dp=2)`);
+    if (!m)
+      throw new UsageError(`--deployment "${spec}": expected key=value pairs separated by commas (e.g. tp=4,dp=2)`);
     const key = m[1]!.toLowerCase().replace(/_/g, '-');
-    if (!DEPLOYMENT_KEYS.includes(key)) throw new UsageError(`--deployment "${spec}": unknown key "${m[1]}" (known: ${DEPLOYMENT_KEYS.join(', ')})`);
+    if (!DEPLOYMENT_KEYS.includes(key))
+      throw new UsageError(`--deployment "${spec}": unknown key "${m[1]}" (known: ${DEPLOYMENT_KEYS.join(', ')})`);
     out[key.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())] = m[2]!;
   }
   return out;
@@ -88,7 +116,10 @@ function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
   const dp = Number(override['dp'] ?? o.dp);
   if (!Number.isInteger(dp) || dp < 1) throw new UsageError(`dp must be a positive integer, got "${override['dp']}"`);
   const profile = ENGINE_PROFILES[o.engineProfile];
-  if (!profile) throw new UserError(`unknown engine profile "${o.engineProfile}" (known: ${Object.keys(ENGINE_PROFILES).join(', ')})`);
+  if (!profile)
+    throw new UserError(
+      `unknown engine profile "${o.engineProfile}" (known: ${Object.keys(ENGINE_PROFILES).join(', ')})`,
+    );
   const file = o.registry ?? path.join(REPO_ROOT, 'registry', `${o.chip}.yaml`);
   return setupServe({
     model: o.model,
@@ -113,11 +144,18 @@ function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
 /** The workload the flags describe (exactly one of --concurrency, --rate, --trace). */
 function workloadFrom(o: Opts): { workload: Workload; text: string } {
   const given = [o.concurrency !== undefined, o.rate !== undefined, o.trace !== undefined].filter(Boolean).length;
-  if (given !== 1) throw new UsageError('give exactly one workload: --concurrency N (closed loop), --rate R (open loop) or --trace file.csv (replay)');
-  const withAcceptance = (rs: RequestSpec[]) => (o.acceptance === undefined ? rs : rs.map((r) => ({ accepted_per_step: o.acceptance, ...r })));
+  if (given !== 1)
+    throw new UsageError(
+      'give exactly one workload: --concurrency N (closed loop), --rate R (open loop) or --trace file.csv (replay)',
+    );
+  const withAcceptance = (rs: RequestSpec[]) =>
+    o.acceptance === undefined ? rs : rs.map((r) => ({ accepted_per_step: o.acceptance, ...r }));
   if (o.trace !== undefined) {
     const rs = withAcceptance(parseReplayCsv(readText(o.trace), o.trace));
-    return { workload: { kind: 'open', requests: rs }, text: `trace replay ${displayPath(o.trace)} (${rs.length} requests)` };
+    return {
+      workload: { kind: 'open', requests: rs },
+      text: `trace replay ${displayPath(o.trace)} (${rs.length} requests)`,
+    };
   }
   const { isl, osl } = o;
   const lengths = `ISL ${distText(isl)}, OSL ${distText(osl)}, seed ${o.seed}`;
@@ -127,7 +165,10 @@ function workloadFrom(o: Opts): { workload: Workload; text: string } {
     return { workload: { kind: 'closed', concurrency: o.concurrency, requests: rs }, text };
   }
   const rs = withAcceptance(generateRequests(o.requests, isl, osl, o.seed, { kind: o.arrivals, rate_per_s: o.rate! }));
-  return { workload: { kind: 'open', requests: rs }, text: `open loop: ${o.arrivals} arrivals at ${o.rate} requests/s, ${o.requests} requests, ${lengths}` };
+  return {
+    workload: { kind: 'open', requests: rs },
+    text: `open loop: ${o.arrivals} arrivals at ${o.rate} requests/s, ${o.requests} requests, ${lengths}`,
+  };
 }
 
 function headerOf(s: ServeSetup, o: Opts, workload: string): string[] {
@@ -149,7 +190,8 @@ function runOnce(o: Opts): void {
   const s = setupFrom(o);
   const { workload, text } = workloadFrom(o);
   const r = runServe(workload, s.pricer, s.config);
-  if (o.timelines) writeFileAtomic(o.timelines, JSON.stringify(r.runs.flatMap((x) => x.requests).map(traceJsonRecord)) + '\n');
+  if (o.timelines)
+    writeFileAtomic(o.timelines, JSON.stringify(r.runs.flatMap((x) => x.requests).map(traceJsonRecord)) + '\n');
   const notes = [...new Set(r.runs.flatMap((x) => x.steps.notes))];
   const header = headerOf(s, o, text);
   if (o.json) {
@@ -173,13 +215,22 @@ function runOnce(o: Opts): void {
     return;
   }
   process.stdout.write(serveReport(header, r.metrics, notes));
-  if (o.timelines) process.stdout.write(`\nwrote ${displayPath(o.timelines)} (read it with \`stepcal trace --unit us ${displayPath(o.timelines)}\`)\n`);
+  if (o.timelines)
+    process.stdout.write(
+      `\nwrote ${displayPath(o.timelines)} (read it with \`stepcal trace --unit us ${displayPath(o.timelines)}\`)\n`,
+    );
 }
 
 /** A served request in `stepcal trace`'s JSON format (µs: read with --unit us). */
 function traceJsonRecord(r: Parameters<typeof toRecord>[0]): object {
   const x = toRecord(r);
-  return { id: x.id, arrival: x.arrival_us, prompt_start: x.prompt_start_us, prompt_end: x.prompt_end_us, tokens: x.token_times_us };
+  return {
+    id: x.id,
+    arrival: x.arrival_us,
+    prompt_start: x.prompt_start_us,
+    prompt_end: x.prompt_end_us,
+    tokens: x.token_times_us,
+  };
 }
 
 function runSweep(o: Opts): void {
@@ -190,50 +241,93 @@ function runSweep(o: Opts): void {
   const setups = specs.map((spec) => {
     const setup = setupFrom(o, parseDeploymentSpec(spec));
     const d = setup.deployment;
-    return { label: spec || `tp${d.tp}${d.ep > 1 ? ` ep${d.ep}` : ''}${setup.config.dp > 1 ? ` dp${setup.config.dp}` : ''}`, setup };
+    return {
+      label: spec || `tp${d.tp}${d.ep > 1 ? ` ep${d.ep}` : ''}${setup.config.dp > 1 ? ` dp${setup.config.dp}` : ''}`,
+      setup,
+    };
   });
   const { isl, osl } = o;
   const concs = o.sweepConcurrency!.map((c) => {
-    if (!Number.isInteger(c) || c < 1) throw new UsageError(`--sweep-concurrency: expected positive integers, got ${c}`);
+    if (!Number.isInteger(c) || c < 1)
+      throw new UsageError(`--sweep-concurrency: expected positive integers, got ${c}`);
     return c;
   });
   const pts = sweepConcurrency(setups, concs, (c) => generateRequests(Math.max(o.requests, c), isl, osl, o.seed));
   const s0 = setups[0]!.setup;
   const title =
-    `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ` + `ISL ${distText(isl)}, OSL ${distText(osl)}`;
+    `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ` +
+    `ISL ${distText(isl)}, OSL ${distText(osl)}`;
   const out = o.out ?? path.join(REPO_ROOT, 'fits', s0.chip.name, `serve-sweep-${s0.model.name}.svg`);
   writeFileAtomic(out, sweepSvg(pts, title));
   if (o.json) {
     process.stdout.write(JSON.stringify({ title, svg: out, points: pts }, null, 2) + '\n');
     return;
   }
-  process.stdout.write(`${title}\n${headerOf(s0, o, 'sweep').slice(1, 4).join('\n')}\n\n${sweepTable(pts)}\nwrote ${displayPath(out)}\n`);
+  process.stdout.write(
+    `${title}\n${headerOf(s0, o, 'sweep').slice(1, 4).join('\n')}\n\n${sweepTable(pts)}\nwrote ${displayPath(out)}\n`,
+  );
 }
 
 export function register(program: Command): void {
-  const cmd = program.command('serve').description('serving-level prediction: a vLLM-style scheduler on the step pricer → TTFT, ITL/TPOT, E2E, tokens/s');
+  const cmd = program
+    .command('serve')
+    .description('serving-level prediction: a vLLM-style scheduler on the step pricer → TTFT, ITL/TPOT, E2E, tokens/s');
   addDeploymentOptions(cmd)
     .option('--dp <n>', 'data-parallel replicas (requests dealt round-robin)', parsePositiveInt, 1)
-    .option('--max-num-seqs <n>', 'most running requests (vLLM max_num_seqs)', parsePositiveInt, DEFAULT_SCHEDULER.max_num_seqs)
-    .option('--max-num-batched-tokens <n>', 'token budget per step (default by HBM: 16384 ≥ 160 GiB, 8192 ≥ 70 GiB but A100, else 2048)', parsePositiveInt)
+    .option(
+      '--max-num-seqs <n>',
+      'most running requests (vLLM max_num_seqs)',
+      parsePositiveInt,
+      DEFAULT_SCHEDULER.max_num_seqs,
+    )
+    .option(
+      '--max-num-batched-tokens <n>',
+      'token budget per step (default by HBM: 16384 ≥ 160 GiB, 8192 ≥ 70 GiB but A100, else 2048)',
+      parsePositiveInt,
+    )
     .option('--chunked-prefill <on|off>', 'chunked prefill', oneOf(['on', 'off'] as const), 'on')
     .option('--priority <p>', `step order: ${PRIORITIES.join(' | ')}`, oneOf(PRIORITIES), 'decode-first')
     .option('--block-size <n>', 'KV block size, tokens', parsePositiveInt, DEFAULT_SCHEDULER.block_size)
     .option('--kv-blocks <n>', 'KV blocks per replica (default: from HBM − weights)', parsePositiveInt)
     .option('--gpu-memory-utilization <f>', 'share of HBM the engine uses', parsePositive, 0.9)
     .option('--engine-profile <name>', `engine profile (${Object.keys(ENGINE_PROFILES).join(', ')})`, 'uncalibrated')
-    .option('--composition <c>', `estimate that advances the clock (${STEP_COMPOSITIONS.join(', ')})`, oneOf(STEP_COMPOSITIONS), 'cm_overlap')
+    .option(
+      '--composition <c>',
+      `estimate that advances the clock (${STEP_COMPOSITIONS.join(', ')})`,
+      oneOf(STEP_COMPOSITIONS),
+      'cm_overlap',
+    )
     .option('--concurrency <n>', 'closed loop with n clients', parsePositiveInt)
     .option('--rate <r>', 'open loop, requests per second', parsePositive)
-    .option('--arrivals <kind>', 'open-loop arrivals: poisson | constant', oneOf(['poisson', 'constant'] as const), 'poisson')
+    .option(
+      '--arrivals <kind>',
+      'open-loop arrivals: poisson | constant',
+      oneOf(['poisson', 'constant'] as const),
+      'poisson',
+    )
     .option('--trace <file>', 'replay CSV: arrival_ms|arrival_s|arrival_us, isl, osl[, id, accepted_per_step]')
     .option('--requests <n>', 'requests to issue (closed and open loop)', parsePositiveInt, 200)
-    .option('--isl <dist>', 'prompt tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--isl'), { kind: 'fixed', value: 1024 } as LengthDist)
-    .option('--osl <dist>', 'output tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--osl'), { kind: 'fixed', value: 256 } as LengthDist)
-    .option('--acceptance <a>', 'mean accepted draft tokens per verification step (with --spec-tokens)', parseNonNegative)
+    .option('--isl <dist>', 'prompt tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--isl'), {
+      kind: 'fixed',
+      value: 1024,
+    } as LengthDist)
+    .option('--osl <dist>', 'output tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--osl'), {
+      kind: 'fixed',
+      value: 256,
+    } as LengthDist)
+    .option(
+      '--acceptance <a>',
+      'mean accepted draft tokens per verification step (with --spec-tokens)',
+      parseNonNegative,
+    )
     .option('--seed <n>', 'seed of the length and arrival draws', parsePositiveInt, 1)
     .option('--sweep-concurrency <list>', 'closed-loop sweep over these concurrencies (table + SVG)', parseList)
-    .option('--deployment <spec>', 'with --sweep-concurrency: another deployment, e.g. tp=4,dp=2 (repeatable)', collect, [] as string[])
+    .option(
+      '--deployment <spec>',
+      'with --sweep-concurrency: another deployment, e.g. tp=4,dp=2 (repeatable)',
+      collect,
+      [] as string[],
+    )
     .option('--out <file>', 'sweep SVG path (default fits/<chip>/serve-sweep-<model>.svg, a build output)')
     .option('--timelines <file>', 'write per-request timelines as `stepcal trace` JSON (µs)')
     .option('--json', 'print JSON (times in µs)')

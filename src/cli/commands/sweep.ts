@@ -15,21 +15,53 @@ import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
 /** Columns of the sweep table (µs per step, and per request for NoOverlap). */
 const SWEEP_COLUMNS: Column[] = [
   { header: 'batch' },
-  ...['sm_us', 'hbm_us', 'nvlink_us', 'nic_us', 'host_us', 'NoOverlap_us', 'CMOverlap_us', 'Overlap_us', 'us_per_req'].map((header) => ({ header, width: 9 })),
+  ...[
+    'sm_us',
+    'hbm_us',
+    'nvlink_us',
+    'nic_us',
+    'host_us',
+    'NoOverlap_us',
+    'CMOverlap_us',
+    'Overlap_us',
+    'us_per_req',
+  ].map((header) => ({ header, width: 9 })),
   { header: 'bottleneck', align: 'left' },
 ];
 
 function sweepCells(r: SweepRow): string[] {
   const p = r.price;
-  const us = [p.resources_us.sm, p.resources_us.hbm, p.resources_us.nvlink, p.resources_us.nic, p.resources_us.host, p.no_overlap_us, p.compute_memory_overlap_us, p.overlap_us];
-  return [String(r.batch), ...[...us, p.no_overlap_us / r.batch].map((v) => fmtDec(v, 1)), p.bottleneck + (p.extrapolated ? ' (extrapolated)' : '')];
+  const us = [
+    p.resources_us.sm,
+    p.resources_us.hbm,
+    p.resources_us.nvlink,
+    p.resources_us.nic,
+    p.resources_us.host,
+    p.no_overlap_us,
+    p.compute_memory_overlap_us,
+    p.overlap_us,
+  ];
+  return [
+    String(r.batch),
+    ...[...us, p.no_overlap_us / r.batch].map((v) => fmtDec(v, 1)),
+    p.bottleneck + (p.extrapolated ? ' (extrapolated)' : ''),
+  ];
 }
 
 export function register(program: Command): void {
-  addDeploymentOptions(program.command('sweep').description('per-resource time and the three estimates (NoOverlap, CMOverlap, Overlap) vs batch size (every request decoding one token)'))
+  addDeploymentOptions(
+    program
+      .command('sweep')
+      .description(
+        'per-resource time and the three estimates (NoOverlap, CMOverlap, Overlap) vs batch size (every request decoding one token)',
+      ),
+  )
     .option('--context <tokens>', 'context each request decodes against', '4096')
     .option('--batches <list>', 'comma-separated batch sizes', '1,2,4,8,16,32,64,128,256')
-    .option('--out <file>', 'SVG path (default: fits/<chip>/sweep-<model>.svg under the repository root, a build output git ignores)')
+    .option(
+      '--out <file>',
+      'SVG path (default: fits/<chip>/sweep-<model>.svg under the repository root, a build output git ignores)',
+    )
     .option('--json', 'print JSON')
     .action((o: Record<string, string | undefined> & { json?: boolean }) => {
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
@@ -40,7 +72,21 @@ export function register(program: Command): void {
       const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);
       writeFileAtomic(out, sweepSvg(rows, title));
       if (o.json) {
-        process.stdout.write(JSON.stringify({ model: s.model.name, chip: s.chip.name, deployment: s.deployment, registry: displayPath(s.registry_file), context: ctx, svg: out, rows }, null, 2) + '\n');
+        process.stdout.write(
+          JSON.stringify(
+            {
+              model: s.model.name,
+              chip: s.chip.name,
+              deployment: s.deployment,
+              registry: displayPath(s.registry_file),
+              context: ctx,
+              svg: out,
+              rows,
+            },
+            null,
+            2,
+          ) + '\n',
+        );
         return;
       }
       process.stdout.write(`${title}\nregistry ${displayPath(s.registry_file)}\n\n`);

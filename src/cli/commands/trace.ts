@@ -5,7 +5,13 @@
 import type { Command } from 'commander';
 import { readText } from '../../core/io/fs.ts';
 import { oneOf } from '../../analytics/args.ts';
-import { parseTraceCsv, parseTraceJson, summariseTrace, type PercentileConvention, type TimeUnit } from '../../analytics/trace.ts';
+import {
+  parseTraceCsv,
+  parseTraceJson,
+  summariseTrace,
+  type PercentileConvention,
+  type TimeUnit,
+} from '../../analytics/trace.ts';
 import { traceJson, traceReport } from '../../report/trace.ts';
 
 interface Opts {
@@ -18,11 +24,24 @@ interface Opts {
 export function register(program: Command): void {
   program
     .command('trace')
-    .description('Request timelines: queue, prompt, publish gap, TTFT, token gaps and their aggregates (chapter 2 §2.4)')
-    .argument('<file>', 'JSON array of {id, arrival, prompt_start, prompt_end, tokens: [...]}, or CSV with one row per delivery (id,arrival,prompt_start,prompt_end,token_time)')
+    .description(
+      'Request timelines: queue, prompt, publish gap, TTFT, token gaps and their aggregates (chapter 2 §2.4)',
+    )
+    .argument(
+      '<file>',
+      'JSON array of {id, arrival, prompt_start, prompt_end, tokens: [...]}, or CSV with one row per delivery (id,arrival,prompt_start,prompt_end,token_time)',
+    )
     .option('--unit <unit>', 'time unit of the file: ms, us or s', oneOf(['ms', 'us', 's'] as const), 'ms')
-    .option('--percentile <rule>', 'nearest-rank (sorted[ceil(p·n) − 1]) or type7', oneOf(['nearest-rank', 'type7'] as const), 'nearest-rank')
-    .option('--per-request-mean', 'aggregate gaps as one mean per request (requests with ≥ 2 tokens) instead of pooling them')
+    .option(
+      '--percentile <rule>',
+      'nearest-rank (sorted[ceil(p·n) − 1]) or type7',
+      oneOf(['nearest-rank', 'type7'] as const),
+      'nearest-rank',
+    )
+    .option(
+      '--per-request-mean',
+      'aggregate gaps as one mean per request (requests with ≥ 2 tokens) instead of pooling them',
+    )
     .option('--json', 'print JSON (times in µs) instead of the table')
     .action((file: string, opts: Opts) => {
       const text = readText(file);

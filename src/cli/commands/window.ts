@@ -23,7 +23,9 @@ interface Opts {
 export function register(program: Command): void {
   program
     .command('window')
-    .description('Steps/s over selected benchmark intervals (pairs first, then drop pairs ending at a flagged step) and token rates (chapter 2 §2.5.3–2.5.5)')
+    .description(
+      'Steps/s over selected benchmark intervals (pairs first, then drop pairs ending at a flagged step) and token rates (chapter 2 §2.5.3–2.5.5)',
+    )
     .argument('[file]', 'CSV: ts_ms | ts_s | ts_us, flag (0/1), optional running')
     .option('--concurrency <n>', 'only rows whose running count equals n are endpoints', parsePositiveInt)
     .option('--requests <r>', 'requests per step for token rates (default: --concurrency)', parsePositiveInt)
@@ -39,7 +41,11 @@ export function register(program: Command): void {
       if (opts.tau !== undefined) rates.tau = opts.tau;
       if (opts.stepsPerS !== undefined) {
         if (file) throw new UserError('give either a file or --steps-per-s, not both');
-        if (opts.json) process.stdout.write(JSON.stringify({ steps_per_s: opts.stepsPerS, ...rates, ...tokenRates(opts.stepsPerS, rates) }, null, 2) + '\n');
+        if (opts.json)
+          process.stdout.write(
+            JSON.stringify({ steps_per_s: opts.stepsPerS, ...rates, ...tokenRates(opts.stepsPerS, rates) }, null, 2) +
+              '\n',
+          );
         else process.stdout.write(`steps/s (given) = ${opts.stepsPerS}\n` + ratesReport(opts.stepsPerS, rates));
         return;
       }

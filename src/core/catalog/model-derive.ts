@@ -54,9 +54,15 @@ export function languageConfig(c: HfConfig): HfConfig {
   const text = t as HfConfig;
   return {
     ...text,
-    ...(text.quantization_config === undefined && c.quantization_config !== undefined ? { quantization_config: c.quantization_config } : {}),
-    ...(text.torch_dtype === undefined && text.dtype === undefined && (c.torch_dtype ?? c.dtype) !== undefined ? { torch_dtype: c.torch_dtype ?? c.dtype } : {}),
-    ...(text.tie_word_embeddings === undefined && c.tie_word_embeddings !== undefined ? { tie_word_embeddings: c.tie_word_embeddings } : {}),
+    ...(text.quantization_config === undefined && c.quantization_config !== undefined
+      ? { quantization_config: c.quantization_config }
+      : {}),
+    ...(text.torch_dtype === undefined && text.dtype === undefined && (c.torch_dtype ?? c.dtype) !== undefined
+      ? { torch_dtype: c.torch_dtype ?? c.dtype }
+      : {}),
+    ...(text.tie_word_embeddings === undefined && c.tie_word_embeddings !== undefined
+      ? { tie_word_embeddings: c.tie_word_embeddings }
+      : {}),
   };
 }
 
@@ -87,7 +93,9 @@ export function compressStack(seq: readonly string[]): Stack {
  */
 export function deriveGraph(file: HfConfig, name: string, configText: string, hfQuant?: HfConfig): ModelGraph {
   const config = languageConfig(file);
-  const notModelled = [...new Set([...(config === file ? [] : checkConfigFields(file, name)), ...checkConfigFields(config, name)])];
+  const notModelled = [
+    ...new Set([...(config === file ? [] : checkConfigFields(file, name)), ...checkConfigFields(config, name)]),
+  ];
   const modelType = String(config.model_type ?? '');
   const hidden = req(config, name, 'hidden_size', 'n_embed', 'd_model');
   const layers = req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
@@ -103,7 +111,10 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   // dense layers at intermediate_size_mlp; chunked attention on the RoPE layers (every 4th is global, NoPE).
   const moeStep = num(config, 'interleave_moe_layer_step');
   const chunk = num(config, 'attention_chunk_size');
-  if (chunk !== undefined) notModelled.push(`attention_chunk_size: chunked attention priced as a window of ${chunk} tokens on three of every four layers (every 4th is global)`);
+  if (chunk !== undefined)
+    notModelled.push(
+      `attention_chunk_size: chunked attention priced as a window of ${chunk} tokens on three of every four layers (every 4th is global)`,
+    );
   const experts = num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');
   const topK = num(config, 'num_experts_per_tok', 'experts_per_token');
   const firstDense = num(config, 'first_k_dense_replace') ?? 0;
@@ -185,13 +196,19 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const kinds = new Map<string, GraphNode[]>();
   const seq: string[] = [];
   for (let i = 0; i < layers; i++) {
-    const windowed = chunk !== undefined
-      ? (i + 1) % 4 !== 0
-      : layerTypes
-        ? layerTypes[i] === 'sliding_attention'
-        : window !== undefined && useSw && !isMla && window > 0;
-    if (windowed && (chunk ?? window) === undefined) throw new UserError(`${name}: layer ${i} slides but config.json has no sliding_window`);
-    const moe = experts !== undefined && topK !== undefined && i >= firstDense && (moeStep === undefined || (i + 1) % moeStep === 0);
+    const windowed =
+      chunk !== undefined
+        ? (i + 1) % 4 !== 0
+        : layerTypes
+          ? layerTypes[i] === 'sliding_attention'
+          : window !== undefined && useSw && !isMla && window > 0;
+    if (windowed && (chunk ?? window) === undefined)
+      throw new UserError(`${name}: layer ${i} slides but config.json has no sliding_window`);
+    const moe =
+      experts !== undefined &&
+      topK !== undefined &&
+      i >= firstDense &&
+      (moeStep === undefined || (i + 1) % moeStep === 0);
     const id = `${isMla ? 'mla' : windowed ? 'swa' : 'gqa'}_${moe ? 'moe' : 'dense'}`;
     if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe));
     seq.push(id);
@@ -227,7 +244,12 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
         ...layerNodes(false, moe),
       ],
     });
-    g.speculator = { method: 'deepseek_mtp', num_spec_tokens: mtp, stack: { pattern: ['mtp'], repeat: mtp }, head: true };
+    g.speculator = {
+      method: 'deepseek_mtp',
+      num_spec_tokens: mtp,
+      stack: { pattern: ['mtp'], repeat: mtp },
+      head: true,
+    };
   }
   return g;
 }

@@ -183,7 +183,11 @@ export const ModelGraphSchema = z
     const ids = new Set(g.layer_kinds.map((k) => k.id));
     const check = (s: Stack, where: string) => {
       for (const id of [...(s.prologue ?? []), ...s.pattern, ...(s.epilogue ?? [])]) {
-        if (!ids.has(id)) ctx.addIssue({ code: 'custom', message: `${where} names unknown layer kind "${id}" (known: ${[...ids].join(', ')})` });
+        if (!ids.has(id))
+          ctx.addIssue({
+            code: 'custom',
+            message: `${where} names unknown layer kind "${id}" (known: ${[...ids].join(', ')})`,
+          });
       }
     };
     check(g.stack, 'stack');
@@ -238,7 +242,9 @@ export function knownModels(dir = MODELS_DIR): string[] {
  * @throws UserError listing the known models when the name is unknown, or naming the bad field.
  */
 export function loadModel(nameOrPath: string, dir = MODELS_DIR): ModelGraph {
-  const file = nameOrPath.endsWith('.yaml') ? nameOrPath : path.join(pathInside('model', nameOrPath, dir), 'graph.yaml');
+  const file = nameOrPath.endsWith('.yaml')
+    ? nameOrPath
+    : path.join(pathInside('model', nameOrPath, dir), 'graph.yaml');
   if (!existsSync(file)) {
     throw new UserError(`unknown model "${nameOrPath}" (known: ${knownModels(dir).join(', ')})`);
   }
@@ -248,7 +254,8 @@ export function loadModel(nameOrPath: string, dir = MODELS_DIR): ModelGraph {
 /** Read a shipped model's `config.json` text. @throws UserError listing known models. */
 export function loadModelConfigText(name: string, dir = MODELS_DIR): string {
   const file = path.join(dir, name, 'config.json');
-  if (!existsSync(file)) throw new UserError(`model "${name}" has no config.json (known: ${knownModels(dir).join(', ')})`);
+  if (!existsSync(file))
+    throw new UserError(`model "${name}" has no config.json (known: ${knownModels(dir).join(', ')})`);
   return readText(file);
 }
 
@@ -277,6 +284,9 @@ export function maxPositionEmbeddings(nameOrPath: string, dir = MODELS_DIR): num
   // Multimodal configs (Llama-4) keep the language model's fields under text_config.
   const limit = z.object({ max_position_embeddings: z.number().int().positive().optional() });
   const parsed = limit.extend({ text_config: limit.optional() }).safeParse(raw);
-  if (!parsed.success) throw new UserError(`${file}: field "${parsed.error.issues[0]!.path.join('.')}": ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success)
+    throw new UserError(
+      `${file}: field "${parsed.error.issues[0]!.path.join('.')}": ${parsed.error.issues[0]!.message}`,
+    );
   return parsed.data.max_position_embeddings ?? parsed.data.text_config?.max_position_embeddings;
 }

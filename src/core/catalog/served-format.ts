@@ -43,11 +43,17 @@ function fourBit(groups: Obj, where: string): { dtype: StorageDtype; what: strin
   const specs = Object.values(groups).map((g) => obj(obj(g)?.weights));
   const w = specs[0];
   if (!w || specs.some((s) => JSON.stringify(s) !== JSON.stringify(w))) {
-    throw new UserError(`${where}: quantization_config.config_groups: expected one weights layout shared by every group`);
+    throw new UserError(
+      `${where}: quantization_config.config_groups: expected one weights layout shared by every group`,
+    );
   }
-  if (w.num_bits === 4 && w.type === 'float' && w.group_size === 16) return { dtype: 'nvfp4', what: '4-bit float weights in groups of 16 (NVFP4)' };
-  if (w.num_bits === 4 && w.type === 'int') return { dtype: 'int4', what: `4-bit integer weights in groups of ${String(w.group_size)} (weight-only int4)` };
-  throw new UserError(`${where}: quantization_config.config_groups weights ${JSON.stringify(w)}: not a layout stepcal understands (NVFP4 or int4)`);
+  if (w.num_bits === 4 && w.type === 'float' && w.group_size === 16)
+    return { dtype: 'nvfp4', what: '4-bit float weights in groups of 16 (NVFP4)' };
+  if (w.num_bits === 4 && w.type === 'int')
+    return { dtype: 'int4', what: `4-bit integer weights in groups of ${String(w.group_size)} (weight-only int4)` };
+  throw new UserError(
+    `${where}: quantization_config.config_groups weights ${JSON.stringify(w)}: not a layout stepcal understands (NVFP4 or int4)`,
+  );
 }
 
 /**
@@ -63,17 +69,36 @@ export function checkpointFormat(config: Obj, where: string, hfQuant?: Obj): Che
   const hq = obj(hfQuant?.quantization);
   if (!q && !hq) return { global: base, reason: `no quantization_config: the checkpoint's torch_dtype (${base})` };
   if (!q && hq) {
-    if (hq.quant_algo !== 'NVFP4') throw new UserError(`${where}: hf_quant_config.json quant_algo ${JSON.stringify(hq.quant_algo)} not understood (NVFP4 is)`);
+    if (hq.quant_algo !== 'NVFP4')
+      throw new UserError(
+        `${where}: hf_quant_config.json quant_algo ${JSON.stringify(hq.quant_algo)} not understood (NVFP4 is)`,
+      );
     const attn = excludesAttention(hq.exclude_modules);
-    return { global: attn ? base : 'nvfp4', ...(attn ? { experts: 'nvfp4' as const } : {}), reason: `hf_quant_config.json quant_algo NVFP4${attn ? ' (attention excluded: experts only)' : ''} → nvfp4` };
+    return {
+      global: attn ? base : 'nvfp4',
+      ...(attn ? { experts: 'nvfp4' as const } : {}),
+      reason: `hf_quant_config.json quant_algo NVFP4${attn ? ' (attention excluded: experts only)' : ''} → nvfp4`,
+    };
   }
   const method = typeof q!.quant_method === 'string' ? q!.quant_method.toLowerCase() : undefined;
   if (method === 'fp8') {
     const block = q!.weight_block_size;
-    if (Array.isArray(block)) return { global: 'fp8_block', reason: `quantization_config quant_method fp8 with weight_block_size [${block.join(', ')}]: block-quantised fp8 → fp8_block` };
-    return { global: 'fp8', reason: 'quantization_config quant_method fp8 without weight_block_size: per-tensor fp8 → fp8' };
+    if (Array.isArray(block))
+      return {
+        global: 'fp8_block',
+        reason: `quantization_config quant_method fp8 with weight_block_size [${block.join(', ')}]: block-quantised fp8 → fp8_block`,
+      };
+    return {
+      global: 'fp8',
+      reason: 'quantization_config quant_method fp8 without weight_block_size: per-tensor fp8 → fp8',
+    };
   }
-  if (method === 'mxfp4') return { global: base, experts: 'mxfp4', reason: `quantization_config quant_method mxfp4: routed experts mxfp4, the rest ${base}` };
+  if (method === 'mxfp4')
+    return {
+      global: base,
+      experts: 'mxfp4',
+      reason: `quantization_config quant_method mxfp4: routed experts mxfp4, the rest ${base}`,
+    };
   if ((method === 'modelopt' || method === 'compressed-tensors') && obj(q!.config_groups)) {
     const f = fourBit(obj(q!.config_groups)!, where);
     const attn = excludesAttention(q!.ignore);
@@ -83,7 +108,9 @@ export function checkpointFormat(config: Obj, where: string, hfQuant?: Obj): Che
       reason: `quantization_config quant_method ${method}, ${f.what}${attn ? `; attention excluded, so experts ${f.dtype} and the rest ${base}` : ''} → ${f.dtype}`,
     };
   }
-  throw new UserError(`${where}: config.json quantization_config quant_method ${JSON.stringify(q!.quant_method)} is not a format stepcal understands (fp8, mxfp4, modelopt/compressed-tensors NVFP4 or int4)`);
+  throw new UserError(
+    `${where}: config.json quantization_config quant_method ${JSON.stringify(q!.quant_method)} is not a format stepcal understands (fp8, mxfp4, modelopt/compressed-tensors NVFP4 or int4)`,
+  );
 }
 
 /**

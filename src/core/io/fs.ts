@@ -25,7 +25,8 @@ export function writeFileAtomic(file: string, data: string | Uint8Array): void {
   let tmp: string | undefined;
   try {
     mkdirSync(dir, { recursive: true });
-    if (statSync(file, { throwIfNoEntry: false })?.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' });
+    if (statSync(file, { throwIfNoEntry: false })?.isDirectory())
+      throw Object.assign(new Error('is a folder'), { code: 'EISDIR' });
     tmp = tempNameFor(file);
     writeFileSync(tmp, data, { flush: true });
     sleepSync(Number(process.env[PAUSE_ENV] ?? 0));

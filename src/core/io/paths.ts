@@ -36,7 +36,9 @@ export function pathInside(what: string, name: string, dir: string, suffix = '')
 /** @throws UsageError (exit 2) unless `name` matches NAME_RE and is not `.` or `..`. */
 export function checkName(what: string, name: string): void {
   if (!NAME_RE.test(name) || name === '.' || name === '..') {
-    throw new UsageError(`${what} "${name}": expected a name of lower-case letters, digits, '.', '_' or '-' ([a-z0-9._-]+, not . or ..)`);
+    throw new UsageError(
+      `${what} "${name}": expected a name of lower-case letters, digits, '.', '_' or '-' ([a-z0-9._-]+, not . or ..)`,
+    );
   }
 }
 

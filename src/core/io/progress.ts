@@ -41,7 +41,12 @@ export function progress(title: string, total: number): Progress {
       if (!enabled) return;
       if (!bar && Date.now() - t0 >= PROGRESS_DELAY_MS) {
         bar = new cliProgress.SingleBar(
-          { stream: process.stderr, format: `${title} [{bar}] {value}/{total} | eta {eta}s | {label}`, clearOnComplete: true, hideCursor: true },
+          {
+            stream: process.stderr,
+            format: `${title} [{bar}] {value}/{total} | eta {eta}s | {label}`,
+            clearOnComplete: true,
+            hideCursor: true,
+          },
           cliProgress.Presets.shades_classic,
         );
         bar.start(total, n - 1, { label: '' });

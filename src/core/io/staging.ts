@@ -18,7 +18,20 @@
  * for it, then refuses (exit 1); a lock whose pid is not running is taken over with a message.
  */
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors.ts';
 import { note } from './progress.ts';
@@ -93,7 +106,8 @@ export function writeError(target: string, err: unknown): UserError {
 export function commitFiles(files: ReadonlyArray<{ file: string; data: string | Uint8Array }>): void {
   if (files.length === 0) return;
   const targets = files.map((f) => path.resolve(f.file));
-  for (const t of targets) if (existsSync(t) && statSync(t).isDirectory()) throw writeError(t, Object.assign(new Error(), { code: 'EISDIR' }));
+  for (const t of targets)
+    if (existsSync(t) && statSync(t).isDirectory()) throw writeError(t, Object.assign(new Error(), { code: 'EISDIR' }));
   const root = commonFolder(targets);
   const staging = path.join(root, `${STAGING_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
@@ -104,7 +118,9 @@ export function commitFiles(files: ReadonlyArray<{ file: string; data: string | 
       accessSync(d, constants.W_OK);
     }
     // Targets relative to the staging folder's parent, so a moved or copied checkout recovers in place.
-    writeFileSync(path.join(staging, 'COMMIT.tmp'), JSON.stringify(targets.map((t) => path.relative(root, t))), { flush: true });
+    writeFileSync(path.join(staging, 'COMMIT.tmp'), JSON.stringify(targets.map((t) => path.relative(root, t))), {
+      flush: true,
+    });
   } catch (err) {
     rmSync(staging, { recursive: true, force: true });
     throw writeError((err as NodeJS.ErrnoException).path ?? root, err);
@@ -155,11 +171,15 @@ export function recoverStaging(root: string): number {
     if (existsSync(commit)) {
       const targets = JSON.parse(readFileSync(commit, 'utf8')) as string[];
       const moved = applyCommit(dir, targets);
-      note(`stepcal: completed an output set interrupted in pid ${pid}: ${moved} of ${targets.length} file(s) renamed into place from ${dir}`);
+      note(
+        `stepcal: completed an output set interrupted in pid ${pid}: ${moved} of ${targets.length} file(s) renamed into place from ${dir}`,
+      );
     } else {
       const n = readdirSync(dir).length;
       rmSync(dir, { recursive: true, force: true });
-      note(`stepcal: removed an unfinished staging folder of killed pid ${pid} (${n} file(s), not committed; the previous outputs stand): ${dir}`);
+      note(
+        `stepcal: removed an unfinished staging folder of killed pid ${pid} (${n} file(s), not committed; the previous outputs stand): ${dir}`,
+      );
     }
     handled++;
   }
@@ -179,7 +199,8 @@ export function removeStaleTemps(dirs: readonly string[]): number {
       return m !== null && Number(m[1]) !== process.pid && !pidAlive(Number(m[1]));
     });
     for (const n of stale) rmSync(path.join(dir, n), { force: true });
-    if (stale.length) note(`stepcal: removed ${stale.length} stale temp file(s) left by a killed run in ${dir}: ${stale.join(', ')}`);
+    if (stale.length)
+      note(`stepcal: removed ${stale.length} stale temp file(s) left by a killed run in ${dir}: ${stale.join(', ')}`);
     removed += stale.length;
   }
   return removed;
@@ -218,7 +239,10 @@ function tryLock(file: string, mine: string): boolean {
     } catch {
       return false;
     }
-    if (held?.pid !== process.pid) note(`stepcal: took over a stale lock ${file} (pid ${held?.pid ?? '?'} running "${held?.command ?? '?'}" since ${held?.since ?? '?'} is not running)`);
+    if (held?.pid !== process.pid)
+      note(
+        `stepcal: took over a stale lock ${file} (pid ${held?.pid ?? '?'} running "${held?.command ?? '?'}" since ${held?.since ?? '?'} is not running)`,
+      );
     return tryLock(file, mine);
   } finally {
     rmSync(tmp, { force: true });
@@ -246,7 +270,9 @@ export function acquireLock(root: string, command: string): () => void {
   while (!tryLock(file, mine)) {
     const held = readLock(file);
     if (Date.now() >= deadline) {
-      throw new UserError(`another stepcal run holds ${file} (pid ${held?.pid}, "${held?.command}", since ${held?.since}); try again when it has finished`);
+      throw new UserError(
+        `another stepcal run holds ${file} (pid ${held?.pid}, "${held?.command}", since ${held?.since}); try again when it has finished`,
+      );
     }
     if (!told) note(`stepcal: waiting for pid ${held?.pid} ("${held?.command}") to release ${file} ...`);
     told = true;
@@ -265,7 +291,12 @@ export function acquireLock(root: string, command: string): () => void {
  * Run `fn` holding the lock of `root`, after finishing or discarding what killed runs left in `root`
  * (staging folders) and in `dirs` (temp files). The lock is released however `fn` ends.
  */
-export async function withOutputLock<T>(root: string, command: string, dirs: readonly string[], fn: () => T | Promise<T>): Promise<T> {
+export async function withOutputLock<T>(
+  root: string,
+  command: string,
+  dirs: readonly string[],
+  fn: () => T | Promise<T>,
+): Promise<T> {
   const release = acquireLock(root, command);
   try {
     cleanUpAfterKilledRuns(root, dirs);

@@ -40,7 +40,12 @@ export function collectiveTime(message_bytes: number, c: CollectiveCoefficients,
  * @param r_t_bytes_per_us transition rate, bytes per µs, or undefined
  * @param r_peak_bytes_per_us peak rate, bytes per µs
  */
-export function collectiveUs(message_bytes: number, t0_us: number, r_t_bytes_per_us: number | undefined, r_peak_bytes_per_us: number): number {
+export function collectiveUs(
+  message_bytes: number,
+  t0_us: number,
+  r_t_bytes_per_us: number | undefined,
+  r_peak_bytes_per_us: number,
+): number {
   if (!(message_bytes > 0)) return t0_us;
   const peak = message_bytes / r_peak_bytes_per_us;
   if (r_t_bytes_per_us === undefined) return Math.max(t0_us, peak);

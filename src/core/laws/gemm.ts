@@ -34,7 +34,11 @@ export function shapeFactor(x: number, x_half: number | undefined): number {
  * @param hbm_bytes_per_us datasheet HBM bandwidth, bytes per µs (no derate)
  * @returns m in tokens (a count, may be fractional)
  */
-export function computeBoundMinM(peak_flops_per_us: number, bytes_per_element: number, hbm_bytes_per_us: number): number {
+export function computeBoundMinM(
+  peak_flops_per_us: number,
+  bytes_per_element: number,
+  hbm_bytes_per_us: number,
+): number {
   return (peak_flops_per_us * bytes_per_element) / (2 * hbm_bytes_per_us);
 }
 
@@ -62,7 +66,13 @@ export function shapeEfficiency(m: number, n: number, k: number, c: RampCoeffici
  * Achieved fraction of peak of one measured GEMM: 2·m·n·k FLOPs / (latency_us · peak FLOPs per µs).
  * The inverse of t = FLOPs / (peak · ε); used to turn a timing into an efficiency point.
  */
-export function achievedEfficiency(m: number, n: number, k: number, latency_us: number, peak_flops_per_us: number): number {
+export function achievedEfficiency(
+  m: number,
+  n: number,
+  k: number,
+  latency_us: number,
+  peak_flops_per_us: number,
+): number {
   return (2 * m * n * k) / (latency_us * peak_flops_per_us);
 }
 

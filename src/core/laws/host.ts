@@ -44,7 +44,14 @@ export function graphModeFor(mode: CudagraphMode, uniformDecode: boolean): numbe
  * @param pieces pieces of the pass under piecewise capture
  * @param eager_us the pass launched eagerly
  */
-export function launchUs(graphMode: number, overCapture: boolean, replay_us: number, piece_us: number, pieces: number, eager_us: number): number {
+export function launchUs(
+  graphMode: number,
+  overCapture: boolean,
+  replay_us: number,
+  piece_us: number,
+  pieces: number,
+  eager_us: number,
+): number {
   if (graphMode === GRAPH_EAGER) return eager_us;
   const captured = graphMode === GRAPH_FULL ? replay_us : piece_us * pieces;
   // Past the largest captured size the step runs eager, never cheaper than captured (seed "Host time").
@@ -59,7 +66,12 @@ export function launchUs(graphMode: number, overCapture: boolean, replay_us: num
  * @param per_layer_us eager cost per layer (used only when per_kernel_us is undefined)
  * @param kernels kernels launched in the pass; layers its layers
  */
-export function eagerLaunchUs(per_kernel_us: number | undefined, per_layer_us: number, kernels: number, layers: number): number {
+export function eagerLaunchUs(
+  per_kernel_us: number | undefined,
+  per_layer_us: number,
+  kernels: number,
+  layers: number,
+): number {
   return per_kernel_us !== undefined ? per_kernel_us * kernels : per_layer_us * layers;
 }
 

@@ -90,7 +90,9 @@ export interface ExpertWork {
  */
 export function expertWork(s: ExpertLayerShape, bytes_per_element: number): ExpertWork {
   if (!(s.hidden > 0 && s.inter > 0 && s.topk > 0 && s.experts > 0 && s.tp >= 1 && s.ep >= 1)) {
-    throw new Error(`expertWork: sizes must be positive (hidden ${s.hidden}, inter ${s.inter}, topk ${s.topk}, experts ${s.experts}, tp ${s.tp}, ep ${s.ep})`);
+    throw new Error(
+      `expertWork: sizes must be positive (hidden ${s.hidden}, inter ${s.inter}, topk ${s.topk}, experts ${s.experts}, tp ${s.tp}, ep ${s.ep})`,
+    );
   }
   const local = s.experts / s.ep;
   const mats = s.gated === false ? 2 : 3;
@@ -122,7 +124,8 @@ export interface ExpertTerms {
  */
 export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates): ExpertTerms {
   const read_us = w.weight_bytes / (r.hbm_bytes_per_us * r.hbm_derate);
-  const arith_us = w.touched > 0 ? (w.flops_per_pair * (w.pairs + w.touched * c.m_half)) / (r.peak_flops_per_us * c.eps_max) : 0;
+  const arith_us =
+    w.touched > 0 ? (w.flops_per_pair * (w.pairs + w.touched * c.m_half)) / (r.peak_flops_per_us * c.eps_max) : 0;
   return { floor_us: c.floor_us, read_us, arith_us, route_us: w.route_bytes / c.route_bytes_per_us };
 }
 

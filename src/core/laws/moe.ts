@@ -18,5 +18,5 @@
 export function expertsTouched(tokens: number, experts: number, top_k: number, local_experts: number): number {
   if (tokens <= 0) return 0;
   if (top_k >= experts || experts <= 0) return local_experts;
-  return local_experts * (1 - Math.pow((experts - top_k) / experts, tokens));
+  return local_experts * (1 - ((experts - top_k) / experts) ** tokens);
 }

@@ -75,7 +75,8 @@ export function gssMinimize(
   for (let i = 0; i < n; i++) dirs.push(Array.from({ length: n }, (_, k) => (k === i ? 1 : 0)));
   for (let i = 0; i < n; i++)
     for (let j = i + 1; j < n; j++)
-      for (const sj of [1, -1]) dirs.push(Array.from({ length: n }, (_, k) => (k === i ? Math.SQRT1_2 : k === j ? sj * Math.SQRT1_2 : 0)));
+      for (const sj of [1, -1])
+        dirs.push(Array.from({ length: n }, (_, k) => (k === i ? Math.SQRT1_2 : k === j ? sj * Math.SQRT1_2 : 0)));
   let x = [...x0];
   let best = f(x);
   let evals = 1;

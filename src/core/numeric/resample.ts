@@ -30,7 +30,13 @@ export function seededRandom(seed: number): () => number {
  * @param size indices per resample (default n; smaller gives an m-out-of-n bootstrap)
  * @returns the kept estimates in resample order
  */
-export function resampleEstimates<T>(n: number, resamples: number, seed: number, estimate: (idx: Uint32Array) => T | undefined, size = n): T[] {
+export function resampleEstimates<T>(
+  n: number,
+  resamples: number,
+  seed: number,
+  estimate: (idx: Uint32Array) => T | undefined,
+  size = n,
+): T[] {
   const rand = seededRandom(seed);
   const idx = new Uint32Array(size);
   const out: T[] = [];

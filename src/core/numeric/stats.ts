@@ -1,4 +1,3 @@
-
 import { quickselect } from 'simple-statistics';
 
 /** The seeded PRNG lives with the resampling loop that uses it (resample.ts). */
@@ -31,7 +30,10 @@ export function nearestRankSorted(sorted: ArrayLike<number>, p: number): number 
  */
 export function percentileType7(values: readonly number[], p: number): number {
   if (values.length === 0) throw new Error('percentile of an empty list');
-  return type7Sorted([...values].sort((a, b) => a - b), p);
+  return type7Sorted(
+    [...values].sort((a, b) => a - b),
+    p,
+  );
 }
 
 /** Type-7 percentile of an already ascending, non-empty list: s[lo] + (h − lo)·(s[hi] − s[lo]), h = (n − 1)·p. */

@@ -75,7 +75,11 @@ export function fmtSigExp(x: number, digits: number, o: SigExpOptions): string {
 }
 
 /** A closed interval as `[lo, hi]` with `fmt` for each end, or `missing` when there is none. */
-export function fmtInterval(c: readonly [number, number] | undefined, fmt: (x: number) => string, missing = MISSING): string {
+export function fmtInterval(
+  c: readonly [number, number] | undefined,
+  fmt: (x: number) => string,
+  missing = MISSING,
+): string {
   return c ? `[${fmt(c[0])}, ${fmt(c[1])}]` : missing;
 }
 

@@ -35,7 +35,18 @@ export interface ChartOptions {
   y_range?: [number, number];
 }
 
-export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#17becf', '#bcbd22'];
+export const PALETTE = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#ff7f0e',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#17becf',
+  '#bcbd22',
+];
 
 /** Escape text for XML. */
 export function esc(s: string): string {
@@ -45,7 +56,7 @@ export function esc(s: string): string {
 function niceLinearTicks(lo: number, hi: number, count = 6): number[] {
   if (hi <= lo) return [lo];
   const raw = (hi - lo) / count;
-  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
   const out: number[] = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
@@ -58,7 +69,7 @@ function logTicks(lo: number, hi: number): number[] {
   const b = Math.ceil(Math.log10(hi));
   const stride = Math.max(1, Math.ceil((b - a) / 8));
   for (let e = a; e <= b; e += stride) {
-    const v = Math.pow(10, e);
+    const v = 10 ** e;
     if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
   }
   return out.length ? out : [lo, hi];
@@ -77,7 +88,8 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
   let [x0, x1] = o.x_range ?? [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
   let [y0, y1] = o.y_range ?? [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
   if (!pts.length) [x0, x1, y0, y1] = [1, 10, 1, 10];
-  if (o.h_lines && !o.y_range) for (const h of o.h_lines) if (okY(h.y)) (y0 = Math.min(y0, h.y)), (y1 = Math.max(y1, h.y));
+  if (o.h_lines && !o.y_range)
+    for (const h of o.h_lines) if (okY(h.y)) (y0 = Math.min(y0, h.y)), (y1 = Math.max(y1, h.y));
   if (o.diagonal) (x0 = y0 = Math.min(x0, y0)), (x1 = y1 = Math.max(x1, y1));
   if (!o.y_log && !o.y_range && y0 > 0) y0 = 0;
   if (x1 === x0) (x0 = o.x_log ? x0 / 2 : x0 - 1), (x1 = o.x_log ? x1 * 2 : x1 + 1);
@@ -92,7 +104,9 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
   );
   parts.push(`<rect width="${W}" height="${H}" fill="white"/>`);
-  parts.push(`<text x="${W / 2 - m.r / 2}" y="18" text-anchor="middle" font-size="13" font-weight="bold">${esc(o.title)}</text>`);
+  parts.push(
+    `<text x="${W / 2 - m.r / 2}" y="18" text-anchor="middle" font-size="13" font-weight="bold">${esc(o.title)}</text>`,
+  );
   const xt = o.x_log ? logTicks(x0, x1) : niceLinearTicks(x0, x1);
   const yt = o.y_log ? logTicks(y0, y1) : niceLinearTicks(y0, y1);
   for (const t of xt) {
@@ -110,18 +124,29 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
   );
   parts.push(`<clipPath id="plot"><rect x="${m.l}" y="${m.t}" width="${pw}" height="${ph}"/></clipPath>`);
   parts.push(`<g clip-path="url(#plot)">`);
-  if (o.diagonal) parts.push(`<line x1="${r(fx(x0))}" y1="${r(fy(y0))}" x2="${r(fx(x1))}" y2="${r(fy(y1))}" stroke="#888" stroke-dasharray="5 4"/>`);
+  if (o.diagonal)
+    parts.push(
+      `<line x1="${r(fx(x0))}" y1="${r(fy(y0))}" x2="${r(fx(x1))}" y2="${r(fy(y1))}" stroke="#888" stroke-dasharray="5 4"/>`,
+    );
   for (const h of o.h_lines ?? []) {
-    if (okY(h.y)) parts.push(`<line x1="${m.l}" y1="${r(fy(h.y))}" x2="${m.l + pw}" y2="${r(fy(h.y))}" stroke="#888" stroke-dasharray="3 3"/>`);
+    if (okY(h.y))
+      parts.push(
+        `<line x1="${m.l}" y1="${r(fy(h.y))}" x2="${m.l + pw}" y2="${r(fy(h.y))}" stroke="#888" stroke-dasharray="3 3"/>`,
+      );
   }
   series.forEach((s, i) => {
     const color = s.color ?? PALETTE[i % PALETTE.length]!;
     const p = s.points.filter(([x, y]) => okX(x) && okY(y));
     if (s.style === 'line' && p.length) {
       const d = p.map(([x, y], j) => `${j ? 'L' : 'M'}${r(fx(x))},${r(fy(y))}`).join('');
-      parts.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`);
+      parts.push(
+        `<path d="${d}" fill="none" stroke="${color}" stroke-width="1.8"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,
+      );
     } else {
-      for (const [x, y] of p) parts.push(`<circle cx="${r(fx(x))}" cy="${r(fy(y))}" r="${s.radius ?? 2}" fill="${color}" fill-opacity="0.6"/>`);
+      for (const [x, y] of p)
+        parts.push(
+          `<circle cx="${r(fx(x))}" cy="${r(fy(y))}" r="${s.radius ?? 2}" fill="${color}" fill-opacity="0.6"/>`,
+        );
     }
   });
   parts.push(`</g>`);
@@ -132,7 +157,9 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
     parts.push(`<text x="${m.l + pw + 27}" y="${y + 2}">${esc(s.label)}</text>`);
   });
   for (const [i, h] of (o.h_lines ?? []).entries()) {
-    parts.push(`<text x="${m.l + pw + 12}" y="${m.t + 10 + (series.length + i) * 16 + 2}" fill="#555">--- ${esc(h.label)}</text>`);
+    parts.push(
+      `<text x="${m.l + pw + 12}" y="${m.t + 10 + (series.length + i) * 16 + 2}" fill="#555">--- ${esc(h.label)}</text>`,
+    );
   }
   parts.push('</svg>');
   return parts.join('\n') + '\n';
@@ -145,7 +172,14 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
  */
 export function stackedBars(
   items: ReadonlyArray<{ label: string; segments: Record<string, number>; marker?: number }>,
-  o: { title: string; unit: string; keys: readonly string[]; width?: number; label_width?: number; marker_label?: string },
+  o: {
+    title: string;
+    unit: string;
+    keys: readonly string[];
+    width?: number;
+    label_width?: number;
+    marker_label?: string;
+  },
 ): string {
   const W = o.width ?? 720;
   const rowH = 22;
@@ -168,20 +202,29 @@ export function stackedBars(
     let x = m.l;
     o.keys.forEach((k, j) => {
       const w = ((it.segments[k] ?? 0) / total) * pw;
-      if (w > 0) parts.push(`<rect x="${x.toFixed(1)}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${PALETTE[j % PALETTE.length]}"/>`);
+      if (w > 0)
+        parts.push(
+          `<rect x="${x.toFixed(1)}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${PALETTE[j % PALETTE.length]}"/>`,
+        );
       x += w;
     });
     if (it.marker !== undefined && Number.isFinite(it.marker)) {
       const mx = m.l + (it.marker / total) * pw;
-      parts.push(`<line x1="${mx.toFixed(1)}" y1="${y}" x2="${mx.toFixed(1)}" y2="${y + rowH}" stroke="black" stroke-width="2.5"/>`);
+      parts.push(
+        `<line x1="${mx.toFixed(1)}" y1="${y}" x2="${mx.toFixed(1)}" y2="${y + rowH}" stroke="black" stroke-width="2.5"/>`,
+      );
     }
   });
   const ly = m.t + items.length * rowH + 16;
   o.keys.forEach((k, j) => {
-    parts.push(`<rect x="${m.l + j * 90}" y="${ly - 8}" width="10" height="10" fill="${PALETTE[j % PALETTE.length]}"/>`);
+    parts.push(
+      `<rect x="${m.l + j * 90}" y="${ly - 8}" width="10" height="10" fill="${PALETTE[j % PALETTE.length]}"/>`,
+    );
     parts.push(`<text x="${m.l + j * 90 + 14}" y="${ly + 1}">${esc(k)} (${esc(o.unit)})</text>`);
   });
-  parts.push(`<text x="${m.l + pw}" y="${ly + 1}" text-anchor="end">full bar = ${fmtTick(total)} ${esc(o.unit)}</text>`);
+  parts.push(
+    `<text x="${m.l + pw}" y="${ly + 1}" text-anchor="end">full bar = ${fmtTick(total)} ${esc(o.unit)}</text>`,
+  );
   if (items.some((it) => it.marker !== undefined)) {
     parts.push(`<line x1="${m.l}" y1="${ly + 10}" x2="${m.l}" y2="${ly + 20}" stroke="black" stroke-width="2.5"/>`);
     parts.push(`<text x="${m.l + 6}" y="${ly + 19}">${esc(o.marker_label ?? 'marker')}</text>`);

@@ -33,25 +33,40 @@ export interface TextTableOptions {
  * The lines of an aligned text table: every column padded to max(its `width`, its widest cell,
  * its header), left or right aligned (right by default), joined by `gap`.
  */
-export function tableLines(columns: readonly Column[], rows: ReadonlyArray<readonly string[]>, opts: TextTableOptions = {}): string[] {
+export function tableLines(
+  columns: readonly Column[],
+  rows: ReadonlyArray<readonly string[]>,
+  opts: TextTableOptions = {},
+): string[] {
   const gap = opts.gap ?? '  ';
   const trim = opts.trimEnd ?? true;
-  const widths = columns.map((c, i) => Math.max(c.width ?? 0, c.header.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const widths = columns.map((c, i) =>
+    Math.max(c.width ?? 0, c.header.length, ...rows.map((r) => (r[i] ?? '').length)),
+  );
   const line = (cells: readonly string[]) => {
-    const s = columns.map((c, i) => (c.align === 'left' ? (cells[i] ?? '').padEnd(widths[i]!) : (cells[i] ?? '').padStart(widths[i]!))).join(gap);
+    const s = columns
+      .map((c, i) => (c.align === 'left' ? (cells[i] ?? '').padEnd(widths[i]!) : (cells[i] ?? '').padStart(widths[i]!)))
+      .join(gap);
     return trim ? s.replace(/\s+$/, '') : s;
   };
   return [...(opts.header === false ? [] : [line(columns.map((c) => c.header))]), ...rows.map(line)];
 }
 
 /** `tableLines` joined into one string with a final newline. */
-export function renderTable(columns: readonly Column[], rows: ReadonlyArray<readonly string[]>, opts: TextTableOptions = {}): string {
+export function renderTable(
+  columns: readonly Column[],
+  rows: ReadonlyArray<readonly string[]>,
+  opts: TextTableOptions = {},
+): string {
   return tableLines(columns, rows, opts).join('\n') + '\n';
 }
 
 /** A `Table` as text lines: first column left-aligned, the others right-aligned, two spaces apart. */
 export function textTable(t: Table): string[] {
-  return tableLines(t.header.map((h, i) => ({ header: h, align: i === 0 ? 'left' : 'right' })), t.rows);
+  return tableLines(
+    t.header.map((h, i) => ({ header: h, align: i === 0 ? 'left' : 'right' })),
+    t.rows,
+  );
 }
 
 /** A GitHub-flavoured markdown table (`|` in cells escaped), with a final newline. */

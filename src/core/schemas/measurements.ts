@@ -28,11 +28,23 @@ const nonEmpty = z.string().min(1, 'expected a non-empty value');
 const meta = { chip: nonEmpty, lane: nonEmpty, kernel_source: text };
 
 /** One GEMM: activation m×k times weight n×k (torch.nn.functional.linear convention). FLOPs = 2·m·n·k. */
-export const GemmRowSchema = z.object({ ...meta, m: atLeastOne, n: atLeastOne, k: atLeastOne, dtype: nonEmpty, latency_us: latency }).strict();
+export const GemmRowSchema = z
+  .object({ ...meta, m: atLeastOne, n: atLeastOne, k: atLeastOne, dtype: nonEmpty, latency_us: latency })
+  .strict();
 
 /** One decode-attention call: `batch` requests attending over `context_tokens` cached tokens; heads per GPU (post-TP); window 0 = full. */
 export const AttentionDecodeRowSchema = z
-  .object({ ...meta, batch: atLeastOne, context_tokens: atLeastOne, n_q: atLeastOne, n_kv: atLeastOne, head_dim: atLeastOne, window: count, kv_dtype: text, latency_us: latency })
+  .object({
+    ...meta,
+    batch: atLeastOne,
+    context_tokens: atLeastOne,
+    n_q: atLeastOne,
+    n_kv: atLeastOne,
+    head_dim: atLeastOne,
+    window: count,
+    kv_dtype: text,
+    latency_us: latency,
+  })
   .strict();
 
 /** One prefill (context) attention call over `new_tokens` per request on `prefix_tokens` cached. */
@@ -88,7 +100,9 @@ export const MoeRowSchema = z
   .refine((r) => r.topk <= r.experts, { message: 'topk exceeds the expert count', path: ['topk'] });
 
 /** One host-overhead measurement: launching `kernels` kernels eagerly, or replaying a graph of that many nodes. */
-export const HostRowSchema = z.object({ ...meta, what: z.enum(HOST_WHATS), kernels: atLeastOne, latency_us: latency }).strict();
+export const HostRowSchema = z
+  .object({ ...meta, what: z.enum(HOST_WHATS), kernels: atLeastOne, latency_us: latency })
+  .strict();
 
 /** One held-out whole-step observation (`*.steps.csv`; docs/validation.md). Cross-field rules live in the step reader. */
 export const StepRowSchema = z
@@ -143,7 +157,15 @@ export const ProvenanceSchema = z
     source_commit: z.string(),
     licence: z.string(),
     /** Input files actually read, with sha256 of their bytes. */
-    inputs: z.array(z.object({ file: z.string(), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected a sha256 hex digest'), rows: count }).strict()),
+    inputs: z.array(
+      z
+        .object({
+          file: z.string(),
+          sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected a sha256 hex digest'),
+          rows: count,
+        })
+        .strict(),
+    ),
     /** Human-readable filters and transformations, in order applied. */
     filters: z.array(z.string()),
     rows_in: count,

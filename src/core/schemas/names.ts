@@ -87,7 +87,9 @@ export function scopeKey(scope: Scope | undefined): string {
   const parts: string[] = [];
   for (const k of Object.keys(scope).sort()) {
     const v = (scope as Record<string, unknown>)[k];
-    const list = Array.isArray(v) ? [...v].map((x) => (typeof x === 'string' ? x.toLowerCase() : String(x))).sort() : [String(v)];
+    const list = Array.isArray(v)
+      ? [...v].map((x) => (typeof x === 'string' ? x.toLowerCase() : String(x))).sort()
+      : [String(v)];
     parts.push(`${k}=${list.join(',')}`);
   }
   return `{${parts.join(';')}}`;

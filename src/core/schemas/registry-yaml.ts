@@ -17,8 +17,11 @@ export function describeSetIssue(source: string, doc: unknown, issue: z.core.$Zo
   let where = `${source}: set ${setName}`;
   let rest = p;
   if (p[0] === 'coefficients' && typeof p[1] === 'number') {
-    const item = Array.isArray(obj.coefficients) ? (obj.coefficients[p[1]] as Record<string, { scope?: { hardware?: unknown } }> | undefined) : undefined;
-    const name = p[2] !== undefined ? String(p[2]) : item && typeof item === 'object' ? Object.keys(item).join(',') : `#${p[1]}`;
+    const item = Array.isArray(obj.coefficients)
+      ? (obj.coefficients[p[1]] as Record<string, { scope?: { hardware?: unknown } }> | undefined)
+      : undefined;
+    const name =
+      p[2] !== undefined ? String(p[2]) : item && typeof item === 'object' ? Object.keys(item).join(',') : `#${p[1]}`;
     const hw = item && typeof item === 'object' ? item[name]?.scope?.hardware : undefined;
     where += `: entry ${name}${Array.isArray(hw) && hw.length ? ` [hardware=${hw.join(',')}]` : ''}`;
     rest = p.slice(3);
@@ -42,7 +45,8 @@ export function parseCoefficientSets(text: string, source: string): CoefficientS
   });
   for (const obj of objs) {
     if (obj === null || obj === undefined) continue;
-    if (obj.kind !== 'CoefficientSet') throw new UserError(`${source}: expected kind: CoefficientSet, got ${String(obj.kind)}`);
+    if (obj.kind !== 'CoefficientSet')
+      throw new UserError(`${source}: expected kind: CoefficientSet, got ${String(obj.kind)}`);
     const parsed = CoefficientSetDocSchema.safeParse(obj);
     if (!parsed.success) throw new UserError(describeSetIssue(source, obj, parsed.error.issues[0]!));
     // The schema has no defaults or transforms, so the input is the parsed value; it is kept as read

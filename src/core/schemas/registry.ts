@@ -53,7 +53,13 @@ const names = z.array(z.string().min(1, 'must list non-empty names')).min(1, 'mu
 const counts = z.array(z.number().int().nonnegative()).min(1, 'must be a non-empty list');
 /** Deployment dimensions an entry can be scoped to; an unstated dimension is a wildcard. */
 export const ScopeSchema = z
-  .object({ hardware: names.optional(), model: names.optional(), tp: counts.optional(), ep: counts.optional(), nodes_spanned: counts.optional() })
+  .object({
+    hardware: names.optional(),
+    model: names.optional(),
+    tp: counts.optional(),
+    ep: counts.optional(),
+    nodes_spanned: counts.optional(),
+  })
   .strict();
 export type Scope = z.infer<typeof ScopeSchema>;
 
@@ -69,7 +75,16 @@ export const EvidenceSchema = z
     /** Measurement lane the value was fitted on (`vllm-0.24.0`). */
     lane: z.string().optional(),
     /** Input files with sha256, the filter applied and rows used. */
-    inputs: z.array(z.object({ file: z.string(), sha256: z.string(), filter: z.string(), rows_used: z.number().int().nonnegative() })).optional(),
+    inputs: z
+      .array(
+        z.object({
+          file: z.string(),
+          sha256: z.string(),
+          filter: z.string(),
+          rows_used: z.number().int().nonnegative(),
+        }),
+      )
+      .optional(),
     /** How ci95 was obtained. */
     ci_method: z.enum(['bootstrap', 'lm_covariance', 'quantiles', 'none']).optional(),
     /** Bootstrap resamples and seed, when ci_method = bootstrap. */
@@ -85,9 +100,13 @@ export const EvidenceSchema = z
     /** Set when a registry update accepted coefficients outside both ci95 intervals (`--accept-shift "<reason>"`). */
     accepted_shift: z.string().optional(),
     /** Set for extrapolated values: what predicted it and from which chips/widths. */
-    extrapolation: z.object({ predictor: z.string(), from: z.array(z.string()), holdout_error: FitErrorSchema.optional() }).optional(),
+    extrapolation: z
+      .object({ predictor: z.string(), from: z.array(z.string()), holdout_error: FitErrorSchema.optional() })
+      .optional(),
     /** Set for copied entries (`stepcal registry copy`): the source chip, entry, its method and file. */
-    copy: z.object({ from: z.string(), source_name: z.string(), source_method: z.enum(METHODS), source_file: z.string() }).optional(),
+    copy: z
+      .object({ from: z.string(), source_name: z.string(), source_method: z.enum(METHODS), source_file: z.string() })
+      .optional(),
   })
   .strict();
 export type Evidence = z.infer<typeof EvidenceSchema>;
@@ -147,7 +166,11 @@ export interface CoefficientSet {
  */
 export function registryJsonSchema(): Record<string, unknown> {
   const schema = z.toJSONSchema(CoefficientSetDocSchema, { target: 'draft-2020-12' }) as Record<string, unknown>;
-  return { ...schema, title: 'stepcal registry CoefficientSet document', description: 'One YAML document of registry/<chip>.yaml (generated from src/core/schemas/registry.ts)' };
+  return {
+    ...schema,
+    title: 'stepcal registry CoefficientSet document',
+    description: 'One YAML document of registry/<chip>.yaml (generated from src/core/schemas/registry.ts)',
+  };
 }
 
 /** The committed text of docs/registry.schema.json (2-space JSON, trailing newline). */
