@@ -147,7 +147,8 @@ export const FAMILY_ROW_SCHEMAS = {
 /** Provenance written beside every stored measurement file. */
 export const ProvenanceSchema = z
   .object({
-    family: z.enum(FAMILIES),
+    /** A fitted family, or `memory`: the collector's bandwidth sidecar, which no fitter reads (docs/collector.md). */
+    family: z.enum([...FAMILIES, 'memory']),
     chip: nonEmpty,
     lane: nonEmpty,
     /** e.g. `ai-dynamo/aiconfigurator` */
@@ -181,5 +182,10 @@ export const ProvenanceSchema = z
     lanes: z.record(z.string(), count).optional(),
     /** Per-dtype coverage of the sweep: rows, distinct shapes, and the union of shapes over dtypes. */
     coverage: z.record(z.string(), z.object({ rows: count, shapes: count, of_shapes: count }).strict()).optional(),
+    /**
+     * The run record of `collector/collect.py` (date, plan, environment, clock method, throttle check,
+     * per-sweep status; docs/collector.md). Written by the collector, read by people: kept as given.
+     */
+    collector: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
