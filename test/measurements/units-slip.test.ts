@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
 import { checkUnitsSlip } from '../../src/measurements/aiconfigurator.ts';
 import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
-import { checkUnits, likelyFactor } from '../../src/measurements/units.ts';
+import { checkUnits, collectiveBand, likelyFactor } from '../../src/measurements/units.ts';
 import type { CollectiveRow, GemmRow } from '../../src/measurements/schema.ts';
 import { MEASUREMENTS } from './helpers.ts';
 
@@ -70,6 +70,33 @@ describe('slips the issue lists', () => {
     );
     const x1000 = rows.map((r: CollectiveRow) => ({ ...r, message_bytes: r.message_bytes * 1000 }));
     expect(() => checkUnits('collective', x1000, h200, 'c.csv')).toThrow(/likely ×1000 too fast/);
+  });
+  it('latency ×10 on every shipped collective and MoE table: refused', () => {
+    for (const f of stored.filter((x) => x.family === 'collective' || x.family === 'moe')) {
+      const chip = loadChip(f.chip);
+      const slow = rowsOf(f).map((r) => ({ ...r, latency_us: r.latency_us * 10 }));
+      const run = () => checkUnitsSlip(f.family, slow, chip, f.file);
+      // l40s (PCIe, band floor 2 %) too: its 4- and 8-rank groups reach 3.7–15 %, its 2-rank and custom all-reduce groups < 20 %.
+      expect(run, `${f.chip} ${path.basename(f.file)}`).toThrow(/below the plausible band \[(20|10|2)\.0 %.*likely ×/);
+    }
+  });
+  it('collective band by link class: h200 NVLink 20 %, l40s PCIe 2 %', () => {
+    expect(collectiveBand(h200).lo).toBe(0.2);
+    expect(collectiveBand(loadChip('l40s')).lo).toBe(0.02);
+    // 2 ranks all-reduce, 64 MiB in 1,000 µs: bus 2·(1/2)·67.1 MB / 1,000 µs = 67.1 GB/s = 14.9 % of h200's 450 GB/s
+    const row = {
+      chip: 'h200',
+      lane: 'x',
+      op: 'all_reduce',
+      dtype: 'bf16',
+      ranks: 2,
+      backend: 'nccl',
+      message_bytes: 2 ** 26,
+      latency_us: 1000,
+    };
+    expect(() => checkUnits('collective', [row], h200, 'c.csv')).toThrow(
+      /14\.9 % of 450 GB\/s.*below the plausible band \[20\.0 %/,
+    );
   });
   it('prefill attention ÷1000 and ×1000', () => {
     const rows = readMeasurements(dir, 'attention_prefill');
