@@ -14,6 +14,8 @@ import Papa from 'papaparse';
 import { InputError, UserError, type InputLocation } from '../core/errors.ts';
 import { fmtSig } from '../core/render/format.ts';
 import { mean, percentileNearestRank, percentileType7 } from '../core/numeric/stats.ts';
+import { TRACE_CSV_COLUMNS, TraceCsvRowSchema, TraceJsonSchema, TraceRequestSchema } from '../core/schemas/trace.ts';
+import type { z } from 'zod';
 
 /** Input time units and their size in µs. */
 export const TIME_UNITS = { us: 1, ms: 1000, s: 1e6 } as const;
@@ -199,16 +201,44 @@ export function summariseTrace(
   };
 }
 
-function toNumber(v: unknown, loc: InputLocation, unit: TimeUnit): number {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
-  if (!Number.isFinite(n)) throw new InputError(loc, `expected a finite time in ${unit}, got ${JSON.stringify(v)}`);
-  return n * TIME_UNITS[unit];
+/** A zod issue path ([field] or ['tokens', j]) as the column an InputError names. */
+function columnOf(path: readonly PropertyKey[]): string | undefined {
+  if (path.length === 0) return undefined;
+  const [field, j] = path;
+  return j === undefined ? String(field) : `${String(field)}[${String(j)}]`;
+}
+
+/** The first issue of a failed parse as an InputError at `row`, naming the column and the expected time unit. */
+function traceIssue(
+  error: z.ZodError,
+  file: string,
+  row: number,
+  unit: TimeUnit,
+  value: (col: string) => unknown,
+): InputError {
+  // A misspelt field also leaves its real one missing: name the unknown field first, it explains both.
+  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0]!;
+  const column = columnOf(issue.path);
+  const loc: InputLocation = column === undefined ? { file, row } : { file, row, column };
+  if (issue.code === 'unrecognized_keys')
+    return new InputError({ file, row }, `unknown field(s) ${issue.keys.join(', ')}`);
+  if (column === 'id') return new InputError(loc, 'expected a non-empty string or number id');
+  if (column === 'tokens') return new InputError(loc, 'expected an array of delivery times');
+  if (column === undefined) return new InputError(loc, 'expected an object');
+  return new InputError(loc, `expected a finite time in ${unit}, got ${JSON.stringify(value(column)) ?? 'nothing'}`);
+}
+
+/** A value at a column path of a raw request (`tokens[3]` included), for error messages. */
+function rawAt(o: unknown, column: string): unknown {
+  const m = /^(\w+)\[(\d+)\]$/.exec(column);
+  const rec = (o ?? {}) as Record<string, unknown>;
+  return m ? (rec[m[1]!] as unknown[] | undefined)?.[Number(m[2])] : rec[column];
 }
 
 /**
- * Parse the chapter's JSON trace: an array (or `{requests: [...]}`) of
- * `{id, arrival, prompt_start, prompt_end, tokens: [t1, …]}`, times in `unit`.
- * Rows in errors are 1-based request positions in the array.
+ * Parse the chapter's JSON trace (core/schemas/trace.ts `TraceJsonSchema`, `TraceRequestSchema`):
+ * an array (or `{requests: [...]}`) of `{id, arrival, prompt_start, prompt_end, tokens: [t1, …]}`,
+ * times in `unit`. Rows in errors are 1-based request positions in the array.
  * @throws InputError naming file, request position and field
  */
 export function parseTraceJson(text: string, file: string, unit: TimeUnit): RequestRecord[] {
@@ -218,32 +248,26 @@ export function parseTraceJson(text: string, file: string, unit: TimeUnit): Requ
   } catch (err) {
     throw new InputError({ file }, `not valid JSON: ${(err as Error).message}`);
   }
-  const list = Array.isArray(raw) ? raw : (raw as { requests?: unknown })?.requests;
-  if (!Array.isArray(list))
+  const top = TraceJsonSchema.safeParse(raw);
+  if (!top.success)
     throw new InputError({ file }, 'expected a JSON array of requests (or an object with a "requests" array)');
+  const list = Array.isArray(top.data) ? top.data : top.data.requests;
+  const k = TIME_UNITS[unit];
   return list.map((item, i) => {
     const row = i + 1;
-    if (typeof item !== 'object' || item === null) throw new InputError({ file, row }, 'expected an object');
-    const o = item as Record<string, unknown>;
-    const idv = o['id'];
-    if (typeof idv !== 'string' && typeof idv !== 'number')
-      throw new InputError({ file, row, column: 'id' }, 'expected a string or number id');
-    const tokens = o['tokens'];
-    if (!Array.isArray(tokens))
-      throw new InputError({ file, row, column: 'tokens' }, 'expected an array of delivery times');
+    const r = TraceRequestSchema.safeParse(item);
+    if (!r.success) throw traceIssue(r.error, file, row, unit, (c) => rawAt(item, c));
+    const q = r.data;
     return {
-      id: String(idv),
-      arrival_us: toNumber(o['arrival'], { file, row, column: 'arrival' }, unit),
-      prompt_start_us: toNumber(o['prompt_start'], { file, row, column: 'prompt_start' }, unit),
-      prompt_end_us: toNumber(o['prompt_end'], { file, row, column: 'prompt_end' }, unit),
-      token_times_us: tokens.map((t, j) => toNumber(t, { file, row, column: `tokens[${j}]` }, unit)),
+      id: q.id,
+      arrival_us: q.arrival * k,
+      prompt_start_us: q.prompt_start * k,
+      prompt_end_us: q.prompt_end * k,
+      token_times_us: q.tokens.map((t) => t * k),
       where: { file, row },
     };
   });
 }
-
-/** CSV columns of a per-delivery trace. */
-export const TRACE_CSV_COLUMNS = ['id', 'arrival', 'prompt_start', 'prompt_end', 'token_time'] as const;
 
 /**
  * Parse a CSV with one row per token delivery (`id, arrival, prompt_start, prompt_end, token_time`).
@@ -265,14 +289,16 @@ export function parseTraceCsv(text: string, file: string, unit: TimeUnit): Reque
       `missing column(s) ${missing.join(', ')}; expected ${TRACE_CSV_COLUMNS.join(', ')}`,
     );
   const byId = new Map<string, RequestRecord>();
+  const k = TIME_UNITS[unit];
   parsed.data.forEach((rec, i) => {
     const row = i + 1;
-    const id = (rec['id'] ?? '').trim();
-    if (id === '') throw new InputError({ file, row, column: 'id' }, 'expected a request id');
-    const a = toNumber(rec['arrival'], { file, row, column: 'arrival' }, unit);
-    const s = toNumber(rec['prompt_start'], { file, row, column: 'prompt_start' }, unit);
-    const e = toNumber(rec['prompt_end'], { file, row, column: 'prompt_end' }, unit);
-    const t = toNumber(rec['token_time'], { file, row, column: 'token_time' }, unit);
+    const cells = TraceCsvRowSchema.safeParse(rec);
+    if (!cells.success) throw traceIssue(cells.error, file, row, unit, (c) => rec[c]);
+    const { id } = cells.data;
+    const a = cells.data.arrival * k;
+    const s = cells.data.prompt_start * k;
+    const e = cells.data.prompt_end * k;
+    const t = cells.data.token_time * k;
     const r = byId.get(id);
     if (!r) {
       byId.set(id, {

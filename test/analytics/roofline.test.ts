@@ -16,7 +16,8 @@ import {
   stepPoint,
   sweep,
 } from '../../src/analytics/roofline.ts';
-import { parseRooflineConfig, rooflineCsv, rooflineSvg, rooflineTable } from '../../src/report/roofline.ts';
+import { parseRooflineConfig } from '../../src/core/schemas/roofline.ts';
+import { rooflineCsv, rooflineSvg, rooflineTable } from '../../src/report/roofline.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const P = CHAPTER_PARAMS;

@@ -131,6 +131,21 @@ describe('request timelines (chapter Listing 2.2)', () => {
     );
   });
 
+  it('numeric strings parse as times, converted once to µs: "1.5" s = 1,500,000 µs', () => {
+    const [r] = parseTraceJson(
+      '{"requests":[{"id":7,"arrival":"0","prompt_start":0.5,"prompt_end":"1.5","tokens":[2,"2.25"]}]}',
+      'x.json',
+      's',
+    );
+    expect(r).toMatchObject({
+      id: '7',
+      arrival_us: 0,
+      prompt_start_us: 500_000,
+      prompt_end_us: 1_500_000,
+      token_times_us: [2e6, 2.25e6],
+    });
+  });
+
   it('bad input names file, row and column', () => {
     expect(() => parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\nA,0,2,x,10\n', 't.csv', 'ms')).toThrow(
       /t\.csv row 1 column "prompt_end": expected a finite time in ms/,
@@ -145,6 +160,17 @@ describe('request timelines (chapter Listing 2.2)', () => {
       parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"prompt_end":2,"tokens":[3,"z"]}]', 't.json', 'ms'),
     ).toThrow(/t\.json row 1 column "tokens\[1\]"/);
     expect(() => summariseTrace([...chapterTrace(), chapterTrace()[0]!])).toThrow(/"A" appears twice/);
+    // one schema per format (core/schemas/trace.ts): a misspelt field is refused, not defaulted
+    expect(() =>
+      parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"promt_end":2,"tokens":[3]}]', 't.json', 'ms'),
+    ).toThrow(/t\.json row 1: unknown field\(s\) promt_end/);
+    expect(() => parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"tokens":[3]}]', 't.json', 'ms')).toThrow(
+      /t\.json row 1 column "prompt_end": expected a finite time in ms, got nothing/,
+    );
+    expect(() => parseTraceJson('{"reqs":[]}', 't.json', 'ms')).toThrow(/expected a JSON array of requests/);
+    expect(() => parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\n ,0,2,8,10\n', 't.csv', 'ms')).toThrow(
+      /t\.csv row 1 column "id": expected a non-empty string or number id/,
+    );
   });
 
   it('property: TTFT = Q + S + D, gaps sum to tn − t1, gap count = tokens − 1', () => {

@@ -18,16 +18,8 @@ import {
   sweep,
   type RooflineParams,
 } from '../../analytics/roofline.ts';
-import {
-  asList,
-  crossoverLine,
-  paramsLine,
-  parseRooflineConfig,
-  rooflineCsv,
-  rooflineSvg,
-  rooflineTable,
-  type RooflineConfig,
-} from '../../report/roofline.ts';
+import { asList, parseRooflineConfig, type RooflineConfig } from '../../core/schemas/roofline.ts';
+import { crossoverLine, paramsLine, rooflineCsv, rooflineSvg, rooflineTable } from '../../report/roofline.ts';
 
 interface Opts {
   config?: string;
