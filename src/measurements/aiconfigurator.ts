@@ -30,6 +30,7 @@ import type {
   MoeRow,
 } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
+import { TupleIndex } from './tuple-index.ts';
 import { checkUnits, FLOOR_MAX_US, FLOOR_MIN_US } from './units.ts';
 
 /** Upstream table names this importer understands, and the stepcal family each maps to. */
@@ -502,22 +503,18 @@ export function collapseDuplicates<F extends Family>(
     (c) => c !== 'latency_us' && c !== 'measured_us',
   );
   const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
-  const index = new Map<string, number>();
+  const index = new TupleIndex(keyCols);
   const out: FamilyRow[F][] = [];
   /** Latencies of output rows seen more than once (index → all latencies). */
   const repeats = new Map<number, number[]>();
   /** Input index of the last repeat of each output row. */
   const lastAt = new Map<number, number>();
   let inputIndex = -1;
-  const parts: unknown[] = new Array(keyCols.length);
   for (const row of rows) {
     inputIndex++;
     const rec = row as unknown as Record<string, unknown>;
-    for (let i = 0; i < keyCols.length; i++) parts[i] = rec[keyCols[i]!];
-    const key = parts.join('\u0001');
-    const at = index.get(key);
-    if (at === undefined) {
-      index.set(key, out.length);
+    const at = index.add(rec);
+    if (index.added) {
       out.push(row);
     } else {
       const lat = rec[latCol] as number;
@@ -594,23 +591,23 @@ export function coverageByDtype<F extends Family>(family: F, rows: ReadonlyArray
   const shapeCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
     (c) => !['chip', 'lane', 'kernel_source', 'latency_us', dcol].includes(c),
   );
-  const per = new Map<string, { rows: number; shapes: Set<string> }>();
-  const all = new Set<string>();
-  const parts: unknown[] = new Array(shapeCols.length);
+  // Distinct shapes over all dtypes, and distinct (dtype, shape) pairs counted per dtype.
+  const all = new TupleIndex(shapeCols);
+  const pairs = new TupleIndex([dcol, ...shapeCols]);
+  const per = new Map<string, { rows: number; shapes: number }>();
   for (const row of rows) {
     const rec = row as unknown as Record<string, unknown>;
     const d = String(rec[dcol]);
-    for (let i = 0; i < shapeCols.length; i++) parts[i] = rec[shapeCols[i]!];
-    const key = parts.join(',');
     let e = per.get(d);
-    if (!e) per.set(d, (e = { rows: 0, shapes: new Set() }));
+    if (!e) per.set(d, (e = { rows: 0, shapes: 0 }));
     e.rows++;
-    e.shapes.add(key);
-    all.add(key);
+    all.add(rec);
+    pairs.add(rec);
+    if (pairs.added) e.shapes++;
   }
   const out: Coverage = {};
   for (const [d, e] of [...per.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    out[d] = { rows: e.rows, shapes: e.shapes.size, of_shapes: all.size };
+    out[d] = { rows: e.rows, shapes: e.shapes, of_shapes: all.size };
   }
   return out;
 }
