@@ -2,7 +2,7 @@
  * Distinct rows by a tuple of columns, without building a string key per row (issue 12 item 5,
  * issue 17 "Import"). A joined-string key cost ≈ 80 B and one allocation per row; at 2M rows the
  * repeats collapse and the coverage count held ≈ 500 MiB of keys. This is an open-addressing table of
- * row indices (Int32Array, load ≤ 1/2) keyed by a 32-bit hash of the tuple; every probe that meets an
+ * row indices (Int32Array, load ≤ 1/2) keyed by a 32-bit murmur3-style hash of the tuple; every probe that meets an
  * equal hash compares the columns themselves, so the result is exact whatever the hash collides on.
  */
 
@@ -13,9 +13,27 @@ const EMPTY = -1;
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
 
-/** FNV-1a step over 32 bits. */
+/**
+ * One 32-bit word into the running hash (murmur3's per-block step: multiply, rotate, multiply, then
+ * mix into h). A bare FNV step would let a word's high bits reach only the hash's high bits, and the
+ * table indexes by the low ones: integer cells keep their information in a float64's high word.
+ */
 function mix(h: number, x: number): number {
-  return Math.imul(h ^ x, 0x01000193) >>> 0;
+  let k = Math.imul(x, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  k = Math.imul(k, 0x1b873593);
+  h ^= k;
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+/** murmur3's finaliser: every input bit reaches every output bit. */
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 /** 32-bit hash of one cell: a number by its float64 bits, a string by its UTF-16 code units, else by String(). */
@@ -80,9 +98,9 @@ export class TupleIndex {
   }
 
   private hash(row: Row): number {
-    let h = 0x811c9dc5;
+    let h = 0x811c9dc5 | 0;
     for (let c = 0; c < this.cols.length; c++) h = cellHash(h, row[this.cols[c]!]);
-    return h;
+    return fmix(h);
   }
 
   private equal(a: Row, b: Row): boolean {
