@@ -30,6 +30,7 @@ import type {
   MoeRow,
 } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
+import { RowColumns, type RowList } from './row-columns.ts';
 import { TupleIndex } from './tuple-index.ts';
 import { checkUnits, FLOOR_MAX_US, FLOOR_MIN_US } from './units.ts';
 
@@ -461,7 +462,7 @@ function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
  */
 export function checkUnitsSlip(
   family: Family,
-  rows: ReadonlyArray<unknown>,
+  rows: RowList<unknown>,
   chip: Chip,
   file: string,
   latencyColumn = 'latency',
@@ -470,8 +471,9 @@ export function checkUnitsSlip(
 }
 
 /** Result of collapsing repeated configurations. */
-export interface Collapsed<R> {
-  rows: R[];
+export interface Collapsed<R, L extends RowList<R> = R[]> {
+  /** Kept rows: the input list itself when nothing repeats, else a new list of the input's kind. */
+  rows: L;
   /** Configurations that appeared more than once. */
   duplicate_configs: number;
   /** Rows removed by collapsing (rows_in − rows_out). */
@@ -493,47 +495,60 @@ export const REPEAT_SPREAD_MAX = 1.5;
 
 /**
  * Collapse rows that share every column but `latency_us` to one row with the median latency
- * (for a pair, the mean). Keeps first-occurrence order. Pure.
+ * (for a pair, the mean). Keeps first-occurrence order. Pure. An array in gives an array out; a
+ * RowColumns (streaming import) gives a RowColumns, so no row object outlives its check.
  */
 export function collapseDuplicates<F extends Family>(
   family: F,
   rows: ReadonlyArray<FamilyRow[F]>,
-): Collapsed<FamilyRow[F]> {
+): Collapsed<FamilyRow[F], FamilyRow[F][]>;
+export function collapseDuplicates<F extends Family>(
+  family: F,
+  rows: RowColumns<FamilyRow[F]>,
+): Collapsed<FamilyRow[F], RowColumns<FamilyRow[F]>>;
+export function collapseDuplicates<F extends Family>(
+  family: F,
+  rows: RowList<FamilyRow[F]>,
+): Collapsed<FamilyRow[F], RowList<FamilyRow[F]>> {
   const keyCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
     (c) => c !== 'latency_us' && c !== 'measured_us',
   );
   const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
-  const index = new TupleIndex(keyCols);
-  const out: FamilyRow[F][] = [];
-  /** Latencies of output rows seen more than once (index → all latencies). */
+  const index = new TupleIndex(keyCols, rows);
+  /** Input index of each kept row (first occurrence), in order. */
+  const keep: number[] = [];
+  /** Latencies of kept rows seen more than once (kept index → all latencies). */
   const repeats = new Map<number, number[]>();
-  /** Input index of the last repeat of each output row. */
+  /** Input index of the last repeat of each kept row. */
   const lastAt = new Map<number, number>();
-  let inputIndex = -1;
-  for (const row of rows) {
-    inputIndex++;
-    const rec = row as unknown as Record<string, unknown>;
-    const at = index.add(rec);
+  for (let i = 0; i < rows.length; i++) {
+    const rec = rows.at(i)! as unknown as Record<string, number>;
+    const at = index.add(rec, i);
     if (index.added) {
-      out.push(row);
-    } else {
-      const lat = rec[latCol] as number;
-      lastAt.set(at, inputIndex);
-      const list = repeats.get(at);
-      if (list) list.push(lat);
-      else repeats.set(at, [(out[at] as unknown as Record<string, number>)[latCol]!, lat]);
+      keep.push(i);
+      continue;
     }
+    lastAt.set(at, i);
+    const list = repeats.get(at);
+    if (list) list.push(rec[latCol]!);
+    else repeats.set(at, [(rows.at(keep[at]!) as unknown as Record<string, number>)[latCol]!, rec[latCol]!]);
   }
-  if (repeats.size === 0) return { rows: out, duplicate_configs: 0, rows_removed: 0 };
+  if (repeats.size === 0) return { rows, duplicate_configs: 0, rows_removed: 0 };
   let worst: Collapsed<FamilyRow[F]>['worst_spread'];
+  const median = new Map<number, number>();
   for (const [at, lats] of repeats) {
     const s = lats.sort((a, b) => a - b);
     const ratio = s[s.length - 1]! / s[0]!;
     if (!worst || ratio > worst.ratio)
       worst = { ratio, index: lastAt.get(at)!, min_us: s[0]!, max_us: s[s.length - 1]!, repeats: s.length };
     const mid = s.length >> 1;
-    const med = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-    out[at] = { ...out[at]!, [latCol]: med };
+    median.set(at, s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2);
+  }
+  const out = rows instanceof RowColumns ? new RowColumns<FamilyRow[F]>() : ([] as FamilyRow[F][]);
+  for (let j = 0; j < keep.length; j++) {
+    const row = rows.at(keep[j]!)!;
+    const med = median.get(j);
+    out.push(med === undefined ? row : { ...row, [latCol]: med });
   }
   return {
     rows: out,
@@ -585,26 +600,28 @@ export interface Coverage {
  * Coverage per dtype (issue 2: a ragged sweep is not an error; report it, never invent rows).
  * A "shape" is every column except chip, lane, kernel_source, the dtype column and the latency.
  */
-export function coverageByDtype<F extends Family>(family: F, rows: ReadonlyArray<FamilyRow[F]>): Coverage {
+export function coverageByDtype<F extends Family>(family: F, rows: RowList<FamilyRow[F]>): Coverage {
   const dcol = COVERAGE_DTYPE[family];
   if (!dcol) return {};
   const shapeCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
     (c) => !['chip', 'lane', 'kernel_source', 'latency_us', dcol].includes(c),
   );
-  // Distinct shapes over all dtypes, and distinct (dtype, shape) pairs counted per dtype.
-  const all = new TupleIndex(shapeCols);
-  const pairs = new TupleIndex([dcol, ...shapeCols]);
+  // Distinct (dtype, shape) pairs counted per dtype, then distinct shapes over all dtypes: one index
+  // alive at a time (each holds 8–16 bytes per distinct tuple; at 2M rows that is the import's peak).
   const per = new Map<string, { rows: number; shapes: number }>();
-  for (const row of rows) {
-    const rec = row as unknown as Record<string, unknown>;
+  let pairs: TupleIndex | undefined = new TupleIndex([dcol, ...shapeCols], rows);
+  for (let i = 0; i < rows.length; i++) {
+    const rec = rows.at(i) as unknown as Record<string, unknown>;
     const d = String(rec[dcol]);
     let e = per.get(d);
     if (!e) per.set(d, (e = { rows: 0, shapes: 0 }));
     e.rows++;
-    all.add(rec);
-    pairs.add(rec);
+    pairs.add(rec, i);
     if (pairs.added) e.shapes++;
   }
+  pairs = undefined;
+  const all = new TupleIndex(shapeCols, rows);
+  for (let i = 0; i < rows.length; i++) all.add(rows.at(i)!, i);
   const out: Coverage = {};
   for (const [d, e] of [...per.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     out[d] = { rows: e.rows, shapes: e.shapes, of_shapes: all.size };
@@ -613,7 +630,7 @@ export function coverageByDtype<F extends Family>(family: F, rows: ReadonlyArray
 }
 
 /** The lane most rows carry (ties → alphabetical first); names the stored file. */
-export function majorityLane(rows: ReadonlyArray<{ lane: string }>): { lane: string; counts: Record<string, number> } {
+export function majorityLane(rows: Iterable<{ lane: string }>): { lane: string; counts: Record<string, number> } {
   const counts: Record<string, number> = {};
   for (const r of rows) counts[r.lane] = (counts[r.lane] ?? 0) + 1;
   const lane = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? '';
@@ -642,7 +659,8 @@ export interface AicImport {
   /** Lane naming the stored file (majority of rows). */
   lane: string;
   lanes: Record<string, number>;
-  rows: unknown[];
+  /** Canonical rows after collapsing repeats (an array, or the streaming import's RowColumns). */
+  rows: RowList<unknown>;
   rows_in: number;
   duplicate_configs: number;
   rows_removed: number;
@@ -669,7 +687,7 @@ export function normalizeAicTable(table: AicTable, raw: RawTable, chip: string, 
  */
 export function normalizeMappedRows(
   table: AicTable,
-  mappedRows: unknown[],
+  mappedRows: RowList<unknown>,
   file: string,
   chip: string,
   chipInfo?: Chip,
@@ -677,9 +695,12 @@ export function normalizeMappedRows(
   const family = AIC_TABLES[table];
   const raw = { file, rows: mappedRows };
   if (chipInfo) checkUnitsSlip(family, mappedRows, chipInfo, raw.file);
-  const col = collapseDuplicates(family, mappedRows as never);
+  const col = collapseDuplicates(family, mappedRows as RowList<FamilyRow[Family]> as never) as Collapsed<
+    unknown,
+    RowList<unknown>
+  >;
   const spread = checkRepeatSpread(col, raw.file, (i) => i + 1);
-  const { lane, counts } = majorityLane(col.rows as Array<{ lane: string }>);
+  const { lane, counts } = majorityLane(col.rows as Iterable<{ lane: string }>);
   const filters = [
     `mapped ${table} columns to stepcal ${family} (dtype spellings normalized, kernel_source kept)`,
     chipInfo

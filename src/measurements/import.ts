@@ -27,6 +27,7 @@ import {
 import { checkMoeUnits } from './moe-units.ts';
 import type { Family, FamilyRow, MoeRow, Provenance } from './schema.ts';
 import { prepareMeasurementsStreaming, type StagedMeasurements, writeMeasurementSet } from './store.ts';
+import { RowColumns, type RowList } from './row-columns.ts';
 import { type RawTable, readTableChunks } from './table.ts';
 
 /** The AIConfigurator snapshot the shipped data came from (dataset README). */
@@ -119,7 +120,7 @@ export async function stageAicImport(
     const named = aicTableFromName(f);
     const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows);
     // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
-    if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as MoeRow[], opts.chipInfo, f);
+    if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as RowList<MoeRow>, opts.chipInfo, f);
     const imp = normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
     if (!named)
       imp.filters.unshift(
@@ -135,7 +136,9 @@ export async function stageAicImport(
   for (const group of groups.values()) {
     const first = group[0]!.imp;
     const family = first.family;
-    let rows = group.flatMap((x) => x.imp.rows) as FamilyRow[Family][];
+    let rows = (group.length === 1 ? first.rows : concatRows(group.map((x) => x.imp.rows))) as RowList<
+      FamilyRow[Family]
+    >;
     let dup = group.reduce((s, x) => s + x.imp.duplicate_configs, 0);
     const filters = [...first.filters];
     if (group.length > 1) {
@@ -156,7 +159,7 @@ export async function stageAicImport(
         `merged ${group.length} inputs; collapsed ${c.duplicate_configs} configurations repeated across them`,
       );
     }
-    const { lane, counts } = majorityLane(rows as Array<{ lane: string }>);
+    const { lane, counts } = majorityLane(rows as Iterable<{ lane: string }>);
     const rowsIn = group.reduce((s, x) => s + x.imp.rows_in, 0);
     const coverage = group.length > 1 ? coverageByDtype(family, rows as never) : first.coverage;
     const upstream = group.map((x) => aicUpstreamPath(x.imp.file)).filter(Boolean);
@@ -206,9 +209,9 @@ async function mapStreaming(
   named: AicTable | undefined,
   chip: string,
   onRows?: (rows: number) => void,
-): Promise<{ table: AicTable; rows: unknown[] }> {
+): Promise<{ table: AicTable; rows: RowColumns<object> }> {
   let table = named;
-  const rows: unknown[] = [];
+  const rows = new RowColumns<object>();
   const intern = new Map<string, string>();
   await readTableChunks(file, (chunk, offset) => {
     try {
@@ -243,6 +246,13 @@ function unknownTable(f: string, header: readonly string[]): never {
       `nor from the header (${header.slice(0, 12).join(', ')}${header.length > 12 ? ', …' : ''}): no gemm_dtype, moe_dtype, nccl_dtype or ` +
       `allreduce_dtype column, nor attn_dtype + kv_cache_dtype with op_name context_attention / generation_attention`,
   );
+}
+
+/** The rows of several inputs, in order, as one RowColumns (inputs merged into one family and lane). */
+function concatRows(lists: ReadonlyArray<RowList<unknown>>): RowColumns<object> {
+  const out = new RowColumns<object>();
+  for (const l of lists) for (const r of l) out.push(r as object);
+  return out;
 }
 
 /** Which input (0-based) of concatenated row blocks of `sizes` holds row `index`. */

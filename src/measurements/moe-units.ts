@@ -13,6 +13,7 @@
  */
 import { InputError } from '../core/errors.ts';
 import { type Chip, l2Bytes } from '../core/catalog/chip.ts';
+import type { RowList } from './row-columns.ts';
 import type { MoeRow } from './schema.ts';
 import { NOT_CACHE_RESIDENT_L2_MULTIPLE } from './units.ts';
 
@@ -41,14 +42,14 @@ export function moeMinWeightBytes(r: MoeRow): number | undefined {
  * @param rows rows in input order; row i is reported as input row i+1
  * @throws InputError containing "check units (ms vs µs vs s?)"
  */
-export function checkMoeUnits(rows: readonly MoeRow[], chip: Chip, file: string, latencyColumn = 'latency'): void {
+export function checkMoeUnits(rows: RowList<MoeRow>, chip: Chip, file: string, latencyColumn = 'latency'): void {
   const min = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
   const hbm = chip.hbm_bytes_per_us;
   let best = -1;
   let bestI = -1;
   let n = 0;
   for (let i = 0; i < rows.length; i++) {
-    const r = rows[i]!;
+    const r = rows.at(i)!;
     const bytes = moeMinWeightBytes(r);
     if (bytes === undefined || bytes <= min) continue;
     n++;
@@ -63,7 +64,7 @@ export function checkMoeUnits(rows: readonly MoeRow[], chip: Chip, file: string,
     if (bw > best) (best = bw), (bestI = i);
   }
   if (n === 0 || best >= UNITS_SLIP_MIN_HBM_FRACTION * hbm) return;
-  const r = rows[bestI]!;
+  const r = rows.at(bestI)!;
   throw new InputError(
     { file, row: bestI + 1, column: latencyColumn },
     `the fastest of ${n} MoE layers reading more than ${NOT_CACHE_RESIDENT_L2_MULTIPLE}× L2 of expert weights (${r.latency_us} µs) implies ` +

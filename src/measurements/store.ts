@@ -9,6 +9,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { createGzip, gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
+import type { RowList } from './row-columns.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../core/errors.ts';
 import { writeCsv } from '../core/render/csv.ts';
@@ -116,20 +117,22 @@ export async function prepareMeasurementsStreaming<F extends Family>(
   dir: string,
   family: F,
   lane: string,
-  rows: ReadonlyArray<FamilyRow[F]>,
+  rows: RowList<FamilyRow[F]>,
   provenance: Omit<Provenance, 'output_sha256'>,
 ): Promise<StagedMeasurements> {
   const file = measurementPath(dir, family, lane);
-  if (!file.endsWith('.gz')) return prepareMeasurements(dir, family, lane, rows, provenance);
+  if (!file.endsWith('.gz')) return prepareMeasurements(dir, family, lane, [...rows], provenance);
   const gz = createGzip({ level: MEASUREMENT_GZIP_LEVEL });
   const out: Buffer[] = [];
   gz.on('data', (b: Buffer) => out.push(b));
   const done = once(gz, 'end');
   for (let i = 0; i < rows.length || i === 0; i += CSV_PIECE_ROWS) {
-    const text = rowsToCsv(family, rows.slice(i, i + CSV_PIECE_ROWS));
+    const piece: FamilyRow[F][] = [];
+    for (let j = i; j < Math.min(rows.length, i + CSV_PIECE_ROWS); j++) piece.push(rows.at(j)!);
+    const text = rowsToCsv(family, piece);
     // The header goes once, at the start; each later piece drops its own header line.
-    const piece = i === 0 ? text : text.slice(text.indexOf('\n') + 1);
-    if (!gz.write(piece)) await once(gz, 'drain');
+    const body = i === 0 ? text : text.slice(text.indexOf('\n') + 1);
+    if (!gz.write(body)) await once(gz, 'drain');
     if (rows.length === 0) break;
   }
   gz.end();

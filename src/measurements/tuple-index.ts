@@ -6,6 +6,8 @@
  * equal hash compares the columns themselves, so the result is exact whatever the hash collides on.
  */
 
+import type { RowList } from './row-columns.ts';
+
 /** A row as the index sees it: column name → primitive cell. */
 type Row = Record<string, unknown>;
 
@@ -48,17 +50,27 @@ function cellHash(h: number, v: unknown): number {
 }
 
 /**
- * Index of the distinct tuples `cols` of the rows offered to `add`, in first-seen order.
- * Memory: 8 bytes per slot, 2–4 slots per distinct tuple, plus the caller's rows.
+ * Index of the distinct tuples `cols` of the rows of `source` offered to `add`, in first-seen order.
+ * It keeps row indices, not rows: a tuple's first row is read back from `source` only when a probe
+ * meets its hash. Memory: 8 bytes per slot, 2–4 slots per distinct tuple, 4–8 bytes per tuple (int32
+ * first-row indices, so at most 2³¹ rows).
  */
 export class TupleIndex {
   private slots: Int32Array;
   private hashes: Uint32Array;
-  private readonly firsts: Row[] = [];
+  /** Input index of each tuple's first row (`size` used). */
+  private firsts = new Int32Array(1024);
+  private n = 0;
   private mask: number;
 
-  /** @param cols the columns that make a tuple (compared with ===; NaN never equals itself). */
-  constructor(private readonly cols: readonly string[]) {
+  /**
+   * @param cols the columns that make a tuple (compared with ===; NaN never equals itself)
+   * @param source the rows `add` is given indices into
+   */
+  constructor(
+    private readonly cols: readonly string[],
+    private readonly source: RowList<object>,
+  ) {
     this.slots = new Int32Array(1024).fill(EMPTY);
     this.hashes = new Uint32Array(1024);
     this.mask = 1023;
@@ -66,33 +78,38 @@ export class TupleIndex {
 
   /** Distinct tuples seen so far. */
   get size(): number {
-    return this.firsts.length;
+    return this.n;
   }
 
   /** Whether the last `add` met a new tuple. */
   added = false;
 
   /**
-   * The id (0-based, first-seen order) of `row`'s tuple; a new tuple gets the next id and sets `added`.
-   * Allocates nothing per call (beyond the table's doubling).
+   * The id (0-based, first-seen order) of the tuple of `row`, which is `source.at(index)`; a new tuple
+   * gets the next id and sets `added`. Allocates nothing per call on an array source.
    */
-  add(row: Row): number {
-    const h = this.hash(row);
+  add(row: object, index: number): number {
+    const h = this.hash(row as Row);
     let i = h & this.mask;
     for (;;) {
       const id = this.slots[i]!;
       if (id === EMPTY) break;
-      if (this.hashes[i] === h && this.equal(this.firsts[id]!, row)) {
+      if (this.hashes[i] === h && this.equal(this.source.at(this.firsts[id]!) as Row, row as Row)) {
         this.added = false;
         return id;
       }
       i = (i + 1) & this.mask;
     }
-    const id = this.firsts.length;
-    this.firsts.push(row);
+    const id = this.n++;
+    if (id === this.firsts.length) {
+      const f = new Int32Array(id * 2);
+      f.set(this.firsts);
+      this.firsts = f;
+    }
+    this.firsts[id] = index;
     this.slots[i] = id;
     this.hashes[i] = h;
-    if (this.firsts.length * 2 > this.slots.length) this.grow();
+    if (this.n * 2 > this.slots.length) this.grow();
     this.added = true;
     return id;
   }

@@ -34,6 +34,7 @@ import { type Chip, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import type { GemmDtype } from '../core/catalog/dtypes.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { decodeKvBytes } from './kv.ts';
+import type { RowList } from './row-columns.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow, CollectiveRow, Family, GemmRow, MoeRow } from './schema.ts';
 
 /** A plausible band of a best achieved rate, as fractions of a datasheet rate, with its evidence. */
@@ -265,7 +266,7 @@ export interface UnitsCheckOptions {
  */
 export function checkUnits(
   family: Family,
-  rows: ReadonlyArray<unknown>,
+  rows: RowList<unknown>,
   chip: Chip,
   file: string,
   opts: UnitsCheckOptions = {},
@@ -286,7 +287,7 @@ export function checkUnits(
   const groups = new Map<string, Group>();
   const sizes = !(what?.flops ?? false);
   for (let i = 0; i < rows.length; i++) {
-    const s = judge(rows[i]);
+    const s = judge(rows.at(i));
     if (!s) continue;
     let g = groups.get(s.group);
     if (!g)

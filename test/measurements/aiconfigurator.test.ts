@@ -175,14 +175,14 @@ describe('AIConfigurator mapping', () => {
     const dfile = aicPath('h200_sxm', 'generation_attention_perf', 'vllm-0.24.0');
     const { header, lines } = csvSlice(dfile, (_, i) => i < 50);
     const d = normalizeAicTable('generation_attention_perf', csvTable([header, ...lines].join('\n'), dfile), 'h200');
-    const r0 = d.rows[0] as AttentionDecodeRow;
+    const r0 = d.rows.at(0) as AttentionDecodeRow;
     expect(r0.context_tokens).toBe(Number(getCell(header, lines[0]!, 'step')) + 1);
     expect(r0).toMatchObject({ batch: 32, n_q: 64, n_kv: 1, head_dim: 64, kv_dtype: 'bf16', window: 0 });
-    expect((d.rows[1] as AttentionDecodeRow).kv_dtype).toBe('fp8');
+    expect((d.rows.at(1) as AttentionDecodeRow).kv_dtype).toBe('fp8');
     const pfile = aicPath('h200_sxm', 'context_attention_perf', 'vllm-0.24.0');
     const p = csvSlice(pfile, (_, i) => i < 5);
     const pr = normalizeAicTable('context_attention_perf', csvTable([p.header, ...p.lines].join('\n'), pfile), 'h200');
-    expect(pr.rows[0] as AttentionPrefillRow).toMatchObject({
+    expect(pr.rows.at(0) as AttentionPrefillRow).toMatchObject({
       batch: 4,
       new_tokens: 16384,
       prefix_tokens: 0,
@@ -192,7 +192,7 @@ describe('AIConfigurator mapping', () => {
       dtype: 'bf16',
       kv_dtype: 'fp8',
     });
-    expect((pr.rows[0] as AttentionPrefillRow).latency_us).toBeCloseTo(17671.32314046224, 6);
+    expect((pr.rows.at(0) as AttentionPrefillRow).latency_us).toBeCloseTo(17671.32314046224, 6);
   });
 
   it('a100 attention has no window_size column → window 0; its repeats collapse to the pair mean', () => {

@@ -29,8 +29,8 @@ describe('TupleIndex', () => {
     fc.assert(
       fc.property(fc.array(row, { minLength: 0, maxLength: 3000 }), (rows) => {
         const cols = ['dtype', 'm', 'n', 'x'];
-        const idx = new TupleIndex(cols);
-        const ids = rows.map((r) => idx.add(r));
+        const idx = new TupleIndex(cols, rows);
+        const ids = rows.map((r, i) => idx.add(r, i));
         const ref = reference(rows, cols);
         expect(ids).toEqual(ref);
         expect(idx.size).toBe(new Set(ref).size);
@@ -40,19 +40,25 @@ describe('TupleIndex', () => {
   });
 
   it('keeps ("ab", "c") and ("a", "bc") apart, and sets `added` only for a new tuple', () => {
-    const idx = new TupleIndex(['a', 'b']);
-    expect(idx.add({ a: 'ab', b: 'c' })).toBe(0);
+    const rows = [
+      { a: 'ab', b: 'c' },
+      { a: 'a', b: 'bc' },
+      { a: 'ab', b: 'c', z: 9 },
+    ];
+    const idx = new TupleIndex(['a', 'b'], rows);
+    expect(idx.add(rows[0]!, 0)).toBe(0);
     expect(idx.added).toBe(true);
-    expect(idx.add({ a: 'a', b: 'bc' })).toBe(1);
-    expect(idx.add({ a: 'ab', b: 'c', z: 9 })).toBe(0); // columns outside the tuple do not count
+    expect(idx.add(rows[1]!, 1)).toBe(1);
+    expect(idx.add(rows[2]!, 2)).toBe(0); // columns outside the tuple do not count
     expect(idx.added).toBe(false);
     expect(idx.size).toBe(2);
   });
 
   it('100,000 distinct tuples: ids 0…99,999 in order, each found again', () => {
-    const idx = new TupleIndex(['m', 'n']);
-    for (let i = 0; i < 100_000; i++) expect(idx.add({ m: i % 317, n: Math.floor(i / 317) })).toBe(i);
-    for (let i = 0; i < 100_000; i += 997) expect(idx.add({ m: i % 317, n: Math.floor(i / 317) })).toBe(i);
+    const rows = Array.from({ length: 100_000 }, (_, i) => ({ m: i % 317, n: Math.floor(i / 317) }));
+    const idx = new TupleIndex(['m', 'n'], rows);
+    for (let i = 0; i < rows.length; i++) expect(idx.add(rows[i]!, i)).toBe(i);
+    for (let i = 0; i < rows.length; i += 997) expect(idx.add({ ...rows[i]! }, i)).toBe(i);
     expect(idx.size).toBe(100_000);
   });
 });

@@ -1,0 +1,50 @@
+/**
+ * RowColumns (src/measurements/row-columns.ts): rows read back equal the rows pushed (keys, order and
+ * values bit for bit) through every storage widening, on hand cases and random rows (fast-check).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { RowColumns } from '../../src/measurements/row-columns.ts';
+
+describe('RowColumns', () => {
+  it('round-trips hand rows through int → num → any widening, absent keys and -0', () => {
+    const rows: Array<Record<string, unknown>> = [
+      { chip: 'h200', m: 1, lat: 5 },
+      { chip: 'h200', m: 2 ** 31, lat: 5.5 }, // m leaves int32: widens to float64
+      { chip: 'b200', m: 3, lat: -0, extra: 'x' }, // a new key: absent in the rows before
+      { chip: 'b200', lat: 7 }, // m absent
+      { chip: 7, m: 4, lat: 'n/a' }, // chip and lat widen to plain arrays
+    ];
+    const c = new RowColumns();
+    for (const r of rows) c.push(r);
+    expect(c.length).toBe(5);
+    expect([...c]).toEqual(rows);
+    expect(Object.is(c.at(2)!.lat, -0)).toBe(true);
+    expect(Object.keys(c.at(3)!)).toEqual(['chip', 'lat']);
+    expect(c.at(5)).toBeUndefined();
+    expect(c.at(-1)).toBeUndefined();
+  });
+
+  it('text ids widen from one byte to int32 at the 257th distinct string, values intact', () => {
+    const c = new RowColumns();
+    for (let i = 0; i < 600; i++) c.push({ s: `v${i % 300}`, k: i });
+    expect(c.at(0)).toEqual({ s: 'v0', k: 0 });
+    expect(c.at(255)).toEqual({ s: 'v255', k: 255 });
+    expect(c.at(256)).toEqual({ s: 'v256', k: 256 });
+    expect(c.at(599)).toEqual({ s: 'v299', k: 599 });
+  });
+
+  it('equals its input on random rows, past several capacity doublings (fast-check)', () => {
+    const value = fc.oneof(fc.integer(), fc.double(), fc.constantFrom('bf16', 'fp8', ''), fc.string({ maxLength: 3 }));
+    const row = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd'), value);
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 2500 }), (rows) => {
+        const c = new RowColumns();
+        for (const r of rows) c.push(r);
+        expect(c.length).toBe(rows.length);
+        for (let i = 0; i < rows.length; i++) expect(c.at(i)).toEqual(rows[i]);
+      }),
+      { numRuns: 25, seed: 3 },
+    );
+  });
+});
