@@ -13,12 +13,12 @@
  * - attention_prefill, per dtype: best causal FLOPs (4 · batch · n_q · head_dim · pairs, core/laws
  *   prefillPairs) / latency over calls of ≥ 4096 tokens in [0.15, 1.2] × dense peak. Shipped: 50–87 %.
  * - collective, per (op, dtype, ranks, backend): best bus bandwidth (nccl-tests factor) over
- *   messages ≥ 16 MiB against the per-direction link rate (NVLink, or PCIe without it), in
- *   [0.2, 1.25] × on an NVLink-class part (link ≥ PCIE_CLASS_MAX_GB_PER_S per direction; shipped
- *   37 % (b200 2-rank alltoall) to 104 % (NVLS all-reduce on Hopper), so a ×10 latency slip, ≤ 10.4 %,
- *   is refused with a 1.8× margin under the slowest real group) and [0.02, 1.25] × on a PCIe-class
- *   part (shipped 3.7 % (l40s 8 ranks over PCIe switches) to 70 %: a ×10 slip there is not
- *   separable from a slow switch, docs/measurements.md "Units check").
+ *   messages ≥ 16 MiB against the per-direction link rate (NVLink, or PCIe without it). On an
+ *   NVLink-class part (link ≥ PCIE_CLASS_MAX_GB_PER_S per direction) in [0.125, 1.25]: the floor is a
+ *   tenth of the ceiling, so a ×10 latency slip of any admissible table lands below it; shipped 21.5 %
+ *   (gb200 2-rank custom all-reduce) to 104 % (NVLS all-reduce on Hopper, in-switch reduction). On a
+ *   PCIe-class part in [0.02, 1.0]: PCIe has no in-switch reduction, so bus bandwidth cannot pass the
+ *   link; shipped 3.7 % (l40s 8 ranks over PCIe switches) to 70 % (docs/measurements.md "Units check").
  * - moe, per dtype with a tensor-core peak (bf16, fp8, fp8_block, nvfp4): best expert FLOPs
  *   (2 · tokens · topk · 3 · hidden · inter / (tp · ep)) / latency over ≥ 1024 tokens in [0.1, 1.2] × peak.
  *   Shipped: 18 % (h100 fp8) to 74 % (h200 bf16), so a ×10 latency slip (≤ 7.4 %) is refused with a
@@ -51,16 +51,17 @@ export const UNITS_BANDS = {
   attention_decode: { lo: 0.25, hi: 1.05, typical: 0.88, source: 'shipped tables reach 67–95 % of HBM' },
   attention_prefill: { lo: 0.15, hi: 1.2, typical: 0.65, source: 'shipped tables reach 50–87 % of the dense peak' },
   collective: {
-    lo: 0.2,
+    lo: 0.125,
     hi: 1.25,
     typical: 0.65,
-    source: 'shipped NVLink-class tables reach 37–104 % of the link (NVLS ≈ 1.07× on Hopper)',
+    source: 'shipped NVLink-class tables reach 21.5–104 % of the link (NVLS ≈ 1.07× on Hopper); floor = ceiling / 10',
   },
   collective_pcie: {
     lo: 0.02,
-    hi: 1.25,
-    typical: 0.3,
-    source: 'shipped PCIe-class tables (l40s) reach 3.7–70 % of the link',
+    hi: 1.0,
+    typical: 0.6, // the 2-rank groups, the ones that reach the ceiling after a size slip
+    source:
+      'shipped PCIe-class tables (l40s, rtx-pro-6000) reach 3.7–70 % of the link; PCIe has no in-switch reduction',
   },
   moe: { lo: 0.1, hi: 1.2, typical: 0.5, source: 'shipped tables reach 18–74 % of the dense peak' },
 } as const satisfies Record<string, RateBand>;

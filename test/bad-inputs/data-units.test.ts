@@ -120,7 +120,7 @@ const CASES: BadInputCase[] = [
     'NCCL latency in µs labelled ms (wrote 10 ms floors on main)',
     'nccl_perf',
     scaled(nccl, 'latency', 1000),
-    /collective .*below the plausible band \[20\.0 %, 125\.0 %\].*×1000 too slow/,
+    /collective .*below the plausible band \[12\.5 %, 125\.0 %\].*×1000 too slow/,
   ),
   imp('NCCL latency in s labelled ms', 'nccl_perf', scaled(nccl, 'latency', 0.001), /collective .*×1000 too fast/),
   imp(

@@ -77,13 +77,16 @@ describe('slips the issue lists', () => {
       const slow = rowsOf(f).map((r) => ({ ...r, latency_us: r.latency_us * 10 }));
       const run = () => checkUnitsSlip(f.family, slow, chip, f.file);
       // l40s (PCIe, band floor 2 %) too: its 4- and 8-rank groups reach 3.7–15 %, its 2-rank and custom all-reduce groups < 20 %.
-      expect(run, `${f.chip} ${path.basename(f.file)}`).toThrow(/below the plausible band \[(20|10|2)\.0 %.*likely ×/);
+      expect(run, `${f.chip} ${path.basename(f.file)}`).toThrow(
+        /below the plausible band \[(12\.5|10\.0|2\.0) %.*likely ×/,
+      );
     }
   });
-  it('collective band by link class: h200 NVLink 20 %, l40s PCIe 2 %', () => {
-    expect(collectiveBand(h200).lo).toBe(0.2);
-    expect(collectiveBand(loadChip('l40s')).lo).toBe(0.02);
-    // 2 ranks all-reduce, 64 MiB in 1,000 µs: bus 2·(1/2)·67.1 MB / 1,000 µs = 67.1 GB/s = 14.9 % of h200's 450 GB/s
+  it('collective band by link class: h200 NVLink [12.5 %, 125 %], l40s PCIe [2 %, 100 %]', () => {
+    expect(collectiveBand(h200)).toMatchObject({ lo: 0.125, hi: 1.25 });
+    const l40s = loadChip('l40s');
+    expect(collectiveBand(l40s)).toMatchObject({ lo: 0.02, hi: 1.0 });
+    // 2 ranks all-reduce, 64 MiB in 2,000 µs: bus 2·(1/2)·67.1 MB / 2,000 µs = 33.6 GB/s = 7.5 % of h200's 450 GB/s
     const row = {
       chip: 'h200',
       lane: 'x',
@@ -92,10 +95,23 @@ describe('slips the issue lists', () => {
       ranks: 2,
       backend: 'nccl',
       message_bytes: 2 ** 26,
-      latency_us: 1000,
+      latency_us: 2000,
     };
     expect(() => checkUnits('collective', [row], h200, 'c.csv')).toThrow(
-      /14\.9 % of 450 GB\/s.*below the plausible band \[20\.0 %/,
+      /7\.5 % of 450 GB\/s.*below the plausible band \[12\.5 %/,
+    );
+    // The same row on l40s (32 GB/s over PCIe) is 33.6 / 32 = 104.9 % of the link: above PCIe's 100 % ceiling.
+    expect(() => checkUnits('collective', [{ ...row, chip: 'l40s' }], l40s, 'c.csv')).toThrow(
+      /104\.9 % of 32\.0 GB\/s.*above the physical bound 100\.0 %/,
+    );
+  });
+  it('l40s custom all-reduce sizes ×2 (bf16 elements read as bytes): refused at its 2-rank groups (60 % → 120 % of PCIe)', () => {
+    const l40s = loadChip('l40s');
+    const rows = readMeasurements(path.join(MEASUREMENTS, 'l40s'), 'collective', { lane: 'vllm-0.14.0' });
+    expect(() => checkUnits('collective', rows, l40s, 'c.csv')).not.toThrow();
+    const x2 = rows.map((r: CollectiveRow) => ({ ...r, message_bytes: r.message_bytes * 2 }));
+    expect(() => checkUnits('collective', x2, l40s, 'c.csv')).toThrow(
+      /all_reduce bf16 2 ranks custom_(eager|graph): .*above the physical bound 100\.0 %.*likely ×2 too fast/,
     );
   });
   it('prefill attention ÷1000 and ×1000', () => {
