@@ -9,7 +9,10 @@ import { loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
 import { loadModel, maxPositionEmbeddings, type ModelGraph } from '../core/catalog/model.ts';
 import { loadRegistryFile, resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
 import { assertRegistryUsable } from '../registry/validate.ts';
+import type { EngineProfile } from '../core/schemas/engine.ts';
+import { loadEngineProfile, UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
 import { defaultDeployment } from './deployment.ts';
+import { engineProfiledPricer } from './engine.ts';
 import { createPricer, type StepPricer } from './pricer.ts';
 import type { Deployment } from './types.ts';
 
@@ -27,6 +30,14 @@ export interface PricerSetup {
   pricer: StepPricer;
   /** The model's max_position_embeddings (undefined = not stated). */
   max_positions: number | undefined;
+  /** The engine profile the pricer prices with (absent = uncalibrated: the registry's host terms). */
+  engine?: EngineProfile;
+}
+
+/** The line a price prints about the engine: the profile's host terms, or `UNCALIBRATED_ENGINE_NOTE`. */
+export function engineLine(engine: EngineProfile | undefined): string {
+  if (!engine) return UNCALIBRATED_ENGINE_NOTE;
+  return `engine profile ${engine.name} (registry/engines/${engine.name}.yaml): its host terms replace the registry's, SM time × s = ${engine.sm_scale.value}; fitted for ${engine.composition}, the estimate to read`;
 }
 
 /**
@@ -35,6 +46,7 @@ export interface PricerSetup {
  * @param chip catalog chip name or YAML path
  * @param deployment partial deployment (defaults: `defaultDeployment`)
  * @param registryFile registry YAML; default `registry/<chip>.yaml`
+ * @param engine engine profile name (registry/engines/<name>.yaml); absent = uncalibrated engine
  * @throws UserError for an unknown model/chip (listing the known ones), a missing registry file
  *   (saying how to create it), a registry with schema or physics errors (assertRegistryUsable: file,
  *   set, entry, field) or a missing coefficient.
@@ -44,6 +56,7 @@ export function setupPricer(
   chip: string,
   deployment: Partial<Deployment> = {},
   registryFile?: string,
+  engine?: string,
 ): PricerSetup {
   const c = loadChip(chip);
   const m = loadModel(model);
@@ -57,13 +70,17 @@ export function setupPricer(
   const sets = loadRegistryFile(file);
   assertRegistryUsable(sets, file, c.name);
   const registry = resolveCoefficients(sets, { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
+  const profile = engine !== undefined ? loadEngineProfile(engine) : undefined;
+  const inner = createPricer(c, m, d, registry, profile ? { sm_scale: profile.sm_scale.value } : {});
+  const decodeTokens = 1 + (d.speculative?.num_spec_tokens ?? 0);
   return {
     chip: c,
     model: m,
     deployment: d,
     registry,
     registry_file: file,
-    pricer: createPricer(c, m, d, registry),
+    pricer: profile ? engineProfiledPricer(inner, profile, d.tp, decodeTokens) : inner,
     max_positions: maxPositionEmbeddings(model),
+    ...(profile ? { engine: profile } : {}),
   };
 }

@@ -1,4 +1,5 @@
 /** One-screen text summaries of a validation (stdout of `validate` and `calibrate`). Pure. */
+import { TIER_PROTOCOL, tierPicksLine, tierShortLine, tierTable } from './tiers.ts';
 import { COMPOSITIONS, REGIMES, type ValidationResult } from '../validate/types.ts';
 import {
   COMPOSITION_LABEL,
@@ -79,6 +80,10 @@ export function validationSummaryLines(v: ValidationResult): string[] {
   L.push(
     `held-out rows: ${v.rows.length} priced, ${scored} scored, ${excluded} excluded by flag, ${training} trained the host fit`,
   );
+  if (v.tiers?.length) {
+    L.push('validation tiers, median / p90 APE % per regime ((b) is the headline; target median ≤ 6, p90 ≤ 15):');
+    for (const t of v.tiers) L.push(`  ${tierShortLine(t)}`);
+  }
   L.push(`headline: ${COMPOSITION_LABEL[v.headline]} — ${v.headline_reason}`);
   L.push(...compositionTableLines(v));
   if (v.host_fit) {
@@ -144,6 +149,15 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
     `Inputs: ${v.pinned.inputs.map((i) => `\`${i.file}\` (sha256 \`${i.sha256.slice(0, 16)}…\`)`).join(', ')}.`,
     '',
   );
+  const tt = tierTable(v);
+  if (tt) {
+    L.push('Validation tiers (the headline is (b), cross-deployment):', '', TIER_PROTOCOL, '', markdownTable(tt));
+    L.push(...v.tiers!.map((t) => `- ${tierPicksLine(t)}`), '');
+    L.push(
+      'The in-file host fit below (`--fit-host`) is tier (d)’s protocol with the composition chosen on the scored rows; kept for comparison.',
+      '',
+    );
+  }
   L.push(`Headline: **${COMPOSITION_LABEL[v.headline]}**: ${v.headline_reason}.`, '');
   L.push(markdownTable(regimeTable(v, v.headline)));
   L.push(`${HEADLINE_RULE}`, '');

@@ -23,6 +23,7 @@ import {
 import { fmtDec } from '../core/render/format.ts';
 import { chart, esc, PALETTE, stackedBars, type Series } from '../core/render/svg.ts';
 import { htmlTable, markdownTable, type Table } from '../core/render/table.ts';
+import { TIER_PROTOCOL, tierPicksLine, tierTable } from './tiers.ts';
 
 /** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
 export const HEADLINE_RULE =
@@ -585,7 +586,7 @@ function conventions(): string[] {
   return [
     'APE = |pred/meas − 1| · 100; MAPE = mean APE; median and p90 APE are nearest-rank percentiles (sorted[ceil(p·n) − 1]).',
     'bias = mean (pred/meas − 1) · 100, signed (negative = predicted too fast); geo mean = exp(mean ln(pred/meas)).',
-    'shape (reference §5.2): within a group, each row’s pred/meas divided by that of the group’s lowest batch, minus 1; the anchor is excluded; shape MAPE = mean |·| · 100.',
+    'shape (reference §5.2, robust anchor of issue 16): within a group of ≥ 2 rows, each row’s pred/meas divided by the group’s median pred/meas, minus 1; every row counted; shape MAPE = mean |·| · 100.',
     'Every metric is reported per regime; the pooled row is never the only figure (opposite errors can cancel).',
     HEADLINE_RULE,
   ];
@@ -609,6 +610,11 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
   } else {
     L.push('## Pinned evaluation', '', ...pinLines(v).map((l) => `- ${l}`), '');
     L.push('## Conventions', '', ...conventions().map((l) => `- ${l}`), '');
+    const tt = tierTable(v);
+    if (tt) {
+      L.push('## Validation tiers', '', TIER_PROTOCOL, '', markdownTable(tt));
+      L.push(...v.tiers!.map((t) => `- ${tierPicksLine(t)}`), '');
+    }
     L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
     L.push(
       `### Per regime, ${COMPOSITION_LABEL[v.headline]} (headline)`,
@@ -694,6 +700,14 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
       `<p>${esc(inp.noValidation ?? 'No held-out step timings for this chip.')}</p>`,
     );
   } else {
+    const tt = tierTable(v);
+    if (tt)
+      H.push(
+        '<h2>Validation tiers</h2>',
+        `<p>${esc(TIER_PROTOCOL)}</p>`,
+        htmlTable(tt).replace(/\*\*([^*]+)\*\*/g, '<b>$1</b>'),
+        '<ul>' + v.tiers!.map((t) => `<li>${esc(tierPicksLine(t))}</li>`).join('') + '</ul>',
+      );
     H.push(
       '<h2>Headline</h2>',
       `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`,

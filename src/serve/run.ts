@@ -9,6 +9,9 @@ import { UserError } from '../core/errors.ts';
 import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { defaultDeployment } from '../pricer/deployment.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
+import { engineProfiledPricer } from '../pricer/engine.ts';
+import { UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
+import type { EngineProfile as EngineProfileDoc } from '../core/schemas/engine.ts';
 import type { Deployment, Pricer } from '../pricer/types.ts';
 import { resolveCoefficients } from '../registry/load.ts';
 import { kvCapacity, type KvCapacity } from './kv.ts';
@@ -28,9 +31,18 @@ import { dealReplicas } from './workload.ts';
 /** The uncalibrated profile: no engine terms beyond the registry's host terms inside each step price. */
 export const UNCALIBRATED: EngineProfile = {
   name: 'uncalibrated',
-  description: 'uncalibrated: registry host terms',
+  description: UNCALIBRATED_ENGINE_NOTE,
   step_host_us: () => 0,
 };
+
+/** The serve-side view of a fitted profile: its host terms are inside each step price, so no extra. */
+function fittedProfile(e: EngineProfileDoc): EngineProfile {
+  return {
+    name: e.name,
+    description: `engine profile ${e.name}: fitted host terms and s = ${e.sm_scale.value} (fitted for ${e.composition})`,
+    step_host_us: () => 0,
+  };
+}
 
 /** Known engine profiles by name. */
 export const ENGINE_PROFILES: Readonly<Record<string, EngineProfile>> = { uncalibrated: UNCALIBRATED };
@@ -89,6 +101,11 @@ export interface ServeSetupInput {
   gpu_memory_utilization?: number;
   composition?: StepComposition;
   profile?: EngineProfile;
+  /**
+   * A fitted engine profile (registry/engines/<name>.yaml): every step is priced with its host terms
+   * instead of the registry's and its s on SM time (src/pricer/engine.ts); `profile` is then ignored.
+   */
+  engine?: EngineProfileDoc;
 }
 
 export interface ServeSetup {
@@ -128,7 +145,10 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
     ep: deployment.ep,
     nodes_spanned,
   });
-  const pricer = createPricer(chip, model, deployment, reg);
+  const e = i.engine;
+  const inner = createPricer(chip, model, deployment, reg, e ? { sm_scale: e.sm_scale.value } : {});
+  const specTokens = deployment.speculative?.num_spec_tokens ?? 0;
+  const pricer = e ? engineProfiledPricer(inner, e, deployment.tp, 1 + specTokens) : inner;
   const capacity = kvCapacity(chip, pricer.info, {
     block_size: i.scheduler.block_size,
     ...(i.gpu_memory_utilization !== undefined ? { gpu_memory_utilization: i.gpu_memory_utilization } : {}),
@@ -138,7 +158,7 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
   const config: ServeConfig = {
     scheduler: { ...i.scheduler, max_num_batched_tokens: budget, kv_blocks: capacity.blocks },
     composition: i.composition ?? 'cm_overlap',
-    profile: i.profile ?? UNCALIBRATED,
+    profile: e ? fittedProfile(e) : (i.profile ?? UNCALIBRATED),
     spec_tokens: deployment.speculative?.num_spec_tokens ?? 0,
     dp: i.dp,
     gpus_per_replica: Math.max(deployment.tp, deployment.ep),

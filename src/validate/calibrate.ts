@@ -13,8 +13,13 @@ import { loadRegistryFile } from '../registry/load.ts';
 import { assertRegistryUsable } from '../registry/validate.ts';
 import type { HostWeighting } from './hostfit.ts';
 import { runValidation } from './index.ts';
-import { defaultValidationDeps } from './pricing.ts';
-import type { Composition, EngineSmMode, ValidationResult } from './types.ts';
+import { defaultValidationDeps, multiChipValidationDeps } from './pricing.ts';
+import { existsSync, readdirSync } from 'node:fs';
+import { displayPath } from '../core/io/paths.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
+import { loadEngineProfile } from '../registry/engine.ts';
+import { readStepsFile, type LocatedStepRow } from './steps.ts';
+import type { Composition, EngineSmMode, TierOptions, ValidationResult } from './types.ts';
 
 /**
  * The host-term rule `stepcal calibrate` validates with by default (DECISION, docs/validation.md): per-engine
@@ -42,6 +47,34 @@ export interface ValidationRun {
   composition?: Composition;
   scoreFlagged?: boolean;
   flags: string[];
+  /** Compute the validation tiers (other chips' shipped step files and registries train tier (c)). */
+  tiers?: boolean;
+  /** A stored engine profile name (registry/engines/<name>.yaml), scored as tier (e). */
+  engine?: string;
+}
+
+/**
+ * Rows of every other chip that ships step timings and a registry (tier (c) trains on them), and
+ * those chips' registry sets by chip.
+ */
+function otherChipRows(chip: string): { rows: LocatedStepRow[]; registries: Record<string, CoefficientSet[]> } {
+  const rows: LocatedStepRow[] = [];
+  const registries: Record<string, CoefficientSet[]> = {};
+  const dir = path.join(REPO_ROOT, 'measurements');
+  for (const c of readdirSync(dir).sort()) {
+    const reg = path.join(REPO_ROOT, 'registry', `${c}.yaml`);
+    if (c === chip || !existsSync(reg)) continue;
+    const files = defaultStepFiles(c);
+    if (!files.length) continue;
+    registries[c] = loadRegistryFile(reg);
+    for (const f of files)
+      rows.push(
+        ...readStepsFile(f)
+          .rows.filter((r) => r.chip === c)
+          .map((r) => ({ ...r, file: displayPath(f) })),
+      );
+  }
+  return { rows, registries };
 }
 
 /**
@@ -52,7 +85,18 @@ export interface ValidationRun {
 export function validateWithProgress(args: ValidationRun): ValidationResult {
   const registry = loadRegistryFile(args.registryFile);
   assertRegistryUsable(registry, args.registryFile, args.chip);
-  const deps = defaultValidationDeps(registry);
+  const other = args.tiers ? otherChipRows(args.chip) : { rows: [], registries: {} };
+  const deps = args.tiers
+    ? multiChipValidationDeps({ ...other.registries, [args.chip]: registry })
+    : defaultValidationDeps(registry);
+  const tiers: TierOptions | undefined = args.tiers
+    ? {
+        ...(args.fitHost?.startsWith('fraction=') ? { fraction: args.fitHost } : {}),
+        ...(args.hostWeighting ? { weighting: args.hostWeighting } : {}),
+        ...(other.rows.length ? { otherRows: other.rows } : {}),
+        ...(args.engine ? { profile: loadEngineProfile(args.engine) } : {}),
+      }
+    : undefined;
   let bar: ReturnType<typeof progress> | undefined;
   deps.onRowPriced = (done, total) => {
     bar ??= progress(`pricing held-out rows (${args.chip})`, total);
@@ -70,6 +114,7 @@ export function validateWithProgress(args: ValidationRun): ValidationResult {
       ...(args.hostWeighting ? { hostWeighting: args.hostWeighting } : {}),
       ...(args.composition ? { composition: args.composition } : {}),
       ...(args.scoreFlagged ? { excludeFlags: {} } : {}),
+      ...(tiers ? { tiers } : {}),
       flags: args.flags,
     },
     deps,
@@ -108,6 +153,7 @@ export function calibrateHeldOut(
       ...base,
       fitHost,
       engineSm,
+      tiers: true,
       flags: [`calibrate --chip ${chip}`, `--fit-host ${fitHost}`, `--engine-sm ${engineSm}`],
     });
     const registryHost = validateWithProgress({

@@ -29,14 +29,10 @@ import { Matrix, QrDecomposition, solve } from 'ml-matrix';
 import { UsageError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
+import { ENGINE_HOST_TERMS, engineHostColumns, engineHostUs, type EngineHostFeatures } from '../core/laws/host.ts';
 
-/** Host-fit features of one row (all summed over the row's steps). */
-export interface HostFeatures {
-  steps: number;
-  request_steps: number;
-  /** Σ kernels dispatched; NaN when unknown (the per-kernel term is then not fitted). */
-  kernel_steps: number;
-  tp: number;
+/** Host-fit features of one row (all summed over the row's steps; the law: src/core/laws/host.ts). */
+export interface HostFeatures extends EngineHostFeatures {
   /** Σ priced SM µs (the regressor of the engine compute-efficiency term); 0 when not used. */
   sm_us?: number;
 }
@@ -106,17 +102,8 @@ export function selectTrainingRows(
   return out;
 }
 
-const TERM_NAMES: HostTerm['name'][] = [
-  'per_step_us',
-  'per_request_step_us',
-  'per_step_tp_gt1_us',
-  'per_kernel_us',
-  'per_step_per_rank_us',
-];
-
-function featureVector(f: HostFeatures): number[] {
-  return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps, f.steps * f.tp];
-}
+const TERM_NAMES: readonly HostTerm['name'][] = ENGINE_HOST_TERMS;
+const featureVector = engineHostColumns;
 
 /**
  * Least-squares solution β of X β ≈ y (dense, a few columns): Householder QR from ml-matrix (LU when
@@ -274,12 +261,10 @@ export function engineSmExtraUs(fit: HostFitEngine, f: HostFeatures): number {
 
 /** Host µs of a row under fitted terms. */
 export function applyHostTerms(fit: HostFitEngine, f: HostFeatures): number {
-  const x = featureVector(f);
-  let s = 0;
-  fit.terms.forEach((t, j) => {
-    if (t.value_us !== 0 && Number.isFinite(x[j]!)) s += t.value_us * x[j]!;
-  });
-  return s;
+  return engineHostUs(
+    fit.terms.map((t) => t.value_us),
+    f,
+  );
 }
 
 /** Bounds of the CMOverlap engine compute-efficiency search, s ∈ [1/4, 4] (DECISION, docs/validation.md). */

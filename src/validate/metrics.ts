@@ -6,12 +6,14 @@
  * - median and p90 APE: nearest-rank, `sorted[ceil(q·n) − 1]` (src/core/numeric/stats.ts percentileNearestRank).
  * - bias = mean (p_i/m_i − 1) · 100, signed (negative = predicted too fast).
  * - geo_mean_ratio = exp(mean ln(p_i/m_i)).
- * - shape error: within a group, r_i = p_i/m_i, anchor = the row with the lowest batch (first such
- *   row in input order on ties), e_i = r_i / r_anchor − 1 for every other row; shape MAPE =
- *   mean |e_i| · 100 over the non-anchor rows of every group with ≥ 2 rows. A constant factor
- *   cancels, so shape isolates how the error changes with batch.
+ * - shape error (issue 16: robust anchor): within a group, r_i = p_i/m_i, anchor = the group's median
+ *   ratio (type-7 median, the mean of the two middle ratios for an even count), e_i = r_i / median − 1
+ *   for every row of the group; shape MAPE = mean |e_i| · 100 over the rows of every group with ≥ 2
+ *   rows. A constant factor cancels, so shape isolates how the error changes within the group; one bad
+ *   row moves the median little, so it no longer inflates every other row's error (the old anchor,
+ *   the lowest-batch row, made a 4 % group read 123 % when that row was off).
  */
-import { groupBy, percentileNearestRank } from '../core/numeric/stats.ts';
+import { groupBy, median, percentileNearestRank } from '../core/numeric/stats.ts';
 import type { RegimeMetrics } from './types.ts';
 
 /** One scored point. */
@@ -20,22 +22,21 @@ export interface ScoredPoint {
   measured_us: number;
   /** Shape group key; '' = no group (excluded from shape). */
   group: string;
-  /** x of the shape anchor (lowest batch). */
+  /** The row's batch (x of the error-vs-batch charts). */
   batch: number;
 }
 
 /**
- * Shape errors e_i (fractions, signed) of the non-anchor points, per the convention above.
- * Groups with fewer than 2 points contribute nothing.
+ * Shape errors e_i (fractions, signed) of every point of every group with ≥ 2 points, against the
+ * group's median ratio (convention above), group by group in first-seen order, input order inside.
  */
 export function shapeErrors(points: readonly ScoredPoint[]): number[] {
   const out: number[] = [];
   for (const [key, g] of groupBy(points, (p) => p.group)) {
     if (key === '' || g.length < 2) continue;
-    let anchor = g[0]!;
-    for (const p of g) if (p.batch < anchor.batch) anchor = p;
-    const r0 = anchor.predicted_us / anchor.measured_us;
-    for (const p of g) if (p !== anchor) out.push(p.predicted_us / p.measured_us / r0 - 1);
+    const ratios = g.map((p) => p.predicted_us / p.measured_us);
+    const r0 = median(ratios);
+    for (const r of ratios) out.push(r / r0 - 1);
   }
   return out;
 }

@@ -11,7 +11,7 @@ import { createPricer, type StepPricer } from '../pricer/pricer.ts';
 import { CUDAGRAPH_MODES, type CudagraphMode } from '../pricer/types.ts';
 import { resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
 import type { CoefficientSet } from '../core/schemas/registry.ts';
-import type { PricerKey, ValidationDeps } from './run.ts';
+import type { PricerKey, ValidationDeps } from './priced.ts';
 
 /** Deps pricing rows with `createPricer` on the given registry sets. */
 export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDeps {
@@ -60,5 +60,22 @@ export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDep
       const info = get(key).info;
       return hasPrefill ? info.kernels_with_prefill : info.kernels_decode_only;
     },
+  };
+}
+
+/**
+ * Deps pricing rows of several chips, each with its own registry sets (a row's chip selects them).
+ * @throws UserError when a row's chip has no registry given
+ */
+export function multiChipValidationDeps(byChip: Readonly<Record<string, CoefficientSet[]>>): ValidationDeps {
+  const deps = new Map(Object.entries(byChip).map(([c, sets]) => [c, defaultValidationDeps(sets)]));
+  const of = (chip: string): ValidationDeps => {
+    const d = deps.get(chip);
+    if (!d) throw new UserError(`no registry for chip ${chip} (known: ${[...deps.keys()].join(', ')})`);
+    return d;
+  };
+  return {
+    pricerFor: (key, opts) => of(key.chip).pricerFor(key, opts),
+    kernelsPerStep: (key, hasPrefill) => of(key.chip).kernelsPerStep!(key, hasPrefill),
   };
 }

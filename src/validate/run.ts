@@ -5,7 +5,7 @@
 import { checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
 import type { Pricer, ResourceTimes } from '../pricer/types.ts';
-import { batchSizeOf, bottleneckOf, extrapolationReason, priceRow, regimeOf, type RowPrice } from './expand.ts';
+import { batchSizeOf, bottleneckOf, extrapolationReason, priceRow, type RowPrice } from './expand.ts';
 import {
   applyHostTerms,
   engineSmExtraUs,
@@ -13,7 +13,6 @@ import {
   fitHostTermsWithScaleSearch,
   parseHostRule,
   selectTrainingRows,
-  type HostFeatures,
   type HostRule,
   type HostWeighting,
 } from './hostfit.ts';
@@ -34,38 +33,17 @@ import {
   type EngineSmMode,
   type EngineSmOutcome,
   type ExtrapolationCount,
-  DEFAULT_EXCLUDED_FLAGS,
+  type TierOptions,
 } from './types.ts';
 import { groupBy } from '../core/numeric/stats.ts';
+import { validationTiers } from './tiers.ts';
+import { nohostOf, priceRows, shapeGroup, aggregationKey, type Priced, type ValidationDeps } from './priced.ts';
 
 /** SM/HBM ratio on decode steps at batch ≤ 4 above which the ramp is suspected to contain the weight reads. */
 export const DOUBLE_CHARGE_SM_OVER_HBM = 0.25;
 
-/** What selects a pricer: the deployment a row was measured on. */
-export interface PricerKey {
-  chip: string;
-  model: string;
-  tp: number;
-  weight_dtype: string;
-  /** '' = follow the weights. */
-  kv_dtype: string;
-  /** '' = FULL_AND_PIECEWISE. */
-  cudagraph_mode: string;
-}
-
-export interface ValidationDeps {
-  /**
-   * Build (or fetch) the pricer for a deployment. May throw UserError (unknown model, ...).
-   * `sm_scale` (default 1): the engine compute-efficiency term s multiplying every priced SM time
-   * (src/pricer/pricer.ts `PricerOptions.sm_scale`); a factory that ignores it makes the CMOverlap
-   * search find no dependence on s (s then held at 1, said so).
-   */
-  pricerFor(key: PricerKey, opts?: { sm_scale?: number }): Pricer;
-  /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
-  kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
-  /** Called after each row is priced (progress display at the edge). */
-  onRowPriced?(done: number, total: number): void;
-}
+export type { ValidationDeps } from './priced.ts';
+export { aggregationKey, exclusionOf } from './priced.ts';
 
 export interface CoreOptions {
   chip: string;
@@ -76,6 +54,8 @@ export interface CoreOptions {
   engineSm?: EngineSmMode;
   /** Host-fit least-squares weighting (default `relative`). */
   hostWeighting?: HostWeighting;
+  /** Compute the validation tiers (src/validate/tiers.ts); absent = none. */
+  tiers?: TierOptions;
 }
 
 /**
@@ -106,61 +86,7 @@ export function engineSmChoice(
   return { use, reason: `${use ? 'with s' : 'without s'}: ${detail}${a === b ? '; tie → without s' : ''}` };
 }
 
-/** The first flag of `row` that excludes it under `rules`, or undefined. */
-export function exclusionOf(
-  row: Pick<LocatedStepRow, 'flags' | 'kind'>,
-  rules: Readonly<Record<string, 'all' | 'static_batch'>>,
-): string | undefined {
-  for (const f of row.flags
-    .split(';')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const scope = rules[f];
-    if (scope === 'all' || (scope === 'static_batch' && row.kind === 'static_batch')) return f;
-  }
-  return undefined;
-}
-
 export type CoreResult = Omit<ValidationResult, 'pinned'>;
-
-function keyOf(r: LocatedStepRow, chip: string): PricerKey {
-  return {
-    chip,
-    model: r.model,
-    tp: r.tp,
-    weight_dtype: r.weight_dtype,
-    kv_dtype: r.kv_dtype,
-    cudagraph_mode: r.cudagraph_mode,
-  };
-}
-
-/** The aggregation key of issue 7: (model, chip, tp, kind, engine), split by regime. */
-export function aggregationKey(r: {
-  model: string;
-  chip: string;
-  tp: number;
-  kind: string;
-  engine: string;
-  regime: Regime;
-}): string {
-  return `${r.model}|${r.chip}|tp${r.tp}|${r.kind}|${r.engine}|${r.regime}`;
-}
-
-/** Shape / host-fit group of a row: its `group` column, else its aggregation key. */
-function shapeGroup(r: LocatedStepRow, regime: Regime): string {
-  return r.group !== '' ? r.group : aggregationKey({ ...r, regime });
-}
-
-/** The rows of one validation, priced once, and what every later step reads from them. */
-interface Priced {
-  rows: LocatedStepRow[];
-  priced: RowPrice[];
-  features: HostFeatures[];
-  regimes: Regime[];
-  /** exclusion flag per row, or undefined when it is scored */
-  excl: Array<string | undefined>;
-  keys: PricerKey[];
-}
 
 /** Host terms fitted per `${engine}|${composition}`, without (false) and with (true) the engine term s. */
 interface HostFits {
@@ -187,40 +113,6 @@ function rowsOnChip(all: readonly LocatedStepRow[], chip: string): { rows: Locat
   return { rows, warnings };
 }
 
-/** Host-fit features of one priced row (kernel counts from `deps.kernelsPerStep`, NaN when unknown). */
-function featuresOf(r: LocatedStepRow, p: RowPrice, key: PricerKey, deps: ValidationDeps): HostFeatures {
-  let kernel_steps = NaN;
-  if (deps.kernelsPerStep) {
-    if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
-    else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
-  }
-  return { steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm };
-}
-
-/** Price every row once (one pricer per deployment). @throws UserError naming file and row when a row cannot be priced */
-function priceRows(rows: LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): Priced {
-  const pricers = new Map<string, Pricer>();
-  const priced: RowPrice[] = [];
-  const features: HostFeatures[] = [];
-  for (const r of rows) {
-    const key = keyOf(r, opts.chip);
-    const ks = JSON.stringify(key);
-    let pricer = pricers.get(ks);
-    try {
-      if (!pricer) pricers.set(ks, (pricer = deps.pricerFor(key)));
-      priced.push(priceRow(r, pricer));
-    } catch (err) {
-      if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
-      throw err;
-    }
-    features.push(featuresOf(r, priced[priced.length - 1]!, key, deps));
-    deps.onRowPriced?.(priced.length, rows.length);
-  }
-  const regimes = rows.map(regimeOf);
-  const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
-  return { rows, priced, features, regimes, excl, keys: rows.map((r) => keyOf(r, opts.chip)) };
-}
-
 /** CMOverlap without host of rows `idx`, priced with every SM time scaled by s (fresh pricers: µs each). */
 function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: number): number[] {
   if (s === 1) return idx.map((i) => P.priced[i]!.cm_overlap_nohost_us);
@@ -231,12 +123,6 @@ function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: 
     if (!p) scaled.set(ks, (p = deps.pricerFor(P.keys[i]!, { sm_scale: s })));
     return priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
   });
-}
-
-/** A row's price without host under composition `c`, µs. */
-function nohostOf(P: Priced, i: number, c: Composition): number {
-  const p = P.priced[i]!;
-  return c === 'no_overlap' ? p.no_overlap_nohost_us : c === 'overlap' ? p.overlap_nohost_us : p.cm_overlap_nohost_us;
 }
 
 /**
@@ -529,6 +415,7 @@ function flaggedMetrics(results: readonly RowResult[], headline: Composition): N
 export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): CoreResult {
   const { rows, warnings } = rowsOnChip(all, opts.chip);
   const P = priceRows(rows, opts, deps);
+  const tiers = opts.tiers ? validationTiers(P, opts.chip, opts.tiers, deps) : undefined;
   const F = fitHost(P, opts, deps);
   const { use, engine_sm, engine_sm_cm_overlap } = chooseEngineSm(P, F, opts.engineSm ?? 'off');
   let results = buildResults(P, F, use);
@@ -569,6 +456,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     extrapolation: extrapolationCounts(results),
     ...(double_charge ? { double_charge } : {}),
     ...(flagged.length ? { flagged } : {}),
+    ...(tiers ? { tiers } : {}),
     warnings,
   };
 }

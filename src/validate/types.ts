@@ -6,10 +6,13 @@
  * - median and p90 APE are nearest-rank percentiles: `sorted[ceil(p·n) − 1]` (src/core/numeric/stats.ts).
  * - bias = mean of the signed (pred/meas − 1) · 100 (negative = predictions too fast).
  * - geo_mean_ratio = exp(mean ln(pred/meas)) (1 = unbiased in the log).
- * - shape error (reference §5.2): within a group, e_i = r_i / r_0 − 1 with r = pred/meas and r_0 the
- *   ratio at the group's lowest batch (the anchor, excluded); shape_mape_pct = mean |e_i| · 100.
+ * - shape error (reference §5.2; robust anchor, issue 16): within a group of ≥ 2 rows, e_i = r_i / r_0 − 1
+ *   with r = pred/meas and r_0 the group's median ratio; every row counted; shape_mape_pct = mean |e_i| · 100.
  */
+import type { EngineHostTerm } from '../core/laws/host.ts';
 import type { CoefficientSet } from '../core/schemas/registry.ts';
+import type { EngineProfile } from '../core/schemas/engine.ts';
+import type { LocatedStepRow } from '../measurements/schema.ts';
 import type { Resource, ResourceTimes } from '../pricer/types.ts';
 
 /** The regimes every metric is reported for. `mixed` = a step with both prefill and decode requests. */
@@ -30,6 +33,16 @@ export const COMPOSITION_NAME: Record<Composition, string> = {
   cm_overlap: 'CMOverlap',
   overlap: 'Overlap',
 };
+
+/**
+ * Validation tiers (issue 16; src/validate/tiers.ts, docs/validation.md "Tiers"): how much of a score was
+ * learned from the rows being scored. `engine_profile` = a stored profile (`--engine`) as it is.
+ */
+export const TIERS = ['uncalibrated', 'cross_deployment', 'cross_chip', 'in_deployment', 'engine_profile'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/** The tier every report leads with. */
+export const HEADLINE_TIER: Tier = 'cross_deployment';
 
 /** Error metrics of a set of rows. Percent unless named otherwise. */
 export interface RegimeMetrics {
@@ -125,7 +138,7 @@ export interface GroupMetrics {
 /** One host term of the per-engine host fit, µs. */
 export interface HostTerm {
   /** `per_step_us`, `per_request_step_us`, `per_kernel_us`, `per_step_tp_gt1_us`, `per_step_per_rank_us` (µs per step per tp rank). */
-  name: 'per_step_us' | 'per_request_step_us' | 'per_kernel_us' | 'per_step_tp_gt1_us' | 'per_step_per_rank_us';
+  name: EngineHostTerm;
   value_us: number;
   /** False when the training rows cannot separate it (value then 0 and the term folded, see note). */
   identified: boolean;
@@ -197,6 +210,8 @@ export interface ValidationOptions {
   hostWeighting?: 'relative' | 'absolute';
   /** Flags to pin (defaults to the options above rendered as flags). */
   flags?: string[];
+  /** Validation tiers (src/validate/tiers.ts `TierOptions`); absent = none. */
+  tiers?: TierOptions;
 }
 
 export interface ValidationResult {
@@ -233,8 +248,45 @@ export interface ValidationResult {
   extrapolation?: ExtrapolationCount[];
   /** Decode double-charge check (issue 7): SM vs HBM share on decode rows. */
   double_charge?: { checked_rows: number; max_sm_over_hbm: number; suspicious: boolean; note: string };
+  /** Validation tiers (a)–(d) (and the stored profile's), when asked; (b) is the headline. */
+  tiers?: TierSummary[];
   warnings: string[];
   pinned: ValidationPinned;
+}
+
+/** Options of the validation tiers (src/validate/tiers.ts `validationTiers`). */
+export interface TierOptions {
+  /** The `fraction=F` rule of tier (d) (default fraction=0.25). */
+  fraction?: string;
+  weighting?: 'relative' | 'absolute';
+  /** Rows of other chips (tier (c) trains on them); the pricer factory must price their chips. */
+  otherRows?: readonly LocatedStepRow[];
+  /** A stored engine profile: scored as it is, on the rows of its engine (tier (e)). */
+  profile?: EngineProfile;
+}
+
+/** One fit of a tier: the rows it trained on and the rows it scored (never the same). */
+export interface TierFold {
+  label: string;
+  /** The composition the fold's profile chose on its training rows (`registry`: no fit). */
+  composition: Composition | 'registry';
+  sm_scale: number;
+  /** Indices into the tier's rows: this chip's rows (`ValidationResult.rows` order), then the other chips'. */
+  train: number[];
+  scored: number[];
+}
+
+/** One tier's scores (scored rows of this chip, each by exactly one fold). */
+export interface TierSummary {
+  tier: Tier;
+  title: string;
+  regimes: Record<Regime, RegimeMetrics | null>;
+  overall: RegimeMetrics;
+  /** Folds per composition chosen on their training rows. */
+  picks: Record<Composition, number>;
+  folds: TierFold[];
+  /** Per `ValidationResult.rows` index: the tier's predicted µs, null = not scored in this tier. */
+  predicted_us: Array<number | null>;
 }
 
 /** Outcome of the engine compute-efficiency term for one composition. */

@@ -16,6 +16,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   it('--json: every row priced, per-regime metrics for both compositions, pinned inputs', async () => {
     const r = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -68,6 +69,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   it('text summary names the headline and the per-regime goal verdicts; --fit-host batch=1 says what it cannot separate', async () => {
     const r = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -88,7 +90,17 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   });
 
   it("without --fit-host it says in one line that the registry host terms priced the rows and points to calibrate's rule", async () => {
-    const r = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', REG, '--no-report']);
+    const r = await cli([
+      'validate',
+      '--no-tiers',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      REG,
+      '--no-report',
+    ]);
     expect(r.code).toBe(0);
     const notes = r.stdout.split('\n').filter((l) => l.includes('--fit-host'));
     expect(notes).toEqual([
@@ -97,6 +109,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     // JSON on stdout stays parseable; the note moves to stderr
     const j = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -111,6 +124,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     // with the rule calibrate uses, no note
     const f = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -128,14 +142,24 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'stepcal-val-'));
     const bad = path.join(dir, 'bad.steps.csv');
     writeFileSync(bad, 'model,chip,tp,weight_dtype,engine,kind,source\nllama-2-70b,h100,2,fp16,e,step,x\n');
-    const r = await cli(['validate', '--chip', 'h100', '--steps', bad, '--registry', REG, '--no-report']);
+    const r = await cli(['validate', '--no-tiers', '--chip', 'h100', '--steps', bad, '--registry', REG, '--no-report']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/bad\.steps\.csv row 1 column "measured_us": missing column/);
-    const r2 = await cli(['validate', '--chip', 'h100', '--steps', SPLIT_H100, '--registry', 'nope.yaml']);
+    const r2 = await cli([
+      'validate',
+      '--no-tiers',
+      '--chip',
+      'h100',
+      '--steps',
+      SPLIT_H100,
+      '--registry',
+      'nope.yaml',
+    ]);
     expect(r2.code).toBe(1);
     expect(r2.stderr).toMatch(/registry not found: nope\.yaml/);
     const r3 = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -148,6 +172,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     expect(r3.code).toBe(1);
     const r4 = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -162,6 +187,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     expect(r4.stderr).toMatch(/--engine-sm on needs --fit-host/);
     const r5 = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',
@@ -178,6 +204,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
   it('--fit-host prints both NoOverlap variants (without / with s) and pins the engine-sm mode', async () => {
     const r = await cli([
       'validate',
+      '--no-tiers',
       '--chip',
       'h100',
       '--steps',

@@ -7,7 +7,8 @@
  * Where the outputs go is decided by `planFitOutputs` (docs/fitting.md).
  */
 import type { Command } from 'commander';
-import { UserError } from '../../core/errors.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
+import { runFitEngine, type FitEngineOpts } from './fit-engine.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { note } from '../../core/io/progress.ts';
@@ -64,8 +65,14 @@ export function register(program: Command): void {
   program
     .command('fit')
     .description(`fit coefficients from stored measurements: <family> is one of ${FIT_FAMILIES.join(', ')} or all`)
-    .argument('<family>', `${FIT_FAMILIES.join(' | ')} | all`)
-    .requiredOption('--chip <name>', 'chip name (catalog/chips/<name>.yaml)')
+    .argument('<family>', `${FIT_FAMILIES.join(' | ')} | all | engine`)
+    .option('--chip <name>', 'chip name (catalog/chips/<name>.yaml); required except for `fit engine`')
+    .option('--engine <name>', 'fit engine: the engine whose profile is fitted (registry/engines/<name>.yaml)')
+    .option(
+      '--steps <files...>',
+      'fit engine: step timings (*.steps.csv; each row priced with registry/<its chip>.yaml)',
+    )
+    .option('--out <file>', 'fit engine: output file (default registry/engines/<name>.yaml)')
     .option('--lane <lane>', 'measurement lane for gemm/attention/moe (default: the vllm-* lane)')
     .option('--check', 'write nothing; exit 1 naming entries that would change')
     .option('--json', 'print the summary, refusals and coefficients as JSON')
@@ -82,8 +89,8 @@ export function register(program: Command): void {
     .action(
       async (
         family: string,
-        o: {
-          chip: string;
+        o: FitEngineOpts & {
+          chip?: string;
           lane?: string;
           check?: boolean;
           json?: boolean;
@@ -93,9 +100,11 @@ export function register(program: Command): void {
           resamples: string;
         },
       ) => {
+        if (family === 'engine') return runFitEngine(o);
         if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
-          throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all)`);
+          throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all, engine)`);
         }
+        if (!o.chip) throw new UsageError(`fit ${family}: --chip <name> is required`);
         const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
         const families = family === 'all' ? undefined : [family as FitFamily];
         const result = await fitAll(o.chip, {

@@ -8,7 +8,7 @@ import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpec, parseBatchSpecs } from '../../pricer/batch.ts';
 import { checkLimits, registryNotes } from '../../pricer/limits.ts';
-import { setupPricer } from '../../pricer/setup.ts';
+import { engineLine, setupPricer } from '../../pricer/setup.ts';
 import { CUDAGRAPH_MODES, RESOURCES, type CudagraphMode, type Deployment, type StepPrice } from '../../pricer/types.ts';
 
 /** Shared deployment flags of `price` and `sweep`. */
@@ -19,6 +19,10 @@ export function addDeploymentOptions(cmd: Command): Command {
     .option('--tp <n>', 'tensor-parallel width', '1')
     .option('--ep <n>', 'expert-parallel width', '1')
     .option('--registry <file>', 'coefficient registry (default registry/<chip>.yaml)')
+    .option(
+      '--engine <name>',
+      'engine profile (registry/engines/<name>.yaml, `stepcal fit engine`): its host terms and s; default: uncalibrated engine, registry host terms',
+    )
     .option('--weight-dtype <d>', 'served weight dtype or quantization (auto = checkpoint)', 'auto')
     .option('--kv-dtype <d>', 'KV-cache dtype (default: follows the weights)')
     .option('--cudagraph-mode <m>', `CUDA-graph mode (${CUDAGRAPH_MODES.join(', ')})`, 'FULL_AND_PIECEWISE')
@@ -141,7 +145,7 @@ export function register(program: Command): void {
         },
       ) => {
         if (!o.batch.length) throw new UserError('give at least one --batch (e.g. --batch decode:32@1024)');
-        const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
+        const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry, o.engine);
         const batch = parseBatchSpecs(o.batch);
         const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
         const notes = [
@@ -160,6 +164,10 @@ export function register(program: Command): void {
                 batch: o.batch,
                 ...(served_format ? { served_format } : {}),
                 info: s.pricer.info,
+                engine: s.engine
+                  ? { name: s.engine.name, composition: s.engine.composition, sm_scale: s.engine.sm_scale.value }
+                  : null,
+                engine_note: engineLine(s.engine),
                 price: p,
                 notes,
               },
@@ -173,6 +181,7 @@ export function register(program: Command): void {
         process.stdout.write(
           `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
             `registry ${displayPath(s.registry_file)}\n` +
+            `${engineLine(s.engine)}\n` +
             (formatNote(s.model.name, d.weight_dtype) ?? '') +
             '\n\n' +
             formatStepPrice(p),

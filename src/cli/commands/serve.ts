@@ -30,6 +30,7 @@ import { generateRequests, parseLengthDist, parseReplayCsv, type LengthDist } fr
 import { serveReport, sweepSvg, sweepTable } from '../../report/serve.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
+import { loadEngineProfile } from '../../registry/engine.ts';
 
 interface Opts extends Record<string, unknown> {
   model: string;
@@ -44,6 +45,7 @@ interface Opts extends Record<string, unknown> {
   kvBlocks?: number;
   gpuMemoryUtilization: number;
   engineProfile: string;
+  engine?: string;
   composition: StepComposition;
   concurrency?: number;
   rate?: number;
@@ -121,7 +123,9 @@ function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
       `unknown engine profile "${o.engineProfile}" (known: ${Object.keys(ENGINE_PROFILES).join(', ')})`,
     );
   const file = o.registry ?? path.join(REPO_ROOT, 'registry', `${o.chip}.yaml`);
+  const engine = o.engine !== undefined ? loadEngineProfile(o.engine) : undefined;
   return setupServe({
+    ...(engine ? { engine } : {}),
     model: o.model,
     chip: o.chip,
     deployment: deploymentFromFlags(flags),

@@ -8,7 +8,7 @@ import { fmtDec } from '../../core/render/format.ts';
 import { type Column, renderTable } from '../../core/render/table.ts';
 import { type SweepRow, sweepDecode } from '../../pricer/sweep.ts';
 import { sweepSvg } from '../../report/sweep.ts';
-import { setupPricer } from '../../pricer/setup.ts';
+import { engineLine, setupPricer } from '../../pricer/setup.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { addDeploymentOptions, deploymentFromFlags } from './price.ts';
 
@@ -64,7 +64,7 @@ export function register(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action((o: Record<string, string | undefined> & { json?: boolean }) => {
-      const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry);
+      const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry, o.engine);
       const ctx = parseFlagNumber('--context', String(o.context), { integer: true, min: 1 });
       const sizes = parseFlagList('--batches', String(o.batches), { integer: true, min: 1 });
       const rows = sweepDecode(s.pricer, sizes, ctx);
@@ -79,6 +79,7 @@ export function register(program: Command): void {
               chip: s.chip.name,
               deployment: s.deployment,
               registry: displayPath(s.registry_file),
+              engine_note: engineLine(s.engine),
               context: ctx,
               svg: out,
               rows,
@@ -89,7 +90,7 @@ export function register(program: Command): void {
         );
         return;
       }
-      process.stdout.write(`${title}\nregistry ${displayPath(s.registry_file)}\n\n`);
+      process.stdout.write(`${title}\nregistry ${displayPath(s.registry_file)}\n${engineLine(s.engine)}\n\n`);
       process.stdout.write(renderTable(SWEEP_COLUMNS, rows.map(sweepCells), { gap: ' ' }));
       process.stdout.write(`\nwrote ${path.relative(process.cwd(), out) || out}\n`);
     });

@@ -39,6 +39,8 @@ interface ValidateOpts {
   md?: boolean;
   out?: string;
   report?: boolean;
+  tiers?: boolean;
+  engine?: string;
 }
 
 export function register(program: Command): void {
@@ -83,6 +85,11 @@ export function register(program: Command): void {
     .option('--md', 'print the generated accuracy markdown (for docs/accuracy.md)')
     .option('--out <dir>', 'report directory (default: fits/<chip>)')
     .option('--no-report', 'do not write report.md / report.html')
+    .option(
+      '--no-tiers',
+      'skip the validation tiers (a) uncalibrated, (b) cross-deployment (the headline), (c) cross-chip, (d) in-deployment (docs/validation.md "Tiers")',
+    )
+    .option('--engine <name>', 'also score a stored engine profile (registry/engines/<name>.yaml) as it is: tier (e)')
     .action((opts: ValidateOpts) => {
       if (opts.composition && !(COMPOSITIONS as readonly string[]).includes(opts.composition)) {
         throw new UserError(`--composition: expected one of ${COMPOSITIONS.join(', ')}, got "${opts.composition}"`);
@@ -127,6 +134,7 @@ export function register(program: Command): void {
         ...fitFlags,
         ...(opts.composition ? [`--composition ${opts.composition}`] : []),
         ...(opts.scoreFlagged ? ['--score-flagged'] : []),
+        ...(opts.engine ? [`--engine ${opts.engine}`] : []),
       ];
       const v = validateWithProgress({
         chip: opts.chip,
@@ -141,6 +149,8 @@ export function register(program: Command): void {
           : {}),
         ...(opts.composition ? { composition: opts.composition as Composition } : {}),
         ...(opts.scoreFlagged ? { scoreFlagged: true } : {}),
+        ...(opts.tiers !== false ? { tiers: true } : {}),
+        ...(opts.engine ? { engine: opts.engine } : {}),
         flags,
       });
       let written: string[] = [];

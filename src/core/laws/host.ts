@@ -85,3 +85,53 @@ export function eagerLaunchUs(
 export function passHostUs(launch_us: number, dispatch_us_per_kernel: number, kernels: number): number {
   return launch_us + dispatch_us_per_kernel * kernels;
 }
+
+/**
+ * The engine host terms of an engine profile (issue 7, issue 16; docs/validation.md "Host overheads"),
+ * in the order they are admitted by the fit. All µs.
+ */
+export const ENGINE_HOST_TERMS = [
+  'per_step_us',
+  'per_request_step_us',
+  'per_step_tp_gt1_us',
+  'per_kernel_us',
+  'per_step_per_rank_us',
+] as const;
+export type EngineHostTerm = (typeof ENGINE_HOST_TERMS)[number];
+
+/** What the engine host law reads from a row or a step (every count summed over the row's steps). */
+export interface EngineHostFeatures {
+  steps: number;
+  /** Σ over steps of the requests in each step. */
+  request_steps: number;
+  /** Σ kernels dispatched; NaN when unknown (the per-kernel term then contributes nothing). */
+  kernel_steps: number;
+  /** Tensor-parallel width. */
+  tp: number;
+}
+
+/**
+ * Regressors of the engine host law, in `ENGINE_HOST_TERMS` order:
+ * [steps, Σ requests, steps · [tp > 1], Σ kernels, steps · tp].
+ */
+export function engineHostColumns(f: EngineHostFeatures): number[] {
+  return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps, f.steps * f.tp];
+}
+
+/**
+ * Engine host time, µs (issue 16; docs/validation.md "Host overheads"; the law the host fit and the
+ * pricer's engine profile share):
+ *   host = per_step_us · steps + per_request_step_us · Σ requests + per_step_tp_gt1_us · steps · [tp > 1]
+ *        + per_kernel_us · Σ kernels + per_step_per_rank_us · steps · tp.
+ * A zero term or a non-finite regressor (kernel counts unknown) contributes nothing.
+ * @param values_us one value per `ENGINE_HOST_TERMS` entry, µs per unit of its regressor
+ */
+export function engineHostUs(values_us: readonly number[], f: EngineHostFeatures): number {
+  const x = engineHostColumns(f);
+  let s = 0;
+  for (let j = 0; j < x.length; j++) {
+    const v = values_us[j] ?? 0;
+    if (v !== 0 && Number.isFinite(x[j]!)) s += v * x[j]!;
+  }
+  return s;
+}

@@ -1,0 +1,114 @@
+/**
+ * Engine profiles (issue 16): the host terms and the compute-efficiency term s of one serving engine,
+ * fitted once on some deployments' step timings (`stepcal fit engine`) and used to price others.
+ * Stored as `registry/engines/<name>.yaml`, one YAML document, `kind: EngineProfile`. Parsing and
+ * serialising only; loading by name lives in src/registry/engine.ts, the law in src/core/laws/host.ts.
+ *
+ * Engine CPU cost is a property of the engine, not of the chip, so one profile serves every chip;
+ * s multiplies the chip registry's priced SM time (s = 1: the engine runs its arithmetic as fast as
+ * the per-operator tables the registry was fitted on).
+ */
+import { parseDocument, stringify as stringifyYaml } from 'yaml';
+import { z } from 'zod';
+import { ENGINE_HOST_TERMS } from '../laws/host.ts';
+import { UserError } from '../errors.ts';
+
+const finite = () => z.number({ error: (i) => `must be a finite number, got ${JSON.stringify(i.input)}` });
+const ci95 = z.tuple([finite(), finite()]);
+
+/** One fitted term: value (µs per unit of its regressor; s dimensionless), ci95, identified or not. */
+const TermSchema = z
+  .object({
+    value: finite(),
+    ci95,
+    identified: z.boolean(),
+    note: z.string().optional(),
+  })
+  .strict();
+
+const MetricsSchema = z
+  .object({
+    n: z.number().int().nonnegative(),
+    mape_pct: finite(),
+    median_ape_pct: finite(),
+    p90_ape_pct: finite(),
+    bias_pct: finite(),
+  })
+  .strict();
+
+const TermsSchema = z
+  .object(
+    Object.fromEntries(ENGINE_HOST_TERMS.map((t) => [t, TermSchema])) as Record<
+      (typeof ENGINE_HOST_TERMS)[number],
+      typeof TermSchema
+    >,
+  )
+  .strict();
+
+export const EngineProfileSchema = z
+  .object({
+    kind: z.literal('EngineProfile'),
+    name: z.string().regex(/^[a-z0-9._-]+$/, 'must match [a-z0-9._-]+'),
+    description: z.string(),
+    /** The step composition the terms were fitted for (chosen on the training rows). */
+    composition: z.enum(['no_overlap', 'cm_overlap', 'overlap']),
+    law: z.string(),
+    terms: TermsSchema,
+    sm_scale: TermSchema,
+    fit: z
+      .object({
+        method: z.string(),
+        weighting: z.enum(['relative', 'absolute']),
+        composition_rule: z.string(),
+        training_objective_rel_pct: z.record(z.string(), finite()),
+        n_train: z.number().int().positive(),
+        train_rms_rel_pct: finite(),
+        ci95_method: z.string(),
+        holdout: z
+          .object({
+            rule: z.string(),
+            n: z.number().int().nonnegative(),
+            regimes: z.record(z.string(), MetricsSchema),
+          })
+          .strict(),
+      })
+      .strict(),
+    provenance: z
+      .object({
+        stepcal_version: z.string(),
+        steps: z.array(z.object({ file: z.string(), sha256: z.string(), rows: z.number().int() }).strict()).min(1),
+        registries: z.array(z.object({ chip: z.string(), file: z.string(), sha256: z.string() }).strict()).min(1),
+        chips: z.array(z.string()).min(1),
+        deployments: z.array(z.string()).min(1),
+      })
+      .strict(),
+  })
+  .strict();
+export type EngineProfile = z.infer<typeof EngineProfileSchema>;
+
+/**
+ * Parse one engine profile document.
+ * @throws UserError naming `source` and the field (`file: field a.b: message`) on a YAML or schema error
+ */
+export function parseEngineProfile(text: string, source: string): EngineProfile {
+  const doc = parseDocument(text);
+  if (doc.errors.length) throw new UserError(`${source}: YAML error: ${doc.errors[0]!.message}`);
+  let obj: unknown;
+  try {
+    obj = doc.toJS();
+  } catch (err) {
+    throw new UserError(`${source}: YAML error: ${(err as Error).message}`);
+  }
+  const parsed = EngineProfileSchema.safeParse(obj);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.length ? `: field ${issue.path.map(String).join('.')}` : '';
+    throw new UserError(`${source}${where}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/** Serialise a profile (schema-checked first; key order as the schema's, so output is diffable). */
+export function stringifyEngineProfile(p: EngineProfile): string {
+  return stringifyYaml(EngineProfileSchema.parse(p), { lineWidth: 0, aliasDuplicateObjects: false });
+}

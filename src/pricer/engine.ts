@@ -1,0 +1,93 @@
+/**
+ * A step price under an engine profile (issue 16): the registry's host terms are replaced by the
+ * profile's (law: src/core/laws/host.ts `engineHostUs`), and SM time carries the profile's s (the
+ * caller builds the pricer with `sm_scale = profile.sm_scale.value`). Pure.
+ */
+import { ENGINE_HOST_TERMS, engineHostUs } from '../core/laws/host.ts';
+import type { EngineProfile } from '../core/schemas/engine.ts';
+import type { PricerInfo, StepPricer } from './pricer.ts';
+import type { Batch, Resource, StepPrice } from './types.ts';
+
+/** What `withEngineProfile` adds to a price: the profile's host and the registry's it replaced, µs. */
+export interface EngineHostOutcome {
+  engine: string;
+  /** The composition the profile was fitted for (its prices are the ones to read). */
+  composition: EngineProfile['composition'];
+  sm_scale: number;
+  host_us: number;
+  registry_host_us: number;
+}
+
+/**
+ * Re-price the host of one step with an engine profile: every composition total and the host resource
+ * get host = engineHostUs(profile terms; steps 1, the batch's requests, the pricer's kernel count for
+ * a step with or without prefill rows, tp) instead of the registry's host.
+ * @param price the step priced by a pricer built with the profile's sm_scale
+ * @param info that pricer's info (kernel counts)
+ * @param decodeTokens tokens a decode row schedules (1 + speculative tokens); more = a prefill row
+ */
+export function withEngineProfile(
+  price: StepPrice,
+  batch: Batch,
+  info: Pick<PricerInfo, 'kernels_with_prefill' | 'kernels_decode_only'>,
+  tp: number,
+  profile: EngineProfile,
+  decodeTokens = 1,
+): { price: StepPrice; engine: EngineHostOutcome } {
+  const hasPrefill = batch.requests.some((r) => r.scheduled_tokens > decodeTokens);
+  const host_us = engineHostUs(
+    ENGINE_HOST_TERMS.map((t) => profile.terms[t].value),
+    {
+      steps: 1,
+      request_steps: batch.requests.length,
+      kernel_steps: hasPrefill ? info.kernels_with_prefill : info.kernels_decode_only,
+      tp,
+    },
+  );
+  const registry_host_us = price.resources_us.host;
+  const d = host_us - registry_host_us;
+  const resources_us = { ...price.resources_us, host: host_us };
+  let bottleneck: Resource = price.bottleneck;
+  for (const r of Object.keys(resources_us) as Resource[])
+    if (resources_us[r] > resources_us[bottleneck]) bottleneck = r;
+  return {
+    price: {
+      ...price,
+      no_overlap_us: price.no_overlap_us + d,
+      compute_memory_overlap_us: price.compute_memory_overlap_us + d,
+      overlap_us: price.overlap_us + d,
+      resources_us,
+      bottleneck,
+    },
+    engine: {
+      engine: profile.name,
+      composition: profile.composition,
+      sm_scale: profile.sm_scale.value,
+      host_us,
+      registry_host_us,
+    },
+  };
+}
+
+/**
+ * A pricer that prices every step under an engine profile (`withEngineProfile`): build `inner` with
+ * `sm_scale = profile.sm_scale.value`; its info is kept. `priceInto` adjusts the caller's StepPrice in place.
+ * @param decodeTokens tokens a decode row schedules (1 + speculative tokens)
+ */
+export function engineProfiledPricer(
+  inner: StepPricer,
+  profile: EngineProfile,
+  tp: number,
+  decodeTokens = 1,
+): StepPricer {
+  const apply = (batch: Batch, p: StepPrice) =>
+    withEngineProfile(p, batch, inner.info, tp, profile, decodeTokens).price;
+  return {
+    info: inner.info,
+    price: (batch, opts) => apply(batch, inner.price(batch, opts)),
+    priceInto(batch, out, opts) {
+      inner.priceInto(batch, out, opts);
+      return Object.assign(out, apply(batch, out));
+    },
+  };
+}

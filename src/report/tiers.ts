@@ -1,0 +1,105 @@
+/**
+ * The validation tiers in every report (issue 16; src/validate/tiers.ts, docs/validation.md "Tiers"):
+ * one table of every tier per regime, with tier (b) (cross-deployment) as the headline and its gap to
+ * issue 16's target, and one line per tier saying how often its folds picked each composition. Pure.
+ */
+import { fmtDec } from '../core/render/format.ts';
+import type { Table } from '../core/render/table.ts';
+import {
+  COMPOSITION_NAME,
+  COMPOSITIONS,
+  HEADLINE_TIER,
+  REGIMES,
+  type RegimeMetrics,
+  type TierSummary,
+  type ValidationResult,
+} from '../validate/types.ts';
+
+/** Issue 16's target for tier (b), every regime: median APE ≤ 6 %, p90 ≤ 15 %. */
+export const TIER_GOAL = { median_ape_pct: 6, p90_ape_pct: 15 } as const;
+
+const f1 = (x: number | undefined) => fmtDec(x, 1);
+
+function verdict(m: RegimeMetrics): string {
+  const dm = m.median_ape_pct - TIER_GOAL.median_ape_pct;
+  const dp = m.p90_ape_pct - TIER_GOAL.p90_ape_pct;
+  if (dm <= 0 && dp <= 0) return 'met';
+  return [dm > 0 ? `median +${dm.toFixed(1)} pp` : '', dp > 0 ? `p90 +${dp.toFixed(1)} pp` : '']
+    .filter(Boolean)
+    .join(', ');
+}
+
+/** Every tier per regime (+ pooled): n, median, p90, MAPE, bias, and the target verdict. */
+export function tierTable(v: ValidationResult): Table | null {
+  if (!v.tiers?.length) return null;
+  const rows: string[][] = [];
+  for (const t of v.tiers) {
+    const name = t.tier === HEADLINE_TIER ? `**${t.title}** (headline)` : t.title;
+    for (const g of REGIMES) {
+      const m = t.regimes[g];
+      if (!m) continue;
+      rows.push([
+        name,
+        g,
+        String(m.n),
+        f1(m.median_ape_pct),
+        f1(m.p90_ape_pct),
+        f1(m.mape_pct),
+        f1(m.bias_pct),
+        verdict(m),
+      ]);
+    }
+    const o = t.overall;
+    rows.push([
+      name,
+      'pooled',
+      String(o.n),
+      f1(o.median_ape_pct),
+      f1(o.p90_ape_pct),
+      f1(o.mape_pct),
+      f1(o.bias_pct),
+      '',
+    ]);
+  }
+  return {
+    header: [
+      'tier',
+      'regime',
+      'n (rows)',
+      'median APE (%)',
+      'p90 APE (%)',
+      'MAPE (%)',
+      'bias (%)',
+      `target: median ≤ ${TIER_GOAL.median_ape_pct} %, p90 ≤ ${TIER_GOAL.p90_ape_pct} %`,
+    ],
+    rows,
+  };
+}
+
+/** How often the folds of a tier picked each composition (chosen on training rows only), and their s. */
+export function tierPicksLine(t: TierSummary): string {
+  const fits = t.folds.filter((f) => f.composition !== 'registry');
+  if (!fits.length) return `${t.title}: no fit (${t.folds.map((f) => f.label).join('; ')})`;
+  const picks = COMPOSITIONS.map((c) => `${COMPOSITION_NAME[c]} ${t.picks[c]}`).join(', ');
+  const s = fits.map((f) => f.sm_scale);
+  return (
+    `${t.title}: ${fits.length} fold(s) picked ${picks} on their training rows; s ${Math.min(...s).toFixed(3)}–${Math.max(...s).toFixed(3)}` +
+    `; folds: ${t.folds.map((f) => `${f.label} (${f.train.length} train / ${f.scored.length} scored)`).join('; ')}`
+  );
+}
+
+/** The protocol sentence every report prints above the tier table. */
+export const TIER_PROTOCOL =
+  'Each tier scores this chip’s scored rows (no exclusion flag) with an engine profile fitted on rows it never scores: (a) none, (b) the engine’s other deployments on this chip, (c) the other chips’ rows, (d) every k-th row of each group. The composition of (b)–(d) is the one each fold chose on its training rows (lowest training RMS of the relative residual), never on the scored rows.';
+
+/** One line per tier for the text summary: median / p90 per regime and the folds' picks. */
+export function tierShortLine(t: TierSummary): string {
+  const regimes = REGIMES.filter((g) => t.regimes[g])
+    .map((g) => `${g} ${f1(t.regimes[g]!.median_ape_pct)} / ${f1(t.regimes[g]!.p90_ape_pct)}`)
+    .join(', ');
+  const fits = t.folds.filter((f) => f.composition !== 'registry').length;
+  const picks = COMPOSITIONS.filter((c) => t.picks[c] > 0)
+    .map((c) => `${COMPOSITION_NAME[c]} ${t.picks[c]}/${fits}`)
+    .join(', ');
+  return `${t.title.split(':')[0]}: ${regimes}${picks ? `; picks ${picks}` : ''}`;
+}

@@ -1,0 +1,135 @@
+/**
+ * Priced rows (shared by the validation core, the engine-profile fit and the tiers): what selects a
+ * pricer, the row keys and groups, the flag exclusions, and every row priced once. Pure given a
+ * pricer factory.
+ */
+import { UserError } from '../core/errors.ts';
+import type { Pricer } from '../pricer/types.ts';
+import { priceRow, regimeOf, type RowPrice } from './expand.ts';
+import type { HostFeatures } from './hostfit.ts';
+import type { LocatedStepRow } from './steps.ts';
+import { DEFAULT_EXCLUDED_FLAGS, type Composition, type Regime } from './types.ts';
+
+/** What selects a pricer: the deployment a row was measured on. */
+export interface PricerKey {
+  chip: string;
+  model: string;
+  tp: number;
+  weight_dtype: string;
+  /** '' = follow the weights. */
+  kv_dtype: string;
+  /** '' = FULL_AND_PIECEWISE. */
+  cudagraph_mode: string;
+}
+
+export interface ValidationDeps {
+  /**
+   * Build (or fetch) the pricer for a deployment. May throw UserError (unknown model, ...).
+   * `sm_scale` (default 1): the engine compute-efficiency term s multiplying every priced SM time
+   * (src/pricer/pricer.ts `PricerOptions.sm_scale`); a factory that ignores it makes the CMOverlap
+   * search find no dependence on s (s then held at 1, said so).
+   */
+  pricerFor(key: PricerKey, opts?: { sm_scale?: number }): Pricer;
+  /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
+  kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
+  /** Called after each row is priced (progress display at the edge). */
+  onRowPriced?(done: number, total: number): void;
+}
+
+/** The first flag of `row` that excludes it under `rules`, or undefined. */
+export function exclusionOf(
+  row: Pick<LocatedStepRow, 'flags' | 'kind'>,
+  rules: Readonly<Record<string, 'all' | 'static_batch'>>,
+): string | undefined {
+  for (const f of row.flags
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const scope = rules[f];
+    if (scope === 'all' || (scope === 'static_batch' && row.kind === 'static_batch')) return f;
+  }
+  return undefined;
+}
+
+export function keyOf(r: LocatedStepRow, chip: string): PricerKey {
+  return {
+    chip,
+    model: r.model,
+    tp: r.tp,
+    weight_dtype: r.weight_dtype,
+    kv_dtype: r.kv_dtype,
+    cudagraph_mode: r.cudagraph_mode,
+  };
+}
+
+/** The aggregation key of issue 7: (model, chip, tp, kind, engine), split by regime. */
+export function aggregationKey(r: {
+  model: string;
+  chip: string;
+  tp: number;
+  kind: string;
+  engine: string;
+  regime: Regime;
+}): string {
+  return `${r.model}|${r.chip}|tp${r.tp}|${r.kind}|${r.engine}|${r.regime}`;
+}
+
+/** Shape / host-fit group of a row: its `group` column, else its aggregation key. */
+export function shapeGroup(r: LocatedStepRow, regime: Regime): string {
+  return r.group !== '' ? r.group : aggregationKey({ ...r, regime });
+}
+
+/** The rows of one validation, priced once, and what every later step reads from them. */
+export interface Priced {
+  rows: LocatedStepRow[];
+  priced: RowPrice[];
+  features: HostFeatures[];
+  regimes: Regime[];
+  /** exclusion flag per row, or undefined when it is scored */
+  excl: Array<string | undefined>;
+  keys: PricerKey[];
+}
+
+/** Host-fit features of one priced row (kernel counts from `deps.kernelsPerStep`, NaN when unknown). */
+export function featuresOf(r: LocatedStepRow, p: RowPrice, key: PricerKey, deps: ValidationDeps): HostFeatures {
+  let kernel_steps = NaN;
+  if (deps.kernelsPerStep) {
+    if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
+    else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
+  }
+  return { steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm };
+}
+
+/** Price every row once (one pricer per deployment). @throws UserError naming file and row when a row cannot be priced */
+export function priceRows(
+  rows: LocatedStepRow[],
+  opts: { excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>> },
+  deps: ValidationDeps,
+): Priced {
+  const pricers = new Map<string, Pricer>();
+  const priced: RowPrice[] = [];
+  const features: HostFeatures[] = [];
+  for (const r of rows) {
+    const key = keyOf(r, r.chip);
+    const ks = JSON.stringify(key);
+    let pricer = pricers.get(ks);
+    try {
+      if (!pricer) pricers.set(ks, (pricer = deps.pricerFor(key)));
+      priced.push(priceRow(r, pricer));
+    } catch (err) {
+      if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
+      throw err;
+    }
+    features.push(featuresOf(r, priced[priced.length - 1]!, key, deps));
+    deps.onRowPriced?.(priced.length, rows.length);
+  }
+  const regimes = rows.map(regimeOf);
+  const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
+  return { rows, priced, features, regimes, excl, keys: rows.map((r) => keyOf(r, r.chip)) };
+}
+
+/** A row's price without host under composition `c`, µs. */
+export function nohostOf(P: Priced, i: number, c: Composition): number {
+  const p = P.priced[i]!;
+  return c === 'no_overlap' ? p.no_overlap_nohost_us : c === 'overlap' ? p.overlap_nohost_us : p.cm_overlap_nohost_us;
+}

@@ -1,0 +1,181 @@
+/**
+ * Engine-profile fit (issue 16): one engine's host terms and compute-efficiency term s, fitted on a
+ * declared set of training rows of already priced steps, with the composition chosen on those
+ * training rows only. Used by `stepcal fit engine` (all training rows of every deployment given) and
+ * by the validation tiers (one fit per fold). Pure given a pricer factory.
+ *
+ * Per composition (law: src/core/laws/host.ts `engineHostUs`; estimators: ./hostfit.ts):
+ * - NoOverlap: host terms and s by linear weighted least squares (s · T_SM is one more regressor);
+ * - CMOverlap: s by the bounded 1-D search of `fitHostTermsWithScaleSearch`, the host terms by
+ *   weighted least squares inside each trial; the CMOverlap price at s comes from `ScaledCmCache`;
+ * - Overlap: host terms only (s does not enter linearly).
+ * DECISION, composition rule: the composition with the lowest training RMS of the relative residual
+ * (the objective every fit minimises; ties → the earlier of NoOverlap, CMOverlap, Overlap). The scored
+ * rows never enter the choice.
+ */
+import { type7Sorted } from '../core/numeric/stats.ts';
+import { resampleEstimates } from '../core/numeric/resample.ts';
+import type { Pricer } from '../pricer/types.ts';
+import { priceRow } from './expand.ts';
+import {
+  applyHostTerms,
+  engineSmExtraUs,
+  fitHostTerms,
+  fitHostTermsWithScaleSearch,
+  type HostWeighting,
+} from './hostfit.ts';
+import { nohostOf, type Priced, type ValidationDeps } from './priced.ts';
+import { COMPOSITIONS, type Composition, type HostFitEngine } from './types.ts';
+
+/** Grid steps per doubling of s in the CMOverlap price cache (2^(1/12) ≈ 5.9 % apart). */
+const CACHE_STEPS_PER_OCTAVE = 12;
+
+/**
+ * CMOverlap price without host of every priced row at engine scale s, µs. Exact on the grid
+ * s = 2^(k/12) (each grid point prices every row once, with fresh pricers built with `sm_scale`, and is
+ * kept); between grid points, linear in s between the two neighbours (the price is a sum of per-layer
+ * max(s · T_SM, T_HBM) terms, piecewise linear in s). Shared by every fold of a validation, so each
+ * grid point is priced once per validation. The search's coarse grid 2^(k/3) falls on cache points.
+ */
+export class ScaledCmCache {
+  private readonly at_k = new Map<number, Float64Array>();
+  constructor(
+    private readonly P: Priced,
+    private readonly deps: ValidationDeps,
+  ) {}
+
+  private grid(k: number): Float64Array {
+    let g = this.at_k.get(k);
+    if (g) return g;
+    const s = 2 ** (k / CACHE_STEPS_PER_OCTAVE);
+    g = new Float64Array(this.P.rows.length);
+    const pricers = new Map<string, Pricer>();
+    for (let i = 0; i < g.length; i++) {
+      if (k === 0) {
+        g[i] = this.P.priced[i]!.cm_overlap_nohost_us;
+        continue;
+      }
+      const ks = JSON.stringify(this.P.keys[i]);
+      let p = pricers.get(ks);
+      if (!p) {
+        p = this.deps.pricerFor(this.P.keys[i]!, { sm_scale: s });
+        pricers.set(ks, p);
+      }
+      g[i] = priceRow(this.P.rows[i]!, p).cm_overlap_nohost_us;
+    }
+    this.at_k.set(k, g);
+    return g;
+  }
+
+  /** CMOverlap without host of row `i` at scale `s` (> 0), µs. */
+  at(i: number, s: number): number {
+    const x = Math.log2(s) * CACHE_STEPS_PER_OCTAVE;
+    const k0 = Math.floor(x + 1e-9);
+    if (Math.abs(x - k0) < 1e-9) return this.grid(k0)[i]!;
+    const s0 = 2 ** (k0 / CACHE_STEPS_PER_OCTAVE);
+    const s1 = 2 ** ((k0 + 1) / CACHE_STEPS_PER_OCTAVE);
+    const y0 = this.grid(k0)[i]!;
+    const y1 = this.grid(k0 + 1)[i]!;
+    return y0 + ((y1 - y0) * (s - s0)) / (s1 - s0);
+  }
+}
+
+/** One engine profile fitted on training rows `train` (indices into the priced rows). */
+export interface ProfileFit {
+  engine: string;
+  /** The composition chosen on the training rows. */
+  composition: Composition;
+  /** The fit of every composition (NoOverlap and CMOverlap with s). */
+  fits: Record<Composition, HostFitEngine>;
+  /** Training RMS of the relative residual per composition, percent (the choice's evidence). */
+  objective_rel_pct: Record<Composition, number>;
+  train: number[];
+}
+
+function fitOne(
+  P: Priced,
+  cache: ScaledCmCache,
+  engine: string,
+  idx: readonly number[],
+  c: Composition,
+  weighting: HostWeighting,
+): HostFitEngine {
+  const measured_us = idx.map((i) => P.rows[i]!.measured_us);
+  const feats = idx.map((i) => P.features[i]!);
+  if (c === 'cm_overlap') {
+    const at = (s: number) => idx.map((i) => cache.at(i, s));
+    return fitHostTermsWithScaleSearch(engine, c, feats, measured_us, at, 'fraction', weighting);
+  }
+  const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
+  return fitHostTerms(engine, c, feats, resid, 'fraction', {
+    weighting,
+    measured_us,
+    engineSm: c === 'no_overlap',
+  });
+}
+
+/**
+ * Fit one engine's profile on the training rows `train` for every composition, and choose the
+ * composition with the lowest training objective (module comment).
+ * @param train indices into `P` (every one of engine `engine`; at least one)
+ */
+export function fitProfile(
+  P: Priced,
+  cache: ScaledCmCache,
+  engine: string,
+  train: readonly number[],
+  weighting: HostWeighting = 'relative',
+): ProfileFit {
+  const fits = {} as Record<Composition, HostFitEngine>;
+  const objective_rel_pct = {} as Record<Composition, number>;
+  let composition: Composition = COMPOSITIONS[0];
+  for (const c of COMPOSITIONS) {
+    fits[c] = fitOne(P, cache, engine, train, c, weighting);
+    const v = weighting === 'relative' ? fits[c].train_rms_rel_pct! : fits[c].train_rms_us;
+    objective_rel_pct[c] = Number.isFinite(v) ? v : Infinity;
+    if (objective_rel_pct[c] < objective_rel_pct[composition]) composition = c;
+  }
+  return { engine, composition, fits, objective_rel_pct, train: [...train] };
+}
+
+/** Priced µs of row `i` under composition `c` with fit `f` (host from the engine law, s where fitted). */
+export function predictWithFit(P: Priced, cache: ScaledCmCache, i: number, c: Composition, f: HostFitEngine): number {
+  const feat = P.features[i]!;
+  const host = applyHostTerms(f, feat);
+  if (c === 'no_overlap') return P.priced[i]!.no_overlap_nohost_us + engineSmExtraUs(f, feat) + host;
+  if (c === 'cm_overlap') return cache.at(i, f.sm_scale?.value ?? 1) + host;
+  return P.priced[i]!.overlap_nohost_us + host;
+}
+
+/** Priced µs of row `i` under the profile's chosen composition. */
+export function predictWithProfile(P: Priced, cache: ScaledCmCache, i: number, fit: ProfileFit): number {
+  return predictWithFit(P, cache, i, fit.composition, fit.fits[fit.composition]);
+}
+
+/**
+ * Bootstrap ci95 of the chosen composition's terms and s: `resamples` seeded resamples of the
+ * training rows (with replacement), each refitted the same way; ci95 = type-7 2.5 / 97.5 percentiles.
+ * @returns per term name (and `sm_scale`) its [lo, hi]
+ */
+export function profileCi95(
+  P: Priced,
+  cache: ScaledCmCache,
+  fit: ProfileFit,
+  weighting: HostWeighting = 'relative',
+  resamples = 200,
+  seed = 16,
+): Record<string, [number, number]> {
+  const c = fit.composition;
+  const est = resampleEstimates(fit.train.length, resamples, seed, (draw) => {
+    const idx = Array.from(draw, (j) => fit.train[j]!);
+    const f = fitOne(P, cache, fit.engine, idx, c, weighting);
+    return [...f.terms.map((t) => t.value_us), f.sm_scale?.value ?? 1];
+  });
+  const names = [...fit.fits[c].terms.map((t) => t.name), 'sm_scale'];
+  const out: Record<string, [number, number]> = {};
+  names.forEach((n, j) => {
+    const v = est.map((e) => e[j]!).sort((a, b) => a - b);
+    out[n] = v.length ? [type7Sorted(v, 0.025), type7Sorted(v, 0.975)] : [NaN, NaN];
+  });
+  return out;
+}

@@ -1,0 +1,259 @@
+/**
+ * Validation tiers (issue 16; docs/validation.md "Tiers"): how much of a score was learned from the
+ * rows being scored. Every tier scores the chip's scored rows (no flag excludes them) with an engine
+ * profile (./profile.ts) fitted on rows that are never scored by it:
+ *
+ * - (a) `uncalibrated`: no fit; the registry's host terms, CMOverlap (the composition fixed a priori:
+ *   the pricer's held-out pick, src/cli/commands/price.ts `HELD_OUT_HEADLINE`).
+ * - (b) `cross_deployment` (the headline): leave one deployment (model × tp × chip) out: the profile
+ *   is fitted on the engine's other deployments on this chip and scores the held-out one; once per
+ *   deployment.
+ * - (c) `cross_chip`: the profile is fitted on the engine's rows of the other chips given and scores
+ *   every row of this chip (absent when no other chip's rows are given).
+ * - (d) `in_deployment`: the `fraction=F` rule of `--fit-host` (./hostfit.ts `selectTrainingRows`):
+ *   one profile per engine fitted on every k-th row of each group, scoring the rest.
+ * In (b)–(d) the composition is the one each fold's profile chose on its training rows (./profile.ts),
+ * and the report counts how often each fold picked which. Pure given the priced rows.
+ */
+import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
+import { fitProfile, predictWithFit, predictWithProfile, type ProfileFit, ScaledCmCache } from './profile.ts';
+import { parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
+import { batchSizeOf } from './expand.ts';
+import { priceRows, shapeGroup, type Priced, type ValidationDeps } from './priced.ts';
+import {
+  COMPOSITIONS,
+  REGIMES,
+  type Composition,
+  type HostFitEngine,
+  type Regime,
+  type RegimeMetrics,
+  type Tier,
+  type TierFold,
+  type TierOptions,
+  type TierSummary,
+} from './types.ts';
+import { ENGINE_HOST_TERMS } from '../core/laws/host.ts';
+import type { EngineProfile } from '../core/schemas/engine.ts';
+
+/** Letter and title of each tier, as every report prints them. */
+export const TIER_TITLE: Record<Tier, string> = {
+  uncalibrated: '(a) uncalibrated: registry host terms, CMOverlap',
+  cross_deployment: '(b) cross-deployment: leave one deployment (model × tp × chip) out',
+  cross_chip: '(c) cross-chip: profile fitted on another chip’s rows',
+  in_deployment: '(d) in-deployment: fraction rule inside each group',
+  engine_profile: '(e) the stored engine profile, as it is',
+};
+
+interface TierResult {
+  tier: Tier;
+  regimes: Record<Regime, RegimeMetrics | null>;
+  overall: RegimeMetrics;
+  picks: Record<Composition, number>;
+  folds: TierFold[];
+  /** Predicted µs per scored row index (each row scored by exactly one fold). */
+  predicted_us: Map<number, number>;
+}
+
+/** Deployment of a row: model × tp × chip. */
+export function deploymentOf(r: { model: string; tp: number; chip: string }): string {
+  return `${r.model} tp${r.tp} ${r.chip}`;
+}
+
+/** What the tiers read: the priced rows (this chip's first, then the other chips') and the chip. */
+interface TierInput {
+  P: Priced;
+  cache: ScaledCmCache;
+  chip: string;
+  weighting: HostWeighting;
+  /** The `fraction=F` rule of tier (d). */
+  fraction: string;
+}
+
+function eligible(P: Priced): number[] {
+  return P.rows.map((_, i) => i).filter((i) => P.excl[i] === undefined);
+}
+
+type Predict = (i: number) => number;
+
+function tierOf(
+  tier: Tier,
+  T: TierInput,
+  folds: TierFold[],
+  fits: Array<ProfileFit | Predict | undefined>,
+): TierResult {
+  const predicted_us = new Map<number, number>();
+  const picks = Object.fromEntries(COMPOSITIONS.map((c) => [c, 0])) as Record<Composition, number>;
+  folds.forEach((f, j) => {
+    const est = fits[j];
+    if (est && typeof est !== 'function') picks[est.composition]++;
+    for (const i of f.scored)
+      predicted_us.set(
+        i,
+        typeof est === 'function'
+          ? est(i)
+          : est
+            ? predictWithProfile(T.P, T.cache, i, est)
+            : T.P.priced[i]!.cm_overlap_nohost_us + T.P.priced[i]!.host_us,
+      );
+  });
+  const pts = (idx: number[]): ScoredPoint[] =>
+    idx.map((i) => ({
+      predicted_us: predicted_us.get(i)!,
+      measured_us: T.P.rows[i]!.measured_us,
+      group: shapeGroup(T.P.rows[i]!, T.P.regimes[i]!),
+      batch: batchSizeOf(T.P.rows[i]!),
+    }));
+  const all = [...predicted_us.keys()].sort((a, b) => a - b);
+  const regimes = {} as Record<Regime, RegimeMetrics | null>;
+  for (const g of REGIMES) regimes[g] = metricsOrNull(pts(all.filter((i) => T.P.regimes[i] === g)));
+  return { tier, regimes, overall: computeMetrics(pts(all)), picks, folds, predicted_us };
+}
+
+/** A fold from a training and a scored set: the profile fitted per engine of the scored rows. */
+function runFold(
+  T: TierInput,
+  label: string,
+  train: number[],
+  scored: number[],
+): [TierFold[], Array<ProfileFit | undefined>] {
+  const folds: TierFold[] = [];
+  const fits: Array<ProfileFit | undefined> = [];
+  for (const engine of [...new Set(scored.map((i) => T.P.rows[i]!.engine))]) {
+    const tr = train.filter((i) => T.P.rows[i]!.engine === engine);
+    const sc = scored.filter((i) => T.P.rows[i]!.engine === engine);
+    const fit = tr.length ? fitProfile(T.P, T.cache, engine, tr, T.weighting) : undefined;
+    folds.push({
+      label: `${label}${tr.length ? '' : ' (no training rows: registry host terms)'}`,
+      train: tr,
+      scored: sc,
+      composition: fit ? fit.composition : 'registry',
+      sm_scale: fit ? (fit.fits[fit.composition].sm_scale?.value ?? 1) : 1,
+    });
+    fits.push(fit);
+  }
+  return [folds, fits];
+}
+
+/**
+ * Every tier the rows allow, (a) to (d); (c) only when rows of another chip are given.
+ * @throws UserError when the fraction rule is malformed (parseHostRule)
+ */
+function computeTiers(T: TierInput): TierResult[] {
+  const el = eligible(T.P);
+  const here = el.filter((i) => T.P.rows[i]!.chip === T.chip);
+  const other = el.filter((i) => T.P.rows[i]!.chip !== T.chip);
+  const out: TierResult[] = [];
+  out.push(
+    tierOf(
+      'uncalibrated',
+      T,
+      [{ label: 'registry', train: [], scored: here, composition: 'registry', sm_scale: 1 }],
+      [undefined],
+    ),
+  );
+  const bF: TierFold[] = [];
+  const bP: Array<ProfileFit | undefined> = [];
+  for (const d of [...new Set(here.map((i) => deploymentOf(T.P.rows[i]!)))]) {
+    const scored = here.filter((i) => deploymentOf(T.P.rows[i]!) === d);
+    const [f, p] = runFold(
+      T,
+      `without ${d}`,
+      here.filter((i) => deploymentOf(T.P.rows[i]!) !== d),
+      scored,
+    );
+    bF.push(...f);
+    bP.push(...p);
+  }
+  out.push(tierOf('cross_deployment', T, bF, bP));
+  if (other.length) {
+    const chips = [...new Set(other.map((i) => T.P.rows[i]!.chip))].join(', ');
+    const [f, p] = runFold(T, `fitted on ${chips}`, other, here);
+    out.push(tierOf('cross_chip', T, f, p));
+  }
+  const rule = parseHostRule(T.fraction);
+  const chosen = selectTrainingRows(
+    here.map((i) => ({ batch: batchSizeOf(T.P.rows[i]!), group: shapeGroup(T.P.rows[i]!, T.P.regimes[i]!) })),
+    rule,
+  );
+  const train = here.filter((_, j) => chosen.has(j));
+  const [f, p] = runFold(
+    T,
+    T.fraction,
+    train,
+    here.filter((_, j) => !chosen.has(j)),
+  );
+  out.push(tierOf('in_deployment', T, f, p));
+  return out;
+}
+
+/** A stored profile as a host fit of its composition (terms and s as stored). */
+function profileAsFit(p: EngineProfile): HostFitEngine {
+  return {
+    engine: p.name,
+    composition: p.composition,
+    n_train: p.fit.n_train,
+    terms: ENGINE_HOST_TERMS.map((name) => ({
+      name,
+      value_us: p.terms[name].value,
+      identified: p.terms[name].identified,
+    })),
+    sm_scale: { value: p.sm_scale.value, identified: p.sm_scale.identified },
+    train_rms_us: NaN,
+    notes: [],
+  };
+}
+
+/**
+ * The tiers of one validation, as reported: this chip's priced rows `P` (ValidationResult.rows order),
+ * the other chips' rows priced here and appended.
+ */
+export function validationTiers(P: Priced, chip: string, o: TierOptions, deps: ValidationDeps): TierSummary[] {
+  const other = o.otherRows?.length ? priceRows([...o.otherRows], {}, deps) : undefined;
+  const all: Priced = other
+    ? {
+        rows: [...P.rows, ...other.rows],
+        priced: [...P.priced, ...other.priced],
+        features: [...P.features, ...other.features],
+        regimes: [...P.regimes, ...other.regimes],
+        excl: [...P.excl, ...other.excl],
+        keys: [...P.keys, ...other.keys],
+      }
+    : P;
+  const T: TierInput = {
+    P: all,
+    cache: new ScaledCmCache(all, deps),
+    chip,
+    weighting: o.weighting ?? 'relative',
+    fraction: o.fraction ?? 'fraction=0.25',
+  };
+  const tiers = computeTiers(T);
+  if (o.profile) {
+    const fit = profileAsFit(o.profile);
+    const scored = eligible(all).filter((i) => all.rows[i]!.chip === chip && all.rows[i]!.engine === o.profile!.name);
+    const files = new Set(o.profile.provenance.steps.map((s) => s.file));
+    const inSample = scored.some((i) => files.has(all.rows[i]!.file));
+    if (scored.length)
+      tiers.push(
+        tierOf(
+          'engine_profile',
+          T,
+          [
+            {
+              label: `${o.profile.name}${inSample ? ' (in-sample: fitted on these files; its own holdout is in the profile)' : ''}`,
+              ...{ composition: o.profile.composition, sm_scale: o.profile.sm_scale.value, train: [], scored },
+            },
+          ],
+          [(i) => predictWithFit(all, T.cache, i, o.profile!.composition, fit)],
+        ),
+      );
+  }
+  return tiers.map((t) => ({
+    tier: t.tier,
+    title: TIER_TITLE[t.tier],
+    regimes: t.regimes,
+    overall: t.overall,
+    picks: t.picks,
+    folds: t.folds,
+    predicted_us: P.rows.map((_, i) => t.predicted_us.get(i) ?? null),
+  }));
+}

@@ -1,0 +1,69 @@
+/** Pricing under an engine profile (issue 16): host terms replaced by the profile's, s on SM time. */
+import { describe, expect, it } from 'vitest';
+import { loadEngineProfile } from '../../src/registry/engine.ts';
+import { withEngineProfile } from '../../src/pricer/engine.ts';
+import type { StepPrice } from '../../src/pricer/types.ts';
+import { runCli as cli } from '../helpers/cli.ts';
+
+const term = (value: number) => ({ value, ci95: [value, value] as [number, number], identified: true });
+
+describe('engine profile pricing', () => {
+  it('replaces the registry host with the profile law (hand arithmetic)', () => {
+    const shipped = loadEngineProfile('splitwise');
+    const profile = {
+      ...shipped,
+      terms: {
+        per_step_us: term(1000),
+        per_request_step_us: term(100),
+        per_step_tp_gt1_us: term(50),
+        per_kernel_us: term(2),
+        per_step_per_rank_us: term(500),
+      },
+    };
+    const price: StepPrice = {
+      overlap_us: 9000,
+      compute_memory_overlap_us: 10000,
+      no_overlap_us: 11000,
+      bottleneck: 'hbm',
+      resources_us: { sm: 1000, hbm: 8000, nvlink: 1500, nic: 0, host: 500 },
+      extrapolated: false,
+      extrapolation_notes: [],
+    };
+    const decode = { requests: [1, 2, 3].map(() => ({ scheduled_tokens: 1, computed_tokens: 99, prompt_tokens: 99 })) };
+    const info = { kernels_with_prefill: 900, kernels_decode_only: 700 };
+    // 1000 + 100·3 + 50·1 + 2·700 + 500·4 = 4750 µs, replacing the registry's 500 µs
+    const r = withEngineProfile(price, decode, info, 4, profile);
+    expect(r.engine.host_us).toBe(4750);
+    expect(r.price.resources_us.host).toBe(4750);
+    expect(r.price.no_overlap_us).toBe(11000 - 500 + 4750);
+    expect(r.price.compute_memory_overlap_us).toBe(10000 - 500 + 4750);
+    expect(r.price.overlap_us).toBe(9000 - 500 + 4750);
+    // a prefill row (tokens > 1) switches to the prefill kernel count: + 2 · 200 µs
+    const pre = { requests: [{ scheduled_tokens: 512, computed_tokens: 0, prompt_tokens: 512 }] };
+    expect(withEngineProfile(price, pre, info, 4, profile).engine.host_us).toBe(1000 + 100 + 50 + 1800 + 2000);
+  });
+
+  it('price says which engine priced it: the shipped Splitwise profile, or "uncalibrated engine"', async () => {
+    const args = ['price', '--model', 'llama-2-70b', '--chip', 'h100', '--tp', '4', '--batch', 'decode:8@1024'];
+    const plain = await cli(args);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/^uncalibrated engine: registry host terms$/m);
+    const withE = await cli([...args, '--engine', 'splitwise', '--json']);
+    expect(withE.code).toBe(0);
+    const j = JSON.parse(withE.stdout);
+    const p = loadEngineProfile('splitwise');
+    expect(j.engine).toEqual({ name: 'splitwise', composition: p.composition, sm_scale: p.sm_scale.value });
+    // decode at tp 4 with 8 requests: per_request · 8 + per_kernel · kernels + per_rank · 4 (+ per_step)
+    const t = p.terms;
+    const host =
+      t.per_step_us.value +
+      8 * t.per_request_step_us.value +
+      t.per_step_tp_gt1_us.value +
+      j.info.kernels_decode_only * t.per_kernel_us.value +
+      4 * t.per_step_per_rank_us.value;
+    expect(j.price.resources_us.host).toBeCloseTo(host, 6);
+    const missing = await cli([...args, '--engine', 'nope']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no engine profile registry\/engines\/nope\.yaml; fit one with `stepcal fit engine/);
+  });
+});

@@ -1,0 +1,187 @@
+/**
+ * Engine profiles and validation tiers (issue 16) on the closed-form fake pricer
+ * (test/validate/fake-pricer.ts: prefill SM = a + b · tokens, decode HBM = c + d · Σ context).
+ * Steps are generated with known host terms (src/core/laws/host.ts engineHostUs) and a known s.
+ */
+import { describe, expect, it } from 'vitest';
+import { ENGINE_HOST_TERMS, engineHostUs } from '../../src/core/laws/host.ts';
+import { parseEngineProfile, stringifyEngineProfile } from '../../src/core/schemas/engine.ts';
+import { engineProfileGates } from '../../src/registry/engine.ts';
+import { fitEngineProfile } from '../../src/validate/engine-profile.ts';
+import type { PricerKey, ValidationDeps } from '../../src/validate/priced.ts';
+import { validateRows } from '../../src/validate/run.ts';
+import { parseStepsCsv, type LocatedStepRow } from '../../src/validate/steps.ts';
+import type { TierSummary } from '../../src/validate/types.ts';
+import { BASE, fakePricer, stepsCsv, type FakeCoeffs } from './fake-pricer.ts';
+
+const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, h: 50, overlap_factor: 0.7, cm_factor: 0.85 };
+/** Truth: per_step, per_request_step, tp>1 extra, per_kernel, per_rank (µs), and s. */
+const TRUTH = [3000, 250, 1200, 4, 600];
+const S = 1.4;
+/** Kernels per step: by model, more with prefill rows. */
+const kernels = (key: Pick<PricerKey, 'model'>, hasPrefill: boolean) =>
+  (key.model === 'm1' ? 500 : 900) + (hasPrefill ? 40 : 0);
+const deps: ValidationDeps = {
+  pricerFor: (_k, o) => fakePricer(K, o?.sm_scale ?? 1),
+  kernelsPerStep: kernels,
+};
+
+/** measured = S · SM + HBM + engineHostUs(TRUTH) for one step of n requests. */
+function truthUs(model: string, tp: number, prefill: boolean, n: number, units: number): number {
+  const work = prefill ? S * (K.a + K.b * units) : K.c + K.d * units;
+  return work + engineHostUs(TRUTH, { steps: 1, request_steps: n, kernel_steps: kernels({ model }, prefill), tp });
+}
+
+function rows(opts: { marker?: boolean } = {}): LocatedStepRow[] {
+  const rs: Array<Record<string, string | number>> = [];
+  for (const model of ['m1', 'm2'])
+    for (const tp of [1, 2, 4, 8])
+      for (const n of [1, 2, 4, 8, 16, 32]) {
+        const base = { ...BASE, model, tp, kind: 'step', group: `${model}-${tp}` };
+        rs.push({
+          ...base,
+          ...{ prefill_requests: n, prefill_tokens: 384 * n, decode_requests: 0, decode_context_tokens: 0 },
+          measured_us: truthUs(model, tp, true, n, 384 * n),
+          group: `${model}-${tp}-pre`,
+        });
+        rs.push({
+          ...base,
+          ...{ prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: 900 * n },
+          measured_us: truthUs(model, tp, false, n, 900 * n),
+          group: `${model}-${tp}-dec`,
+        });
+      }
+  if (opts.marker)
+    // A marker row (its own deployment m3 × tp 2) measured 50× slower than the truth.
+    rs.push({
+      ...BASE,
+      model: 'm3',
+      tp: 2,
+      kind: 'step',
+      ...{ prefill_requests: 0, prefill_tokens: 0, decode_requests: 4, decode_context_tokens: 3600 },
+      measured_us: 50 * truthUs('m1', 2, false, 4, 3600),
+      group: 'marker',
+    });
+  return parseStepsCsv(stepsCsv(rs), 't.steps.csv').rows;
+}
+
+const tierOf = (ts: TierSummary[] | undefined, t: TierSummary['tier']) => ts!.find((x) => x.tier === t)!;
+
+describe('engine profile fit', () => {
+  it('recovers known host terms and s from steps generated with them', () => {
+    const p = fitEngineProfile(
+      rows(),
+      {
+        engine: 'e',
+        provenance: {
+          stepcal_version: 'test',
+          steps: [{ file: 't.steps.csv', sha256: '0', rows: 96 }],
+          registries: [{ chip: 'h100', file: 'r.yaml', sha256: '0' }],
+        },
+      },
+      deps,
+    );
+    // NoOverlap is the law the rows were generated with: its training objective is ~0, the others not.
+    expect(p.composition).toBe('no_overlap');
+    expect(p.fit.training_objective_rel_pct.no_overlap).toBeLessThan(1e-6);
+    expect(p.fit.training_objective_rel_pct.cm_overlap).toBeGreaterThan(0.1);
+    ENGINE_HOST_TERMS.forEach((t, j) => {
+      expect(p.terms[t].value).toBeCloseTo(TRUTH[j]!, 6 - String(Math.round(TRUTH[j]!)).length);
+      expect(p.terms[t].identified).toBe(true);
+      expect(p.terms[t].ci95[0]).toBeLessThanOrEqual(p.terms[t].value + 1e-6);
+      expect(p.terms[t].ci95[1]).toBeGreaterThanOrEqual(p.terms[t].value - 1e-6);
+    });
+    expect(p.sm_scale.value).toBeCloseTo(S, 3);
+    // 96 rows: every 4th of each 6-row group held out → 2 per group (rotating offset) = 32 held out.
+    expect(p.fit.n_train + p.fit.holdout.n).toBe(96);
+    expect(p.fit.holdout.regimes.decode!.median_ape_pct).toBeLessThan(1e-6);
+    expect(engineProfileGates(p)).toEqual([]);
+    // the registry object round-trips through its YAML and schema
+    expect(parseEngineProfile(stringifyEngineProfile(p), 'x.yaml')).toEqual(p);
+  });
+
+  it('the schema names the file and field of a bad value; the gate refuses a negative host term', () => {
+    expect(() => parseEngineProfile('kind: EngineProfile\nname: Bad Name\n', 'e.yaml')).toThrow(/e\.yaml: field name/);
+    const p = fitEngineProfile(
+      rows(),
+      {
+        engine: 'e',
+        provenance: {
+          stepcal_version: 't',
+          steps: [{ file: 'f', sha256: '0', rows: 1 }],
+          registries: [{ chip: 'h100', file: 'r', sha256: '0' }],
+        },
+      },
+      deps,
+    );
+    const bad = { ...p, terms: { ...p.terms, per_step_us: { ...p.terms.per_step_us, value: -1 } } };
+    expect(engineProfileGates(bad).join('\n')).toMatch(/per_step_us = -1 µs: a host cost cannot be negative/);
+  });
+});
+
+describe('validation tiers', () => {
+  it('no fold scores a row it trained on; a planted marker row is scored only by a profile fitted without it', () => {
+    const all = rows({ marker: true });
+    const v = validateRows(all, { chip: 'h100', tiers: {} }, deps);
+    const marker = v.rows.findIndex((r) => r.group === 'marker');
+    expect(marker).toBeGreaterThanOrEqual(0);
+    for (const t of v.tiers!) {
+      for (const f of t.folds) {
+        const train = new Set(f.train);
+        for (const i of f.scored) expect(train.has(i)).toBe(false);
+      }
+    }
+    const b = tierOf(v.tiers, 'cross_deployment');
+    // The marker's own deployment is its own fold: scored there, trained nowhere in it.
+    const own = b.folds.filter((f) => f.scored.includes(marker));
+    expect(own).toHaveLength(1);
+    expect(own[0]!.label).toMatch(/without m3 tp2 h100/);
+    // Every other fold trained on it (it is an eligible row of another deployment).
+    expect(b.folds.filter((f) => f.train.includes(marker))).toHaveLength(b.folds.length - 1);
+    // The marker is predicted near the truth (ratio ≈ 1/50) by the profile fitted on the others.
+    expect(b.predicted_us[marker]! / v.rows[marker]!.measured_us).toBeLessThan(0.05);
+    // (b) scores every scored row exactly once.
+    expect(b.folds.flatMap((f) => f.scored).sort((x, y) => x - y)).toEqual(v.rows.map((_, i) => i));
+  });
+
+  it('cross-deployment recovers the truth on generated rows; uncalibrated does not', () => {
+    const v = validateRows(rows(), { chip: 'h100', tiers: {} }, deps);
+    const b = tierOf(v.tiers, 'cross_deployment');
+    expect(b.overall.median_ape_pct).toBeLessThan(1e-4);
+    expect(b.picks).toEqual({ no_overlap: 8, cm_overlap: 0, overlap: 0 });
+    expect(tierOf(v.tiers, 'uncalibrated').overall.median_ape_pct).toBeGreaterThan(10);
+    expect(tierOf(v.tiers, 'in_deployment').overall.median_ape_pct).toBeLessThan(1e-4);
+    expect(v.tiers!.some((t) => t.tier === 'cross_chip')).toBe(false);
+  });
+
+  it('the composition of each fold depends on its training rows only: permuting the scored rows changes no choice', () => {
+    // Rows generated with CMOverlap's law (cm_factor), so folds pick CMOverlap; then one deployment's
+    // measured times are permuted among its rows: only the fold that scores them sees the change.
+    const cmRows = rows().map((r) => {
+      const pre = r.prefill_requests > 0;
+      const units = pre ? r.prefill_tokens : r.decode_context_tokens;
+      const n = pre ? r.prefill_requests : r.decode_requests;
+      const work = K.cm_factor! * (pre ? S * (K.a + K.b * units) : K.c + K.d * units);
+      const host = engineHostUs(TRUTH, { steps: 1, request_steps: n, kernel_steps: kernels(r, pre), tp: r.tp });
+      return { ...r, measured_us: work + host };
+    });
+    const before = validateRows(cmRows, { chip: 'h100', tiers: {} }, deps);
+    const idx = cmRows.map((r, i) => (r.model === 'm2' && r.tp === 4 ? i : -1)).filter((i) => i >= 0);
+    const permuted = cmRows.map((r) => ({ ...r }));
+    idx.forEach((i, j) => {
+      permuted[i]!.measured_us = cmRows[idx[(j + 5) % idx.length]!]!.measured_us;
+    });
+    const after = validateRows(permuted, { chip: 'h100', tiers: {} }, deps);
+    const picks = (v: typeof before) => tierOf(v.tiers, 'cross_deployment').folds.map((f) => [f.label, f.composition]);
+    expect(picks(before).filter(([, c]) => c === 'cm_overlap')).toHaveLength(8);
+    const own = tierOf(after.tiers, 'cross_deployment').folds.find((f) => /without m2 tp4/.test(f.label))!;
+    expect(own.composition).toBe('cm_overlap');
+    const ownBefore = tierOf(before.tiers, 'cross_deployment').folds.find((f) => /without m2 tp4/.test(f.label))!;
+    expect(own.sm_scale).toBe(ownBefore.sm_scale);
+    expect(own.train).toEqual(ownBefore.train);
+    // and the scores of the permuted deployment do change (the permutation reached the scored rows)
+    expect(tierOf(after.tiers, 'cross_deployment').overall.median_ape_pct).toBeGreaterThan(
+      tierOf(before.tiers, 'cross_deployment').overall.median_ape_pct,
+    );
+  });
+});
