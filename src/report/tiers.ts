@@ -4,6 +4,7 @@
  * issue 16's target, and one line per tier saying how often its folds picked each composition. Pure.
  */
 import { fmtDec } from '../core/render/format.ts';
+import { chart, PALETTE, type Series } from '../core/render/svg.ts';
 import type { Table } from '../core/render/table.ts';
 import {
   COMPOSITION_NAME,
@@ -102,4 +103,105 @@ export function tierShortLine(t: TierSummary): string {
     .map((c) => `${COMPOSITION_NAME[c]} ${t.picks[c]}/${fits}`)
     .join(', ');
   return `${t.title.split(':')[0]}: ${regimes}${picks ? `; picks ${picks}` : ''}`;
+}
+
+const REGIME_COLORS = [PALETTE[0]!, PALETTE[1]!, PALETTE[4]!, PALETTE[2]!];
+
+/** Scatter series per regime of the rows `idx` (indices into v.rows) with y from `y`. */
+function byRegime(
+  v: ValidationResult,
+  idx: readonly number[],
+  x: (i: number) => number,
+  y: (i: number) => number,
+): Series[] {
+  return REGIMES.map((g, k) => {
+    const rs = idx.filter((i) => v.rows[i]!.regime === g);
+    return {
+      label: `${g} (${rs.length})`,
+      style: 'scatter' as const,
+      color: REGIME_COLORS[k]!,
+      radius: 3,
+      points: rs.map((i) => [x(i), y(i)] as [number, number]),
+    };
+  }).filter((s) => s.points.length > 0);
+}
+
+/**
+ * The tier figures (issue 16): predicted vs measured (log-log, y = x) per tier; tier (b)'s signed
+ * error vs batch, context and tp; the decode-attention rate each decode step implies vs KV heads per
+ * GPU, beside the priced rate.
+ */
+export function tierCharts(v: ValidationResult): Array<{ name: string; title: string; svg: string }> {
+  const out: Array<{ name: string; title: string; svg: string }> = [];
+  for (const t of v.tiers ?? []) {
+    const idx = t.predicted_us.flatMap((p, i) => (p === null ? [] : [i]));
+    const title = `${v.chip}, tier ${t.title.split(':')[0]}: predicted vs measured (y = x dashed)`;
+    out.push({
+      name: `validation-tier-${t.tier}.svg`,
+      title: `Tier ${t.title.split(':')[0]}: predicted vs measured`,
+      svg: chart(
+        byRegime(
+          v,
+          idx,
+          (i) => v.rows[i]!.measured_us / 1000,
+          (i) => t.predicted_us[i]! / 1000,
+        ),
+        { title, x_label: 'measured (ms)', y_label: 'predicted (ms)', x_log: true, y_log: true, diagonal: true },
+      ),
+    });
+  }
+  const b = v.tiers?.find((t) => t.tier === HEADLINE_TIER);
+  if (b) {
+    const idx = b.predicted_us.flatMap((p, i) => (p === null ? [] : [i]));
+    const err = (i: number) => (b.predicted_us[i]! / v.rows[i]!.measured_us - 1) * 100;
+    const axes: Array<[string, string, (i: number) => number, boolean]> = [
+      ['batch', 'batch (requests)', (i) => v.rows[i]!.batch, true],
+      ['context', 'context per request (tokens)', (i) => v.rows[i]!.context_tokens, true],
+      ['tp', 'tp (GPUs)', (i) => v.rows[i]!.tp, false],
+    ];
+    for (const [key, xl, x, log] of axes)
+      out.push({
+        name: `validation-tier-b-residual-${key}.svg`,
+        title: `Tier (b) error vs ${key}`,
+        svg: chart(byRegime(v, idx, x, err), {
+          title: `${v.chip}, tier (b): signed error vs ${key}`,
+          x_label: xl,
+          y_label: 'pred/meas − 1 (%)',
+          x_log: log,
+          h_lines: [{ y: 0, label: '0' }],
+        }),
+      });
+  }
+  const d = v.decode_rates ?? [];
+  if (d.length)
+    out.push({
+      name: 'validation-decode-rate-vs-kv-heads.svg',
+      title: 'Implied decode-attention rate vs KV heads per GPU',
+      svg: chart(
+        [
+          {
+            label: `implied (${d.length})`,
+            style: 'scatter',
+            color: PALETTE[1]!,
+            radius: 3,
+            points: d.map((r) => [r.kv_heads_per_gpu, r.implied_tb_per_s] as [number, number]),
+          },
+          {
+            label: 'priced',
+            style: 'scatter',
+            color: PALETTE[0]!,
+            radius: 2,
+            points: d.map((r) => [r.kv_heads_per_gpu * 1.08, r.priced_tb_per_s] as [number, number]),
+          },
+        ],
+        {
+          title: `${v.chip}: decode-attention rate per step (tier (b) prices the rest)`,
+          x_label: 'KV heads per GPU',
+          y_label: 'rate (TB/s)',
+          x_log: true,
+          y_log: true,
+        },
+      ),
+    });
+  return out;
 }

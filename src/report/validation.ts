@@ -23,7 +23,7 @@ import {
 import { fmtDec } from '../core/render/format.ts';
 import { chart, esc, PALETTE, stackedBars, type Series } from '../core/render/svg.ts';
 import { htmlTable, markdownTable, type Table } from '../core/render/table.ts';
-import { TIER_PROTOCOL, tierPicksLine, tierTable } from './tiers.ts';
+import { TIER_PROTOCOL, tierCharts, tierPicksLine, tierTable } from './tiers.ts';
 
 /** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
 export const HEADLINE_RULE =
@@ -534,6 +534,7 @@ export function validationCharts(v: ValidationResult): Array<{ name: string; tit
       ),
     });
   }
+  out.push(...tierCharts(v));
   return out;
 }
 

@@ -30,6 +30,11 @@ export interface ValidationDeps {
    * search find no dependence on s (s then held at 1, said so).
    */
   pricerFor(key: PricerKey, opts?: { sm_scale?: number }): Pricer;
+  /**
+   * KV facts of a deployment (decode-rate figure): KV bytes per token per rank (all layers) and KV
+   * heads per GPU (max(1, n_kv / tp)). Absent = the figure is not drawn.
+   */
+  kvFacts?(key: PricerKey): { kv_bytes_per_token_per_rank: number; kv_heads_per_gpu: number };
   /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
   kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
   /** Called after each row is priced (progress display at the edge). */

@@ -13,6 +13,21 @@ import { resolveCoefficients, type ResolvedCoefficients } from '../registry/load
 import type { CoefficientSet } from '../core/schemas/registry.ts';
 import type { PricerKey, ValidationDeps } from './priced.ts';
 
+/** KV heads of a model: the first attention node's n_kv (whole model, before the tp split); 0 = none. */
+function kvHeadsOf(m: ModelGraph): number {
+  const stack: unknown[] = [m];
+  while (stack.length) {
+    const x = stack.pop();
+    if (Array.isArray(x)) stack.push(...x);
+    else if (x && typeof x === 'object') {
+      const o = x as Record<string, unknown>;
+      if (o.op === 'Attention' && typeof o.n_kv === 'number') return o.n_kv;
+      stack.push(...Object.values(o));
+    }
+  }
+  return 0;
+}
+
 /** Deps pricing rows with `createPricer` on the given registry sets. */
 export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDeps {
   const chips = new Map<string, Chip>();
@@ -56,6 +71,10 @@ export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDep
   };
   return {
     pricerFor: get,
+    kvFacts: (key) => ({
+      kv_bytes_per_token_per_rank: get(key).info.kv_bytes_per_token_per_rank,
+      kv_heads_per_gpu: Math.max(1, kvHeadsOf(models.get(key.model) ?? loadModel(key.model)) / key.tp),
+    }),
     kernelsPerStep: (key, hasPrefill) => {
       const info = get(key).info;
       return hasPrefill ? info.kernels_with_prefill : info.kernels_decode_only;
@@ -77,5 +96,6 @@ export function multiChipValidationDeps(byChip: Readonly<Record<string, Coeffici
   return {
     pricerFor: (key, opts) => of(key.chip).pricerFor(key, opts),
     kernelsPerStep: (key, hasPrefill) => of(key.chip).kernelsPerStep!(key, hasPrefill),
+    kvFacts: (key) => of(key.chip).kvFacts!(key),
   };
 }

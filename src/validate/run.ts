@@ -252,6 +252,7 @@ function rowResult(P: Priced, F: HostFits, i: number, use: Use, resFor: Composit
     ...{ file: r.file, row: r.row, model: r.model, chip: r.chip, tp: r.tp, engine: r.engine, kind: r.kind, regime },
     ...{
       batch: batchSizeOf(r),
+      context_tokens: contextTokensOf(r),
       group: shapeGroup(r, regime),
       flags: r.flags,
       measured_us: r.measured_us,
@@ -269,6 +270,14 @@ function rowResult(P: Priced, F: HostFits, i: number, use: Use, resFor: Composit
     used_for_host_fit: F.training.has(i),
     ...(P.excl[i] !== undefined ? { excluded: P.excl[i] } : {}),
   };
+}
+
+/** Context tokens per request of a row (RowResult.context_tokens). */
+function contextTokensOf(r: LocatedStepRow): number {
+  if (r.kind === 'static_batch') return r.prompt_tokens + r.output_tokens;
+  if (r.decode_requests > 0 && r.prefill_requests === 0) return r.decode_context_tokens / r.decode_requests;
+  const n = r.prefill_requests + r.decode_requests;
+  return (r.prefill_tokens + r.prefill_context_tokens + r.decode_context_tokens + r.decode_requests) / n;
 }
 
 /** Every row's result under `use`, reporting `resFor`'s resources (rowResult). */
@@ -415,7 +424,6 @@ function flaggedMetrics(results: readonly RowResult[], headline: Composition): N
 export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, deps: ValidationDeps): CoreResult {
   const { rows, warnings } = rowsOnChip(all, opts.chip);
   const P = priceRows(rows, opts, deps);
-  const tiers = opts.tiers ? validationTiers(P, opts.chip, opts.tiers, deps) : undefined;
   const F = fitHost(P, opts, deps);
   const { use, engine_sm, engine_sm_cm_overlap } = chooseEngineSm(P, F, opts.engineSm ?? 'off');
   let results = buildResults(P, F, use);
@@ -424,6 +432,8 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     results,
     results.map((r) => r.predicted_us.no_overlap),
   );
+  // Tiers after the unit checks above, so a file in the wrong unit is refused before any tier fit.
+  const T = opts.tiers ? validationTiers(P, opts.chip, opts.tiers, deps) : undefined;
   const held = heldOf(results);
   if (held.length === 0)
     throw new UserError(
@@ -456,7 +466,8 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     extrapolation: extrapolationCounts(results),
     ...(double_charge ? { double_charge } : {}),
     ...(flagged.length ? { flagged } : {}),
-    ...(tiers ? { tiers } : {}),
+    ...(T ? { tiers: T.tiers } : {}),
+    ...(T?.decode_rates.length ? { decode_rates: T.decode_rates } : {}),
     warnings,
   };
 }

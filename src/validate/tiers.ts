@@ -18,12 +18,13 @@
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
 import { fitProfile, predictWithFit, predictWithProfile, type ProfileFit, ScaledCmCache } from './profile.ts';
 import { parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
-import { batchSizeOf } from './expand.ts';
+import { batchSizeOf, stepBatch } from './expand.ts';
 import { priceRows, shapeGroup, type Priced, type ValidationDeps } from './priced.ts';
 import {
   COMPOSITIONS,
   REGIMES,
   type Composition,
+  type DecodeRate,
   type HostFitEngine,
   type Regime,
   type RegimeMetrics,
@@ -207,7 +208,12 @@ function profileAsFit(p: EngineProfile): HostFitEngine {
  * The tiers of one validation, as reported: this chip's priced rows `P` (ValidationResult.rows order),
  * the other chips' rows priced here and appended.
  */
-export function validationTiers(P: Priced, chip: string, o: TierOptions, deps: ValidationDeps): TierSummary[] {
+export function validationTiers(
+  P: Priced,
+  chip: string,
+  o: TierOptions,
+  deps: ValidationDeps,
+): { tiers: TierSummary[]; decode_rates: DecodeRate[] } {
   const other = o.otherRows?.length ? priceRows([...o.otherRows], {}, deps) : undefined;
   const all: Priced = other
     ? {
@@ -247,7 +253,8 @@ export function validationTiers(P: Priced, chip: string, o: TierOptions, deps: V
         ),
       );
   }
-  return tiers.map((t) => ({
+  const b = tiers.find((t) => t.tier === 'cross_deployment')!;
+  const summaries = tiers.map((t) => ({
     tier: t.tier,
     title: TIER_TITLE[t.tier],
     regimes: t.regimes,
@@ -256,4 +263,36 @@ export function validationTiers(P: Priced, chip: string, o: TierOptions, deps: V
     folds: t.folds,
     predicted_us: P.rows.map((_, i) => t.predicted_us.get(i) ?? null),
   }));
+  return { tiers: summaries, decode_rates: decodeRates(P, deps, b.predicted_us) };
+}
+
+/**
+ * Implied decode-attention rate of every scored decode step (types.ts `DecodeRate`): the step is
+ * priced again with every request at 0 context (registry, s = 1); the NoOverlap difference is the
+ * priced attention (KV read) time.
+ */
+function decodeRates(P: Priced, deps: ValidationDeps, predicted: Map<number, number>): DecodeRate[] {
+  if (!deps.kvFacts) return [];
+  const out: DecodeRate[] = [];
+  for (const [i, pred] of predicted) {
+    const r = P.rows[i]!;
+    if (i >= P.rows.length || P.regimes[i] !== 'decode' || r.kind !== 'step') continue;
+    const batch = stepBatch(r);
+    const pricer = deps.pricerFor(P.keys[i]!);
+    const at0 = pricer.price({ requests: batch.requests.map((q) => ({ ...q, computed_tokens: 0, prompt_tokens: 1 })) });
+    const p = pricer.price(batch);
+    const attention = p.no_overlap_us - p.resources_us.host - (at0.no_overlap_us - at0.resources_us.host);
+    const f = deps.kvFacts(P.keys[i]!);
+    const kv_bytes = r.decode_context_tokens * f.kv_bytes_per_token_per_rank;
+    const left = r.measured_us - pred + attention;
+    out.push({
+      row: i,
+      kv_heads_per_gpu: f.kv_heads_per_gpu,
+      kv_bytes,
+      priced_attention_us: attention,
+      priced_tb_per_s: attention > 0 ? kv_bytes / attention / 1e6 : NaN,
+      implied_tb_per_s: left > 0 ? kv_bytes / left / 1e6 : NaN,
+    });
+  }
+  return out.sort((a, b) => a.row - b.row);
 }

@@ -75,6 +75,11 @@ export interface RowResult {
   regime: Regime;
   /** Requests in the step (kind=step) or `batch` (static_batch): the x of shape and error-vs-batch. */
   batch: number;
+  /**
+   * Context tokens per request (the x of residual vs context): decode steps Σ context / requests;
+   * prefill steps (new + computed tokens) / requests; static batches prompt + output tokens (the last step's).
+   */
+  context_tokens: number;
   group: string;
   flags: string;
   measured_us: number;
@@ -250,6 +255,8 @@ export interface ValidationResult {
   double_charge?: { checked_rows: number; max_sm_over_hbm: number; suspicious: boolean; note: string };
   /** Validation tiers (a)–(d) (and the stored profile's), when asked; (b) is the headline. */
   tiers?: TierSummary[];
+  /** Decode-attention rate implied by each scored decode step under tier (b), with the tiers. */
+  decode_rates?: DecodeRate[];
   warnings: string[];
   pinned: ValidationPinned;
 }
@@ -287,6 +294,24 @@ export interface TierSummary {
   folds: TierFold[];
   /** Per `ValidationResult.rows` index: the tier's predicted µs, null = not scored in this tier. */
   predicted_us: Array<number | null>;
+}
+
+/**
+ * The decode-attention rate a measured decode step implies (issue 16): KV bytes read per GPU over the
+ * attention time left when tier (b)'s price of everything else is taken from the measured time.
+ * attention_us = the priced NoOverlap time of the step minus the same step at 0 context (registry, s = 1).
+ */
+export interface DecodeRate {
+  /** Index into `ValidationResult.rows`. */
+  row: number;
+  kv_heads_per_gpu: number;
+  /** Σ context tokens · KV bytes per token per rank (all layers). */
+  kv_bytes: number;
+  priced_attention_us: number;
+  /** kv_bytes / priced_attention_us, TB/s (10¹² B/s). */
+  priced_tb_per_s: number;
+  /** kv_bytes / (measured − tier (b) predicted + priced_attention_us), TB/s; NaN when that time is ≤ 0. */
+  implied_tb_per_s: number;
 }
 
 /** Outcome of the engine compute-efficiency term for one composition. */

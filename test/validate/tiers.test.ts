@@ -185,3 +185,23 @@ describe('validation tiers', () => {
     );
   });
 });
+
+describe('tier report figures', () => {
+  it('draw predicted vs measured per tier and tier (b) residuals vs batch, context and tp', async () => {
+    const { tierCharts } = await import('../../src/report/tiers.ts');
+    const v = validateRows(rows(), { chip: 'h100', tiers: {} }, deps);
+    const charts = tierCharts({ ...v, pinned: { registry_sha256: '', stepcal_version: '', flags: [], inputs: [] } });
+    expect(charts.map((c) => c.name)).toEqual([
+      'validation-tier-uncalibrated.svg',
+      'validation-tier-cross_deployment.svg',
+      'validation-tier-in_deployment.svg',
+      'validation-tier-b-residual-batch.svg',
+      'validation-tier-b-residual-context.svg',
+      'validation-tier-b-residual-tp.svg',
+    ]);
+    // every scored row is one dot in each tier-(b) figure (96 rows)
+    for (const c of charts.slice(3)) expect(c.svg.match(/<circle/g)?.length).toBe(96);
+    // decode context: 900 tokens per request on every decode row
+    expect(new Set(v.rows.filter((r) => r.regime === 'decode').map((r) => r.context_tokens))).toEqual(new Set([900]));
+  });
+});
