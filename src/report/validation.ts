@@ -707,7 +707,7 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
         '<h2>Validation tiers</h2>',
         `<p>${esc(TIER_PROTOCOL)}</p>`,
         htmlTable(tt).replace(/\*\*([^*]+)\*\*/g, '<b>$1</b>'),
-        '<ul>' + v.tiers!.map((t) => `<li>${esc(tierPicksLine(t))}</li>`).join('') + '</ul>',
+        `<ul>${v.tiers!.map((t) => `<li>${esc(tierPicksLine(t))}</li>`).join('')}</ul>`,
       );
     H.push(
       '<h2>Headline</h2>',
