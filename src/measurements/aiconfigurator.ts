@@ -148,7 +148,15 @@ const BACKEND_MAP: Record<string, CollectiveBackend> = {
   vllm_eager: 'custom_eager',
   vllm_custom_graph: 'custom_graph',
   vllm_custom_eager: 'custom_eager',
+  // SGLang's custom all-reduce is the same one-shot/two-shot kernel family as vLLM's, captured or eager.
+  sglang_graph: 'custom_graph',
+  sglang_eager: 'custom_eager',
 };
+/**
+ * TRT-LLM custom all-reduce tables carry `implementation` instead of `backend`: TRT-LLM's own
+ * kernel, kept apart (`custom_trtllm`) so it is never taken for vLLM's custom all-reduce.
+ */
+const IMPLEMENTATION_MAP: Record<string, CollectiveBackend> = { trtllm: 'custom_trtllm' };
 
 function mapped<T>(table: RawTable, r: number, j: number, col: string, map: Record<string, T>, what: string): T {
   const s = textCell(table, r, j);
@@ -285,7 +293,23 @@ function attnIdx(t: RawTable) {
     step: step!,
     lat: lat!,
     win: c.opt('window_size'),
+    beam: c.opt('beam_width'),
   };
+}
+
+/**
+ * `beam_width` (TRT-LLM/vLLM attention collectors) changes what a row means when it is not 1 (beam
+ * search multiplies the queries per request); stepcal prices greedy decoding only, so any other
+ * value is an error naming the row. Absent or 1: nothing to do.
+ */
+function checkBeam(t: RawTable, r: number, j: number): void {
+  if (j < 0) return;
+  const v = numCell(t, r, j, 'beam_width');
+  if (v !== 1)
+    throw new InputError(
+      { file: t.file, row: r + 1, column: 'beam_width' },
+      `expected beam_width 1 (stepcal prices greedy decoding; a beam multiplies the queries per request), got ${v}`,
+    );
 }
 
 function mapPrefill(t: RawTable, chip: string): AttentionPrefillRow[] {
@@ -295,6 +319,7 @@ function mapPrefill(t: RawTable, chip: string): AttentionPrefillRow[] {
   const out: AttentionPrefillRow[] = new Array(t.rows.length);
   for (let r = 0; r < t.rows.length; r++) {
     checkOp(t, r, x.op, ops);
+    checkBeam(t, r, x.beam);
     out[r] = {
       chip,
       lane: lane(r),
@@ -321,6 +346,7 @@ function mapDecode(t: RawTable, chip: string): AttentionDecodeRow[] {
   const out: AttentionDecodeRow[] = new Array(t.rows.length);
   for (let r = 0; r < t.rows.length; r++) {
     checkOp(t, r, x.op, ops);
+    checkBeam(t, r, x.beam);
     if (numCell(t, r, x.isl, 'isl') !== 1) {
       throw new InputError(
         { file: t.file, row: r + 1, column: 'isl' },
@@ -429,11 +455,22 @@ const CUSTOM_AR_COLS = [
   'num_gpus',
   'message_size',
   'latency',
-  'backend',
 ];
+/** The backend column of a custom all-reduce table: `backend` (vLLM, SGLang) or `implementation` (TRT-LLM). */
+function backendColumn(t: RawTable, c: Columns): { j: number; col: string; map: Record<string, CollectiveBackend> } {
+  const be = c.opt('backend');
+  if (be >= 0) return { j: be, col: 'backend', map: BACKEND_MAP };
+  const impl = c.opt('implementation');
+  if (impl >= 0) return { j: impl, col: 'implementation', map: IMPLEMENTATION_MAP };
+  throw new InputError(
+    { file: t.file, row: 0, column: 'backend' },
+    `missing column; a custom all-reduce table needs "backend" (vLLM, SGLang) or "implementation" (TRT-LLM) (found ${t.header.join(', ')})`,
+  );
+}
 function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
-  const c = new Columns(t, CUSTOM_AR_COLS);
-  const [fw, ver, op, ks, dt, ng, ms, lat, be] = CUSTOM_AR_COLS.map((x) => c.req(x)) as number[];
+  const c = new Columns(t, [...CUSTOM_AR_COLS, 'backend | implementation']);
+  const [fw, ver, op, ks, dt, ng, ms, lat] = CUSTOM_AR_COLS.map((x) => c.req(x)) as number[];
+  const be = backendColumn(t, c);
   const lane = laneMaker(t, fw!, ver!);
   const ops = new Set(['all_reduce']);
   const out: CollectiveRow[] = new Array(t.rows.length);
@@ -448,7 +485,7 @@ function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
       ranks: intCell(t, r, ng!, 'num_gpus', 1),
       nodes: 1,
       message_bytes: intCell(t, r, ms!, 'message_size', 1) * d.bytes,
-      backend: mapped(t, r, be!, 'backend', BACKEND_MAP, 'collective backend'),
+      backend: mapped(t, r, be.j, be.col, be.map, 'collective backend'),
       latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
     };
   }

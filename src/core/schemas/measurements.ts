@@ -14,7 +14,7 @@ export type Family = (typeof FAMILIES)[number];
 
 export const COLLECTIVE_OPS = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall'] as const;
 export type CollectiveOp = (typeof COLLECTIVE_OPS)[number];
-export const COLLECTIVE_BACKENDS = ['nccl', 'custom_graph', 'custom_eager'] as const;
+export const COLLECTIVE_BACKENDS = ['nccl', 'custom_graph', 'custom_eager', 'custom_trtllm'] as const;
 export type CollectiveBackend = (typeof COLLECTIVE_BACKENDS)[number];
 export const HOST_WHATS = ['eager_launch', 'graph_replay', 'dispatch'] as const;
 
