@@ -18,6 +18,7 @@
  *
  * Units: message_bytes bytes, latency µs, rates bytes/µs.
  */
+import { isPcieOnly } from '../core/catalog/chip.ts';
 import { groupBy, roundSig } from '../core/numeric/stats.ts';
 import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
@@ -32,12 +33,11 @@ import {
   type CurvePoint,
   type WidthHoldout,
 } from './collective-curve.ts';
+import { type FloorRepair, repairFloorInversions } from './collective-isotonic.ts';
 import { fmt, provenance } from './collective-provenance.ts';
 import { extrapolateWidth, type WidthExtrapolation, type WidthPoint } from './collective-width.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
-/** GPU-to-GPU links at or below this many GB/s per direction are PCIe, not NVLink (PCIe 5.0 x16 = 64). */
-export const PCIE_MAX_GB_PER_S_PER_DIR = 64;
 /** Width the assumed extrapolation targets (BLIS's kernel needs an exact entry for tp = 16). */
 export const EXTRAPOLATED_RANKS = 16;
 
@@ -188,8 +188,10 @@ export interface CollectiveResult {
   selected: CollectiveCurve[];
   /** Floor-monotonicity violations among curves the registry does not use. */
   unselected_violations: string[];
+  /** Registry floor inversions repaired within noise or refused beyond it (collective-isotonic.ts). */
+  floor_repairs: FloorRepair[];
   width_outcomes: CollectiveWidthOutcome[];
-  /** No NVLink: GPU links at or below PCIE_MAX_GB_PER_S_PER_DIR. */
+  /** No NVLink (core/catalog/chip.ts `isPcieOnly`). */
   pcie_only: boolean;
   bootstrap: { resamples: number; seed: number };
 }
@@ -206,7 +208,7 @@ export function fitCollectives(rows: CollectiveRow[], ctx: FitContext): Collecti
   const chip = ctx.chip.name;
   const warnings: string[] = [];
   const refusals: string[] = [];
-  const pcieOnly = ctx.chip.nvlink_gb_per_s_per_dir <= PCIE_MAX_GB_PER_S_PER_DIR;
+  const pcieOnly = isPcieOnly(ctx.chip);
   const curves = configurations(rows, warnings).flatMap((g) => fitConfiguration(g, ctx, warnings) ?? []);
   // Holdout along rank width, per (op, dtype, backend).
   const families = groupBy(curves, (c) => key(c.op, c.dtype, c.backend));
@@ -216,12 +218,18 @@ export function fitCollectives(rows: CollectiveRow[], ctx: FitContext): Collecti
       if (c) c.holdout = h;
     }
   }
-  const selected = selectRegistryCurves(curves, pcieOnly);
-  const monotone = floorMonotonicity(selected);
-  for (const v of monotone) refusals.push(`collective: floor falls as ranks grow on ${chip}: ${v}`);
-  const unselected = [...families.values()]
-    .flatMap((fam) => floorMonotonicity(fam))
-    .filter((v) => !monotone.includes(v));
+  const chosen = selectRegistryCurves(curves, pcieOnly);
+  const before = floorMonotonicity(chosen);
+  // Noise is not a refusal: within-noise inversions are pooled (isotonic), beyond-noise ones refuse the wider curve.
+  const { repairs, refused } = repairFloorInversions(chosen);
+  const selected = chosen.filter((c) => !refused.includes(c));
+  for (const r of repairs)
+    if (r.status === 'refused')
+      refusals.push(
+        `${collectiveName('floor', r.op, r.dtype, r.ranks[1]!, chip)}: collective floor falls as ranks grow on ${chip}: ${r.note}`,
+      );
+    else warnings.push(`collective: repaired within noise: ${r.note}`);
+  const unselected = [...families.values()].flatMap((fam) => floorMonotonicity(fam)).filter((v) => !before.includes(v));
   for (const v of unselected) warnings.push(`collective: floor falls as ranks grow (not a registry curve): ${v}`);
   for (const c of selected) {
     if (c.fit.r_t_bytes_per_us > c.fit.r_peak_bytes_per_us)
@@ -235,13 +243,14 @@ export function fitCollectives(rows: CollectiveRow[], ctx: FitContext): Collecti
       );
   return {
     family: 'collective',
-    coefficients: [...selected.flatMap((c) => entriesFor(c, ctx)), ...widths.coefficients],
+    coefficients: [...selected.flatMap((c) => entriesFor(c, ctx, repairs)), ...widths.coefficients],
     refusals,
     warnings,
     result: {
       curves,
       selected,
       unselected_violations: unselected,
+      floor_repairs: repairs,
       width_outcomes: widths.outcomes,
       pcie_only: pcieOnly,
       bootstrap: ctx.bootstrap,
@@ -337,11 +346,16 @@ function curveEntry(
 }
 
 /** The registry triple (floor, peak rate, transition rate) of one selected curve. */
-function entriesFor(c: CollectiveCurve, ctx: FitContext): FittedCoefficient[] {
+function entriesFor(c: CollectiveCurve, ctx: FitContext, repairs: readonly FloorRepair[]): FittedCoefficient[] {
   const chip = ctx.chip.name;
   const set = SET_NAMES.collectives;
   const { sources, baseNotes, ev } = curveEvidence(c, ctx);
-  const floorNote = `floor = minimum latency over the ${c.fit.n_small} message sizes <= ${SMALL_MESSAGE_BYTES} B; ci95 = [smallest, second-smallest] of those latencies (a bootstrap of a minimum is degenerate)`;
+  const repaired = repairs.find(
+    (r) => r.status === 'repaired' && r.op === c.op && r.dtype === c.dtype && r.ranks.includes(c.ranks),
+  );
+  const floorNote =
+    `floor = minimum latency over the ${c.fit.n_small} message sizes <= ${SMALL_MESSAGE_BYTES} B; ci95 = [smallest, second-smallest] of those latencies (a bootstrap of a minimum is degenerate)` +
+    (repaired ? `; ${repaired.note} (ci95 widened to contain it)` : '');
   const floor = curveEntry(
     c.fit.t0_us,
     c.fit.t0_ci95,

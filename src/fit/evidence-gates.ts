@@ -6,7 +6,7 @@
  * 2. its value must lie in its prior plausibility band, PRIOR_BANDS.
  * Both are stated with their evidence in docs/registry.md "Evidence gates". Pure.
  */
-import type { Chip } from '../core/catalog/chip.ts';
+import { type Chip, isPcieOnly } from '../core/catalog/chip.ts';
 import type { CoefficientEntry } from '../core/schemas/registry.ts';
 import { familyOf } from '../core/schemas/names.ts';
 
@@ -113,11 +113,6 @@ export const PRIOR_BANDS: readonly PriorBand[] = [
 export function holdoutBoundFor(family: string, chip: Chip): HoldoutBound | undefined {
   if (family === 'collective' && isPcieOnly(chip)) return HOLDOUT_GEO_BOUNDS.collective_pcie;
   return HOLDOUT_GEO_BOUNDS[family];
-}
-
-/** A part whose peer link is PCIe (no NVLink): the catalog's link rate is a PCIe x16 rate (≤ 64 GB/s per direction). */
-function isPcieOnly(chip: Chip): boolean {
-  return chip.nvlink_gb_per_s_per_dir <= 64;
 }
 
 /**

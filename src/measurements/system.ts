@@ -45,6 +45,66 @@ function num(
   return n;
 }
 
+/** The peer link, rack and NIC facts of a descriptor's `node:` section (datasheet units). */
+export interface Topology {
+  /** GPU-to-GPU link inside a node, GB/s per direction (NVLink, or PCIe on a part without NVLink). */
+  link_gb_per_s_per_dir: number;
+  peer_link: 'nvlink' | 'pcie';
+  rack_gpus?: number;
+  rack_nvlink_gb_per_s_per_dir?: number;
+  /** The network a group crossing its NVLink domain uses, GB/s per GPU per direction. */
+  nic_gb_per_s_per_dir: number;
+  /** One line per fact that needs saying where it came from. */
+  sources: string[];
+}
+
+/**
+ * Topology from the descriptor's facts (seed "Collectives"; issue 15 item 4). Pure.
+ * - Rack-scale systems (`num_gpus_per_rack` present with `inter_rack_bw`: GB200/GB300 NVL72): the whole
+ *   rack is one NVLink domain; `inter_node_bw` is then the in-rack NVLink figure (NVSwitch between trays),
+ *   so the NIC rate is `inter_rack_bw`, never `inter_node_bw`.
+ * - Otherwise `inter_node_bw` is the NIC and the rack fields come from an existing catalog entry, if any.
+ * - PCIe-only parts: `intra_node_bw` equal to `pcie_bw`, or at most PCIE_X16_GB_PER_S (PCIe 5.0 x16).
+ */
+function topologyOf(node: Record<string, unknown>, file: string, ex: ChipFile | undefined): Topology {
+  const intra = r(num(node, 'intra_node_bw', file, 'node')! / 1e9);
+  const inter = r(num(node, 'inter_node_bw', file, 'node')! / 1e9);
+  const pcie = num(node, 'pcie_bw', file, 'node', false);
+  const rackGpus = num(node, 'num_gpus_per_rack', file, 'node', false);
+  const interRack = num(node, 'inter_rack_bw', file, 'node', false);
+  const peer_link = (pcie !== undefined && intra === r(pcie / 1e9)) || intra <= PCIE_X16_GB_PER_S ? 'pcie' : 'nvlink';
+  const sources: string[] = [];
+  if (peer_link === 'pcie')
+    sources.push(
+      `peer link PCIe: node.intra_node_bw ${intra} GB/s${pcie !== undefined ? ' equals node.pcie_bw' : ''}; collectives cross PCIe`,
+    );
+  if (rackGpus !== undefined && interRack !== undefined && peer_link === 'nvlink') {
+    const nic = r(interRack / 1e9);
+    sources.push(
+      `rack: node.num_gpus_per_rack ${rackGpus} GPUs in one NVLink domain at node.inter_node_bw ${inter} GB/s; NIC node.inter_rack_bw ${nic} GB/s (cross-rack)`,
+    );
+    return {
+      link_gb_per_s_per_dir: intra,
+      peer_link,
+      rack_gpus: rackGpus,
+      rack_nvlink_gb_per_s_per_dir: inter,
+      nic_gb_per_s_per_dir: nic,
+      sources,
+    };
+  }
+  return {
+    link_gb_per_s_per_dir: intra,
+    peer_link,
+    ...(ex?.rack_gpus ? { rack_gpus: ex.rack_gpus } : {}),
+    ...(ex?.rack_nvlink_gb_per_s_per_dir ? { rack_nvlink_gb_per_s_per_dir: ex.rack_nvlink_gb_per_s_per_dir } : {}),
+    nic_gb_per_s_per_dir: inter,
+    sources,
+  };
+}
+
+/** PCIe 5.0 x16 per direction, GB/s: a peer link at or below this is PCIe, not NVLink. */
+const PCIE_X16_GB_PER_S = 64;
+
 /** Round to `d` significant decimals without float noise (989000000000000/1e12 → 989). */
 function r(x: number, d = 6): number {
   return Number(x.toFixed(d));
@@ -109,6 +169,7 @@ export function systemToChip(
     priors.p2p_latency_us = r(p2p * 1e6);
     priorsFrom.push('node.p2p_latency [s] × 1e6 → priors.p2p_latency_us');
   }
+  const topo = topologyOf(node, file, ex);
   const out: ChipFile = {
     name: chip,
     provenance: 'vendor_spec',
@@ -116,16 +177,18 @@ export function systemToChip(
     peak_tflops: peak,
     hbm_tb_per_s: r(num(gpu, 'mem_bw', file, 'gpu')! / 1e12),
     hbm_gib: r(num(gpu, 'mem_capacity', file, 'gpu')! / 2 ** 30, 2),
-    nvlink_gb_per_s_per_dir: r(num(node, 'intra_node_bw', file, 'node')! / 1e9),
+    nvlink_gb_per_s_per_dir: topo.link_gb_per_s_per_dir,
+    ...(topo.peer_link === 'pcie' ? { peer_link: 'pcie' as const } : {}),
     sm_count,
     gpus_per_node: num(node, 'num_gpus_per_node', file, 'node')!,
-    ...(ex?.rack_gpus ? { rack_gpus: ex.rack_gpus } : {}),
-    ...(ex?.rack_nvlink_gb_per_s_per_dir ? { rack_nvlink_gb_per_s_per_dir: ex.rack_nvlink_gb_per_s_per_dir } : {}),
-    nic_gb_per_s_per_dir: r(num(node, 'inter_node_bw', file, 'node')! / 1e9),
+    ...(topo.rack_gpus ? { rack_gpus: topo.rack_gpus } : {}),
+    ...(topo.rack_nvlink_gb_per_s_per_dir ? { rack_nvlink_gb_per_s_per_dir: topo.rack_nvlink_gb_per_s_per_dir } : {}),
+    nic_gb_per_s_per_dir: topo.nic_gb_per_s_per_dir,
     ...(l2 !== undefined ? { l2_mib: l2 } : {}),
     ...(Object.keys(priors).length ? { priors } : {}),
     sources: [
       upstreamRef,
+      ...topo.sources,
       ...(ex && (extra.sm_count === undefined || extra.l2_mib === undefined)
         ? [
             `sm_count${l2 !== undefined ? ', l2_mib' : ''}${ex.peak_tflops.tf32 && !tf32 ? ', tf32' : ''} kept from the previous catalog entry (not in the descriptor)`,

@@ -161,7 +161,10 @@ export class PricerCoefficients {
     const hit = this.curves.get(key);
     if (hit) return hit;
     const widths = this.fittedWidths(op);
-    if (!widths.length) this.need(`collective_floor_${this.tail(op, width)}`);
+    if (!widths.length)
+      throw new UserError(
+        `cannot price ${op} over ${width} ranks on ${this.chip.name} (${this.modelName}, tp ${this.tp}, ep ${this.ep}): the registry has no ${op} collective at any width (no collective_floor_${op}_* entry; the chip's measurements had no comm table with ${op} rows). Measure it (nccl-tests or an upstream comm table) and onboard again, or price tp 1${op === 'alltoall' ? ' / ep 1' : ''}`,
+      );
     const measured = widths.filter((x) => this.isMeasured(op, x));
     const assumed = widths.filter((x) => !this.isMeasured(op, x));
     const widthList =

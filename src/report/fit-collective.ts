@@ -14,8 +14,9 @@ import {
   type CollectiveWidthOutcome,
   EXTRAPOLATED_RANKS,
   floorMonotonicity,
-  PCIE_MAX_GB_PER_S_PER_DIR,
 } from '../fit/collective.ts';
+import { isPcieOnly } from '../core/catalog/chip.ts';
+import type { FloorRepair } from '../fit/collective-isotonic.ts';
 import { BLIS_COLLECTIVES, BLIS_NCCL_ALLREDUCE_FP16_OLD } from '../fit/collective-blis.ts';
 import { SMALL_MESSAGE_BYTES } from '../fit/collective-curve.ts';
 import { fmt } from '../fit/collective-provenance.ts';
@@ -27,6 +28,7 @@ interface CollectiveReportInput {
   curves: CollectiveCurve[];
   selected: CollectiveCurve[];
   unselectedViolations: string[];
+  floorRepairs: readonly FloorRepair[];
   widthOutcomes: readonly CollectiveWidthOutcome[];
   ctx: { chip: Chip; bootstrap: { resamples: number; seed: number } };
 }
@@ -39,6 +41,7 @@ export function collectiveSection(fit: CollectiveFit, chipFacts: Chip): FitSecti
     curves: r.curves,
     selected: r.selected,
     unselectedViolations: r.unselected_violations,
+    floorRepairs: r.floor_repairs,
     widthOutcomes: r.width_outcomes,
     ctx: { chip: chipFacts, bootstrap: r.bootstrap },
   };
@@ -170,7 +173,7 @@ function holdoutSection(x: CollectiveReportInput, L: string[], summary: string[]
 
 /** Floors must not fall as ranks grow. */
 function floorSection(x: CollectiveReportInput, L: string[], _summary: string[]): void {
-  const { selected, unselectedViolations } = x;
+  const { selected, unselectedViolations, floorRepairs } = x;
   L.push('### Floors must not fall as ranks grow', '');
   const selViol = floorMonotonicity(selected);
   L.push(
@@ -178,6 +181,8 @@ function floorSection(x: CollectiveReportInput, L: string[], _summary: string[])
       ? `Registry curves VIOLATE it: ${selViol.join('; ')}.`
       : 'Registry curves: floors non-decreasing with ranks for every (op, dtype).',
   );
+  for (const r of floorRepairs)
+    L.push(`- ${r.status === 'repaired' ? 'repaired within noise' : '**refused** beyond noise'}: ${r.note}.`);
   L.push(
     unselectedViolations.length
       ? `Curves not used by the registry that violate it (reported, not hidden): ${unselectedViolations.join('; ')}.`
@@ -210,8 +215,8 @@ function backendSection(x: CollectiveReportInput, L: string[], _summary: string[
     L.push(
       '',
       'Rule: custom all-reduce under CUDA graph where measured, NCCL otherwise; eager custom all-reduce is never used (it is slower than NCCL at small sizes, a mispricing if accepted). ' +
-        (ctx.chip.nvlink_gb_per_s_per_dir <= PCIE_MAX_GB_PER_S_PER_DIR
-          ? `${chip} has no NVLink (GPU link ${ctx.chip.nvlink_gb_per_s_per_dir} GB/s/dir <= ${PCIE_MAX_GB_PER_S_PER_DIR}): vLLM disables custom all-reduce above 2 PCIe-only GPUs, so NCCL is used at > 2 ranks.`
+        (isPcieOnly(ctx.chip)
+          ? `${chip} has no NVLink (GPU link PCIe, ${ctx.chip.nvlink_gb_per_s_per_dir} GB/s/dir): vLLM disables custom all-reduce above 2 PCIe-only GPUs, so NCCL is used at > 2 ranks.`
           : ''),
       '',
     );

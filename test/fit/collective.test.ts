@@ -363,11 +363,16 @@ describe('fitCollectives', () => {
     );
   });
 
-  it('refuses a registry floor that falls as ranks grow, and names it', () => {
+  it('refuses a registry floor that falls beyond noise as ranks grow, that entry only, and names it', () => {
     const r = fitCollectives(syntheticRows('h200', { floorDrop: true }), ctxFor('h200', 20));
     expect(r.refusals).toHaveLength(1);
-    expect(r.refusals[0]).toContain('alltoall int8: 4-rank nccl');
-    expect(collectiveSection(r, loadChip('h200')).md).toContain('VIOLATE');
+    // 4-rank 7.601 µs, 8-rank 3.001 µs: (7.601 − 3.001) / 7.601 = 60.52 % below, far beyond the 0.03 % repeat noise.
+    expect(r.refusals[0]).toMatch(
+      /^collective_floor_alltoall_int8_8rank_h200: .*60\.52% below.*4-rank nccl > 8-rank nccl/,
+    );
+    expect(r.coefficients.some((c) => c.name === 'collective_floor_alltoall_int8_8rank_h200')).toBe(false);
+    expect(r.coefficients.some((c) => c.name === 'collective_floor_alltoall_int8_4rank_h200')).toBe(true);
+    expect(collectiveSection(r, loadChip('h200')).md).toContain('**refused** beyond noise');
   });
 
   it('names and dtype classes follow the BLIS scheme', () => {

@@ -37,6 +37,8 @@ export const ChipFileSchema = z
     hbm_tb_per_s: positive,
     hbm_gib: positive,
     nvlink_gb_per_s_per_dir: positive,
+    /** The GPU-to-GPU link inside a node: absent = NVLink; `pcie` = a part without NVLink (the rate above is PCIe's). */
+    peer_link: z.enum(['nvlink', 'pcie']).optional(),
     sm_count: z.number().int().positive(),
     gpus_per_node: z.number().int().positive(),
     rack_gpus: z.number().int().positive().optional(),
@@ -84,6 +86,17 @@ export function chipFromObject(obj: unknown, source: string): Chip {
     nic_bytes_per_us: f.nic_gb_per_s_per_dir * 1e3,
     rack_is_one_domain: (f.rack_gpus ?? 0) > 0 && (f.rack_nvlink_gb_per_s_per_dir ?? 0) > 0,
   };
+}
+
+/** PCIe 5.0 x16 per direction, GB/s: a peer link at or below this is PCIe, not NVLink. */
+export const PCIE_MAX_GB_PER_S_PER_DIR = 64;
+
+/**
+ * A part whose GPUs talk over PCIe (no NVLink): `peer_link: pcie` in its catalog entry, or a link
+ * rate at or below PCIe 5.0 x16 (l40s states only its rate). Collectives on it cross PCIe.
+ */
+export function isPcieOnly(chip: Pick<ChipFile, 'peer_link' | 'nvlink_gb_per_s_per_dir'>): boolean {
+  return chip.peer_link === 'pcie' || chip.nvlink_gb_per_s_per_dir <= PCIE_MAX_GB_PER_S_PER_DIR;
 }
 
 /** Names of the shipped chips (file stems in catalog/chips). */
