@@ -1,57 +1,75 @@
 /**
- * New-chip onboarding (issue 5): raw upstream per-operator tables + a system descriptor → chip file,
- * measurement store, fitted and extrapolated registry, report — with no code change.
+ * New-chip onboarding (issues 5 and 15): one complete upstream chip folder → catalog entry, measurement
+ * store, fitted and extrapolated registry, coverage report, in one command and with no code change.
  *
- *   coverage (from table names, before anything is written; fails early without a required family)
- *   → chip file from the descriptor (<out-root>/catalog/chips/<chip>.yaml)
- *   → import (<out-root>/measurements/<chip>/, the importer's own validation and units-slip gate)
- *   → fit all (src/fit `fitAll`, with the chip file and <out-root> as repo root)
- *   → extrapolation where needed (collective widths the fit left empty; families the data lacks,
- *     from same-generation siblings in the committed registries)
- *   → gates (`validateRegistry`, schema + physics) → registry write (<out-root>/registry/<chip>.yaml,
- *     with fits/<chip>/ figures and README) → report (<out-root>/fits/<chip>/onboard.md).
+ *   scan the folder (src/measurements/upstream-folder.ts: one lane per table, every other file read
+ *     or skipped with a counted reason; fails early without a required family, nothing written)
+ *   → chip facts (onboard-chip.ts: the catalog entry when one exists, else the descriptor plus stated
+ *     defaults; a differing descriptor is shown as a diff)
+ *   → import into a private work folder (the importer's validation and units-slip gate)
+ *   → fit all (src/fit `fitAll` against the work folder)
+ *   → refusals: a required family's refusal stops the run; any other refuses that entry (or family) only
+ *   → extrapolation where needed (collective widths; families the data lacks, from same-generation siblings)
+ *   → gates (`validateRegistry`) → the guarded write (below) → report and coverage.json.
  *
- * DECISIONS (docs/registry.md): required families are gemm and attention_decode (without them no
- * step can be priced); the output root defaults to the repository, and tests pass a temporary one,
- * so the committed catalog and registries are never touched by a test. Measurements are written
- * before fitting (they are valid imported data either way); the registry is written only when every
- * fit, gate and check passes.
+ * DECISIONS (docs/onboarding.md): the output root defaults to the repository. Nothing already there is
+ * replaced silently: a catalog entry is replaced only with `updateCatalog`, an existing registry (or
+ * measurement set) that would change only with `replaceRegistry`; otherwise the run fails with the
+ * diff and writes nothing. Everything is written in one atomic set at the end.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { chipFromObject, CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
+import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
 import { UserError } from '../core/errors.ts';
+import { writeFilesAtomic } from '../core/io/fs.ts';
 import { markdownTable } from '../core/render/table.ts';
-import { readText, writeFilesAtomic } from '../core/io/fs.ts';
+import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import { familyOf, familyOfName } from '../core/schemas/names.ts';
+import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { AIC_TABLES, type AicTable } from '../measurements/aiconfigurator.ts';
-import { AIC_COMMIT, AIC_REPOSITORY, stageAicImport } from '../measurements/import.ts';
+import { AIC_REPOSITORY, stageAicImport, type ImportSummary } from '../measurements/import.ts';
 import { writeMeasurementSet } from '../measurements/store.ts';
-import { systemToChip } from '../measurements/system.ts';
-import { extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation } from './extrapolate.ts';
+import { type FolderScan, scanUpstreamFolder } from '../measurements/upstream-folder.ts';
 import { extrapolateCollectiveWidths, type WidthExtrapolation } from '../fit/collective-width.ts';
 import type { FitAllResult } from '../fit/index.ts';
+import { diffRegistries } from './diff.ts';
+import { extrapolateFamily, mergeEntries, type ChipRegistry, type FamilyExtrapolation } from './extrapolate.ts';
 import { loadRegistryFile } from './load.ts';
-import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
-import { familyOf } from '../core/schemas/names.ts';
-import type { CoefficientSet } from '../core/schemas/registry.ts';
+import { defaultSystemFile, formatChipDiff, resolveChip, type ResolvedChip } from './onboard-chip.ts';
+import {
+  FAMILY_NEEDS,
+  familyCoverage,
+  type FamilyCoverage,
+  pricingLimits,
+  type PricingLimits,
+  skipSummary,
+} from './onboard-coverage.ts';
 import { errorsOf, formatProblem, validateRegistry } from './validate.ts';
 
-/** Families without which onboarding stops before fitting. */
-export const REQUIRED_FAMILIES = ['gemm', 'attention_decode'] as const;
+export { FAMILY_NEEDS };
 
-/** Fitting families and the measurement families each needs (host falls back to assumed values). */
-export const FAMILY_NEEDS: Record<string, string[]> = {
-  gemm: ['gemm'],
-  hbm: ['gemm', 'attention_decode'],
-  attention_decode: ['attention_decode'],
-  attention_prefill: ['attention_prefill', 'gemm'],
-  collective: ['collective'],
-  moe: ['moe'],
-  host: [],
-};
+/** Families without which onboarding stops before fitting (no step can be priced without them). */
+export const REQUIRED_FAMILIES = ['gemm', 'attention_decode'] as const;
+/** Fitted families whose refusal stops the run (hbm_derate prices every memory-bound kernel). */
+const REQUIRED_FIT = new Set(['gemm', 'hbm', 'attention_decode']);
+/** A GEMM ramp coefficient: `gemm_<param>_<ramp>` (ramp = dtype, or dtype plus a shape class). */
+const GEMM_RAMP = /^gemm_(eps_max|[mnk]_half)_(.+)$/;
+
+/**
+ * Whether a refusal stops the run: any in hbm or attention_decode, a family-level GEMM refusal, or a
+ * bf16 GEMM ramp entry (every model's linear layers price on it). A refused ramp of another dtype
+ * (fp8, fp8_block, nvfp4) leaves that dtype unpriced and the rest of the registry standing.
+ */
+function isRequired(r: OnboardRefusal): boolean {
+  if (!REQUIRED_FIT.has(r.family)) return false;
+  if (r.family !== 'gemm' || !r.name) return true;
+  const ramp = GEMM_RAMP.exec(r.name)?.[2];
+  return ramp === undefined || ramp.startsWith('bf16');
+}
 
 export interface Coverage {
-  /** Data files found, by upstream table. */
+  /** Data files chosen, by upstream table (one lane each). */
   tables: Partial<Record<AicTable, string[]>>;
   /** Files under --data that are not upstream tables (ignored). */
   ignored: string[];
@@ -59,24 +77,9 @@ export interface Coverage {
   unsupported: Array<{ family: string; missing: string[] }>;
 }
 
-/** Upstream table files under `dir` (recursive): `<table>.csv`, `.csv.gz` or `.parquet`. Sorted. */
-export function findTables(dir: string): { tables: Partial<Record<AicTable, string[]>>; ignored: string[] } {
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UserError(`--data ${dir}: not a directory`);
-  const tables: Partial<Record<AicTable, string[]>> = {};
-  const ignored: string[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else {
-        const m = /^(.+?)\.(csv|csv\.gz|parquet)$/.exec(name);
-        if (m && m[1]! in AIC_TABLES) (tables[m[1] as AicTable] ??= []).push(p);
-        else ignored.push(p);
-      }
-    }
-  };
-  walk(dir);
-  return { tables, ignored };
+/** The chosen table files of a scan, by table (the importer's input). */
+export function chosenTables(scan: FolderScan): Partial<Record<AicTable, string[]>> {
+  return Object.fromEntries(scan.tables.map((t) => [t.table, [t.chosen.file]]));
 }
 
 /** Which fitting families the tables can support (pure). */
@@ -105,14 +108,23 @@ export function formatCoverage(c: Coverage): string {
 export interface OnboardOptions {
   chip: string;
   dataDir: string;
-  systemFile: string;
+  /** AIConfigurator system descriptor (default `<data>/../systems/<folder>.yaml` when present). */
+  systemFile?: string;
   /** Where catalog/, measurements/, registry/ and fits/ are written (default the repository). */
   outRoot?: string;
-  /** Facts the descriptor lacks. */
+  /** Replace an existing catalog entry with the descriptor's facts (default: read it, show the diff). */
+  updateCatalog?: boolean;
+  /** Replace an existing registry / measurement set that would change (default: refuse with the diff). */
+  replaceRegistry?: boolean;
+  /** Lane overrides: `lane` or `table=lane` (upstream-folder.ts). */
+  lanes?: string[];
+  /** Facts the descriptor lacks (override the catalog's when given). */
   sm_count?: number;
   l2_mib?: number;
   /** Collective widths to fill by extrapolation when the fit left them empty (default [16]). */
   widths?: number[];
+  /** Catalog read for the chip's entry (default <repo>/catalog/chips). */
+  catalogDir?: string;
   /** Registries of the chips that may serve as same-generation siblings (default <repo>/registry). */
   siblingRegistryDir?: string;
   /** Catalog of those chips (default <repo>/catalog/chips). */
@@ -131,118 +143,185 @@ export interface OnboardOptions {
   log?: (line: string) => void;
 }
 
+/** An entry or family refused at onboarding (left out of the registry). */
+export interface OnboardRefusal {
+  family: string;
+  /** The coefficient named by the refusal, when it names one. */
+  name?: string;
+  message: string;
+}
+
 export interface OnboardResult {
   chip: Chip;
+  resolved: ResolvedChip;
+  scan: FolderScan;
   coverage: Coverage;
+  imported: ImportSummary[];
   files: {
-    chip: string;
+    chip?: string;
     registry: string;
     report: string;
-    measurements: string[] /** Fit report files (fits/<chip>/README.md, SVGs). */;
+    coverage: string;
+    measurements: string[];
+    /** Fit report files (fits/<chip>/README.md, SVGs). */
     fit_report: string[];
   };
-  /** Registry as fitted (before extrapolation). */
+  /** Registry as fitted (before refusals and extrapolation). */
   fitted: CoefficientSet[];
   /** Registry as written. */
   sets: CoefficientSet[];
+  refused: OnboardRefusal[];
+  repairs: string[];
   widths: WidthExtrapolation[];
   families: FamilyExtrapolation[];
+  family_coverage: FamilyCoverage[];
+  pricing: PricingLimits;
+  /** Fit warnings (the report lists them). */
+  warnings: string[];
   report: string;
 }
 
-/**
- * Onboard a chip (module comment).
- * @throws UserError with the coverage list when a required family is missing (nothing written),
- *   on bad inputs (file, row, column named by the importers), or when a fit, gate or check fails
- *   (the registry is then not written).
- */
-export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
-  const log = o.log ?? (() => {});
-  const root = path.resolve(o.outRoot ?? REPO_ROOT);
-  const chipName = o.chip;
-  if (!/^[a-z0-9_-]+$/.test(chipName))
-    throw new UserError(`--chip "${chipName}": use lower-case letters, digits, '-' or '_'`);
-
-  // 1. Coverage, before anything is written.
-  const found = findTables(o.dataDir);
-  const coverage = coverageOf(found.tables, found.ignored);
+/** Scan, check required families, resolve the chip: everything before any work is done. */
+async function prepare(o: OnboardOptions, log: (l: string) => void) {
+  if (!/^[a-z0-9_-]+$/.test(o.chip))
+    throw new UserError(`--chip "${o.chip}": use lower-case letters, digits, '-' or '_'`);
+  const scan = await scanUpstreamFolder(o.dataDir, o.lanes ?? []);
+  const coverage = coverageOf(
+    chosenTables(scan),
+    scan.skipped.filter((s) => s.kind === 'not_a_table').map((s) => s.file),
+  );
   log(formatCoverage(coverage));
+  for (const t of scan.tables)
+    log(`lane ${t.table}: ${t.chosen.lane} (${t.why}; found ${t.lanes.map((l) => l.lane).join(', ')})`);
+  for (const k of skipSummary(scan.skipped)) log(`read or skipped: ${k.kind} ${k.files} file(s), ${k.rows} rows`);
   const missingRequired = REQUIRED_FAMILIES.filter((f) => !coverage.supported.includes(f));
   if (missingRequired.length)
     throw new UserError(
-      `onboard ${chipName}: the data cannot support required famil${missingRequired.length > 1 ? 'ies' : 'y'} ${missingRequired.join(', ')}; nothing written.\n${formatCoverage(coverage)}`,
+      `onboard ${o.chip}: the data cannot support required famil${missingRequired.length > 1 ? 'ies' : 'y'} ${missingRequired.join(', ')}; nothing written.\n${formatCoverage(coverage)}`,
     );
-  if (existsSync(path.join(CHIPS_DIR, `${chipName}.yaml`)) && root !== REPO_ROOT)
-    log(
-      `note: ${chipName} is in the repository catalog; onboarding it as new into ${root} (the catalog entry is not read)`,
-    );
-
-  // 2. Chip file from the descriptor (validated by the chip schema).
-  if (!existsSync(o.systemFile)) throw new UserError(`--system ${o.systemFile}: no such file`);
-  const upstreamRef = `${AIC_REPOSITORY}@${AIC_COMMIT.slice(0, 8)} systems/${path.basename(o.systemFile)} (onboarded)`;
-  const sys = systemToChip(readText(o.systemFile), o.systemFile, chipName, upstreamRef, {
+  const resolved = resolveChip({
+    chip: o.chip,
+    catalogDir: o.catalogDir ?? CHIPS_DIR,
+    ...((o.systemFile ?? defaultSystemFile(o.dataDir))
+      ? { systemFile: (o.systemFile ?? defaultSystemFile(o.dataDir))! }
+      : {}),
     ...(o.sm_count !== undefined ? { sm_count: o.sm_count } : {}),
     ...(o.l2_mib !== undefined ? { l2_mib: o.l2_mib } : {}),
   });
-  const chip = chipFromObject(sys.chip, o.systemFile);
-  const chipFile = path.join(root, 'catalog', 'chips', `${chipName}.yaml`);
-  writeFilesAtomic([{ file: chipFile, data: sys.yaml }]);
-  log(`wrote ${chipFile}`);
+  for (const l of formatChipDiff(resolved)) log(l);
+  return { scan, coverage, resolved };
+}
 
-  // 3. Import every table (all files validated before any is written).
-  const measDir = path.join(root, 'measurements', chipName);
-  const files = Object.values(found.tables).flat() as string[];
-  const { staged, summaries } = await stageAicImport(files, {
-    chip: chipName,
-    chipInfo: chip,
-    outDir: measDir,
-    sourceRepository: AIC_REPOSITORY,
-    sourceCommit: 'unknown (onboarded from a local copy)',
-  });
+/** Import the chosen tables and fit them, in a private work folder (nothing of the output root touched). */
+async function importAndFit(
+  o: OnboardOptions,
+  work: string,
+  scan: FolderScan,
+  resolved: ResolvedChip,
+  log: (l: string) => void,
+) {
+  const chipFile = path.join(work, 'catalog', 'chips', `${o.chip}.yaml`);
+  writeFilesAtomic([
+    { file: chipFile, data: o.updateCatalog && resolved.updated ? resolved.updated.yaml : resolved.yaml },
+  ]);
+  const measDir = path.join(work, 'measurements', o.chip);
+  const { staged, summaries } = await stageAicImport(
+    scan.tables.map((t) => t.chosen.file),
+    {
+      chip: o.chip,
+      chipInfo: resolved.chip,
+      outDir: measDir,
+      sourceRepository: AIC_REPOSITORY,
+      sourceCommit: 'unknown (onboarded from a local copy)',
+    },
+  );
   writeMeasurementSet(staged);
-  for (const s of summaries) log(`imported ${s.family} (${s.lane}): ${s.rows_out} rows from ${s.rows_in} → ${s.file}`);
-
-  // 4. Fit all, against the onboarded chip file and root.
+  for (const s of summaries)
+    log(
+      `imported ${s.family} (${s.lane}): ${s.rows_out} rows from ${s.rows_in} (${s.duplicate_configs} repeated configurations collapsed)`,
+    );
   const { fitAll } = await import('../fit/index.ts');
   const fit = await fitAll(chipFile, {
-    repoRoot: root,
+    repoRoot: work,
     measurementsDir: measDir,
     ...(o.bootstrap ? { bootstrap: o.bootstrap } : {}),
   });
   for (const w of fit.warnings) log(`fit warning: ${w}`);
-  if (fit.refusals.length)
-    throw new UserError(`onboard ${chipName}: the fit refused, registry not written:\n  ${fit.refusals.join('\n  ')}`);
-  let sets = fit.sets;
+  return { fit, staged, summaries, chipFile };
+}
 
-  // 5. Extrapolation where needed: widths with no entry at all, then families the data lacks.
+/**
+ * Split the fit's refusals: a required family's stops the run; any other leaves out the entry it names
+ * (`<coefficient name>: …`) or, for a family-level refusal (`<family>: …`), that family.
+ * @throws UserError listing the required refusals.
+ */
+export function scopeRefusals(
+  chip: string,
+  refusals: readonly string[],
+  sets: readonly CoefficientSet[],
+): { sets: CoefficientSet[]; refused: OnboardRefusal[] } {
+  const names = new Set(sets.flatMap((s) => s.coefficients.map((c) => c.name)));
+  const refused: OnboardRefusal[] = refusals.map((m) => {
+    const head = m.split(':')[0]!.trim();
+    const named = names.has(head) || /^(gemm|hbm|attention|collective|moe|host)_/.test(head);
+    return named ? { family: familyOfName(head), name: head, message: m } : { family: head, message: m };
+  });
+  const fatal = refused.filter((r) => isRequired(r));
+  if (fatal.length)
+    throw new UserError(
+      `onboard ${chip}: the fit refused a required family, registry not written:\n  ${fatal.map((r) => r.message).join('\n  ')}`,
+    );
+  // A refused GEMM ramp entry takes its whole ramp (eps_max with its half-saturations) with it.
+  const ramps = new Set(refused.flatMap((r) => (r.name ? [GEMM_RAMP.exec(r.name)?.[2] ?? ''] : [])).filter(Boolean));
+  const dropName = new Set([
+    ...refused.flatMap((r) => (r.name ? [r.name] : [])),
+    ...[...names].filter((n) => ramps.has(GEMM_RAMP.exec(n)?.[2] ?? '')),
+  ]);
+  const dropFamily = new Set(refused.filter((r) => !r.name).map((r) => r.family));
+  const kept = sets
+    .map((s) => ({
+      ...s,
+      coefficients: s.coefficients.filter((c) => !dropName.has(c.name) && !dropFamily.has(familyOf(c.name, c.entry))),
+    }))
+    .filter((s) => s.coefficients.length);
+  return { sets: kept, refused };
+}
+
+/** Same-generation sibling registries (each with its catalog entry). */
+function loadSiblings(o: OnboardOptions, log: (l: string) => void): ChipRegistry[] {
+  const siblingDir = o.siblingRegistryDir ?? path.join(REPO_ROOT, 'registry');
+  const siblingCatalog = o.siblingCatalogDir ?? CHIPS_DIR;
+  const siblings: ChipRegistry[] = [];
+  if (!existsSync(siblingDir)) return siblings;
+  for (const f of readdirSync(siblingDir)
+    .filter((n) => n.endsWith('.yaml'))
+    .sort()) {
+    const name = f.slice(0, -5);
+    if (name === o.chip) continue;
+    try {
+      siblings.push({ chip: loadChip(name, siblingCatalog), sets: loadRegistryFile(path.join(siblingDir, f)) });
+    } catch {
+      log(`note: ${f} skipped as a sibling (no catalog entry)`);
+    }
+  }
+  return siblings;
+}
+
+/** Collective widths with no entry, then families the data lacks or the fit left empty. */
+function extrapolate(o: OnboardOptions, chip: Chip, start: CoefficientSet[], log: (l: string) => void) {
+  let sets = start;
   const present = new Set(sets.flatMap((s) => s.coefficients.map((c) => c.name)));
-  const widths = extrapolateCollectiveWidths(sets, chipName, o.widths ?? [16]).map((r) =>
+  const widths = extrapolateCollectiveWidths(sets, o.chip, o.widths ?? [16]).map((r) =>
     r.status === 'extrapolated' && r.entries.some((e) => present.has(e.name))
       ? { ...r, status: 'skipped' as const, reason: 'the fit already provides this width', entries: [] }
       : r,
   );
   const widthAdds = widths.flatMap((r) => r.entries.map((e) => ({ ...e, set: 'cost-model-collectives' })));
   if (widthAdds.length) sets = mergeEntries(sets, widthAdds).sets;
-  const siblingDir = o.siblingRegistryDir ?? path.join(REPO_ROOT, 'registry');
-  const siblingCatalog = o.siblingCatalogDir ?? CHIPS_DIR;
-  const siblings: ChipRegistry[] = [];
-  if (existsSync(siblingDir))
-    for (const f of readdirSync(siblingDir)
-      .filter((n) => n.endsWith('.yaml'))
-      .sort()) {
-      const name = f.slice(0, -5);
-      if (name === chipName) continue;
-      try {
-        siblings.push({ chip: loadChip(name, siblingCatalog), sets: loadRegistryFile(path.join(siblingDir, f)) });
-      } catch {
-        log(`note: ${f} skipped as a sibling (no catalog entry)`);
-      }
-    }
+  const siblings = loadSiblings(o, log);
   const families: FamilyExtrapolation[] = [];
-  // Families the data cannot support, and families the fit left empty (e.g. a refused MoE fit).
   const fittedFamilies = new Set(sets.flatMap((s) => s.coefficients.map((c) => familyOf(c.name, c.entry))));
-  const toFill = Object.keys(FAMILY_NEEDS).filter((f) => f !== 'hbm' && !fittedFamilies.has(f));
-  for (const family of toFill) {
+  for (const family of Object.keys(FAMILY_NEEDS).filter((f) => f !== 'hbm' && !fittedFamilies.has(f))) {
     const r = extrapolateFamily({ chip, sets }, siblings, family);
     families.push(r);
     if (r.status === 'extrapolated')
@@ -251,59 +330,172 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
         r.coefficients.filter((c) => c.entry).map((c) => c.entry!),
       ).sets;
   }
+  return { sets, widths, families };
+}
 
-  // 6. Gates.
-  const lookup = (n: string) =>
-    n.toLowerCase() === chipName
-      ? chip
-      : (() => {
-          try {
-            return loadChip(n, siblingCatalog);
-          } catch {
-            return undefined;
-          }
-        })();
-  const problems = errorsOf(validateRegistry(sets, `registry/${chipName}.yaml`, { chip: lookup }));
+/** Schema and physics gates over the registry to write. @throws UserError listing the errors. */
+function gate(o: OnboardOptions, chip: Chip, sets: readonly CoefficientSet[]): void {
+  const siblingCatalog = o.siblingCatalogDir ?? CHIPS_DIR;
+  const lookup = (n: string): Chip | undefined => {
+    if (n.toLowerCase() === o.chip) return chip;
+    try {
+      return loadChip(n, siblingCatalog);
+    } catch {
+      return undefined;
+    }
+  };
+  const problems = errorsOf(validateRegistry(sets, `registry/${o.chip}.yaml`, { chip: lookup }));
   if (problems.length)
     throw new UserError(
-      `onboard ${chipName}: the registry fails validation, not written:\n${problems.map(formatProblem).join('\n')}`,
+      `onboard ${o.chip}: the registry fails validation, not written:\n${problems.map(formatProblem).join('\n')}`,
     );
+}
 
-  // 7. Write registry, fits and the onboarding report together.
-  const drawn = o.fitOutputs({ ...fit, sets, registry_text: stringifyCoefficientSets(sets) }, { repoRoot: root });
-  const report = renderOnboardReport(
-    chip,
-    coverage,
-    summaries.map((s) => ({ family: s.family, lane: s.lane, rows: s.rows_out })),
-    drawn.summary,
-    widths,
-    families,
-    sets,
+/**
+ * Existing files the write would replace with different content, without the flag that allows it
+ * (module comment). @throws UserError with the registry diff and the files; nothing is written.
+ */
+function guardWrites(
+  o: OnboardOptions,
+  root: string,
+  files: ReadonlyArray<{ file: string; data: string | Uint8Array }>,
+  sets: readonly CoefficientSet[],
+): void {
+  if (o.replaceRegistry) return;
+  const changed = files.filter((f) => {
+    if (!existsSync(f.file) || f.file.includes(`${path.sep}catalog${path.sep}`)) return false;
+    if (!f.file.endsWith('.yaml') && !f.file.includes(`${path.sep}measurements${path.sep}`)) return false;
+    return !Buffer.from(readFileSync(f.file)).equals(
+      Buffer.from(typeof f.data === 'string' ? Buffer.from(f.data) : f.data),
+    );
+  });
+  if (!changed.length) return;
+  const reg = path.join(root, 'registry', `${o.chip}.yaml`);
+  const lines: string[] = [];
+  if (changed.some((f) => f.file === reg)) {
+    const d = diffRegistries(loadRegistryFile(reg), sets);
+    lines.push(
+      `registry diff: ${d.added.length} added, ${d.removed.length} removed, ${d.changed.length} changed, ${d.unchanged} unchanged`,
+    );
+    for (const x of [
+      ...d.removed.map((r) => `- ${r.name} (${r.method})`),
+      ...d.changed.map((c) => `~ ${c.name}`),
+      ...d.added.map((a) => `+ ${a.name}`),
+    ].slice(0, 12))
+      lines.push(`  ${x}`);
+  }
+  throw new UserError(
+    `onboard ${o.chip}: would replace ${changed.length} existing file(s) under ${root}; nothing written. Pass --replace-registry, or --out-root <dir> to write elsewhere.\n  ${changed
+      .map((f) => path.relative(root, f.file))
+      .slice(0, 8)
+      .join('\n  ')}\n${lines.join('\n')}`,
   );
-  const outFiles = drawn.files;
-  const registryFile = path.join(root, 'registry', `${chipName}.yaml`);
-  const reportFile = path.join(root, 'fits', chipName, 'onboard.md');
-  writeFilesAtomic([...outFiles, { file: reportFile, data: report }]);
-  log(`wrote ${registryFile}, ${reportFile} and ${outFiles.length - 1} fit report file(s)`);
+}
+
+/**
+ * Onboard a chip (module comment).
+ * @throws UserError with the coverage list when a required family is missing (nothing written), on bad
+ *   inputs (file, row, column named by the importers), when a required family's fit or a gate fails,
+ *   or when the write would replace existing files without the flag (the registry is then not written).
+ */
+export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
+  const log = o.log ?? (() => {});
+  const root = path.resolve(o.outRoot ?? REPO_ROOT);
+  const { scan, coverage, resolved } = await prepare(o, log);
+  const work = mkdtempSync(path.join(os.tmpdir(), `stepcal-onboard-${o.chip}-`));
+  try {
+    const { fit, staged, summaries, chipFile } = await importAndFit(o, work, scan, resolved, log);
+    const chip = loadChip(chipFile);
+    const scoped = scopeRefusals(o.chip, fit.refusals, fit.sets);
+    for (const r of scoped.refused) log(`refused (left out of the registry): ${r.message}`);
+    const { sets, widths, families } = extrapolate(o, chip, scoped.sets, log);
+    gate(o, chip, sets);
+    const fam = familyCoverage(sets, scan, scoped.refused);
+    const pricing = pricingLimits(chip, sets, fam);
+    const drawn = o.fitOutputs({ ...fit, sets, registry_text: stringifyCoefficientSets(sets) }, { repoRoot: root });
+    const repairs = fit.warnings.filter((w) => w.includes('repaired within noise'));
+    const partial = {
+      chip,
+      resolved,
+      scan,
+      coverage,
+      imported: summaries,
+      fitted: fit.sets,
+      sets,
+      refused: scoped.refused,
+      repairs,
+      widths,
+      families,
+      family_coverage: fam,
+      pricing,
+      warnings: fit.warnings,
+    };
+    const report = renderOnboardReport(partial, drawn.summary);
+    const files = outputFiles(
+      o,
+      root,
+      work,
+      staged.flatMap((s) => s.files),
+      drawn.files,
+      report,
+      partial,
+    );
+    guardWrites(o, root, files.all, sets);
+    writeFilesAtomic(files.all);
+    log(`wrote ${files.all.length} file(s) under ${root}${files.chip ? `, catalog ${files.chip}` : ''}`);
+    return { ...partial, report, files: files.result };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+type Partial_ = Omit<OnboardResult, 'report' | 'files'>;
+
+/** The output set: catalog (new entry, or on request), measurements, registry, fit report, onboarding report, coverage. */
+function outputFiles(
+  o: OnboardOptions,
+  root: string,
+  work: string,
+  measured: ReadonlyArray<{ file: string; data: string | Uint8Array }>,
+  drawn: ReadonlyArray<{ file: string; data: string }>,
+  report: string,
+  r: Partial_,
+) {
+  const all: Array<{ file: string; data: string | Uint8Array }> = [];
+  const catalogDir = o.catalogDir ?? CHIPS_DIR;
+  const rootCatalog = path.join(root, 'catalog', 'chips', `${o.chip}.yaml`);
+  let chipOut: string | undefined;
+  if (o.updateCatalog && r.resolved.updated) {
+    chipOut = path.join(catalogDir, `${o.chip}.yaml`);
+    all.push({ file: chipOut, data: r.resolved.updated.yaml });
+  } else if (r.resolved.source === 'descriptor' || rootCatalog !== path.join(catalogDir, `${o.chip}.yaml`)) {
+    chipOut = rootCatalog;
+    all.push({ file: chipOut, data: r.resolved.source === 'descriptor' ? r.resolved.updated!.yaml : r.resolved.yaml });
+  }
+  const meas = measured.map((f) => ({ file: path.join(root, path.relative(work, f.file)), data: f.data }));
+  all.push(...meas, ...drawn);
+  const reportFile = path.join(root, 'fits', o.chip, 'onboard.md');
+  const coverageFile = path.join(root, 'fits', o.chip, 'coverage.json');
+  all.push(
+    { file: reportFile, data: report },
+    { file: coverageFile, data: JSON.stringify(coverageReportJson(r, root), null, 2) + '\n' },
+  );
+  const registry = path.join(root, 'registry', `${o.chip}.yaml`);
   return {
-    chip,
-    coverage,
-    files: {
-      chip: chipFile,
-      registry: registryFile,
+    all,
+    chip: chipOut,
+    result: {
+      ...(chipOut ? { chip: chipOut } : {}),
+      registry,
       report: reportFile,
-      measurements: summaries.map((s) => s.file),
-      fit_report: outFiles.map((f) => f.file).filter((f) => f !== registryFile),
+      coverage: coverageFile,
+      measurements: r.imported.map((s) => path.join(root, path.relative(work, s.file))),
+      fit_report: drawn.map((f) => f.file).filter((f) => f !== registry),
     },
-    fitted: fit.sets,
-    sets,
-    widths,
-    families,
-    report,
   };
 }
 
-/** Coverage as JSON: families supported and unsupported (with the missing measurement families), tables found. */
+/** Coverage as JSON: families supported and unsupported (with the missing measurement families), tables chosen. */
 export function coverageJson(c: Coverage): {
   supported: string[];
   unsupported: Coverage['unsupported'];
@@ -318,31 +510,68 @@ export function coverageJson(c: Coverage): {
   };
 }
 
-/** `stepcal onboard --json` (docs/registry.md "JSON output"); pure over the result. */
-export function onboardJson(r: OnboardResult): {
-  status: 'onboarded';
-  chip: string;
-  coverage: ReturnType<typeof coverageJson>;
-  files_written: string[];
-  registry: string;
-  summary: {
-    entries: number;
-    sets: number;
-    by_method: Record<string, number>;
-    fitted_entries: number;
-    extrapolated: number;
-    widths: Array<{ op: string; dtype: string; target_ranks: number; status: string; reason?: string }>;
-    families: Array<{ family: string; status: string; reason?: string; extrapolated: string[] }>;
+/** Paths relative to `root` when inside it (the committed coverage.json must not name a temp folder). */
+const rel = (root: string, f: string) => (path.resolve(f).startsWith(root + path.sep) ? path.relative(root, f) : f);
+
+/**
+ * The coverage report (fits/<chip>/coverage.json and `--json`'s `coverage`): per family status,
+ * entries by method, lanes found and chosen, refusals; what pricing refuses and extrapolates; the
+ * topology; every upstream file read or skipped, counted by reason. Pure.
+ */
+export function coverageReportJson(r: Omit<OnboardResult, 'report' | 'files'>, root: string) {
+  const dataRoot = path.resolve(r.scan.dir);
+  const inData = (f: string) => path.relative(dataRoot, f);
+  return {
+    ...coverageJson(r.coverage),
+    chip: {
+      name: r.chip.name,
+      source: r.resolved.source,
+      defaulted: r.resolved.defaulted,
+      catalog_vs_descriptor: r.resolved.diff,
+      ...(r.resolved.systemFile ? { system: path.basename(r.resolved.systemFile) } : {}),
+    },
+    families: r.family_coverage,
+    pricing: r.pricing,
+    imported: r.imported.map((s) => ({
+      family: s.family,
+      lane: s.lane,
+      file: rel(root, s.file),
+      inputs: s.inputs.map(inData),
+      rows_in: s.rows_in,
+      rows_out: s.rows_out,
+      repeated_configurations_collapsed: s.duplicate_configs,
+    })),
+    read_or_skipped: skipSummary(r.scan.skipped),
+    skipped: r.scan.skipped
+      .filter((k) => k.kind !== 'metadata')
+      .map((k) => ({
+        file: inData(k.file),
+        kind: k.kind,
+        reason: k.reason,
+        ...(k.rows !== undefined ? { rows: k.rows } : {}),
+      })),
+    refused: r.refused,
+    repaired_within_noise: r.repairs,
   };
-} {
+}
+
+/** `stepcal onboard --json` (docs/onboarding.md "JSON output"); pure over the result. */
+export function onboardJson(r: OnboardResult) {
   const all = r.sets.flatMap((s) => s.coefficients);
   const by: Record<string, number> = {};
   for (const c of all) by[c.entry.method] = (by[c.entry.method] ?? 0) + 1;
   return {
-    status: 'onboarded',
+    status: 'onboarded' as const,
     chip: r.chip.name,
-    coverage: coverageJson(r.coverage),
-    files_written: [r.files.chip, ...r.files.measurements, r.files.registry, ...r.files.fit_report, r.files.report],
+    coverage: coverageReportJson(r, path.dirname(path.dirname(r.files.registry))),
+    files_written: [
+      ...(r.files.chip ? [r.files.chip] : []),
+      ...r.files.measurements,
+      r.files.registry,
+      ...r.files.fit_report,
+      r.files.report,
+      r.files.coverage,
+    ],
     registry: r.files.registry,
     summary: {
       entries: all.length,
@@ -369,47 +598,80 @@ export function onboardJson(r: OnboardResult): {
   };
 }
 
-/** Markdown report of an onboarding. */
-export function renderOnboardReport(
-  chip: Chip,
-  coverage: Coverage,
-  imported: Array<{ family: string; lane: string; rows: number }>,
-  fitSummary: readonly string[],
-  widths: readonly WidthExtrapolation[],
-  families: readonly FamilyExtrapolation[],
-  sets: readonly CoefficientSet[],
-): string {
+/** Markdown report of an onboarding (fits/<chip>/onboard.md). */
+export function renderOnboardReport(r: Omit<OnboardResult, 'report' | 'files'>, fitSummary: readonly string[]): string {
+  const { chip, sets } = r;
   const n = sets.reduce((a, s) => a + s.coefficients.length, 0);
-  const assumed = sets.flatMap((s) => s.coefficients).filter((c) => c.entry.evidence?.extrapolation);
   const L: string[] = [`# Onboarding ${chip.name}`, ''];
   L.push(
-    `Chip: sm_version ${chip.sm_version ?? '?'}, bf16 ${chip.peak_tflops.bf16} TFLOP/s, HBM ${chip.hbm_tb_per_s} TB/s, link ${chip.nvlink_gb_per_s_per_dir} GB/s per direction.`,
+    `Chip (${r.resolved.source === 'catalog' ? 'catalog entry' : 'built from the descriptor'}): sm_version ${chip.sm_version ?? '?'}, bf16 ${chip.peak_tflops.bf16} TFLOP/s, HBM ${chip.hbm_tb_per_s} TB/s, L2 ${chip.l2_mib ?? '?'} MiB, peer link ${chip.peer_link ?? 'nvlink'} ${chip.nvlink_gb_per_s_per_dir} GB/s per direction, NIC ${chip.nic_gb_per_s_per_dir} GB/s.`,
+    '',
+    ...formatChipDiff(r.resolved).map((l) => `- ${l.trim()}`),
+    '',
+    `Topology: ${r.pricing.topology}.`,
     '',
   );
+  L.push('## Coverage', '', ...familyTable(r.family_coverage), '');
+  L.push('## What pricing refuses or extrapolates', '');
+  for (const x of r.pricing.refuses) L.push(`- refuses: ${x}`);
+  for (const x of r.pricing.extrapolates) L.push(`- extrapolates: ${x}`);
+  if (!r.pricing.refuses.length) L.push('- refuses: nothing for lack of data');
+  L.push('', '## Upstream files read or skipped', '');
   L.push(
-    '## Coverage',
-    '',
-    ...formatCoverage(coverage)
-      .split('\n')
-      .map((l) => `- ${l}`),
-    '',
-  );
-  L.push(
-    '## Imported',
-    '',
     markdownTable({
-      header: ['family', 'lane', 'rows'],
-      rows: imported.map((i) => [i.family, i.lane, String(i.rows)]),
+      header: ['kind', 'files', 'rows'],
+      rows: [
+        [
+          'imported (chosen lanes)',
+          String(r.imported.reduce((a, s) => a + s.inputs.length, 0)),
+          String(r.imported.reduce((a, s) => a + s.rows_in, 0)),
+        ],
+        ...skipSummary(r.scan.skipped).map((k) => [k.kind, String(k.files), String(k.rows)]),
+      ],
     }).trimEnd(),
     '',
+    `Repeated configurations collapsed (median): ${r.imported.map((s) => `${s.family} ${s.duplicate_configs}`).join(', ')}.`,
+    '',
   );
-  L.push('## Fit', '', ...fitSummary.map((s) => `- ${s}`), '');
-  L.push('## Extrapolation (method: assumed, flagged in evidence.extrapolation)', '');
-  const w = widths.filter((r) => r.status !== 'skipped');
+  L.push('## Refused or repaired', '');
+  for (const x of r.refused) L.push(`- refused: ${x.message}`);
+  for (const x of r.repairs) L.push(`- ${x}`);
+  if (!r.refused.length && !r.repairs.length) L.push('- none');
+  L.push('', '## Fit', '', ...fitSummary.map((s) => `- ${s}`), '');
+  L.push(...extrapolationLines(r.widths, r.families));
+  L.push(
+    '',
+    `Registry: ${n} entries in ${sets.length} sets; ${sets.flatMap((s) => s.coefficients).filter((c) => c.entry.evidence?.extrapolation).length} extrapolated.`,
+    '',
+  );
+  return L.join('\n');
+}
+
+function familyTable(fams: readonly FamilyCoverage[]): string[] {
+  return markdownTable({
+    header: ['family', 'status', 'entries', 'lanes chosen (found)'],
+    rows: fams.map((f) => [
+      f.family,
+      f.status,
+      Object.entries(f.entries)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ') || '–',
+      f.tables
+        .map((t) => `${t.table}: ${t.lane_chosen} (${t.lanes_found.length} lane${t.lanes_found.length > 1 ? 's' : ''})`)
+        .join('; ') || '–',
+    ]),
+  })
+    .trimEnd()
+    .split('\n');
+}
+
+function extrapolationLines(widths: readonly WidthExtrapolation[], families: readonly FamilyExtrapolation[]): string[] {
+  const L = ['## Extrapolation (method: assumed, flagged in evidence.extrapolation)', ''];
+  const w = widths.filter((x) => x.status !== 'skipped');
   if (!w.length) L.push('- collective widths: none needed (the fit provides every target width)');
-  for (const r of w)
+  for (const x of w)
     L.push(
-      `- ${r.op} ${r.dtype} → ${r.target_ranks} ranks: ${r.status}${r.floor_us !== undefined ? `, floor ${r.floor_us} µs` : ''}${r.holdout ? `, holdout ${r.holdout.held_out_ranks}-rank pred/meas ${r.holdout.ratio.toFixed(3)}` : ''}${r.reason ? ` (${r.reason})` : ''}`,
+      `- ${x.op} ${x.dtype} → ${x.target_ranks} ranks: ${x.status}${x.floor_us !== undefined ? `, floor ${x.floor_us} µs` : ''}${x.holdout ? `, holdout ${x.holdout.held_out_ranks}-rank pred/meas ${x.holdout.ratio.toFixed(3)}` : ''}${x.reason ? ` (${x.reason})` : ''}`,
     );
   for (const f of families) {
     L.push(`- family ${f.family}: ${f.status.toUpperCase()}${f.reason ? ` — ${f.reason}` : ''}`);
@@ -418,6 +680,5 @@ export function renderOnboardReport(
         `  - ${c.name}: ${c.status === 'extrapolated' ? `${c.value} by ${c.predictor} from ${c.from.join(', ')}` : `refused: ${c.reason}`}`,
       );
   }
-  L.push('', `Registry: ${n} entries in ${sets.length} sets; ${assumed.length} extrapolated.`, '');
-  return L.join('\n');
+  return L;
 }

@@ -11,7 +11,8 @@ import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { fitAll } from '../../src/fit/index.ts';
 import { diffRegistries } from '../../src/registry/diff.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
-import { coverageOf, findTables, onboardChip } from '../../src/registry/onboard.ts';
+import { chosenTables, coverageOf, onboardChip } from '../../src/registry/onboard.ts';
+import { scanUpstreamFolder } from '../../src/measurements/upstream-folder.ts';
 import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
 import { fitReportOutputs } from '../../src/report/fit.ts';
 
@@ -26,7 +27,7 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
     const data = path.join(tmp, 'partial');
     cpSync(path.join(RAW, 'gemm_perf'), path.join(data, 'gemm_perf'), { recursive: true });
     cpSync(path.join(RAW, 'nccl_perf'), path.join(data, 'nccl_perf'), { recursive: true });
-    const c = coverageOf(findTables(data).tables);
+    const c = coverageOf(chosenTables(await scanUpstreamFolder(data)));
     expect(c.supported).toEqual(['gemm', 'collective', 'host']);
     expect(c.unsupported).toEqual([
       { family: 'hbm', missing: ['attention_decode'] },
