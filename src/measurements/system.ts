@@ -22,6 +22,8 @@ export interface SystemImportExtra {
   l2_mib?: number;
   /** Existing catalog entry to take missing facts from. */
   existing?: ChipFile;
+  /** Source lines to add (facts given by the caller: flags, stated defaults). */
+  sources?: string[];
 }
 
 function num(
@@ -189,6 +191,7 @@ export function systemToChip(
     sources: [
       upstreamRef,
       ...topo.sources,
+      ...(extra.sources ?? []),
       ...(ex && (extra.sm_count === undefined || extra.l2_mib === undefined)
         ? [
             `sm_count${l2 !== undefined ? ', l2_mib' : ''}${ex.peak_tflops.tf32 && !tf32 ? ', tf32' : ''} kept from the previous catalog entry (not in the descriptor)`,

@@ -115,14 +115,23 @@ export function resolveChip(o: {
     defaulted.push(
       `l2_mib ${DEFAULT_L2_MIB} (DEFAULT_L2_MIB: H100/H200 size; sets which decode rows count as cache-resident)`,
     );
+  const given = [
+    ...(o.sm_count !== undefined ? [`sm_count ${o.sm_count}`] : []),
+    ...(o.l2_mib !== undefined ? [`l2_mib ${o.l2_mib}`] : []),
+  ];
+  const sources = [
+    ...(defaulted.length ? [`defaulted (not in the descriptor): ${defaulted.join('; ')}`] : []),
+    ...(given.length ? [`${given.join(', ')}: given on the command line (not in the descriptor)`] : []),
+  ];
   const sys = o.systemFile
     ? systemToChip(readText(o.systemFile), o.systemFile, o.chip, upstreamRef, {
         sm_count: sm,
         l2_mib: l2,
+        sources,
         ...(existing ? { existing } : {}),
       })
     : undefined;
-  if (sys && defaulted.length) sys.chip.sources.push(`defaulted (not in the descriptor): ${defaulted.join('; ')}`);
+
   const updated = sys ? { chip: sys.chip, yaml: withDefaultsYaml(sys.yaml, defaulted) } : undefined;
   if (existing && existingText) {
     const used =
