@@ -5,9 +5,12 @@
  *   node bin/run-ts.mjs scripts/curate.ts            # everything
  *   node bin/run-ts.mjs scripts/curate.ts aic        # AIConfigurator tables only
  *   node bin/run-ts.mjs scripts/curate.ts splitwise  # Splitwise step files only
+ *   node bin/run-ts.mjs scripts/curate.ts gb200      # GB200 base set only (verbatim Parquet, aiconfigurator-modern)
  *
  * Selection (issue 2): per SKU the vLLM lane for gemm / attention / moe, NCCL + vLLM custom all-reduce
- * for collectives, and the TRT-LLM GEMM lane for h200 as well. Output is deterministic (gzip level 9,
+ * for collectives, and the TRT-LLM GEMM lane for h200 as well. GB200 (issue 15) is read from the verbatim
+ * Parquet base set in `../shared/datasets/aiconfigurator-modern/gb200` with the onboarding's lane rule
+ * (src/measurements/upstream-folder.ts: newest vLLM lane per table, newest NCCL lane). Output is deterministic (gzip level 9,
  * mtime 0), so rerunning on the same inputs reproduces the same bytes.
  */
 import { existsSync, readdirSync } from 'node:fs';
@@ -20,6 +23,7 @@ import { writeFileAtomic } from '../src/core/io/fs.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 const AIC = path.join(SHARED, 'aiconfigurator');
+const AIC_MODERN_GB200 = path.join(SHARED, 'aiconfigurator-modern', 'gb200');
 const SPLITWISE = path.join(SHARED, 'splitwise', 'perf_model.csv');
 const OUT = path.join(REPO_ROOT, 'measurements');
 
@@ -105,6 +109,37 @@ async function curateAic(): Promise<void> {
   }
 }
 
+/** Known GB200 quirks (../shared/datasets/aiconfigurator-modern/README.md and systems/gb200.yaml). */
+function gb200Notes(table: string): string[] {
+  const n = ['read verbatim from upstream Parquet (../shared/datasets/aiconfigurator-modern/gb200); the rows are GB200 measurements (device "NVIDIA GB200"), not B200 copies'];
+  if (table === 'nccl_perf' || table === 'custom_allreduce_perf')
+    n.push('GB200 comm tables cover 2 and 4 GPUs only (one compute tray); wider groups are not measured');
+  if (table === 'nccl_perf')
+    n.push(
+      'systems/gb200.yaml says nccl_version 2.23, stale: the rows and their folder are NCCL 2.29.2; the lane follows the rows',
+      'upstream framework column says TRTLLM (collector hard-codes it); rows are nccl-tests results, lane is the NCCL version',
+    );
+  return n;
+}
+
+async function curateGb200(): Promise<void> {
+  if (!existsSync(AIC_MODERN_GB200)) return note(`curate: gb200: ${AIC_MODERN_GB200} not found, skipped`);
+  const { scanUpstreamFolder } = await import('../src/measurements/upstream-folder.ts');
+  const scan = await scanUpstreamFolder(AIC_MODERN_GB200);
+  const files = scan.tables.map((t) => t.chosen.file);
+  note(`curate: gb200: ${files.length} tables (${scan.tables.map((t) => `${t.table} ${t.chosen.lane}`).join(', ')})`);
+  const sums = await importAicFiles(files, {
+    chip: 'gb200',
+    chipInfo: loadChip('gb200'),
+    outDir: path.join(OUT, 'gb200'),
+    sourceRepository: AIC_REPOSITORY,
+    sourceCommit: AIC_COMMIT,
+    licence: 'Apache-2.0',
+    notes: (imp) => gb200Notes(imp.table),
+  });
+  for (const s of sums) note(`  wrote ${path.relative(REPO_ROOT, s.file)}: ${s.rows_in} → ${s.rows_out} rows`);
+}
+
 async function curateSplitwise(): Promise<void> {
   const { importSplitwise } = await import('../src/measurements/splitwise.ts');
   const res = importSplitwise(SPLITWISE, {
@@ -154,8 +189,11 @@ lanes found and per-dtype coverage.
 
 * **Per-operator tables**: NVIDIA AIConfigurator, \`${AIC_REPOSITORY}\` at commit \`${AIC_COMMIT}\`,
   \`aic-core/src/aiconfigurator_core/systems/data/<sku>/<op_category>/<framework>/<version>/<table>.parquet\`
-  (read here from the CSV copies in \`../shared/datasets/aiconfigurator\`). Licence **Apache-2.0**
-  (copyright NVIDIA CORPORATION & AFFILIATES); redistributed with attribution, converted from Parquet and normalized.
+  (read here from the CSV copies in \`../shared/datasets/aiconfigurator\`; gb200 from the verbatim Parquet in
+  \`../shared/datasets/aiconfigurator-modern/gb200\`; rtx-pro-6000 by \`stepcal onboard\` from the complete upstream
+  folder \`../shared/datasets/aiconfigurator-upstream-folder/rtx_pro_6000_server\`, docs/onboarding.md). Licence
+  **Apache-2.0** (copyright NVIDIA CORPORATION & AFFILIATES); redistributed with attribution, converted from Parquet
+  and normalized.
 * **Held-out step timings** (\`*.steps.csv\`): Splitwise \`perf_model.csv\` (\`../shared/datasets/splitwise\`); see
   the provenance files and docs/measurements.md for the mapping and the flags.
 
@@ -169,7 +207,8 @@ Head counts are per GPU. \`lane\` = \`<framework>-<version>\` of each row (NCCL 
 the file is named after the lane most of its rows carry.
 
 Selection: the vLLM lane for gemm, attention and moe (vLLM 0.24.0; a100 only has 0.14.0), NCCL and vLLM custom
-all-reduce for collectives, plus the TRT-LLM 1.3.0rc20 GEMM lane for h200.
+all-reduce for collectives, plus the TRT-LLM 1.3.0rc20 GEMM lane for h200. GB200's comm tables cover 2 and 4 GPUs
+only, and its descriptor's nccl_version (2.23) is stale: the rows are NCCL 2.29.2.
 
 ## Files
 
@@ -190,5 +229,6 @@ or import one table at a time: \`node bin/stepcal.mjs import aiconfigurator <tab
 
 const what = process.argv[2] ?? 'all';
 if (what === 'all' || what === 'aic') await curateAic();
+if (what === 'all' || what === 'aic' || what === 'gb200') await curateGb200();
 if (what === 'all' || what === 'splitwise') await curateSplitwise();
 writeReadme();
