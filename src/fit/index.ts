@@ -11,6 +11,7 @@
  */
 import path from 'node:path';
 import type { Chip } from '../core/catalog/chip.ts';
+import { repairRatesUnderPeak } from './rate-repair.ts';
 import { loadChip, REPO_ROOT } from '../core/catalog/chip.ts';
 import { UserError } from '../core/errors.ts';
 import { sha256File } from '../core/io/fs.ts';
@@ -244,6 +245,7 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
   if (!store.files.length) throw new UserError(`no measurements for ${chip.name} in ${dir}`);
   const { fits, timings, lanes } = runFamilies(store, chip, expandFamilies(opts.families), opts);
   const coefficients = fits.flatMap((f) => f.coefficients);
+  const repaired = repairRatesUnderPeak(chip, coefficients);
   const refusals = [...fits.flatMap((f) => f.refusals), ...applyGates(chip, coefficients)];
   const sets = buildSets(coefficients);
   return {
@@ -254,7 +256,7 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     registry_text: stringifyCoefficientSets(sets),
     coefficients,
     refusals,
-    warnings: fits.flatMap((f) => f.warnings),
+    warnings: [...fits.flatMap((f) => f.warnings), ...repaired],
     families: fits,
     timings_ms: timings,
   };
