@@ -1,0 +1,219 @@
+/**
+ * Onboarding from a complete upstream chip folder (issue 15), on the reduced committed fixture
+ * `test/fixtures/onboard/` (RTX PRO 6000 Blackwell Server, a few hundred rows per fitted table, every
+ * skip reason kept; regenerate with `node bin/run-ts.mjs scripts/onboard-fixture.ts`). Every run writes
+ * into a temporary --out-root; the test checks that nothing in the repository changes.
+ */
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { sha256File } from '../../src/core/io/fs.ts';
+import { compareVersions, scanUpstreamFolder } from '../../src/measurements/upstream-folder.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+import { onboardChip, type OnboardOptions } from '../../src/registry/onboard.ts';
+import { resolveChip } from '../../src/registry/onboard-chip.ts';
+import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
+import { fitReportOutputs } from '../../src/report/fit.ts';
+import { decodeBatch } from '../../src/pricer/batch.ts';
+import { makePricer } from '../pricer/helpers.ts';
+
+const FIXTURE = path.join(REPO_ROOT, 'test', 'fixtures', 'onboard');
+const DATA = path.join(FIXTURE, 'rtx_pro_6000_server');
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'stepcal-onboard-folder-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const opts = (o: Partial<OnboardOptions> & { outRoot: string }): OnboardOptions => ({
+  chip: 'rtx-pro-6000',
+  dataDir: DATA,
+  bootstrap: { resamples: 50, seed: 7 },
+  fitOutputs: fitReportOutputs,
+  ...o,
+});
+
+/** sha256 of every file under the repository's catalog/, registry/, measurements/ and fits/ (nothing may change). */
+function repoSnapshot(): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = path.join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.set(p, sha256File(p));
+    }
+  };
+  for (const d of ['catalog/chips', 'registry', 'measurements', 'fits']) walk(path.join(REPO_ROOT, d));
+  return out;
+}
+
+describe('upstream folder scan (lane rule, counted skips)', () => {
+  it('orders versions as PEP 440 does', () => {
+    const v = ['1.3.0rc20', '0.5.10', '1.3.0', '0.5.6.post2', '0.5.9', '1.3.0rc5', '0.1.dev19262', '0.1'];
+    expect([...v].sort(compareVersions)).toEqual([
+      '0.1.dev19262',
+      '0.1',
+      '0.5.6.post2',
+      '0.5.9',
+      '0.5.10',
+      '1.3.0rc5',
+      '1.3.0rc20',
+      '1.3.0',
+    ]);
+  });
+
+  it('fixture: newest vLLM lane per table, other lanes, pointers, metadata and unfitted tables counted', async () => {
+    const s = await scanUpstreamFolder(DATA);
+    expect(Object.fromEntries(s.tables.map((t) => [t.table, t.chosen.lane]))).toEqual({
+      gemm_perf: 'vllm-0.24.0',
+      context_attention_perf: 'vllm-0.24.0',
+      generation_attention_perf: 'vllm-0.24.0',
+      moe_perf: 'vllm-0.24.0',
+      nccl_perf: 'nccl-2.29.2',
+      custom_allreduce_perf: 'vllm-0.24.0',
+    });
+    expect(s.counts).toEqual({ other_lane: 2, reuse_pointer: 1, unfitted_table: 1, metadata: 1, not_a_table: 0 });
+    // The SGLang (138 rows) and TRT-LLM (69 rows) custom all-reduce lanes: skipped with their row counts.
+    expect(s.skipped.filter((k) => k.kind === 'other_lane').map((k) => [k.reason.split(':')[0], k.rows])).toEqual([
+      ['custom_allreduce_perf lane sglang-0.5.14', 138],
+      ['custom_allreduce_perf lane trtllm-1.3.0rc20', 69],
+    ]);
+    expect(s.skipped.find((k) => k.kind === 'reuse_pointer')!.reason).toContain('gemm_perf from version 0.24.0');
+    expect(s.skipped.find((k) => k.kind === 'unfitted_table')).toMatchObject({ rows: 50 });
+    // --lane overrides one table; an unknown lane is a usage error naming the lanes found.
+    const o = await scanUpstreamFolder(DATA, ['custom_allreduce_perf=sglang-0.5.14']);
+    expect(o.tables.find((t) => t.table === 'custom_allreduce_perf')!.chosen.lane).toBe('sglang-0.5.14');
+    await expect(scanUpstreamFolder(DATA, ['vllm-9.9'])).rejects.toThrow(/--lane vllm-9\.9: no table has that lane/);
+  });
+
+  const COMPLETE = path.resolve(
+    REPO_ROOT,
+    '..',
+    'shared',
+    'datasets',
+    'aiconfigurator-upstream-folder',
+    'rtx_pro_6000_server',
+  );
+  it.skipIf(!existsSync(COMPLETE))('complete folder: every file read or skipped with a reason', async () => {
+    const s = await scanUpstreamFolder(COMPLETE);
+    expect(s.tables.map((t) => `${t.table}:${t.chosen.lane}:${t.lanes.length}`)).toEqual([
+      'gemm_perf:vllm-0.24.0:6',
+      'context_attention_perf:vllm-0.24.0:6',
+      'generation_attention_perf:vllm-0.24.0:6',
+      'moe_perf:vllm-0.24.0:8',
+      'nccl_perf:nccl-2.29.2:1',
+      'custom_allreduce_perf:vllm-0.24.0:6',
+    ]);
+    expect(s.counts).toEqual({ other_lane: 27, reuse_pointer: 25, unfitted_table: 50, metadata: 57, not_a_table: 0 });
+  });
+});
+
+describe('the chip entry: catalog read, descriptor diff, defaults listed', () => {
+  it('reads the catalog entry; a differing one is shown, not replaced', () => {
+    const cat = path.join(tmp, 'cat');
+    cpSync(path.join(REPO_ROOT, 'catalog', 'chips', 'rtx-pro-6000.yaml'), path.join(cat, 'rtx-pro-6000.yaml'));
+    const f = path.join(cat, 'rtx-pro-6000.yaml');
+    writeFileSync(f, readFileSync(f, 'utf8').replace('hbm_tb_per_s: 1.792', 'hbm_tb_per_s: 1.9'));
+    const system = path.join(FIXTURE, 'systems', 'rtx_pro_6000_server.yaml');
+    const r = resolveChip({ chip: 'rtx-pro-6000', catalogDir: cat, systemFile: system });
+    expect(r.source).toBe('catalog');
+    expect(r.chip.hbm_tb_per_s).toBe(1.9);
+    expect(r.diff).toEqual([{ fact: 'hbm_tb_per_s', catalog: '1.9', descriptor: '1.792' }]);
+    expect(r.updated!.chip).toMatchObject({ hbm_tb_per_s: 1.792, sm_count: 188, l2_mib: 128, peer_link: 'pcie' });
+    // No catalog entry: built from the descriptor, SM count and L2 defaulted and listed.
+    const n = resolveChip({ chip: 'new-part', catalogDir: cat, systemFile: system });
+    expect(n.source).toBe('descriptor');
+    expect(n.defaulted.map((d) => d.split(' ')[0])).toEqual(['sm_count', 'l2_mib']);
+    expect(n.yaml).toContain('# Defaulted facts');
+  });
+});
+
+describe('stepcal onboard on the reduced complete folder', () => {
+  it('one command: reads the catalog, writes only under --out-root, coverage per family and what pricing refuses', async () => {
+    const before = repoSnapshot();
+    const out = path.join(tmp, 'out');
+    const r = await onboardChip(opts({ outRoot: out }));
+    expect(repoSnapshot()).toEqual(before);
+    expect(r.resolved.source).toBe('catalog');
+    expect(r.files.registry).toBe(path.join(out, 'registry', 'rtx-pro-6000.yaml'));
+    const fam = Object.fromEntries(r.family_coverage.map((f) => [f.family, f.status]));
+    expect(fam).toMatchObject({ gemm: 'measured', hbm: 'measured', attention_decode: 'measured', host: 'assumed' });
+    expect(r.pricing.topology).toMatch(/^PCIe-only part: collectives within 8 GPUs cross PCIe/);
+    const cov = JSON.parse(readFileSync(r.files.coverage, 'utf8'));
+    expect(cov.read_or_skipped).toEqual([
+      { kind: 'metadata', files: 1, rows: 0 },
+      { kind: 'other_lane', files: 2, rows: 207 },
+      { kind: 'reuse_pointer', files: 1, rows: 0 },
+      { kind: 'unfitted_table', files: 1, rows: 50 },
+    ]);
+    expect(cov.families.find((f: { family: string }) => f.family === 'collective').tables[1]).toMatchObject({
+      table: 'custom_allreduce_perf',
+      lane_chosen: 'vllm-0.24.0',
+      lanes_found: ['sglang-0.5.14', 'trtllm-1.3.0rc20', 'vllm-0.24.0'],
+    });
+    // A non-required entry refused by its gate is left out; the rest of the registry stands.
+    for (const x of r.refused) expect(x.family).toBe('gemm');
+    for (const x of r.refused) expect(x.name).not.toMatch(/bf16/);
+    const sets = loadRegistryFile(r.files.registry);
+    expect(
+      errorsOf(validateRegistry(sets, r.files.registry, { chip: (n) => (n === 'rtx-pro-6000' ? r.chip : undefined) })),
+    ).toEqual([]);
+
+    // Never replaced silently: a changed registry under the out-root is refused with the diff …
+    const written = readFileSync(r.files.registry, 'utf8');
+    writeFileSync(r.files.registry, readFileSync(r.files.registry, 'utf8').replace(/value: ([0-9.]+)/, 'value: 1$1'));
+    await expect(onboardChip(opts({ outRoot: out }))).rejects.toThrow(
+      /would replace .* nothing written[\s\S]*registry diff: 0 added, 0 removed, 1 changed/,
+    );
+    // … and written with --replace-registry.
+    await onboardChip(opts({ outRoot: out, replaceRegistry: true }));
+    expect(readFileSync(r.files.registry, 'utf8')).toBe(written);
+  }, 600_000);
+
+  it('without comm tables: succeeds, collectives reported missing, and pricing that needs them refused clearly', async () => {
+    const data = path.join(tmp, 'no-comm', 'rtx_pro_6000_server');
+    cpSync(DATA, data, { recursive: true });
+    rmSync(path.join(data, 'comm'), { recursive: true });
+    const out = path.join(tmp, 'no-comm-out');
+    const r = await onboardChip(
+      opts({ dataDir: data, outRoot: out, systemFile: path.join(FIXTURE, 'systems', 'rtx_pro_6000_server.yaml') }),
+    );
+    expect(r.coverage.unsupported).toContainEqual({ family: 'collective', missing: ['collective'] });
+    expect(r.family_coverage.find((f) => f.family === 'collective')!.status).toBe('missing');
+    // sm_120 has no same-generation sibling: the family extrapolation refuses, nothing is invented.
+    expect(r.families.find((f) => f.family === 'collective')!.status).toBe('refused');
+    expect(r.pricing.refuses).toEqual(
+      expect.arrayContaining([
+        'tp > 1 (every dense layer all-reduces): no all_reduce collective measured (no comm table with all_reduce rows)',
+        'ep > 1 (expert-parallel MoE dispatch and combine): no alltoall collective measured (no comm table with alltoall rows)',
+      ]),
+    );
+    const reg = loadRegistryFile(r.files.registry);
+    expect(
+      makePricer('llama-3.1-8b', 'rtx-pro-6000', { tp: 1 }, reg).price(decodeBatch(8, 1024)).overlap_us,
+    ).toBeGreaterThan(0);
+    expect(() => makePricer('llama-3.1-8b', 'rtx-pro-6000', { tp: 2 }, reg).price(decodeBatch(8, 1024))).toThrow(
+      /cannot price all_reduce over 2 ranks on rtx-pro-6000 .*no all_reduce collective at any width/,
+    );
+  }, 600_000);
+
+  it('a ×10 units slip in one dtype (every bf16 GEMM row) is caught on an onboarding run; nothing written', async () => {
+    const data = path.join(tmp, 'slip', 'rtx_pro_6000_server');
+    cpSync(DATA, data, { recursive: true });
+    const f = path.join(data, 'gemm', 'vllm', '0.24.0', 'gemm_perf.csv');
+    const [head, ...rows] = readFileSync(f, 'utf8').trimEnd().split('\n');
+    const cols = head!.split(',');
+    const [dt, lat] = [cols.indexOf('gemm_dtype'), cols.indexOf('latency')];
+    const slipped = rows.map((line) => {
+      const c = line.split(',');
+      if (c[dt] === 'bfloat16') c[lat] = String(Number(c[lat]) * 10);
+      return c.join(',');
+    });
+    writeFileSync(f, [head, ...slipped].join('\n') + '\n');
+    const out = path.join(tmp, 'slip-out');
+    await expect(
+      onboardChip(
+        opts({ dataDir: data, outRoot: out, systemFile: path.join(FIXTURE, 'systems', 'rtx_pro_6000_server.yaml') }),
+      ),
+    ).rejects.toThrow(/bf16|bfloat16|hbm_derate/);
+    expect(existsSync(path.join(out, 'registry', 'rtx-pro-6000.yaml'))).toBe(false);
+  }, 600_000);
+});
