@@ -88,7 +88,7 @@ const withRegistry = knownChips().filter((c) => existsSync(path.join(REPO_ROOT, 
 
 describe('every new MoE graph prices on every chip that has a registry', () => {
   it('covers the shipped registries', () =>
-    expect(withRegistry).toEqual(['a100', 'b200', 'b300', 'gb200', 'h100', 'h200', 'l40s']));
+    expect(withRegistry).toEqual(['a100', 'b200', 'b300', 'gb200', 'h100', 'h200', 'l40s', 'rtx-pro-6000']));
   it.each(withRegistry)('%s', (chip) => {
     const batch = { requests: [...decodeBatch(16, 3000).requests, ...prefillBatch(1, 1024, 512).requests] };
     for (const m of MOE_GRAPHS) {
