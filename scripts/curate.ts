@@ -111,7 +111,9 @@ async function curateAic(): Promise<void> {
 
 /** Known GB200 quirks (../shared/datasets/aiconfigurator-modern/README.md and systems/gb200.yaml). */
 function gb200Notes(table: string): string[] {
-  const n = ['read verbatim from upstream Parquet (../shared/datasets/aiconfigurator-modern/gb200); the rows are GB200 measurements (device "NVIDIA GB200"), not B200 copies'];
+  const n = [
+    'read verbatim from upstream Parquet (../shared/datasets/aiconfigurator-modern/gb200); the rows are GB200 measurements (device "NVIDIA GB200"), not B200 copies',
+  ];
   if (table === 'nccl_perf' || table === 'custom_allreduce_perf')
     n.push('GB200 comm tables cover 2 and 4 GPUs only (one compute tray); wider groups are not measured');
   if (table === 'nccl_perf')
