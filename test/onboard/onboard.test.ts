@@ -97,5 +97,5 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
       nvlink_gb_per_s_per_dir: 300,
       sm_count: 108,
     });
-  });
+  }, 600_000); // two full a100 fits (onboard and the normal path): minutes on a loaded 2-core machine
 });
