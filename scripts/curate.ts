@@ -19,7 +19,12 @@ import { chipFromSku, loadChip, REPO_ROOT } from '../src/core/catalog/chip.ts';
 import { note } from '../src/core/io/progress.ts';
 import { AIC_COMMIT, AIC_REPOSITORY, importAicFiles, type ImportSummary } from '../src/measurements/import.ts';
 import { listMeasurementFiles, listStepFiles, readProvenance } from '../src/measurements/store.ts';
-import { writeFileAtomic } from '../src/core/io/fs.ts';
+import { sha256File, writeFileAtomic } from '../src/core/io/fs.ts';
+import { mapSparseTable, SPARSE_TABLES, type SparseTable } from '../src/measurements/sparse-import.ts';
+import { parquetTable } from '../src/measurements/table.ts';
+import { checkUnits } from '../src/measurements/units.ts';
+import { writeMeasurements } from '../src/measurements/store.ts';
+import type { SparseRow } from '../src/measurements/schema.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 const AIC = path.join(SHARED, 'aiconfigurator');
@@ -229,7 +234,55 @@ or import one table at a time: \`node bin/stepcal.mjs import aiconfigurator <tab
   writeFileAtomic(path.join(OUT, 'README.md'), text);
 }
 
+const MODERN = path.join(SHARED, 'aiconfigurator-modern');
+/** Chips whose sparse family is fitted (issue 14): the vLLM 0.24.0 lane of the modern tables. */
+const SPARSE_SKUS = ['h200_sxm', 'b200_sxm'];
+
+/** The sparse family (issue 14): DeepSeek-V4 sparse FlashMLA, its block-index scorer and mHC, one file per chip. */
+async function curateSparse(): Promise<void> {
+  for (const sku of SPARSE_SKUS) {
+    const chip = chipFromSku(sku);
+    const rows: SparseRow[] = [];
+    const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
+    const sources: string[] = [];
+    for (const table of Object.keys(SPARSE_TABLES) as SparseTable[]) {
+      const rel = path.join(sku, SPARSE_TABLES[table].category, 'vllm', '0.24.0', `${table}.parquet`);
+      const file = path.join(MODERN, rel);
+      const mapped = mapSparseTable(table, await parquetTable(file), chip);
+      rows.push(...mapped);
+      inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: mapped.length });
+      sources.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+    }
+    checkUnits('sparse', rows, loadChip(chip), `measurements/${chip}/sparse.vllm-0.24.0.csv.gz`);
+    const out = writeMeasurements(path.join(OUT, chip), 'sparse', 'vllm-0.24.0', rows, {
+      family: 'sparse',
+      chip,
+      lane: 'vllm-0.24.0',
+      source_repository: AIC_REPOSITORY,
+      source_path: sources.join('; '),
+      source_commit: AIC_COMMIT,
+      licence: 'Apache-2.0',
+      inputs,
+      filters: [
+        'dsv4_hca_attn_module_perf → op sparse_attn (DeepSeek-V4-Flash HCA sparse FlashMLA; window 128, head_dim 512, compress_ratio from the row, no top-k)',
+        'dsv4_paged_mqa_logits_module_perf → op indexer (block-index scorer; head_dim = index_head_dim 128)',
+        'mhc_module_perf → op mhc_pre / mhc_post (latency covers num_sites calls)',
+        'heads = local_num_heads; query_tokens = isl; past_tokens = step (attended = step + isl)',
+      ],
+      rows_in: rows.length,
+      rows_out: rows.length,
+      units: { latency_us: 'latency [ms] × 1000' },
+      duplicate_configs: 0,
+      notes: [
+        'verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md, VALUES.md); model facts from ../shared/datasets/model-configs/deepseek-ai--DeepSeek-V4-Flash/config.json',
+      ],
+    });
+    note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
+  }
+}
+
 const what = process.argv[2] ?? 'all';
+if (what === 'all' || what === 'sparse') await curateSparse();
 if (what === 'all' || what === 'aic') await curateAic();
 if (what === 'all' || what === 'aic' || what === 'gb200') await curateGb200();
 if (what === 'all' || what === 'splitwise') await curateSplitwise();

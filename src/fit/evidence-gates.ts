@@ -30,6 +30,10 @@ export const HOLDOUT_GEO_BOUNDS: Readonly<Record<string, HoldoutBound>> = {
   collective: { geo: 2.0, source: 'shipped 1.08–1.8 on NVLink parts (leave-one-width-out)' },
   collective_pcie: { geo: 5.0, source: 'shipped l40s 2.5–4.2 (leave-one-width-out across PCIe switch levels)' },
   moe: { geo: 1.5, source: 'shipped 1.13–1.19 (leave-one-geometry-out)' },
+  sparse: {
+    geo: 1.5,
+    source: 'issue 14 goal 1.15 (fits/<chip>/README.md says why where a law misses it); shipped 1.06–1.30',
+  },
   host: { geo: 2.0, source: 'host terms have no shipped holdout; same bound as the kernel families' },
 };
 

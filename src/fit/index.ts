@@ -30,6 +30,7 @@ import { fitHost, type HostFit } from './host.ts';
 import { fitMoe, type MoeFit } from './moe.ts';
 import { fitMoeExperts, type MoeExpertsFit } from './moe-experts.ts';
 import { evidenceGates } from './evidence-gates.ts';
+import { fitSparse, type SparseFit } from './sparse.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
@@ -38,6 +39,7 @@ export const FIT_FAMILIES = [
   'hbm',
   'attention_decode',
   'attention_prefill',
+  'sparse',
   'collective',
   'moe',
   'moe_experts',
@@ -160,6 +162,7 @@ export type FitFamilyResult =
   | MoeFit
   | MoeExpertsFit
   | HostFit
+  | SparseFit
   | FamilyFit;
 
 /**
@@ -212,6 +215,10 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
   run('attention_prefill', () => {
     const p = laneRows('attention_prefill');
     return p.rows.length ? fitAttentionPrefill(p.rows, p.ctx) : missing('attention_prefill', 'no measurements');
+  });
+  run('sparse', () => {
+    const p = laneRows('sparse');
+    return p.rows.length ? fitSparse(p.rows, p.ctx) : missing('sparse', 'no measurements');
   });
   run('collective', () => {
     const rows = store.read('collective');

@@ -17,6 +17,7 @@ import type {
   HostRowSchema,
   MoeRowSchema,
   ProvenanceSchema,
+  SparseRowSchema,
   StepRowSchema,
 } from '../core/schemas/measurements.ts';
 import type { Family } from '../core/schemas/measurements.ts';
@@ -33,6 +34,7 @@ export type CollectiveRow = z.infer<typeof CollectiveRowSchema>;
 export type MoeRow = z.infer<typeof MoeRowSchema>;
 export type HostRow = z.infer<typeof HostRowSchema>;
 export type StepRow = z.infer<typeof StepRowSchema>;
+export type SparseRow = z.infer<typeof SparseRowSchema>;
 /** Provenance written beside every stored measurement file. */
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 
@@ -102,6 +104,25 @@ export const FAMILY_COLUMNS = {
     'latency_us',
   ],
   host: ['chip', 'lane', 'kernel_source', 'what', 'kernels', 'latency_us'],
+  sparse: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'op',
+    'model',
+    'batch',
+    'query_tokens',
+    'past_tokens',
+    'heads',
+    'head_dim',
+    'window',
+    'compress_ratio',
+    'index_topk',
+    'hidden',
+    'hc_mult',
+    'sites',
+    'latency_us',
+  ],
   step: [
     'model',
     'chip',
@@ -134,6 +155,7 @@ export interface FamilyRow {
   collective: CollectiveRow;
   moe: MoeRow;
   host: HostRow;
+  sparse: SparseRow;
   step: StepRow;
 }
 

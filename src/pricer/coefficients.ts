@@ -9,6 +9,7 @@ import { UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import type { StorageDtype } from '../core/catalog/dtypes.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
+import type { MhcHalf, PrefillForm } from '../core/laws/sparse.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import { computeFormat, type ComputeFormat } from './deployment.ts';
 
@@ -110,6 +111,9 @@ export class PricerCoefficients {
    * reference §1.5, §4.5): the kind's own, else the full-attention rate (noted), else undefined.
    */
   decodeAttention(kind: string): { floor: number; rate: number } | undefined {
+    // Sparse latent attention: the sparse family's own decode law over the bytes it reads (issue 14).
+    const sparseRate = kind === 'sparse' ? this.opt('sparse_decode_rate') : undefined;
+    if (sparseRate !== undefined) return { floor: this.opt('sparse_decode_floor') ?? 0, rate: sparseRate };
     const suffix = kind === 'gqa' ? '' : kind === 'sparse' ? '_sparse_mla' : `_${kind}`;
     const baseRate = this.opt('attention_decode_rate');
     const baseFloor = this.opt('attention_decode_floor') ?? 0;
@@ -124,6 +128,53 @@ export class PricerCoefficients {
       }
     }
     return baseRate === undefined ? undefined : { floor: baseFloor, rate: baseRate };
+  }
+
+  /**
+   * The indexer scan's decode floor (µs) and rate (bytes per µs) over its index keys (issue 14), else the
+   * sparse / full decode-attention law (noted).
+   */
+  indexerDecode(): { floor: number; rate: number } | undefined {
+    const rate = this.opt('indexer_decode_rate');
+    if (rate !== undefined) return { floor: this.opt('indexer_decode_floor') ?? 0, rate };
+    this.staticNotes.add(
+      'no indexer_decode_rate in the registry: the indexer scan priced with the decode-attention law',
+    );
+    return this.decodeAttention('sparse');
+  }
+
+  /**
+   * A model's own measured prefill form `<prefix>_prefill_{fixed,per_request,per_token,rate}` (seed
+   * "Attention"): used only when every term is present (scoped to this model); otherwise undefined, with a
+   * note naming the missing terms, and the caller prices the general prefill arithmetic.
+   */
+  prefillForm(prefix: 'sparse' | 'indexer'): PrefillForm | undefined {
+    const names = ['fixed', 'per_request', 'per_token', 'rate'].map((t) => `${prefix}_prefill_${t}`);
+    const missing = names.filter((n) => !this.reg.has(n));
+    if (missing.length) {
+      this.staticNotes.add(
+        `${prefix === 'sparse' ? 'sparse attention' : 'indexer'} prefill: the model's own prefill form is incomplete for ${this.modelName} on ${this.chip.name} (missing ${missing.join(', ')}); priced as prefill arithmetic`,
+      );
+      return undefined;
+    }
+    const [fixed_us, per_request_us, per_token_us, bytes_per_us] = names.map((n) => this.reg.value(n)) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    return { fixed_us, per_request_us, per_token_us, bytes_per_us };
+  }
+
+  /** The measured mHC half (seed "Hyper-connections"): floor µs and rate bytes per µs, or undefined (noted). */
+  mhc(half: MhcHalf): { floor: number; rate: number } | undefined {
+    const rate = this.opt(`mhc_${half}_rate`);
+    const floor = this.opt(`mhc_${half}_floor`);
+    if (rate !== undefined && floor !== undefined) return { floor, rate };
+    this.staticNotes.add(
+      `no mhc_${half}_{floor,rate} in the registry: mHC ${half} charged as memory traffic with its mixing GEMM`,
+    );
+    return undefined;
   }
 
   /** Widths with coefficients for `op` (ascending): both a floor and a peak rate. */

@@ -11,6 +11,7 @@ import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
 import { expertTerms, expertWork, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
 import { rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
+import { indexKeyBytes, type PrefillForm } from '../core/laws/sparse.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
 import type { ComputeFormat } from './deployment.ts';
 
@@ -43,6 +44,10 @@ export interface AttnPlan {
   /** Prefill: floor µs and µs per attended key pair at ε_max (the walk folds in each row's ramp). */
   preFloor: number;
   preUsPerPair: number;
+  /** The model's own measured prefill form (coefficients.ts prefillForm), priced instead of the pairs; undefined = none. */
+  form: PrefillForm | undefined;
+  /** Bytes the form's kernel reads per query-key pair (one cached entry). */
+  formBytesPerPair: number;
 }
 
 /** A recurrent mixer: decode floor (µs) and rate (tokens per µs); prefill rate or the scan on the bf16 ramp. */
@@ -87,6 +92,8 @@ export interface KindPlan {
   gemmMh: number[];
   weightUs: number;
   eltUsPerToken: number;
+  /** Per-layer HBM floors of the measured mHC halves, µs. */
+  fixedHbmUs: number;
   attn: AttnPlan[];
   hasMoe: boolean;
   moeA: number;
@@ -163,6 +170,7 @@ function emptyKind(id: string, count: number): KindPlan {
     gemmMh: [],
     weightUs: 0,
     eltUsPerToken: 0,
+    fixedHbmUs: 0,
     attn: [],
     hasMoe: false,
     moeA: 0,
@@ -219,6 +227,8 @@ function addGemmNode(
   groups: GemmGroups,
   node: Extract<GraphNode, { op: 'GEMM' }>,
 ): void {
+  // The measured mHC kernel already includes its small mixing GEMM (seed "Hyper-connections").
+  if (node.mhc !== undefined && ctx.coef.mhc(node.mhc) !== undefined) return;
   const w = node.weight_dtype ?? ctx.served;
   const par = node.parallel ?? 'column';
   const div = par === 'replicated' ? 1 : ctx.tp;
@@ -372,24 +382,38 @@ function attentionReader(node: Extract<GraphNode, { op: 'Attention' }>): ReaderS
   return { window: node.window ?? Infinity, ratio: 0, cap: Infinity };
 }
 
-/** An Attention node: decode floor + reads, prefill floor + pairs (seed "Attention"; reference §4.5). */
-function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'Attention' }>): void {
-  const indexer = node.role === 'indexer';
-  const r = attentionReader(node);
-  const latent = node.kind === 'mla' || node.kind === 'sparse' || indexer;
-  // KNOWN DIVERGENCE 10 (reference §4.5 divides a whole-model KV figure by TotalLayers, which
-  // under-counts hybrids): each layer's KV bytes come from its own attention node.
-  const kvPerToken = latent
-    ? node.n_kv * node.d_h * ctx.kvB
-    : 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
-  const dc = ctx.coef.decodeAttention(node.kind);
+/**
+ * Bytes one decode row reads per cached entry of an attention node: a latent entry (MLA, sparse), an
+ * indexer's fp8 index key with its scale (core/laws/sparse.ts indexKeyBytes), or K and V of the rank's heads.
+ * KNOWN DIVERGENCE 10 (reference §4.5 divides a whole-model KV figure by TotalLayers, which under-counts
+ * hybrids): each layer's KV bytes come from its own attention node.
+ */
+function kvBytesPerToken(ctx: PlanContext, node: Extract<GraphNode, { op: 'Attention' }>): number {
+  if (node.role === 'indexer') return node.n_kv * indexKeyBytes(node.d_h);
+  if (node.kind === 'mla' || node.kind === 'sparse') return node.n_kv * node.d_h * ctx.kvB;
+  return 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
+}
+
+/** Decode floor and rate of an attention node: the indexer's own scan law, else its kind's (coefficients.ts). */
+function decodeLaw(ctx: PlanContext, node: Extract<GraphNode, { op: 'Attention' }>) {
+  const dc = node.role === 'indexer' ? ctx.coef.indexerDecode() : ctx.coef.decodeAttention(node.kind);
   if (!dc)
     ctx.coef.assumptions.push(
       `no attention_decode_rate: ${node.kind} decode charged as raw bytes at the derated HBM rate, no floor`,
     );
-  // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local
-  // heads (only its latent cache is replicated, which kvPerToken reflects).
-  const qHeads = node.n_q / ctx.tp;
+  return dc;
+}
+
+/** An Attention node: decode floor + reads, prefill floor + pairs (seed "Attention"; reference §4.5). */
+function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'Attention' }>): void {
+  const indexer = node.role === 'indexer';
+  const r = attentionReader(node);
+  const kvPerToken = kvBytesPerToken(ctx, node);
+  const dc = decodeLaw(ctx, node);
+  // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local heads (only
+  // its latent cache is replicated, which kvPerToken reflects). An indexer's heads are not split (issue 14):
+  // every rank scores the whole index for the top-k it needs.
+  const qHeads = indexer ? node.n_q : node.n_q / ctx.tp;
   const flopsPerPair = (indexer ? 2 : 4) * qHeads * (node.prefill_d_h ?? node.d_h);
   // KNOWN DIVERGENCE 4 (reference §4.5 [CHECK]): work_scale is fitted against the bf16 ramp, so
   // prefill attention is priced on the bf16 peak and ramp whatever the served weight dtype.
@@ -400,12 +424,30 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNod
     decUsPerToken: dc ? floorPlusWork(0, kvPerToken, dc.rate) : readUs(ctx, kvPerToken),
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
+    form: node.kind === 'sparse' ? ctx.coef.prefillForm(indexer ? 'indexer' : 'sparse') : undefined,
+    formBytesPerPair: kvPerToken,
   });
   kp.kvBytesPerToken += kvPerToken;
   // Resident KV (capacity check): a windowed layer keeps its window (vLLM frees blocks that
   // slide out); full, latent, sparse and indexer caches keep the whole context.
   kp.kvResident.push([r.ratio === 0 ? r.window : Infinity, kvPerToken]);
   kp.mixers += 1;
+}
+
+/**
+ * An Elementwise node: its bytes per token at the derated HBM rate. KNOWN DIVERGENCE 6 (reference §4.4):
+ * norms run on the full hidden state on every rank, so their bytes are not divided by tp. An mHC half with
+ * its measured form (seed "Hyper-connections"; core/laws/sparse.ts) is priced floor + bytes / its own rate.
+ */
+function addElementwiseNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'Elementwise' }>): void {
+  const bytes = node.bytes_per_token ?? 4 * ctx.hidden;
+  const m = node.mhc === undefined ? undefined : ctx.coef.mhc(node.mhc);
+  if (m === undefined) {
+    kp.eltUsPerToken += readUs(ctx, bytes);
+    return;
+  }
+  kp.fixedHbmUs += m.floor;
+  kp.eltUsPerToken += floorPlusWork(0, bytes, m.rate);
 }
 
 /** A RecurrentUpdate node (seed "Recurrent mixers"; reference §1.5 recurrent set). */
@@ -487,15 +529,16 @@ function buildKind(
         addRecurrentNode(ctx, kp, node);
         break;
       case 'Elementwise':
-        // KNOWN DIVERGENCE 6 (reference §4.4): norms run on the full hidden state on every rank, so
-        // their bytes are not divided by tp.
-        kp.eltUsPerToken += readUs(ctx, node.bytes_per_token ?? 4 * ctx.hidden);
+        addElementwiseNode(ctx, kp, node);
         break;
       default:
         if (!addCollectiveNode(ctx, kp, node, nodes)) continue;
     }
     kp.kernels += KERNELS[node.op];
   }
+  // Seed "Host time": a model whose code breaks capture around each layer's attention (DeepSeek-V4) replays
+  // one piece per captured region under piecewise capture: one region per such layer, indexer included.
+  if (nodes.some((n) => n.op === 'Attention' && n.capture_break)) kp.mixers = 1;
   for (const g of groups.values()) {
     kp.gemmA.push(g.A);
     kp.gemmMh.push(g.mh);

@@ -78,7 +78,7 @@ function layerTimes(
   let sm = gemmSmUs(kp, tok);
   let hbm = weightsAndNormsHbmUs(kp, tok);
   if (anyDecode) hbm = decodeAttentionHbmUs(kp, dec, hbm);
-  if (anyPrefill) sm = prefillAttentionSmUs(kp, pre, sm);
+  if (anyPrefill) sm = prefillAttentionSmUs(kp, pre, sm, sc.walk);
   sm = recurrentSmUs(kp, anyDecode, decTok, tok - decTok, sm);
   const big = collectivesUs(kp, tok, sc.coll);
   const lay = sc.lay;

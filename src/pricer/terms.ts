@@ -8,7 +8,9 @@ import { collectiveUs } from '../core/laws/collective.ts';
 import { floorPlusUnits, floorPlusWork } from '../core/laws/floor-rate.ts';
 import { rampUs } from '../core/laws/gemm.ts';
 import { expertsTouched } from '../core/laws/moe.ts';
+import { prefillFormUs } from '../core/laws/sparse.ts';
 import type { KindPlan } from './plan.ts';
+import type { BatchWalk } from './walk.ts';
 
 /** Largest message in the NCCL tables the collective coefficients are fitted on (reference §1.5: 256 B–512 MiB). */
 export const COLLECTIVE_MAX_FITTED_BYTES = 512 * 1024 * 1024;
@@ -20,9 +22,12 @@ export function gemmSmUs(kp: KindPlan, m: number): number {
   return sm;
 }
 
-/** HBM: the kind's non-expert weights once per step plus its norms per token (seed "Memory"; reference §4.4). */
+/**
+ * HBM: the kind's non-expert weights once per step plus its norms per token (seed "Memory"; reference §4.4),
+ * and the measured mHC halves' floors (seed "Hyper-connections"; their bytes are in eltUsPerToken at their rates).
+ */
 export function weightsAndNormsHbmUs(kp: KindPlan, tok: number): number {
-  return kp.weightUs + tok * kp.eltUsPerToken;
+  return kp.weightUs + kp.fixedHbmUs + tok * kp.eltUsPerToken;
 }
 
 /**
@@ -40,11 +45,16 @@ export function decodeAttentionHbmUs(kp: KindPlan, dec: Float64Array, hbm: numbe
 /**
  * Prefill attention on the SM, added to `sm`: per attention node, floor + ramp-scaled pairs · µs per
  * pair (seed "Attention"; reference §4.5). `pre[r]`: Σ pairs · ε_max/ε(s) over prefill rows (walk.ts).
+ * A node with the model's own measured prefill form (seed, second paragraph; core/laws/sparse.ts) is priced
+ * with it instead: fixed + per_request · prefill rows + per_token · prefill tokens + pairs · entry bytes / rate.
  */
-export function prefillAttentionSmUs(kp: KindPlan, pre: Float64Array, sm: number): number {
+export function prefillAttentionSmUs(kp: KindPlan, pre: Float64Array, sm: number, w: BatchWalk): number {
   for (let a = 0; a < kp.attn.length; a++) {
     const at = kp.attn[a]!;
-    sm += floorPlusUnits(at.preFloor, pre[at.reader]!, at.preUsPerPair);
+    sm +=
+      at.form === undefined
+        ? floorPlusUnits(at.preFloor, pre[at.reader]!, at.preUsPerPair)
+        : prefillFormUs(at.form, w.nPrefill, w.prefillTokens(), w.preRaw[at.reader]! * at.formBytesPerPair);
   }
   return sm;
 }

@@ -10,6 +10,7 @@ import type { Batch } from './types.ts';
 const PRE_TOK = 0;
 const PRE_CTX = 1;
 const PAIRS_FULL = 2;
+const PAIRS_FULL_RAW = 3;
 
 /** What the walk needs from construction. */
 export interface WalkPlan {
@@ -40,12 +41,20 @@ export class BatchWalk {
   readonly decRead: Float64Array;
   readonly preRead: Float64Array;
   readonly allRead: Float64Array;
-  /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs (unbounded reader). */
-  readonly prefill = new Float64Array(3);
+  /** Per reader: prefill rows' query-key pairs without the ramp (a measured prefill form's bytes). */
+  readonly preRaw: Float64Array;
+  /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs and Σ pairs (unbounded reader). */
+  readonly prefill = new Float64Array(4);
   constructor(readers: number) {
     this.decRead = new Float64Array(readers);
     this.preRead = new Float64Array(readers);
     this.allRead = new Float64Array(readers);
+    this.preRaw = new Float64Array(readers);
+  }
+
+  /** Tokens the step's prefill rows schedule. */
+  prefillTokens(): number {
+    return this.prefill[PRE_TOK]!;
   }
 }
 
@@ -60,10 +69,14 @@ function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
   pre[PRE_TOK]! += s;
   pre[PRE_CTX]! += c + s;
   const scale = rampSlowdown(s, p.attnMHalf);
-  pre[PAIRS_FULL]! += attendedKeys(c, s, 1, Infinity) * scale;
+  const full = attendedKeys(c, s, 1, Infinity);
+  pre[PAIRS_FULL]! += full * scale;
+  pre[PAIRS_FULL_RAW]! += full;
   for (let j = 0; j < bounded.length; j++) {
     const r = bounded[j]!;
-    w.preRead[r]! += prefillPairs(s, c, readers[r]!) * scale;
+    const pairs = prefillPairs(s, c, readers[r]!);
+    w.preRead[r]! += pairs * scale;
+    w.preRaw[r]! += pairs;
     w.allRead[r]! += decodeTokensRead(c + s, readers[r]!); // drafter passes 2..k and resident KV
   }
 }
@@ -82,9 +95,9 @@ function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
  * prefill attention cheaper (adding a request never lowers the price).
  */
 export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
-  const { decRead, preRead, allRead } = w;
+  const { decRead, preRead, allRead, preRaw } = w;
   const nR = decRead.length;
-  for (let r = 0; r < nR; r++) (decRead[r] = 0), (preRead[r] = 0), (allRead[r] = 0);
+  for (let r = 0; r < nR; r++) (decRead[r] = 0), (preRead[r] = 0), (allRead[r] = 0), (preRaw[r] = 0);
   const { readers, bounded, threshold, uniformWidth } = p;
   const nBounded = bounded.length;
   let nUniform = 0; // uniform decode rows (s = uniformWidth ≤ threshold): the common case, kept to two loads and two adds
@@ -96,6 +109,7 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   pre[PRE_TOK] = 0;
   pre[PRE_CTX] = 0;
   pre[PAIRS_FULL] = 0;
+  pre[PAIRS_FULL_RAW] = 0;
   const reqs = batch.requests;
   for (let i = 0; i < reqs.length; i++) {
     const q = reqs[i]!;
@@ -131,6 +145,7 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
     // An unbounded reader reads the whole context: decodeTokensRead(ctx, full) = ctx.
     decRead[p.fullReader] = ctxSumAll - pre[PRE_CTX]!;
     preRead[p.fullReader] = pre[PAIRS_FULL]!;
+    preRaw[p.fullReader] = pre[PAIRS_FULL_RAW]!;
     allRead[p.fullReader] = ctxSumAll;
   }
   w.tok = tok;

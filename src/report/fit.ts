@@ -18,6 +18,8 @@ import { gemmSection } from './fit-gemm.ts';
 import { hbmSection } from './fit-hbm.ts';
 import { hostSection } from './fit-host.ts';
 import { moeSection } from './fit-moe.ts';
+import { sparseSection } from './fit-sparse.ts';
+import type { SparseFit } from '../fit/sparse.ts';
 
 /** A fit run drawn: README text, figures (sorted by name) and summary lines. */
 export interface FitReport {
@@ -32,6 +34,7 @@ const EMPTY: FitSection = { md: '', summary: [], figures: [] };
 export function familySection(f: FitFamilyResult, chip: Chip): FitSection {
   if ('ramps' in f) return gemmSection(f, chip);
   if ('results' in f) return decodeSection(f, chip);
+  if ('laws' in f) return sparseSection(f as SparseFit, chip);
   if (!('result' in f) && !('data' in f)) return EMPTY;
   switch (f.family) {
     case 'hbm':

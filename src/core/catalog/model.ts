@@ -47,6 +47,8 @@ const GemmNode = z
     parallel: z.enum(['column', 'row', 'replicated']).optional(),
     /** Stored weight dtype when it differs from the model's (e.g. an lm_head kept in bf16). */
     weight_dtype: dtype.optional(),
+    /** The small mixing GEMM of an mHC half, which its measured kernel already includes (seed "Hyper-connections"). */
+    mhc: z.enum(['pre', 'post']).optional(),
   })
   .strict();
 
@@ -91,6 +93,11 @@ const AttentionNode = z
     alibi: z.boolean().optional(),
     /** Learned attention sinks (gpt-oss); informational. */
     sinks: z.boolean().optional(),
+    /**
+     * The model's own code breaks CUDA-graph capture around this layer's attention (indexer included), as
+     * DeepSeek-V4 does (seed "Host time"): under piecewise capture the layer adds one captured region.
+     */
+    capture_break: z.boolean().optional(),
   })
   .strict();
 
@@ -111,6 +118,8 @@ const ElementwiseNode = z
     ...common,
     /** Bytes moved per token; default 2·hidden·2 (read + write at bf16). */
     bytes_per_token: z.number().positive().optional(),
+    /** An mHC half (DeepSeek-V4 hyper-connections; core/laws/sparse.ts): its bytes are the streams it moves. */
+    mhc: z.enum(['pre', 'post']).optional(),
   })
   .strict();
 

@@ -9,7 +9,16 @@
 import { z } from 'zod';
 
 /** Measurement families stepcal stores. */
-export const FAMILIES = ['gemm', 'attention_decode', 'attention_prefill', 'collective', 'moe', 'host', 'step'] as const;
+export const FAMILIES = [
+  'gemm',
+  'attention_decode',
+  'attention_prefill',
+  'collective',
+  'moe',
+  'host',
+  'step',
+  'sparse',
+] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export const COLLECTIVE_OPS = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall'] as const;
@@ -104,6 +113,36 @@ export const HostRowSchema = z
   .object({ ...meta, what: z.enum(HOST_WHATS), kernels: atLeastOne, latency_us: latency })
   .strict();
 
+/** Kernels of the sparse-attention family (issue 14): sparse attention, its indexer scan, the two mHC halves. */
+export const SPARSE_OPS = ['sparse_attn', 'indexer', 'mhc_pre', 'mhc_post'] as const;
+
+/**
+ * One sparse-family kernel call (docs/measurements.md "sparse"): `batch` requests of `query_tokens` each after
+ * `past_tokens` cached (mHC: one row of `query_tokens` tokens); heads per GPU; `window` tokens read directly,
+ * a compressed stream of one entry per `compress_ratio` tokens capped at `index_topk` (0 = no selection);
+ * `head_dim` is the cached entry's width (indexer: index_head_dim). mHC rows: `hidden`, `hc_mult` and the
+ * `sites` (attention + FFN) one latency covers.
+ */
+export const SparseRowSchema = z
+  .object({
+    ...meta,
+    op: z.enum(SPARSE_OPS),
+    model: nonEmpty,
+    batch: atLeastOne,
+    query_tokens: atLeastOne,
+    past_tokens: count,
+    heads: count,
+    head_dim: count,
+    window: count,
+    compress_ratio: count,
+    index_topk: count,
+    hidden: count,
+    hc_mult: count,
+    sites: atLeastOne,
+    latency_us: latency,
+  })
+  .strict();
+
 /** One held-out whole-step observation (`*.steps.csv`; docs/validation.md). Cross-field rules live in the step reader. */
 export const StepRowSchema = z
   .object({
@@ -142,6 +181,7 @@ export const FAMILY_ROW_SCHEMAS = {
   moe: MoeRowSchema,
   host: HostRowSchema,
   step: StepRowSchema,
+  sparse: SparseRowSchema,
 } as const satisfies Record<Family, z.ZodType>;
 
 /** Provenance written beside every stored measurement file. */

@@ -1,0 +1,81 @@
+/**
+ * Non-negative linear least squares on relative error, for laws that are sums of non-negative terms
+ * (floor + work / rate; a prefill form's fixed + per-request + per-token + bytes / rate). Pure, exact.
+ *
+ * minimise Σ_i ((x_i · β − y_i) / y_i)² subject to β ≥ 0, by solving the normal equations on every
+ * subset of free coefficients (the others pinned at 0) and keeping the best feasible one: exact NNLS
+ * for the ≤ 6 coefficients these laws have.
+ */
+
+/** Solve the square system A·x = b by Gaussian elimination with partial pivoting; undefined when singular. */
+function solve(A: number[][], b: number[]): number[] | undefined {
+  const n = b.length;
+  const M = A.map((row, i) => [...row, b[i]!]);
+  for (let c = 0; c < n; c++) {
+    let p = c;
+    for (let r = c + 1; r < n; r++) if (Math.abs(M[r]![c]!) > Math.abs(M[p]![c]!)) p = r;
+    const piv = M[p]![c]!;
+    if (!(Math.abs(piv) > 1e-300)) return undefined;
+    [M[c], M[p]] = [M[p]!, M[c]!];
+    for (let r = 0; r < n; r++) {
+      if (r === c) continue;
+      const f = M[r]![c]! / piv;
+      for (let k = c; k <= n; k++) M[r]![k]! -= f * M[c]![k]!;
+    }
+  }
+  return M.map((row, i) => row[n]! / row[i]!);
+}
+
+/**
+ * β ≥ 0 minimising the summed squared relative error of X·β against y.
+ * @param X design rows (one per measurement, p ≤ 6 columns, non-negative work counts)
+ * @param y measured values (> 0)
+ * @param idx optional row indices to use (a bootstrap resample); default every row
+ * @returns the coefficients, length p (0 for a pinned one)
+ * @throws Error when p > 6 or no subset gives a finite solution
+ */
+export function nnlsRelative(
+  X: readonly (readonly number[])[],
+  y: readonly number[],
+  idx?: ArrayLike<number>,
+): number[] {
+  const p = X[0]?.length ?? 0;
+  if (p < 1 || p > 6) throw new Error(`nnlsRelative: ${p} coefficients (expected 1 to 6)`);
+  const rows = idx ?? Array.from(y, (_, i) => i);
+  // Normal equations of the scaled system (X_i / y_i) β ≈ 1, shared by every subset.
+  const G = Array.from({ length: p }, () => new Array<number>(p).fill(0));
+  const h = new Array<number>(p).fill(0);
+  for (let t = 0; t < rows.length; t++) {
+    const i = rows[t]!;
+    const w = 1 / y[i]!;
+    const xi = X[i]!;
+    for (let a = 0; a < p; a++) {
+      h[a]! += xi[a]! * w;
+      for (let b = 0; b < p; b++) G[a]![b]! += xi[a]! * xi[b]! * w * w;
+    }
+  }
+  let best: number[] | undefined;
+  let bestSse = Infinity;
+  for (let mask = 1; mask < 1 << p; mask++) {
+    const free = [...Array(p).keys()].filter((a) => mask & (1 << a));
+    const sol = solve(
+      free.map((a) => free.map((b) => G[a]![b]!)),
+      free.map((a) => h[a]!),
+    );
+    if (!sol || sol.some((v) => !(v >= 0) || !Number.isFinite(v))) continue;
+    const beta = new Array<number>(p).fill(0);
+    for (let j = 0; j < free.length; j++) beta[free[j]!] = sol[j]!;
+    // SSE = n − 2 βᵀh + βᵀGβ (the scaled targets are all 1).
+    let sse = rows.length;
+    for (let a = 0; a < p; a++) {
+      sse -= 2 * beta[a]! * h[a]!;
+      for (let b = 0; b < p; b++) sse += beta[a]! * G[a]![b]! * beta[b]!;
+    }
+    if (best === undefined || sse < bestSse - 1e-12 * Math.abs(bestSse)) {
+      bestSse = sse;
+      best = beta;
+    }
+  }
+  if (!best) throw new Error('nnlsRelative: no finite non-negative solution');
+  return best;
+}
