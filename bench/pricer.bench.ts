@@ -6,6 +6,8 @@
  * its result; `priceInto` writes into the caller's. Prints each figure beside its goal; never fails.
  * A MoE line (issue 13): deepseek-v3 tp 8 decode 256 on the measured registry/h200.yaml, experts on the
  * fitted law against the same pricer with the law's entries removed (the dense-ramp path); goal within 10%.
+ * Sparse graphs (issue 14): every DeepSeek-V3.2/V4, GLM-5 graph on h200, b200 and gb200 (their registries),
+ * tp 8, a mixed step (64 decodes at 8,192 plus one 2,048-token prefill chunk); goal under 2 µs per step.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,6 +85,45 @@ function moeBench(root: string, gc: () => void): void {
   if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
 }
 
+const GOAL_SPARSE_NS = 2000;
+const SPARSE_MODELS = [
+  'deepseek-v3.2',
+  'deepseek-v3.2-nvfp4',
+  'glm-5',
+  'glm-5.2-nvfp4',
+  'deepseek-v4-flash',
+  'deepseek-v4-flash-nvfp4',
+  'deepseek-v4-pro',
+  'deepseek-v4-pro-nvfp4',
+];
+
+/** Each sparse graph on each chip's registry: CPU ns per mixed step against the 2 µs goal. */
+function sparseBench(root: string): void {
+  const batch: Batch = { requests: [...decodeBatch(64, 8191).requests, ...prefillBatch(1, 2048, 4096).requests] };
+  const out = emptyStepPrice();
+  let sink = 0;
+  let worst = 0;
+  for (const chip of ['h200', 'b200', 'gb200']) {
+    const sets = loadRegistryFile(path.join(root, `registry/${chip}.yaml`));
+    const cells: string[] = [];
+    for (const model of SPARSE_MODELS) {
+      const d = defaultDeployment({ tp: 8 });
+      const reg = resolveCoefficients(sets, { hardware: chip, model, tp: 8, ep: 1 });
+      const p = createPricer(loadChip(chip), loadModel(model), d, reg);
+      const t = medianNsPerCall(() => (sink += p.priceInto(batch, out).no_overlap_us), 11, 5000);
+      worst = Math.max(worst, t.cpu);
+      cells.push(`${model} ${t.cpu.toFixed(0)}`);
+    }
+    process.stdout.write(
+      `sparse graphs tp8 ${chip}, 64 decode @ 8192 + 1 prefill chunk (ns CPU): ${cells.join(', ')}\n`,
+    );
+  }
+  process.stdout.write(
+    `  slowest ${worst.toFixed(0)} ns; goal < ${GOAL_SPARSE_NS} ns (${worst < GOAL_SPARSE_NS ? 'met' : 'not met'})\n`,
+  );
+  if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
+}
+
 export default async function bench(): Promise<void> {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
@@ -122,4 +163,5 @@ export default async function bench(): Promise<void> {
   );
   if (!Number.isFinite(sink)) process.stdout.write('unexpected non-finite price\n');
   moeBench(root, gc);
+  sparseBench(root);
 }

@@ -200,6 +200,12 @@ function fitLaw(spec: LawSpec, all: readonly SparseRow[], ctx: FitContext, out: 
       'sparse',
     );
     if (spec.models) entry.scope = { ...entry.scope, model: [...spec.models] };
+    if (entry.value === 0) {
+      // A term the non-negative fit pins at 0 is written as not charged, so the form stays complete.
+      entry.method = 'not_charged';
+      entry.fitted = false;
+      entry.rationale = `${spec.what}: the non-negative least-squares fit pins this term at 0 (${train.length} rows); priced as 0`;
+    }
     out.coefficients.push({ set: SET_NAMES.attention, name: t.name, entry });
   });
   out.laws.push({

@@ -23,6 +23,9 @@
  *   (2 · tokens · topk · 3 · hidden · inter / (tp · ep)) / latency over ≥ 1024 tokens in [0.1, 1.2] × peak.
  *   Shipped: 18 % (h100 fp8) to 74 % (h200 bf16), so a ×10 latency slip (≤ 7.4 %) is refused with a
  *   1.8× margin under the slowest real table.
+ * - sparse, per op: the mHC halves (bandwidth-bound) over working sets above 4 × L2, best stream bytes
+ *   (tokens · mhcBytesPerToken · sites) / latency in [0.10, 1.05] × HBM; the dataset README measures post
+ *   at 88–94 % and pre at ≤ 50 %. The attention and indexer rows are judged on their floors only.
  * - floors, every family and group: the fastest call ≥ 0.5 µs, and the fastest floor-bound call (under
  *   1 µs of work at the datasheet rate; any call for host tables) ≤ 10 ms. A CUDA kernel launch and
  *   completion costs a few µs (chapter 2, host overheads); the shipped tables' fastest calls are
@@ -35,7 +38,16 @@ import type { GemmDtype } from '../core/catalog/dtypes.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { decodeKvBytes } from './kv.ts';
 import type { RowList } from './row-columns.ts';
-import type { AttentionDecodeRow, AttentionPrefillRow, CollectiveRow, Family, GemmRow, MoeRow } from './schema.ts';
+import { mhcBytesPerToken } from '../core/laws/sparse.ts';
+import type {
+  AttentionDecodeRow,
+  AttentionPrefillRow,
+  CollectiveRow,
+  Family,
+  GemmRow,
+  MoeRow,
+  SparseRow,
+} from './schema.ts';
 
 /** A plausible band of a best achieved rate, as fractions of a datasheet rate, with its evidence. */
 export interface RateBand {
@@ -64,6 +76,7 @@ export const UNITS_BANDS = {
       'shipped PCIe-class tables (l40s, rtx-pro-6000) reach 3.7–70 % of the link; PCIe has no in-switch reduction',
   },
   moe: { lo: 0.1, hi: 1.2, typical: 0.5, source: 'shipped tables reach 18–74 % of the dense peak' },
+  sparse: { lo: 0.1, hi: 1.05, typical: 0.7, source: 'mHC halves reach 34–94 % of HBM (aiconfigurator-modern README)' },
 } as const satisfies Record<string, RateBand>;
 
 /**
@@ -194,6 +207,25 @@ function prefillJudge(chip: Chip): Judge {
   };
 }
 
+function sparseJudge(chip: Chip): Judge {
+  const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
+  return (x) => {
+    const r = x as SparseRow;
+    if (r.op !== 'mhc_pre' && r.op !== 'mhc_post')
+      return { group: `op ${r.op}`, rate: undefined, latency_us: r.latency_us };
+    const bytes = r.query_tokens * mhcBytesPerToken(r.op === 'mhc_pre' ? 'pre' : 'post', r.hc_mult, r.hidden) * r.sites;
+    const frac = bytes / r.latency_us / chip.hbm_bytes_per_us;
+    return {
+      group: `op ${r.op}`,
+      rate: bytes / r.sites > minBytes ? frac : undefined,
+      latency_us: r.latency_us,
+      ref: chip.hbm_bytes_per_us,
+      ideal_us: bytes / chip.hbm_bytes_per_us,
+      ...(bytes / r.sites > minBytes ? { limit: frac } : {}),
+    };
+  };
+}
+
 /** nccl-tests bus-bandwidth factor: all_reduce 2(n−1)/n, the others (n−1)/n. */
 function busFactor(op: string, n: number): number {
   return n <= 1 ? 1 : op === 'all_reduce' ? (2 * (n - 1)) / n : (n - 1) / n;
@@ -233,6 +265,7 @@ const RATE_WHAT: Record<string, { judge: (c: Chip) => Judge; flops: boolean; of:
   gemm: { judge: gemmJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
   attention_decode: { judge: decodeJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
   attention_prefill: { judge: prefillJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
+  sparse: { judge: sparseJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
   collective: {
     judge: collectiveJudge,
     flops: false,

@@ -227,8 +227,6 @@ function addGemmNode(
   groups: GemmGroups,
   node: Extract<GraphNode, { op: 'GEMM' }>,
 ): void {
-  // The measured mHC kernel already includes its small mixing GEMM (seed "Hyper-connections").
-  if (node.mhc !== undefined && ctx.coef.mhc(node.mhc) !== undefined) return;
   const w = node.weight_dtype ?? ctx.served;
   const par = node.parallel ?? 'column';
   const div = par === 'replicated' ? 1 : ctx.tp;
@@ -411,7 +409,7 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNod
   const kvPerToken = kvBytesPerToken(ctx, node);
   const dc = decodeLaw(ctx, node);
   // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local heads (only
-  // its latent cache is replicated, which kvPerToken reflects). An indexer's heads are not split (issue 14):
+  // its latent cache is replicated, which kvPerToken reflects). KNOWN DIVERGENCE 13: an indexer's heads are not split (issue 14):
   // every rank scores the whole index for the top-k it needs.
   const qHeads = indexer ? node.n_q : node.n_q / ctx.tp;
   const flopsPerPair = (indexer ? 2 : 4) * qHeads * (node.prefill_d_h ?? node.d_h);
@@ -425,12 +423,17 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNod
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
     form: node.kind === 'sparse' ? ctx.coef.prefillForm(indexer ? 'indexer' : 'sparse') : undefined,
-    formBytesPerPair: kvPerToken,
+    formBytesPerPair: kvPerToken, // KNOWN DIVERGENCE 14: read per query block, pairs × entry bytes
   });
   kp.kvBytesPerToken += kvPerToken;
   // Resident KV (capacity check): a windowed layer keeps its window (vLLM frees blocks that
-  // slide out); full, latent, sparse and indexer caches keep the whole context.
-  kp.kvResident.push([r.ratio === 0 ? r.window : Infinity, kvPerToken]);
+  // slide out); full and latent caches keep the whole context; a sparse or indexer cache keeps its
+  // compressed stream (one entry per ratio tokens) plus its window.
+  if (r.ratio === 0) kp.kvResident.push([r.window, kvPerToken]);
+  else {
+    kp.kvResident.push([Infinity, kvPerToken / r.ratio]);
+    if (r.window > 0) kp.kvResident.push([r.window, kvPerToken]);
+  }
   kp.mixers += 1;
 }
 
@@ -517,6 +520,8 @@ function buildKind(
     if (!nodeRuns(node, withPrefill, ctx.tp, ctx.ep)) continue;
     switch (node.op) {
       case 'GEMM':
+        // The measured mHC kernel already includes its small mixing GEMM (seed "Hyper-connections").
+        if (node.mhc !== undefined && ctx.coef.mhc(node.mhc) !== undefined) continue;
         addGemmNode(ctx, kp, groups, node);
         break;
       case 'GroupedGEMM':
@@ -536,7 +541,7 @@ function buildKind(
     }
     kp.kernels += KERNELS[node.op];
   }
-  // Seed "Host time": a model whose code breaks capture around each layer's attention (DeepSeek-V4) replays
+  // KNOWN DIVERGENCE 15, seed "Host time": a model whose code breaks capture around each layer's attention (DeepSeek-V4) replays
   // one piece per captured region under piecewise capture: one region per such layer, indexer included.
   if (nodes.some((n) => n.op === 'Attention' && n.capture_break)) kp.mixers = 1;
   for (const g of groups.values()) {

@@ -159,7 +159,9 @@ export function copyEntry(c: NamedEntry, from: string, to: string, rationale: st
   const entry: CoefficientEntry = {
     value: e.value,
     units: e.units,
-    method: 'copied',
+    // A term the source does not charge (value 0, e.g. a prefill-form term its fit pins at 0) stays not
+    // charged: a copied 0 would be refused, and dropping it would leave the form incomplete.
+    method: srcMethod === 'not_charged' ? 'not_charged' : 'copied',
     fitted: false,
     scope,
     ...(e.sources ? { sources: e.sources } : {}),

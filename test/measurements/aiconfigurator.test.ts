@@ -25,6 +25,7 @@ const CURATED_ROWS: Record<string, number> = {
   'b200/collective.vllm-0.24.0.csv.gz': 138,
   'b200/gemm.vllm-0.24.0.csv.gz': 142968,
   'b200/moe.vllm-0.24.0.csv.gz': 63510,
+  'b200/sparse.vllm-0.24.0.csv.gz': 4052,
   'h100/attention_decode.vllm-0.24.0.csv.gz': 62166,
   'h100/attention_prefill.vllm-0.24.0.csv.gz': 50830,
   'h100/collective.nccl-2.29.2.csv.gz': 504,
@@ -38,6 +39,7 @@ const CURATED_ROWS: Record<string, number> = {
   'h200/gemm.trtllm-1.3.0rc20.csv.gz': 100668,
   'h200/gemm.vllm-0.24.0.csv.gz': 107225,
   'h200/moe.vllm-0.24.0.csv.gz': 48762,
+  'h200/sparse.vllm-0.24.0.csv.gz': 4058,
   'l40s/attention_decode.vllm-0.24.0.csv.gz': 60523,
   'l40s/attention_prefill.vllm-0.24.0.csv.gz': 50158,
   'l40s/collective.nccl-2.27.3.csv.gz': 504,
@@ -70,9 +72,11 @@ describe('curated measurements', () => {
       expect(prov.source_commit).toBe('095f58a51c4ca8e61b66ec108d86f223f8d559ce');
       expect(prov.licence).toBe('Apache-2.0');
       expect(prov.inputs[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(prov.source_path).toMatch(
-        /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z_]+\.parquet$/,
-      );
+      // The sparse family combines three tables of one lane (src/measurements/sparse-import.ts), joined by '; '.
+      for (const part of prov.source_path.split('; '))
+        expect(part).toMatch(
+          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z0-9_]+\.parquet$/,
+        );
     }
   });
 

@@ -21,10 +21,10 @@ const rowsOf = (f: (typeof stored)[number]) =>
   readMeasurements(path.dirname(f.file), f.family, { lane: f.lane }) as Array<{ latency_us: number }>;
 
 describe('units check on the shipped tables, every family', () => {
-  it('covers gemm, decode, prefill, collective and moe tables of every chip', () => {
+  it('covers gemm, decode, prefill, collective and moe tables of every chip, and the sparse family where curated', () => {
     const fams = new Set(stored.map((f) => f.family));
-    expect([...fams].sort()).toEqual(['attention_decode', 'attention_prefill', 'collective', 'gemm', 'moe']);
-    expect(stored.length).toBe(31);
+    expect([...fams].sort()).toEqual(['attention_decode', 'attention_prefill', 'collective', 'gemm', 'moe', 'sparse']);
+    expect(stored.length).toBe(33); // 31 base tables + the sparse family on h200 and b200
   });
 
   it.each(stored.map((f) => [`${f.chip} ${path.basename(f.file)}`, f] as const))(

@@ -38,6 +38,7 @@ describe('copyRegistry: b200 → b300 (the committed copy)', () => {
       expect(r!.copied).toBe(src.length);
       expect(r!.by_source_method).toEqual({
         measured: src.filter((c) => c.entry.method === 'measured').length,
+        not_charged: src.filter((c) => c.entry.method === 'not_charged').length,
         assumed: src.filter((c) => c.entry.method === 'assumed').length,
       });
       for (let i = 0; i < src.length; i++) {
@@ -48,10 +49,13 @@ describe('copyRegistry: b200 → b300 (the committed copy)', () => {
         expect(c.entry).toMatchObject({
           value: s.entry.value,
           units: s.entry.units,
-          method: 'copied',
+          // A term the source does not charge stays not charged (a copied 0 would be refused).
+          method: s.entry.method === 'not_charged' ? 'not_charged' : 'copied',
           fitted: false,
           scope: { hardware: ['b300'] },
-          copied_from: '{hardware: [b200]}',
+          copied_from: s.entry.scope.model
+            ? `{hardware: [b200], model: [${s.entry.scope.model.join(', ')}]}`
+            : '{hardware: [b200]}',
         });
         expect(c.entry.sources).toEqual(s.entry.sources);
         expect(c.entry.ci95).toEqual(s.entry.ci95);

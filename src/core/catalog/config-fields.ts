@@ -54,6 +54,17 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'interleave_moe_layer_step',
   'intermediate_size_mlp',
   'attention_chunk_size',
+  // sparse attention (issue 14; model-derive-sparse.ts)
+  'index_topk',
+  'index_n_heads',
+  'index_head_dim',
+  'indexer_types',
+  'compress_ratios',
+  'hc_mult',
+  'o_lora_rank',
+  'o_groups',
+  'expert_dtype',
+  'mlp_layer_types',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -81,6 +92,14 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'pretraining_tp',
   'attn_type_list',
   'max_window_layers' /* only with use_sliding_window, which is read */,
+  // sparse attention numerics (issue 14)
+  'hc_eps',
+  'compress_rope_theta',
+  'qk_head_dim' /* = qk_nope_head_dim + qk_rope_head_dim, which are read */,
+  'indexer_rope_interleave',
+  'rope_interleave',
+  'rope_parameters',
+  'index_topk_freq' /* the period of indexer_types, which is read */,
   // routing scores (same router GEMM)
   'scoring_func',
   'norm_topk_prob',
@@ -169,6 +188,10 @@ export const NOT_MODELLED: Readonly<Record<string, string>> = {
   use_mtp: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
   num_mtp_modules: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
   mtp_transformer_layers: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
+  num_hash_layers: 'hash-routed first layers priced with the learned router GEMM (a 1-expert-wide GEMM over-count)',
+  index_skip_topk_offset: 'the first layers skip top-k selection in the engine; priced as top-k layers like the rest',
+  index_share_for_mtp_iteration:
+    'the MTP drafter reuses the target indexer across draft steps; its own indexer is priced',
 };
 
 /** Structural fields handled only at their default; the predicate says whether a value is the default. */
@@ -177,6 +200,9 @@ export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> =
   mlp_only_layers: (v) => Array.isArray(v) && v.length === 0,
   moe_layer_freq: (v) => v === 1,
   shared_intermediate_size: (v) => v === 0,
+  // mHC is priced from kernels measured at 20 Sinkhorn iterations (aiconfigurator-modern mhc_module_perf).
+  hc_sinkhorn_iters: (v) => v === 20,
+  index_topk_pattern: (v) => v === null,
 };
 
 /**

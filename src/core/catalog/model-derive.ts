@@ -17,12 +17,27 @@
  *   - Head: final norm + lm_head (n = vocab, k = hidden), lm_head kept bf16 (quantizers leave it).
  *   - DeepSeek MTP (num_nextn_predict_layers): a speculator layer kind `mtp` (two norms, eh_proj
  *     n = hidden, k = 2·hidden, then a decoder layer), priced with the head per drafter pass.
+ *   - Sparse attention (model-derive-sparse.ts, issue 14): `index_topk` makes an MLA layer DSA (sparse
+ *     top-k attention plus its indexer; GLM-5.2's `indexer_types` "shared" layers run no indexer);
+ *     `compress_ratios` with `hc_mult` is DeepSeek-V4 (SWA / CSA / HCA layers, mHC around each site,
+ *     capture breaks around each layer's attention).
  * Pure: no I/O.
  */
 import { UserError } from '../errors.ts';
 import { sha256 } from '../io/fs.ts';
 import { checkConfigFields } from './config-fields.ts';
 import { checkpointFormat } from './served-format.ts';
+import {
+  compressRatios,
+  dsaBlock,
+  indexerShape,
+  ownIndexer,
+  v4ExpertFormat,
+  v4HeadCombine,
+  v4KindId,
+  v4LayerNodes,
+  v4Shape,
+} from './model-derive-sparse.ts';
 import type { GraphNode, ModelGraph, Stack } from './model.ts';
 
 export const DERIVER_VERSION = 1;
@@ -105,6 +120,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const vocab = req(config, name, 'vocab_size');
   const tie = config.tie_word_embeddings === undefined ? modelType === 'bloom' : Boolean(config.tie_word_embeddings);
   const dt = checkpointFormat(config, name, hfQuant);
+  const expertsDt = (config.compress_ratios !== undefined ? v4ExpertFormat(config, name) : undefined) ?? dt.experts;
   const isBloom = modelType === 'bloom';
   const inter = num(config, 'intermediate_size_mlp', 'intermediate_size', 'n_inner') ?? 4 * hidden;
   // Llama-4: MoE every interleave_moe_layer_step-th layer with one shared expert of intermediate_size,
@@ -120,11 +136,36 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const firstDense = num(config, 'first_k_dense_replace') ?? 0;
   const isMla = num(config, 'kv_lora_rank') !== undefined;
   const layerTypes = Array.isArray(config.layer_types) ? (config.layer_types as string[]) : undefined;
+  const ix = indexerShape(config, name);
+  const v4 = config.compress_ratios !== undefined ? v4Shape(config, name) : undefined;
+  const ratios = v4 ? compressRatios(config, name, layers) : [];
+  const own = ix ? ownIndexer(config, name, layers) : [];
+  if (layerTypes?.some((t) => t === 'deepseek_sparse_attention') && !ix)
+    throw new UserError(`${name}: layer_types says deepseek_sparse_attention but config.json has no index_topk`);
+  if (ix && !isMla && !v4)
+    throw new UserError(
+      `${name}: index_topk without kv_lora_rank or compress_ratios: no sparse layout the deriver knows`,
+    );
   const window = num(config, 'sliding_window');
   const useSw = config.use_sliding_window !== false;
 
-  const attnBlock = (windowed: boolean): GraphNode[] => {
-    if (isMla) {
+  const attnBlock = (windowed: boolean, ownIdx = true): GraphNode[] => {
+    if (isMla && ix) return dsaBlock(mlaBlock(), ix, hidden, req(config, name, 'q_lora_rank'), ownIdx);
+    if (isMla) return mlaBlock();
+    const attn: GraphNode = windowed
+      ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: (chunk ?? window)! }
+      : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: nKv, d_h: dH };
+    if (isBloom) (attn as { alibi?: boolean }).alibi = true;
+    if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
+    return [
+      { op: 'GEMM', role: 'qkv_proj', n: (nQ + 2 * nKv) * dH, k: hidden, parallel: 'column' },
+      attn,
+      { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * dH, parallel: 'row' },
+    ];
+  };
+
+  function mlaBlock(): GraphNode[] {
+    {
       const qLora = req(config, name, 'q_lora_rank');
       const kvLora = req(config, name, 'kv_lora_rank');
       const rope = req(config, name, 'qk_rope_head_dim');
@@ -140,17 +181,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
         { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * vDim, parallel: 'row' },
       ];
     }
-    const attn: GraphNode = windowed
-      ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: (chunk ?? window)! }
-      : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: nKv, d_h: dH };
-    if (isBloom) (attn as { alibi?: boolean }).alibi = true;
-    if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
-    return [
-      { op: 'GEMM', role: 'qkv_proj', n: (nQ + 2 * nKv) * dH, k: hidden, parallel: 'column' },
-      attn,
-      { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * dH, parallel: 'row' },
-    ];
-  };
+  }
 
   const mlpBlock = (): GraphNode[] =>
     isBloom
@@ -175,7 +206,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       top_k: req(config, name, 'num_experts_per_tok', 'experts_per_token'),
     };
     if (shared > 0) Object.assign(g, { shared_experts: shared, shared_intermediate_size: moeInter });
-    if (dt.experts) Object.assign(g, { weight_dtype: dt.experts });
+    if (expertsDt) Object.assign(g, { weight_dtype: expertsDt });
     return [
       { op: 'GEMM', role: 'router', n: experts!, k: hidden, parallel: 'replicated', weight_dtype: 'bf16' },
       { op: 'All2All', role: 'dispatch', emit: 'ep>1', routed: true },
@@ -184,9 +215,9 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     ];
   };
 
-  const layerNodes = (windowed: boolean, moe: boolean): GraphNode[] => [
+  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true): GraphNode[] => [
     { op: 'Elementwise', role: 'input_norm' },
-    ...attnBlock(windowed),
+    ...attnBlock(windowed, ownIdx),
     { op: 'AllReduce', role: 'attn_out', emit: 'tp>1' },
     { op: 'Elementwise', role: 'post_attn_norm' },
     ...(moe ? moeBlock() : mlpBlock()),
@@ -196,6 +227,12 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const kinds = new Map<string, GraphNode[]>();
   const seq: string[] = [];
   for (let i = 0; i < layers; i++) {
+    if (v4) {
+      const id = v4KindId(ratios[i]!);
+      if (!kinds.has(id)) kinds.set(id, v4LayerNodes(v4, ratios[i]!, experts !== undefined ? moeBlock() : mlpBlock()));
+      seq.push(id);
+      continue;
+    }
     const windowed =
       chunk !== undefined
         ? (i + 1) % 4 !== 0
@@ -209,8 +246,19 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       topK !== undefined &&
       i >= firstDense &&
       (moeStep === undefined || (i + 1) % moeStep === 0);
-    const id = `${isMla ? 'mla' : windowed ? 'swa' : 'gqa'}_${moe ? 'moe' : 'dense'}`;
-    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe));
+    const mlpTypes = config.mlp_layer_types;
+    if (
+      mlpTypes !== undefined &&
+      (!Array.isArray(mlpTypes) ||
+        (mlpTypes[i] === 'sparse') !== moe ||
+        !['sparse', 'dense'].includes(String(mlpTypes[i])))
+    )
+      throw new UserError(
+        `${name}: config.json mlp_layer_types[${i}] = ${JSON.stringify(Array.isArray(mlpTypes) ? mlpTypes[i] : mlpTypes)} disagrees with first_k_dense_replace / the expert fields`,
+      );
+    const attnId = ix ? (own[i] ? 'dsa' : 'dsa_shared') : isMla ? 'mla' : windowed ? 'swa' : 'gqa';
+    const id = `${attnId}_${moe ? 'moe' : 'dense'}`;
+    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true));
     seq.push(id);
   }
 
@@ -228,6 +276,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     layer_kinds: [...kinds].map(([id, nodes]) => ({ id, nodes })),
     stack: compressStack(seq),
     head: [
+      ...(v4 ? [v4HeadCombine(v4)] : []),
       { op: 'Elementwise', role: 'final_norm' },
       { op: 'GEMM', role: 'lm_head', n: vocab, k: hidden, parallel: 'column', weight_dtype: 'bf16' },
     ],
@@ -241,7 +290,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
         { op: 'Elementwise', role: 'enorm' },
         { op: 'Elementwise', role: 'hnorm' },
         { op: 'GEMM', role: 'eh_proj', n: hidden, k: 2 * hidden, parallel: 'replicated' },
-        ...layerNodes(false, moe),
+        ...(v4 ? v4LayerNodes(v4, ratios[layers] ?? 0, moe ? moeBlock() : mlpBlock()) : layerNodes(false, moe)),
       ],
     });
     g.speculator = {
