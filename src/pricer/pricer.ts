@@ -204,6 +204,7 @@ export function createPricer(
     drafter,
     drafterHead: passes.drafterHead,
     specTokens,
+    dspark: drafter !== undefined && !opts.drafter && model.speculator?.method === 'dspark',
     host,
     walkPlan: walkPlan(ctx.readers, deployment, specTokens, ctx.bf16.mh),
     notes: buildNotesPlan(

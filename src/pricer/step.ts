@@ -4,7 +4,14 @@
  * walk.ts, the composition arithmetic compose.ts; nothing here reads a clock or does I/O, and the
  * scratch (accumulators, per-layer times, the walk) is preallocated in the plan.
  */
-import { eagerLaunchUs, launchUs, passHostUs } from '../core/laws/host.ts';
+import {
+  captureCeilingRequests,
+  eagerLaunchUs,
+  GRAPH_EAGER,
+  GRAPH_FULL,
+  launchUs,
+  passHostUs,
+} from '../core/laws/host.ts';
 import type { HostCoefficients } from './coefficients.ts';
 import { ACC_LEN, composeHead, composeHost, composeLayers, finishStepInto } from './compose.ts';
 import { stepNotes, type NotesPlan } from './notes.ts';
@@ -36,6 +43,8 @@ export interface StepPlan {
   drafter: PassPlan | undefined;
   drafterHead: HeadPlan | undefined;
   specTokens: number;
+  /** The drafter is a parallel-block drafter (DSpark, `speculator.method: dspark`): one pass, rows num_spec_tokens wide. */
+  dspark: boolean;
   host: HostCoefficients;
   walkPlan: WalkPlan;
   notes: NotesPlan;
@@ -198,6 +207,32 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
 }
 
 /**
+ * A parallel-block drafter (DSpark; seed "Host time"): one pass drafting num_spec_tokens tokens per request
+ * (rows k wide, every row decoding). Its CUDA graphs are captured only when the target's decode mode is full,
+ * with their own ceiling ⌊capture / k⌋ requests (laws/host.ts captureCeilingRequests); past it, or without a
+ * graph, its kernels launch eagerly. A step with a prefill row first stores the drafter's extra context
+ * eagerly: one eager launch per drafter mixer (its KV store), before the replay.
+ * @returns `host` plus the drafter's host time, µs
+ */
+function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefined, host: number): number {
+  const w = p.scratch.walk;
+  const tok = w.nReq * p.specTokens;
+  const dh = p.drafterHead;
+  pricePass(p, drafter.decodeOnly, tok, true, false, w.allRead, w.preRead, tok, perKind, 'drafter:');
+  if (dh) priceHead(p, dh, tok, tok, perKind, 'drafter:head');
+  const graphed = p.graphUniform === GRAPH_FULL && w.nReq <= captureCeilingRequests(p.maxCaptureSize, p.specTokens);
+  const kernels = drafter.kernelsDecodeOnly + (dh?.kernels ?? 0);
+  const h = p.host;
+  const launch = graphed
+    ? launchUs(GRAPH_FULL, false, h.replayUs, h.pieceUs, drafter.pieces, 0)
+    : launchUs(GRAPH_EAGER, false, 0, 0, 0, eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, kernels, drafter.layers));
+  host += passHostUs(launch, h.dispatchUs, kernels);
+  const mixers = drafter.pieces - 1;
+  if (w.nPrefill > 0) host += eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, mixers, mixers);
+  return host;
+}
+
+/**
  * Price one step: walk the batch once, price each distinct layer kind once (× its count), the head,
  * the drafter's passes and the host, and compose (compose.ts). An empty batch prices as host only.
  * Writes the result into `out` and returns it; allocates only the per-kind list when asked, and a
@@ -234,7 +269,8 @@ export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undef
     priceHead(p, p.head, w.headRows, tok, perKind, 'head');
   }
   let host = passHost(p, target, gm, tok, kernels);
-  if (p.drafter && tok > 0) host = priceDrafter(p, p.drafter, gm, perKind, host);
+  if (p.drafter && tok > 0)
+    host = p.dspark ? priceDspark(p, p.drafter, perKind, host) : priceDrafter(p, p.drafter, gm, perKind, host);
   composeHost(acc, host);
   finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big), out);
   if (perKind) out.per_kind = perKind;

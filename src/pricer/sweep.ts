@@ -10,7 +10,10 @@ export interface SweepRow {
   price: StepPrice;
 }
 
-/** Price `n` requests each decoding one token against `ctx` tokens of context, for each n. */
-export function sweepDecode(pricer: Pricer, sizes: readonly number[], ctx: number): SweepRow[] {
-  return sizes.map((n) => ({ batch: n, price: pricer.price(decodeBatch(n, ctx - 1)) }));
+/**
+ * Price `n` requests each decoding against `ctx` tokens of context, for each n. Each decode row schedules
+ * `rowTokens` tokens: 1, or 1 + k under speculative decoding with k draft tokens (the verify width).
+ */
+export function sweepDecode(pricer: Pricer, sizes: readonly number[], ctx: number, rowTokens = 1): SweepRow[] {
+  return sizes.map((n) => ({ batch: n, price: pricer.price(decodeBatch(n, ctx - 1, rowTokens)) }));
 }

@@ -67,7 +67,8 @@ export function register(program: Command): void {
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry, o.engine);
       const ctx = parseFlagNumber('--context', String(o.context), { integer: true, min: 1 });
       const sizes = parseFlagList('--batches', String(o.batches), { integer: true, min: 1 });
-      const rows = sweepDecode(s.pricer, sizes, ctx);
+      // Under --spec-tokens k every decode row verifies 1 + k tokens (vLLM schedules the drafts with the token).
+      const rows = sweepDecode(s.pricer, sizes, ctx, 1 + (s.deployment.speculative?.num_spec_tokens ?? 0));
       const title = `${s.model.name} ${s.pricer.info.served_dtype} on ${s.deployment.tp}×${s.chip.name} (tp ${s.deployment.tp}), decode @ ${ctx}`;
       const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);
       writeFileAtomic(out, sweepSvg(rows, title));

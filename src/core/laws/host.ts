@@ -135,3 +135,12 @@ export function engineHostUs(values_us: readonly number[], f: EngineHostFeatures
   }
   return s;
 }
+
+/**
+ * Largest batch, in requests, a decode graph captured at `capture_tokens` replays when every request's row
+ * is `row_tokens` wide: ⌊capture / row⌋ (seed "Host time"). Under a 64-token capture with five draft tokens
+ * the target's rows are 1 + 5 wide (10 requests) and a parallel-block drafter's (DSpark) 5 wide (12 requests).
+ */
+export function captureCeilingRequests(capture_tokens: number, row_tokens: number): number {
+  return Math.floor(capture_tokens / row_tokens);
+}
