@@ -39,8 +39,16 @@ export function checkFitOutputs(
   opts: FitOutputOptions = {},
   report: FitReport = renderFitReport(result),
 ): string[] {
+  return driftOfFiles(fitOutputFiles(result, opts, report), result.sets);
+}
+
+/**
+ * Compare the files a fit would write (`files`, absolute or cwd-relative paths, with the fit's
+ * coefficient `sets`) with what is on disk; the messages of `checkFitOutputs`, empty when clean.
+ */
+export function driftOfFiles(files: ReadonlyArray<{ file: string; data: string }>, sets: CoefficientSet[]): string[] {
   const out: string[] = [];
-  for (const { file, data } of fitOutputFiles(result, opts, report)) {
+  for (const { file, data } of files) {
     const old = existsSync(file) ? readText(file) : undefined;
     if (old === data) continue;
     if (file.endsWith('.yaml')) {
@@ -59,7 +67,7 @@ export function checkFitOutputs(
         out.push(`${file}: unreadable`);
         continue;
       }
-      const after = flat(result.sets);
+      const after = flat(sets);
       const n0 = out.length;
       for (const [k, v] of after) {
         if (!before.has(k)) out.push(`${k}: added`);
