@@ -52,7 +52,9 @@ function spread(edges, key) {
   const at = new Map();
   for (const s of STAGES) {
     const mine = edges.filter((e) => e[key] === s);
-    mine.forEach((e, k) => at.set(e, mine.length === 1 ? 0.5 : 0.15 + (0.7 * k) / (mine.length - 1)));
+    mine.forEach((e, k) => {
+      at.set(e, mine.length === 1 ? 0.5 : 0.15 + (0.7 * k) / (mine.length - 1));
+    });
   }
   return at;
 }

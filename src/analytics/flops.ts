@@ -195,7 +195,11 @@ export function dominantGemmFormat(m: FlopsModel): ComputeFormat {
     for (const g of L.gemms) w.set(g.format, (w.get(g.format) ?? 0) + L.count * (g.mult ?? 1) * g.n * g.k);
   let best: ComputeFormat = m.logits.format;
   let bw = -1;
-  for (const [f, v] of w) if (v > bw) (best = f), (bw = v);
+  for (const [f, v] of w)
+    if (v > bw) {
+      best = f;
+      bw = v;
+    }
   return best;
 }
 

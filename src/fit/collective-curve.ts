@@ -217,7 +217,10 @@ export function floorWidthLine(pairs: ReadonlyArray<{ ranks: number; t0_us: numb
   const my = ys.reduce((s, y) => s + y, 0) / ys.length;
   let sxy = 0;
   let sxx = 0;
-  for (let i = 0; i < xs.length; i++) (sxy += (xs[i]! - mx) * (ys[i]! - my)), (sxx += (xs[i]! - mx) ** 2);
+  for (let i = 0; i < xs.length; i++) {
+    sxy += (xs[i]! - mx) * (ys[i]! - my);
+    sxx += (xs[i]! - mx) ** 2;
+  }
   const b = sxx > 0 ? sxy / sxx : 0;
   return { a: my - b * mx, b };
 }

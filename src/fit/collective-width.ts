@@ -93,9 +93,15 @@ export function measuredWidths(sets: readonly CoefficientSet[], chip: string): M
       if (!cn || !scopedToChip(c.entry.scope, chip) || c.entry.method !== 'measured') continue;
       const k = `${cn.op}|${cn.dtype}`;
       let m = byKey.get(k);
-      if (!m) byKey.set(k, (m = new Map()));
+      if (!m) {
+        m = new Map();
+        byKey.set(k, m);
+      }
       let p = m.get(cn.ranks);
-      if (!p) m.set(cn.ranks, (p = { ranks: cn.ranks, lanes: new Set() }));
+      if (!p) {
+        p = { ranks: cn.ranks, lanes: new Set() };
+        m.set(cn.ranks, p);
+      }
       p.lanes.add(c.entry.evidence?.lane ?? 'unknown');
       if (cn.param === 'floor') p.floor_us = c.entry.value;
       if (cn.param === 'peak_rate') p.peak_rate_bytes_per_us = c.entry.value;

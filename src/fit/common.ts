@@ -114,7 +114,7 @@ export function measuredEntry(s: MeasuredSpec, inputFamily = s.family): Coeffici
       : {}),
     train_error: s.train,
     ...(s.holdout ? { holdout_error: s.holdout } : {}),
-    ...(s.notes && s.notes.length ? { notes: s.notes } : {}),
+    ...(s.notes?.length ? { notes: s.notes } : {}),
   };
   return entry;
 }

@@ -126,8 +126,10 @@ export function fitRampAllRows(
   const acc = new Map<number, { s: number; c: number }>();
   for (const p of points) {
     const a = acc.get(p.m);
-    if (a) (a.s += p.eff), a.c++;
-    else acc.set(p.m, { s: p.eff, c: 1 });
+    if (a) {
+      a.s += p.eff;
+      a.c++;
+    } else acc.set(p.m, { s: p.eff, c: 1 });
   }
   const ms = [...acc.keys()].sort((a, b) => a - b);
   const ys = ms.map((m) => acc.get(m)!.s / acc.get(m)!.c);

@@ -99,7 +99,7 @@ export function defaultLane(lanes: readonly string[]): string | undefined {
 }
 
 function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
-  const want = new Set<FitFamily>(req && req.length ? req : FIT_FAMILIES);
+  const want = new Set<FitFamily>(req?.length ? req : FIT_FAMILIES);
   if (want.has('attention_prefill')) want.add('gemm');
   if (want.has('hbm')) want.add('gemm').add('attention_decode');
   if (want.has('moe_experts')) want.add('hbm').add('gemm').add('attention_decode'); // the weight reads use the fitted hbm_derate

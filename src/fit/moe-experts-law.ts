@@ -97,7 +97,10 @@ export function expertSeries(
     };
     const key = [r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|');
     let s = byKey.get(key);
-    if (!s) byKey.set(key, (s = { key, geometry: expertGeometryKey(shape), points: [] }));
+    if (!s) {
+      s = { key, geometry: expertGeometryKey(shape), points: [] };
+      byKey.set(key, s);
+    }
     s.points.push(p);
   }
   const series: ExpertSeries[] = [];
@@ -186,7 +189,9 @@ export function solveNonNegative(n: Normal): number[] | undefined {
     );
     if (!s) return undefined;
     for (const j of fixed) x[j] = lo[j]!;
-    cols.forEach((j, i) => (x[j] = s[i]!));
+    cols.forEach((j, i) => {
+      x[j] = s[i]!;
+    });
     let worst = -1;
     for (const j of cols) if (x[j]! < lo[j]! && (worst < 0 || x[j]! - lo[j]! < x[worst]! - lo[worst]!)) worst = j;
     if (worst < 0) return x;
@@ -307,7 +312,11 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
     const c = x && toCoefficients(x);
     if (!c) continue;
     for (const s of series)
-      if (s.geometry === g) for (const p of s.points) pred.push(predictExpert(p, c)), meas.push(p.latency_us);
+      if (s.geometry === g)
+        for (const p of s.points) {
+          pred.push(predictExpert(p, c));
+          meas.push(p.latency_us);
+        }
   }
   if (!pred.length) return undefined;
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: pred.length, geometries: geos.length };
@@ -336,9 +345,13 @@ export function fitExpertLogL1(
     Float64Array,
     Float64Array,
   ];
-  points.forEach(
-    (p, i) => ((A[i] = p.f[1]), (B[i] = p.f[2]), (R[i] = p.f[3]), (rd[i] = p.read_us), (lat[i] = p.latency_us)),
-  );
+  points.forEach((p, i) => {
+    A[i] = p.f[1];
+    B[i] = p.f[2];
+    R[i] = p.f[3];
+    rd[i] = p.read_us;
+    lat[i] = p.latency_us;
+  });
   const sum = compose === 'sum';
   const obj = (x: readonly number[]) => {
     const [fl, inv, mh, invR] = [Math.exp(x[0]!), Math.exp(-x[1]!), Math.exp(x[2]!), Math.exp(-x[3]!)];

@@ -91,7 +91,10 @@ export function pairMoe(
     else skewed_rows++;
     const k = [r.lane, r.kernel_source, r.dtype, r.tokens, r.hidden, r.inter, r.topk, r.experts, r.tp, r.ep].join('|');
     let s = shapes.get(k);
-    if (!s) shapes.set(k, (s = { row: r, bal: [], skw: [] }));
+    if (!s) {
+      s = { row: r, bal: [], skw: [] };
+      shapes.set(k, s);
+    }
     (isBal ? s.bal : s.skw).push(r.latency_us);
   }
   const pairs: MoePair[] = [];
@@ -179,7 +182,10 @@ export function leaveOneGeometryOut(
   for (const g of geos) {
     const held = pairs.filter((p) => geometryKey(p) === g);
     const m = median(pairs.filter((p) => geometryKey(p) !== g).map((p) => p.ratio));
-    for (const p of held) pred.push(m * p.balanced_us), meas.push(p.skewed_us);
+    for (const p of held) {
+      pred.push(m * p.balanced_us);
+      meas.push(p.skewed_us);
+    }
   }
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: pred.length, geometries: geos.length };
 }

@@ -651,7 +651,10 @@ export function coverageByDtype<F extends Family>(family: F, rows: RowList<Famil
     const rec = rows.at(i) as unknown as Record<string, unknown>;
     const d = String(rec[dcol]);
     let e = per.get(d);
-    if (!e) per.set(d, (e = { rows: 0, shapes: 0 }));
+    if (!e) {
+      e = { rows: 0, shapes: 0 };
+      per.set(d, e);
+    }
     e.rows++;
     pairs.add(rec, i);
     if (pairs.added) e.shapes++;

@@ -223,7 +223,10 @@ async function mapStreaming(
           const v = r[k];
           if (typeof v !== 'string') continue;
           let c = intern.get(v);
-          if (c === undefined) intern.set(v, (c = v));
+          if (c === undefined) {
+            c = v;
+            intern.set(v, c);
+          }
           r[k] = c;
         }
         rows.push(r);

@@ -61,7 +61,10 @@ export function checkMoeUnits(rows: RowList<MoeRow>, chip: Chip, file: string, l
           `${(bw / hbm).toFixed(1)}× the ${chip.name} datasheet HBM of ${(hbm / 1e6).toFixed(2)} TB/s; check units (ms vs µs vs s?)`,
       );
     }
-    if (bw > best) (best = bw), (bestI = i);
+    if (bw > best) {
+      best = bw;
+      bestI = i;
+    }
   }
   if (n === 0 || best >= UNITS_SLIP_MIN_HBM_FRACTION * hbm) return;
   const r = rows.at(bestI)!;

@@ -386,7 +386,9 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
   const warnings: string[] = [];
   for (const h of header) if (!STEP_KNOWN.has(h)) warnings.push(`${file}: unknown column "${h}" ignored`);
   const col = new Map<string, number>();
-  header.forEach((h, i) => col.set(h, i));
+  header.forEach((h, i) => {
+    col.set(h, i);
+  });
   const rows: LocatedStepRow[] = [];
   for (let r = 1; r < data.length; r++) {
     const line = data[r]!;

@@ -7,6 +7,7 @@
 import { createReadStream, readFileSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
+import type { AsyncBuffer, FileMetaData } from 'hyparquet';
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
 
@@ -84,7 +85,7 @@ export async function parquetTable(file: string): Promise<RawTable> {
   const { compressors } = await import('hyparquet-compressors');
   const buf = readFileSync(file);
   const arrayBuffer = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
-  let metadata;
+  let metadata: FileMetaData;
   try {
     metadata = parquetMetadata(arrayBuffer);
   } catch (err) {
@@ -203,8 +204,8 @@ async function parquetChunks(
 ): Promise<number> {
   const { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema } = await import('hyparquet');
   const { compressors } = await import('hyparquet-compressors');
-  let metadata;
-  let buffer;
+  let metadata: FileMetaData;
+  let buffer: AsyncBuffer;
   try {
     buffer = await asyncBufferFromFile(file);
     metadata = await parquetMetadataAsync(buffer);
@@ -244,7 +245,9 @@ export class Columns {
     readonly table: RawTable,
     readonly expected: readonly string[],
   ) {
-    table.header.forEach((h, i) => this.index.set(h, i));
+    table.header.forEach((h, i) => {
+      this.index.set(h, i);
+    });
   }
   /** Index of a required column. @throws InputError (row 0) when absent. */
   req(name: string): number {

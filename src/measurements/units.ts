@@ -324,21 +324,10 @@ export function checkUnits(
     const s = judge(rows.at(i));
     if (!s) continue;
     let g = groups.get(s.group);
-    if (!g)
-      groups.set(
-        s.group,
-        (g = {
-          best: -1,
-          bestI: -1,
-          judged: 0,
-          floor: Infinity,
-          floorI: -1,
-          tiny: Infinity,
-          tinyI: -1,
-          top: -1,
-          topI: -1,
-        }),
-      );
+    if (!g) {
+      g = { best: -1, bestI: -1, judged: 0, floor: Infinity, floorI: -1, tiny: Infinity, tinyI: -1, top: -1, topI: -1 };
+      groups.set(s.group, g);
+    }
     if (s.latency_us < g.floor) [g.floor, g.floorI] = [s.latency_us, i];
     // A call whose work takes under TINY_WORK_US at the datasheet rate is floor-bound: it must not take over FLOOR_MAX_US.
     const ideal = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : what ? undefined : 0);

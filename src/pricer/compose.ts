@@ -105,10 +105,22 @@ export function finishStepInto(acc: Float64Array, notes: readonly string[], out:
   const ov = acc[OVERLAP]! < cm ? acc[OVERLAP]! : cm;
   let bottleneck: Resource = 'sm';
   let top = sm;
-  if (hbm > top) (top = hbm), (bottleneck = 'hbm');
-  if (nvlink > top) (top = nvlink), (bottleneck = 'nvlink');
-  if (nic > top) (top = nic), (bottleneck = 'nic');
-  if (host > top) (top = host), (bottleneck = 'host');
+  if (hbm > top) {
+    top = hbm;
+    bottleneck = 'hbm';
+  }
+  if (nvlink > top) {
+    top = nvlink;
+    bottleneck = 'nvlink';
+  }
+  if (nic > top) {
+    top = nic;
+    bottleneck = 'nic';
+  }
+  if (host > top) {
+    top = host;
+    bottleneck = 'host';
+  }
   out.overlap_us = ov;
   out.compute_memory_overlap_us = cm;
   out.no_overlap_us = no;

@@ -46,24 +46,12 @@ function rampNoteSets(
         x.range !== undefined,
     )
     .sort((a, b) => b.range.min_m - a.range.min_m);
-  const noteSets = edges
-    .map((_, k) => k + 1)
-    .reduce<string[][]>(
-      (sets, k) => [
-        ...sets,
-        [
-          ...base,
-          ...edges
-            .slice(0, k)
-            .map(
-              (x) =>
-                `GEMM ramp below its fitted m range: the ${x.r} ramp at fewer than ${+x.range.min_m.toFixed(1)} tokens per step (${x.range.source})`,
-            ),
-        ],
-      ],
-      [[...base]],
-    )
-    .map((n) => Object.freeze(n));
+  const below = edges.map(
+    (x) =>
+      `GEMM ramp below its fitted m range: the ${x.r} ramp at fewer than ${+x.range.min_m.toFixed(1)} tokens per step (${x.range.source})`,
+  );
+  // noteSets[k]: the base notes, then the notes of the k widest-edged ramps (k = 0 … edges.length).
+  const noteSets = Array.from({ length: edges.length + 1 }, (_, k) => Object.freeze([...base, ...below.slice(0, k)]));
   return { noteSets, rampMinM: Float64Array.from(edges.map((x) => x.range.min_m)) };
 }
 

@@ -97,7 +97,12 @@ function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
 export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   const { decRead, preRead, allRead, preRaw } = w;
   const nR = decRead.length;
-  for (let r = 0; r < nR; r++) (decRead[r] = 0), (preRead[r] = 0), (allRead[r] = 0), (preRaw[r] = 0);
+  for (let r = 0; r < nR; r++) {
+    decRead[r] = 0;
+    preRead[r] = 0;
+    allRead[r] = 0;
+    preRaw[r] = 0;
+  }
   const { readers, bounded, threshold, uniformWidth } = p;
   const nBounded = bounded.length;
   let nUniform = 0; // uniform decode rows (s = uniformWidth ≤ threshold): the common case, kept to two loads and two adds
@@ -126,7 +131,10 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
       prefillRow(p, w, s, c);
     } else if (s > 0) {
       if (s === uniformWidth) nUniform++;
-      else (otherTok += s), nOther++;
+      else {
+        otherTok += s;
+        nOther++;
+      }
       computed += c;
       for (let j = 0; j < nBounded; j++) {
         const r = bounded[j]!;

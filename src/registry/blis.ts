@@ -98,7 +98,10 @@ export function importBlis(
     errors.push(...errorsOf(validateRegistry(sets, file, { ...opts, strictBlis: true })).map(formatProblem));
     for (const s of sets) {
       let list = merged.get(s.name);
-      if (!list) merged.set(s.name, (list = []));
+      if (!list) {
+        list = [];
+        merged.set(s.name, list);
+      }
       for (const c of s.coefficients) {
         if (scopedToChip(c.entry.scope, chip)) list.push(c);
         else skipped++;

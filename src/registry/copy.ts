@@ -95,7 +95,7 @@ export function scopeText(scope: Scope): string {
   const parts: string[] = [];
   for (const k of ['hardware', 'model', 'tp', 'ep', 'nodes_spanned'] as const) {
     const v = scope[k];
-    if (v && v.length) parts.push(`${k}: [${v.join(', ')}]`);
+    if (v?.length) parts.push(`${k}: [${v.join(', ')}]`);
   }
   return `{${parts.join(', ')}}`;
 }

@@ -329,7 +329,10 @@ export function mergeEntries(
   const kept: string[] = [];
   for (const a of add) {
     let set = out.find((s) => s.name === a.set);
-    if (!set) out.push((set = { kind: 'CoefficientSet', name: a.set, coefficients: [] }));
+    if (!set) {
+      set = { kind: 'CoefficientSet', name: a.set, coefficients: [] };
+      out.push(set);
+    }
     const i = set.coefficients.findIndex((c) => c.name === a.name && scopeEq(c.entry.scope, a.entry.scope));
     if (i < 0) {
       set.coefficients.push({ name: a.name, entry: a.entry });

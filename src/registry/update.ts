@@ -258,7 +258,10 @@ export function planMerge(
       }
       if (!placed) {
         let s = sets.find((x) => x.name === fs.name);
-        if (!s) sets.push((s = { kind: 'CoefficientSet', name: fs.name, coefficients: [] }));
+        if (!s) {
+          s = { kind: 'CoefficientSet', name: fs.name, coefficients: [] };
+          sets.push(s);
+        }
         s.coefficients.push({ name: c.name, entry: c.entry });
         merged.push({ set: s.name, name: c.name });
       }

@@ -195,7 +195,10 @@ function checkEntrySchema(
     else
       e.sources.forEach((src: unknown, i: number) => {
         const f = `sources[${i}]`;
-        if (!isRecord(src)) return err(f, 'must be a map {kind, cite, role}');
+        if (!isRecord(src)) {
+          err(f, 'must be a map {kind, cite, role}');
+          return;
+        }
         for (const k of Object.keys(src))
           if (!SOURCE_KEYS.has(k)) err(`${f}.${k}`, 'unknown key (allowed: kind, cite, role)');
         if (!SOURCE_KINDS.has(src.kind as string))
@@ -366,7 +369,10 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
     if (!isRecord(l.c.entry) || !finite(l.c.entry.value)) continue;
     for (const hw of hardwareOf(l.c)) {
       let m = byHw.get(hw);
-      if (!m) byHw.set(hw, (m = new Map()));
+      if (!m) {
+        m = new Map();
+        byHw.set(hw, m);
+      }
       m.set(l.c.name, l);
     }
   }
@@ -449,7 +455,10 @@ function physicsChecks(all: readonly Located[], file: string, chipOf: (name: str
             );
           const k = `${cn.op}_${cn.dtype}_${cn.chip}`;
           let arr = collectiveFloors.get(k);
-          if (!arr) collectiveFloors.set(k, (arr = []));
+          if (!arr) {
+            arr = [];
+            collectiveFloors.set(k, arr);
+          }
           arr.push({ ranks: cn.ranks, l });
         } else {
           if (!(value > 0)) phys(l, 'value', `collective rate ${value} bytes/µs must be > 0`);
@@ -516,7 +525,7 @@ export function validateRegistryText(
   const sets: CoefficientSet[] = [];
   const schema = (message: string, extra: Partial<Problem> = {}) =>
     problems.push({ file, check: 'schema', severity: 'error', message, ...extra });
-  let docs;
+  let docs: ReturnType<typeof parseAllDocuments>;
   try {
     docs = parseAllDocuments(text);
   } catch (err) {
@@ -525,25 +534,35 @@ export function validateRegistryText(
   }
   const list = Array.isArray(docs) ? docs : [docs];
   list.forEach((doc, di) => {
-    if (doc.errors.length) return schema(`YAML error in document ${di + 1}: ${doc.errors[0]!.message}`);
+    if (doc.errors.length) {
+      schema(`YAML error in document ${di + 1}: ${doc.errors[0]!.message}`);
+      return;
+    }
     const obj = doc.toJS() as unknown;
     if (obj === null || obj === undefined) return;
-    if (!isRecord(obj)) return schema(`document ${di + 1}: expected a CoefficientSet map`);
+    if (!isRecord(obj)) {
+      schema(`document ${di + 1}: expected a CoefficientSet map`);
+      return;
+    }
     const setName = typeof obj.name === 'string' ? obj.name : `#${di + 1}`;
     for (const k of Object.keys(obj))
       if (!['kind', 'name', 'coefficients'].includes(k)) schema(`unknown set key "${k}"`, { set: setName, field: k });
     if (obj.kind !== 'CoefficientSet')
       schema(`expected kind: CoefficientSet, got ${String(obj.kind)}`, { set: setName, field: 'kind' });
     if (typeof obj.name !== 'string' || obj.name === '') schema('set has no name', { set: setName, field: 'name' });
-    if (!Array.isArray(obj.coefficients))
-      return schema('coefficients must be a list', { set: setName, field: 'coefficients' });
+    if (!Array.isArray(obj.coefficients)) {
+      schema('coefficients must be a list', { set: setName, field: 'coefficients' });
+      return;
+    }
     const coefficients: NamedEntry[] = [];
     obj.coefficients.forEach((item: unknown, i: number) => {
-      if (!isRecord(item) || Object.keys(item).length !== 1)
-        return schema(`coefficient #${i}: expected a single-key map {name: entry}`, {
+      if (!isRecord(item) || Object.keys(item).length !== 1) {
+        schema(`coefficient #${i}: expected a single-key map {name: entry}`, {
           set: setName,
           field: `coefficients[${i}]`,
         });
+        return;
+      }
       const [name, entry] = Object.entries(item)[0]!;
       coefficients.push({ name, entry: entry as NamedEntry['entry'] });
     });

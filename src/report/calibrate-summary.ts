@@ -62,7 +62,10 @@ function collectiveGroups(sets: readonly CoefficientSet[]): CollectiveGroup[] {
       if (!m) continue;
       const k = `${m[2]} ${m[3]}`;
       let c = coll.get(k);
-      if (!c) coll.set(k, (c = { key: k, measured: [], other: [], methods: new Set(), floors: [], peaks: [] }));
+      if (!c) {
+        c = { key: k, measured: [], other: [], methods: new Set(), floors: [], peaks: [] };
+        coll.set(k, c);
+      }
       if (m[1] === 'floor') {
         (e.method === 'measured' ? c.measured : c.other).push(Number(m[4]));
         c.methods.add(e.method);
@@ -136,7 +139,10 @@ export function gemmTextTable(sets: readonly CoefficientSet[]): Table {
       const m = GEMM_RE.exec(name);
       if (!m) continue;
       let d = by.get(m[2]!);
-      if (!d) by.set(m[2]!, (d = {}));
+      if (!d) {
+        d = {};
+        by.set(m[2]!, d);
+      }
       d[m[1]!] = entry;
     }
   const v = (e: NamedEntry['entry'] | undefined) => (e ? sig3(e.value) : '–');

@@ -118,7 +118,7 @@ function blisRow({ name, entry: e }: FittedCoefficient, chip: string): string {
   const b = blisPublished(name, chip);
   const ev = e.evidence;
   const n = ev?.inputs?.[0]?.rows_used ?? ev?.train_error?.n;
-  return `| ${name} | ${e.units} | ${fmt(e.value)} | ${e.ci95 ? `[${fmt(e.ci95[0])}, ${fmt(e.ci95[1])}]` : '—'} | ${n ?? '—'} | ${ev?.train_error?.geo ?? '—'} | ${ev?.holdout_error?.geo ?? '—'} | ${b ? fmt(b.value) : '—'} | ${b && b.value ? fmt(e.value / b.value, 3) : '—'} | ${b?.note ?? (e.method !== 'measured' ? e.method : '')} |`;
+  return `| ${name} | ${e.units} | ${fmt(e.value)} | ${e.ci95 ? `[${fmt(e.ci95[0])}, ${fmt(e.ci95[1])}]` : '—'} | ${n ?? '—'} | ${ev?.train_error?.geo ?? '—'} | ${ev?.holdout_error?.geo ?? '—'} | ${b ? fmt(b.value) : '—'} | ${b?.value ? fmt(e.value / b.value, 3) : '—'} | ${b?.note ?? (e.method !== 'measured' ? e.method : '')} |`;
 }
 
 /**

@@ -351,7 +351,17 @@ export function simulateReplica(w: ReplicaWorkload, pricer: Pricer, cfg: ServeCo
     }
     const { us } = priceStep(sched, pricer, cfg, log, batch);
     const end = now + us;
-    now = finishStep(st, sched, end, log, (l) => (done.push(l.out), src.finished(end)), now);
+    now = finishStep(
+      st,
+      sched,
+      end,
+      log,
+      (l) => {
+        done.push(l.out);
+        src.finished(end);
+      },
+      now,
+    );
   }
   const closed = w.kind === 'closed';
   const window_running = closed ? Math.min(w.concurrency, cfg.scheduler.max_num_seqs, w.requests.length) : null;

@@ -95,7 +95,10 @@ export function selectTrainingRows(
   const seen = new Map<string, { n: number; g: number }>();
   items.forEach((it, i) => {
     let s = seen.get(it.group);
-    if (!s) seen.set(it.group, (s = { n: 0, g: seen.size }));
+    if (!s) {
+      s = { n: 0, g: seen.size };
+      seen.set(it.group, s);
+    }
     if ((s.n + s.g) % rule.k === rule.k - 1) out.add(i);
     s.n++;
   });
@@ -183,7 +186,9 @@ export function fitHostTerms(
       Dw.map((r) => cols.map((c) => r[c]!)),
       yw,
     );
-    cols.forEach((c, j) => (beta[c] = sol[j]!));
+    cols.forEach((c, j) => {
+      beta[c] = sol[j]!;
+    });
     const neg = cols.filter((c) => beta[c]! < 0);
     if (neg.length === 0) break;
     // drop the most negative-contributing term and refit (simple active set for ≥ 0). A
@@ -332,7 +337,10 @@ export function fitHostTermsWithScaleSearch(
   let bestV = Infinity;
   for (const [x] of fitAt) {
     const v = objective(x);
-    if (v < bestV || (v === bestV && Math.abs(x) < Math.abs(best))) (best = x), (bestV = v);
+    if (v < bestV || (v === bestV && Math.abs(x) < Math.abs(best))) {
+      best = x;
+      bestV = v;
+    }
   }
   const f = fitAt.get(best)!;
   const s = 2 ** best;

@@ -41,9 +41,15 @@ export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDep
     let p = scale === 1 ? pricers.get(ks) : undefined;
     if (p) return p;
     let chip = chips.get(key.chip);
-    if (!chip) chips.set(key.chip, (chip = loadChip(key.chip)));
+    if (!chip) {
+      chip = loadChip(key.chip);
+      chips.set(key.chip, chip);
+    }
     let model = models.get(key.model);
-    if (!model) models.set(key.model, (model = loadModel(key.model)));
+    if (!model) {
+      model = loadModel(key.model);
+      models.set(key.model, model);
+    }
     const mode = key.cudagraph_mode === '' ? 'FULL_AND_PIECEWISE' : key.cudagraph_mode;
     if (!(CUDAGRAPH_MODES as readonly string[]).includes(mode)) {
       throw new UserError(`unknown cudagraph_mode "${mode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);

@@ -120,7 +120,10 @@ function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: 
   return idx.map((i) => {
     const ks = JSON.stringify(P.keys[i]);
     let p = scaled.get(ks);
-    if (!p) scaled.set(ks, (p = deps.pricerFor(P.keys[i]!, { sm_scale: s })));
+    if (!p) {
+      p = deps.pricerFor(P.keys[i]!, { sm_scale: s });
+      scaled.set(ks, p);
+    }
     return priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
   });
 }
@@ -161,7 +164,9 @@ function fitEngine(
       );
       const all = P.rows.map((_, i) => i).filter((i) => P.rows[i]!.engine === engine);
       const at = cmNohostAt(P, deps, all, withS.sm_scale!.value);
-      all.forEach((i, j) => F.cmScaled.set(i, at[j]!));
+      all.forEach((i, j) => {
+        F.cmScaled.set(i, at[j]!);
+      });
     }
     F.fittedBy.true.set(`${engine}|${c}`, withS);
   }
@@ -513,7 +518,10 @@ export function extrapolationCounts(results: readonly RowResult[]): Extrapolatio
     const scored = !r.used_for_host_fit && r.excluded === undefined;
     for (const reason of r.extrapolation_reasons) {
       let e = by.get(reason);
-      if (!e) by.set(reason, (e = { reason, rows: 0, scored_rows: 0, scored_by_regime: {} }));
+      if (!e) {
+        e = { reason, rows: 0, scored_rows: 0, scored_by_regime: {} };
+        by.set(reason, e);
+      }
       e.rows++;
       if (scored) {
         e.scored_rows++;

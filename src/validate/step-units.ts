@@ -26,7 +26,10 @@ export function checkStepUnits(
     const p = priced_us[i]!;
     if (!(p > 0)) return;
     let a = byFile.get(r.file);
-    if (!a) byFile.set(r.file, (a = []));
+    if (!a) {
+      a = [];
+      byFile.set(r.file, a);
+    }
     a.push(p / r.measured_us);
   });
   for (const [file, ratios] of byFile) {

@@ -93,7 +93,10 @@ describe('observation window (chapter Listing 2.11)', () => {
         (xs) => {
           let t = 0;
           const rows: Endpoint[] = [{ ts_us: 0, flagged: false }];
-          for (const [d, f] of xs) rows.push({ ts_us: (t += d), flagged: f });
+          for (const [d, f] of xs) {
+            t += d;
+            rows.push({ ts_us: t, flagged: f });
+          }
           const w = selectWindow(rows);
           const sel = w.pairs.filter((p) => p.selected).map((p) => p.interval_us);
           if (sel.length === 0) return w.steps_per_s === null;

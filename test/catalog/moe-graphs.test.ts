@@ -12,7 +12,7 @@ import { decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { setupPricer } from '../../src/pricer/setup.ts';
 import { RESOURCES } from '../../src/pricer/types.ts';
 
-export const MOE_GRAPHS = [
+const MOE_GRAPHS = [
   'deepseek-r1',
   'kimi-k2',
   'kimi-k2.5',

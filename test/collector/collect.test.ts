@@ -29,6 +29,10 @@ import {
 import { fitHostLinear } from '../../src/fit/host.ts';
 import { main } from '../../src/cli/main.ts';
 
+/** A parsed provenance or registry document, read by deep property chains; the assertions below are its type check. */
+// biome-ignore lint/suspicious/noExplicitAny: untyped documents walked by expect(); one alias instead of five `any`s
+type Doc = any;
+
 const REPO = path.resolve(import.meta.dirname, '../..');
 const COLLECT = path.join(REPO, 'collector', 'collect.py');
 const TINY = path.join(REPO, 'collector', 'plans', 'tiny.yaml');
@@ -188,7 +192,7 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     ];
     expect(dataFiles).toHaveLength(6);
     for (const file of dataFiles) {
-      const prov = readProvenance(file) as unknown as Record<string, any>;
+      const prov = readProvenance(file) as unknown as Doc;
       expect(prov.output_sha256).toBe(sha256(readFileSync(file)));
       expect(prov.chip).toBe('cpu');
       expect(prov.lane).toMatch(/^torch-/);
@@ -203,17 +207,15 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
       expect(c.date).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
       expect(c.environment.device).toBe('cpu');
       expect(prov.lane).toBe(`torch-${String(c.environment.torch).split('+')[0]}`);
-      for (const s of Object.values(c.sweeps) as Array<Record<string, any>>) {
+      for (const s of Object.values(c.sweeps) as Doc[]) {
         expect(s.status).toBe('recorded');
         expect(s.throttle).toHaveProperty('checked');
         expect(s.sizes).toBeTypeOf('object');
       }
     }
-    const gemmProv = readProvenance(
-      listMeasurementFiles(dir).find((f) => f.family === 'gemm')!.file,
-    ) as unknown as Record<string, any>;
+    const gemmProv = readProvenance(listMeasurementFiles(dir).find((f) => f.family === 'gemm')!.file) as unknown as Doc;
     expect(gemmProv.collector.sweeps.gemm.sizes.skipped_dtypes.fp8).toMatch(/CUDA/);
-    const stepProv = readProvenance(listStepFiles(dir)[0]!) as unknown as Record<string, any>;
+    const stepProv = readProvenance(listStepFiles(dir)[0]!) as unknown as Doc;
     expect(stepProv.family).toBe('step');
     expect([stepProv.collector.layers_run, stepProv.collector.model_layers, stepProv.collector.width_div]).toEqual([
       2, 32, 16,
@@ -283,8 +285,14 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     const registryOut = path.join(dir, 'host.yaml');
     let out = '';
     let err = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
+    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+      out += String(s);
+      return true;
+    });
+    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
+      err += String(s);
+      return true;
+    });
     let code: number;
     try {
       code = await main([
@@ -307,7 +315,7 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     expect(out).toMatch(/^host eager_launch: a = [\d.]+ µs, b = [\d.]+ µs per unit over 8 N values/m);
     expect(out).toMatch(/^host graph_replay: a = [\d.]+ µs, b = [\d.]+ µs per unit over 5 N values/m);
 
-    const doc = parseYaml(readText(registryOut)) as { coefficients: Array<Record<string, Record<string, any>>> };
+    const doc = parseYaml(readText(registryOut)) as { coefficients: Array<Record<string, Doc>> };
     const entries = new Map(doc.coefficients.map((c) => Object.entries(c)[0]!));
     const measured = (name: string) => {
       const e = entries.get(name);

@@ -92,7 +92,9 @@ describe('fitHostLinear', () => {
       const rows = rowsFrom(0.2, seed, 9);
       const g = fitHostLinear(rows.filter((r) => r.what === 'graph_replay'));
       const e = fitHostLinear(rows.filter((r) => r.what === 'eager_launch'));
-      gb.push(g.b_us_per_kernel), ga.push(g.a_us), eb.push(e.b_us_per_kernel);
+      gb.push(g.b_us_per_kernel);
+      ga.push(g.a_us);
+      eb.push(e.b_us_per_kernel);
       expect(g.ci95_b[0]).toBeLessThanOrEqual(g.b_us_per_kernel);
       expect(g.ci95_b[1]).toBeGreaterThanOrEqual(g.b_us_per_kernel);
     }

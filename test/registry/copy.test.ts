@@ -269,8 +269,14 @@ describe('stepcal registry copy (CLI, in-process)', () => {
   const capture = () => {
     let out = '';
     let err = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
+    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+      out += String(s);
+      return true;
+    });
+    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
+      err += String(s);
+      return true;
+    });
     return { out: () => out, err: () => err };
   };
 

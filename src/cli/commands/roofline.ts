@@ -81,7 +81,7 @@ export function register(program: Command): void {
       const requests = opts.requests ?? asList(cfg.requests) ?? [...CHAPTER_SWEEP_R];
       const positions = opts.positions ?? asList(cfg.positions);
       const useful = opts.usefulTokens ?? asList(cfg.useful_tokens);
-      let specs;
+      let specs: ReturnType<typeof broadcastSpecs>;
       try {
         specs = broadcastSpecs(requests, positions, useful, k);
       } catch (err) {

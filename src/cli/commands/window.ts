@@ -51,7 +51,7 @@ export function register(program: Command): void {
       }
       if (!file) throw new UserError('give a CSV of step timestamps, or --steps-per-s');
       const rows = parseWindowCsv(readText(file), file);
-      let w;
+      let w: ReturnType<typeof selectWindow>;
       try {
         w = selectWindow(rows, opts.concurrency);
       } catch (err) {

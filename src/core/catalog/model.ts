@@ -229,7 +229,9 @@ export function stringifyGraph(g: ModelGraph): string {
   const flowItems = (seq: unknown) => {
     if (isSeq(seq)) for (const it of seq.items) if (isMap(it)) it.flow = true;
   };
-  g.layer_kinds.forEach((_, i) => flowItems(doc.getIn(['layer_kinds', i, 'nodes'])));
+  g.layer_kinds.forEach((_, i) => {
+    flowItems(doc.getIn(['layer_kinds', i, 'nodes']));
+  });
   flowItems(doc.getIn(['head']));
   for (const key of ['derived_from', 'global']) {
     const m = doc.get(key);

@@ -112,7 +112,9 @@ export function commitFiles(files: ReadonlyArray<{ file: string; data: string | 
   const staging = path.join(root, `${STAGING_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
     mkdirSync(staging, { recursive: true });
-    files.forEach((f, i) => writeFileSync(path.join(staging, String(i)), f.data, { flush: true }));
+    files.forEach((f, i) => {
+      writeFileSync(path.join(staging, String(i)), f.data, { flush: true });
+    });
     for (const d of new Set(targets.map((t) => path.dirname(t)))) {
       mkdirSync(d, { recursive: true });
       accessSync(d, constants.W_OK);

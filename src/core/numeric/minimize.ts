@@ -151,7 +151,13 @@ export function gridGoldenMin(
       fd = f(d);
     }
   }
-  if (fc < bestF) (bestF = fc), (bestX = c);
-  if (fd < bestF) (bestF = fd), (bestX = d);
+  if (fc < bestF) {
+    bestF = fc;
+    bestX = c;
+  }
+  if (fd < bestF) {
+    bestF = fd;
+    bestX = d;
+  }
   return { x: bestX, fx: bestF };
 }

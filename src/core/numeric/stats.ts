@@ -78,7 +78,10 @@ export function groupBy<T, K = string>(items: readonly T[], key: (t: T) => K): M
   for (const it of items) {
     const k = key(it);
     let g = m.get(k);
-    if (!g) m.set(k, (g = []));
+    if (!g) {
+      g = [];
+      m.set(k, g);
+    }
     g.push(it);
   }
   return m;

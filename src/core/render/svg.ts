@@ -89,11 +89,26 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
   let [y0, y1] = o.y_range ?? [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
   if (!pts.length) [x0, x1, y0, y1] = [1, 10, 1, 10];
   if (o.h_lines && !o.y_range)
-    for (const h of o.h_lines) if (okY(h.y)) (y0 = Math.min(y0, h.y)), (y1 = Math.max(y1, h.y));
-  if (o.diagonal) (x0 = y0 = Math.min(x0, y0)), (x1 = y1 = Math.max(x1, y1));
+    for (const h of o.h_lines)
+      if (okY(h.y)) {
+        y0 = Math.min(y0, h.y);
+        y1 = Math.max(y1, h.y);
+      }
+  if (o.diagonal) {
+    x0 = Math.min(x0, y0);
+    y0 = x0;
+    x1 = Math.max(x1, y1);
+    y1 = x1;
+  }
   if (!o.y_log && !o.y_range && y0 > 0) y0 = 0;
-  if (x1 === x0) (x0 = o.x_log ? x0 / 2 : x0 - 1), (x1 = o.x_log ? x1 * 2 : x1 + 1);
-  if (y1 === y0) (y0 = o.y_log ? y0 / 2 : y0 - 1), (y1 = o.y_log ? y1 * 2 : y1 + 1);
+  if (x1 === x0) {
+    x0 = o.x_log ? x0 / 2 : x0 - 1;
+    x1 = o.x_log ? x1 * 2 : x1 + 1;
+  }
+  if (y1 === y0) {
+    y0 = o.y_log ? y0 / 2 : y0 - 1;
+    y1 = o.y_log ? y1 * 2 : y1 + 1;
+  }
   const fx = (x: number) =>
     m.l + (o.x_log ? (Math.log(x) - Math.log(x0)) / (Math.log(x1) - Math.log(x0)) : (x - x0) / (x1 - x0)) * pw;
   const fy = (y: number) =>

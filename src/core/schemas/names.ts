@@ -110,5 +110,5 @@ export function scopedToChip(scope: Scope | undefined, chip: string): boolean {
 /** A short label for messages: `name [hardware=h200]`. */
 export function entryLabel(name: string, scope: Scope | undefined): string {
   const hw = scope?.hardware;
-  return hw && hw.length ? `${name} [hardware=${hw.join(',')}]` : name;
+  return hw?.length ? `${name} [hardware=${hw.join(',')}]` : name;
 }
