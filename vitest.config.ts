@@ -6,6 +6,9 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // One module graph per worker, not per file: loading src/ afresh for each of ~70 files cost about half
+    // of the suite's CPU (measured in docs/performance.md). Tests must not rely on a fresh module state.
+    isolate: false,
     maxWorkers: 2,
   },
 });
