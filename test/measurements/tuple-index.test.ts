@@ -13,7 +13,10 @@ function reference(rows: ReadonlyArray<Record<string, unknown>>, cols: readonly 
   return rows.map((r) => {
     const k = JSON.stringify(cols.map((c) => r[c]));
     let id = ids.get(k);
-    if (id === undefined) ids.set(k, (id = ids.size));
+    if (id === undefined) {
+      id = ids.size;
+      ids.set(k, id);
+    }
     return id;
   });
 }
