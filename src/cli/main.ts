@@ -1,19 +1,25 @@
 /**
  * stepcal command-line entry point: commander wiring only. Each command lives in its own module
- * under `./commands/` and exports `register(program)`.
+ * under `./commands/`, exports `register(program)` and is loaded only when it runs (`COMMANDS`).
  *
  * Exit codes (issue 12 item 7): 0 success; 1 user or data error (one line on stderr, stack only with
  * --debug), including file-system refusals (read-only folder, a folder where a file is expected) and
  * malformed YAML that escaped a loader; 2 usage error (bad flag, unknown command, no command);
  * 3 internal error (a bug: "please report" and the stack).
  */
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help } from 'commander';
 import { UsageError, UserError } from '../core/errors.ts';
 import { checkName } from '../core/io/paths.ts';
 import { writeError } from '../core/io/staging.ts';
-import { COMMANDS } from './commands/index.ts';
+import { COMMANDS, type CommandEntry } from './commands/index.ts';
 
-export function buildProgram(): Command {
+/**
+ * The commander program. With `argv`, only the modules that run needs are loaded: the named command's
+ * (also after `help`), or none for the top-level help, a version query or an unknown command, where
+ * each command is a stub drawn from `COMMANDS` (name, term, summary) that commander can list and
+ * suggest. Without `argv` every command is loaded (tests walk the whole tree).
+ */
+export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   const program = new Command();
   program
     .name('stepcal')
@@ -23,7 +29,9 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
-  for (const register of COMMANDS) register(program);
+  const named = argv && commandNamed(argv);
+  if (argv && !named) addStubs(program);
+  for (const c of argv ? (named ? [named] : []) : COMMANDS) (await c.load()).register(program);
   for (const c of program.commands) c.exitOverride();
   // Names that become paths are checked once, for every command (src/core/io/paths.ts); a value
   // ending in .yaml is an explicit file the user chose (--model graph.yaml), not a name.
@@ -35,6 +43,21 @@ export function buildProgram(): Command {
     }
   });
   return program;
+}
+
+/** The command `argv` runs (its first word that is not a flag, or the word after `help`), if known. */
+function commandNamed(argv: readonly string[]): CommandEntry | undefined {
+  const words = argv.slice(2).filter((a) => !a.startsWith('-'));
+  const word = words[0] === 'help' ? words[1] : words[0];
+  return COMMANDS.find((c) => c.name === word);
+}
+
+/** Every command as a stub: listed in the help with its term and summary, never run. */
+function addStubs(program: Command): void {
+  const terms = new Map(COMMANDS.map((c) => [c.name, c.term]));
+  for (const c of COMMANDS) program.command(c.name).description(c.summary);
+  const plain = new Help();
+  program.configureHelp({ subcommandTerm: (cmd) => terms.get(cmd.name()) ?? plain.subcommandTerm(cmd) });
 }
 
 export const VERSION = '0.1.0';
@@ -54,7 +77,7 @@ export async function main(argv: string[]): Promise<number> {
       throw err;
     });
   }
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   const debug = argv.includes('--debug');
   if (argv.slice(2).filter((a) => a !== '--debug').length === 0) {
     program.outputHelp({ error: true });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { buildProgram } from '../../src/cli/main.ts';
+import { COMMANDS } from '../../src/cli/commands/index.ts';
 import { writeFileSync } from 'node:fs';
 import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';
 import { runCli as cli } from '../helpers/cli.ts';
@@ -106,13 +107,15 @@ describe('stepcal import (CLI)', () => {
   });
 });
 
+const fullProgram = await buildProgram(); // every command module loaded
+
 describe('help text of every command', () => {
   const all: Command[] = [];
   const walk = (c: Command) => {
     all.push(c);
     c.commands.forEach(walk);
   };
-  walk(buildProgram());
+  walk(fullProgram);
 
   it('every option has a description; defaults are shown once and never as an absolute path', () => {
     expect(all.length).toBeGreaterThan(20);
@@ -126,5 +129,29 @@ describe('help text of every command', () => {
     }
     expect(bare).toEqual([]);
     expect(bad).toEqual([]);
+  });
+});
+
+describe('lazy command loading (start-up)', () => {
+  it('the top-level help drawn from the COMMANDS table equals the help of the loaded commands', async () => {
+    const lazy = await buildProgram(['node', 'stepcal', '--help']);
+    expect(lazy.helpInformation()).toBe(fullProgram.helpInformation());
+    expect(lazy.commands.map((c) => c.name())).toEqual(COMMANDS.map((c) => c.name));
+  });
+
+  it('a command loads only its own module; `help <command>` loads that one', async () => {
+    const fit = await buildProgram(['node', 'stepcal', '--debug', 'fit', 'all', '--chip', 'h200', '--check']);
+    expect(fit.commands.map((c) => c.name())).toEqual(['fit']);
+    expect(fit.commands[0]!.helpInformation()).toBe(
+      fullProgram.commands.find((c) => c.name() === 'fit')!.helpInformation(),
+    );
+    const help = await buildProgram(['node', 'stepcal', 'help', 'registry']);
+    expect(help.commands.map((c) => c.name())).toEqual(['registry']);
+  });
+
+  it('an unknown command is refused with a suggestion from the stubs (exit 2)', async () => {
+    const r = await cli(['fitt', 'all']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown command 'fitt'[\s\S]*Did you mean fit\?/);
   });
 });
