@@ -6,8 +6,9 @@
  * read: the output files exactly as `fit all` would write them (registry, fits/<chip>/README.md and
  * figures, from the same `fitOutputFiles`/`renderFitReport` the CLI uses) and the coefficient sets.
  * The result is stored under `.cache/refit/` (gitignored), content-addressed: the key is a sha256 of
- * every file that can change a fit's output (src/, catalog/, the chip's measurements/, the lockfile,
- * this file) and the Node version. A later run with the same key reuses it; any change to a fitter,
+ * every file that can change a fit's output (src/ except the command layer src/cli/, which no fit or
+ * report module may import (depcheck), catalog/, the chip's measurements/, the lockfile, this file)
+ * and the Node version. A later run with the same key reuses it; any change to a fitter,
  * an input or a dependency is a new key and a new refit. The comparison with the committed files
  * always runs against the disk, so a hand edit of registry/ or fits/ is caught either way.
  * `STEPCAL_NO_REFIT_CACHE=1` forces a refit (and stores nothing).
@@ -48,11 +49,11 @@ function filesUnder(dir: string): string[] {
     .sort();
 }
 
-/** sha256 over (path, bytes) of every input of `chip`'s fit, the lockfile, this helper and the Node version. */
+/** sha256 over (path, bytes) of every input of `chip`'s fit and report, the lockfile, this helper and the Node version. */
 export function refitKey(chip: string): string {
   const h = createHash('sha256').update(`node ${process.version}\n`);
   const files = [
-    ...filesUnder(path.join(REPO_ROOT, 'src')),
+    ...filesUnder(path.join(REPO_ROOT, 'src')).filter((f) => !f.startsWith('src/cli/')),
     ...filesUnder(path.join(REPO_ROOT, 'catalog')),
     ...filesUnder(path.join(REPO_ROOT, 'measurements', chip)),
     'package-lock.json',
