@@ -148,7 +148,7 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     for (let c = 0; c < this.keys.length; c++) {
       const k = this.keys[c]!;
       const a = this.absent.get(k);
-      if (a && a[i]) continue;
+      if (a?.[i]) continue;
       out[k] = this.cols.get(k)!.get(i);
     }
     return out as R;
@@ -170,11 +170,14 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
 
   private markAbsent(k: string): void {
     let a = this.absent.get(k);
-    if (!a) this.absent.set(k, (a = new Uint8Array(this.cap)));
-    else if (a.length < this.cap) {
+    if (!a) {
+      a = new Uint8Array(this.cap);
+      this.absent.set(k, a);
+    } else if (a.length < this.cap) {
       const b = new Uint8Array(this.cap);
       b.set(a);
-      this.absent.set(k, (a = b));
+      a = b;
+      this.absent.set(k, a);
     }
     a[this.n] = 1;
   }
