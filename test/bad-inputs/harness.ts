@@ -41,8 +41,15 @@ export function repoState(): string {
     .split('\n')
     .filter(Boolean)
     // node_modules is the install; .stepcal.lock is the checkout lock, which commands in another test
-    // worker hold for a moment while they run in-process (its clean-up is tested in io-kill.test.ts).
-    .filter((l) => !l.slice(3).startsWith('node_modules') && path.basename(l.slice(3)) !== '.stepcal.lock');
+    // worker hold for a moment while they run in-process (its clean-up is tested in io-kill.test.ts);
+    // .cache/ is the test run's own scratch (the shared refit of test/helpers/refit.ts, written by
+    // another worker at any moment; tsc's build info), never written by a stepcal command.
+    .filter(
+      (l) =>
+        !l.slice(3).startsWith('node_modules') &&
+        !l.slice(3).startsWith('.cache/') &&
+        path.basename(l.slice(3)) !== '.stepcal.lock',
+    );
   return lines
     .map((l) => {
       const p = path.join(REPO_ROOT, l.slice(3));
