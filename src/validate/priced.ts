@@ -119,7 +119,10 @@ export function priceRows(
     const ks = JSON.stringify(key);
     let pricer = pricers.get(ks);
     try {
-      if (!pricer) pricers.set(ks, (pricer = deps.pricerFor(key)));
+      if (!pricer) {
+        pricer = deps.pricerFor(key);
+        pricers.set(ks, pricer);
+      }
       priced.push(priceRow(r, pricer));
     } catch (err) {
       if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
