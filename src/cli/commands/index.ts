@@ -36,7 +36,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: 'fit',
     term: 'fit [options] <family>',
     summary:
-      'fit coefficients from stored measurements: <family> is one of gemm, hbm, attention_decode, attention_prefill, collective, moe, moe_experts, host or all',
+      'fit coefficients from stored measurements: <family> is one of gemm, hbm, attention_decode, attention_prefill, sparse, collective, moe, moe_experts, host or all',
     load: () => import('./fit.ts'),
   },
   {
@@ -48,7 +48,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'onboard',
     term: 'onboard [options]',
-    summary: 'import → chip file → gates → fit all → extrapolation → registry → report, for a new chip',
+    summary: 'upstream chip folder → catalog entry → import → fit all → extrapolation → gates → registry + coverage',
     load: () => import('./onboard.ts'),
   },
   {
