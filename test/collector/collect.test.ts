@@ -28,6 +28,7 @@ import {
 } from '../../src/measurements/store.ts';
 import { fitHostLinear } from '../../src/fit/host.ts';
 import { main } from '../../src/cli/main.ts';
+import { capture } from '../helpers/capture.ts';
 
 /** A parsed provenance or registry document, read by deep property chains; the assertions below are its type check. */
 // biome-ignore lint/suspicious/noExplicitAny: untyped documents walked by expect(); one alias instead of five `any`s
@@ -283,16 +284,7 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     const before = hashTree(fitsDir);
     expect(Object.keys(before).length).toBeGreaterThan(0);
     const registryOut = path.join(dir, 'host.yaml');
-    let out = '';
-    let err = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-      out += String(s);
-      return true;
-    });
-    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-      err += String(s);
-      return true;
-    });
+    const io = capture();
     let code: number;
     try {
       code = await main([
@@ -310,6 +302,8 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
     } finally {
       vi.restoreAllMocks();
     }
+    const out = io.out();
+    const err = io.err();
     expect(code, `stdout:\n${out}\nstderr:\n${err}`).toBe(0);
     expect(err).toMatch(/no fit report written .*fits\/h200\/ is left untouched/);
     expect(out).toMatch(/^host eager_launch: a = [\d.]+ µs, b = [\d.]+ µs per unit over 8 N values/m);

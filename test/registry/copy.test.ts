@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { capture } from '../helpers/capture.ts';
 import { loadChip, REPO_ROOT, type Chip } from '../../src/core/catalog/chip.ts';
 import { main } from '../../src/cli/main.ts';
 import { copyRegistry, datasheetDifferences, renameForChip, scopeText } from '../../src/registry/copy.ts';
@@ -266,20 +267,6 @@ describe('stepcal registry copy (CLI, in-process)', () => {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'stepcal-copy-'));
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
   afterEach(() => vi.restoreAllMocks());
-  const capture = () => {
-    let out = '';
-    let err = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-      out += String(s);
-      return true;
-    });
-    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-      err += String(s);
-      return true;
-    });
-    return { out: () => out, err: () => err };
-  };
-
   it('writes the copy (--json: status, counts, problems), then refuses over a measured registry (exit 1, file byte-identical)', async () => {
     const src = path.join(tmp, 'h200.yaml');
     writeFileSync(src, stringifyCoefficientSets(chipRegistry('h200')));
