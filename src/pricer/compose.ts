@@ -68,6 +68,29 @@ export function composeHost(acc: Float64Array, host: number): void {
   acc[HOST]! += host;
 }
 
+/**
+ * The resource with the largest total, µs in; ties go to the earlier of sm, hbm, nvlink, nic, host.
+ * The one bottleneck rule (the pricer's finish and the engine-profile re-pricing). Allocates nothing.
+ */
+export function bottleneckOf(r: Readonly<Record<Resource, number>>): Resource {
+  let bottleneck: Resource = 'sm';
+  let top = r.sm;
+  if (r.hbm > top) {
+    top = r.hbm;
+    bottleneck = 'hbm';
+  }
+  if (r.nvlink > top) {
+    top = r.nvlink;
+    bottleneck = 'nvlink';
+  }
+  if (r.nic > top) {
+    top = r.nic;
+    bottleneck = 'nic';
+  }
+  if (r.host > top) bottleneck = 'host';
+  return bottleneck;
+}
+
 const NO_NOTES: readonly string[] = Object.freeze([]);
 
 /** A StepPrice to fill (`finishStepInto`), fields in the order `price` has always returned them. */
@@ -103,34 +126,16 @@ export function finishStepInto(acc: Float64Array, notes: readonly string[], out:
   const no = sm + hbm + nvlink + nic + host;
   const cm = acc[CM_OVERLAP]! < no ? acc[CM_OVERLAP]! : no;
   const ov = acc[OVERLAP]! < cm ? acc[OVERLAP]! : cm;
-  let bottleneck: Resource = 'sm';
-  let top = sm;
-  if (hbm > top) {
-    top = hbm;
-    bottleneck = 'hbm';
-  }
-  if (nvlink > top) {
-    top = nvlink;
-    bottleneck = 'nvlink';
-  }
-  if (nic > top) {
-    top = nic;
-    bottleneck = 'nic';
-  }
-  if (host > top) {
-    top = host;
-    bottleneck = 'host';
-  }
   out.overlap_us = ov;
   out.compute_memory_overlap_us = cm;
   out.no_overlap_us = no;
-  out.bottleneck = bottleneck;
   const r = out.resources_us;
   r.sm = sm;
   r.hbm = hbm;
   r.nvlink = nvlink;
   r.nic = nic;
   r.host = host;
+  out.bottleneck = bottleneckOf(r);
   out.extrapolated = notes.length > 0;
   out.extrapolation_notes = notes;
   if (out.per_kind !== undefined) delete out.per_kind;

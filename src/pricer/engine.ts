@@ -6,7 +6,8 @@
 import { ENGINE_HOST_TERMS, engineHostUs } from '../core/laws/host.ts';
 import type { EngineProfile } from '../core/schemas/engine.ts';
 import type { PricerInfo, StepPricer } from './pricer.ts';
-import type { Batch, Resource, StepPrice } from './types.ts';
+import { bottleneckOf } from './compose.ts';
+import type { Batch, StepPrice } from './types.ts';
 
 /** What `withEngineProfile` adds to a price: the profile's host and the registry's it replaced, µs. */
 export interface EngineHostOutcome {
@@ -47,9 +48,7 @@ export function withEngineProfile(
   const registry_host_us = price.resources_us.host;
   const d = host_us - registry_host_us;
   const resources_us = { ...price.resources_us, host: host_us };
-  let bottleneck: Resource = price.bottleneck;
-  for (const r of Object.keys(resources_us) as Resource[])
-    if (resources_us[r] > resources_us[bottleneck]) bottleneck = r;
+  const bottleneck = bottleneckOf(resources_us);
   return {
     price: {
       ...price,
