@@ -14,7 +14,7 @@
  *   prefillPairs) / latency over calls of ≥ 4096 tokens in [0.15, 1.2] × dense peak. Shipped: 50–87 %.
  * - collective, per (op, dtype, ranks, backend): best bus bandwidth (nccl-tests factor) over
  *   messages ≥ 16 MiB against the per-direction link rate (NVLink, or PCIe without it). On an
- *   NVLink-class part (link ≥ PCIE_CLASS_MAX_GB_PER_S per direction) in [0.125, 1.25]: the floor is a
+ *   NVLink-class part (not `isPcieOnly`, core/catalog/chip.ts) in [0.125, 1.25]: the floor is a
  *   tenth of the ceiling, so a ×10 latency slip of any admissible table lands below it; shipped 21.5 %
  *   (gb200 2-rank custom all-reduce) to 104 % (NVLS all-reduce on Hopper, in-switch reduction). On a
  *   PCIe-class part in [0.02, 1.0]: PCIe has no in-switch reduction, so bus bandwidth cannot pass the
@@ -33,7 +33,7 @@
  * Pure: rows in, an InputError or nothing out.
  */
 import { InputError } from '../core/errors.ts';
-import { type Chip, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { type Chip, isPcieOnly, l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import type { GemmDtype } from '../core/catalog/dtypes.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { decodeKvBytes } from './kv.ts';
@@ -79,17 +79,9 @@ export const UNITS_BANDS = {
   sparse: { lo: 0.1, hi: 1.05, typical: 0.7, source: 'mHC halves reach 34–94 % of HBM (aiconfigurator-modern README)' },
 } as const satisfies Record<string, RateBand>;
 
-/**
- * A per-direction peer link below this is PCIe-class (PCIe 5.0 x16 moves 64 GB/s per direction; the
- * slowest NVLink in the catalog, A100's NVLink 3, 300 GB/s), GB/s.
- */
-export const PCIE_CLASS_MAX_GB_PER_S = 100;
-
 /** The collective band of `chip`'s peer link class (module comment). */
 export function collectiveBand(chip: Chip): RateBand {
-  return chip.nvlink_bytes_per_us < PCIE_CLASS_MAX_GB_PER_S * 1e3
-    ? UNITS_BANDS.collective_pcie
-    : UNITS_BANDS.collective;
+  return isPcieOnly(chip) ? UNITS_BANDS.collective_pcie : UNITS_BANDS.collective;
 }
 
 /** Fastest plausible and slowest plausible single call, µs (see the module comment). */
