@@ -261,21 +261,5 @@ export function referencePeak(
 export const MFU_SCOPE =
   'main model only: drafter (speculator) work, padding and replicas are excluded; norms/activations omitted; scheduled q/k ignore acceptance corrections';
 
-/**
- * Bytes per value of a block-scaled format: (block · value_bits / 8 + scale_bytes) / block
- * (chapter §2.2.2: 32 one-byte values + one 2-byte scale = 34 B, 1.0625 B/value; MXFP8 is 8-bit
- * values with one 1-byte scale per 32, so 512 values take 528 B).
- * @throws Error on a non-positive block or negative sizes
- */
-export function blockScaledBytesPerValue(value_bits: number, block_values: number, scale_bytes: number): number {
-  if (!(block_values > 0 && value_bits > 0 && scale_bytes >= 0))
-    throw new Error('need value_bits > 0, block_values > 0, scale_bytes ≥ 0');
-  return ((block_values * value_bits) / 8 + scale_bytes) / block_values;
-}
-
-/** Bytes per value including block scales, for the block-scaled formats stepcal names. */
-export const SCALED_FORMAT_BYTES_PER_VALUE: Readonly<Record<string, number>> = Object.freeze({
-  nvfp4: blockScaledBytesPerValue(4, 16, 1), // one FP8 (E4M3) scale per 16 values
-  mxfp4: blockScaledBytesPerValue(4, 32, 1), // one E8M0 scale per 32 values (OCP MX)
-  mxfp8: blockScaledBytesPerValue(8, 32, 1), // one E8M0 scale per 32 values (OCP MX)
-});
+// The block-scaled widths (blockScaledBytesPerValue, SCALED_FORMAT_BYTES_PER_VALUE) live in the one
+// shared definition, src/core/catalog/dtypes.ts, which the pricer and the fitters use too.

@@ -2,7 +2,9 @@
  * MoE expert-time fitter (issue 13 item 1): the law of src/core/laws/moe-experts.ts fitted per chip
  * and dtype from the fused-MoE tables (`measurements/<chip>/moe.*.csv.gz`, the `moe` family's rows).
  *
- * Rows: one dtype (bf16, fp8, fp8_block, nvfp4: the formats with a dense peak on the chip), routing
+ * Rows: one dtype (bf16, fp8, fp8_block, nvfp4: the formats with a dense peak on the chip; and the
+ * grouped four-bit weight-only experts, mxfp4 from the `w4a16_mxfp4` rows and int4 from `int4_wo`, at
+ * the bf16 peak their Marlin kernels compute at: core/catalog/dtypes.ts WEIGHT_ONLY_EXPERT_ROWS), routing
  * `balanced` where the table has it, else `power_law_1.01` (a100's vLLM 0.14.0 table has no balanced
  * rows; its law then already carries the skew and the registry has no imbalance multiplier to add).
  * Kernels of one dtype are pooled (the engine picks them per deployment). Series that run much faster
@@ -19,7 +21,13 @@
  * Returns data; src/report/fit-moe-experts.ts draws it.
  */
 import type { ExpertCoefficients, ExpertRates } from '../core/laws/moe-experts.ts';
-import { bytesPerElement, GEMM_DTYPES, type GemmDtype } from '../core/catalog/dtypes.ts';
+import {
+  bytesPerElement,
+  EXPERT_DTYPES,
+  expertComputeDtype,
+  type ExpertDtype,
+  WEIGHT_ONLY_EXPERT_ROWS,
+} from '../core/catalog/dtypes.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { roundSig } from '../core/numeric/stats.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
@@ -45,7 +53,7 @@ export const MOE_EXPERTS_FAMILY = 'moe_experts';
 
 /** The fit of one dtype, as plain data. */
 export interface ExpertDtypeFit {
-  dtype: GemmDtype;
+  dtype: ExpertDtype;
   distribution: string;
   kernels: string[];
   rates: ExpertRates;
@@ -103,13 +111,14 @@ function derateOf(ctx: FitContext): { value: number; source: string } {
 /** Fit one dtype; a string says why it was not fitted. */
 export function fitExpertDtype(
   rows: readonly MoeRow[],
-  dtype: GemmDtype,
+  dtype: ExpertDtype,
   ctx: FitContext,
   derate: number,
 ): ExpertDtypeFit | string {
-  const peak = peakFlopsPerUs(ctx.chip, dtype);
+  const peak = peakFlopsPerUs(ctx.chip, expertComputeDtype(dtype));
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
-  const mine = rows.filter((r) => r.dtype === dtype);
+  const rowDtype: string = dtype === 'mxfp4' || dtype === 'int4' ? WEIGHT_ONLY_EXPERT_ROWS[dtype] : dtype;
+  const mine = rows.filter((r) => r.dtype === rowDtype);
   if (!mine.length) return 'no rows';
   const distribution = mine.some((r) => r.distribution === 'balanced') ? 'balanced' : PRIMARY_DISTRIBUTION;
   const rates: ExpertRates = {
@@ -118,7 +127,7 @@ export function fitExpertDtype(
     hbm_derate: derate,
     bytes_per_element: bytesPerElement(dtype),
   };
-  const { series, screened } = expertSeries(mine, dtype, distribution, rates);
+  const { series, screened } = expertSeries(mine, rowDtype, distribution, rates);
   if (!series.length)
     return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
   const c = fitExpertSum(series);
@@ -179,7 +188,9 @@ function figurePoints(series: readonly ExpertSeries[], c: ExpertCoefficients): E
 
 /** Registry entries of one dtype's fit. */
 function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFit['coefficients'] {
-  const filter = `dtype ${f.dtype}, distribution ${f.distribution}, kernels ${f.kernels.join(' + ')}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
+  const rowDtype =
+    f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
+  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, kernels ${f.kernels.join(' + ')}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
   const notes = [
     `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate (core/laws/moe-experts.ts), charged as a sum`,
     `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
@@ -240,7 +251,7 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     fits: [],
     not_fitted: [],
   };
-  for (const dtype of GEMM_DTYPES) {
+  for (const dtype of EXPERT_DTYPES) {
     const r = fitExpertDtype(rows, dtype, ctx, d.value);
     if (typeof r === 'string') {
       if (r !== 'no rows' && !r.startsWith('no dense')) data.not_fitted.push({ dtype, why: r });

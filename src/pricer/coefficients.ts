@@ -7,7 +7,7 @@
  */
 import { UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
-import type { StorageDtype } from '../core/catalog/dtypes.ts';
+import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
 import type { MhcHalf, PrefillForm } from '../core/laws/sparse.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
@@ -41,12 +41,28 @@ export interface HostCoefficients {
   eagerPerLayer: number;
 }
 
+/** One weight dtype's pricing choice, as `price --json` shows it (info.formats). */
+export interface FormatChoice {
+  weight_dtype: StorageDtype;
+  /** What the weights are priced with: `dense` GEMMs on a ramp, or routed `experts`. */
+  use: 'dense' | 'experts';
+  /** Ramp suffix (dense) or the expert law's registry dtype / `dense_ramp` fallback (experts). */
+  ramp: string;
+  /** The peak the arithmetic runs at, TFLOP/s. */
+  peak_tflops: number;
+  /** Bytes per stored weight value, block scales included (core/catalog/dtypes.ts). */
+  bytes_per_value: number;
+  note?: string;
+}
+
 /** Registry lookups for one chip, model, tp and ep; caches per format and per collective. */
 export class PricerCoefficients {
   /** Choices a reader should know (fallbacks, format choices); may repeat, deduplicated by the caller. */
   readonly assumptions: string[] = [];
   /** Extrapolation notes known at construction, each once. */
   readonly staticNotes = new Set<string>();
+  /** Routed-expert pricing choices by weight dtype (plan.ts records them), for `formatChoices`. */
+  readonly expertChoices = new Map<StorageDtype, FormatChoice>();
   readonly hbmDerate: number;
   private readonly formats = new Map<StorageDtype, RampFormat>();
   private readonly curves = new Map<string, CollectiveCurve>();
@@ -104,6 +120,21 @@ export class PricerCoefficients {
     if (nh !== undefined && kh !== undefined) Object.assign(f, { nh, kh });
     this.formats.set(w, f);
     return f;
+  }
+
+  /** Every weight format priced so far (dense ramps, then experts): the choices `price --json` shows. */
+  formatChoices(): FormatChoice[] {
+    const dense = [...this.formats].map(
+      ([w, f]): FormatChoice => ({
+        weight_dtype: w,
+        use: 'dense',
+        ramp: f.ramp,
+        peak_tflops: f.peak_flops_per_us / 1e6,
+        bytes_per_value: bytesPerElement(w),
+        ...(f.note ? { note: f.note } : {}),
+      }),
+    );
+    return [...dense, ...this.expertChoices.values()];
   }
 
   /**

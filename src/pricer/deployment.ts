@@ -114,6 +114,7 @@ const QUANTIZATION: Record<string, StorageDtype | 'checkpoint'> = {
   fbgemm_fp8: 'fp8',
   modelopt: 'fp8',
   fp8_block: 'fp8_block',
+  mxfp8: 'mxfp8',
   int8: 'int8',
   nvfp4: 'nvfp4',
   modelopt_fp4: 'nvfp4',
@@ -142,12 +143,13 @@ export function servedDtype(weightDtype: string, checkpoint: StorageDtype): Stor
 export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype): number {
   const k = (kvDtype ?? 'auto').toLowerCase();
   if (k === 'auto' || k === '') {
-    const b = bytesPerElement(served);
+    // The value width without block scales (mxfp8 weights → an 8-bit cache, as fp8's).
+    const b = Math.floor(bytesPerElement(served));
     return b < 1 ? 2 : Math.min(b, 2);
   }
   if (k.startsWith('fp8') || k === 'int8') return 1;
   if (k === 'bf16' || k === 'bfloat16' || k === 'fp16' || k === 'float16' || k === 'half') return 2;
-  if (k.startsWith('nvfp4')) return 0.5;
+  if (k.startsWith('nvfp4')) return bytesPerElement('nvfp4');
   if (k === 'fp32' || k === 'float32') return 4;
   throw new UserError(
     `unknown KV-cache dtype "${kvDtype}" (known: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, nvfp4, fp32)`,
@@ -157,7 +159,7 @@ export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDt
 /** The compute format of a GEMM: which ramp coefficients (suffix) and which chip peak. */
 export interface ComputeFormat {
   /** Registry suffix of gemm_eps_max_<suffix> / gemm_m_half_<suffix>. */
-  ramp: 'bf16' | 'fp8' | 'fp8_block' | 'nvfp4';
+  ramp: 'bf16' | 'fp8' | 'fp8_block' | 'mxfp8' | 'nvfp4';
   /** Peak rate, FLOPs per µs. */
   peak_flops_per_us: number;
   /** Why this format was chosen when it is not the weights' own (an assumption to report). */
@@ -168,7 +170,8 @@ export interface ComputeFormat {
  * Which format a GEMM with weights in `w` computes in (seed "Arithmetic rates"): bf16/fp16 at the
  * bf16 rate; fp32 at the tf32 rate (bf16 ramp); fp8/int8 at the fp8 rate where the chip has one, else
  * at bf16 (weight-only kernels); four-bit at the four-bit rate only where the chip has a four-bit
- * peak AND the registry a four-bit ramp, else at the bf16 rate of vLLM's weight-only kernels.
+ * peak AND the registry a four-bit ramp, else at the bf16 rate of vLLM's weight-only kernels; mxfp8
+ * (mxfp8Format) on Hopper at the bf16 weight-only rate, on Blackwell at its own ramp where measured.
  * `hasRamp(suffix)` says whether the registry carries that ramp.
  */
 export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) => boolean): ComputeFormat {
@@ -198,6 +201,8 @@ export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) 
       if (w === 'fp8_block' && hasRamp('fp8_block')) return { ramp: 'fp8_block', peak_flops_per_us: fp8 * 1e6 };
       return { ramp: 'fp8', peak_flops_per_us: fp8 * 1e6 };
     }
+    case 'mxfp8':
+      return mxfp8Format(chip, hasRamp);
     case 'nvfp4':
     case 'mxfp4':
     case 'int4': {
@@ -215,4 +220,29 @@ export function computeFormat(w: StorageDtype, chip: Chip, hasRamp: (s: string) 
       };
     }
   }
+}
+
+/** Blackwell (sm_100 and later) has MX-format tensor cores; Hopper (sm_90) does not (NVIDIA PTX ISA, `mma` block-scale). */
+const MX_TENSOR_CORE_SM = 100;
+
+/**
+ * MXFP8 weights (seed "Arithmetic rates"): on a part without MX tensor cores (Hopper and older) at the
+ * bf16 rate of vLLM's weight-only kernels; on Blackwell at the fp8 peak on the registry's own
+ * `gemm_*_mxfp8` ramp where one is measured, else on the fp8 ramp (noted: the shipped tables have no
+ * MXFP8 GEMM rows).
+ */
+function mxfp8Format(chip: Chip, hasRamp: (s: string) => boolean): ComputeFormat {
+  const fp8 = chip.peak_tflops.fp8;
+  if ((chip.sm_version ?? 0) < MX_TENSOR_CORE_SM || fp8 === undefined)
+    return {
+      ramp: 'bf16',
+      peak_flops_per_us: chip.peak_tflops.bf16 * 1e6,
+      note: `mxfp8 weights on ${chip.name} (sm_${chip.sm_version ?? 'unknown'}, no MX tensor cores) at the bf16 rate of weight-only kernels (seed "Arithmetic rates")`,
+    };
+  if (hasRamp('mxfp8')) return { ramp: 'mxfp8', peak_flops_per_us: fp8 * 1e6 };
+  return {
+    ramp: 'fp8',
+    peak_flops_per_us: fp8 * 1e6,
+    note: `mxfp8 weights on ${chip.name}: registry has no gemm_*_mxfp8 ramp (no MXFP8 GEMM rows measured), priced on the fp8 ramp at the fp8 peak`,
+  };
 }

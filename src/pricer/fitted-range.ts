@@ -43,7 +43,7 @@ export function gemmFittedRange(
     const m = M_EDGE.exec(t);
     if (m) return { min_m: Number(m[1]), source: `${name} evidence: fitted on compute-bound rows, m ≥ ${m[1]}` };
   }
-  const peak = peakFlopsPerUs(chip, ramp);
+  const peak = peakFlopsPerUs(chip, ramp === 'mxfp8' ? 'fp8' : ramp);
   if (peak === undefined) return undefined;
   const m = computeBoundMinM(peak, bytesPerElement(ramp), chip.hbm_bytes_per_us);
   return {

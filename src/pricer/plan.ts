@@ -4,7 +4,13 @@
  * constants (µs per token, µs per byte read, floors) by calling the laws of src/core/laws. The per-step
  * terms (terms.ts) read these constants; nothing here runs per step. Pure: no I/O.
  */
-import { bytesPerElement, GEMM_DTYPES, type GemmDtype, type StorageDtype } from '../core/catalog/dtypes.ts';
+import {
+  bytesPerElement,
+  EXPERT_DTYPES,
+  expertComputeDtype,
+  type ExpertDtype,
+  type StorageDtype,
+} from '../core/catalog/dtypes.ts';
 import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
@@ -257,17 +263,38 @@ function expertLawPlan(
   shards: number,
 ): ExpertLawPlan | undefined {
   const eps = ctx.coef.opt(`moe_expert_eps_max_${w}`);
-  const peak = (GEMM_DTYPES as readonly string[]).includes(w)
-    ? peakFlopsPerUs(ctx.coef.chip, w as GemmDtype)
+  // Grouped four-bit weight-only experts (mxfp4, int4) run at the bf16 peak on their own fitted law (seed "Arithmetic rates").
+  const peak = (EXPERT_DTYPES as readonly string[]).includes(w)
+    ? peakFlopsPerUs(ctx.coef.chip, expertComputeDtype(w as ExpertDtype))
     : undefined;
   if (eps === undefined || peak === undefined) {
     const why =
       eps === undefined ? `no moe_expert_eps_max_${w} in the registry` : `no dense ${w} peak on ${ctx.coef.chip.name}`;
-    ctx.coef.staticNotes.add(
-      `${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`,
-    );
+    const note = `${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`;
+    ctx.coef.staticNotes.add(note);
+    const f = ctx.coef.format(w);
+    ctx.coef.expertChoices.set(w, {
+      weight_dtype: w,
+      use: 'experts',
+      ramp: `dense_ramp:${f.ramp}`,
+      peak_tflops: f.peak_flops_per_us / 1e6,
+      bytes_per_value: bytesPerElement(w),
+      note,
+    });
     return undefined;
   }
+  ctx.coef.expertChoices.set(w, {
+    weight_dtype: w,
+    use: 'experts',
+    ramp: `moe_expert_${w}`,
+    peak_tflops: peak / 1e6,
+    bytes_per_value: bytesPerElement(w),
+    ...(expertComputeDtype(w as ExpertDtype) !== w
+      ? {
+          note: `grouped ${w} experts: weight-only kernels at the bf16 peak, own fitted efficiency moe_expert_eps_max_${w}`,
+        }
+      : {}),
+  });
   const c: ExpertCoefficients = {
     eps_max: eps,
     m_half: ctx.coef.opt(`moe_expert_m_half_${w}`) ?? 0,

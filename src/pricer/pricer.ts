@@ -18,7 +18,7 @@ import type { ModelGraph } from '../core/catalog/model.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import { graphModeFor } from '../core/laws/host.ts';
-import { PricerCoefficients } from './coefficients.ts';
+import { type FormatChoice, PricerCoefficients } from './coefficients.ts';
 import { emptyStepPrice } from './compose.ts';
 import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
 import { buildNotesPlan } from './notes.ts';
@@ -57,6 +57,8 @@ export interface PricerInfo {
   kv_bytes_per_token_per_rank: number;
   /** Choices made for this deployment that a reader should know (fallbacks, format choices). */
   assumptions: string[];
+  /** Each weight dtype's compute ramp, peak and bytes per value (block scales included), dense and experts. */
+  formats: FormatChoice[];
 }
 
 export interface StepPricer extends Pricer {
@@ -230,6 +232,7 @@ export function createPricer(
     embedding_bytes_per_rank: resident.embedding,
     kv_bytes_per_token_per_rank: target.kvBytesPerToken + (drafter?.kvBytesPerToken ?? 0),
     assumptions: [...new Set(coef.assumptions)],
+    formats: coef.formatChoices(),
   };
   return {
     price: (batch, popts) => priceStep(plan, batch, popts, emptyStepPrice()),

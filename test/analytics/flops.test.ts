@@ -7,12 +7,11 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { blockScaledBytesPerValue, SCALED_FORMAT_BYTES_PER_VALUE } from '../../src/core/catalog/dtypes.ts';
 import {
   FP8_EQUIVALENT_FLOPS_PER_MAC,
-  SCALED_FORMAT_BYTES_PER_VALUE,
   attendedPairs,
   batchFlops,
-  blockScaledBytesPerValue,
   denseFlopsPerTokenPerLayer,
   dominantGemmFormat,
   logitRows,
