@@ -30,6 +30,7 @@ export const HOLDOUT_GEO_BOUNDS: Readonly<Record<string, HoldoutBound>> = {
   collective: { geo: 2.0, source: 'shipped 1.08–1.8 on NVLink parts (leave-one-width-out)' },
   collective_pcie: { geo: 5.0, source: 'shipped l40s 2.5–4.2 (leave-one-width-out across PCIe switch levels)' },
   moe: { geo: 1.5, source: 'shipped 1.13–1.19 (leave-one-geometry-out)' },
+  recurrent: { geo: 1.5, source: 'shipped 1.01–1.3 (every fourth batch held out; issue 14 target 1.15)' },
   sparse: {
     geo: 1.5,
     source: 'issue 14 goal 1.15 (fits/<chip>/README.md says why where a law misses it); shipped 1.06–1.30',

@@ -1,7 +1,7 @@
 /**
  * The `fit` orchestrator: reads a chip's curated measurements, runs the family fitters in
  * dependency order (gemm → hbm → attention_decode → attention_prefill → collective → moe →
- * moe_experts → host), applies the plausibility gates, and builds the registry text. It returns typed data and writes
+ * moe_experts → recurrent → host), applies the plausibility gates, and builds the registry text. It returns typed data and writes
  * nothing: src/report/fit.ts draws the README, figures and summary from the result, and the command
  * layer (src/cli/fit-outputs.ts) writes them with the registry, nothing when any family refused or
  * any gate failed.
@@ -29,6 +29,7 @@ import { fitHbm, type HbmFit } from './hbm.ts';
 import { fitHost, type HostFit } from './host.ts';
 import { fitMoe, type MoeFit } from './moe.ts';
 import { fitMoeExperts, type MoeExpertsFit } from './moe-experts.ts';
+import { fitRecurrent, type RecurrentFamilyFit } from './recurrent.ts';
 import { evidenceGates } from './evidence-gates.ts';
 import { fitSparse, type SparseFit } from './sparse.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
@@ -43,6 +44,7 @@ export const FIT_FAMILIES = [
   'collective',
   'moe',
   'moe_experts',
+  'recurrent',
   'host',
 ] as const;
 export type FitFamily = (typeof FIT_FAMILIES)[number];
@@ -161,6 +163,7 @@ export type FitFamilyResult =
   | CollectiveFit
   | MoeFit
   | MoeExpertsFit
+  | RecurrentFamilyFit
   | HostFit
   | SparseFit
   | FamilyFit;
@@ -232,6 +235,13 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
   run('moe_experts', () =>
     moe?.rows.length ? fitMoeExperts(moe.rows, moe.ctx) : missing('moe_experts', 'no moe measurements'),
   );
+  // Every recurrent lane is read: GDN, KDA and Mamba2 come from different engines (vLLM, TRT-LLM).
+  run('recurrent', () => {
+    const rows = store.read('recurrent');
+    return rows.length
+      ? fitRecurrent(rows, ctxFor(store.inputsFor('recurrent')))
+      : missing('recurrent', 'no measurements');
+  });
   // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
   // host overheads from per-operator tables.
   run('host', () => fitHost(store.read('host'), ctxFor(store.inputsFor('host'))));

@@ -18,6 +18,7 @@ import { InputError, UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
+import { mapRecurrent } from './recurrent.ts';
 import type {
   AttentionDecodeRow,
   AttentionPrefillRow,
@@ -42,6 +43,9 @@ export const AIC_TABLES = {
   moe_perf: 'moe',
   nccl_perf: 'collective',
   custom_allreduce_perf: 'collective',
+  gdn_perf: 'recurrent',
+  kda_perf: 'recurrent',
+  mamba2_perf: 'recurrent',
 } as const satisfies Record<string, Family>;
 export type AicTable = keyof typeof AIC_TABLES;
 
@@ -53,6 +57,9 @@ export const AIC_OP_CATEGORY: Record<AicTable, string> = {
   moe_perf: 'moe',
   nccl_perf: 'comm',
   custom_allreduce_perf: 'comm',
+  gdn_perf: 'linear_attention',
+  kda_perf: 'kda',
+  mamba2_perf: 'linear_attention',
 };
 
 /** The table name of a file from its base name (`gemm_perf.csv`, `.parquet`, `.csv.gz`), or undefined. */
@@ -223,6 +230,10 @@ export function mapAicRows<T extends AicTable>(
       return mapNccl(table, chip) as never;
     case 'custom_allreduce_perf':
       return mapCustomAllreduce(table, chip) as never;
+    case 'gdn_perf':
+    case 'kda_perf':
+    case 'mamba2_perf':
+      return mapRecurrent(table, chip, tableName) as never;
   }
   throw new UserError(`unsupported table ${String(tableName)}`);
 }

@@ -56,6 +56,9 @@ export function aicUpstreamPath(file: string): string {
   }
   const di = parts.lastIndexOf('data');
   if (di >= 0 && n - di === 6) return `${AIC_DATA_ROOT}/${parts.slice(di + 1).join('/')}`;
+  // verbatim upstream layout without the data root (aiconfigurator-modern): <sku>/<category>/<framework>/<version>/<table>
+  if (n >= 5 && skuFromPath(parts[n - 5] ?? '') === parts[n - 5])
+    return `${AIC_DATA_ROOT}/${parts.slice(n - 5).join('/')}`;
   return '';
 }
 

@@ -17,6 +17,7 @@ import type {
   HostRowSchema,
   MoeRowSchema,
   ProvenanceSchema,
+  RecurrentRowSchema,
   SparseRowSchema,
   StepRowSchema,
 } from '../core/schemas/measurements.ts';
@@ -32,6 +33,7 @@ export type AttentionDecodeRow = z.infer<typeof AttentionDecodeRowSchema>;
 export type AttentionPrefillRow = z.infer<typeof AttentionPrefillRowSchema>;
 export type CollectiveRow = z.infer<typeof CollectiveRowSchema>;
 export type MoeRow = z.infer<typeof MoeRowSchema>;
+export type RecurrentRow = z.infer<typeof RecurrentRowSchema>;
 export type HostRow = z.infer<typeof HostRowSchema>;
 export type StepRow = z.infer<typeof StepRowSchema>;
 export type SparseRow = z.infer<typeof SparseRowSchema>;
@@ -103,6 +105,22 @@ export const FAMILY_COLUMNS = {
     'distribution',
     'latency_us',
   ],
+  recurrent: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'mixer',
+    'phase',
+    'batch',
+    'seq_len',
+    'tokens',
+    'k_heads',
+    'v_heads',
+    'head_k_dim',
+    'head_v_dim',
+    'conv_channels',
+    'latency_us',
+  ],
   host: ['chip', 'lane', 'kernel_source', 'what', 'kernels', 'latency_us'],
   sparse: [
     'chip',
@@ -154,6 +172,7 @@ export interface FamilyRow {
   attention_prefill: AttentionPrefillRow;
   collective: CollectiveRow;
   moe: MoeRow;
+  recurrent: RecurrentRow;
   host: HostRow;
   sparse: SparseRow;
   step: StepRow;
@@ -169,6 +188,8 @@ export const TEXT_COLUMNS: ReadonlySet<string> = new Set([
   'op',
   'backend',
   'distribution',
+  'mixer',
+  'phase',
   'what',
   'model',
   'weight_dtype',

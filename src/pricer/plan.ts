@@ -15,7 +15,12 @@ import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../cor
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
 import { expertTerms, expertWork, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
-import { rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
+import { rampUs, rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
+import {
+  chunkedScanFlopsPerToken,
+  recurrentDecodeBytesPerRow,
+  recurrentPrefillFlopsPerToken,
+} from '../core/laws/recurrent.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
 import { indexKeyBytes, type PrefillForm } from '../core/laws/sparse.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
@@ -56,11 +61,19 @@ export interface AttnPlan {
   formBytesPerPair: number;
 }
 
-/** A recurrent mixer: decode floor (µs) and rate (tokens per µs); prefill rate or the scan on the bf16 ramp. */
+/**
+ * A recurrent mixer folded (core/laws/recurrent.ts; seed "Recurrent mixers"): decode floor + µs per decode
+ * token (the state read + written at the measured decode rate, plus, where no table measures the state update,
+ * the chunked scan); prefill floor + µs per prefill sequence (a fresh state written once) + µs per prefill
+ * token at the measured prefill rate, or without one the chunked scan's arithmetic on the bf16 ramp.
+ */
 export interface RecPlan {
-  floor: number;
-  decRate: number;
-  preRate: number | undefined;
+  decFloor: number;
+  decUsPerToken: number;
+  preFloor: number;
+  preUsPerSeq: number;
+  /** µs per prefill token at the measured rate; undefined = the chunked scan (preA, preMh). */
+  preUsPerToken: number | undefined;
   preA: number;
   preMh: number;
 }
@@ -480,20 +493,57 @@ function addElementwiseNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphN
   kp.eltUsPerToken += floorPlusWork(0, bytes, m.rate);
 }
 
-/** A RecurrentUpdate node (seed "Recurrent mixers"; reference §1.5 recurrent set). */
+/**
+ * Decode µs per token of a recurrent mixer: the state bytes at `recurrent_decode_rate_<k>` (without it, at the
+ * derated HBM rate, noted); Mamba2's state update, measured nowhere (the table holds only its conv), is added
+ * as the chunked scan: per token at the measured prefill rate where the registry has one, else its arithmetic
+ * on the bf16 ramp at m = 1 (labelled assumed).
+ */
+function recurrentDecodeUsPerToken(ctx: PlanContext, k: string, stateBytes: number, scanFlops: number): number {
+  const rate = ctx.coef.opt(`recurrent_decode_rate_${k}`);
+  if (rate === undefined)
+    ctx.coef.assumptions.push(
+      `no recurrent_decode_rate_${k}: ${k} decode priced as its state bytes at the derated HBM rate`,
+    );
+  const state = rate === undefined ? readUs(ctx, stateBytes) : floorPlusWork(0, stateBytes, rate);
+  if (k !== 'mamba2') return state;
+  const preRate = ctx.coef.opt(`recurrent_prefill_rate_${k}`);
+  ctx.coef.assumptions.push(
+    `mamba2 decode state update (selective_state_update) is measured nowhere: priced as the chunked scan (${preRate === undefined ? 'its arithmetic on the bf16 ramp' : 'at recurrent_prefill_rate_mamba2'}), assumed`,
+  );
+  return (
+    state +
+    (preRate === undefined
+      ? rampUs(rampUsPerToken(scanFlops, ctx.bf16.peak_flops_per_us, ctx.bf16.eps), 1, ctx.bf16.mh)
+      : floorPlusWork(0, scanFlops, preRate))
+  );
+}
+
+/**
+ * A RecurrentUpdate node (seed "Recurrent mixers"; core/laws/recurrent.ts): num_heads state heads of
+ * head_dim × state_size (d_v × d_k) fp32 state, split over tp. Measured laws where the registry has them
+ * (`recurrent_{decode,prefill}_*_<kind>`, src/fit/recurrent.ts); every absent term falls back with a note.
+ */
 function addRecurrentNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'RecurrentUpdate' }>): void {
   const k = node.recurrent_kind;
-  const preRate = ctx.coef.opt(`recurrent_prefill_rate_${k}`);
-  // Chunked scan (vLLM's SSD kernels) when no prefill rate is measured: per token, the
-  // intra-chunk quadratic term over a 256-token chunk and the state update, 2 FLOPs each.
   const heads = node.num_heads / ctx.tp;
-  const scanFlops = 2 * heads * (256 * (node.head_dim + node.state_size) + 2 * node.head_dim * node.state_size);
+  const stateBytes = recurrentDecodeBytesPerRow(heads, node.head_dim, node.state_size);
+  const scanFlops = chunkedScanFlopsPerToken(heads, node.head_dim, node.state_size);
+  const preRate = ctx.coef.opt(`recurrent_prefill_rate_${k}`);
+  const stateRate = ctx.coef.opt(`recurrent_prefill_state_rate_${k}`);
   if (preRate === undefined)
-    ctx.coef.assumptions.push(`no recurrent_prefill_rate_${k}: prefill priced as the chunked scan's arithmetic`);
+    ctx.coef.assumptions.push(
+      `no recurrent_prefill_rate_${k}: ${k} prefill priced as the chunked scan's arithmetic on the bf16 ramp`,
+    );
   kp.rec.push({
-    floor: ctx.coef.need(`recurrent_decode_floor_${k}`),
-    decRate: ctx.coef.need(`recurrent_decode_rate_${k}`),
-    preRate,
+    decFloor: ctx.coef.opt(`recurrent_decode_floor_${k}`) ?? 0,
+    decUsPerToken: recurrentDecodeUsPerToken(ctx, k, stateBytes, scanFlops),
+    preFloor: preRate === undefined ? 0 : (ctx.coef.opt(`recurrent_prefill_floor_${k}`) ?? 0),
+    preUsPerSeq: preRate === undefined || stateRate === undefined ? 0 : floorPlusWork(0, stateBytes, stateRate),
+    preUsPerToken:
+      preRate === undefined
+        ? undefined
+        : floorPlusWork(0, recurrentPrefillFlopsPerToken(heads, node.head_dim, node.state_size), preRate),
     preA: rampUsPerToken(scanFlops, ctx.bf16.peak_flops_per_us, ctx.bf16.eps),
     preMh: ctx.bf16.mh,
   });

@@ -60,6 +60,8 @@ export class StepScratch {
   readonly coll = new Float64Array(2);
   /** Largest out-of-table collective message of the step so far, bytes. */
   big = 0;
+  /** Prefill sequences of the pass being priced (recurrent mixers write one fresh state each). */
+  preSeqs = 0;
   readonly walk: BatchWalk;
   constructor(readers: number) {
     this.walk = new BatchWalk(readers);
@@ -88,7 +90,7 @@ function layerTimes(
   let hbm = weightsAndNormsHbmUs(kp, tok);
   if (anyDecode) hbm = decodeAttentionHbmUs(kp, dec, hbm);
   if (anyPrefill) sm = prefillAttentionSmUs(kp, pre, sm, sc.walk);
-  sm = recurrentSmUs(kp, anyDecode, decTok, tok - decTok, sm);
+  sm = recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, sm);
   const big = collectivesUs(kp, tok, sc.coll);
   const lay = sc.lay;
   lay[0] = sm * p.smScale;
@@ -188,6 +190,7 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
     const first = j === 0;
     const kinds = first && anyPrefill ? drafter.withPrefill : drafter.decodeOnly;
     const tok = first ? w.tok : w.nReq;
+    p.scratch.preSeqs = first ? w.nPrefill : 0;
     pricePass(
       p,
       kinds,
@@ -254,6 +257,7 @@ export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undef
   // A step with no prefill row skips prefill-only nodes (seed "Host time").
   const kernels = (anyPrefill ? target.kernelsWithPrefill : target.kernelsDecodeOnly) + p.head.kernels;
   if (tok > 0) {
+    sc.preSeqs = w.nPrefill;
     pricePass(
       p,
       anyPrefill ? target.withPrefill : target.decodeOnly,

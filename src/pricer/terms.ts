@@ -5,7 +5,7 @@
  * Pure, allocation-free.
  */
 import { collectiveUs } from '../core/laws/collective.ts';
-import { floorPlusUnits, floorPlusWork } from '../core/laws/floor-rate.ts';
+import { floorPlusUnits } from '../core/laws/floor-rate.ts';
 import { rampUs } from '../core/laws/gemm.ts';
 import { expertsTouched } from '../core/laws/moe.ts';
 import { prefillFormUs } from '../core/laws/sparse.ts';
@@ -60,15 +60,19 @@ export function prefillAttentionSmUs(kp: KindPlan, pre: Float64Array, sm: number
 }
 
 /**
- * Recurrent mixers on the SM, added to `sm` (seed "Recurrent mixers"): decode floor + tokens / rate;
- * prefill tokens at the measured rate, or without one the chunked scan's arithmetic on the ramp.
+ * Recurrent mixers on the SM, added to `sm` (seed "Recurrent mixers"; core/laws/recurrent.ts): decode floor +
+ * decode tokens · µs per token; prefill floor + prefill sequences · µs per sequence + prefill tokens · µs per
+ * token at the measured rate, or without one the chunked scan's arithmetic on the ramp (plan.ts RecPlan).
  */
-export function recurrentSmUs(kp: KindPlan, anyDecode: boolean, decTok: number, preTok: number, sm: number): number {
+export function recurrentSmUs(kp: KindPlan, decTok: number, preSeqs: number, preTok: number, sm: number): number {
   for (let r = 0; r < kp.rec.length; r++) {
     const rc = kp.rec[r]!;
-    if (anyDecode) sm += floorPlusWork(rc.floor, decTok, rc.decRate);
+    if (decTok > 0) sm += floorPlusUnits(rc.decFloor, decTok, rc.decUsPerToken);
     if (preTok > 0)
-      sm += rc.preRate !== undefined ? floorPlusWork(0, preTok, rc.preRate) : rampUs(rc.preA, preTok, rc.preMh);
+      sm +=
+        rc.preUsPerToken !== undefined
+          ? rc.preFloor + floorPlusUnits(preSeqs * rc.preUsPerSeq, preTok, rc.preUsPerToken)
+          : rampUs(rc.preA, preTok, rc.preMh);
   }
   return sm;
 }

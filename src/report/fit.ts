@@ -18,6 +18,7 @@ import { gemmSection } from './fit-gemm.ts';
 import { hbmSection } from './fit-hbm.ts';
 import { hostSection } from './fit-host.ts';
 import { moeSection } from './fit-moe.ts';
+import { recurrentSection } from './fit-recurrent.ts';
 import { sparseSection } from './fit-sparse.ts';
 import type { SparseFit } from '../fit/sparse.ts';
 
@@ -47,6 +48,8 @@ export function familySection(f: FitFamilyResult, chip: Chip): FitSection {
       return moeSection(f as Parameters<typeof moeSection>[0], chip);
     case 'moe_experts':
       return { md: '', summary: moeExpertsSummary(f as MoeExpertsFit), figures: [] };
+    case 'recurrent':
+      return recurrentSection(f as Parameters<typeof recurrentSection>[0], chip);
     case 'host':
       return hostSection(f as Parameters<typeof hostSection>[0], chip);
     default:

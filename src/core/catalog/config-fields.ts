@@ -65,6 +65,16 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'o_groups',
   'expert_dtype',
   'mlp_layer_types',
+  // Qwen3.5 / Qwen3-Next: gated attention output, Gated DeltaNet linear-attention layers, MTP, shared expert
+  'attn_output_gate',
+  'full_attention_interval',
+  'linear_conv_kernel_dim',
+  'linear_key_head_dim',
+  'linear_num_key_heads',
+  'linear_num_value_heads',
+  'linear_value_head_dim',
+  'mtp_num_hidden_layers',
+  'shared_expert_intermediate_size',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -73,6 +83,7 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'layer_norm_epsilon',
   'rope_scaling',
   'rope_theta',
+  'rope_parameters',
   'rotary_dim',
   'partial_rotary_factor',
   'hidden_act',
@@ -177,6 +188,10 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'cross_attention_hidden_size',
   'tie_encoder_decoder',
   // multimodal placeholders (token ids only)
+  'image_token_id',
+  'video_token_id',
+  'vision_start_token_id',
+  'vision_end_token_id',
   'media_placeholder_token_id',
   'video_placeholder',
   'use_unified_vision_chunk',
@@ -203,6 +218,9 @@ export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> =
   // mHC is priced from kernels measured at 20 Sinkhorn iterations (aiconfigurator-modern mhc_module_perf).
   hc_sinkhorn_iters: (v) => v === 20,
   index_topk_pattern: (v) => v === null,
+  // The recurrent laws price an fp32 state (core/laws/recurrent.ts); MTP sharing the target's embedding.
+  mamba_ssm_dtype: (v) => v === 'float32',
+  mtp_use_dedicated_embeddings: (v) => v === false,
 };
 
 /**

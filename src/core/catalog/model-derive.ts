@@ -15,12 +15,21 @@
  *   - MoE: a replicated router GEMM (n = experts, kept bf16) and a GroupedGEMM with the shared
  *     experts; All2All dispatch and combine emitted only when ep > 1 (routed: message × top_k).
  *   - Head: final norm + lm_head (n = vocab, k = hidden), lm_head kept bf16 (quantizers leave it).
- *   - DeepSeek MTP (num_nextn_predict_layers): a speculator layer kind `mtp` (two norms, eh_proj
- *     n = hidden, k = 2·hidden, then a decoder layer), priced with the head per drafter pass.
+ *   - DeepSeek MTP (num_nextn_predict_layers; Qwen3.5 mtp_num_hidden_layers): a speculator layer kind `mtp`
+ *     (two norms, eh_proj n = hidden, k = 2·hidden, then a full-attention decoder layer), priced with the
+ *     head per drafter pass.
  *   - Sparse attention (model-derive-sparse.ts, issue 14): `index_topk` makes an MLA layer DSA (sparse
  *     top-k attention plus its indexer; GLM-5.2's `indexer_types` "shared" layers run no indexer);
  *     `compress_ratios` with `hc_mult` is DeepSeek-V4 (SWA / CSA / HCA layers, mHC around each site,
  *     capture breaks around each layer's attention).
+ *   - Linear attention (layer_types "linear_attention", or every layer but each full_attention_interval-th
+ *     when only the interval is given; Qwen3.5 Gated DeltaNet, vLLM Qwen3NextGatedDeltaNet): in_proj_qkvz
+ *     n = 2·K·d_k + 2·V·d_v and in_proj_ba n = 2·V (column), the GDN recurrence (RecurrentUpdate gdn,
+ *     V heads of d_v × d_k state; its causal conv is timed with it), a gated norm, out_proj k = V·d_v (row).
+ *     layer_types values other than full / sliding / linear / deepseek_sparse attention are refused, never
+ *     read as full.
+ *   - attn_output_gate: the q projection carries a gate of the same width (n = (2·n_q + 2·n_kv)·d_h).
+ *   - shared_expert_intermediate_size > 0: one shared expert of that width.
  * Pure: no I/O.
  */
 import { UserError } from '../errors.ts';
@@ -135,7 +144,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const topK = num(config, 'num_experts_per_tok', 'experts_per_token');
   const firstDense = num(config, 'first_k_dense_replace') ?? 0;
   const isMla = num(config, 'kv_lora_rank') !== undefined;
-  const layerTypes = Array.isArray(config.layer_types) ? (config.layer_types as string[]) : undefined;
+  const layerTypes = layerTypesOf(config, name, layers);
+  const linear = linearAttention(config, name);
   const ix = indexerShape(config, name);
   const v4 = config.compress_ratios !== undefined ? v4Shape(config, name) : undefined;
   const ratios = v4 ? compressRatios(config, name, layers) : [];
@@ -157,8 +167,9 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: nKv, d_h: dH };
     if (isBloom) (attn as { alibi?: boolean }).alibi = true;
     if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
+    const gate = config.attn_output_gate === true;
     return [
-      { op: 'GEMM', role: 'qkv_proj', n: (nQ + 2 * nKv) * dH, k: hidden, parallel: 'column' },
+      { op: 'GEMM', role: 'qkv_proj', n: ((gate ? 2 : 1) * nQ + 2 * nKv) * dH, k: hidden, parallel: 'column' },
       attn,
       { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * dH, parallel: 'row' },
     ];
@@ -196,7 +207,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
 
   const moeBlock = (): GraphNode[] => {
     const moeInter = num(config, 'moe_intermediate_size') ?? num(config, 'intermediate_size') ?? inter;
-    const shared = num(config, 'n_shared_experts') ?? (moeStep !== undefined ? 1 : 0);
+    const sharedInter = num(config, 'shared_expert_intermediate_size') ?? 0;
+    const shared = num(config, 'n_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
     const g: GraphNode = {
       op: 'GroupedGEMM',
       role: 'experts',
@@ -205,7 +217,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       experts: experts!,
       top_k: req(config, name, 'num_experts_per_tok', 'experts_per_token'),
     };
-    if (shared > 0) Object.assign(g, { shared_experts: shared, shared_intermediate_size: moeInter });
+    if (shared > 0)
+      Object.assign(g, { shared_experts: shared, shared_intermediate_size: sharedInter > 0 ? sharedInter : moeInter });
     if (expertsDt) Object.assign(g, { weight_dtype: expertsDt });
     return [
       { op: 'GEMM', role: 'router', n: experts!, k: hidden, parallel: 'replicated', weight_dtype: 'bf16' },
@@ -215,9 +228,9 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     ];
   };
 
-  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true): GraphNode[] => [
+  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true, mixer?: 'linear'): GraphNode[] => [
     { op: 'Elementwise', role: 'input_norm' },
-    ...attnBlock(windowed, ownIdx),
+    ...(mixer === 'linear' ? gdnBlock(linear!, hidden) : attnBlock(windowed, ownIdx)),
     { op: 'AllReduce', role: 'attn_out', emit: 'tp>1' },
     { op: 'Elementwise', role: 'post_attn_norm' },
     ...(moe ? moeBlock() : mlpBlock()),
@@ -233,6 +246,9 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       seq.push(id);
       continue;
     }
+    const isLinear = layerTypes
+      ? layerTypes[i] === 'linear_attention'
+      : linear !== undefined && (i + 1) % linear.interval !== 0;
     const windowed =
       chunk !== undefined
         ? (i + 1) % 4 !== 0
@@ -256,9 +272,19 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       throw new UserError(
         `${name}: config.json mlp_layer_types[${i}] = ${JSON.stringify(Array.isArray(mlpTypes) ? mlpTypes[i] : mlpTypes)} disagrees with first_k_dense_replace / the expert fields`,
       );
-    const attnId = ix ? (own[i] ? 'dsa' : 'dsa_shared') : isMla ? 'mla' : windowed ? 'swa' : 'gqa';
+    const attnId = isLinear
+      ? 'gdn'
+      : ix
+        ? own[i]
+          ? 'dsa'
+          : 'dsa_shared'
+        : isMla
+          ? 'mla'
+          : windowed
+            ? 'swa'
+            : 'gqa';
     const id = `${attnId}_${moe ? 'moe' : 'dense'}`;
-    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true));
+    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true, isLinear ? 'linear' : undefined));
     seq.push(id);
   }
 
@@ -281,7 +307,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       { op: 'GEMM', role: 'lm_head', n: vocab, k: hidden, parallel: 'column', weight_dtype: 'bf16' },
     ],
   };
-  const mtp = num(config, 'num_nextn_predict_layers') ?? 0;
+  const mtp = num(config, 'num_nextn_predict_layers', 'mtp_num_hidden_layers') ?? 0;
   if (mtp > 0) {
     const moe = experts !== undefined && topK !== undefined;
     g.layer_kinds.push({
@@ -301,4 +327,79 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     };
   }
   return g;
+}
+
+/** Layer types the deriver understands; any other value is refused, never read as full attention. */
+const LAYER_TYPES: ReadonlySet<string> = new Set([
+  'full_attention',
+  'sliding_attention',
+  'linear_attention',
+  'deepseek_sparse_attention',
+]);
+
+/**
+ * `layer_types`, checked: one known type per layer.
+ * @throws UserError naming the layer and value the deriver does not understand, or a length mismatch
+ */
+function layerTypesOf(c: HfConfig, name: string, layers: number): string[] | undefined {
+  if (c.layer_types === undefined) return undefined;
+  const t = c.layer_types;
+  if (!Array.isArray(t) || t.length !== layers)
+    throw new UserError(
+      `${name}: config.json layer_types must list one type per layer (${layers}), got ${JSON.stringify(t).slice(0, 80)}`,
+    );
+  t.forEach((v, i) => {
+    if (typeof v !== 'string' || !LAYER_TYPES.has(v))
+      throw new UserError(
+        `${name}: config.json layer_types[${i}] = ${JSON.stringify(v)}: not a layer type the deriver understands (${[...LAYER_TYPES].join(', ')})`,
+      );
+  });
+  return t as string[];
+}
+
+/** Gated DeltaNet geometry (Qwen3.5 `linear_*` fields), or undefined when the config has none. */
+interface LinearAttention {
+  kHeads: number;
+  vHeads: number;
+  dK: number;
+  dV: number;
+  /** Every interval-th layer is full attention when layer_types is absent. */
+  interval: number;
+}
+
+/** @throws UserError when some but not all of the linear-attention fields are present */
+function linearAttention(c: HfConfig, name: string): LinearAttention | undefined {
+  const keys = ['linear_num_key_heads', 'linear_num_value_heads', 'linear_key_head_dim', 'linear_value_head_dim'];
+  const present = keys.filter((k) => c[k] !== undefined);
+  const usesLinear = Array.isArray(c.layer_types) && c.layer_types.includes('linear_attention');
+  if (!present.length) {
+    if (usesLinear)
+      throw new UserError(`${name}: layer_types has linear_attention but config.json lacks ${keys.join(', ')}`);
+    return undefined;
+  }
+  const [kHeads, vHeads, dK, dV] = keys.map((k) => req(c, name, k)) as [number, number, number, number];
+  const interval = num(c, 'full_attention_interval') ?? 0;
+  if (!usesLinear && !(interval > 1))
+    throw new UserError(
+      `${name}: config.json has linear-attention heads but neither layer_types nor full_attention_interval places them`,
+    );
+  return { kHeads, vHeads, dK, dV, interval: interval > 1 ? interval : Number.POSITIVE_INFINITY };
+}
+
+/** A Gated DeltaNet mixer block (module doc; vLLM Qwen3NextGatedDeltaNet). */
+function gdnBlock(l: LinearAttention, hidden: number): GraphNode[] {
+  return [
+    { op: 'GEMM', role: 'in_proj_qkvz', n: 2 * l.kHeads * l.dK + 2 * l.vHeads * l.dV, k: hidden, parallel: 'column' },
+    { op: 'GEMM', role: 'in_proj_ba', n: 2 * l.vHeads, k: hidden, parallel: 'column' },
+    {
+      op: 'RecurrentUpdate',
+      role: 'gated_delta_rule',
+      recurrent_kind: 'gdn',
+      num_heads: l.vHeads,
+      head_dim: l.dV,
+      state_size: l.dK,
+    },
+    { op: 'Elementwise', role: 'gated_norm', bytes_per_token: 4 * l.vHeads * l.dV },
+    { op: 'GEMM', role: 'out_proj', n: hidden, k: l.vHeads * l.dV, parallel: 'row' },
+  ];
 }

@@ -15,6 +15,7 @@ export const FAMILIES = [
   'attention_prefill',
   'collective',
   'moe',
+  'recurrent',
   'host',
   'step',
   'sparse',
@@ -26,6 +27,9 @@ export type CollectiveOp = (typeof COLLECTIVE_OPS)[number];
 export const COLLECTIVE_BACKENDS = ['nccl', 'custom_graph', 'custom_eager', 'custom_trtllm'] as const;
 export type CollectiveBackend = (typeof COLLECTIVE_BACKENDS)[number];
 export const HOST_WHATS = ['eager_launch', 'graph_replay', 'dispatch'] as const;
+/** Recurrent-mixer kinds (linear attention / SSM) and the phases their kernel tables time. */
+export const RECURRENT_MIXERS = ['gdn', 'kda', 'mamba2'] as const;
+export const RECURRENT_PHASES = ['context', 'generation', 'verify'] as const;
 
 const count = z.number().int('expected an integer count').nonnegative('expected a count ≥ 0');
 const atLeastOne = z.number().int('expected an integer').min(1, 'expected an integer ≥ 1');
@@ -108,6 +112,29 @@ export const MoeRowSchema = z
   .strict()
   .refine((r) => r.topk <= r.experts, { message: 'topk exceeds the expert count', path: ['topk'] });
 
+/**
+ * One recurrent-mixer kernel call on one GPU for one layer (aiconfigurator gdn/kda/mamba2 tables): `batch`
+ * sequences of `seq_len` new tokens (1 in generation). Heads TP-local (`v_heads` state heads of
+ * `head_v_dim` × `head_k_dim` fp32 state each; Mamba2: nheads × head_dim × d_state, k_heads = n_groups);
+ * `conv_channels` the causal conv's channels. Projections are GEMMs, not in these rows.
+ */
+export const RecurrentRowSchema = z
+  .object({
+    ...meta,
+    mixer: z.enum(RECURRENT_MIXERS),
+    phase: z.enum(RECURRENT_PHASES),
+    batch: atLeastOne,
+    seq_len: atLeastOne,
+    tokens: atLeastOne,
+    k_heads: atLeastOne,
+    v_heads: atLeastOne,
+    head_k_dim: atLeastOne,
+    head_v_dim: atLeastOne,
+    conv_channels: atLeastOne,
+    latency_us: latency,
+  })
+  .strict();
+
 /** One host-overhead measurement: launching `kernels` kernels eagerly, or replaying a graph of that many nodes. */
 export const HostRowSchema = z
   .object({ ...meta, what: z.enum(HOST_WHATS), kernels: atLeastOne, latency_us: latency })
@@ -179,6 +206,7 @@ export const FAMILY_ROW_SCHEMAS = {
   attention_prefill: AttentionPrefillRowSchema,
   collective: CollectiveRowSchema,
   moe: MoeRowSchema,
+  recurrent: RecurrentRowSchema,
   host: HostRowSchema,
   step: StepRowSchema,
   sparse: SparseRowSchema,

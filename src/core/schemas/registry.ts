@@ -23,6 +23,7 @@ export const UNITS = [
   'us_per_load',
   'us_per_token',
   'bytes_per_us',
+  'flops_per_us',
   'bytes_per_rank',
   'tokens',
   'sm_count',

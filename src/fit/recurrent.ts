@@ -1,0 +1,372 @@
+/**
+ * Recurrent-mixer fitter (issue 14 item 3; seed "Recurrent mixers"): per mixer kind (GDN for Qwen3.5, KDA for
+ * Kimi-K3, Mamba2 for Nemotron-H) and phase, the laws of src/core/laws/recurrent.ts fitted on the `recurrent`
+ * family's rows (aiconfigurator gdn/kda/mamba2 tables, ../shared/datasets/aiconfigurator-modern/README.md).
+ *
+ * A layer's cost is the sum of the kernels it runs for one shape (README "Rows are per kernel"): rows of one
+ * lane are joined on (batch, seq_len, heads, head dims, conv channels) over the recipe's kernel slots
+ * (RECIPES), and only shapes with every slot measured are used.
+ * - GDN decode: causal_conv1d_update + fused_recurrent_gated_delta_rule_packed_decode; prefill:
+ *   causal_conv1d_fn + chunk_gated_delta_rule_{flashinfer,triton}.
+ * - KDA decode: fused_kda_decode (conv + recurrence + norm) or, where absent, the pair causal_conv1d_update +
+ *   fused_recurrent_kda_packed_decode; prefill: flashkda_fwd (l40s chunk_kda_with_fused_gate) alone: the
+ *   causal_conv1d_fn_qkv3 rows are eager and host-bound (0.42–0.78 ms floor, README quirks) and left out.
+ * - Mamba2 decode: causal_conv1d_update only (selective_state_update is measured nowhere; the pricer adds the
+ *   chunked scan for it, labelled assumed); prefill: causal_conv1d_fn + mamba_chunk_scan_combined (b200 rc15
+ *   only; elsewhere no prefill entry, and the pricer prices the chunked scan's arithmetic).
+ * Fit: t = floor + work / rate by least squares on relative error (closed form, floor ≥ 0); ci95 by a seeded
+ * bootstrap over shapes; holdouts along batch (every fourth distinct batch, common.ts holdoutValues) and, in
+ * prefill, along context (seq_len); the decode row's work is context-independent (a fixed-size state).
+ * Registry entries (set cost-model-primitives): recurrent_{decode,prefill}_floor_<kind> (us_per_layer,
+ * written only when > 0), recurrent_decode_rate_<kind> (bytes_per_us of state read + written),
+ * recurrent_prefill_rate_<kind> (flops_per_us of 4·v·d_v·d_k per token). Pure; src/report/fit-recurrent.ts draws.
+ */
+import { l2Bytes } from '../core/catalog/chip.ts';
+import { resampleEstimates } from '../core/numeric/resample.ts';
+import { groupBy, percentileType7 } from '../core/numeric/stats.ts';
+import { recurrentDecodeBytesPerRow, recurrentPrefillFlopsPerToken } from '../core/laws/recurrent.ts';
+import { SET_NAMES, type FitError, type Units } from '../core/schemas/registry.ts';
+import type { RecurrentRow } from '../measurements/schema.ts';
+import { fitError, fmt, holdoutValues, measuredEntry } from './common.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
+
+export const RECURRENT_FAMILY = 'recurrent';
+
+type Mixer = RecurrentRow['mixer'];
+type Phase = 'decode' | 'prefill';
+
+/** Which kernels one layer runs: alternative slot lists (the first with joined shapes is used). */
+interface Recipe {
+  mixer: Mixer;
+  phase: Phase;
+  options: string[][][];
+  /** What the measured sum leaves out, in words (evidence note). */
+  leaves_out?: string;
+}
+
+export const RECIPES: readonly Recipe[] = [
+  {
+    mixer: 'gdn',
+    phase: 'decode',
+    options: [[['causal_conv1d_update'], ['fused_recurrent_gated_delta_rule_packed_decode']]],
+  },
+  {
+    mixer: 'gdn',
+    phase: 'prefill',
+    options: [[['causal_conv1d_fn'], ['chunk_gated_delta_rule_flashinfer', 'chunk_gated_delta_rule_triton']]],
+  },
+  {
+    mixer: 'kda',
+    phase: 'decode',
+    options: [[['fused_kda_decode']], [['causal_conv1d_update'], ['fused_recurrent_kda_packed_decode']]],
+  },
+  {
+    mixer: 'kda',
+    phase: 'prefill',
+    options: [[['flashkda_fwd', 'chunk_kda_with_fused_gate']]],
+    leaves_out: 'the q/k/v convs (causal_conv1d_fn_qkv3 rows are eager and host-bound: README quirks)',
+  },
+  {
+    mixer: 'mamba2',
+    phase: 'decode',
+    options: [[['causal_conv1d_update']]],
+    leaves_out:
+      'the SSM state update (selective_state_update is measured nowhere; priced as the chunked scan, assumed)',
+  },
+  { mixer: 'mamba2', phase: 'prefill', options: [[['causal_conv1d_fn'], ['mamba_chunk_scan_combined']]] },
+];
+
+/**
+ * One joined layer shape: its regressors x = [1, work] in decode (work = state bytes read + written) and
+ * [1, state bytes, FLOPs] in prefill (each sequence starts from a fresh state and writes its final state
+ * once, so a per-sequence state term sits beside the per-token arithmetic), and the summed latency.
+ */
+export interface LayerPoint {
+  batch: number;
+  seq_len: number;
+  v_heads: number;
+  x: number[];
+  latency_us: number;
+  predicted_us: number;
+}
+
+/** The fit of one (mixer, phase) on one chip, as plain data. */
+export interface RecurrentFit {
+  mixer: Mixer;
+  phase: Phase;
+  lane: string;
+  kernels: string[];
+  /** The law's coefficients c (µs, µs per unit of each regressor) and their ci95, in regressor order. */
+  coef: number[];
+  ci95: Array<[number, number]>;
+  train: FitError;
+  holdout_batch?: FitError;
+  holdout_context?: FitError;
+  leaves_out?: string;
+  points: LayerPoint[];
+}
+
+export interface RecurrentData {
+  chip: string;
+  fits: RecurrentFit[];
+  not_fitted: Array<{ mixer: Mixer; phase: Phase; why: string }>;
+}
+
+export interface RecurrentFamilyFit extends FamilyFit {
+  data: RecurrentData;
+}
+
+const TABLE_PHASE: Record<Phase, RecurrentRow['phase']> = { decode: 'generation', prefill: 'context' };
+const shapeKey = (r: RecurrentRow) =>
+  [r.batch, r.seq_len, r.k_heads, r.v_heads, r.head_k_dim, r.head_v_dim, r.conv_channels].join('|');
+
+/** The law's regressors for a row's shape (core/laws/recurrent.ts): [1, state bytes, (FLOPs)]. */
+function regressorsOf(r: RecurrentRow, phase: Phase): number[] {
+  const state = r.batch * recurrentDecodeBytesPerRow(r.v_heads, r.head_v_dim, r.head_k_dim);
+  return phase === 'decode'
+    ? [1, state]
+    : [1, state, r.tokens * recurrentPrefillFlopsPerToken(r.v_heads, r.head_v_dim, r.head_k_dim)];
+}
+
+/** Join one lane's rows over the slots: one point per shape with every slot measured. */
+function joinSlots(rows: readonly RecurrentRow[], slots: string[][], phase: Phase): LayerPoint[] {
+  const byShape = groupBy(rows, shapeKey);
+  const out: LayerPoint[] = [];
+  for (const g of byShape.values()) {
+    let t = 0;
+    let ok = true;
+    for (const slot of slots) {
+      const hit = g.find((r) => slot.includes(r.kernel_source));
+      if (!hit) ok = false;
+      else t += hit.latency_us;
+    }
+    const r = g[0]!;
+    if (ok)
+      out.push({
+        batch: r.batch,
+        seq_len: r.seq_len,
+        v_heads: r.v_heads,
+        x: regressorsOf(r, phase),
+        latency_us: t,
+        predicted_us: 0,
+      });
+  }
+  return out.sort((a, b) => a.x.at(-1)! - b.x.at(-1)! || a.batch - b.batch);
+}
+
+/** The lane and slot option with the most joined shapes (ties: the later lane by name). */
+function pickPoints(rows: readonly RecurrentRow[], recipe: Recipe) {
+  let best: { lane: string; kernels: string[]; points: LayerPoint[] } | undefined;
+  const phaseRows = rows.filter((r) => r.mixer === recipe.mixer && r.phase === TABLE_PHASE[recipe.phase]);
+  for (const [lane, lr] of [...groupBy(phaseRows, (r) => r.lane)].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    for (const slots of recipe.options) {
+      const points = joinSlots(lr, slots, recipe.phase);
+      const kernels = slots.flatMap((s) => s.filter((k) => lr.some((r) => r.kernel_source === k)));
+      if (points.length && (!best || points.length >= best.points.length)) best = { lane, kernels, points };
+      if (points.length) break;
+    }
+  }
+  return best;
+}
+
+/** Solve the k×k normal equations (Gaussian elimination with pivoting); undefined when singular. */
+function solveNormal(A: number[][], rhs: number[]): number[] | undefined {
+  const k = rhs.length;
+  const M = A.map((row, i) => [...row, rhs[i]!]);
+  for (let c = 0; c < k; c++) {
+    let p = c;
+    for (let r = c + 1; r < k; r++) if (Math.abs(M[r]![c]!) > Math.abs(M[p]![c]!)) p = r;
+    [M[c], M[p]] = [M[p]!, M[c]!];
+    if (!(Math.abs(M[c]![c]!) > 0)) return undefined;
+    for (let r = 0; r < k; r++) {
+      if (r === c) continue;
+      const f = M[r]![c]! / M[c]![c]!;
+      for (let j = c; j <= k; j++) M[r]![j]! -= f * M[c]![j]!;
+    }
+  }
+  return M.map((row, i) => row[k]! / row[i]!);
+}
+
+/** Weighted least squares of t on the active regressors (weights per point), the others held at 0. */
+function wls(points: readonly LayerPoint[], idx: ArrayLike<number>, active: boolean[], w: Float64Array) {
+  const cols = active.flatMap((a, i) => (a ? [i] : []));
+  const A = cols.map(() => new Array<number>(cols.length).fill(0));
+  const rhs = new Array<number>(cols.length).fill(0);
+  for (let n = 0; n < idx.length; n++) {
+    const p = points[idx[n]!]!;
+    for (let a = 0; a < cols.length; a++) {
+      rhs[a]! += w[n]! * p.x[cols[a]!]! * p.latency_us;
+      for (let b = 0; b < cols.length; b++) A[a]![b]! += w[n]! * p.x[cols[a]!]! * p.x[cols[b]!]!;
+    }
+  }
+  const sol = solveNormal(A, rhs);
+  const c = new Array<number>(active.length).fill(0);
+  for (let i = 0; i < cols.length; i++) c[cols[i]!] = sol ? sol[i]! : Number.NaN;
+  return c;
+}
+
+/**
+ * t = Σ c_j · x_j with every c_j ≥ 0, by least squares on log error: iteratively reweighted least squares
+ * (weights 1/(t·pred), five passes from relative-error weights 1/t²), a coefficient that goes negative
+ * dropped to 0. Deterministic, closed form per pass.
+ * @param idx the points to use (default all; a bootstrap passes its resample)
+ * @returns the coefficients (c_0 µs, c_j µs per unit of x_j), undefined when the work terms all vanish
+ */
+export function fitLinearLog(points: readonly LayerPoint[], idx?: ArrayLike<number>): number[] | undefined {
+  const use = idx ?? Uint32Array.from(points.keys());
+  const k = points[0]!.x.length;
+  const active = new Array<boolean>(k).fill(true);
+  const w = new Float64Array(use.length);
+  for (let n = 0; n < use.length; n++) w[n] = 1 / points[use[n]!]!.latency_us ** 2;
+  let c = wls(points, use, active, w);
+  for (let pass = 0; pass < 6; pass++) {
+    while (c.some((v, j) => active[j] && !(v >= 0)) && active.some(Boolean)) {
+      active[c.findIndex((v, j) => active[j] && !(v >= 0))] = false;
+      c = wls(points, use, active, w);
+    }
+    for (let n = 0; n < use.length; n++) {
+      const p = points[use[n]!]!;
+      w[n] = 1 / (p.latency_us * Math.max(dot(c, p.x), 1e-9));
+    }
+    if (pass < 5) c = wls(points, use, active, w);
+  }
+  return c.slice(1).some((v) => v > 0) && c.every((v) => Number.isFinite(v)) ? c : undefined;
+}
+
+const dot = (c: readonly number[], x: readonly number[]) => c.reduce((s, v, j) => s + v * x[j]!, 0);
+const predict = dot;
+
+/** Fit on the points outside `held`, scored on those inside it. */
+function holdout(points: LayerPoint[], held: (p: LayerPoint) => boolean): FitError | undefined {
+  const train = points.filter((p) => !held(p));
+  const test = points.filter(held);
+  const c = test.length && train.length >= 4 ? fitLinearLog(train) : undefined;
+  if (!c) return undefined;
+  return fitError(
+    test.map((p) => predict(c, p.x)),
+    test.map((p) => p.latency_us),
+  );
+}
+
+/** Fit one recipe on one chip's rows; a string says why not. */
+export function fitRecipe(rows: readonly RecurrentRow[], recipe: Recipe, ctx: FitContext): RecurrentFit | string {
+  const pick = pickPoints(rows, recipe);
+  if (!pick) return 'no shape with every kernel of the layer measured';
+  // Decode states that fit in L2 are read from it, not HBM (README: l40s 475 % of HBM at ≤ 100 MB): the
+  // rate is fitted on shapes whose state exceeds L2.
+  const l2 = l2Bytes(ctx.chip.l2_mib);
+  const points = recipe.phase === 'decode' ? pick.points.filter((p) => p.x[1]! / 2 > l2) : pick.points;
+  if (points.length < 8) return `only ${points.length} joined shapes`;
+  const c = fitLinearLog(points);
+  if (!c) return 'the work terms vanished (no work dependence identifiable)';
+  for (const p of points) p.predicted_us = predict(c, p.x);
+  const boot = resampleEstimates(points.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
+    fitLinearLog(points, idx),
+  );
+  const ci = (j: number): [number, number] => {
+    const xs = boot.map((b) => b[j]!);
+    return [Math.min(c[j]!, percentileType7(xs, 0.025)), Math.max(c[j]!, percentileType7(xs, 0.975))];
+  };
+  const batches = holdoutValues(points.map((p) => p.batch));
+  const seqs = holdoutValues(points.map((p) => p.seq_len));
+  return {
+    mixer: recipe.mixer,
+    phase: recipe.phase,
+    lane: pick.lane,
+    kernels: pick.kernels,
+    coef: c,
+    ci95: c.map((_, j) => ci(j)),
+    train: fitError(
+      points.map((p) => p.predicted_us),
+      points.map((p) => p.latency_us),
+    ),
+    ...opt(
+      'holdout_batch',
+      holdout(points, (p) => batches.has(p.batch)),
+    ),
+    ...(recipe.phase === 'prefill'
+      ? opt(
+          'holdout_context',
+          holdout(points, (p) => seqs.has(p.seq_len)),
+        )
+      : {}),
+    ...(recipe.leaves_out ? { leaves_out: recipe.leaves_out } : {}),
+    points,
+  };
+}
+
+const opt = <K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } =>
+  v === undefined ? {} : ({ [k]: v } as { [P in K]?: V });
+
+/** A rate from a µs-per-unit coefficient and its ci95 (the bounds swap: a larger cost is a lower rate). */
+const asRate = (c: number, ci: [number, number]): [number, [number, number]] => [
+  1 / c,
+  [1 / ci[1], ci[0] > 0 ? 1 / ci[0] : Number.POSITIVE_INFINITY],
+];
+
+/** Registry entries of one fit (module doc); a term the fit pinned at 0 is not written (absent = not charged). */
+function entries(f: RecurrentFit, ctx: FitContext): FamilyFit['coefficients'] {
+  const l2 = f.phase === 'decode' ? `; state > L2 (${ctx.chip.l2_mib} MiB)` : '';
+  const filter = `mixer ${f.mixer}, phase ${f.phase}, lane ${f.lane}; layer = Σ ${f.kernels.join(' + ')} per shape${l2}; repeats median-reduced`;
+  const law =
+    f.phase === 'decode'
+      ? 't = floor + rows·2·S/rate, S = v·d_v·d_k·4 B fp32 state'
+      : 't = floor + sequences·2·S/state_rate + tokens·4·v·d_v·d_k/rate';
+  const notes = [
+    `law: ${law} (core/laws/recurrent.ts), fitted on log error (IRLS, coefficients ≥ 0)`,
+    ...(f.holdout_context
+      ? [`context (seq_len) holdout: geo ${fmt(f.holdout_context.geo)} over ${f.holdout_context.n}`]
+      : []),
+    ...(f.phase === 'decode'
+      ? ['no context holdout: a decode row reads a fixed-size state, whatever its context']
+      : []),
+    ...(f.leaves_out ? [`not in the measured sum: ${f.leaves_out}`] : []),
+    ...f.coef.flatMap((v, j) => (v === 0 ? [`term ${j} pinned at 0 by the fit (not written)`] : [])),
+  ];
+  const holdout = f.holdout_batch
+    ? { ...f.holdout_batch, split: 'every fourth distinct batch held out (common.ts holdoutValues)' }
+    : undefined;
+  const mk = (what: string, value: number, units: Units, ci: [number, number]) => ({
+    set: SET_NAMES.primitives,
+    name: `recurrent_${f.phase}_${what}_${f.mixer}`,
+    entry: measuredEntry({
+      value,
+      units,
+      family: RECURRENT_FAMILY,
+      ctx: { ...ctx, inputs: ctx.inputs.filter((i) => i.lane === f.lane) },
+      used: { filter, rows_used: f.points.length },
+      ci95: ci,
+      ci_method: 'bootstrap',
+      train: f.train,
+      ...(holdout ? { holdout } : {}),
+      notes,
+    }),
+  });
+  const [c0, c1, c2] = f.coef;
+  const out = c0! > 0 ? [mk('floor', c0!, 'us_per_layer', f.ci95[0]!)] : [];
+  if (c1! > 0) {
+    const [v, ci] = asRate(c1!, f.ci95[1]!);
+    out.push(mk(f.phase === 'decode' ? 'rate' : 'state_rate', v, 'bytes_per_us', ci));
+  }
+  if (c2 !== undefined && c2 > 0) {
+    const [v, ci] = asRate(c2, f.ci95[2]!);
+    out.push(mk('rate', v, 'flops_per_us', ci));
+  }
+  return out;
+}
+
+/** Fit every recipe of the chip (module doc). Never throws on data problems. */
+export function fitRecurrent(rows: readonly RecurrentRow[], ctx: FitContext): RecurrentFamilyFit {
+  const out = emptyFamilyFit(RECURRENT_FAMILY);
+  const data: RecurrentData = { chip: ctx.chip.name, fits: [], not_fitted: [] };
+  for (const recipe of RECIPES) {
+    const r = fitRecipe(rows, recipe, ctx);
+    if (typeof r === 'string') {
+      data.not_fitted.push({ mixer: recipe.mixer, phase: recipe.phase, why: r });
+      continue;
+    }
+    data.fits.push(r);
+    out.coefficients.push(...entries(r, ctx));
+  }
+  return { ...out, data };
+}
