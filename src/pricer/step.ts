@@ -221,6 +221,7 @@ function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefine
   const w = p.scratch.walk;
   const tok = w.nReq * p.specTokens;
   const dh = p.drafterHead;
+  p.scratch.preSeqs = 0;
   pricePass(p, drafter.decodeOnly, tok, true, false, w.allRead, w.preRead, tok, perKind, 'drafter:');
   if (dh) priceHead(p, dh, tok, tok, perKind, 'drafter:head');
   const graphed = p.graphUniform === GRAPH_FULL && w.nReq <= captureCeilingRequests(p.maxCaptureSize, p.specTokens);
