@@ -100,6 +100,9 @@ const NEW_GRAPHS = [
   'qwen3.5-397b-a17b-nvfp4',
   'qwen3.5-35b-a3b',
   'qwen3.5-27b',
+  'nemotron-h-56b',
+  'nemotron-3-nano-30b-a3b',
+  'nemotron-3-nano-30b-a3b-nvfp4',
 ];
 
 /** Each new issue-14 graph on each chip's registry: CPU ns per mixed step against the 2 µs goal. */

@@ -47,6 +47,7 @@ import type {
   GemmRow,
   MoeRow,
   SparseRow,
+  RecurrentRow,
 } from './schema.ts';
 
 /** A plausible band of a best achieved rate, as fractions of a datasheet rate, with its evidence. */
@@ -77,6 +78,13 @@ export const UNITS_BANDS = {
   },
   moe: { lo: 0.1, hi: 1.2, typical: 0.5, source: 'shipped tables reach 18–74 % of the dense peak' },
   sparse: { lo: 0.1, hi: 1.05, typical: 0.7, source: 'mHC halves reach 34–94 % of HBM (aiconfigurator-modern README)' },
+  recurrent: {
+    lo: 0.05,
+    hi: 1.2,
+    typical: 0.7,
+    source:
+      'recurrent decode state traffic and conv traffic beyond 4× L2 reach 36–89 % of HBM (aiconfigurator-modern README physical checks)',
+  },
 } as const satisfies Record<string, RateBand>;
 
 /** The collective band of `chip`'s peer link class (module comment). */
@@ -253,6 +261,34 @@ function moeJudge(chip: Chip): Judge {
   };
 }
 
+/**
+ * Recurrent kernels by their least HBM traffic (README physical checks): a decode recurrence reads and writes
+ * the fp32 state, 2·B·V·d_v·d_k·4 B; a causal conv reads and writes its channels in bf16, 4·tokens·channels B.
+ * Judged only beyond 4× L2. Prefill recurrences (compute-bound scans, ≤ 7 % of HBM) and the eager, host-bound
+ * KDA `causal_conv1d_fn_qkv3` rows (README quirks: physically impossible rates on l40s) get the floor check only.
+ */
+function recurrentJudge(chip: Chip): Judge {
+  const min = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
+  return (x) => {
+    const r = x as RecurrentRow;
+    const conv = r.kernel_source.includes('conv1d') && r.kernel_source !== 'causal_conv1d_fn_qkv3';
+    const state = r.phase === 'generation' && !r.kernel_source.includes('conv1d');
+    const bytes = conv
+      ? 4 * r.tokens * r.conv_channels
+      : state
+        ? 2 * r.batch * r.v_heads * r.head_v_dim * r.head_k_dim * 4
+        : 0;
+    const frac = bytes / r.latency_us / chip.hbm_bytes_per_us;
+    const judged = bytes > min;
+    return {
+      group: `${r.mixer} ${conv ? 'conv' : 'recurrence'}`,
+      rate: judged ? frac : undefined,
+      latency_us: r.latency_us,
+      ...(judged ? { limit: frac, ref: chip.hbm_bytes_per_us } : {}),
+    };
+  };
+}
+
 const RATE_WHAT: Record<string, { judge: (c: Chip) => Judge; flops: boolean; of: (c: Chip) => string }> = {
   gemm: { judge: gemmJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
   attention_decode: { judge: decodeJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
@@ -264,6 +300,7 @@ const RATE_WHAT: Record<string, { judge: (c: Chip) => Judge; flops: boolean; of:
     of: (c) => `${c.name}'s per-direction link rate (bus bandwidth)`,
   },
   moe: { judge: moeJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
+  recurrent: { judge: recurrentJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
 };
 
 /** `9.5 % (94 TFLOP/s of 989 TFLOP/s)`: a fraction of a datasheet rate with both absolute rates. */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { deriveGraph } from '../../src/core/catalog/model-derive.ts';
-import { expandStack } from '../../src/core/catalog/model.ts';
+import { expandStack, parseConfigJson } from '../../src/core/catalog/model.ts';
 
 const configText = readFileSync(path.join(REPO_ROOT, 'catalog/models/qwen3.5-35b-a3b/config.json'), 'utf8');
 const base = JSON.parse(configText) as { text_config: Record<string, unknown> } & Record<string, unknown>;
@@ -102,5 +102,43 @@ describe('refusals (never mis-derive silently)', () => {
       /config.json field "linear_gate_rank" is not one the graph deriver understands/,
     );
     expect(() => derive({ ...base, vision_tower_pool: 2 })).toThrow(/"vision_tower_pool"/);
+  });
+});
+
+describe('hybrid_override_pattern (Nemotron-H, Nemotron-3)', () => {
+  const text = readFileSync(path.join(REPO_ROOT, 'catalog/models/nemotron-3-nano-30b-a3b/config.json'), 'utf8');
+  const cfg = JSON.parse(text) as Record<string, unknown>;
+  const g = deriveGraph(cfg, 'nano', text);
+  it('one block per character: M Mamba2, E MoE, * attention; 52 layers', () => {
+    const seq = expandStack(g.stack);
+    expect(seq).toHaveLength(52);
+    expect(seq.filter((k) => k === 'mamba2')).toHaveLength(23);
+    expect(seq.filter((k) => k === 'moe')).toHaveLength(23);
+    expect(seq.filter((k) => k === 'attention')).toHaveLength(6);
+    const m = g.layer_kinds.find((k) => k.id === 'mamba2')!.nodes;
+    // d_inner = 64 · 64 = 4096; in_proj 2·4096 + 2·8·128 + 64 = 10,304
+    expect(m.find((n) => n.role === 'in_proj')).toMatchObject({ n: 10304, k: 2688 });
+    expect(m.find((n) => n.op === 'RecurrentUpdate')).toMatchObject({
+      recurrent_kind: 'mamba2',
+      num_heads: 64,
+      head_dim: 64,
+      state_size: 128,
+    });
+    // relu2 experts are not gated; the shared expert is 3712 wide
+    expect(g.layer_kinds.find((k) => k.id === 'moe')!.nodes.find((n) => n.op === 'GroupedGEMM')).toMatchObject({
+      gated: false,
+      shared_experts: 1,
+      shared_intermediate_size: 3712,
+    });
+  });
+  it('an unknown block character is refused', () => {
+    const p = String(cfg.hybrid_override_pattern);
+    const bad = { ...cfg, hybrid_override_pattern: `${p.slice(0, 3)}X${p.slice(4)}` };
+    expect(() => deriveGraph(bad, 'nano', text)).toThrow(/hybrid_override_pattern\[3\] = "X": not a block/);
+  });
+  it('Nemotron-H-56B: bare Infinity in config.json (time_step_limit) is read, not refused', () => {
+    const t = readFileSync(path.join(REPO_ROOT, 'catalog/models/nemotron-h-56b/config.json'), 'utf8');
+    expect(() => JSON.parse(t)).toThrow();
+    expect(parseConfigJson(t).time_step_limit).toEqual([0, Number.POSITIVE_INFINITY]);
   });
 });

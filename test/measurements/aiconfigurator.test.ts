@@ -46,6 +46,20 @@ const CURATED_ROWS: Record<string, number> = {
   'l40s/collective.vllm-0.14.0.csv.gz': 138,
   'l40s/gemm.vllm-0.24.0.csv.gz': 107066,
   'l40s/moe.vllm-0.24.0.csv.gz': 48317,
+  // recurrent mixers (issue 14), from ../shared/datasets/aiconfigurator-modern/
+  'b200/recurrent.trtllm-1.3.0rc15.csv.gz': 878,
+  'b200/recurrent.trtllm-1.3.0rc20.csv.gz': 568,
+  'b200/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
+  'b200/recurrent.vllm-0.24.0.csv.gz': 4427,
+  'h100/recurrent.trtllm-1.3.0rc20.csv.gz': 545,
+  'h100/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
+  'h100/recurrent.vllm-0.24.0.csv.gz': 4423,
+  'h200/recurrent.trtllm-1.3.0rc20.csv.gz': 568,
+  'h200/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
+  'h200/recurrent.vllm-0.24.0.csv.gz': 4427,
+  'l40s/recurrent.trtllm-1.3.0rc20.csv.gz': 517,
+  'l40s/recurrent.vllm-0.1.dev19262.csv.gz': 1145,
+  'l40s/recurrent.vllm-0.24.0.csv.gz': 4193,
 };
 
 function countDataLines(file: string): number {
@@ -75,7 +89,7 @@ describe('curated measurements', () => {
       // The sparse family combines three tables of one lane (src/measurements/sparse-import.ts), joined by '; '.
       for (const part of prov.source_path.split('; '))
         expect(part).toMatch(
-          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z0-9_]+\.parquet$/,
+          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc|linear_attention|kda)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z0-9_]+\.parquet$/,
         );
     }
   });

@@ -2,7 +2,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { UserError } from '../../core/errors.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
-import { knownModels, loadHfQuantConfig, loadModelConfigText } from '../../core/catalog/model.ts';
+import { knownModels, loadHfQuantConfig, loadModelConfigText, parseConfigJson } from '../../core/catalog/model.ts';
 import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
@@ -113,7 +113,7 @@ export function formatStepPrice(p: StepPrice): string {
 /** Which weight format a shipped model serves and why (served-format.ts); undefined for a model given by path. */
 function formatNote(model: string, weightDtype: string): string | undefined {
   if (!knownModels().includes(model)) return undefined;
-  const cfg = JSON.parse(loadModelConfigText(model)) as Record<string, unknown>;
+  const cfg = parseConfigJson(loadModelConfigText(model));
   return servedFormatNote(checkpointFormat(cfg, model, loadHfQuantConfig(model)), weightDtype);
 }
 

@@ -75,6 +75,15 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'linear_value_head_dim',
   'mtp_num_hidden_layers',
   'shared_expert_intermediate_size',
+  // Nemotron-H / Nemotron-3: per-layer block pattern, Mamba2 mixers, relu2 MLPs, attention head width
+  'hybrid_override_pattern',
+  'mamba_num_heads',
+  'mamba_head_dim',
+  'ssm_state_size',
+  'n_groups',
+  'attention_head_dim',
+  'mlp_hidden_act',
+  'moe_shared_expert_intermediate_size',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -94,6 +103,23 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'qk_norm_type',
   'attention_bias',
   'mlp_bias',
+  'use_bias',
+  'use_conv_bias',
+  // Mamba2 kernel internals: conv width and scan chunk are inside the measured kernels; dt parameters are numerics
+  'conv_kernel',
+  'chunk_size',
+  'expand' /* vLLM sizes the mixer by mamba_num_heads · mamba_head_dim, which is read */,
+  'mamba_hidden_act',
+  'use_mamba_kernels',
+  'time_step_floor',
+  'time_step_limit',
+  'time_step_max',
+  'time_step_min',
+  'time_step_rank',
+  'residual_in_fp32',
+  'rescale_prenorm_residual',
+  'num_logits_to_keep',
+  'norm_eps',
   'offset_alibi',
   'apply_residual_connection_post_layernorm',
   'masked_softmax_fusion',
@@ -220,6 +246,8 @@ export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> =
   index_topk_pattern: (v) => v === null,
   // The recurrent laws price an fp32 state (core/laws/recurrent.ts); MTP sharing the target's embedding.
   mamba_ssm_dtype: (v) => v === 'float32',
+  mamba_ssm_cache_dtype: (v) => v === 'float32',
+  mamba_proj_bias: (v) => v === false,
   mtp_use_dedicated_embeddings: (v) => v === false,
 };
 

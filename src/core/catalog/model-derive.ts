@@ -30,6 +30,11 @@
  *     read as full.
  *   - attn_output_gate: the q projection carries a gate of the same width (n = (2·n_q + 2·n_kv)·d_h).
  *   - shared_expert_intermediate_size > 0: one shared expert of that width.
+ *   - hybrid_override_pattern (Nemotron-H, Nemotron-3; vLLM NemotronHForCausalLM): one block per character,
+ *     each with its own norm and tp all-reduce: M a Mamba2 mixer (in_proj n = 2·d_inner + 2·n_groups·d_state +
+ *     heads, d_inner = mamba_num_heads · mamba_head_dim; RecurrentUpdate mamba2; gated norm; out_proj),
+ *     * attention, - an MLP, E a MoE block; any other character is refused. mlp_hidden_act relu2 makes MLPs and
+ *     experts non-gated (up and down only).
  * Pure: no I/O.
  */
 import { UserError } from '../errors.ts';
@@ -125,7 +130,9 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const layers = req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
   const nQ = req(config, name, 'num_attention_heads', 'n_head');
   const nKv = num(config, 'num_key_value_heads') ?? nQ;
-  const dH = num(config, 'head_dim') ?? hidden / nQ;
+  const dH = num(config, 'head_dim', 'attention_head_dim') ?? hidden / nQ;
+  const relu2 = config.mlp_hidden_act === 'relu2';
+  const pattern = hybridPattern(config, name, layers);
   const vocab = req(config, name, 'vocab_size');
   const tie = config.tie_word_embeddings === undefined ? modelType === 'bloom' : Boolean(config.tie_word_embeddings);
   const dt = checkpointFormat(config, name, hfQuant);
@@ -195,7 +202,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   }
 
   const mlpBlock = (): GraphNode[] =>
-    isBloom
+    isBloom || relu2
       ? [
           { op: 'GEMM', role: 'mlp_up', n: inter, k: hidden, parallel: 'column' },
           { op: 'GEMM', role: 'mlp_down', n: hidden, k: inter, parallel: 'row' },
@@ -207,7 +214,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
 
   const moeBlock = (): GraphNode[] => {
     const moeInter = num(config, 'moe_intermediate_size') ?? num(config, 'intermediate_size') ?? inter;
-    const sharedInter = num(config, 'shared_expert_intermediate_size') ?? 0;
+    const sharedInter = num(config, 'shared_expert_intermediate_size', 'moe_shared_expert_intermediate_size') ?? 0;
     const shared = num(config, 'n_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
     const g: GraphNode = {
       op: 'GroupedGEMM',
@@ -220,6 +227,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     if (shared > 0)
       Object.assign(g, { shared_experts: shared, shared_intermediate_size: sharedInter > 0 ? sharedInter : moeInter });
     if (expertsDt) Object.assign(g, { weight_dtype: expertsDt });
+    if (relu2) Object.assign(g, { gated: false });
     return [
       { op: 'GEMM', role: 'router', n: experts!, k: hidden, parallel: 'replicated', weight_dtype: 'bf16' },
       { op: 'All2All', role: 'dispatch', emit: 'ep>1', routed: true },
@@ -239,7 +247,25 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
 
   const kinds = new Map<string, GraphNode[]>();
   const seq: string[] = [];
-  for (let i = 0; i < layers; i++) {
+  // A block pattern (Nemotron-H): one block per layer, each with its own norm and all-reduce.
+  const blocks: Record<string, () => GraphNode[]> = {
+    M: () => mamba2Block(config, name, hidden),
+    '*': () => attnBlock(false),
+    '-': mlpBlock,
+    E: moeBlock,
+  };
+  const ids: Record<string, string> = { M: 'mamba2', '*': 'attention', '-': 'mlp', E: 'moe' };
+  for (let i = 0; pattern && i < layers; i++) {
+    const c = pattern[i]!;
+    if (!kinds.has(ids[c]!))
+      kinds.set(ids[c]!, [
+        { op: 'Elementwise', role: 'input_norm' },
+        ...blocks[c]!(),
+        { op: 'AllReduce', role: 'block_out', emit: 'tp>1' },
+      ]);
+    seq.push(ids[c]!);
+  }
+  for (let i = 0; !pattern && i < layers; i++) {
     if (v4) {
       const id = v4KindId(ratios[i]!);
       if (!kinds.has(id)) kinds.set(id, v4LayerNodes(v4, ratios[i]!, experts !== undefined ? moeBlock() : mlpBlock()));
@@ -401,5 +427,49 @@ function gdnBlock(l: LinearAttention, hidden: number): GraphNode[] {
     },
     { op: 'Elementwise', role: 'gated_norm', bytes_per_token: 4 * l.vHeads * l.dV },
     { op: 'GEMM', role: 'out_proj', n: hidden, k: l.vHeads * l.dV, parallel: 'row' },
+  ];
+}
+
+/** Block characters of hybrid_override_pattern the deriver understands. */
+const PATTERN_BLOCKS = 'M*-E';
+
+/**
+ * `hybrid_override_pattern`, checked: one known block character per layer.
+ * @throws UserError naming the position and character the deriver does not understand, or a length mismatch
+ */
+function hybridPattern(c: HfConfig, name: string, layers: number): string | undefined {
+  const p = c.hybrid_override_pattern;
+  if (p === undefined) return undefined;
+  if (typeof p !== 'string' || p.length !== layers)
+    throw new UserError(
+      `${name}: config.json hybrid_override_pattern must have one block per layer (${layers}), got ${JSON.stringify(p)}`,
+    );
+  for (let i = 0; i < p.length; i++)
+    if (!PATTERN_BLOCKS.includes(p[i]!))
+      throw new UserError(
+        `${name}: config.json hybrid_override_pattern[${i}] = "${p[i]}": not a block the deriver understands (M Mamba2, * attention, - MLP, E MoE)`,
+      );
+  return p;
+}
+
+/** A Mamba2 mixer block (module doc; vLLM MambaMixer2). */
+function mamba2Block(c: HfConfig, name: string, hidden: number): GraphNode[] {
+  const heads = req(c, name, 'mamba_num_heads');
+  const dHead = req(c, name, 'mamba_head_dim');
+  const dState = req(c, name, 'ssm_state_size');
+  const groups = req(c, name, 'n_groups');
+  const inner = heads * dHead;
+  return [
+    { op: 'GEMM', role: 'in_proj', n: 2 * inner + 2 * groups * dState + heads, k: hidden, parallel: 'column' },
+    {
+      op: 'RecurrentUpdate',
+      role: 'ssd',
+      recurrent_kind: 'mamba2',
+      num_heads: heads,
+      head_dim: dHead,
+      state_size: dState,
+    },
+    { op: 'Elementwise', role: 'gated_norm', bytes_per_token: 4 * inner },
+    { op: 'GEMM', role: 'out_proj', n: hidden, k: inner, parallel: 'row' },
   ];
 }

@@ -8,15 +8,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFileAtomic } from '../io/fs.ts';
 import { deriveGraph } from './model-derive.ts';
-import { loadHfQuantConfig, loadModelConfigText, MODELS_DIR, stringifyGraph } from './model.ts';
+import { loadHfQuantConfig, loadModelConfigText, MODELS_DIR, parseConfigJson, stringifyGraph } from './model.ts';
 import { readdirSync } from 'node:fs';
 
 /** Derive the graph YAML text of a shipped model from its config.json. */
 export function derivedGraphText(name: string, dir = MODELS_DIR): string {
   const text = loadModelConfigText(name, dir);
-  return stringifyGraph(
-    deriveGraph(JSON.parse(text) as Record<string, unknown>, name, text, loadHfQuantConfig(name, dir)),
-  );
+  return stringifyGraph(deriveGraph(parseConfigJson(text), name, text, loadHfQuantConfig(name, dir)));
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -270,6 +270,19 @@ export function loadModelConfigText(name: string, dir = MODELS_DIR): string {
   return readText(file);
 }
 
+/**
+ * Parse a Hugging Face `config.json`. Python's json writer emits bare `Infinity`, `-Infinity` and `NaN`
+ * (Nemotron-H's `time_step_limit: [0.0, Infinity]`), which JSON.parse refuses: outside strings they are read
+ * as ±1e999 (= ±Infinity) and null. @throws SyntaxError for anything else that is not JSON
+ */
+export function parseConfigJson(text: string): Record<string, unknown> {
+  const fixed = text.replace(
+    /("(?:[^"\\]|\\.)*")|(-?)\bInfinity\b|\bNaN\b/g,
+    (m, str: string | undefined, neg: string) => (str !== undefined ? str : m.endsWith('NaN') ? 'null' : `${neg}1e999`),
+  );
+  return JSON.parse(fixed) as Record<string, unknown>;
+}
+
 /** A shipped model's parsed `hf_quant_config.json` (ModelOpt exports), or undefined when it ships none. */
 export function loadHfQuantConfig(name: string, dir = MODELS_DIR): Record<string, unknown> | undefined {
   const file = path.join(dir, name, 'hf_quant_config.json');
@@ -288,7 +301,7 @@ export function maxPositionEmbeddings(nameOrPath: string, dir = MODELS_DIR): num
   if (!existsSync(file)) return undefined;
   let raw: unknown;
   try {
-    raw = JSON.parse(readText(file));
+    raw = parseConfigJson(readText(file));
   } catch (err) {
     throw new UserError(`${file}: not valid JSON: ${(err as Error).message}`);
   }
