@@ -9,7 +9,9 @@
  * ../shared/datasets/aiconfigurator-modern/README.md "physical checks": 2·B·V·128·128·4). Prefill work is
  * the recurrence's state update and read-out, 2·d_v·d_k FLOPs each per head and token; the chunked kernels'
  * intra-chunk products scale with the same tokens · heads at fixed head sizes, so one rate covers them.
- * The laws are `floorPlusWork` (floor-rate.ts) over these work counts; fitters and the pricer call both. Pure.
+ * The laws are `floorPlusWork` (floor-rate.ts) over these work counts; fitters and the pricer call both.
+ * KNOWN DIVERGENCE 14: KDA prefill is fitted without its eager q/k/v convs. KNOWN DIVERGENCE 15: decode rates are
+ * fitted on states larger than L2. Pure.
  */
 
 /** Bytes of one sequence's fp32 recurrent state on one rank: v_heads · d_v · d_k · 4. */
