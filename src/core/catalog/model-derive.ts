@@ -298,17 +298,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       throw new UserError(
         `${name}: config.json mlp_layer_types[${i}] = ${JSON.stringify(Array.isArray(mlpTypes) ? mlpTypes[i] : mlpTypes)} disagrees with first_k_dense_replace / the expert fields`,
       );
-    const attnId = isLinear
-      ? 'gdn'
-      : ix
-        ? own[i]
-          ? 'dsa'
-          : 'dsa_shared'
-        : isMla
-          ? 'mla'
-          : windowed
-            ? 'swa'
-            : 'gqa';
+    const attnId = isLinear ? 'gdn' : ix ? (own[i] ? 'dsa' : 'dsa_shared') : isMla ? 'mla' : windowed ? 'swa' : 'gqa';
     const id = `${attnId}_${moe ? 'moe' : 'dense'}`;
     if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true, isLinear ? 'linear' : undefined));
     seq.push(id);
