@@ -215,7 +215,11 @@ the file is named after the lane most of its rows carry.
 
 Selection: the vLLM lane for gemm, attention and moe (vLLM 0.24.0; a100 only has 0.14.0), NCCL and vLLM custom
 all-reduce for collectives, plus the TRT-LLM 1.3.0rc20 GEMM lane for h200. GB200's comm tables cover 2 and 4 GPUs
-only, and its descriptor's nccl_version (2.23) is stale: the rows are NCCL 2.29.2.
+only, and its descriptor's nccl_version (2.23) is stale: the rows are NCCL 2.29.2. Recurrent mixers (\`recurrent\`,
+issue 14) imported one table at a time (\`stepcal import aiconfigurator\`) from \`../shared/datasets/aiconfigurator-modern/\`
+(same commit): GDN (vLLM 0.24.0), KDA (vLLM Kimi-K3 preview 0.1.dev19262) and Mamba2 (TRT-LLM 1.3.0rc20; b200 also
+1.3.0rc15, the only lane with \`mamba_chunk_scan_combined\` rows) for h200, h100, b200, gb200 and l40s; the a100 GDN
+table (old SGLang harness) is refused by the importer.
 
 ## Files
 
