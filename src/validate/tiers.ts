@@ -4,7 +4,7 @@
  * profile (./profile.ts) fitted on rows that are never scored by it:
  *
  * - (a) `uncalibrated`: no fit; the registry's host terms, CMOverlap (the composition fixed a priori:
- *   the pricer's held-out pick, src/cli/commands/price.ts `HELD_OUT_HEADLINE`).
+ *   the pricer's held-out pick, src/cli/commands/price-run.ts `HELD_OUT_HEADLINE`).
  * - (b) `cross_deployment` (the headline): leave one deployment (model × tp × chip) out: the profile
  *   is fitted on the engine's other deployments on this chip and scores the held-out one; once per
  *   deployment.

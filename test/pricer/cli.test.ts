@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { HELD_OUT_HEADLINE } from '../../src/cli/commands/price.ts';
+import { HELD_OUT_HEADLINE } from '../../src/cli/commands/price-run.ts';
 import { BLIS_H200 } from './helpers.ts';
 import { capture } from '../helpers/capture.ts';
 

@@ -7,7 +7,17 @@
  * is cleared when done and replaced by one `<title>: done in N s` line. Piped output and tests stay
  * clean.
  */
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type cliProgressTypes from 'cli-progress';
+
+/**
+ * cli-progress, loaded on the first bar actually drawn (a CommonJS module, so `require` works
+ * synchronously): every command imports this file through core/io/staging.ts, and most never draw
+ * a bar, so loading it at start-up cost every `stepcal` run its parse time (issue 17 start-up).
+ */
+function cliProgress(): typeof cliProgressTypes {
+  return createRequire(import.meta.url)('cli-progress') as typeof cliProgressTypes;
+}
 
 /** Fewer items than this never get a bar (a bar for one item says nothing). */
 export const MIN_PROGRESS_ITEMS = 2;
@@ -34,20 +44,21 @@ export function progress(title: string, total: number): Progress {
   const enabled = progressEnabled() && total >= MIN_PROGRESS_ITEMS;
   const t0 = Date.now();
   let n = 0;
-  let bar: cliProgress.SingleBar | undefined;
+  let bar: cliProgressTypes.SingleBar | undefined;
   return {
     tick(label?: string) {
       n++;
       if (!enabled) return;
       if (!bar && Date.now() - t0 >= PROGRESS_DELAY_MS) {
-        bar = new cliProgress.SingleBar(
+        const cp = cliProgress();
+        bar = new cp.SingleBar(
           {
             stream: process.stderr,
             format: `${title} [{bar}] {value}/{total} | eta {eta}s | {label}`,
             clearOnComplete: true,
             hideCursor: true,
           },
-          cliProgress.Presets.shades_classic,
+          cp.Presets.shades_classic,
         );
         bar.start(total, n - 1, { label: '' });
       }
