@@ -6,9 +6,11 @@
  * read: the output files exactly as `fit all` would write them (registry, fits/<chip>/README.md and
  * figures, from the same `fitOutputFiles`/`renderFitReport` the CLI uses) and the coefficient sets.
  * The result is stored under `.cache/refit/` (gitignored), content-addressed: the key is a sha256 of
- * every file that can change a fit's output (src/ except the command layer src/cli/, which no fit or
- * report module may import (depcheck), catalog/, the chip's measurements/, the lockfile, this file)
- * and the Node version. A later run with the same key reuses it; any change to a fitter,
+ * every file that can change a fit's output (the modules this helper imports, followed through their
+ * relative imports: the fit, report, registry, measurements and core modules it runs, ~75 of src/'s
+ * files; catalog/; the chip's measurements/; the lockfile; this file) and the Node version. A change
+ * to the pricer, validation, serving or the CLI, which no fit imports (depcheck keeps stages from
+ * importing upward), keeps the stored refits. A later run with the same key reuses it; any change to a fitter,
  * an input or a dependency is a new key and a new refit. The comparison with the committed files
  * always runs against the disk, so a hand edit of registry/ or fits/ is caught either way.
  * `STEPCAL_NO_REFIT_CACHE=1` forces a refit (and stores nothing).
@@ -49,15 +51,37 @@ function filesUnder(dir: string): string[] {
     .sort();
 }
 
+const HELPER = 'test/helpers/refit.ts';
+/** A relative TypeScript import or re-export (static, `import type`, or dynamic `import('…')`). */
+const RELATIVE_IMPORT = /(?:\bfrom|\bimport\(?)\s*'(\.{1,2}\/[^']+\.ts)'/g;
+
+/**
+ * Every repo-relative source file reachable from `entry` through relative imports, sorted. Type-only
+ * imports are followed too (more files in the key, never fewer). Bare imports (node:, packages) are
+ * covered by the lockfile and the Node version.
+ */
+function importClosure(entry: string): string[] {
+  const seen = new Set<string>();
+  const todo = [entry];
+  while (todo.length) {
+    const f = todo.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    for (const m of readFileSync(path.join(REPO_ROOT, f), 'utf8').matchAll(RELATIVE_IMPORT))
+      todo.push(path.posix.normalize(path.posix.join(path.posix.dirname(f), m[1]!)));
+  }
+  return [...seen].sort();
+}
+
 /** sha256 over (path, bytes) of every input of `chip`'s fit and report, the lockfile, this helper and the Node version. */
 export function refitKey(chip: string): string {
   const h = createHash('sha256').update(`node ${process.version}\n`);
   const files = [
-    ...filesUnder(path.join(REPO_ROOT, 'src')).filter((f) => !f.startsWith('src/cli/')),
+    ...importClosure(HELPER).filter((f) => f !== HELPER),
     ...filesUnder(path.join(REPO_ROOT, 'catalog')),
     ...filesUnder(path.join(REPO_ROOT, 'measurements', chip)),
     'package-lock.json',
-    'test/helpers/refit.ts',
+    HELPER,
   ];
   for (const f of files) {
     h.update(`${f}\n`);

@@ -30,8 +30,32 @@ export function describeSetIssue(source: string, doc: unknown, issue: z.core.$Zo
   return `${where}: ${issue.message}`;
 }
 
-/** Parse one or more YAML documents of CoefficientSets. @throws UserError naming `source`, set, entry and field. */
+/**
+ * Registries parsed in this process, by source and text: parsing a 230 kB registry (YAML, then the
+ * schema) costs ~150 ms of CPU, and one process often reads the same file many times (validation and
+ * serving set up a pricer per deployment; the test suite per case). A hit is a `structuredClone` of
+ * the stored sets (~4 ms), so a caller may mutate what it gets. Only successful parses are kept; the
+ * oldest entry goes past `PARSED_MAX`.
+ */
+const parsed = new Map<string, CoefficientSet[]>();
+const PARSED_MAX = 16;
+
+/**
+ * Parse one or more YAML documents of CoefficientSets (memoised per process on source and text:
+ * `parsed` above; the result is the caller's own copy).
+ * @throws UserError naming `source`, set, entry and field.
+ */
 export function parseCoefficientSets(text: string, source: string): CoefficientSet[] {
+  const key = `${source}\n${text}`;
+  const hit = parsed.get(key);
+  if (hit) return structuredClone(hit);
+  const sets = parseSetsUncached(text, source);
+  if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!);
+  parsed.set(key, structuredClone(sets));
+  return sets;
+}
+
+function parseSetsUncached(text: string, source: string): CoefficientSet[] {
   const sets: CoefficientSet[] = [];
   // Every document is read as YAML first, so a YAML error anywhere is reported before a schema error.
   const objs = parseAllDocuments(text).map((doc) => {
@@ -47,15 +71,15 @@ export function parseCoefficientSets(text: string, source: string): CoefficientS
     if (obj === null || obj === undefined) continue;
     if (obj.kind !== 'CoefficientSet')
       throw new UserError(`${source}: expected kind: CoefficientSet, got ${String(obj.kind)}`);
-    const parsed = CoefficientSetDocSchema.safeParse(obj);
-    if (!parsed.success) throw new UserError(describeSetIssue(source, obj, parsed.error.issues[0]!));
+    const doc = CoefficientSetDocSchema.safeParse(obj);
+    if (!doc.success) throw new UserError(describeSetIssue(source, obj, doc.error.issues[0]!));
     // The schema has no defaults or transforms, so the input is the parsed value; it is kept as read
     // (zod's output orders keys by the schema, and registry files must round-trip byte for byte).
     const coefficients: NamedEntry[] = (obj.coefficients as Array<Record<string, CoefficientEntry>>).map((item) => {
       const [name, entry] = Object.entries(item)[0]!;
       return { name, entry };
     });
-    sets.push({ kind: 'CoefficientSet', name: parsed.data.name, coefficients });
+    sets.push({ kind: 'CoefficientSet', name: doc.data.name, coefficients });
   }
   return sets;
 }
