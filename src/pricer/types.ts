@@ -82,5 +82,9 @@ export interface PriceOptions {
 }
 
 export interface Pricer {
+  /**
+   * Price one step. Reads `batch` during the call and keeps nothing of it: a caller may reuse and
+   * mutate one Batch between calls (validation's static batches do).
+   */
   price(batch: Batch, opts?: PriceOptions): StepPrice;
 }

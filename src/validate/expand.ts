@@ -131,7 +131,14 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
     add(stepBatch(row));
   } else {
     add(staticPrefillBatch(row.batch, row.prompt_tokens));
-    for (let i = 0; i < row.output_tokens - 1; i++) add(staticDecodeBatch(row.batch, row.prompt_tokens, i));
+    // One decode batch for every step, its context moved on in place (= staticDecodeBatch(batch,
+    // prompt_tokens, i) at step i): a pricer keeps nothing of a batch, and building `batch` new
+    // requests per step cost more than pricing them (validate on the Splitwise rows, issue 17).
+    const dec = staticDecodeBatch(row.batch, row.prompt_tokens, 0);
+    for (let i = 0; i < row.output_tokens - 1; i++) {
+      for (const q of dec.requests) q.computed_tokens = row.prompt_tokens + i;
+      add(dec);
+    }
   }
   return acc;
 }
