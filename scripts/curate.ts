@@ -240,7 +240,7 @@ or import one table at a time: \`node bin/stepcal.mjs import aiconfigurator <tab
 
 const MODERN = path.join(SHARED, 'aiconfigurator-modern');
 /** Chips whose sparse family is fitted (issue 14): the vLLM 0.24.0 lane of the modern tables. */
-const SPARSE_SKUS = ['h200_sxm', 'b200_sxm'];
+const SPARSE_SKUS = ['h200_sxm', 'b200_sxm', 'h100_sxm', 'gb200'];
 
 /** The sparse family (issue 14): DeepSeek-V4 sparse FlashMLA, its block-index scorer and mHC, one file per chip. */
 async function curateSparse(): Promise<void> {

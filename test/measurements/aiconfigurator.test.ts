@@ -54,6 +54,7 @@ const CURATED_ROWS: Record<string, number> = {
   'h100/recurrent.trtllm-1.3.0rc20.csv.gz': 545,
   'h100/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
   'h100/recurrent.vllm-0.24.0.csv.gz': 4423,
+  'h100/sparse.vllm-0.24.0.csv.gz': 4057,
   'h200/recurrent.trtllm-1.3.0rc20.csv.gz': 568,
   'h200/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
   'h200/recurrent.vllm-0.24.0.csv.gz': 4427,
