@@ -6,7 +6,7 @@
  * its result; `priceInto` writes into the caller's. Prints each figure beside its goal; never fails.
  * A MoE line (issue 13): deepseek-v3 tp 8 decode 256 on the measured registry/h200.yaml, experts on the
  * fitted law against the same pricer with the law's entries removed (the dense-ramp path); goal within 10%.
- * New graphs (issue 14): every sparse (DeepSeek-V3.2/V4, GLM-5) and hybrid (Qwen3.5, Nemotron) graph on h200,
+ * New graphs (issue 14): every sparse (DeepSeek-V3.2/V4, GLM-5) and hybrid (Qwen3.5, Nemotron, gemma-4) graph on h200,
  * b200 and gb200 (their registries), tp 8, a mixed step (64 decodes at 8,192 plus one 2,048-token prefill
  * chunk); goal under 2 µs per step.
  */
@@ -103,6 +103,8 @@ const NEW_GRAPHS = [
   'nemotron-h-56b',
   'nemotron-3-nano-30b-a3b',
   'nemotron-3-nano-30b-a3b-nvfp4',
+  'gemma-4-26b-a4b',
+  'gemma-4-26b-a4b-nvfp4',
 ];
 
 /** Each new issue-14 graph on each chip's registry: CPU ns per mixed step against the 2 µs goal. */

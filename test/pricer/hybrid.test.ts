@@ -114,6 +114,9 @@ describe('every new hybrid graph prices on h200, b200 and gb200 (shipped registr
     'nemotron-h-56b',
     'nemotron-3-nano-30b-a3b',
     'nemotron-3-nano-30b-a3b-nvfp4',
+    // sliding-window hybrid (25 of 30 layers), no recurrent mixer
+    'gemma-4-26b-a4b',
+    'gemma-4-26b-a4b-nvfp4',
   ];
   const batch = parseBatchSpecs(['prefill:1x1024', 'decode:16@2048']);
   for (const chip of ['h200', 'b200', 'gb200'])

@@ -84,6 +84,13 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'attention_head_dim',
   'mlp_hidden_act',
   'moe_shared_expert_intermediate_size',
+  // gemma-4 (model-derive.ts globalAttention): full-attention geometry, MoE beside the dense MLP
+  'global_head_dim',
+  'num_global_key_value_heads',
+  'attention_k_eq_v',
+  'enable_moe_block',
+  'top_k_experts',
+  'num_experts_per_token',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -221,11 +228,24 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'media_placeholder_token_id',
   'video_placeholder',
   'use_unified_vision_chunk',
+  'audio_token_id',
+  'boa_token_id',
+  'eoa_token_id',
+  'eoa_token_index',
+  'boi_token_id',
+  'eoi_token_id',
+  'vision_soft_tokens_per_image',
+  // gemma-4: logits softcap (elementwise on the head's output), the gated GELU choice, and the per-layer
+  // input vocabulary, used only with hidden_size_per_layer_input (refused unless 0 below)
+  'final_logit_softcapping',
+  'hidden_activation',
+  'vocab_size_per_layer_input',
 ]);
 
 /** Fields understood but not priced, with the reason recorded in the derived graph. */
 export const NOT_MODELLED: Readonly<Record<string, string>> = {
   vision_config: 'vision tower not priced (text-only steps)',
+  audio_config: 'audio tower not priced (text-only steps)',
   use_mtp: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
   num_mtp_modules: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
   mtp_transformer_layers: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
@@ -249,6 +269,12 @@ export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> =
   mamba_ssm_cache_dtype: (v) => v === 'float32',
   mamba_proj_bias: (v) => v === false,
   mtp_use_dedicated_embeddings: (v) => v === false,
+  // gemma-4: per-layer input embeddings and cross-layer KV sharing (the E2B/E4B features) and the double-wide
+  // MLP are not derived; bidirectional attention among image tokens only leaves text steps causal.
+  hidden_size_per_layer_input: (v) => v === 0,
+  num_kv_shared_layers: (v) => v === 0,
+  use_double_wide_mlp: (v) => v === false,
+  use_bidirectional_attention: (v) => v === 'vision' || v === false || v === null,
 };
 
 /**

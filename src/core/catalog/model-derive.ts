@@ -147,8 +147,12 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     notModelled.push(
       `attention_chunk_size: chunked attention priced as a window of ${chunk} tokens on three of every four layers (every 4th is global)`,
     );
-  const experts = num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');
-  const topK = num(config, 'num_experts_per_tok', 'experts_per_token');
+  const experts =
+    config.enable_moe_block === false ? undefined : num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');
+  const topK = num(config, ...TOP_K_KEYS);
+  // gemma-4: an MoE block beside the dense MLP in every layer (enable_moe_block).
+  const moeAndMlp = config.enable_moe_block === true;
+  const global = globalAttention(config, name);
   const firstDense = num(config, 'first_k_dense_replace') ?? 0;
   const isMla = num(config, 'kv_lora_rank') !== undefined;
   const layerTypes = layerTypesOf(config, name, layers);
@@ -169,16 +173,19 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const attnBlock = (windowed: boolean, ownIdx = true): GraphNode[] => {
     if (isMla && ix) return dsaBlock(mlaBlock(), ix, hidden, req(config, name, 'q_lora_rank'), ownIdx);
     if (isMla) return mlaBlock();
+    // A full-attention layer of gemma-4 has its own kv heads and head size, and with attention_k_eq_v no v_proj.
+    const g = windowed || !global ? { nKv, dH, kEqV: false } : global;
     const attn: GraphNode = windowed
       ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: (chunk ?? window)! }
-      : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: nKv, d_h: dH };
+      : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: g.nKv, d_h: g.dH };
     if (isBloom) (attn as { alibi?: boolean }).alibi = true;
     if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
     const gate = config.attn_output_gate === true;
+    const qkvN = ((gate ? 2 : 1) * nQ + (g.kEqV ? 1 : 2) * g.nKv) * g.dH;
     return [
-      { op: 'GEMM', role: 'qkv_proj', n: ((gate ? 2 : 1) * nQ + 2 * nKv) * dH, k: hidden, parallel: 'column' },
+      { op: 'GEMM', role: 'qkv_proj', n: qkvN, k: hidden, parallel: 'column' },
       attn,
-      { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * dH, parallel: 'row' },
+      { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * g.dH, parallel: 'row' },
     ];
   };
 
@@ -222,7 +229,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       n: moeInter,
       k: hidden,
       experts: experts!,
-      top_k: req(config, name, 'num_experts_per_tok', 'experts_per_token'),
+      top_k: req(config, name, ...TOP_K_KEYS),
     };
     if (shared > 0)
       Object.assign(g, { shared_experts: shared, shared_intermediate_size: sharedInter > 0 ? sharedInter : moeInter });
@@ -241,7 +248,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     ...(mixer === 'linear' ? gdnBlock(linear!, hidden) : attnBlock(windowed, ownIdx)),
     { op: 'AllReduce', role: 'attn_out', emit: 'tp>1' },
     { op: 'Elementwise', role: 'post_attn_norm' },
-    ...(moe ? moeBlock() : mlpBlock()),
+    ...(moe ? (moeAndMlp ? [...mlpBlock(), ...moeBlock()] : moeBlock()) : mlpBlock()),
     { op: 'AllReduce', role: 'mlp_out', emit: 'tp>1' },
   ];
 
@@ -343,6 +350,28 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     };
   }
   return g;
+}
+
+/** Config keys of the routed experts per token (Hugging Face, gpt-oss, gemma-4, Kimi). */
+const TOP_K_KEYS = ['num_experts_per_tok', 'experts_per_token', 'top_k_experts', 'num_experts_per_token'];
+
+/** A full-attention layer's own geometry (gemma-4): kv heads, head size, and whether V reuses K's projection. */
+interface GlobalAttention {
+  nKv: number;
+  dH: number;
+  kEqV: boolean;
+}
+
+/**
+ * gemma-4's full-attention layers (HF Gemma4 text attention): `num_global_key_value_heads` × `global_head_dim`,
+ * and with `attention_k_eq_v` no v_proj (the values are the keys' projection); sliding layers keep
+ * num_key_value_heads × head_dim with their own v_proj. Undefined when the config states none of these.
+ * @throws UserError when global_head_dim or num_global_key_value_heads is missing while the other (or k_eq_v) is set
+ */
+function globalAttention(c: HfConfig, name: string): GlobalAttention | undefined {
+  const kEqV = c.attention_k_eq_v === true;
+  if (c.global_head_dim === undefined && c.num_global_key_value_heads === undefined && !kEqV) return undefined;
+  return { nKv: req(c, name, 'num_global_key_value_heads'), dH: req(c, name, 'global_head_dim'), kEqV };
 }
 
 /** Layer types the deriver understands; any other value is refused, never read as full attention. */
