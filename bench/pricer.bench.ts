@@ -105,6 +105,7 @@ const NEW_GRAPHS = [
   'nemotron-3-nano-30b-a3b-nvfp4',
   'gemma-4-26b-a4b',
   'gemma-4-26b-a4b-nvfp4',
+  'kimi-k3',
 ];
 
 /** Each new issue-14 graph on each chip's registry: CPU ns per mixed step against the 2 µs goal. */

@@ -229,7 +229,7 @@ const MX_TENSOR_CORE_SM = 100;
  * MXFP8 weights (seed "Arithmetic rates"): on a part without MX tensor cores (Hopper and older) at the
  * bf16 rate of vLLM's weight-only kernels; on Blackwell at the fp8 peak on the registry's own
  * `gemm_*_mxfp8` ramp where one is measured, else on the fp8 ramp (noted: the shipped tables have no
- * MXFP8 GEMM rows; KNOWN DIVERGENCE 16).
+ * MXFP8 GEMM rows; KNOWN DIVERGENCE 19).
  */
 function mxfp8Format(chip: Chip, hasRamp: (s: string) => boolean): ComputeFormat {
   const fp8 = chip.peak_tflops.fp8;

@@ -380,7 +380,7 @@ function addExpertsOnDenseRamp(
 }
 
 /**
- * A GroupedGEMM node: routed experts and any shared experts (seed "Experts"; reference §4.6). KNOWN DIVERGENCE 17:
+ * A GroupedGEMM node: routed experts and any shared experts (seed "Experts"; reference §4.6). KNOWN DIVERGENCE 20:
  * the shared experts take the node's weight dtype, also where a checkpoint leaves them unquantised.
  */
 function addExpertsNode(
@@ -500,7 +500,7 @@ function addElementwiseNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphN
  * Decode µs per token of a recurrent mixer: the state bytes at `recurrent_decode_rate_<k>` (without it, at the
  * derated HBM rate, noted); Mamba2's state update, measured nowhere (the table holds only its conv), is added
  * as the chunked scan: per token at the measured prefill rate where the registry has one, else its arithmetic
- * on the bf16 ramp at m = 1 (labelled assumed). KNOWN DIVERGENCE 13 (AIConfigurator prices it by bandwidth).
+ * on the bf16 ramp at m = 1 (labelled assumed). KNOWN DIVERGENCE 16 (AIConfigurator prices it by bandwidth).
  */
 function recurrentDecodeUsPerToken(ctx: PlanContext, k: string, stateBytes: number, scanFlops: number): number {
   const rate = ctx.coef.opt(`recurrent_decode_rate_${k}`);

@@ -137,3 +137,18 @@ describe('every new hybrid graph prices on h200, b200 and gb200 (shipped registr
         }
       });
 });
+
+describe('Kimi-K3 (KDA + MLA, latent MoE, mxfp4 experts) prices on h200, b200 and gb200 (shipped registries)', () => {
+  // 2.7 T routed parameters: 185 GiB per rank at tp 8, so two nodes (tp 16) hold it with room for the cache.
+  const batch = parseBatchSpecs(['prefill:1x1024', 'decode:16@2048']);
+  for (const chip of ['h200', 'b200', 'gb200'])
+    it(`kimi-k3 on ${chip} (tp 16): KDA on its measured law, the experts on the mxfp4 format`, () => {
+      const sets = loadRegistryFile(path.join(REPO_ROOT, 'registry', `${chip}.yaml`));
+      const p = makePricer('kimi-k3', chip, { tp: 16 }, sets);
+      const r = p.price(batch);
+      expect(Number.isFinite(r.no_overlap_us)).toBe(true);
+      expect(r.no_overlap_us).toBeGreaterThan(r.overlap_us);
+      expect(p.info.assumptions.filter((a) => a.includes('recurrent') && a.includes('kda'))).toEqual([]);
+      expect(JSON.stringify(p.info.formats)).toContain('mxfp4');
+    });
+});

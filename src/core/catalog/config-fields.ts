@@ -91,6 +91,13 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'enable_moe_block',
   'top_k_experts',
   'num_experts_per_token',
+  // Kimi-K3 (model-derive-kimi.ts): KDA placement and geometry, the MLA output gate, latent MoE, attention residuals
+  'linear_attn_config',
+  'mla_use_output_gate',
+  'num_shared_experts',
+  'routed_expert_hidden_size',
+  'latent_moe_use_norm',
+  'attn_res_block_size',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -240,6 +247,16 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'final_logit_softcapping',
   'hidden_activation',
   'vocab_size_per_layer_input',
+  // Kimi-K3: SiTU activation numerics, NoPE on the MLA layers (positional only), routing scores and grouping
+  // (the same router GEMM), and a multimodal placeholder string
+  'activation_situ_beta',
+  'activation_situ_linear_beta',
+  'mla_use_nope',
+  'moe_renormalize',
+  'moe_router_activation_func',
+  'num_expert_group',
+  'use_grouped_topk',
+  'image_placeholder',
 ]);
 
 /** Fields understood but not priced, with the reason recorded in the derived graph. */

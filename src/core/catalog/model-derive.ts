@@ -52,6 +52,7 @@ import {
   v4LayerNodes,
   v4Shape,
 } from './model-derive-sparse.ts';
+import { attnResNode, kdaBlock, kimiLinear, latentMoeBlock } from './model-derive-kimi.ts';
 import type { GraphNode, ModelGraph, Stack } from './model.ts';
 
 export const DERIVER_VERSION = 1;
@@ -150,9 +151,11 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const experts =
     config.enable_moe_block === false ? undefined : num(config, 'n_routed_experts', 'num_local_experts', 'num_experts');
   const topK = num(config, ...TOP_K_KEYS);
-  // gemma-4: an MoE block beside the dense MLP in every layer (enable_moe_block).
+  // gemma-4: an MoE block beside the dense MLP in every layer (enable_moe_block; KNOWN DIVERGENCE 22: in sequence).
   const moeAndMlp = config.enable_moe_block === true;
   const global = globalAttention(config, name);
+  const kimi = kimiLinear(config, name, layers);
+  const attnRes = num(config, 'attn_res_block_size');
   const firstDense = num(config, 'first_k_dense_replace') ?? 0;
   const isMla = num(config, 'kv_lora_rank') !== undefined;
   const layerTypes = layerTypesOf(config, name, layers);
@@ -173,7 +176,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const attnBlock = (windowed: boolean, ownIdx = true): GraphNode[] => {
     if (isMla && ix) return dsaBlock(mlaBlock(), ix, hidden, req(config, name, 'q_lora_rank'), ownIdx);
     if (isMla) return mlaBlock();
-    // A full-attention layer of gemma-4 has its own kv heads and head size, and with attention_k_eq_v no v_proj.
+    // A full-attention layer of gemma-4 has its own kv heads and head size, and with attention_k_eq_v no v_proj
+    // (KNOWN DIVERGENCE 21: its cache is still priced with a V copy).
     const g = windowed || !global ? { nKv, dH, kEqV: false } : global;
     const attn: GraphNode = windowed
       ? { op: 'Attention', kind: 'swa', n_q: nQ, n_kv: nKv, d_h: dH, window: (chunk ?? window)! }
@@ -203,6 +207,10 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
         { op: 'GEMM', role: 'q_b_proj', n: nQ * (nope + rope), k: qLora, parallel: 'column' },
         { op: 'GEMM', role: 'kv_b_proj', n: nQ * (nope + vDim), k: kvLora, parallel: 'column' },
         { op: 'Attention', kind: 'mla', n_q: nQ, n_kv: 1, d_h: kvLora + rope, prefill_d_h: (nope + rope + vDim) / 2 },
+        // Kimi-K3 mla_use_output_gate: a sigmoid gate on the attention output, its own projection.
+        ...(config.mla_use_output_gate === true
+          ? [{ op: 'GEMM', role: 'g_proj', n: nQ * vDim, k: hidden, parallel: 'column' } as GraphNode]
+          : []),
         { op: 'GEMM', role: 'o_proj', n: hidden, k: nQ * vDim, parallel: 'row' },
       ];
     }
@@ -222,7 +230,20 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const moeBlock = (): GraphNode[] => {
     const moeInter = num(config, 'moe_intermediate_size') ?? num(config, 'intermediate_size') ?? inter;
     const sharedInter = num(config, 'shared_expert_intermediate_size', 'moe_shared_expert_intermediate_size') ?? 0;
-    const shared = num(config, 'n_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
+    const shared =
+      num(config, 'n_shared_experts', 'num_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
+    const latent = num(config, 'routed_expert_hidden_size');
+    if (latent !== undefined && latent < hidden)
+      return latentMoeBlock({
+        hidden,
+        latent,
+        inter: moeInter,
+        experts: experts!,
+        topK: req(config, name, ...TOP_K_KEYS),
+        shared,
+        norm: config.latent_moe_use_norm === true,
+        ...(expertsDt ? { dtype: expertsDt } : {}),
+      });
     const g: GraphNode = {
       op: 'GroupedGEMM',
       role: 'experts',
@@ -243,10 +264,18 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     ];
   };
 
-  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true, mixer?: 'linear'): GraphNode[] => [
+  const mixerNodes = (windowed: boolean, ownIdx: boolean, mixer?: 'linear' | 'kda'): GraphNode[] =>
+    mixer === 'linear'
+      ? gdnBlock(linear!, hidden)
+      : mixer === 'kda'
+        ? kdaBlock(kimi!, hidden)
+        : attnBlock(windowed, ownIdx);
+  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true, mixer?: 'linear' | 'kda'): GraphNode[] => [
+    ...(attnRes ? [attnResNode('attn_res', attnRes, hidden)] : []),
     { op: 'Elementwise', role: 'input_norm' },
-    ...(mixer === 'linear' ? gdnBlock(linear!, hidden) : attnBlock(windowed, ownIdx)),
+    ...mixerNodes(windowed, ownIdx, mixer),
     { op: 'AllReduce', role: 'attn_out', emit: 'tp>1' },
+    ...(attnRes ? [attnResNode('mlp_res', attnRes, hidden)] : []),
     { op: 'Elementwise', role: 'post_attn_norm' },
     ...(moe ? (moeAndMlp ? [...mlpBlock(), ...moeBlock()] : moeBlock()) : mlpBlock()),
     { op: 'AllReduce', role: 'mlp_out', emit: 'tp>1' },
@@ -282,6 +311,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     const isLinear = layerTypes
       ? layerTypes[i] === 'linear_attention'
       : linear !== undefined && (i + 1) % linear.interval !== 0;
+    const isKda = kimi?.kda.has(i) === true;
     const windowed =
       chunk !== undefined
         ? (i + 1) % 4 !== 0
@@ -305,9 +335,22 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       throw new UserError(
         `${name}: config.json mlp_layer_types[${i}] = ${JSON.stringify(Array.isArray(mlpTypes) ? mlpTypes[i] : mlpTypes)} disagrees with first_k_dense_replace / the expert fields`,
       );
-    const attnId = isLinear ? 'gdn' : ix ? (own[i] ? 'dsa' : 'dsa_shared') : isMla ? 'mla' : windowed ? 'swa' : 'gqa';
+    const mixer = isLinear ? 'linear' : isKda ? 'kda' : undefined;
+    const attnId = isLinear
+      ? 'gdn'
+      : isKda
+        ? 'kda'
+        : ix
+          ? own[i]
+            ? 'dsa'
+            : 'dsa_shared'
+          : isMla
+            ? 'mla'
+            : windowed
+              ? 'swa'
+              : 'gqa';
     const id = `${attnId}_${moe ? 'moe' : 'dense'}`;
-    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true, isLinear ? 'linear' : undefined));
+    if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true, mixer));
     seq.push(id);
   }
 

@@ -8,7 +8,8 @@
  *   - quant_method fp8 with weight_block_size → fp8_block (block-scaled fp8, DeepGEMM-style ramp); without → fp8;
  *   - quant_method mxfp4 → routed experts mxfp4, the rest torch_dtype (gpt-oss);
  *   - quant_method modelopt / compressed-tensors with 4-bit float weights in groups of 16 (NVFP4), or
- *     hf_quant_config quant_algo NVFP4 → nvfp4; with 4-bit integer weights → int4 (weight-only);
+ *     hf_quant_config quant_algo NVFP4 → nvfp4; in groups of 32 with uint8 scales (MXFP4, Kimi-K3) → mxfp4;
+ *     with 4-bit integer weights → int4 (weight-only);
  *     when the attention projections are excluded (`ignore` / `exclude_modules` match self_attn) only the
  *     routed experts carry the 4-bit format and the rest stays torch_dtype.
  *   - any other quant_method or group layout is refused (UserError naming the field): a format the
@@ -49,10 +50,19 @@ function fourBit(groups: Obj, where: string): { dtype: StorageDtype; what: strin
   }
   if (w.num_bits === 4 && w.type === 'float' && w.group_size === 16)
     return { dtype: 'nvfp4', what: '4-bit float weights in groups of 16 (NVFP4)' };
+  // OCP MX: 4-bit float elements in blocks of 32 sharing one 8-bit (E8M0, stored uint8) scale (Kimi-K3 compressed-tensors
+  // mxfp4-pack-quantized).
+  if (
+    w.num_bits === 4 &&
+    w.type === 'float' &&
+    w.group_size === 32 &&
+    (w.scale_dtype ?? 'torch.uint8') === 'torch.uint8'
+  )
+    return { dtype: 'mxfp4', what: '4-bit float weights in groups of 32 with 8-bit scales (MXFP4)' };
   if (w.num_bits === 4 && w.type === 'int')
     return { dtype: 'int4', what: `4-bit integer weights in groups of ${String(w.group_size)} (weight-only int4)` };
   throw new UserError(
-    `${where}: quantization_config.config_groups weights ${JSON.stringify(w)}: not a layout stepcal understands (NVFP4 or int4)`,
+    `${where}: quantization_config.config_groups weights ${JSON.stringify(w)}: not a layout stepcal understands (NVFP4, MXFP4 or int4)`,
   );
 }
 

@@ -10,7 +10,7 @@
  * the recurrence's state update and read-out, 2·d_v·d_k FLOPs each per head and token; the chunked kernels'
  * intra-chunk products scale with the same tokens · heads at fixed head sizes, so one rate covers them.
  * The laws are `floorPlusWork` (floor-rate.ts) over these work counts; fitters and the pricer call both.
- * KNOWN DIVERGENCE 14: KDA prefill is fitted without its eager q/k/v convs. KNOWN DIVERGENCE 15: decode rates are
+ * KNOWN DIVERGENCE 17: KDA prefill is fitted without its eager q/k/v convs. KNOWN DIVERGENCE 18: decode rates are
  * fitted on states larger than L2. Pure.
  */
 
