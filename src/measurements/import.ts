@@ -86,6 +86,12 @@ export interface AicImportOptions {
   onNote?: (line: string) => void;
   /** Called after each chunk with the rows read so far of the current file (progress). */
   onRows?: (rows: number) => void;
+  /**
+   * Called when one input file is refused (a UserError from reading, mapping or checking it). Return
+   * true to leave that file out and go on with the others (onboarding does so for optional families);
+   * false, or no callback, rethrows and nothing is staged.
+   */
+  onRefusedFile?: (file: string, error: UserError) => boolean;
 }
 
 export interface ImportSummary {
@@ -97,6 +103,14 @@ export interface ImportSummary {
   duplicate_configs: number;
   inputs: string[];
   coverage: Record<string, { rows: number; shapes: number; of_shapes: number }>;
+}
+
+/** Read, map, units-check and normalise one AIConfigurator table file (stageAicImport's per-file step). */
+async function importOneFile(f: string, named: AicTable | undefined, opts: AicImportOptions): Promise<AicImport> {
+  const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows);
+  // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
+  if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as RowList<MoeRow>, opts.chipInfo, f);
+  return normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
 }
 
 /**
@@ -121,13 +135,16 @@ export async function stageAicImport(
     }
     shas.set(sha, f);
     const named = aicTableFromName(f);
-    const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows);
-    // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
-    if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as RowList<MoeRow>, opts.chipInfo, f);
-    const imp = normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
+    let imp: AicImport;
+    try {
+      imp = await importOneFile(f, named, opts);
+    } catch (e) {
+      if (e instanceof UserError && opts.onRefusedFile?.(f, e)) continue;
+      throw e;
+    }
     if (!named)
       imp.filters.unshift(
-        `table ${table} inferred from the header columns (file name ${path.basename(f)} does not say it)`,
+        `table ${imp.table} inferred from the header columns (file name ${path.basename(f)} does not say it)`,
       );
     imports.push({ imp, sha });
     if (imp.duplicate_configs > 0) opts.onNote?.(`${path.basename(f)}: ${imp.repeat_spread}`);

@@ -31,7 +31,11 @@ export interface LaneFile {
 /** A file read for information only or skipped, with why. */
 export interface SkippedFile {
   file: string;
-  kind: 'other_lane' | 'reuse_pointer' | 'unfitted_table' | 'metadata' | 'not_a_table';
+  /**
+   * `refused_table`: a chosen table of an optional family that its import refused (conflicting repeats,
+   * a units slip, a bad cell); onboarding leaves that table out and says why (src/registry/onboard.ts).
+   */
+  kind: 'other_lane' | 'reuse_pointer' | 'unfitted_table' | 'metadata' | 'not_a_table' | 'refused_table';
   reason: string;
   rows?: number;
 }
@@ -170,7 +174,7 @@ export async function scanUpstreamFolder(dir: string, laneOverrides: readonly st
     } else skipped.push({ file: f, kind: 'not_a_table', reason: 'not an upstream table, pointer or metadata file' });
   }
   const tables = chooseLanes(found, laneOverrides, skipped);
-  const counts = { other_lane: 0, reuse_pointer: 0, unfitted_table: 0, metadata: 0, not_a_table: 0 };
+  const counts = { other_lane: 0, reuse_pointer: 0, unfitted_table: 0, metadata: 0, not_a_table: 0, refused_table: 0 };
   for (const s of skipped) counts[s.kind]++;
   return { dir, tables, skipped, counts };
 }

@@ -10,6 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { type Chip, type ChipFile, chipFromObject, DEFAULT_L2_MIB } from '../core/catalog/chip.ts';
 import { UserError } from '../core/errors.ts';
 import { readText } from '../core/io/fs.ts';
+import { displayPath } from '../core/io/paths.ts';
 import { AIC_COMMIT, AIC_REPOSITORY } from '../measurements/import.ts';
 import { systemToChip } from '../measurements/system.ts';
 
@@ -173,13 +174,15 @@ function withDefaultsYaml(yaml: string, defaulted: readonly string[]): string {
 export function formatChipDiff(r: ResolvedChip): string[] {
   if (r.source === 'descriptor')
     return [
-      `catalog: no entry for ${r.chip.name}; built from ${r.systemFile}`,
+      `catalog: no entry for ${r.chip.name}; built from ${displayPath(r.systemFile ?? '')}`,
       ...r.defaulted.map((d) => `catalog: defaulted ${d}`),
     ];
   if (!r.diff.length)
-    return [`catalog: read ${r.catalogFile}${r.systemFile ? ' (the descriptor agrees on every fact)' : ''}`];
+    return [
+      `catalog: read ${displayPath(r.catalogFile)}${r.systemFile ? ' (the descriptor agrees on every fact)' : ''}`,
+    ];
   return [
-    `catalog: read ${r.catalogFile}; the descriptor differs on ${r.diff.length} fact(s) (the catalog is used; --update-catalog writes the descriptor's):`,
+    `catalog: read ${displayPath(r.catalogFile)}; the descriptor differs on ${r.diff.length} fact(s) (the catalog is used; --update-catalog writes the descriptor's):`,
     ...r.diff.map((d) => `  ${d.fact}: catalog ${d.catalog}, descriptor ${d.descriptor}`),
   ];
 }

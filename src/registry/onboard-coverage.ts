@@ -19,6 +19,7 @@ export const FAMILY_NEEDS: Record<string, string[]> = {
   attention_prefill: ['attention_prefill', 'gemm'],
   collective: ['collective'],
   moe: ['moe'],
+  recurrent: ['recurrent'],
   host: [],
 };
 

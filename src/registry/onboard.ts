@@ -30,7 +30,7 @@ import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { AIC_TABLES, type AicTable } from '../measurements/aiconfigurator.ts';
 import { AIC_REPOSITORY, stageAicImport, type ImportSummary } from '../measurements/import.ts';
 import { writeMeasurementSet } from '../measurements/store.ts';
-import { type FolderScan, scanUpstreamFolder } from '../measurements/upstream-folder.ts';
+import { type FolderScan, scanUpstreamFolder, type SkippedFile } from '../measurements/upstream-folder.ts';
 import { extrapolateCollectiveWidths, type WidthExtrapolation } from '../fit/collective-width.ts';
 import type { FitAllResult } from '../fit/index.ts';
 import { diffRegistries } from './diff.ts';
@@ -225,6 +225,7 @@ async function importAndFit(
     { file: chipFile, data: o.updateCatalog && resolved.updated ? resolved.updated.yaml : resolved.yaml },
   ]);
   const measDir = path.join(work, 'measurements', o.chip);
+  const refusedTables: SkippedFile[] = [];
   const { staged, summaries } = await stageAicImport(
     scan.tables.map((t) => t.chosen.file),
     {
@@ -233,6 +234,13 @@ async function importAndFit(
       outDir: measDir,
       sourceRepository: AIC_REPOSITORY,
       sourceCommit: 'unknown (onboarded from a local copy)',
+      onRefusedFile: (file, e) => {
+        const t = scan.tables.find((x) => x.chosen.file === file);
+        if (!t || isRequiredTable(t.table)) return false;
+        refusedTables.push({ file, kind: 'refused_table', reason: e.message, rows: t.chosen.rows });
+        log(`refused table (left out, family ${AIC_TABLES[t.table]} fits without it): ${e.message}`);
+        return true;
+      },
     },
   );
   writeMeasurementSet(staged);
@@ -247,7 +255,28 @@ async function importAndFit(
     ...(o.bootstrap ? { bootstrap: o.bootstrap } : {}),
   });
   for (const w of fit.warnings) log(`fit warning: ${w}`);
-  return { fit, staged, summaries, chipFile };
+  return { fit, staged, summaries, chipFile, scan: withoutRefused(scan, refusedTables) };
+}
+
+/**
+ * Whether a table feeds a family onboarding cannot do without (REQUIRED_FAMILIES and what they need):
+ * a refused required table stops the run; any other is left out with its reason.
+ */
+function isRequiredTable(table: AicTable): boolean {
+  return REQUIRED_FAMILIES.some((f) => FAMILY_NEEDS[f]!.includes(AIC_TABLES[table]));
+}
+
+/** The scan with the refused tables moved from `tables` to `skipped` (kind `refused_table`), counts updated. */
+function withoutRefused(scan: FolderScan, refused: readonly SkippedFile[]): FolderScan {
+  if (!refused.length) return scan;
+  const gone = new Set(refused.map((r) => r.file));
+  const counts = { ...scan.counts, refused_table: scan.counts.refused_table + refused.length };
+  return {
+    ...scan,
+    tables: scan.tables.filter((t) => !gone.has(t.chosen.file)),
+    skipped: [...scan.skipped, ...refused],
+    counts,
+  };
 }
 
 /**
@@ -401,10 +430,13 @@ function guardWrites(
 export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
   const log = o.log ?? (() => {});
   const root = path.resolve(o.outRoot ?? REPO_ROOT);
-  const { scan, coverage, resolved } = await prepare(o, log);
+  const prepared = await prepare(o, log);
+  const { resolved } = prepared;
   const work = mkdtempSync(path.join(os.tmpdir(), `stepcal-onboard-${o.chip}-`));
   try {
-    const { fit, staged, summaries, chipFile } = await importAndFit(o, work, scan, resolved, log);
+    const { fit, staged, summaries, chipFile, scan } = await importAndFit(o, work, prepared.scan, resolved, log);
+    const coverage =
+      scan === prepared.scan ? prepared.coverage : coverageOf(chosenTables(scan), prepared.coverage.ignored);
     const chip = loadChip(chipFile);
     const scoped = scopeRefusals(o.chip, fit.refusals, fit.sets);
     for (const r of scoped.refused) log(`refused (left out of the registry): ${r.message}`);
@@ -634,9 +666,11 @@ export function renderOnboardReport(r: Omit<OnboardResult, 'report' | 'files'>, 
     '',
   );
   L.push('## Refused or repaired', '');
+  const tables = r.scan.skipped.filter((k) => k.kind === 'refused_table');
+  for (const k of tables) L.push(`- refused table (left out): ${k.reason}`);
   for (const x of r.refused) L.push(`- refused: ${x.message}`);
   for (const x of r.repairs) L.push(`- ${x}`);
-  if (!r.refused.length && !r.repairs.length) L.push('- none');
+  if (!tables.length && !r.refused.length && !r.repairs.length) L.push('- none');
   L.push('', '## Fit', '', ...fitSummary.map((s) => `- ${s}`), '');
   L.push(...extrapolationLines(r.widths, r.families));
   L.push(

@@ -70,7 +70,14 @@ describe('upstream folder scan (lane rule, counted skips)', () => {
       nccl_perf: 'nccl-2.29.2',
       custom_allreduce_perf: 'vllm-0.24.0',
     });
-    expect(s.counts).toEqual({ other_lane: 2, reuse_pointer: 1, unfitted_table: 1, metadata: 1, not_a_table: 0 });
+    expect(s.counts).toEqual({
+      other_lane: 2,
+      reuse_pointer: 1,
+      unfitted_table: 1,
+      metadata: 1,
+      not_a_table: 0,
+      refused_table: 0,
+    });
     // The SGLang (138 rows) and TRT-LLM (69 rows) custom all-reduce lanes: skipped with their row counts.
     expect(s.skipped.filter((k) => k.kind === 'other_lane').map((k) => [k.reason.split(':')[0], k.rows])).toEqual([
       ['custom_allreduce_perf lane sglang-0.5.14', 138],
@@ -101,8 +108,18 @@ describe('upstream folder scan (lane rule, counted skips)', () => {
       'moe_perf:vllm-0.24.0:8',
       'nccl_perf:nccl-2.29.2:1',
       'custom_allreduce_perf:vllm-0.24.0:6',
+      'gdn_perf:vllm-0.24.0:6',
+      'kda_perf:vllm-0.1.dev19262:2',
+      'mamba2_perf:trtllm-1.3.0rc20:2',
     ]);
-    expect(s.counts).toEqual({ other_lane: 27, reuse_pointer: 25, unfitted_table: 50, metadata: 57, not_a_table: 0 });
+    expect(s.counts).toEqual({
+      other_lane: 34,
+      reuse_pointer: 25,
+      unfitted_table: 40,
+      metadata: 57,
+      not_a_table: 0,
+      refused_table: 0,
+    });
   });
 });
 
@@ -168,13 +185,35 @@ describe('stepcal onboard on the reduced complete folder', () => {
     expect(readFileSync(r.files.registry, 'utf8')).toBe(written);
   }, 600_000);
 
-  it('without comm tables: succeeds, collectives reported missing, and pricing that needs them refused clearly', async () => {
+  it('without comm tables and with a refused MoE table: succeeds, both reported missing, pricing that needs them refused clearly', async () => {
     const data = path.join(tmp, 'no-comm', 'rtx_pro_6000_server');
     cpSync(DATA, data, { recursive: true });
     rmSync(path.join(data, 'comm'), { recursive: true });
+    // One configuration measured twice, 2× apart: the importer refuses the table (conflicting repeats).
+    // MoE is optional, so onboarding leaves that table out with the reason instead of stopping.
+    const moe = path.join(data, 'moe', 'vllm', '0.24.0', 'moe_perf.csv');
+    const [mHead, mFirst, ...mRest] = readFileSync(moe, 'utf8').trimEnd().split('\n');
+    const twice = mFirst!.replace(/,([0-9.]+)$/, (_, v: string) => `,${Number(v) * 2}`);
+    writeFileSync(moe, [mHead, mFirst, twice, ...mRest].join('\n') + '\n');
     const out = path.join(tmp, 'no-comm-out');
+    const logged: string[] = [];
     const r = await onboardChip(
-      opts({ dataDir: data, outRoot: out, systemFile: path.join(FIXTURE, 'systems', 'rtx_pro_6000_server.yaml') }),
+      opts({
+        dataDir: data,
+        outRoot: out,
+        systemFile: path.join(FIXTURE, 'systems', 'rtx_pro_6000_server.yaml'),
+        log: (l) => logged.push(l),
+      }),
+    );
+    expect(r.scan.counts.refused_table).toBe(1);
+    expect(r.scan.skipped.find((k) => k.kind === 'refused_table')!.reason).toMatch(
+      /moe_perf\.csv row 2 column "latency": conflicting repeats: 2 rows of one configuration/,
+    );
+    expect(logged.some((l) => l.startsWith('refused table (left out, family moe fits without it)'))).toBe(true);
+    expect(r.coverage.unsupported).toContainEqual({ family: 'moe', missing: ['moe'] });
+    expect(r.family_coverage.find((f) => f.family === 'moe')!.status).toBe('missing');
+    expect(readFileSync(path.join(out, 'fits', 'rtx-pro-6000', 'onboard.md'), 'utf8')).toContain(
+      '- refused table (left out): ',
     );
     expect(r.coverage.unsupported).toContainEqual({ family: 'collective', missing: ['collective'] });
     expect(r.family_coverage.find((f) => f.family === 'collective')!.status).toBe('missing');
@@ -194,6 +233,25 @@ describe('stepcal onboard on the reduced complete folder', () => {
       /cannot price all_reduce over 2 ranks on rtx-pro-6000 .*no all_reduce collective at any width/,
     );
   }, 600_000);
+
+  it('a refused table of a required family (decode attention) stops the run, naming file, row and column', async () => {
+    const data = path.join(tmp, 'dup-decode', 'rtx_pro_6000_server');
+    cpSync(DATA, data, { recursive: true });
+    const f = path.join(data, 'attention', 'vllm', '0.24.0', 'generation_attention_perf.csv');
+    const [head, first, ...rest] = readFileSync(f, 'utf8').trimEnd().split('\n');
+    const cols = head!.split(',');
+    const lat = cols.indexOf('latency');
+    const twice = first!.split(',');
+    twice[lat] = String(Number(twice[lat]) * 2);
+    writeFileSync(f, [head, first, twice.join(','), ...rest].join('\n') + '\n');
+    const out = path.join(tmp, 'dup-decode-out');
+    await expect(
+      onboardChip(
+        opts({ dataDir: data, outRoot: out, systemFile: path.join(FIXTURE, 'systems', 'rtx_pro_6000_server.yaml') }),
+      ),
+    ).rejects.toThrow(/generation_attention_perf\.csv row 2 column "latency": conflicting repeats/);
+    expect(existsSync(out)).toBe(false);
+  });
 
   it('a ×10 units slip in one dtype (every bf16 GEMM row) is caught on an onboarding run; nothing written', async () => {
     const data = path.join(tmp, 'slip', 'rtx_pro_6000_server');

@@ -35,6 +35,7 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
       { family: 'attention_decode', missing: ['attention_decode'] },
       { family: 'attention_prefill', missing: ['attention_prefill'] },
       { family: 'moe', missing: ['moe'] },
+      { family: 'recurrent', missing: ['recurrent'] },
     ]);
     const out = path.join(tmp, 'partial-out');
     await expect(
