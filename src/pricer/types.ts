@@ -87,4 +87,9 @@ export interface Pricer {
    * mutate one Batch between calls (validation's static batches do).
    */
   price(batch: Batch, opts?: PriceOptions): StepPrice;
+  /**
+   * `price` into a caller's StepPrice (overwritten on every call), where the pricer offers it (every
+   * pricer `createPricer` builds does): the same numbers without a new result per call.
+   */
+  priceInto?(batch: Batch, out: StepPrice, opts?: PriceOptions): StepPrice;
 }
