@@ -274,6 +274,7 @@ describe.skipIf(!existsSync(RAW))(
         'attention_prefill',
         'collective',
         'moe',
+        'recurrent',
       ]);
       expect(j.coverage.tables).toEqual({ gemm_perf: 1, generation_attention_perf: 1 });
       expect(j.registry).toBe(path.join(out, 'registry', 'a100.yaml'));
