@@ -294,6 +294,7 @@ describe.skipIf(!existsSync(RAW))(
         'attention_prefill:refused',
         'collective:refused',
         'moe:refused',
+        'recurrent:refused',
       ]);
     });
 
