@@ -25,7 +25,7 @@ import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
 import { priceStep, StepScratch, type StepPlan } from './step.ts';
 import type { Batch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
-import type { WalkPlan } from './walk.ts';
+import { boundedColumns, type WalkPlan } from './walk.ts';
 
 /** Options beyond the deployment. */
 export interface PricerOptions {
@@ -133,10 +133,12 @@ function walkPlan(
 ): WalkPlan {
   const uniformWidth = 1 + specTokens;
   const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
+  const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
   return {
     readers,
     fullReader,
-    bounded: Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader)),
+    bounded,
+    ...boundedColumns(readers, bounded),
     // Under speculation vLLM raises the decode threshold to the verify width (reference §4.10).
     threshold: Math.max(deployment.decode_threshold, specTokens > 0 ? uniformWidth : 0),
     uniformWidth,

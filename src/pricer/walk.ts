@@ -25,6 +25,19 @@ export interface WalkPlan {
   uniformWidth: number;
   /** m_½ of the ramp prefill attention runs on (bf16). */
   attnMHalf: number;
+  /** The bounded readers' window, compression ratio (0 = none) and cap, in `bounded` order (flat, for the decode sums). */
+  boundedWindow: Float64Array;
+  boundedRatio: Float64Array;
+  boundedCap: Float64Array;
+}
+
+/** The flat per-reader constants of `bounded` (WalkPlan's boundedWindow/Ratio/Cap). */
+export function boundedColumns(
+  readers: readonly ReaderSpec[],
+  bounded: Int32Array,
+): Pick<WalkPlan, 'boundedWindow' | 'boundedRatio' | 'boundedCap'> {
+  const col = (f: (r: ReaderSpec) => number) => Float64Array.from(bounded, (i) => f(readers[i]!));
+  return { boundedWindow: col((r) => r.window), boundedRatio: col((r) => r.ratio), boundedCap: col((r) => r.cap) };
 }
 
 /** The walked batch: counts and per-reader sums, reused by every call of one pricer. */
@@ -45,6 +58,8 @@ export class BatchWalk {
   readonly preRaw: Float64Array;
   /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs and Σ pairs (unbounded reader). */
   readonly prefill = new Float64Array(4);
+  /** Decode rows' context after the step, in batch order (bounded readers only); grown by doubling. */
+  decCtx = new Float64Array(256);
   constructor(readers: number) {
     this.decRead = new Float64Array(readers);
     this.preRead = new Float64Array(readers);
@@ -81,6 +96,38 @@ function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
   }
 }
 
+/** Double the decode-context buffer (rare: only when a batch outgrows every earlier one). */
+function growDecCtx(w: BatchWalk): void {
+  const next = new Float64Array(w.decCtx.length * 2);
+  next.set(w.decCtx);
+  w.decCtx = next;
+}
+
+/**
+ * Per bounded reader, Σ over the decode rows of the tokens it reads (decodeTokensRead, written out on
+ * the flat columns: min(ctx, W) + min(⌈ctx / r⌉, cap)), into decRead and allRead. Token counts are
+ * integers, so these sums are exact and equal the per-row accumulation in any order.
+ */
+function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
+  const ctx = w.decCtx;
+  for (let j = 0; j < p.bounded.length; j++) {
+    const win = p.boundedWindow[j]!;
+    const ratio = p.boundedRatio[j]!;
+    const cap = p.boundedCap[j]!;
+    let sum = 0;
+    if (ratio > 0) {
+      for (let i = 0; i < nDec; i++) {
+        const x = ctx[i]!;
+        const k = Math.ceil(x / ratio);
+        sum += (x < win ? x : win) + (k < cap ? k : cap);
+      }
+    } else for (let i = 0; i < nDec; i++) sum += ctx[i]! < win ? ctx[i]! : win;
+    const r = p.bounded[j]!;
+    w.decRead[r]! += sum;
+    w.allRead[r]! += sum;
+  }
+}
+
 /**
  * Walk `batch` into `w` (zeroed first). Rows with no scheduled tokens are skipped.
  *
@@ -103,13 +150,14 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
     allRead[r] = 0;
     preRaw[r] = 0;
   }
-  const { readers, bounded, threshold, uniformWidth } = p;
+  const { bounded, threshold, uniformWidth } = p;
   const nBounded = bounded.length;
   let nUniform = 0; // uniform decode rows (s = uniformWidth ≤ threshold): the common case, kept to two loads and two adds
   let otherTok = 0; // Σ scheduled over the other rows with s > 0
   let computed = 0; // Σ computed over rows with s > 0
   let nOther = 0;
   let nPrefill = 0;
+  let nDec = 0; // decode rows whose context the bounded readers read (w.decCtx)
   const pre = w.prefill;
   pre[PRE_TOK] = 0;
   pre[PRE_CTX] = 0;
@@ -136,14 +184,11 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
         nOther++;
       }
       computed += c;
-      for (let j = 0; j < nBounded; j++) {
-        const r = bounded[j]!;
-        const t = decodeTokensRead(c + s, readers[r]!);
-        decRead[r]! += t;
-        allRead[r]! += t;
-      }
+      if (nDec === w.decCtx.length) growDecCtx(w);
+      w.decCtx[nDec++] = c + s;
     }
   }
+  if (nDec > 0) boundedDecodeSums(p, w, nDec);
   // uniformWidth ≤ threshold (construction), so a uniform row is a decode row.
   const tok = nUniform * uniformWidth + otherTok;
   const nReq = nUniform + nOther;
