@@ -24,7 +24,8 @@ import { mapSparseTable, SPARSE_TABLES, type SparseTable } from '../src/measurem
 import { parquetTable } from '../src/measurements/table.ts';
 import { checkUnits } from '../src/measurements/units.ts';
 import { writeMeasurements } from '../src/measurements/store.ts';
-import type { SparseRow } from '../src/measurements/schema.ts';
+import type { MlaRow, SparseRow } from '../src/measurements/schema.ts';
+import { collapseMlaRepeats, mapMlaTable, type MlaTable, type StepConvention } from '../src/measurements/mla-import.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 const AIC = path.join(SHARED, 'aiconfigurator');
@@ -285,7 +286,89 @@ async function curateSparse(): Promise<void> {
   }
 }
 
+/**
+ * The MLA family (issue 13 item 2), one file per chip: the vLLM 0.24.0 module tables and the attention-kernel
+ * tables (vLLM 0.14.0 on Hopper, A100 and L40S; SGLang 0.5.14 on Blackwell, where vLLM has none), with each
+ * table's generation `step` convention (src/measurements/mla-import.ts).
+ */
+const MLA_SOURCES: Record<string, Array<{ dir: string; tables: MlaTable[]; steps: StepConvention }>> = {
+  h200_sxm: [
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
+    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' },
+  ],
+  h100_sxm: [
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
+    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' },
+  ],
+  b200_sxm: [
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
+    { dir: 'sglang/0.5.14', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'cached' },
+  ],
+  gb200: [
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
+    { dir: 'sglang/0.5.14', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'cached' },
+  ],
+  a100_sxm: [{ dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' }],
+  l40s: [
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
+    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' },
+  ],
+};
+
+async function curateMla(): Promise<void> {
+  for (const [sku, sources] of Object.entries(MLA_SOURCES)) {
+    const chip = chipFromSku(sku);
+    const all: MlaRow[] = [];
+    const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
+    const paths: string[] = [];
+    for (const src of sources)
+      for (const table of src.tables) {
+        const rel = path.join(sku, 'mla', src.dir, `${table}.parquet`);
+        const file = path.join(MODERN, rel);
+        const mapped = mapMlaTable(table, await parquetTable(file), chip, src.steps);
+        all.push(...mapped);
+        inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: mapped.length });
+        paths.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+      }
+    const lane = sources[0]!.dir.replace('/', '-');
+    const { rows, collapsed } = collapseMlaRepeats(all);
+    checkUnits('mla', rows, loadChip(chip), `measurements/${chip}/mla.${lane}.csv.gz`);
+    const out = writeMeasurements(path.join(OUT, chip), 'mla', lane, rows, {
+      family: 'mla',
+      chip,
+      lane,
+      source_repository: AIC_REPOSITORY,
+      source_path: paths.join('; '),
+      source_commit: AIC_COMMIT,
+      licence: 'Apache-2.0',
+      inputs,
+      filters: [
+        'mla_generation_module_perf → op decode_module (whole vLLM module incl. projections); past_tokens = step − 1 (step = total length)',
+        'mla_context_module_perf → op prefill_module; query_tokens = isl, past_tokens = step (0)',
+        'generation_mla_perf → op decode_kernel (attention kernel only); vLLM 0.14.0: past_tokens = step − 1 (seq_lens = step); SGLang: past_tokens = step (attended step + 1)',
+        'context_mla_perf → op prefill_kernel; query_tokens = isl, past_tokens = step (0)',
+        'kv_cache_dtype bfloat16 → bf16; heads = num_heads (per GPU); gemm_dtype = gemm_type (module rows only)',
+        'not read: the SGLang WideEP MLA tables (labelled fp8, ran bf16, eager, q/kv-a projection replaced by randn)',
+      ],
+      rows_in: all.length,
+      rows_out: rows.length,
+      units: { latency_us: 'latency [ms] × 1000' },
+      duplicate_configs: collapsed,
+      notes: [
+        'verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md, VALUES.md); MLA dims fixed to DeepSeek-V3 (kv_lora_rank 512 + qk_rope_head_dim 64 = 576 latent elements per token)',
+        ...(collapsed
+          ? [
+              `${collapsed} repeated keys collapsed to their mean latency (README: the SGLang kernel tables keep every key twice on gb200)`,
+            ]
+          : []),
+      ],
+    });
+    note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
+  }
+}
+
 const what = process.argv[2] ?? 'all';
+if (what === 'all' || what === 'mla') await curateMla();
 if (what === 'all' || what === 'sparse') await curateSparse();
 if (what === 'all' || what === 'aic') await curateAic();
 if (what === 'all' || what === 'aic' || what === 'gb200') await curateGb200();

@@ -32,6 +32,7 @@ import { fitMoeExperts, type MoeExpertsFit } from './moe-experts.ts';
 import { fitRecurrent, type RecurrentFamilyFit } from './recurrent.ts';
 import { evidenceGates } from './evidence-gates.ts';
 import { fitSparse, type SparseFit } from './sparse.ts';
+import { fitMla, type MlaFit } from './mla.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
@@ -41,6 +42,7 @@ export const FIT_FAMILIES = [
   'attention_decode',
   'attention_prefill',
   'sparse',
+  'mla',
   'collective',
   'moe',
   'moe_experts',
@@ -102,7 +104,7 @@ export function defaultLane(lanes: readonly string[]): string | undefined {
 
 function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   const want = new Set<FitFamily>(req?.length ? req : FIT_FAMILIES);
-  if (want.has('attention_prefill')) want.add('gemm');
+  if (want.has('attention_prefill') || want.has('mla')) want.add('gemm');
   if (want.has('hbm')) want.add('gemm').add('attention_decode');
   if (want.has('moe_experts')) want.add('hbm').add('gemm').add('attention_decode'); // the weight reads use the fitted hbm_derate
   return want;
@@ -166,6 +168,7 @@ export type FitFamilyResult =
   | RecurrentFamilyFit
   | HostFit
   | SparseFit
+  | MlaFit
   | FamilyFit;
 
 /**
@@ -222,6 +225,10 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
   run('sparse', () => {
     const p = laneRows('sparse');
     return p.rows.length ? fitSparse(p.rows, p.ctx) : missing('sparse', 'no measurements');
+  });
+  run('mla', () => {
+    const rows = store.read('mla');
+    return rows.length ? fitMla(rows, ctxFor(store.inputsFor('mla'))) : missing('mla', 'no measurements');
   });
   run('collective', () => {
     const rows = store.read('collective');

@@ -19,6 +19,7 @@ import type {
   ProvenanceSchema,
   RecurrentRowSchema,
   SparseRowSchema,
+  MlaRowSchema,
   StepRowSchema,
 } from '../core/schemas/measurements.ts';
 import type { Family } from '../core/schemas/measurements.ts';
@@ -37,6 +38,7 @@ export type RecurrentRow = z.infer<typeof RecurrentRowSchema>;
 export type HostRow = z.infer<typeof HostRowSchema>;
 export type StepRow = z.infer<typeof StepRowSchema>;
 export type SparseRow = z.infer<typeof SparseRowSchema>;
+export type MlaRow = z.infer<typeof MlaRowSchema>;
 /** Provenance written beside every stored measurement file. */
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 
@@ -141,6 +143,19 @@ export const FAMILY_COLUMNS = {
     'sites',
     'latency_us',
   ],
+  mla: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'op',
+    'gemm_dtype',
+    'kv_dtype',
+    'heads',
+    'batch',
+    'query_tokens',
+    'past_tokens',
+    'latency_us',
+  ],
   step: [
     'model',
     'chip',
@@ -175,6 +190,7 @@ export interface FamilyRow {
   recurrent: RecurrentRow;
   host: HostRow;
   sparse: SparseRow;
+  mla: MlaRow;
   step: StepRow;
 }
 
@@ -184,6 +200,7 @@ export const TEXT_COLUMNS: ReadonlySet<string> = new Set([
   'lane',
   'kernel_source',
   'dtype',
+  'gemm_dtype',
   'kv_dtype',
   'op',
   'backend',

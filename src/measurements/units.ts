@@ -26,6 +26,9 @@
  * - sparse, per op: the mHC halves (bandwidth-bound) over working sets above 4 × L2, best stream bytes
  *   (tokens · mhcBytesPerToken · sites) / latency in [0.10, 1.05] × HBM; the dataset README measures post
  *   at 88–94 % and pre at ≤ 50 %. The attention and indexer rows are judged on their floors only.
+ * - mla, per (op, kv_dtype): decode rows (module and kernel) over working sets above 4 × L2, best latent
+ *   bytes (batch · attended · 576 · dtype bytes) / latency in [0.25, 1.05] × HBM; the dataset README measures
+ *   80–94 % (module) and 54–93 % (kernel). Prefill rows are judged on their floors only.
  * - floors, every family and group: the fastest call ≥ 0.5 µs, and the fastest floor-bound call (under
  *   1 µs of work at the datasheet rate; any call for host tables) ≤ 10 ms. A CUDA kernel launch and
  *   completion costs a few µs (chapter 2, host overheads); the shipped tables' fastest calls are
@@ -39,12 +42,14 @@ import { prefillPairs } from '../core/laws/attention.ts';
 import { decodeKvBytes } from './kv.ts';
 import type { RowList } from './row-columns.ts';
 import { mhcBytesPerToken } from '../core/laws/sparse.ts';
+import { MLA_LATENT_ELEMENTS } from '../core/laws/mla.ts';
 import type {
   AttentionDecodeRow,
   AttentionPrefillRow,
   CollectiveRow,
   Family,
   GemmRow,
+  MlaRow,
   MoeRow,
   SparseRow,
   RecurrentRow,
@@ -84,6 +89,12 @@ export const UNITS_BANDS = {
     typical: 0.7,
     source:
       'recurrent decode state traffic and conv traffic beyond 4× L2 reach 36–89 % of HBM (aiconfigurator-modern README physical checks)',
+  },
+  mla: {
+    lo: 0.25,
+    hi: 1.05,
+    typical: 0.85,
+    source: 'MLA decode reads reach 54–94 % of HBM (aiconfigurator-modern README)',
   },
 } as const satisfies Record<string, RateBand>;
 
@@ -226,6 +237,25 @@ function sparseJudge(chip: Chip): Judge {
   };
 }
 
+function mlaJudge(chip: Chip): Judge {
+  const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
+  return (x) => {
+    const r = x as MlaRow;
+    const group = `op ${r.op} kv_dtype ${r.kv_dtype}`;
+    if (r.query_tokens > 1) return { group, rate: undefined, latency_us: r.latency_us };
+    const bytes = r.batch * (r.past_tokens + 1) * MLA_LATENT_ELEMENTS * (r.kv_dtype === 'fp8' ? 1 : 2);
+    const frac = bytes > minBytes ? bytes / r.latency_us / chip.hbm_bytes_per_us : undefined;
+    return {
+      group,
+      rate: frac,
+      latency_us: r.latency_us,
+      ref: chip.hbm_bytes_per_us,
+      ideal_us: bytes / chip.hbm_bytes_per_us,
+      ...(frac !== undefined ? { limit: frac } : {}),
+    };
+  };
+}
+
 /** nccl-tests bus-bandwidth factor: all_reduce 2(n−1)/n, the others (n−1)/n. */
 function busFactor(op: string, n: number): number {
   return n <= 1 ? 1 : op === 'all_reduce' ? (2 * (n - 1)) / n : (n - 1) / n;
@@ -294,6 +324,7 @@ const RATE_WHAT: Record<string, { judge: (c: Chip) => Judge; flops: boolean; of:
   attention_decode: { judge: decodeJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
   attention_prefill: { judge: prefillJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
   sparse: { judge: sparseJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
+  mla: { judge: mlaJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
   collective: {
     judge: collectiveJudge,
     flops: false,

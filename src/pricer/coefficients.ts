@@ -9,6 +9,7 @@ import { UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
+import type { MlaDecode } from '../core/laws/mla.ts';
 import type { MhcHalf, PrefillForm } from '../core/laws/sparse.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import { computeFormat, type ComputeFormat } from './deployment.ts';
@@ -159,6 +160,24 @@ export class PricerCoefficients {
       }
     }
     return baseRate === undefined ? undefined : { floor: baseFloor, rate: baseRate };
+  }
+
+  /**
+   * The MLA decode law (issue 13 item 2; core/laws/mla.ts), fitted on the vLLM module tables: the cache rate
+   * and the per-(head × key) cost of the cache dtype (`mla_decode_{rate,head_token}`, `_fp8kv` for a 1-byte
+   * cache), with the decode-attention kernel floor (`attention_decode_floor_mla`, else `attention_decode_floor`):
+   * the module's own floor and its per-head and per-request terms are the projections' kernels, weights and
+   * arithmetic, which the graph's GEMMs already charge (docs/pricer.md "MLA"). Undefined without a fitted rate.
+   * @param kvB cache bytes per element (2 bf16, 1 fp8; another width uses the bf16 law over its own bytes, noted)
+   */
+  mlaDecode(kvB: number): MlaDecode | undefined {
+    const sfx = kvB === 1 ? '_fp8kv' : '';
+    const rate = this.opt(`mla_decode_rate${sfx}`);
+    if (rate === undefined) return undefined;
+    if (kvB !== 1 && kvB !== 2)
+      this.staticNotes.add(`MLA decode: no fit for a ${kvB}-byte cache; the bf16-cache law priced over its bytes`);
+    const floor = this.opt('attention_decode_floor_mla') ?? this.opt('attention_decode_floor') ?? 0;
+    return { floor_us: floor, bytes_per_us: rate, head_token_us: this.opt(`mla_decode_head_token${sfx}`) ?? 0 };
   }
 
   /**

@@ -23,6 +23,7 @@ import {
 } from '../core/laws/recurrent.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
 import { indexKeyBytes, type PrefillForm } from '../core/laws/sparse.ts';
+import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
 import type { ComputeFormat } from './deployment.ts';
 
@@ -429,14 +430,16 @@ function attentionReader(node: Extract<GraphNode, { op: 'Attention' }>): ReaderS
  * KNOWN DIVERGENCE 10 (reference §4.5 divides a whole-model KV figure by TotalLayers, which under-counts
  * hybrids): each layer's KV bytes come from its own attention node.
  */
-function kvBytesPerToken(ctx: PlanContext, node: Extract<GraphNode, { op: 'Attention' }>): number {
+type AttentionNode = Extract<GraphNode, { op: 'Attention' }>;
+
+function kvBytesPerToken(ctx: PlanContext, node: AttentionNode): number {
   if (node.role === 'indexer') return node.n_kv * indexKeyBytes(node.d_h);
   if (node.kind === 'mla' || node.kind === 'sparse') return node.n_kv * node.d_h * ctx.kvB;
   return 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
 }
 
 /** Decode floor and rate of an attention node: the indexer's own scan law, else its kind's (coefficients.ts). */
-function decodeLaw(ctx: PlanContext, node: Extract<GraphNode, { op: 'Attention' }>) {
+function decodeLaw(ctx: PlanContext, node: AttentionNode) {
   const dc = node.role === 'indexer' ? ctx.coef.indexerDecode() : ctx.coef.decodeAttention(node.kind);
   if (!dc)
     ctx.coef.assumptions.push(
@@ -445,24 +448,41 @@ function decodeLaw(ctx: PlanContext, node: Extract<GraphNode, { op: 'Attention' 
   return dc;
 }
 
+/**
+ * Decode floor (µs) and µs per key read of an attention node: MLA's own law over its latent bytes and local
+ * heads where the registry has it (core/laws/mla.ts), else floor + bytes / rate of its kind (decodeLaw).
+ */
+function decodeCost(ctx: PlanContext, node: AttentionNode, kvPerToken: number, qHeads: number) {
+  const mla = node.kind === 'mla' && node.role !== 'indexer' ? ctx.coef.mlaDecode(ctx.kvB) : undefined;
+  if (mla) return { floor: mla.floor_us, usPerToken: mlaDecodeUsPerKey(mla, qHeads, kvPerToken) };
+  const dc = decodeLaw(ctx, node);
+  return { floor: dc ? dc.floor : 0, usPerToken: dc ? floorPlusWork(0, kvPerToken, dc.rate) : readUs(ctx, kvPerToken) };
+}
+
+/** The prefill work_scale of a node's kind: MLA's module fit (`mla_prefill_work_scale`), else the general one. */
+function prefillScaleOf(ctx: PlanContext, node: AttentionNode): number | undefined {
+  const mla = node.kind === 'mla' ? ctx.coef.opt('mla_prefill_work_scale') : undefined;
+  return mla ?? ctx.prefillScale;
+}
+
 /** An Attention node: decode floor + reads, prefill floor + pairs (seed "Attention"; reference §4.5). */
-function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: Extract<GraphNode, { op: 'Attention' }>): void {
+function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
   const indexer = node.role === 'indexer';
   const r = attentionReader(node);
   const kvPerToken = kvBytesPerToken(ctx, node);
-  const dc = decodeLaw(ctx, node);
   // Query heads are split over tp for every kind: vLLM's MLA also runs num_heads / tp local heads (only
   // its latent cache is replicated, which kvPerToken reflects). KNOWN DIVERGENCE 13: an indexer's heads are not split (issue 14):
   // every rank scores the whole index for the top-k it needs.
   const qHeads = indexer ? node.n_q : node.n_q / ctx.tp;
+  const dc = decodeCost(ctx, node, kvPerToken, qHeads);
   const flopsPerPair = (indexer ? 2 : 4) * qHeads * (node.prefill_d_h ?? node.d_h);
   // KNOWN DIVERGENCE 4 (reference §4.5 [CHECK]): work_scale is fitted against the bf16 ramp, so
   // prefill attention is priced on the bf16 peak and ramp whatever the served weight dtype.
-  const scale = ctx.prefillScale ?? 1;
+  const scale = prefillScaleOf(ctx, node) ?? 1;
   kp.attn.push({
     reader: readerIndex(ctx.readers, r),
-    decFloor: dc ? dc.floor : 0,
-    decUsPerToken: dc ? floorPlusWork(0, kvPerToken, dc.rate) : readUs(ctx, kvPerToken),
+    decFloor: dc.floor,
+    decUsPerToken: dc.usPerToken,
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
     form: node.kind === 'sparse' ? ctx.coef.prefillForm(indexer ? 'indexer' : 'sparse') : undefined,

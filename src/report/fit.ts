@@ -21,6 +21,8 @@ import { moeSection } from './fit-moe.ts';
 import { recurrentSection } from './fit-recurrent.ts';
 import { sparseSection } from './fit-sparse.ts';
 import type { SparseFit } from '../fit/sparse.ts';
+import { mlaSection } from './fit-mla.ts';
+import type { MlaFit } from '../fit/mla.ts';
 
 /** A fit run drawn: README text, figures (sorted by name) and summary lines. */
 export interface FitReport {
@@ -36,6 +38,7 @@ export function familySection(f: FitFamilyResult, chip: Chip): FitSection {
   if ('ramps' in f) return gemmSection(f, chip);
   if ('results' in f) return decodeSection(f, chip);
   if ('laws' in f) return sparseSection(f as SparseFit, chip);
+  if ('mla' in f) return mlaSection(f as MlaFit, chip);
   if (!('result' in f) && !('data' in f)) return EMPTY;
   switch (f.family) {
     case 'hbm':

@@ -19,6 +19,7 @@ export const FAMILIES = [
   'host',
   'step',
   'sparse',
+  'mla',
 ] as const;
 export type Family = (typeof FAMILIES)[number];
 
@@ -170,6 +171,30 @@ export const SparseRowSchema = z
   })
   .strict();
 
+/** Latent-attention (MLA) tables (issue 13 item 2): the whole vLLM module or the attention kernel alone, per phase. */
+export const MLA_OPS = ['decode_module', 'prefill_module', 'decode_kernel', 'prefill_kernel'] as const;
+export type MlaOp = (typeof MLA_OPS)[number];
+
+/**
+ * One MLA call (docs/measurements.md "mla"): `batch` requests of `query_tokens` each after `past_tokens`
+ * cached, so each attends over past + query keys; `heads` are the per-GPU query heads; `kv_dtype` the
+ * latent cache's dtype (576 elements per token, DeepSeek-V3 dims); `gemm_dtype` the module's linear layers
+ * ('' for a kernel row, which has none).
+ */
+export const MlaRowSchema = z
+  .object({
+    ...meta,
+    op: z.enum(MLA_OPS),
+    gemm_dtype: text,
+    kv_dtype: nonEmpty,
+    heads: atLeastOne,
+    batch: atLeastOne,
+    query_tokens: atLeastOne,
+    past_tokens: count,
+    latency_us: latency,
+  })
+  .strict();
+
 /** One held-out whole-step observation (`*.steps.csv`; docs/validation.md). Cross-field rules live in the step reader. */
 export const StepRowSchema = z
   .object({
@@ -210,6 +235,7 @@ export const FAMILY_ROW_SCHEMAS = {
   host: HostRowSchema,
   step: StepRowSchema,
   sparse: SparseRowSchema,
+  mla: MlaRowSchema,
 } as const satisfies Record<Family, z.ZodType>;
 
 /** Provenance written beside every stored measurement file. */

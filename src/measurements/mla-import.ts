@@ -1,0 +1,113 @@
+/**
+ * The MLA family's tables (issue 13 item 2), from `../shared/datasets/aiconfigurator-modern/<sku>/mla/`
+ * (Parquet, verbatim ai-dynamo/aiconfigurator, Apache-2.0). Each row becomes one canonical `mla` row (µs;
+ * counts): the whole vLLM 0.24.0 module (`mla_{context,generation}_module_perf`: q/kv down- and
+ * up-projections, RoPE, cache write, attention, o_proj) or the attention kernel alone
+ * (`{context,generation}_mla_perf`, no projections).
+ *
+ * The `step` conventions differ by table (the dataset README, "Generation `step` conventions"); every row is
+ * stored as past + query = the attended length:
+ * - module generation (vLLM 0.24.0): `step` is the total length including the new token → past = step − 1;
+ * - vLLM 0.14.0 kernel generation: the collector built seq_lens = step → past = step − 1;
+ * - SGLang / TRT-LLM kernel generation: `step` tokens cached, attended step + 1 → past = step;
+ * - context (both): `isl` new tokens per request, `step` = cached prefix (0 for MLA).
+ * `num_heads` is per GPU in both. Module rows keep `gemm_type` (the linear layers' format); kernel rows have
+ * none. The SGLang WideEP MLA tables are not read: they are labelled fp8 but ran bf16, eager, with the
+ * q/kv-a projection replaced by `randn` (README "Quirks"), so they time neither served format.
+ * Pure apart from reading the given table.
+ */
+import { InputError } from '../core/errors.ts';
+import type { MlaOp } from '../core/schemas/measurements.ts';
+import type { MlaRow } from './schema.ts';
+import { intCell, latencyCell, type RawTable } from './table.ts';
+
+/** How a table's generation `step` maps to past tokens: attended = step (past = step − 1) or step + 1. */
+export type StepConvention = 'attended' | 'cached';
+
+/** The upstream MLA tables, with the op each becomes. */
+export const MLA_TABLES = {
+  mla_generation_module_perf: { op: 'decode_module' },
+  mla_context_module_perf: { op: 'prefill_module' },
+  generation_mla_perf: { op: 'decode_kernel' },
+  context_mla_perf: { op: 'prefill_kernel' },
+} as const satisfies Record<string, { op: MlaOp }>;
+export type MlaTable = keyof typeof MLA_TABLES;
+
+/** ms → µs, rounded to 12 significant digits (0.0659 ms is written 65.9). */
+function msToUs(ms: number): number {
+  return Number((ms * 1000).toPrecision(12));
+}
+
+function col(t: RawTable, name: string): number {
+  const j = t.header.indexOf(name);
+  if (j < 0) throw new InputError({ file: t.file, row: 0, column: name }, `missing column "${name}"`);
+  return j;
+}
+
+const text = (t: RawTable, r: number, j: number) => String(t.rows[r]![j] ?? '');
+
+/** The latent-cache dtype a cell names: bf16 or fp8. @throws InputError for any other value */
+function kvDtype(t: RawTable, r: number, j: number): string {
+  const v = text(t, r, j);
+  if (v === 'bfloat16' || v === 'bf16') return 'bf16';
+  if (v === 'fp8') return 'fp8';
+  throw new InputError({ file: t.file, row: r + 1, column: 'kv_cache_dtype' }, `expected bfloat16 or fp8, got "${v}"`);
+}
+
+/**
+ * Map one upstream MLA table to canonical rows.
+ * @param steps the generation table's `step` convention (module comment); context tables ignore it
+ * @throws InputError naming file, row and column for a missing column or a bad cell
+ */
+export function mapMlaTable(table: MlaTable, t: RawTable, chip: string, steps: StepConvention): MlaRow[] {
+  const op = MLA_TABLES[table].op;
+  const module = op.endsWith('_module');
+  const decode = op.startsWith('decode');
+  const [fw, ver, ks, kv, heads, batch, isl, step, lat] = [
+    'framework',
+    'version',
+    'kernel_source',
+    'kv_cache_dtype',
+    'num_heads',
+    'batch_size',
+    'isl',
+    'step',
+    'latency',
+  ].map((c) => col(t, c)) as number[];
+  const gemm = module ? col(t, 'gemm_type') : -1;
+  return t.rows.map((_, r) => {
+    const s = intCell(t, r, step!, 'step', decode && steps === 'attended' ? 1 : 0);
+    return {
+      chip,
+      lane: `${text(t, r, fw!).toLowerCase()}-${text(t, r, ver!)}`,
+      kernel_source: text(t, r, ks!),
+      op,
+      gemm_dtype: module ? text(t, r, gemm) : '',
+      kv_dtype: kvDtype(t, r, kv!),
+      heads: intCell(t, r, heads!, 'num_heads', 1),
+      batch: intCell(t, r, batch!, 'batch_size', 1),
+      query_tokens: decode ? 1 : intCell(t, r, isl!, 'isl', 1),
+      past_tokens: decode && steps === 'attended' ? s - 1 : s,
+      latency_us: msToUs(latencyCell(t, r, lat!, 'latency')),
+    };
+  });
+}
+
+/**
+ * Collapse rows that repeat one key (the gb200 SGLang kernel tables keep every key twice, README "Quirks")
+ * to one row at their mean latency, in first-seen order.
+ * @returns the rows and how many repeats were collapsed
+ */
+export function collapseMlaRepeats(rows: readonly MlaRow[]): { rows: MlaRow[]; collapsed: number } {
+  const groups = new Map<string, { row: MlaRow; sum: number; n: number }>();
+  for (const r of rows) {
+    const k = `${r.lane}|${r.kernel_source}|${r.op}|${r.gemm_dtype}|${r.kv_dtype}|${r.heads}|${r.batch}|${r.query_tokens}|${r.past_tokens}`;
+    const g = groups.get(k);
+    if (g) {
+      g.sum += r.latency_us;
+      g.n += 1;
+    } else groups.set(k, { row: r, sum: r.latency_us, n: 1 });
+  }
+  const out = [...groups.values()].map((g) => ({ ...g.row, latency_us: Number((g.sum / g.n).toPrecision(12)) }));
+  return { rows: out, collapsed: rows.length - out.length };
+}

@@ -1,0 +1,193 @@
+/** The MLA family (issue 13 item 2): the laws by hand, recovery of known coefficients, the import conventions, the shipped fit. */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { InputError } from '../../src/core/errors.ts';
+import { MLA_LATENT_ELEMENTS, mlaDecodeUs, mlaDecodeUsPerKey } from '../../src/core/laws/mla.ts';
+import { fitMla, mlaEntryBytes } from '../../src/fit/mla.ts';
+import { mapMlaTable, collapseMlaRepeats } from '../../src/measurements/mla-import.ts';
+import type { MlaRow } from '../../src/measurements/schema.ts';
+import { checkUnits } from '../../src/measurements/units.ts';
+import { loadRegistryFile } from '../../src/registry/load.ts';
+
+const ctx = (prior: Array<[string, number]> = []) => ({
+  chip: loadChip('h200'),
+  inputs: [],
+  bootstrap: { resamples: 200, seed: 11 },
+  prior: new Map<string, number>(prior),
+});
+
+const row = (o: Partial<MlaRow>): MlaRow => ({
+  chip: 'h200',
+  lane: 'vllm-0.24.0',
+  kernel_source: 'FLASHMLA',
+  op: 'decode_module',
+  gemm_dtype: 'fp8_block',
+  kv_dtype: 'fp8',
+  heads: 16,
+  batch: 1,
+  query_tokens: 1,
+  past_tokens: 0,
+  latency_us: 1,
+  ...o,
+});
+
+describe('MLA laws (core/laws/mla.ts), hand-worked', () => {
+  it('one MLA decode step: floor 13 µs, fp8 cache at 3.2e6 B/µs, 8e-7 µs per head·key, 16 heads, 1 request at 4096 keys', () => {
+    // entry = 576 latent elements × 1 B (fp8) = 576 B; per key: 576 / 3.2e6 = 1.8e-4 µs of cache read
+    // plus 16 heads × 8e-7 = 1.28e-5 µs of score/value work → 1.928e-4 µs per key.
+    // 4096 keys: 4096 × 1.928e-4 = 0.789708… µs; + floor 13 → 13.7897 µs.
+    const c = { floor_us: 13, bytes_per_us: 3.2e6, head_token_us: 8e-7 };
+    expect(mlaEntryBytes('fp8')).toBe(576);
+    expect(mlaEntryBytes('bf16')).toBe(1152);
+    expect(mlaDecodeUsPerKey(c, 16, 576)).toBeCloseTo(1.928e-4, 12);
+    expect(mlaDecodeUs(c, 4096, 16, 576)).toBeCloseTo(13 + 4096 * 1.928e-4, 9);
+    expect(mlaDecodeUs(c, 4096, 16, 576)).toBeCloseTo(13.7897, 4);
+  });
+});
+
+/** Rows from known module-decode coefficients over a grid, with a seeded ±2 % multiplicative noise. */
+function synthetic(beta: number[], noise: number): MlaRow[] {
+  let s = 12345;
+  const rnd = () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return s / 2 ** 31;
+  };
+  const rows: MlaRow[] = [];
+  for (const heads of [1, 8, 16, 32, 64, 128])
+    for (const batch of [1, 2, 4, 8, 16, 32, 64, 128, 256])
+      for (const attended of [2, 16, 128, 1024, 4096, 16384, 65536]) {
+        const keys = batch * attended;
+        const x = [1, heads, batch, batch * heads, keys * MLA_LATENT_ELEMENTS, keys * heads];
+        const t = x.reduce((a, v, j) => a + v * beta[j]!, 0);
+        rows.push(row({ heads, batch, past_tokens: attended - 1, latency_us: t * (1 + noise * (2 * rnd() - 1)) }));
+      }
+  return rows;
+}
+
+describe('fitMla recovers known coefficients', () => {
+  // floor 40 µs, 0.4 µs per head (weights), 0.1 µs per request, 0.004 µs per request·head,
+  // rate 3e6 B/µs (β = 1/3e6), 1e-6 µs per head·key.
+  const beta = [40, 0.4, 0.1, 0.004, 1 / 3e6, 1e-6];
+  it('exact rows: every coefficient back to 1e-6 relative', () => {
+    const f = fitMla(synthetic(beta, 0), ctx());
+    const v = new Map(f.coefficients.map((c) => [c.name, c.entry.value]));
+    expect(v.get('mla_decode_floor_fp8kv')).toBeCloseTo(40, 3);
+    expect(v.get('mla_decode_per_head_fp8kv')).toBeCloseTo(0.4, 5);
+    expect(v.get('mla_decode_rate_fp8kv')! / 3e6).toBeCloseTo(1, 4);
+    expect(v.get('mla_decode_head_token_fp8kv')! / 1e-6).toBeCloseTo(1, 3);
+  });
+  it('noisy rows: each known value lies inside its bootstrap ci95, holdout geo near the noise', () => {
+    const f = fitMla(synthetic(beta, 0.02), ctx());
+    const truth: Record<string, number> = {
+      mla_decode_floor_fp8kv: 40,
+      mla_decode_per_head_fp8kv: 0.4,
+      mla_decode_per_request_fp8kv: 0.1,
+      mla_decode_per_request_head_fp8kv: 0.004,
+      mla_decode_rate_fp8kv: 3e6,
+      mla_decode_head_token_fp8kv: 1e-6,
+    };
+    for (const [name, want] of Object.entries(truth)) {
+      const e = f.coefficients.find((c) => c.name === name)!.entry;
+      expect(e.ci95![0], name).toBeLessThanOrEqual(want);
+      expect(e.ci95![1], name).toBeGreaterThanOrEqual(want);
+    }
+    const law = f.mla.find((l) => l.what === 'module decode, fp8 KV')!;
+    expect(law.priced).toBe(true);
+    expect(law.holdout_geo.all).toBeLessThan(1.02);
+    expect(law.holdout_geo.context).toBeLessThan(1.02);
+    expect(law.holdout_geo.batch).toBeLessThan(1.02);
+  });
+  it('a chip without module rows takes the kernel law (a100), and prefill is refused without the bf16 ramp', () => {
+    const kernel = synthetic(beta, 0).map((r) => ({
+      ...r,
+      op: 'decode_kernel' as const,
+      gemm_dtype: '',
+      latency_us: 10 + r.batch * (r.past_tokens + 1) * (576 / 2e6 + r.heads * 2e-6),
+    }));
+    const f = fitMla(kernel, ctx());
+    expect(f.coefficients.map((c) => c.name)).toEqual([
+      'mla_decode_floor_fp8kv',
+      'mla_decode_rate_fp8kv',
+      'mla_decode_head_token_fp8kv',
+    ]);
+    expect(f.coefficients[1]!.entry.value / 2e6).toBeCloseTo(1, 6);
+    expect(f.refusals.join(' ')).toContain('prefill needs the bf16 GEMM ramp');
+  });
+});
+
+describe('MLA import conventions (mla-import.ts)', () => {
+  const table = (steps: number[], extra: Record<string, unknown[]> = {}) => ({
+    file: 'generation_mla_perf.parquet',
+    header: [
+      'framework',
+      'version',
+      'kernel_source',
+      'kv_cache_dtype',
+      'num_heads',
+      'batch_size',
+      'isl',
+      'step',
+      'latency',
+      ...Object.keys(extra),
+    ],
+    rows: steps.map((s, i) => [
+      'SGLang',
+      '0.5.14',
+      'trtllm_mla',
+      'fp8',
+      16,
+      2,
+      1,
+      s,
+      0.05,
+      ...Object.values(extra).map((v) => v[i]),
+    ]),
+  });
+  it('SGLang/TRT-LLM decode step = cached tokens (past = step); vLLM step = attended (past = step − 1); ms → µs', () => {
+    const cached = mapMlaTable('generation_mla_perf', table([1, 3]), 'b200', 'cached');
+    expect(cached.map((r) => r.past_tokens)).toEqual([1, 3]);
+    expect(cached[0]!.latency_us).toBe(50);
+    expect(cached[0]!.lane).toBe('sglang-0.5.14');
+    const attended = mapMlaTable('generation_mla_perf', table([2, 4]), 'h200', 'attended');
+    expect(attended.map((r) => r.past_tokens)).toEqual([1, 3]);
+  });
+  it('a bad cache dtype is refused naming file, row and column', () => {
+    const t = table([2]);
+    t.rows[0]![3] = 'int4';
+    expect(() => mapMlaTable('generation_mla_perf', t, 'h200', 'attended')).toThrow(InputError);
+    expect(() => mapMlaTable('generation_mla_perf', t, 'h200', 'attended')).toThrow(
+      /row 1.*kv_cache_dtype|kv_cache_dtype.*row 1/s,
+    );
+  });
+  it('repeated keys collapse to their mean (the gb200 SGLang tables keep every key twice)', () => {
+    const rows = [row({ latency_us: 10 }), row({ latency_us: 12 }), row({ batch: 2, latency_us: 5 })];
+    const c = collapseMlaRepeats(rows);
+    expect(c.collapsed).toBe(1);
+    expect(c.rows.map((r) => r.latency_us)).toEqual([11, 5]);
+  });
+  it('a decode table in µs labelled ms is refused by the units check, naming the row and column', () => {
+    // 64 requests × 65536 keys × 576 B = 2.4 GB at 800 µs would be 3.0e6 B/µs (63 % of h200 HBM) if ms;
+    // read as 0.8 "ms" that was really µs, the implied rate is 1000× the datasheet.
+    const rows = [row({ batch: 64, past_tokens: 65535, latency_us: 0.8 })];
+    expect(() => checkUnits('mla', rows, loadChip('h200'), 'mla.csv')).toThrow(/row 1.*latency_us.*×1000|check units/s);
+  });
+});
+
+describe('the shipped MLA fits', () => {
+  it('every chip with module tables has its decode and prefill law within the 1.5× bound, and h200 within the 1.15× goal', () => {
+    for (const chip of ['h200', 'h100', 'b200', 'gb200', 'l40s']) {
+      const reg = new Map(
+        loadRegistryFile(path.join(REPO_ROOT, 'registry', `${chip}.yaml`)).flatMap((s) =>
+          s.coefficients.map((c) => [c.name, c.entry] as const),
+        ),
+      );
+      for (const name of ['mla_decode_rate', 'mla_decode_rate_fp8kv', 'mla_prefill_work_scale']) {
+        const e = reg.get(name);
+        expect(e, `${chip} ${name}`).toBeDefined();
+        expect(e!.evidence!.holdout_error!.geo, `${chip} ${name}`).toBeLessThan(1.5);
+        if (chip === 'h200') expect(e!.evidence!.holdout_error!.geo, name).toBeLessThan(1.15);
+      }
+    }
+  });
+});
