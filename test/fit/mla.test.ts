@@ -7,6 +7,7 @@ import { MLA_LATENT_ELEMENTS, mlaDecodeUs, mlaDecodeUsPerKey } from '../../src/c
 import { fitMla, mlaEntryBytes } from '../../src/fit/mla.ts';
 import { mapMlaTable, collapseMlaRepeats } from '../../src/measurements/mla-import.ts';
 import type { MlaRow } from '../../src/measurements/schema.ts';
+import type { Cell, RawTable } from '../../src/measurements/table.ts';
 import { checkUnits } from '../../src/measurements/units.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 
@@ -117,7 +118,7 @@ describe('fitMla recovers known coefficients', () => {
 });
 
 describe('MLA import conventions (mla-import.ts)', () => {
-  const table = (steps: number[], extra: Record<string, unknown[]> = {}) => ({
+  const table = (steps: number[], extra: Record<string, Cell[]> = {}): RawTable => ({
     file: 'generation_mla_perf.parquet',
     header: [
       'framework',

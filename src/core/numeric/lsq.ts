@@ -42,18 +42,24 @@ export function nnlsRelative(
   const p = X[0]?.length ?? 0;
   if (p < 1 || p > 6) throw new Error(`nnlsRelative: ${p} coefficients (expected 1 to 6)`);
   const rows = idx ?? Array.from(y, (_, i) => i);
-  // Normal equations of the scaled system (X_i / y_i) β ≈ 1, shared by every subset.
-  const G = Array.from({ length: p }, () => new Array<number>(p).fill(0));
-  const h = new Array<number>(p).fill(0);
+  // Normal equations of the scaled system (X_i / y_i) β ≈ 1, shared by every subset. Accumulated in one flat
+  // array over the upper triangle (a·b = b·a exactly, so the mirror is bit-identical to the full sum).
+  const flat = new Float64Array(p * p);
+  const hf = new Float64Array(p);
   for (let t = 0; t < rows.length; t++) {
     const i = rows[t]!;
     const w = 1 / y[i]!;
     const xi = X[i]!;
     for (let a = 0; a < p; a++) {
-      h[a]! += xi[a]! * w;
-      for (let b = 0; b < p; b++) G[a]![b]! += xi[a]! * xi[b]! * w * w;
+      const xa = xi[a]!;
+      hf[a]! += xa * w;
+      for (let b = a; b < p; b++) flat[a * p + b]! += xa * xi[b]! * w * w;
     }
   }
+  const G = Array.from({ length: p }, (_, a) =>
+    Array.from({ length: p }, (_, b) => flat[a <= b ? a * p + b : b * p + a]!),
+  );
+  const h = Array.from(hf);
   let best: number[] | undefined;
   let bestSse = Infinity;
   for (let mask = 1; mask < 1 << p; mask++) {
