@@ -358,7 +358,7 @@ async function curateMla(): Promise<void> {
         'verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md, VALUES.md); MLA dims fixed to DeepSeek-V3 (kv_lora_rank 512 + qk_rope_head_dim 64 = 576 latent elements per token)',
         ...(collapsed
           ? [
-              `${collapsed} repeated keys collapsed to their mean latency (README: the SGLang kernel tables keep every key twice on gb200)`,
+              `${collapsed} repeated keys collapsed to their mean latency (the kernel tables' 128- and 64-native head chains at one local head count agree to ~0.35 %; the gb200 SGLang kernel tables keep every key twice)`,
             ]
           : []),
       ],

@@ -232,6 +232,12 @@ function writeLaw(s: Solved, other: Solved | undefined, ctx: FitContext, out: Ml
       },
       'mla',
     );
+    if (entry.value === 0) {
+      // A term the non-negative fit pins at 0 is written as not charged (the sparse family's rule).
+      entry.method = 'not_charged';
+      entry.fitted = false;
+      entry.rationale = `MLA ${s.law.what}: the non-negative least-squares fit pins this term at 0 (${s.train.length} rows); priced as 0`;
+    }
     out.coefficients.push({ set: SET_NAMES.attention, name: t.name, entry });
   });
   s.fit.priced = true;

@@ -168,14 +168,18 @@ export class PricerCoefficients {
    * cache), with the decode-attention kernel floor (`attention_decode_floor_mla`, else `attention_decode_floor`):
    * the module's own floor and its per-head and per-request terms are the projections' kernels, weights and
    * arithmetic, which the graph's GEMMs already charge (docs/pricer.md "MLA"). Undefined without a fitted rate.
-   * @param kvB cache bytes per element (2 bf16, 1 fp8; another width uses the bf16 law over its own bytes, noted)
+   * @param kvB cache bytes per element (2 bf16, 1 fp8; another width, or fp8 on a chip whose tables have no fp8
+   *   cache, uses the bf16-cache law over its own bytes, noted)
    */
   mlaDecode(kvB: number): MlaDecode | undefined {
-    const sfx = kvB === 1 ? '_fp8kv' : '';
+    let sfx = kvB === 1 ? '_fp8kv' : '';
+    if (sfx && !this.reg.has(`mla_decode_rate${sfx}`)) sfx = '';
     const rate = this.opt(`mla_decode_rate${sfx}`);
     if (rate === undefined) return undefined;
-    if (kvB !== 1 && kvB !== 2)
-      this.staticNotes.add(`MLA decode: no fit for a ${kvB}-byte cache; the bf16-cache law priced over its bytes`);
+    if (kvB !== 2 && sfx === '')
+      this.staticNotes.add(
+        `MLA decode: no fit for a ${kvB}-byte cache on ${this.chip.name}; the bf16-cache law priced over its bytes`,
+      );
     const floor = this.opt('attention_decode_floor_mla') ?? this.opt('attention_decode_floor') ?? 0;
     return { floor_us: floor, bytes_per_us: rate, head_token_us: this.opt(`mla_decode_head_token${sfx}`) ?? 0 };
   }

@@ -183,7 +183,13 @@ describe('the shipped MLA fits', () => {
           s.coefficients.map((c) => [c.name, c.entry] as const),
         ),
       );
-      for (const name of ['mla_decode_rate', 'mla_decode_rate_fp8kv', 'mla_prefill_work_scale']) {
+      // l40s's module tables have no fp8 cache rows (TRITON_MLA, bf16 only).
+      const names = [
+        'mla_decode_rate',
+        'mla_prefill_work_scale',
+        ...(chip === 'l40s' ? [] : ['mla_decode_rate_fp8kv']),
+      ];
+      for (const name of names) {
         const e = reg.get(name);
         expect(e, `${chip} ${name}`).toBeDefined();
         expect(e!.evidence!.holdout_error!.geo, `${chip} ${name}`).toBeLessThan(1.5);

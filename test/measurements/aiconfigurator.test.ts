@@ -61,6 +61,12 @@ const CURATED_ROWS: Record<string, number> = {
   'l40s/recurrent.trtllm-1.3.0rc20.csv.gz': 517,
   'l40s/recurrent.vllm-0.1.dev19262.csv.gz': 1145,
   'l40s/recurrent.vllm-0.24.0.csv.gz': 4193,
+  // MLA module and kernel tables (issue 13), from ../shared/datasets/aiconfigurator-modern/
+  'a100/mla.vllm-0.14.0.csv.gz': 2245,
+  'b200/mla.vllm-0.24.0.csv.gz': 22056,
+  'h100/mla.vllm-0.24.0.csv.gz': 14310,
+  'h200/mla.vllm-0.24.0.csv.gz': 14358,
+  'l40s/mla.vllm-0.24.0.csv.gz': 6871,
 };
 
 function countDataLines(file: string): number {
@@ -90,7 +96,7 @@ describe('curated measurements', () => {
       // The sparse family combines three tables of one lane (src/measurements/sparse-import.ts), joined by '; '.
       for (const part of prov.source_path.split('; '))
         expect(part).toMatch(
-          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc|linear_attention|kda)\/(vllm|trtllm|nccl)\/[^/]+\/[a-z0-9_]+\.parquet$/,
+          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc|linear_attention|kda|mla)\/(vllm|trtllm|nccl|sglang)\/[^/]+\/[a-z0-9_]+\.parquet$/,
         );
     }
   });
