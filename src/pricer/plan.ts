@@ -450,7 +450,8 @@ function decodeLaw(ctx: PlanContext, node: AttentionNode) {
 
 /**
  * Decode floor (µs) and µs per key read of an attention node: MLA's own law over its latent bytes and local
- * heads where the registry has it (core/laws/mla.ts), else floor + bytes / rate of its kind (decodeLaw).
+ * heads where the registry has it (core/laws/mla.ts; KNOWN DIVERGENCE 25), else floor + bytes / rate of its kind
+ * (decodeLaw).
  */
 function decodeCost(ctx: PlanContext, node: AttentionNode, kvPerToken: number, qHeads: number) {
   const mla = node.kind === 'mla' && node.role !== 'indexer' ? ctx.coef.mlaDecode(ctx.kvB) : undefined;
