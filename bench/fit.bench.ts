@@ -15,8 +15,11 @@ export default async function bench(): Promise<void> {
   process.stdout.write(
     `fit all h200 (incl. reading measurements): ${total_s.toFixed(1)} s; goal 20 s; ratio ${(total_s / 20).toFixed(2)} (≤ 1 meets the goal)\n`,
   );
-  const experts_s = (r.timings_ms.moe_experts ?? 0) / 1000; // issue 13: the new families add ≤ 1.0 s (they share the moe rows already read)
+  // issue 13: the new families (expert time on the moe rows already read; MLA, reading its own table) add ≤ 1.0 s.
+  const experts_s = (r.timings_ms.moe_experts ?? 0) / 1000;
+  const mla_s = (r.timings_ms.mla ?? 0) / 1000;
+  const added = experts_s + mla_s;
   process.stdout.write(
-    `moe_experts (issue 13 families): ${experts_s.toFixed(2)} s added; goal ≤ 1.0 s; ratio ${experts_s.toFixed(2)}\n`,
+    `issue 13 families: moe_experts ${experts_s.toFixed(2)} s + mla ${mla_s.toFixed(2)} s (incl. reading its table) = ${added.toFixed(2)} s added; goal ≤ 1.0 s; ratio ${added.toFixed(2)}\n`,
   );
 }

@@ -3,6 +3,7 @@
  * coefficients within their ci95, the series screen, the holdouts, and the seed footnote's sum-vs-max
  * comparison on every shipped chip with fused-MoE tables.
  */
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
@@ -183,16 +184,19 @@ describe('bounds and screen', () => {
 });
 
 /** Chips with a stored fused-MoE table, and their committed hbm_derate. */
-const moeChips = ['a100', 'b200', 'h100', 'h200', 'l40s'].filter((c) =>
-  listMeasurementFiles(path.join(REPO_ROOT, 'measurements', c)).some((f) => f.family === 'moe'),
-);
+const moeChips = readdirSync(path.join(REPO_ROOT, 'measurements'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .filter((c) => listMeasurementFiles(path.join(REPO_ROOT, 'measurements', c)).some((f) => f.family === 'moe'))
+  .sort();
 const derateOf = (chip: string): number => {
   const sets = parseCoefficientSets(readText(path.join(REPO_ROOT, 'registry', `${chip}.yaml`)), chip);
   return sets.flatMap((s) => s.coefficients).find((c) => c.name === 'hbm_derate')!.entry.value;
 };
 
 describe('seed footnote 1 on the shipped tables: the sum fits the measured expert timings better than the max', () => {
-  it('covers the five measured chips', () => expect(moeChips).toEqual(['a100', 'b200', 'h100', 'h200', 'l40s']));
+  it('covers every shipped chip with a fused-MoE table (the five curated, gb200 and the onboarded rtx-pro-6000)', () =>
+    expect(moeChips).toEqual(['a100', 'b200', 'gb200', 'h100', 'h200', 'l40s', 'rtx-pro-6000']));
   it.each(moeChips)('%s', (chip) => {
     const c = loadChip(chip);
     const rows = readMeasurements(path.join(REPO_ROOT, 'measurements', chip), 'moe', { required: false });
