@@ -122,6 +122,7 @@ const NEW_GRAPHS = [
   'gemma-4-26b-a4b',
   'gemma-4-26b-a4b-nvfp4',
   'kimi-k3',
+  'minimax-m3',
 ];
 
 /** Each new issue-14 graph on each chip's registry: CPU ns per mixed step against the 2 µs goal. */

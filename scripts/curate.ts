@@ -250,12 +250,15 @@ async function curateSparse(): Promise<void> {
     const rows: SparseRow[] = [];
     const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
     const sources: string[] = [];
+    let rowsIn = 0;
     for (const table of Object.keys(SPARSE_TABLES) as SparseTable[]) {
       const rel = path.join(sku, SPARSE_TABLES[table].category, 'vllm', '0.24.0', `${table}.parquet`);
       const file = path.join(MODERN, rel);
-      const mapped = mapSparseTable(table, await parquetTable(file), chip);
+      const raw = await parquetTable(file);
+      const mapped = mapSparseTable(table, raw, chip);
       rows.push(...mapped);
-      inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: mapped.length });
+      rowsIn += raw.rows.length;
+      inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: raw.rows.length });
       sources.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
     }
     checkUnits('sparse', rows, loadChip(chip), `measurements/${chip}/sparse.vllm-0.24.0.csv.gz`);
@@ -273,13 +276,14 @@ async function curateSparse(): Promise<void> {
         'dsv4_paged_mqa_logits_module_perf → op indexer (block-index scorer; head_dim = index_head_dim 128)',
         'mhc_module_perf → op mhc_pre / mhc_post (latency covers num_sites calls)',
         'heads = local_num_heads; query_tokens = isl; past_tokens = step (attended = step + isl)',
+        'msa_{context,generation}_module_perf → op msa (the whole MiniMax-M3 MSA module; kept: gemm_type bfloat16 and kv_cache_dtype bfloat16 only, the checkpoint’s lane; heads = num_heads; head_dim 128, hidden 6144, index_topk = (16 + 1) × 128 = 2176 selected tokens, compress_ratio 1, window 0)',
       ],
-      rows_in: rows.length,
+      rows_in: rowsIn,
       rows_out: rows.length,
       units: { latency_us: 'latency [ms] × 1000' },
       duplicate_configs: 0,
       notes: [
-        'verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md, VALUES.md); model facts from ../shared/datasets/model-configs/deepseek-ai--DeepSeek-V4-Flash/config.json',
+        'verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md, VALUES.md); model facts from ../shared/datasets/model-configs/deepseek-ai--DeepSeek-V4-Flash/config.json and (MSA) MiniMaxAI--MiniMax-M3/config.json',
       ],
     });
     note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);

@@ -13,6 +13,11 @@
  *     sparse_prefill_{fixed,per_request,per_token,rate}, indexer_prefill_{…}
  *   mHC, per site and half:  t / sites = floor + tokens · mhcBytesPerToken / rate
  *     mhc_{pre,post}_{floor,rate}
+ *   MiniMax-M3 MSA module (the whole module, projections to o_proj; bf16 linears and KV):
+ *     decode  t = floor + bytes / rate, bytes = module weights + batch · (selected KV + whole index stream)
+ *       msa_decode_{floor,rate}
+ *     prefill t = fixed + per_request · batch + per_token · tokens + FLOPs / rate (projections, selected
+ *       attention pairs, indexer pairs)   msa_prefill_{fixed,per_request,per_token,rate}
  *
  * Holdout along context (every 4th distinct past length) and along batch / tokens (every 4th distinct
  * value): fitted on rows in neither, scored on rows in either; ci95 from a seeded bootstrap of the fit rows.
@@ -20,7 +25,17 @@
  */
 import { decodeTokensRead, prefillPairs, type ReaderSpec } from '../core/laws/attention.ts';
 import { floorPlusWork } from '../core/laws/floor-rate.ts';
-import { indexKeyBytes, mhcBytesPerToken, prefillFormUs } from '../core/laws/sparse.ts';
+import {
+  indexKeyBytes,
+  type MsaShape,
+  mhcBytesPerToken,
+  msaDecodeUs,
+  msaDecodeWork,
+  msaKvHeads,
+  msaPrefillUs,
+  msaPrefillWork,
+  prefillFormUs,
+} from '../core/laws/sparse.ts';
 import { nnlsRelative } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
@@ -118,6 +133,72 @@ function mhcLaw(half: 'pre' | 'post'): LawSpec {
   };
 }
 
+/** Catalog models the MSA module laws are scoped to: the tables build MiniMax-M3's own module. */
+export const MSA_MODELS = ['minimax-m3'] as const;
+
+/** The MSA shape a module row times (heads per GPU; KV and index heads by the collector's emulation). */
+export function msaRowShape(r: SparseRow): MsaShape {
+  const kv = msaKvHeads(r.heads);
+  return {
+    heads: r.heads,
+    kv_heads: kv,
+    head_dim: r.head_dim,
+    hidden: r.hidden,
+    index_heads: kv,
+    index_dim: r.head_dim,
+    cap_tokens: r.index_topk,
+  };
+}
+
+/** A decode row's work: bf16 linears (2 B per weight) and bf16 KV (2 B per value), context = cached + 1. */
+const msaDecodeRowWork = (r: SparseRow) => msaDecodeWork(msaRowShape(r), r.batch, r.past_tokens + 1, 2, 2);
+
+/** A prefill row's work: selected pairs through the (16 + 1)-block cap, index pairs over every causal key. */
+function msaPrefillRowWork(r: SparseRow) {
+  const s = msaRowShape(r);
+  const sel = prefillPairs(r.query_tokens, r.past_tokens, { window: 0, ratio: 1, cap: s.cap_tokens });
+  const all = prefillPairs(r.query_tokens, r.past_tokens, { window: Infinity, ratio: 0, cap: Infinity });
+  return msaPrefillWork(s, r.batch, r.batch * r.query_tokens, r.batch * sel, r.batch * all);
+}
+
+function msaLaw(phase: 'decode' | 'prefill'): LawSpec {
+  const decode = phase === 'decode';
+  return {
+    what: `msa ${decode ? 'decode' : 'prefill form'}`,
+    filter: `op msa, query_tokens ${decode ? '= 1' : '> 1'} (bf16 linears, bf16 KV)`,
+    rows: (r) => r.op === 'msa' && (r.query_tokens === 1) === decode,
+    design: decode
+      ? (r) => {
+          const w = msaDecodeRowWork(r);
+          return [1, w.requests, w.flops, w.bytes, w.index_bytes];
+        }
+      : (r) => {
+          const w = msaPrefillRowWork(r);
+          return [1, w.requests, w.tokens, w.proj_flops, w.attn_flops, w.index_flops];
+        },
+    target: (r) => r.latency_us,
+    terms: decode
+      ? [
+          { name: 'msa_decode_floor', units: 'us_per_layer', rate: false },
+          { name: 'msa_decode_per_request', units: 'us_per_request', rate: false },
+          { name: 'msa_decode_flop_rate', units: 'flops_per_us', rate: true },
+          { name: 'msa_decode_rate', units: 'bytes_per_us', rate: true },
+          { name: 'msa_decode_index_rate', units: 'bytes_per_us', rate: true },
+        ]
+      : [
+          { name: 'msa_prefill_fixed', units: 'us_per_layer', rate: false },
+          { name: 'msa_prefill_per_request', units: 'us_per_request', rate: false },
+          { name: 'msa_prefill_per_token', units: 'us_per_token', rate: false },
+          { name: 'msa_prefill_flop_rate', units: 'flops_per_us', rate: true },
+          { name: 'msa_prefill_attn_rate', units: 'flops_per_us', rate: true },
+          { name: 'msa_prefill_index_rate', units: 'flops_per_us', rate: true },
+        ],
+    along: decode ? (r) => r.batch : (r) => r.batch * r.query_tokens,
+    alongName: decode ? 'batch' : 'tokens',
+    models: MSA_MODELS,
+  };
+}
+
 /** The laws this family fits, in registry order. */
 export const SPARSE_LAWS: readonly LawSpec[] = [
   decodeLaw('sparse_attn', 'sparse'),
@@ -126,11 +207,38 @@ export const SPARSE_LAWS: readonly LawSpec[] = [
   prefillLaw('indexer', 'indexer'),
   mhcLaw('pre'),
   mhcLaw('post'),
+  msaLaw('decode'),
+  msaLaw('prefill'),
 ];
 
 /** A law's prediction for one row from its coefficients β (the pure laws, not the design dot product). */
 export function predictRow(spec: LawSpec, beta: readonly number[], r: SparseRow): number {
   const x = spec.design(r);
+  if (x.length === 6) {
+    const [fixed_us, per_request_us, per_token_us, bp, ba, bi] = beta as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    const law = {
+      fixed_us,
+      per_request_us,
+      per_token_us,
+      proj_flops_per_us: 1 / bp,
+      attn_flops_per_us: 1 / ba,
+      index_flops_per_us: 1 / bi,
+    };
+    const work = { requests: x[1]!, tokens: x[2]!, proj_flops: x[3]!, attn_flops: x[4]!, index_flops: x[5]! };
+    return msaPrefillUs(law, work);
+  }
+  if (x.length === 5) {
+    const [floor_us, per_request_us, bf, bb, bi] = beta as [number, number, number, number, number];
+    const law = { floor_us, per_request_us, flops_per_us: 1 / bf, bytes_per_us: 1 / bb, index_bytes_per_us: 1 / bi };
+    return msaDecodeUs(law, { requests: x[1]!, flops: x[2]!, bytes: x[3]!, index_bytes: x[4]! });
+  }
   if (x.length === 2) return floorPlusWork(beta[0]!, x[1]!, 1 / beta[1]!);
   const form = { fixed_us: beta[0]!, per_request_us: beta[1]!, per_token_us: beta[2]!, bytes_per_us: 1 / beta[3]! };
   return prefillFormUs(form, x[1]!, x[2]!, x[3]!);

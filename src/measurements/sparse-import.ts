@@ -20,11 +20,20 @@ export const SPARSE_TABLES = {
   dsv4_hca_attn_module_perf: { category: 'sparse_attention', op: 'sparse_attn' },
   dsv4_paged_mqa_logits_module_perf: { category: 'sparse_attention', op: 'indexer' },
   mhc_module_perf: { category: 'mhc', op: 'mhc' },
+  msa_context_module_perf: { category: 'msa', op: 'msa' },
+  msa_generation_module_perf: { category: 'msa', op: 'msa' },
 } as const;
 export type SparseTable = keyof typeof SPARSE_TABLES;
 
 /** DeepSeek-V4-Flash facts the kernel rows imply (config.json): SWA window, latent entry width, index key width. */
 export const DSV4_FLASH = { sliding_window: 128, head_dim: 512, index_head_dim: 128 } as const;
+
+/**
+ * MiniMax-M3 facts the MSA module rows imply (../shared/datasets/model-configs/MiniMaxAI--MiniMax-M3/config.json):
+ * head_dim 128, hidden 6144, sparse_index_dim 128, and the keys one query reads, (sparse_topk_blocks 16 +
+ * sparse_local_block 1) × sparse_block_size 128 = 2176 tokens.
+ */
+export const MSA_M3 = { head_dim: 128, hidden: 6144, index_dim: 128, cap_tokens: (16 + 1) * 128 } as const;
 
 /** ms → µs, rounded to 12 significant digits so 0.0098 ms is written 9.8, not 9.799999999999999. */
 function msToUs(ms: number): number {
@@ -115,10 +124,55 @@ function mapMhc(t: RawTable, chip: string): SparseRow[] {
 }
 
 /**
+ * The MSA module rows (whole module, one call): only the bf16-linear, bf16-KV lane, the MiniMax-M3
+ * checkpoint's (docs/fitting.md "MSA module"). `num_heads` is per GPU; generation `step` is the cached tokens
+ * and context `step` the cached prefix, so attended = step + isl in both tables.
+ */
+function mapMsa(t: RawTable, chip: string): SparseRow[] {
+  const [ks, model, heads, batch, isl, step, lat, ver, kv, gemm] = [
+    'kernel_source',
+    'model',
+    'num_heads',
+    'batch_size',
+    'isl',
+    'step',
+    'latency',
+    'version',
+    'kv_cache_dtype',
+    'gemm_type',
+  ].map((c) => col(t, c)) as number[];
+  const out: SparseRow[] = [];
+  t.rows.forEach((_, r) => {
+    if (text(t, r, kv!) !== 'bfloat16' || text(t, r, gemm!) !== 'bfloat16') return;
+    out.push({
+      chip,
+      lane: `vllm-${text(t, r, ver!)}`,
+      kernel_source: text(t, r, ks!),
+      op: 'msa',
+      model: text(t, r, model!),
+      batch: intCell(t, r, batch!, 'batch_size', 1),
+      query_tokens: intCell(t, r, isl!, 'isl', 1),
+      past_tokens: intCell(t, r, step!, 'step'),
+      heads: intCell(t, r, heads!, 'num_heads', 1),
+      head_dim: MSA_M3.head_dim,
+      window: 0,
+      compress_ratio: 1,
+      index_topk: MSA_M3.cap_tokens,
+      hidden: MSA_M3.hidden,
+      hc_mult: 0,
+      sites: 1,
+      latency_us: msToUs(latencyCell(t, r, lat!, 'latency')),
+    });
+  });
+  return out;
+}
+
+/**
  * Map one upstream table to canonical sparse rows.
  * @throws InputError naming file, row and column for a missing column or a bad cell
  */
 export function mapSparseTable(table: SparseTable, t: RawTable, chip: string): SparseRow[] {
   const op = SPARSE_TABLES[table].op;
+  if (op === 'msa') return mapMsa(t, chip);
   return op === 'mhc' ? mapMhc(t, chip) : mapDsv4(t, chip, op);
 }

@@ -10,7 +10,7 @@ import type { Chip } from '../core/catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
 import type { MlaDecode } from '../core/laws/mla.ts';
-import type { MhcHalf, PrefillForm } from '../core/laws/sparse.ts';
+import type { MhcHalf, MsaDecodeLaw, MsaPrefillLaw, PrefillForm } from '../core/laws/sparse.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import { computeFormat, type ComputeFormat } from './deployment.ts';
 
@@ -218,6 +218,52 @@ export class PricerCoefficients {
       number,
     ];
     return { fixed_us, per_request_us, per_token_us, bytes_per_us };
+  }
+
+  /**
+   * MiniMax-M3's measured MSA module laws (issue 14; core/laws/sparse.ts; docs/pricer.md "MSA"): both phases'
+   * terms `msa_decode_*` and `msa_prefill_*` (scoped to minimax-m3), or undefined with a note naming the
+   * missing ones, and the caller prices the layer's projections and attention by the general laws.
+   */
+  msaModule(): { decode: MsaDecodeLaw; prefill: MsaPrefillLaw } | undefined {
+    const names = [
+      'decode_floor',
+      'decode_per_request',
+      'decode_flop_rate',
+      'decode_rate',
+      'decode_index_rate',
+      'prefill_fixed',
+      'prefill_per_request',
+      'prefill_per_token',
+      'prefill_flop_rate',
+      'prefill_attn_rate',
+      'prefill_index_rate',
+    ].map((t) => `msa_${t}`);
+    const missing = names.filter((n) => !this.reg.has(n));
+    if (missing.length) {
+      this.staticNotes.add(
+        `MSA: the module law is incomplete for ${this.modelName} on ${this.chip.name} (missing ${missing.join(', ')}); its projections priced as GEMMs and its attention as block-sparse decode / prefill arithmetic`,
+      );
+      return undefined;
+    }
+    const v = names.map((n) => this.reg.value(n));
+    return {
+      decode: {
+        floor_us: v[0]!,
+        per_request_us: v[1]!,
+        flops_per_us: v[2]!,
+        bytes_per_us: v[3]!,
+        index_bytes_per_us: v[4]!,
+      },
+      prefill: {
+        fixed_us: v[5]!,
+        per_request_us: v[6]!,
+        per_token_us: v[7]!,
+        proj_flops_per_us: v[8]!,
+        attn_flops_per_us: v[9]!,
+        index_flops_per_us: v[10]!,
+      },
+    };
   }
 
   /** The measured mHC half (seed "Hyper-connections"): floor µs and rate bytes per µs, or undefined (noted). */

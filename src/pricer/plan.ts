@@ -22,7 +22,14 @@ import {
   recurrentPrefillFlopsPerToken,
 } from '../core/laws/recurrent.ts';
 import type { ReaderSpec } from '../core/laws/attention.ts';
-import { indexKeyBytes, type PrefillForm } from '../core/laws/sparse.ts';
+import {
+  indexKeyBytes,
+  type MsaShape,
+  msaCacheBytesPerToken,
+  msaDecodeWork,
+  msaPrefillWork,
+  type PrefillForm,
+} from '../core/laws/sparse.ts';
 import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
 import type { ComputeFormat } from './deployment.ts';
@@ -53,6 +60,8 @@ export interface AttnPlan {
   /** Decode: floor µs and µs per cached token read. */
   decFloor: number;
   decUsPerToken: number;
+  /** Decode: µs per decode token of the step, whatever it reads (the MSA module's per-request and projection terms); 0 elsewhere. */
+  decUsPerDecodeToken: number;
   /** Prefill: floor µs and µs per attended key pair at ε_max (the walk folds in each row's ramp). */
   preFloor: number;
   preUsPerPair: number;
@@ -132,6 +141,8 @@ export interface KindPlan {
   weightBytes: number;
   /** Of which routed experts (read only when touched). */
   routedBytes: number;
+  /** Of which projections inside a measured module (MSA): resident, but their reads are in the module law. */
+  moduleBytes: number;
   kvBytesPerToken: number;
   /** KV bytes per token of each attention node with the tokens it keeps resident (window, Infinity = all). */
   kvResident: Array<[window: number, bytesPerToken: number]>;
@@ -206,6 +217,7 @@ function emptyKind(id: string, count: number): KindPlan {
     mixers: 0,
     weightBytes: 0,
     routedBytes: 0,
+    moduleBytes: 0,
     kvBytesPerToken: 0,
     kvResident: [],
   };
@@ -419,6 +431,8 @@ function addExpertsNode(
  */
 function attentionReader(node: Extract<GraphNode, { op: 'Attention' }>): ReaderSpec {
   if (node.role === 'indexer') return { window: 0, ratio: node.compress_ratio ?? 1, cap: Infinity };
+  // MSA: the selected blocks, at most index_topk tokens (16 top-k blocks + the local one for MiniMax-M3).
+  if (node.kind === 'msa') return { window: 0, ratio: 1, cap: node.index_topk ?? Infinity };
   if (node.kind === 'sparse')
     return { window: node.window ?? 0, ratio: node.compress_ratio ?? 1, cap: node.index_topk ?? Infinity };
   return { window: node.window ?? Infinity, ratio: 0, cap: Infinity };
@@ -466,8 +480,88 @@ function prefillScaleOf(ctx: PlanContext, node: AttentionNode): number | undefin
   return mla ?? ctx.prefillScale;
 }
 
+/** The local MSA shape of a `kind: msa` node at tp (KV and index heads replicated below one per rank). */
+function msaShape(ctx: PlanContext, node: AttentionNode): MsaShape {
+  return {
+    heads: node.n_q / ctx.tp,
+    kv_heads: Math.max(1, Math.floor(node.n_kv / ctx.tp)),
+    head_dim: node.d_h,
+    hidden: ctx.hidden,
+    index_heads: Math.max(1, Math.floor((node.index_heads ?? node.n_kv) / ctx.tp)),
+    index_dim: node.index_head_dim ?? node.d_h,
+    cap_tokens: node.index_topk ?? Infinity,
+  };
+}
+
+/**
+ * A `kind: msa` node priced by MiniMax-M3's measured module law (core/laws/sparse.ts msaDecodeWork /
+ * msaPrefillWork at unit work; docs/pricer.md "MSA"): two attention entries, the selected KV (reader capped
+ * at index_topk) and the index-key stream (whole context). Decode: floor + the module weights once per step,
+ * per decode token the per-request cost and projection FLOPs, per token read its bytes at the fitted rates.
+ * Prefill: fixed + per_request + per_token (with the projections' FLOPs) + selected pairs and index pairs at
+ * their FLOP rates. The node's projection GEMMs (`msa: true`) are not priced again (buildKind).
+ */
+function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
+  const s = msaShape(ctx, node);
+  const c = msaCacheBytesPerToken(s, ctx.kvB);
+  const law = ctx.coef.msaModule();
+  kp.kvBytesPerToken += c.kv + c.index;
+  kp.kvResident.push([Infinity, c.kv + c.index]);
+  kp.mixers += 1;
+  const sel = readerIndex(ctx.readers, attentionReader(node));
+  const all = readerIndex(ctx.readers, { window: Infinity, ratio: 0, cap: Infinity });
+  if (law === undefined) {
+    const dc = decodeLaw(ctx, node);
+    const perPair = rampUsPerToken(4 * s.heads * s.head_dim, ctx.bf16.peak_flops_per_us, ctx.bf16.eps);
+    kp.attn.push({
+      reader: sel,
+      decFloor: dc ? dc.floor : 0,
+      decUsPerToken: dc ? floorPlusWork(0, c.kv, dc.rate) : readUs(ctx, c.kv),
+      decUsPerDecodeToken: 0,
+      preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
+      preUsPerPair: perPair * (ctx.prefillScale ?? 1),
+      form: undefined,
+      formBytesPerPair: 0,
+    });
+    return;
+  }
+  const { decode: d, prefill: p } = law;
+  const unitDec = msaDecodeWork(s, 1, 0, bytesPerElement(ctx.served), ctx.kvB);
+  const unitPre = msaPrefillWork(s, 1, 1, 1, 1);
+  const none = { fixed_us: 0, per_request_us: 0, per_token_us: 0 };
+  kp.attn.push({
+    reader: sel,
+    decFloor: d.floor_us + unitDec.bytes / d.bytes_per_us,
+    decUsPerToken: c.kv / d.bytes_per_us,
+    decUsPerDecodeToken: d.per_request_us + unitDec.flops / d.flops_per_us,
+    preFloor: 0,
+    preUsPerPair: 0,
+    form: {
+      fixed_us: p.fixed_us,
+      per_request_us: p.per_request_us,
+      per_token_us: p.per_token_us + unitPre.proj_flops / p.proj_flops_per_us,
+      bytes_per_us: p.attn_flops_per_us,
+    },
+    formBytesPerPair: unitPre.attn_flops,
+  });
+  kp.attn.push({
+    reader: all,
+    decFloor: 0,
+    decUsPerToken: c.index / d.index_bytes_per_us,
+    decUsPerDecodeToken: 0,
+    preFloor: 0,
+    preUsPerPair: 0,
+    form: { ...none, bytes_per_us: p.index_flops_per_us },
+    formBytesPerPair: unitPre.index_flops,
+  });
+}
+
 /** An Attention node: decode floor + reads, prefill floor + pairs (seed "Attention"; reference §4.5). */
 function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
+  if (node.kind === 'msa') {
+    addMsaNode(ctx, kp, node);
+    return;
+  }
   const indexer = node.role === 'indexer';
   const r = attentionReader(node);
   const kvPerToken = kvBytesPerToken(ctx, node);
@@ -484,6 +578,7 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): 
     reader: readerIndex(ctx.readers, r),
     decFloor: dc.floor,
     decUsPerToken: dc.usPerToken,
+    decUsPerDecodeToken: 0,
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
     form: node.kind === 'sparse' ? ctx.coef.prefillForm(indexer ? 'indexer' : 'sparse') : undefined,
@@ -623,6 +718,13 @@ function buildKind(
       case 'GEMM':
         // The measured mHC kernel already includes its small mixing GEMM (seed "Hyper-connections").
         if (node.mhc !== undefined && ctx.coef.mhc(node.mhc) !== undefined) continue;
+        // A projection inside the measured MSA module: resident weights, its time is in the module law.
+        if (node.msa && ctx.coef.msaModule() !== undefined) {
+          const before = kp.weightBytes;
+          addGemmNode(ctx, kp, new Map(), node);
+          kp.moduleBytes += kp.weightBytes - before;
+          break;
+        }
         addGemmNode(ctx, kp, groups, node);
         break;
       case 'GroupedGEMM':
@@ -649,7 +751,7 @@ function buildKind(
     kp.gemmA.push(g.A);
     kp.gemmMh.push(g.mh);
   }
-  kp.weightUs = readUs(ctx, kp.weightBytes - kp.routedBytes);
+  kp.weightUs = readUs(ctx, kp.weightBytes - kp.routedBytes - kp.moduleBytes);
   return kp;
 }
 

@@ -32,12 +32,13 @@ export function weightsAndNormsHbmUs(kp: KindPlan, tok: number): number {
 
 /**
  * Decode attention on HBM, added to `hbm`: per attention node, floor + tokens read · µs per token
- * (seed "Attention"; reference §4.5). `dec[r]`: Σ cached tokens decode rows read through reader r.
+ * (seed "Attention"; reference §4.5) + decode tokens · µs per decode token (the MSA module's per-request and
+ * projection terms, 0 elsewhere). `dec[r]`: Σ cached tokens decode rows read through reader r.
  */
-export function decodeAttentionHbmUs(kp: KindPlan, dec: Float64Array, hbm: number): number {
+export function decodeAttentionHbmUs(kp: KindPlan, dec: Float64Array, hbm: number, decTok: number): number {
   for (let a = 0; a < kp.attn.length; a++) {
     const at = kp.attn[a]!;
-    hbm += floorPlusUnits(at.decFloor, dec[at.reader]!, at.decUsPerToken);
+    hbm += floorPlusUnits(at.decFloor, dec[at.reader]!, at.decUsPerToken) + decTok * at.decUsPerDecodeToken;
   }
   return hbm;
 }

@@ -18,6 +18,10 @@ const WHY: Record<string, string> = {
   'sparse decode':
     'the decode call is floor-bound for most rows (HCA reads a 128-token window plus ctx/128 entries, under 70 MB even at batch 1024 × 1M): the residuals spread with batch at fixed bytes, a per-request cost the seed’s floor + rate form does not have',
   'indexer decode': 'small-batch rows sit on the floor and large ones on L2 reuse of the paged index keys',
+  'msa decode':
+    'the module is timed whole (projections, selection, attention, o_proj): the law adds its compute and memory terms, which overlap in time inside one call, so rows where neither bound dominates are missed',
+  'msa prefill form':
+    'the module is timed whole: one fixed cost and three additive FLOP rates blend kernels that overlap in time, and the Hopper Triton path is further from that blend than the Blackwell fmha one',
   'indexer prefill form':
     'the per-query block read overcounts what the scorer streams when queries of one request share index-key blocks (fitted rate above HBM); long-context rows pull the rate one way and short ones the other',
 };
@@ -63,7 +67,9 @@ export function sparseSection(f: SparseFit, chip: Chip): FitSection {
     '',
     'Laws (src/core/laws/sparse.ts, attention.ts): decode t = floor + bytes / rate over the entries actually read ' +
       '(window + compressed stream); prefill form t = fixed + per_request·requests + per_token·tokens + bytes / rate ' +
-      '(bytes = query-key pairs × entry bytes); mHC per site t = floor + tokens·stream bytes / rate. Non-negative ' +
+      '(bytes = query-key pairs × entry bytes); mHC per site t = floor + tokens·stream bytes / rate; the MiniMax-M3 MSA ' +
+      'module (whole module, bf16) decode t = floor + per_request·requests + FLOPs / rate + bytes / rate + index bytes / rate, ' +
+      'prefill t = fixed + per_request·requests + per_token·tokens + projection, attention and indexer FLOPs each at its rate. Non-negative ' +
       'least squares on relative error; holdout every 4th distinct past length and every 4th distinct batch/tokens.',
     '',
     '| law | coefficient | value | ci95 | train geo | holdout geo | n fit |',

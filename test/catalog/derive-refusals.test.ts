@@ -26,8 +26,6 @@ function deriveShared(dir: string) {
 
 describe.skipIf(!existsSync(CONFIGS))('configs the deriver refuses, naming the field', () => {
   it.each([
-    // MiniMax-M3: block-sparse MSA attention and its output gate (no law prices the MSA module yet)
-    ['MiniMaxAI--MiniMax-M3', /field "attention_output_gate" is not one the graph deriver understands/],
     // Nemotron-3 Super: latent MoE of the Nemotron form (moe_latent_size), not Kimi's routed_expert_hidden_size
     ['nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4', /field "moe_latent_size" is not one/],
     // Nemotron-3 Ultra and 3.5-Lightning: the layer pattern under another name and no num_hidden_layers
@@ -35,6 +33,75 @@ describe.skipIf(!existsSync(CONFIGS))('configs the deriver refuses, naming the f
     ['nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4', /field "layers_block_type" is not one/],
   ])('%s', (dir, why) => {
     expect(() => deriveShared(dir)).toThrow(why);
+  });
+
+  describe('MiniMax-M3 (sparse_attention_config, moe_layer_freq lists): each new field checked', () => {
+    const text = readFileSync(path.join(CONFIGS, 'MiniMaxAI--MiniMax-M3', 'config.json'), 'utf8');
+    type M3 = Record<string, unknown> & {
+      sparse_attention_config: Record<string, unknown> & { sparse_disable_index_value: number[] };
+      moe_layer_freq: number[] | number;
+    };
+    const edit = (f: (c: M3) => void) => {
+      const c = parseConfigJson(text) as M3;
+      f(c);
+      return () => deriveGraph(c, 'minimax-m3', text);
+    };
+    it('derives: 57 MSA layers where sparse_attention_freq says 1', () => {
+      const g = deriveShared('MiniMaxAI--MiniMax-M3');
+      expect(g.stack).toMatchObject({ pattern: ['msa_moe'], repeat: 57 });
+    });
+    it('an unknown sparse_attention_config key is refused, naming it', () => {
+      expect(
+        edit((c) => {
+          c.sparse_attention_config.sparse_stride = 2;
+        }),
+      ).toThrow(/sparse_attention_config\.sparse_stride is not a key the graph deriver understands/);
+    });
+    it('a score type other than max, and an index with values, are refused', () => {
+      expect(
+        edit((c) => {
+          c.sparse_attention_config.sparse_score_type = 'mean';
+        }),
+      ).toThrow(/sparse_score_type "mean": only "max" is priced/);
+      expect(
+        edit((c) => {
+          c.sparse_attention_config.sparse_disable_index_value[10] = 0;
+        }),
+      ).toThrow(/sparse_disable_index_value differs from sparse_attention_freq/);
+    });
+    it('sparse_init_block adds its blocks to the selected tokens: (16 + 1 + 2) × 128 = 2432', () => {
+      const g = edit((c) => {
+        c.sparse_attention_config.sparse_init_block = 2;
+      })();
+      const attn = g.layer_kinds.find((k) => k.id === 'msa_moe')!.nodes.find((n) => n.op === 'Attention');
+      expect(attn).toMatchObject({ index_topk: 2432 });
+    });
+    it('a moe_layer_freq list that disagrees with first_k_dense_replace is refused, naming the layer', () => {
+      expect(
+        edit((c) => {
+          (c.moe_layer_freq as number[])[5] = 0;
+        }),
+      ).toThrow(/moe_layer_freq\[5\] = 0 disagrees with first_k_dense_replace/);
+      expect(
+        edit((c) => {
+          c.moe_layer_freq = 2;
+        }),
+      ).toThrow(/moe_layer_freq must be 1 or list 0 \/ 1/);
+    });
+    it('a sparse_attention_freq of the wrong length is refused', () => {
+      expect(
+        edit((c) => {
+          c.sparse_attention_config.sparse_attention_freq = [1, 1];
+        }),
+      ).toThrow(/sparse_attention_freq must list 0 or 1 for each of the 60 layers/);
+    });
+    it('attention_output_gate true puts a gate of the query width on the projection: + 64·128', () => {
+      const g = edit((c) => {
+        c.attention_output_gate = true;
+      })();
+      const qkv = g.layer_kinds.find((k) => k.id === 'msa_moe')!.nodes.find((n) => n.role === 'qkv_index_proj');
+      expect(qkv).toMatchObject({ n: 10240 + 64 * 128 });
+    });
   });
 
   it('the same-format NVFP4 Kimi-K2.6 / K2.7 checkpoints derive to K2.5-NVFP4’s graph (no new format to ship)', () => {

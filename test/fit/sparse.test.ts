@@ -2,7 +2,15 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { indexKeyBytes, mhcBytesPerToken, prefillFormUs } from '../../src/core/laws/sparse.ts';
+import {
+  indexKeyBytes,
+  mhcBytesPerToken,
+  msaDecodeWork,
+  msaKvHeads,
+  msaPrefillWork,
+  msaWeightParams,
+  prefillFormUs,
+} from '../../src/core/laws/sparse.ts';
 import { nnlsRelative } from '../../src/core/numeric/lsq.ts';
 import { fitSparse, predictRow, SPARSE_LAWS } from '../../src/fit/sparse.ts';
 import type { SparseRow } from '../../src/measurements/schema.ts';
@@ -50,6 +58,39 @@ describe('sparse laws (core/laws/sparse.ts), hand-worked', () => {
     // 10 + 2·3 + 0.5·100 + 50000/1000 = 10 + 6 + 50 + 50
     expect(prefillFormUs(f, 3, 100, 50000)).toBe(116);
     expect(prefillFormUs(f, 0, 0, 0)).toBe(0);
+  });
+});
+
+describe('MSA module work (core/laws/sparse.ts), hand-worked on MiniMax-M3 at tp 4', () => {
+  // 16 local q heads of 128, 4 kv / 4 index heads → 1 each at tp 4 (max(1, 16 / 16)), hidden 6144, cap 2176.
+  const s = {
+    heads: 16,
+    kv_heads: msaKvHeads(16),
+    head_dim: 128,
+    hidden: 6144,
+    index_heads: 1,
+    index_dim: 128,
+    cap_tokens: 2176,
+  };
+  it('kv heads: the collector’s max(1, ⌊heads / 16⌋)', () => {
+    expect([msaKvHeads(64), msaKvHeads(16), msaKvHeads(8), msaKvHeads(1)]).toEqual([4, 1, 1, 1]);
+  });
+  it('weights: 6144·(16·128 + 2·128 + 2·128) + 16·128·6144 = 6144·2560 + 2048·6144 = 28,311,552', () => {
+    expect(msaWeightParams(s)).toBe(28_311_552);
+  });
+  it('decode: 2 requests of 10,000 context read 2176 selected KV tokens and all 10,000 index keys each', () => {
+    const w = msaDecodeWork(s, 2, 10_000, 2, 2);
+    expect(w.flops).toBe(2 * 28_311_552 * 2);
+    // weights 28,311,552·2 B + 2 requests · 2176 tokens · (2·1·128·2 = 512 B)
+    expect(w.bytes).toBe(56_623_104 + 2 * 2176 * 512);
+    // 2 · 10,000 tokens · 1·128·2 B
+    expect(w.index_bytes).toBe(2 * 10_000 * 256);
+  });
+  it('prefill: projections 2·params per token, attention 4·16·128 per pair, indexer 2·1·128 per pair', () => {
+    const w = msaPrefillWork(s, 1, 100, 5050, 5050);
+    expect(w.proj_flops).toBe(2 * 28_311_552 * 100);
+    expect(w.attn_flops).toBe(8192 * 5050);
+    expect(w.index_flops).toBe(256 * 5050);
   });
 });
 
@@ -130,6 +171,74 @@ describe('fitSparse recovers known coefficients', () => {
   }
 });
 
+/** MSA module rows on a heads × batch × past (× isl) grid at the law's own times, ±0.5 % alternating noise. */
+function syntheticMsa(beta: number[], prefill: boolean): SparseRow[] {
+  const spec = SPARSE_LAWS.find((l) => l.what === (prefill ? 'msa prefill form' : 'msa decode'))!;
+  const rows: SparseRow[] = [];
+  let i = 0;
+  for (const heads of [1, 4, 16, 64, 128])
+    for (const batch of prefill ? [1, 2, 4, 8, 32, 64] : [1, 2, 4, 8, 32, 128, 512, 1024])
+      for (const past of prefill ? [0, 128] : [1, 127, 1023, 4095, 16383, 65535, 131071])
+        for (const q of prefill ? [16, 128, 1024, 4096, 16384] : [1]) {
+          const r: SparseRow = {
+            ...base,
+            op: 'msa',
+            heads,
+            batch,
+            past_tokens: past,
+            query_tokens: q,
+            head_dim: 128,
+            window: 0,
+            compress_ratio: 1,
+            index_topk: 2176,
+            hidden: 6144,
+          };
+          rows.push({ ...r, latency_us: predictRow(spec, beta, r) * (i++ % 2 ? 1.005 : 0.995) });
+        }
+  return rows;
+}
+
+describe('fitSparse recovers the MSA module laws', () => {
+  const cases: Array<[boolean, number[], string[]]> = [
+    [
+      false,
+      [20, 0.03, 1 / 8e8, 1 / 4e6, 1 / 1.2e7],
+      [
+        'msa_decode_floor',
+        'msa_decode_per_request',
+        'msa_decode_flop_rate',
+        'msa_decode_rate',
+        'msa_decode_index_rate',
+      ],
+    ],
+    [
+      true,
+      [25, 0.4, 0.01, 1 / 7e8, 1 / 2e8, 1 / 3e7],
+      [
+        'msa_prefill_fixed',
+        'msa_prefill_per_request',
+        'msa_prefill_per_token',
+        'msa_prefill_flop_rate',
+        'msa_prefill_attn_rate',
+        'msa_prefill_index_rate',
+      ],
+    ],
+  ];
+  for (const [prefill, beta, names] of cases) {
+    it(`${prefill ? 'prefill' : 'decode'}: within 5 % of the generating values, scoped to minimax-m3`, () => {
+      const f = fitSparse(syntheticMsa(beta, prefill), ctx());
+      expect(f.refusals).toEqual([]);
+      names.forEach((n, j) => {
+        const e = f.coefficients.find((c) => c.name === n)!.entry;
+        const truth = n.endsWith('_rate') ? 1 / beta[j]! : beta[j]!;
+        expect(Math.abs(e.value / truth - 1), n).toBeLessThan(0.05);
+        expect(e.evidence?.holdout_error?.geo).toBeLessThan(1.03);
+        expect(e.scope.model).toEqual(['minimax-m3']);
+      });
+    });
+  }
+});
+
 describe('the shipped fit', () => {
   for (const chip of ['h200', 'b200']) {
     it(`${chip}: refitting measurements/${chip}/sparse.* gives the registry's values; every law has a holdout`, () => {
@@ -140,7 +249,7 @@ describe('the shipped fit', () => {
           s.coefficients.map((c) => [c.name, c.entry] as const),
         ),
       );
-      expect(f.coefficients.length).toBe(16);
+      expect(f.coefficients.length).toBe(27);
       for (const c of f.coefficients) {
         expect(reg.get(c.name)?.value, c.name).toBe(c.entry.value);
         expect(c.entry.evidence?.holdout_error?.n).toBeGreaterThan(10);

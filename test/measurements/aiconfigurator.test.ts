@@ -25,7 +25,7 @@ const CURATED_ROWS: Record<string, number> = {
   'b200/collective.vllm-0.24.0.csv.gz': 138,
   'b200/gemm.vllm-0.24.0.csv.gz': 142968,
   'b200/moe.vllm-0.24.0.csv.gz': 63510,
-  'b200/sparse.vllm-0.24.0.csv.gz': 4052,
+  'b200/sparse.vllm-0.24.0.csv.gz': 7476,
   'h100/attention_decode.vllm-0.24.0.csv.gz': 62166,
   'h100/attention_prefill.vllm-0.24.0.csv.gz': 50830,
   'h100/collective.nccl-2.29.2.csv.gz': 504,
@@ -39,7 +39,7 @@ const CURATED_ROWS: Record<string, number> = {
   'h200/gemm.trtllm-1.3.0rc20.csv.gz': 100668,
   'h200/gemm.vllm-0.24.0.csv.gz': 107225,
   'h200/moe.vllm-0.24.0.csv.gz': 48762,
-  'h200/sparse.vllm-0.24.0.csv.gz': 4058,
+  'h200/sparse.vllm-0.24.0.csv.gz': 7479,
   'l40s/attention_decode.vllm-0.24.0.csv.gz': 60523,
   'l40s/attention_prefill.vllm-0.24.0.csv.gz': 50158,
   'l40s/collective.nccl-2.27.3.csv.gz': 504,
@@ -54,7 +54,7 @@ const CURATED_ROWS: Record<string, number> = {
   'h100/recurrent.trtllm-1.3.0rc20.csv.gz': 545,
   'h100/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
   'h100/recurrent.vllm-0.24.0.csv.gz': 4423,
-  'h100/sparse.vllm-0.24.0.csv.gz': 4057,
+  'h100/sparse.vllm-0.24.0.csv.gz': 7475,
   'h200/recurrent.trtllm-1.3.0rc20.csv.gz': 568,
   'h200/recurrent.vllm-0.1.dev19262.csv.gz': 1203,
   'h200/recurrent.vllm-0.24.0.csv.gz': 4427,
@@ -93,10 +93,10 @@ describe('curated measurements', () => {
       expect(prov.source_commit).toBe('095f58a51c4ca8e61b66ec108d86f223f8d559ce');
       expect(prov.licence).toBe('Apache-2.0');
       expect(prov.inputs[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
-      // The sparse family combines three tables of one lane (src/measurements/sparse-import.ts), joined by '; '.
+      // The sparse family combines five tables of one lane (src/measurements/sparse-import.ts), joined by '; '.
       for (const part of prov.source_path.split('; '))
         expect(part).toMatch(
-          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc|linear_attention|kda|mla)\/(vllm|trtllm|nccl|sglang)\/[^/]+\/[a-z0-9_]+\.parquet$/,
+          /^aic-core\/src\/aiconfigurator_core\/systems\/data\/[a-z0-9_]+\/(gemm|attention|moe|comm|sparse_attention|mhc|msa|linear_attention|kda|mla)\/(vllm|trtllm|nccl|sglang)\/[^/]+\/[a-z0-9_]+\.parquet$/,
         );
     }
   });

@@ -98,6 +98,13 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'routed_expert_hidden_size',
   'latent_moe_use_norm',
   'attn_res_block_size',
+  // MiniMax-M3 (model-derive-msa.ts): MSA layers, the attention output gate, per-layer MoE placement, the dense
+  // layers' MLP width and the shared expert's
+  'sparse_attention_config',
+  'attention_output_gate',
+  'moe_layer_freq',
+  'dense_intermediate_size',
+  'shared_intermediate_size',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -257,6 +264,9 @@ export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
   'num_expert_group',
   'use_grouped_topk',
   'image_placeholder',
+  // MiniMax-M3: the clamped SwiGLU's slope (the gated activation is the same two GEMMs) and gemma-style norm weights
+  'swiglu_alpha',
+  'use_gemma_norm',
 ]);
 
 /** Fields understood but not priced, with the reason recorded in the derived graph. */
@@ -276,8 +286,6 @@ export const NOT_MODELLED: Readonly<Record<string, string>> = {
 export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> = {
   decoder_sparse_step: (v) => v === 1,
   mlp_only_layers: (v) => Array.isArray(v) && v.length === 0,
-  moe_layer_freq: (v) => v === 1,
-  shared_intermediate_size: (v) => v === 0,
   // mHC is priced from kernels measured at 20 Sinkhorn iterations (aiconfigurator-modern mhc_module_perf).
   hc_sinkhorn_iters: (v) => v === 20,
   index_topk_pattern: (v) => v === null,

@@ -30,6 +30,10 @@
  *     read as full.
  *   - attn_output_gate: the q projection carries a gate of the same width (n = (2·n_q + 2·n_kv)·d_h).
  *   - shared_expert_intermediate_size > 0: one shared expert of that width.
+ *   - sparse_attention_config (MiniMax-M3, model-derive-msa.ts): the layers sparse_attention_freq marks are MSA
+ *     (fused q/k/v + index projection, a `kind: msa` node, o_proj; priced as one measured module), the rest full
+ *     attention; moe_layer_freq (a per-layer 0/1 list) must agree with first_k_dense_replace; dense layers use
+ *     dense_intermediate_size; shared_intermediate_size sizes the shared expert.
  *   - hybrid_override_pattern (Nemotron-H, Nemotron-3; vLLM NemotronHForCausalLM): one block per character,
  *     each with its own norm and tp all-reduce: M a Mamba2 mixer (in_proj n = 2·d_inner + 2·n_groups·d_state +
  *     heads, d_inner = mamba_num_heads · mamba_head_dim; RecurrentUpdate mamba2; gated norm; out_proj),
@@ -53,6 +57,7 @@ import {
   v4Shape,
 } from './model-derive-sparse.ts';
 import { attnResNode, kdaBlock, kimiLinear, latentMoeBlock } from './model-derive-kimi.ts';
+import { msaBlock, msaConfig } from './model-derive-msa.ts';
 import type { GraphNode, ModelGraph, Stack } from './model.ts';
 
 export const DERIVER_VERSION = 1;
@@ -139,7 +144,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const dt = checkpointFormat(config, name, hfQuant);
   const expertsDt = (config.compress_ratios !== undefined ? v4ExpertFormat(config, name) : undefined) ?? dt.experts;
   const isBloom = modelType === 'bloom';
-  const inter = num(config, 'intermediate_size_mlp', 'intermediate_size', 'n_inner') ?? 4 * hidden;
+  const inter =
+    num(config, 'dense_intermediate_size', 'intermediate_size_mlp', 'intermediate_size', 'n_inner') ?? 4 * hidden;
   // Llama-4: MoE every interleave_moe_layer_step-th layer with one shared expert of intermediate_size,
   // dense layers at intermediate_size_mlp; chunked attention on the RoPE layers (every 4th is global, NoPE).
   const moeStep = num(config, 'interleave_moe_layer_step');
@@ -161,6 +167,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const layerTypes = layerTypesOf(config, name, layers);
   const linear = linearAttention(config, name);
   const ix = indexerShape(config, name);
+  const msa = msaConfig(config, name, layers);
+  const moeFreq = moeLayerFreq(config, name, layers);
   const v4 = config.compress_ratios !== undefined ? v4Shape(config, name) : undefined;
   const ratios = v4 ? compressRatios(config, name, layers) : [];
   const own = ix ? ownIndexer(config, name, layers) : [];
@@ -184,7 +192,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       : { op: 'Attention', kind: 'gqa', n_q: nQ, n_kv: g.nKv, d_h: g.dH };
     if (isBloom) (attn as { alibi?: boolean }).alibi = true;
     if (modelType === 'gpt_oss') (attn as { sinks?: boolean }).sinks = true;
-    const gate = config.attn_output_gate === true;
+    const gate = config.attn_output_gate === true || config.attention_output_gate === true;
     const qkvN = ((gate ? 2 : 1) * nQ + (g.kEqV ? 1 : 2) * g.nKv) * g.dH;
     return [
       { op: 'GEMM', role: 'qkv_proj', n: qkvN, k: hidden, parallel: 'column' },
@@ -229,7 +237,13 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
 
   const moeBlock = (): GraphNode[] => {
     const moeInter = num(config, 'moe_intermediate_size') ?? num(config, 'intermediate_size') ?? inter;
-    const sharedInter = num(config, 'shared_expert_intermediate_size', 'moe_shared_expert_intermediate_size') ?? 0;
+    const sharedInter =
+      num(
+        config,
+        'shared_expert_intermediate_size',
+        'moe_shared_expert_intermediate_size',
+        'shared_intermediate_size',
+      ) ?? 0;
     const shared =
       num(config, 'n_shared_experts', 'num_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
     const latent = num(config, 'routed_expert_hidden_size');
@@ -264,13 +278,16 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     ];
   };
 
-  const mixerNodes = (windowed: boolean, ownIdx: boolean, mixer?: 'linear' | 'kda'): GraphNode[] =>
+  type Mixer = 'linear' | 'kda' | 'msa';
+  const mixerNodes = (windowed: boolean, ownIdx: boolean, mixer?: Mixer): GraphNode[] =>
     mixer === 'linear'
       ? gdnBlock(linear!, hidden)
       : mixer === 'kda'
         ? kdaBlock(kimi!, hidden)
-        : attnBlock(windowed, ownIdx);
-  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true, mixer?: 'linear' | 'kda'): GraphNode[] => [
+        : mixer === 'msa'
+          ? msaBlock(msa!, { nQ, nKv, dH, hidden, gate: config.attention_output_gate === true })
+          : attnBlock(windowed, ownIdx);
+  const layerNodes = (windowed: boolean, moe: boolean, ownIdx = true, mixer?: Mixer): GraphNode[] => [
     ...(attnRes ? [attnResNode('attn_res', attnRes, hidden)] : []),
     { op: 'Elementwise', role: 'input_norm' },
     ...mixerNodes(windowed, ownIdx, mixer),
@@ -325,6 +342,10 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       topK !== undefined &&
       i >= firstDense &&
       (moeStep === undefined || (i + 1) % moeStep === 0);
+    if (moeFreq && moeFreq[i] !== moe)
+      throw new UserError(
+        `${name}: config.json moe_layer_freq[${i}] = ${moeFreq[i] ? 1 : 0} disagrees with first_k_dense_replace / the expert fields`,
+      );
     const mlpTypes = config.mlp_layer_types;
     if (
       mlpTypes !== undefined &&
@@ -335,20 +356,23 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       throw new UserError(
         `${name}: config.json mlp_layer_types[${i}] = ${JSON.stringify(Array.isArray(mlpTypes) ? mlpTypes[i] : mlpTypes)} disagrees with first_k_dense_replace / the expert fields`,
       );
-    const mixer = isLinear ? 'linear' : isKda ? 'kda' : undefined;
+    const isMsa = msa?.sparse[i] === true;
+    const mixer = isLinear ? 'linear' : isKda ? 'kda' : isMsa ? 'msa' : undefined;
     const attnId = isLinear
       ? 'gdn'
       : isKda
         ? 'kda'
-        : ix
-          ? own[i]
-            ? 'dsa'
-            : 'dsa_shared'
-          : isMla
-            ? 'mla'
-            : windowed
-              ? 'swa'
-              : 'gqa';
+        : isMsa
+          ? 'msa'
+          : ix
+            ? own[i]
+              ? 'dsa'
+              : 'dsa_shared'
+            : isMla
+              ? 'mla'
+              : windowed
+                ? 'swa'
+                : 'gqa';
     const id = `${attnId}_${moe ? 'moe' : 'dense'}`;
     if (!kinds.has(id)) kinds.set(id, layerNodes(windowed, moe, own[i] ?? true, mixer));
     seq.push(id);
@@ -393,6 +417,21 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     };
   }
   return g;
+}
+
+/**
+ * `moe_layer_freq` (MiniMax): 1 = every layer may be MoE (the scalar default), or a per-layer 0/1 list, which the
+ * caller checks against first_k_dense_replace. Undefined for the scalar 1 or when absent.
+ * @throws UserError for any other value
+ */
+function moeLayerFreq(c: HfConfig, name: string, layers: number): boolean[] | undefined {
+  const v = c.moe_layer_freq;
+  if (v === undefined || v === 1) return undefined;
+  if (!Array.isArray(v) || v.length !== layers || v.some((x) => x !== 0 && x !== 1))
+    throw new UserError(
+      `${name}: config.json moe_layer_freq must be 1 or list 0 / 1 for each of the ${layers} layers, got ${JSON.stringify(v).slice(0, 80)}`,
+    );
+  return v.map((x) => x === 1);
 }
 
 /** Config keys of the routed experts per token (Hugging Face, gpt-oss, gemma-4, Kimi). */

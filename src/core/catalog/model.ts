@@ -25,8 +25,11 @@ export const MODELS_DIR = path.join(REPO_ROOT, 'catalog', 'models');
 /** When a node is emitted: always, only when tp > 1, only when ep > 1. */
 export const EMIT_CONDITIONS = ['always', 'tp>1', 'ep>1'] as const;
 
-/** Attention kinds (seed "Attention": full, sliding-window, latent, sparse latent). */
-export const ATTENTION_KINDS = ['gqa', 'swa', 'mla', 'sparse'] as const;
+/**
+ * Attention kinds (seed "Attention": full, sliding-window, latent, sparse latent) and MiniMax-M3's block-sparse
+ * GQA (`msa`, priced as one measured module where the registry has its law; docs/pricer.md "MSA").
+ */
+export const ATTENTION_KINDS = ['gqa', 'swa', 'mla', 'sparse', 'msa'] as const;
 
 const dtype = z.enum(STORAGE_DTYPES);
 const posInt = z.number().int().positive();
@@ -49,6 +52,8 @@ const GemmNode = z
     weight_dtype: dtype.optional(),
     /** The small mixing GEMM of an mHC half, which its measured kernel already includes (seed "Hyper-connections"). */
     mhc: z.enum(['pre', 'post']).optional(),
+    /** A projection inside the measured MSA module (qkv + index, o_proj): not priced again where the module law is. */
+    msa: z.literal(true).optional(),
   })
   .strict();
 
@@ -85,8 +90,11 @@ const AttentionNode = z
     prefill_d_h: posInt.optional(),
     /** Sliding window, tokens: the layer reads and attends at most this many keys. */
     window: posInt.optional(),
-    /** Sparse: positions the indexer selects per query (top-k). */
+    /** Sparse: positions the indexer selects per query (top-k); msa: tokens of the selected blocks, local block included. */
     index_topk: posInt.optional(),
+    /** msa: the block selector's index heads (whole model) and their width. */
+    index_heads: posInt.optional(),
+    index_head_dim: posInt.optional(),
     /** Sparse: the compressed stream has one entry per this many tokens. */
     compress_ratio: posInt.optional(),
     /** Position bias with no parameters (ALiBi); informational. */

@@ -141,8 +141,11 @@ export const HostRowSchema = z
   .object({ ...meta, what: z.enum(HOST_WHATS), kernels: atLeastOne, latency_us: latency })
   .strict();
 
-/** Kernels of the sparse-attention family (issue 14): sparse attention, its indexer scan, the two mHC halves. */
-export const SPARSE_OPS = ['sparse_attn', 'indexer', 'mhc_pre', 'mhc_post'] as const;
+/**
+ * Kernels of the sparse-attention family (issue 14): sparse attention, its indexer scan, the two mHC halves,
+ * and MiniMax-M3's whole MSA module (projections to o_proj in one timed call).
+ */
+export const SPARSE_OPS = ['sparse_attn', 'indexer', 'mhc_pre', 'mhc_post', 'msa'] as const;
 
 /**
  * One sparse-family kernel call (docs/measurements.md "sparse"): `batch` requests of `query_tokens` each after
