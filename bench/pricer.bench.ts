@@ -123,6 +123,8 @@ const NEW_GRAPHS = [
   'gemma-4-26b-a4b-nvfp4',
   'kimi-k3',
   'minimax-m3',
+  'nemotron-3-super-120b-a12b-fp8',
+  'nemotron-3-super-120b-a12b-nvfp4',
 ];
 
 /** Each new issue-14 graph on each chip's registry: CPU ns per mixed step against the 2 µs goal. */

@@ -26,11 +26,8 @@ function deriveShared(dir: string) {
 
 describe.skipIf(!existsSync(CONFIGS))('configs the deriver refuses, naming the field', () => {
   it.each([
-    // Nemotron-3 Super: latent MoE of the Nemotron form (moe_latent_size), not Kimi's routed_expert_hidden_size
-    ['nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4', /field "moe_latent_size" is not one/],
-    // Nemotron-3 Ultra and 3.5-Lightning: the layer pattern under another name and no num_hidden_layers
-    ['nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16', /field "layers_block_type" is not one/],
-    ['nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4', /field "layers_block_type" is not one/],
+    // Nemotron-3.5-Lightning: a ModelOpt MIXED_PRECISION checkpoint (per-layer formats the file does not list)
+    ['nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4', /quant_algo "MIXED_PRECISION" not understood/],
   ])('%s', (dir, why) => {
     expect(() => deriveShared(dir)).toThrow(why);
   });
@@ -101,6 +98,85 @@ describe.skipIf(!existsSync(CONFIGS))('configs the deriver refuses, naming the f
       })();
       const qkv = g.layer_kinds.find((k) => k.id === 'msa_moe')!.nodes.find((n) => n.role === 'qkv_index_proj');
       expect(qkv).toMatchObject({ n: 10240 + 64 * 128 });
+    });
+  });
+
+  describe('Nemotron-3 Super / Ultra (moe_latent_size, layers_block_type, ModelOpt FP8): each new field checked', () => {
+    const ultra = readFileSync(
+      path.join(CONFIGS, 'nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16', 'config.json'),
+      'utf8',
+    );
+    const edit = (f: (c: Record<string, unknown>) => void) => {
+      const c = parseConfigJson(ultra) as Record<string, unknown>;
+      f(c);
+      return () => deriveGraph(c, 'nemotron-3-ultra', ultra);
+    };
+    it('moe_latent_size: relu2 experts in the 1,024-wide latent between replicated down / up projections; the shared expert 5,376 wide on the full state', () => {
+      const g = deriveShared('nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4');
+      const moe = g.layer_kinds.find((k) => k.id === 'moe')!.nodes;
+      expect(moe.find((n) => n.role === 'routed_down_proj')).toMatchObject({
+        n: 1024,
+        k: 4096,
+        parallel: 'replicated',
+      });
+      expect(moe.find((n) => n.op === 'GroupedGEMM')).toMatchObject({
+        n: 2688,
+        k: 1024,
+        experts: 512,
+        top_k: 22,
+        gated: false,
+      });
+      expect(moe.find((n) => n.role === 'routed_up_proj')).toMatchObject({ n: 4096, k: 1024 });
+      expect(moe.find((n) => n.role === 'shared_up')).toMatchObject({ n: 5376, k: 4096 });
+      expect(moe.find((n) => n.op === 'All2All')).toMatchObject({ bytes_per_token: 2048 });
+      expect(g.global.weight_dtype).toBe('nvfp4');
+    });
+    it('hf_quant_config quant_algo FP8 (ModelOpt per-tensor) serves fp8', () => {
+      expect(deriveShared('nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8').global.weight_dtype).toBe('fp8');
+      expect(deriveShared('nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8').global.weight_dtype).toBe('fp8');
+    });
+    it('layers_block_type reads as hybrid_override_pattern (mamba M, attention *, mlp -, moe E), its length the layer count', () => {
+      const c = parseConfigJson(ultra) as Record<string, unknown>;
+      const types = c.layers_block_type as string[];
+      const map: Record<string, string> = { mamba: 'M', attention: '*', mlp: '-', moe: 'E' };
+      const { layers_block_type: _, ...rest } = c;
+      const asPattern = {
+        ...rest,
+        num_hidden_layers: types.length,
+        hybrid_override_pattern: types.map((t) => map[t]).join(''),
+      };
+      const a = deriveGraph(c, 'u', ultra);
+      const b = deriveGraph(asPattern, 'u', ultra);
+      expect(a.layer_kinds).toEqual(b.layer_kinds);
+      expect(a.stack).toEqual(b.stack);
+    });
+    it('an unknown block type, a wrong length against num_hidden_layers, or both spellings, are refused', () => {
+      expect(
+        edit((c) => {
+          (c.layers_block_type as string[])[3] = 'gdn';
+        }),
+      ).toThrow(/layers_block_type\[3\] = "gdn": not a block the deriver understands/);
+      expect(
+        edit((c) => {
+          c.num_hidden_layers = 7;
+        }),
+      ).toThrow(/layers_block_type must list one block per layer \(7\)/);
+      expect(
+        edit((c) => {
+          c.hybrid_override_pattern = 'M';
+        }),
+      ).toThrow(/both hybrid_override_pattern and layers_block_type/);
+    });
+    it('an MTP block list other than attention + moe is refused; an overlapped shared expert is noted', () => {
+      expect(
+        edit((c) => {
+          c.mtp_layers_block_type = ['mamba', 'moe'];
+        }),
+      ).toThrow(/mtp_layers_block_type = .*: the deriver handles only its default/);
+      const g = edit((c) => {
+        c.moe_shared_expert_overlap = true;
+      })();
+      expect(g.derived_from!.not_modelled!.join('\n')).toMatch(/moe_shared_expert_overlap: .*priced in sequence/);
     });
   });
 

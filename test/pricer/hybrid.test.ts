@@ -114,6 +114,9 @@ describe('every new hybrid graph prices on h200, b200 and gb200 (shipped registr
     'nemotron-h-56b',
     'nemotron-3-nano-30b-a3b',
     'nemotron-3-nano-30b-a3b-nvfp4',
+    // latent MoE (moe_latent_size), ModelOpt FP8 / NVFP4
+    'nemotron-3-super-120b-a12b-fp8',
+    'nemotron-3-super-120b-a12b-nvfp4',
     // sliding-window hybrid (25 of 30 layers), no recurrent mixer
     'gemma-4-26b-a4b',
     'gemma-4-26b-a4b-nvfp4',
@@ -135,6 +138,26 @@ describe('every new hybrid graph prices on h200, b200 and gb200 (shipped registr
           expect(rec.some((a) => a.includes('selective_state_update') && a.endsWith('assumed'))).toBe(true);
           expect(rec.some((a) => a.startsWith('no recurrent_prefill_rate_mamba2'))).toBe(chip !== 'b200');
         }
+      });
+});
+
+describe('Nemotron-3 Ultra (layers_block_type, latent MoE; bf16 / FP8 / NVFP4) prices on h200, b200 and gb200', () => {
+  // 550 B parameters: 1.1 TB in bf16, so two nodes (tp 16) hold every format with room for the cache.
+  const batch = parseBatchSpecs(['prefill:1x1024', 'decode:16@2048']);
+  for (const chip of ['h200', 'b200', 'gb200'])
+    for (const model of [
+      'nemotron-3-ultra-550b-a55b',
+      'nemotron-3-ultra-550b-a55b-fp8',
+      'nemotron-3-ultra-550b-a55b-nvfp4',
+    ])
+      it(`${model} on ${chip} (tp 16)`, () => {
+        const sets = loadRegistryFile(path.join(REPO_ROOT, 'registry', `${chip}.yaml`));
+        const p = makePricer(model, chip, { tp: 16 }, sets);
+        const r = p.price(batch);
+        expect(Number.isFinite(r.no_overlap_us)).toBe(true);
+        expect(r.no_overlap_us).toBeGreaterThan(r.overlap_us);
+        const rec = p.info.assumptions.filter((a) => a.includes('recurrent') || a.includes('mamba2'));
+        expect(rec.some((a) => a.includes('selective_state_update') && a.endsWith('assumed'))).toBe(true);
       });
 });
 

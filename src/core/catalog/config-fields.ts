@@ -105,6 +105,9 @@ export const READ_FIELDS: ReadonlySet<string> = new Set([
   'moe_layer_freq',
   'dense_intermediate_size',
   'shared_intermediate_size',
+  // Nemotron-3 Super / Ultra / 3.5-Lightning: latent MoE (model-derive-kimi.ts latentMoeBlock), the block list
+  'moe_latent_size',
+  'layers_block_type',
 ]);
 
 export const NO_STEP_EFFECT: ReadonlySet<string> = new Set([
@@ -278,6 +281,8 @@ export const NOT_MODELLED: Readonly<Record<string, string>> = {
   mtp_transformer_layers: 'MiniMax MTP drafter modules not derived (served without speculation by default)',
   num_hash_layers: 'hash-routed first layers priced with the learned router GEMM (a 1-expert-wide GEMM over-count)',
   index_skip_topk_offset: 'the first layers skip top-k selection in the engine; priced as top-k layers like the rest',
+  moe_shared_expert_overlap:
+    'the engine overlaps the shared expert with the routed experts on a side stream; priced in sequence (an upper bound)',
   index_share_for_mtp_iteration:
     'the MTP drafter reuses the target indexer across draft steps; its own indexer is priced',
 };
@@ -294,6 +299,10 @@ export const REFUSED_UNLESS: Readonly<Record<string, (v: unknown) => boolean>> =
   mamba_ssm_cache_dtype: (v) => v === 'float32',
   mamba_proj_bias: (v) => v === false,
   mtp_use_dedicated_embeddings: (v) => v === false,
+  // Nemotron-3: the MTP layer's blocks (an attention block and a MoE block, the drafter layer the deriver builds),
+  // and the shared expert run in sequence with the routed ones (not on a side stream).
+  mtp_hybrid_override_pattern: (v) => v === '*E',
+  mtp_layers_block_type: (v) => Array.isArray(v) && v.length === 2 && v[0] === 'attention' && v[1] === 'moe',
   // gemma-4: per-layer input embeddings and cross-layer KV sharing (the E2B/E4B features) and the double-wide
   // MLP are not derived; bidirectional attention among image tokens only leaves text steps causal.
   hidden_size_per_layer_input: (v) => v === 0,

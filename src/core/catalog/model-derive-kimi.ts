@@ -126,24 +126,41 @@ export interface LatentMoe {
   norm: boolean;
   /** The routed experts' (and their latent projections') served format, when not the global one. */
   dtype?: StorageDtype;
+  /** Gated experts (gate, up, down; default) or up and down only (Nemotron-3's relu2). */
+  gated?: boolean;
+  /** The shared experts' width when it is not the routed experts' (Nemotron-3 moe_shared_expert_intermediate_size). */
+  sharedInter?: number;
 }
 
 /** A latent MoE block (module doc): router, down projection, routed experts in the latent width, up projection, shared experts. */
 export function latentMoeBlock(m: LatentMoe): GraphNode[] {
   const fmt = m.dtype ? { weight_dtype: m.dtype } : {};
   const msg = 2 * m.latent; // bf16 latent activations per token
+  const gated = m.gated !== false;
+  const sharedN = m.shared * (m.sharedInter ?? m.inter);
   const shared: GraphNode[] =
     m.shared > 0
       ? [
-          { op: 'GEMM', role: 'shared_gate_up', n: 2 * m.shared * m.inter, k: m.hidden, parallel: 'column' },
-          { op: 'GEMM', role: 'shared_down', n: m.hidden, k: m.shared * m.inter, parallel: 'row' },
+          gated
+            ? { op: 'GEMM', role: 'shared_gate_up', n: 2 * sharedN, k: m.hidden, parallel: 'column' }
+            : { op: 'GEMM', role: 'shared_up', n: sharedN, k: m.hidden, parallel: 'column' },
+          { op: 'GEMM', role: 'shared_down', n: m.hidden, k: sharedN, parallel: 'row' },
         ]
       : [];
   return [
     { op: 'GEMM', role: 'router', n: m.experts, k: m.hidden, parallel: 'replicated', weight_dtype: 'bf16' },
     { op: 'GEMM', role: 'routed_down_proj', n: m.latent, k: m.hidden, parallel: 'replicated', ...fmt },
     { op: 'All2All', role: 'dispatch', emit: 'ep>1', routed: true, bytes_per_token: msg },
-    { op: 'GroupedGEMM', role: 'experts', n: m.inter, k: m.latent, experts: m.experts, top_k: m.topK, ...fmt },
+    {
+      op: 'GroupedGEMM',
+      role: 'experts',
+      n: m.inter,
+      k: m.latent,
+      experts: m.experts,
+      top_k: m.topK,
+      ...fmt,
+      ...(gated ? {} : { gated: false }),
+    },
     { op: 'All2All', role: 'combine', emit: 'ep>1', routed: true, bytes_per_token: msg },
     ...(m.norm ? [{ op: 'Elementwise', role: 'latent_norm', bytes_per_token: 4 * m.latent } as GraphNode] : []),
     { op: 'GEMM', role: 'routed_up_proj', n: m.hidden, k: m.latent, parallel: 'replicated', ...fmt },

@@ -133,7 +133,10 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   ];
   const modelType = String(config.model_type ?? '');
   const hidden = req(config, name, 'hidden_size', 'n_embed', 'd_model');
-  const layers = req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
+  const layers =
+    num(config, 'num_hidden_layers', 'n_layer', 'num_layers') ??
+    (Array.isArray(config.layers_block_type) ? config.layers_block_type.length : undefined) ??
+    req(config, name, 'num_hidden_layers', 'n_layer', 'num_layers');
   const nQ = req(config, name, 'num_attention_heads', 'n_head');
   const nKv = num(config, 'num_key_value_heads') ?? nQ;
   const dH = num(config, 'head_dim', 'attention_head_dim') ?? hidden / nQ;
@@ -246,7 +249,9 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       ) ?? 0;
     const shared =
       num(config, 'n_shared_experts', 'num_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
-    const latent = num(config, 'routed_expert_hidden_size');
+    // Latent MoE: Kimi-K3 routed_expert_hidden_size, Nemotron-3 moe_latent_size (relu2 experts, shared expert
+    // of its own width on the full hidden state).
+    const latent = num(config, 'routed_expert_hidden_size', 'moe_latent_size');
     if (latent !== undefined && latent < hidden)
       return latentMoeBlock({
         hidden,
@@ -257,6 +262,8 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
         shared,
         norm: config.latent_moe_use_norm === true,
         ...(expertsDt ? { dtype: expertsDt } : {}),
+        ...(relu2 ? { gated: false } : {}),
+        ...(sharedInter > 0 ? { sharedInter } : {}),
       });
     const g: GraphNode = {
       op: 'GroupedGEMM',
@@ -539,6 +546,11 @@ const PATTERN_BLOCKS = 'M*-E';
  * @throws UserError naming the position and character the deriver does not understand, or a length mismatch
  */
 function hybridPattern(c: HfConfig, name: string, layers: number): string | undefined {
+  if (c.layers_block_type !== undefined) {
+    if (c.hybrid_override_pattern !== undefined)
+      throw new UserError(`${name}: config.json states both hybrid_override_pattern and layers_block_type`);
+    return blockTypesPattern(c.layers_block_type, 'layers_block_type', name, layers);
+  }
   const p = c.hybrid_override_pattern;
   if (p === undefined) return undefined;
   if (typeof p !== 'string' || p.length !== layers)
@@ -551,6 +563,30 @@ function hybridPattern(c: HfConfig, name: string, layers: number): string | unde
         `${name}: config.json hybrid_override_pattern[${i}] = "${p[i]}": not a block the deriver understands (M Mamba2, * attention, - MLP, E MoE)`,
       );
   return p;
+}
+
+/** `layers_block_type` names (Nemotron-3 Ultra, 3.5-Lightning) as hybrid_override_pattern characters. */
+const BLOCK_TYPES: Readonly<Record<string, string>> = { mamba: 'M', attention: '*', mlp: '-', moe: 'E' };
+
+/**
+ * A per-layer block-type list (`layers_block_type`, `mtp_layers_block_type`) as a pattern string.
+ * @throws UserError naming the position and value the deriver does not understand, or a length mismatch
+ */
+export function blockTypesPattern(v: unknown, field: string, name: string, layers?: number): string {
+  if (!Array.isArray(v) || (layers !== undefined && v.length !== layers))
+    throw new UserError(
+      `${name}: config.json ${field} must list one block per layer${layers === undefined ? '' : ` (${layers})`}, got ${JSON.stringify(v).slice(0, 80)}`,
+    );
+  return v
+    .map((t, i) => {
+      const ch = typeof t === 'string' ? BLOCK_TYPES[t] : undefined;
+      if (ch === undefined)
+        throw new UserError(
+          `${name}: config.json ${field}[${i}] = ${JSON.stringify(t)}: not a block the deriver understands (${Object.keys(BLOCK_TYPES).join(', ')})`,
+        );
+      return ch;
+    })
+    .join('');
 }
 
 /** A Mamba2 mixer block (module doc; vLLM MambaMixer2). */

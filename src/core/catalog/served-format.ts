@@ -8,7 +8,7 @@
  *   - quant_method fp8 with weight_block_size → fp8_block (block-scaled fp8, DeepGEMM-style ramp); without → fp8;
  *   - quant_method mxfp4 → routed experts mxfp4, the rest torch_dtype (gpt-oss);
  *   - quant_method modelopt / compressed-tensors with 4-bit float weights in groups of 16 (NVFP4), or
- *     hf_quant_config quant_algo NVFP4 → nvfp4; in groups of 32 with uint8 scales (MXFP4, Kimi-K3) → mxfp4;
+ *     hf_quant_config quant_algo NVFP4 → nvfp4, FP8 → fp8 (ModelOpt per-tensor); in groups of 32 with uint8 scales (MXFP4, Kimi-K3) → mxfp4;
  *     with 4-bit integer weights → int4 (weight-only);
  *     when the attention projections are excluded (`ignore` / `exclude_modules` match self_attn) only the
  *     routed experts carry the 4-bit format and the rest stays torch_dtype.
@@ -79,15 +79,17 @@ export function checkpointFormat(config: Obj, where: string, hfQuant?: Obj): Che
   const hq = obj(hfQuant?.quantization);
   if (!q && !hq) return { global: base, reason: `no quantization_config: the checkpoint's torch_dtype (${base})` };
   if (!q && hq) {
-    if (hq.quant_algo !== 'NVFP4')
+    // ModelOpt exports: NVFP4, or FP8 (per-tensor scales, Nemotron-3 Super / Ultra FP8) → fp8.
+    const fmt = hq.quant_algo === 'NVFP4' ? 'nvfp4' : hq.quant_algo === 'FP8' ? 'fp8' : undefined;
+    if (fmt === undefined)
       throw new UserError(
-        `${where}: hf_quant_config.json quant_algo ${JSON.stringify(hq.quant_algo)} not understood (NVFP4 is)`,
+        `${where}: hf_quant_config.json quant_algo ${JSON.stringify(hq.quant_algo)} not understood (NVFP4 and FP8 are)`,
       );
     const attn = excludesAttention(hq.exclude_modules);
     return {
-      global: attn ? base : 'nvfp4',
-      ...(attn ? { experts: 'nvfp4' as const } : {}),
-      reason: `hf_quant_config.json quant_algo NVFP4${attn ? ' (attention excluded: experts only)' : ''} → nvfp4`,
+      global: attn ? base : fmt,
+      ...(attn ? { experts: fmt } : {}),
+      reason: `hf_quant_config.json quant_algo ${String(hq.quant_algo)}${attn ? ' (attention excluded: experts only)' : ''} → ${fmt}`,
     };
   }
   const method = typeof q!.quant_method === 'string' ? q!.quant_method.toLowerCase() : undefined;
