@@ -17,7 +17,7 @@ export interface MsaConfig {
   sparse: boolean[];
   indexHeads: number;
   indexDim: number;
-  /** Tokens one query reads: (top-k + local + init blocks) × block size. */
+  /** Tokens one query reads: (top-k + local + init blocks) × block size (KNOWN DIVERGENCE 26). */
   capTokens: number;
 }
 
