@@ -500,7 +500,7 @@ function msaShape(ctx: PlanContext, node: AttentionNode): MsaShape {
  * per decode token the per-request cost and projection FLOPs, per token read its bytes at the fitted rates.
  * Prefill: fixed + per_request + per_token (with the projections' FLOPs) + selected pairs and index pairs at
  * their FLOP rates. The node's projection GEMMs (`msa: true`) are not priced again (buildKind).
- * KNOWN DIVERGENCE 27: the law is fitted on bf16 linears and KV; other widths change the bytes, not the rates.
+ * KNOWN DIVERGENCE 29: the law is fitted on bf16 linears and KV; other widths change the bytes, not the rates.
  */
 function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
   const s = msaShape(ctx, node);

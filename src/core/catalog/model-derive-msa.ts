@@ -17,7 +17,7 @@ export interface MsaConfig {
   sparse: boolean[];
   indexHeads: number;
   indexDim: number;
-  /** Tokens one query reads: (top-k + local + init blocks) × block size (KNOWN DIVERGENCE 26). */
+  /** Tokens one query reads: (top-k + local + init blocks) × block size (KNOWN DIVERGENCE 28). */
   capTokens: number;
 }
 
@@ -99,7 +99,7 @@ export function msaConfig(c: Record<string, unknown>, name: string, layers: numb
 
 /**
  * An MSA layer's attention block: the fused q/k/v + index projection (n = (n_q + 2·n_kv)·d_h + 2·index_heads·
- * index_dim; KNOWN DIVERGENCE 25: one index query and one index key per index head), the `kind: msa` node, and
+ * index_dim; KNOWN DIVERGENCE 27: one index query and one index key per index head), the `kind: msa` node, and
  * o_proj, the projections marked `msa` (inside the measured module). `gate`: attention_output_gate, a gate of
  * the query width on the same projection.
  */

@@ -250,7 +250,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
     const shared =
       num(config, 'n_shared_experts', 'num_shared_experts') ?? (moeStep !== undefined || sharedInter > 0 ? 1 : 0);
     // Latent MoE: Kimi-K3 routed_expert_hidden_size, Nemotron-3 moe_latent_size (relu2 experts, shared expert
-    // of its own width on the full hidden state; KNOWN DIVERGENCE 28).
+    // of its own width on the full hidden state; KNOWN DIVERGENCE 30).
     const latent = num(config, 'routed_expert_hidden_size', 'moe_latent_size');
     if (latent !== undefined && latent < hidden)
       return latentMoeBlock({

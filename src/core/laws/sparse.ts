@@ -77,7 +77,7 @@ export function msaKvHeads(heads: number): number {
 /**
  * Weights of the module's linear layers per GPU, values: the fused q/k/v + index projection
  * hidden × (heads·d + 2·kv·d + 2·index_heads·index_dim) and o_proj heads·d × hidden.
- * KNOWN DIVERGENCE 25: the config does not say the index projection's width; one index query and one index
+ * KNOWN DIVERGENCE 27: the config does not say the index projection's width; one index query and one index
  * key of index_dim per index head is assumed.
  */
 export function msaWeightParams(s: MsaShape): number {
