@@ -14,6 +14,7 @@
 import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { floorPlusWork } from '../core/laws/floor-rate.ts';
 import { gemmEfficiency } from '../core/laws/gemm.ts';
+import type { DecodeLaw } from '../core/laws/attention.ts';
 import { gssMinimize, patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
@@ -21,6 +22,7 @@ import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import { decodeKvBytes } from '../measurements/kv.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
+import { fitParallelLaw, irlsFit, type PackedRows, packedLogL1, packRows, predictLaw } from './attention-decode-law.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
@@ -28,6 +30,8 @@ import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient
 export interface WorkPoint {
   /** Work: bytes (decode) or FLOPs already divided by the ramp (prefill). */
   work: number;
+  /** Decode work items (batch × KV heads, the parallelism term); absent = 0 (no item term). */
+  items?: number;
   latency_us: number;
   /** Grouping key for holdout (head geometry or window). */
   group: string;
@@ -86,9 +90,10 @@ export function fitFloorRate(
     Math.max(median(large), 1e-9),
   ];
   let best: { floor_us: number; rate: number; objective: number } | undefined;
+  const packed = packRows(points);
   for (const start of init ? [init, dataStart] : [dataStart]) {
     const r = gssMinimize(
-      (x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)),
+      (x) => packedLogL1(packed, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
       [Math.log(start[0]), Math.log(start[1])],
       0.5,
       FIT_SEARCH,
@@ -99,10 +104,8 @@ export function fitFloorRate(
   return best!;
 }
 
-/** Predictions of the law for points. */
-export function predictFloorRate(points: readonly WorkPoint[], floor_us: number, rate: number): number[] {
-  return points.map((p) => floorPlusWork(floor_us, p.work, rate));
-}
+/** The floor + rate law as a DecodeLaw (no work-item term). */
+const floorRate = (floor_us: number, rate: number): DecodeLaw => ({ floor_us, rate, item_us: 0, p_half: 0 });
 
 /** Bootstrap sample size cap (rows per resample); see docs/fitting.md. */
 export const BOOTSTRAP_ROWS = 3000;
@@ -124,10 +127,14 @@ export function bootstrapFloorRate(
     opts.resamples,
     opts.seed,
     (idx) => {
-      const sample: WorkPoint[] = Array.from(idx, (i) => points[i]!);
-      if (fitter) return fitter(sample, [at.floor_us, at.rate]);
+      if (fitter)
+        return fitter(
+          Array.from(idx, (i) => points[i]!),
+          [at.floor_us, at.rate],
+        );
+      const sample = packRows(points, idx);
       const f = gssMinimize(
-        (x) => logL1(sample, Math.exp(x[0]!), Math.exp(x[1]!)),
+        (x) => packedLogL1(sample, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
         [Math.log(at.floor_us), Math.log(at.rate)],
         BOOTSTRAP_SEARCH.step0,
         BOOTSTRAP_SEARCH,
@@ -174,8 +181,7 @@ function widen(ci: [number, number], v: number, what: string, notes: string[]): 
 
 function errorsPerKernel(
   points: readonly WorkPoint[],
-  floor_us: number,
-  rate: number,
+  law: DecodeLaw,
 ): Array<{ kernel: string; err: FitError; before?: number }> {
   const out: Array<{ kernel: string; err: FitError }> = [];
   const g = groupBy(points, (p) => p.kernel_source || '(unknown)');
@@ -184,7 +190,7 @@ function errorsPerKernel(
     out.push({
       kernel: k,
       err: fitError(
-        predictFloorRate(ps, floor_us, rate),
+        predictLaw(ps, law),
         ps.map((p) => p.latency_us),
       ),
     });
@@ -199,20 +205,26 @@ function geometry(r: { n_q: number; n_kv: number; head_dim: number }): string {
 
 /** Fits a floor/rate law to points (the joint fit, or the decode two-stage fit). */
 type PointFitter = (points: readonly WorkPoint[], init: [number, number]) => { floor_us: number; rate: number };
+/** Fits a decode law (any of the candidates) to points. */
+type LawFitter = (points: readonly WorkPoint[]) => DecodeLaw;
+const fromPointFitter =
+  (fitter: PointFitter, init: [number, number]): LawFitter =>
+  (ps) => {
+    const f = fitter(ps, init);
+    return floorRate(f.floor_us, f.rate);
+  };
 
 /** Holdout by whole group: fit on groups not in `held`, evaluate on `held`. */
 function groupHoldout(
   points: readonly WorkPoint[],
   held: ReadonlySet<string>,
-  init: [number, number],
-  fitter: PointFitter = fitFloorRate,
+  fitter: LawFitter,
 ): FitError | undefined {
   const tr = points.filter((p) => !held.has(p.group));
   const ho = points.filter((p) => held.has(p.group));
   if (!tr.length || !ho.length) return undefined;
-  const f = fitter(tr, init);
   return fitError(
-    predictFloorRate(ho, f.floor_us, f.rate),
+    predictLaw(ho, fitter(tr)),
     ho.map((p) => p.latency_us),
   );
 }
@@ -239,8 +251,9 @@ export function fitDecodeTwoStage(
     return { floor_us: f.floor_us, rate: f.rate, two_stage: false, rate_floor_us: f.floor_us };
   }
   const r = warm ? warmFit(big, [warm.rate_floor_us, warm.rate]) : fitFloorRate(big, init);
+  const tinyPacked = packRows(tiny);
   const fl = patternSearch(
-    (x) => logL1(tiny, Math.exp(x[0]!), r.rate),
+    (x) => packedLogL1(tinyPacked, floorRate(Math.exp(x[0]!), r.rate)),
     [Math.log(init?.[0] ?? r.floor_us)],
     [warm ? 0.05 : 0.5],
     { minStep: warm ? 1e-5 : 1e-6, maxEvals: 400 },
@@ -250,8 +263,9 @@ export function fitDecodeTwoStage(
 
 /** One warm-started search with the bootstrap settings (a resample near the full-data optimum). */
 function warmFit(points: readonly WorkPoint[], at: [number, number]): { floor_us: number; rate: number } {
+  const packed = packRows(points);
   const r = gssMinimize(
-    (x) => logL1(points, Math.exp(x[0]!), Math.exp(x[1]!)),
+    (x) => packedLogL1(packed, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
     [Math.log(at[0]), Math.log(at[1])],
     BOOTSTRAP_SEARCH.step0,
     BOOTSTRAP_SEARCH,
@@ -264,18 +278,38 @@ export function cacheResidentBytes(l2_mib: number | undefined): number {
   return l2Bytes(l2_mib);
 }
 
+/** How a stored decode law was fitted (docs/fitting.md "Decode attention"). */
+export type DecodeMethod = 'staged' | 'joint' | 'parallel';
+
+/** One candidate decode fit: its law, its errors on every row and on the holdout. */
+export interface DecodeCandidate {
+  method: DecodeMethod;
+  law: DecodeLaw;
+  train: FitError;
+  holdout?: FitError & { split: string };
+}
+
 /** Result of one decode fit, kept for tests and the report. */
 export interface DecodeResult {
   kind: 'full' | 'swa';
+  /** Which candidate is stored: the lowest holdout geo (ties → staged, joint, parallel). */
+  method: DecodeMethod;
   floor_us: number;
   rate: number;
+  /** Work-item cost (µs per decode row × KV head) and rate half-point (work items); 0 unless parallel. */
+  item_us: number;
+  p_half: number;
   ci_floor: [number, number];
   ci_rate: [number, number];
+  ci_item?: [number, number];
+  ci_p_half?: [number, number];
   /** Bootstrap bounds extended to the value (search tolerance), if any. */
   ci_notes: string[];
   n: number;
   excluded_cache_resident: number;
   with_cache_resident: { floor_us: number; rate: number; geo: number };
+  /** Every candidate, in the order staged, joint, parallel. */
+  candidates: DecodeCandidate[];
   train: FitError;
   holdout?: FitError & { split: string };
   before_geo: number;
@@ -291,18 +325,17 @@ export interface DecodeResult {
 function decodeHoldout(
   pts: readonly WorkPoint[],
   kind: 'full' | 'swa',
-  init: [number, number],
-  fitter: PointFitter,
+  fitter: LawFitter,
 ): (FitError & { split: string }) | undefined {
   if (kind === 'full') {
     const held = holdoutValues(pts.map((p) => p.group));
-    const e = groupHoldout(pts, held, init, fitter);
+    const e = groupHoldout(pts, held, fitter);
     return e ? { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } : undefined;
   }
   const windows = [...new Set(pts.map((p) => p.group))].sort((a, b) => Number(a) - Number(b));
   const folds: FitError[] = [];
   for (const w of windows) {
-    const e = groupHoldout(pts, new Set([w]), init, fitter);
+    const e = groupHoldout(pts, new Set([w]), fitter);
     if (e) folds.push(e);
   }
   if (!folds.length) return undefined;
@@ -316,9 +349,109 @@ function decodeHoldout(
   };
 }
 
+/** Every ⌈n/4000⌉-th point: the subsample the joint fit's derivative-free start runs on. */
+function thinned(pts: readonly WorkPoint[]): WorkPoint[] {
+  const step = Math.ceil(pts.length / 4000);
+  return step <= 1 ? [...pts] : pts.filter((_, i) => i % step === 0);
+}
+
 /**
- * Decode fit for one kind: the two-stage fit (fitDecodeTwoStage); the joint all-rows fit is reported
- * beside it to show what cache-resident working sets do to the rate.
+ * The three candidate decode fits of `pts`: staged (fitDecodeTwoStage), joint floor + rate on every
+ * row (irlsFit from fitFloorRate's optimum on a ≤ 4000-row subsample), and the work-item law (both
+ * with the rate bounded by `maxRate`, the datasheet HBM rate)
+ * (fitParallelLaw) started from the joint fit; each with its holdout (fold fits warm-started).
+ */
+function decodeCandidates(
+  pts: readonly WorkPoint[],
+  kind: 'full' | 'swa',
+  l2: number,
+  maxRate: number,
+): {
+  candidates: DecodeCandidate[];
+  staged: ReturnType<typeof fitDecodeTwoStage>;
+  joint: { floor_us: number; rate: number; objective: number };
+} {
+  const packed = packRows(pts);
+  const start = fitFloorRate(thinned(pts));
+  const joint = irlsFit(packed, floorRate(start.floor_us, start.rate), 40, maxRate);
+  const staged = fitDecodeTwoStage(pts, l2, [joint.floor_us, joint.rate]);
+  const parallel = fitParallelLaw(packed, joint, 'cold', maxRate);
+  const fitters: Array<[DecodeMethod, DecodeLaw, LawFitter]> = [
+    [
+      'staged',
+      floorRate(staged.floor_us, staged.rate),
+      fromPointFitter((ps, init) => fitDecodeTwoStage(ps, l2, init), [staged.floor_us, staged.rate]),
+    ],
+    [
+      'joint',
+      floorRate(joint.floor_us, joint.rate),
+      (ps) => irlsFit(packRows(ps), floorRate(joint.floor_us, joint.rate), 40, maxRate),
+    ],
+    ['parallel', parallel, (ps) => fitParallelLaw(packRows(ps), parallel, 'warm', maxRate)],
+  ];
+  const meas = pts.map((p) => p.latency_us);
+  const candidates = fitters.map(([method, law, fitter]) => {
+    const holdout = decodeHoldout(pts, kind, fitter);
+    return { method, law, train: fitError(predictLaw(pts, law), meas), ...(holdout ? { holdout } : {}) };
+  });
+  return { candidates, staged, joint };
+}
+
+/**
+ * Decode candidates that may be stored (DECISION, docs/fitting.md "Decode attention"): the staged fit
+ * only, until the end-to-end check agrees. The parallel law wins every chip's kernel holdout, but with
+ * it stored the Splitwise a100 tier (b) decode median went 15.4% → 27.2% (h100 unchanged).
+ */
+const STORABLE_DECODE: ReadonlySet<DecodeMethod> = new Set<DecodeMethod>(['staged']);
+
+/** The storable candidate with the lowest holdout geo (strictly lower replaces; no holdout → the first). */
+function bestCandidate(cs: readonly DecodeCandidate[]): DecodeCandidate {
+  const ok = cs.filter((c) => STORABLE_DECODE.has(c.method));
+  let best = ok[0]!;
+  for (const c of ok.slice(1)) if (c.holdout && best.holdout && c.holdout.geo < best.holdout.geo) best = c;
+  return best;
+}
+
+/** Seeded bootstrap of the stored candidate, with the fitter that produced it (warm-started). */
+function decodeBootstrap(
+  pts: readonly WorkPoint[],
+  chosen: DecodeCandidate,
+  staged: ReturnType<typeof fitDecodeTwoStage>,
+  l2: number,
+  bootstrap: { resamples: number; seed: number },
+  maxRate: number,
+): Pick<DecodeResult, 'ci_floor' | 'ci_rate' | 'ci_item' | 'ci_p_half' | 'ci_notes'> {
+  const law = chosen.law;
+  if (chosen.method === 'parallel') {
+    const fits = resampleEstimates(
+      pts.length,
+      bootstrap.resamples,
+      bootstrap.seed,
+      (idx) => fitParallelLaw(packRows(pts, idx), law, 'resample', maxRate),
+      Math.min(pts.length, BOOTSTRAP_ROWS),
+    );
+    const notes: string[] = [];
+    const ci = (k: keyof DecodeLaw) => widen(ciFromEstimates(fits.map((f) => f[k])), law[k], k, notes);
+    return {
+      ci_floor: ci('floor_us'),
+      ci_rate: ci('rate'),
+      ci_item: ci('item_us'),
+      ci_p_half: ci('p_half'),
+      ci_notes: notes,
+    };
+  }
+  const fitter: PointFitter | undefined =
+    chosen.method === 'staged'
+      ? (ps, at) => fitDecodeTwoStage(ps, l2, at, { rate_floor_us: staged.rate_floor_us, rate: staged.rate })
+      : undefined;
+  const b = bootstrapFloorRate(pts, law, bootstrap, fitter);
+  return { ci_floor: b.ci_floor, ci_rate: b.ci_rate, ci_notes: b.notes };
+}
+
+/**
+ * Decode fit for one kind: three candidates (decodeCandidates), the one with the lowest holdout geo
+ * stored (issue 16: the work-item term is kept only where it lowers the holdout error), the others
+ * reported beside it.
  */
 export function fitDecodeKind(
   rowsIn: readonly AttentionDecodeRow[],
@@ -332,36 +465,33 @@ export function fitDecodeKind(
   );
   const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
+    items: r.batch * r.n_kv,
     latency_us: r.latency_us,
     group: kind === 'full' ? geometry(r) : String(r.window),
     kernel_source: r.kernel_source,
   }));
   if (pts.length < 3) return `attention_decode ${kind}: only ${pts.length} rows`;
   const l2 = cacheResidentBytes(ctx.chip.l2_mib);
-  const withAll = fitFloorRate(pts);
-  const f = fitDecodeTwoStage(pts, l2, [withAll.floor_us, withAll.rate]);
-  const holdout = decodeHoldout(pts, kind, [f.floor_us, f.rate], (ps, init) => fitDecodeTwoStage(ps, l2, init));
-  const ci = bootstrapFloorRate(pts, f, ctx.bootstrap, (ps, at) =>
-    fitDecodeTwoStage(ps, l2, at, { rate_floor_us: f.rate_floor_us, rate: f.rate }),
-  );
+  const { candidates, staged, joint } = decodeCandidates(pts, kind, l2, ctx.chip.hbm_bytes_per_us);
+  const chosen = bestCandidate(candidates);
   const meas = pts.map((p) => p.latency_us);
   return {
     kind,
-    floor_us: f.floor_us,
-    rate: f.rate,
-    ci_floor: ci.ci_floor,
-    ci_rate: ci.ci_rate,
-    ci_notes: ci.notes,
+    method: chosen.method,
+    ...chosen.law,
+    ...decodeBootstrap(pts, chosen, staged, l2, ctx.bootstrap, ctx.chip.hbm_bytes_per_us),
     n: pts.length,
-    excluded_cache_resident: f.two_stage ? pts.filter((p) => p.work < 2 * l2).length : 0,
-    with_cache_resident: { floor_us: withAll.floor_us, rate: withAll.rate, geo: Math.exp(withAll.objective) },
-    train: fitError(predictFloorRate(pts, f.floor_us, f.rate), meas),
-    ...(holdout ? { holdout } : {}),
+    excluded_cache_resident:
+      chosen.method === 'staged' && staged.two_stage ? pts.filter((p) => p.work < 2 * l2).length : 0,
+    with_cache_resident: { floor_us: joint.floor_us, rate: joint.rate, geo: Math.exp(joint.objective) },
+    candidates,
+    train: chosen.train,
+    ...(chosen.holdout ? { holdout: chosen.holdout } : {}),
     before_geo: geometricError(
       pts.map((p) => p.work / ctx.chip.hbm_bytes_per_us),
       meas,
     ),
-    per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
+    per_kernel: errorsPerKernel(pts, chosen.law),
     points: pts,
   };
 }
@@ -393,16 +523,23 @@ export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: Fit
   return fit;
 }
 
-function decodeCoefficients(r: DecodeResult, ctx: FitContext): FittedCoefficient[] {
-  const sfx = r.kind === 'full' ? '' : '_swa';
-  const l2 = cacheResidentBytes(ctx.chip.l2_mib);
-  const filter = `${r.kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${2 * l2} (2×L2), floor from KV bytes < ${l2 / 16} (L2/16)` : ''}`;
-  const notes = [
+/** Evidence notes of a decode entry: the stored method, every candidate's errors, per kernel, CI notes. */
+function decodeNotes(r: DecodeResult, ctx: FitContext): string[] {
+  const cand = (c: DecodeCandidate) =>
+    `${c.method}: floor ${fmt(c.law.floor_us)} us, rate ${fmt(c.law.rate)} B/us${c.method === 'parallel' ? `, item ${fmt(c.law.item_us)} us, p_half ${fmt(c.law.p_half)}` : ''}; train geo ${c.train.geo}, holdout geo ${c.holdout?.geo ?? '—'}`;
+  return [
+    `law: ${r.method === 'parallel' ? 't = floor + p·item_us + kv_bytes/(rate·p/(p + p_half)), p = batch × n_kv' : 't = floor + kv_bytes/rate'}; stored fit: ${r.method} (candidates below; only the staged fit is storable until the end-to-end check agrees: docs/fitting.md)`,
+    ...r.candidates.map((c) => `candidate ${cand(c)}`),
     `geometric error before (pure KV read at datasheet ${fmt(ctx.chip.hbm_bytes_per_us)} B/us): ${fmt(r.before_geo)}; after: ${r.train.geo}`,
-    `joint fit on all rows incl. cache-resident working sets (KV < L2): floor ${fmt(r.with_cache_resident.floor_us)} us, rate ${fmt(r.with_cache_resident.rate)} B/us, geo ${fmt(r.with_cache_resident.geo)}; ${r.excluded_cache_resident ? `${r.excluded_cache_resident} rows with KV < 2×L2 kept out of the rate fit` : 'two-stage fit not possible; joint fit stored'}`,
     ...r.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
     ...r.ci_notes,
   ];
+}
+
+function decodeCoefficients(r: DecodeResult, ctx: FitContext): FittedCoefficient[] {
+  const sfx = r.kind === 'full' ? '' : '_swa';
+  const l2 = cacheResidentBytes(ctx.chip.l2_mib);
+  const filter = `${r.kind === 'full' ? 'window == 0' : 'window > 0; context capped at window'}${r.excluded_cache_resident ? `; rate from KV bytes ≥ ${2 * l2} (2×L2), floor from KV bytes < ${l2 / 16} (L2/16)` : '; every row'}`;
   const used = { filter, rows_used: r.n };
   const base = {
     family: 'attention_decode',
@@ -411,36 +548,64 @@ function decodeCoefficients(r: DecodeResult, ctx: FitContext): FittedCoefficient
     ci_method: 'bootstrap' as const,
     train: r.train,
     ...(r.holdout ? { holdout: r.holdout } : {}),
-    notes,
+    notes: decodeNotes(r, ctx),
   };
-  return [
-    {
-      set: SET_NAMES.attention,
-      name: `attention_decode_floor${sfx}`,
-      entry: measuredEntry({ ...base, value: r.floor_us, units: 'us_per_transfer', ci95: r.ci_floor }),
-    },
-    {
-      set: SET_NAMES.attention,
-      name: `attention_decode_rate${sfx}`,
-      entry: measuredEntry({ ...base, value: r.rate, units: 'bytes_per_us', ci95: r.ci_rate }),
-    },
+  const entry = (
+    name: string,
+    value: number,
+    units: 'us_per_transfer' | 'bytes_per_us' | 'us_per_request' | 'dimensionless',
+    ci95: [number, number],
+  ) => ({
+    set: SET_NAMES.attention,
+    name: `${name}${sfx}`,
+    entry: measuredEntry({ ...base, value, units, ci95 }),
+  });
+  const out = [
+    entry('attention_decode_floor', r.floor_us, 'us_per_transfer', r.ci_floor),
+    entry('attention_decode_rate', r.rate, 'bytes_per_us', r.ci_rate),
   ];
+  if (r.method === 'parallel' && r.ci_item && r.ci_p_half)
+    out.push(
+      entry('attention_decode_item_us', r.item_us, 'us_per_request', r.ci_item),
+      entry('attention_decode_p_half', r.p_half, 'dimensionless', r.ci_p_half),
+    );
+  return out;
+}
+
+/** How prefill attention's arithmetic rate ramps: over the call's tokens (batch · S, the bf16 GEMM ramp) or per sequence (S). */
+export type PrefillMethod = 'tokens_ramp' | 'sequence_ramp';
+
+/** One prefill candidate: its law (rate = work_scale; p_half = s_half for the sequence ramp), rows and errors. */
+interface PrefillCandidate {
+  method: PrefillMethod;
+  law: DecodeLaw;
+  points: WorkPoint[];
+  train: FitError;
+  holdout?: FitError & { split: string };
 }
 
 /** Prefill result kept for tests and the report. */
 export interface PrefillResult {
+  /** Stored candidate: tokens_ramp (DECISION, docs/fitting.md); sequence_ramp is reported in `candidates`. */
+  method: PrefillMethod;
   floor_us: number;
   work_scale: number;
+  /** Sequence length (new tokens) at which the per-sequence rate is half (tokens); 0 for tokens_ramp. */
+  s_half: number;
   ci_floor: [number, number];
   ci_scale: [number, number];
+  ci_s_half?: [number, number];
   n: number;
   excluded: string[];
   train: FitError;
   holdout?: FitError & { split: string };
+  /** Both candidates' errors (tokens_ramp, sequence_ramp). */
+  candidates: Array<{ method: PrefillMethod; law: DecodeLaw; train: FitError; holdout?: FitError }>;
   per_kernel: Array<{ kernel: string; err: FitError }>;
   /** The bf16 ramp the work is divided by (this run's gemm fit, from `ctx.prior`). */
   ramp: { eps_max: number; m_half: number };
-  /** Every row as (causal FLOPs / (bf16 peak · ε_bf16(tokens)), latency): the figure's data. */
+  /** Every row as (work, latency), work = causal FLOPs / (bf16 peak · ε_bf16(batch·S)) for tokens_ramp,
+   * / (bf16 peak · eps_max) with items = S for sequence_ramp: the figure's data. */
   points: WorkPoint[];
 }
 
@@ -487,40 +652,111 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
     fit.refusals.push(`attention_prefill: only ${rows.length} usable rows`);
     return fit;
   }
-  const pts: WorkPoint[] = rows.map((r) => ({
-    work: prefillCausalFlops(r) / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
-    latency_us: r.latency_us,
-    group: geometry(r),
-    kernel_source: r.kernel_source,
-  }));
-  const f = fitFloorRate(pts);
-  const held = holdoutValues(pts.map((p) => p.group));
-  const he = groupHoldout(pts, held, [f.floor_us, f.rate]);
-  const ci = bootstrapFloorRate(pts, f, ctx.bootstrap);
+  const candidates = prefillCandidates(rows, eps, mh, peak);
+  // DECISION (docs/fitting.md "Prefill attention"): the tokens ramp is stored; the per-sequence ramp
+  // wins on these tables but worsened the Splitwise engine holdout, so it is reported beside it.
+  const chosen = candidates[0]!;
+  const ci = prefillBootstrap(chosen, ctx.bootstrap);
   const result: PrefillResult = {
-    floor_us: f.floor_us,
-    work_scale: f.rate,
+    method: chosen.method,
+    floor_us: chosen.law.floor_us,
+    work_scale: chosen.law.rate,
+    s_half: chosen.law.p_half,
     ci_floor: ci.ci_floor,
     ci_scale: ci.ci_rate,
-    n: pts.length,
+    ...(ci.ci_s_half ? { ci_s_half: ci.ci_s_half } : {}),
+    n: chosen.points.length,
     excluded,
-    train: fitError(
-      predictFloorRate(pts, f.floor_us, f.rate),
-      pts.map((p) => p.latency_us),
-    ),
-    ...(he ? { holdout: { ...he, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } } : {}),
-    per_kernel: errorsPerKernel(pts, f.floor_us, f.rate),
+    train: chosen.train,
+    ...(chosen.holdout ? { holdout: chosen.holdout } : {}),
+    candidates: candidates.map((c) => ({
+      method: c.method,
+      law: c.law,
+      train: c.train,
+      ...(c.holdout ? { holdout: c.holdout } : {}),
+    })),
+    per_kernel: errorsPerKernel(chosen.points, chosen.law),
     ramp: { eps_max: eps, m_half: mh },
-    points: pts,
+    points: chosen.points,
   };
   fit.result = result;
   fit.coefficients.push(...prefillCoefficients(result, ci.notes, ctx));
   return fit;
 }
 
+/**
+ * The two prefill candidates (issue 16 piece 5; docs/fitting.md "Prefill attention"): the seed's
+ * ramp over the call's tokens (work = FLOPs / (peak · ε_bf16(batch · S)), floor + work / work_scale,
+ * fitFloorRate), and a per-sequence ramp (work = FLOPs / (peak · eps_max_bf16), the decode law with
+ * items = S and no item cost: floor + work / (work_scale · S/(S + s_half)), irlsFit from s_half 64 and
+ * 1024, the lower objective wins). Holdout: whole head geometries, for both.
+ */
+function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh: number, peak: number) {
+  const base = (r: AttentionPrefillRow) => ({
+    latency_us: r.latency_us,
+    group: geometry(r),
+    kernel_source: r.kernel_source,
+  });
+  const tokPts: WorkPoint[] = rows.map((r) => ({
+    work: prefillCausalFlops(r) / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
+    ...base(r),
+  }));
+  const seqPts: WorkPoint[] = rows.map((r) => ({
+    work: prefillCausalFlops(r) / (peak * eps),
+    items: r.new_tokens,
+    ...base(r),
+  }));
+  const held = holdoutValues(tokPts.map((p) => p.group));
+  const split = `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}`;
+  const f = fitFloorRate(tokPts);
+  const packed = packRows(seqPts);
+  const start = fitFloorRate(thinned(seqPts));
+  const seqFit = (ps: PackedRows, from?: DecodeLaw) => {
+    if (from) return irlsFit(ps, from);
+    const [a, b] = [64, 1024].map((p_half) => irlsFit(ps, { ...floorRate(start.floor_us, start.rate), p_half }));
+    return b!.objective < a!.objective ? b! : a!;
+  };
+  const seq = seqFit(packed);
+  const out: Array<[PrefillMethod, DecodeLaw, WorkPoint[], LawFitter]> = [
+    ['tokens_ramp', floorRate(f.floor_us, f.rate), tokPts, fromPointFitter(fitFloorRate, [f.floor_us, f.rate])],
+    ['sequence_ramp', seq, seqPts, (ps) => seqFit(packRows(ps), seq)],
+  ];
+  return out.map(([method, law, points, fitter]): PrefillCandidate => {
+    const he = groupHoldout(points, held, fitter);
+    const train = fitError(
+      predictLaw(points, law),
+      points.map((p) => p.latency_us),
+    );
+    return { method, law, points, train, ...(he ? { holdout: { ...he, split } } : {}) };
+  });
+}
+
+/** Seeded bootstrap of the stored prefill candidate (its own fitter, warm at the full-data optimum). */
+function prefillBootstrap(
+  c: PrefillCandidate,
+  bootstrap: { resamples: number; seed: number },
+): { ci_floor: [number, number]; ci_rate: [number, number]; ci_s_half?: [number, number]; notes: string[] } {
+  if (c.method === 'tokens_ramp') return bootstrapFloorRate(c.points, c.law, bootstrap);
+  const fits = resampleEstimates(
+    c.points.length,
+    bootstrap.resamples,
+    bootstrap.seed,
+    (idx) => irlsFit(packRows(c.points, idx), c.law, 25),
+    Math.min(c.points.length, BOOTSTRAP_ROWS),
+  );
+  const notes: string[] = [];
+  const ci = (k: keyof DecodeLaw, what: string) => widen(ciFromEstimates(fits.map((f) => f[k])), c.law[k], what, notes);
+  return { ci_floor: ci('floor_us', 'floor'), ci_rate: ci('rate', 'rate'), ci_s_half: ci('p_half', 's_half'), notes };
+}
+
 function prefillCoefficients(result: PrefillResult, ciNotes: readonly string[], ctx: FitContext): FittedCoefficient[] {
+  const cand = (c: PrefillResult['candidates'][number]) =>
+    `candidate ${c.method}: floor ${fmt(c.law.floor_us)} us, work_scale ${fmt(c.law.rate)}${c.method === 'sequence_ramp' ? `, s_half ${fmt(c.law.p_half)} tokens` : ''}; train geo ${c.train.geo}, holdout geo ${c.holdout?.geo ?? '—'}`;
   const notes = [
-    `bf16 ramp used: eps_max ${result.ramp.eps_max}, m_half ${result.ramp.m_half} (this run's gemm fit), tokens = batch · new_tokens`,
+    result.method === 'sequence_ramp'
+      ? `law: t = floor + causal_flops/(bf16 peak · eps_max ${result.ramp.eps_max} · work_scale · S/(S + s_half)), S = new tokens per sequence; stored fit: sequence_ramp (lower holdout geo)`
+      : `bf16 ramp used: eps_max ${result.ramp.eps_max}, m_half ${result.ramp.m_half} (this run's gemm fit), tokens = batch · new_tokens; stored fit: tokens_ramp (the sequence_ramp candidate is reported, not stored: docs/fitting.md)`,
+    ...result.candidates.map(cand),
     ...result.excluded.map((e) => `excluded ${e}`),
     ...result.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
     ...ciNotes.map((n) => n.replace(/^rate /, 'work_scale ')),
@@ -546,5 +782,14 @@ function prefillCoefficients(result: PrefillResult, ciNotes: readonly string[], 
       name: 'attention_prefill_work_scale',
       entry: measuredEntry({ ...base, value: result.work_scale, units: 'dimensionless', ci95: result.ci_scale }),
     },
+    ...(result.method === 'sequence_ramp' && result.ci_s_half
+      ? [
+          {
+            set: SET_NAMES.attention,
+            name: 'attention_prefill_s_half',
+            entry: measuredEntry({ ...base, value: result.s_half, units: 'tokens', ci95: result.ci_s_half }),
+          },
+        ]
+      : []),
   ];
 }

@@ -24,6 +24,7 @@ import {
   shapeEfficiency,
   shapeFactor,
 } from '../core/laws/gemm.ts';
+import { solveLinear } from '../core/numeric/lsq.ts';
 import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
@@ -259,7 +260,10 @@ export interface RampResult {
     /** Errors of the shape-aware ramp on all compute-bound rows (train) and on held-out whole k (holdout). */
     shape_train: FitError;
     shape_holdout: FitError;
-    free: { eps_max: number; m_half: number; n_half: number; k_half: number; holdout_geo: number };
+    /** The joint 4-coefficient fit (jointShapeFit) on every compute-bound row, its errors and held-out-k geo. */
+    joint: JointShape;
+    /** Which shape-aware fit is stored (when `stored`): the lower held-out-k geo, ties → staged. */
+    method: 'staged' | 'joint';
     stored: boolean;
   };
   held_k: number[];
@@ -275,40 +279,68 @@ export interface RampResult {
 /** Fraction of (geo − 1) the shape-aware ramp must remove on held-out k to be stored. */
 export const SHAPE_STORE_RULE = 0.75;
 
-function freeShapeFit(train: readonly Pt[], init: [number, number, number, number]) {
-  // Deterministic subsample (≤ ~3000 rows): this fit is reported, never stored.
-  const ok = train.filter((_, i) => i % Math.max(1, Math.ceil(train.length / 3000)) === 0);
-  const idx = ok.map((_, i) => i);
-  const res = levenbergMarquardt(
-    { x: idx, y: ok.map((p) => Math.log(p.eff)) },
-    ([le, um, un, uk]) => {
-      const [mh, nh, kh] = [Math.exp(um!), Math.exp(un!), Math.exp(uk!)];
-      return (i) => {
-        const p = ok[i]!;
-        // ln ε_max + ln(ε(m)/ε_max) + ln f(n) + ln f(k)
-        return (
-          le! + Math.log(gemmEfficiency(p.m, 1, mh)) + Math.log(shapeFactor(p.n, nh)) + Math.log(shapeFactor(p.k, kh))
-        );
-      };
-    },
-    {
-      initialValues: init.map((v) => Math.log(Math.max(v, 1e-3))),
-      jacobianFunction: ([, um, un, uk]) => {
-        const [mh, nh, kh] = [Math.exp(um!), Math.exp(un!), Math.exp(uk!)];
-        return (i) => {
-          const p = ok[i]!;
-          return [1, -mh / (p.m + mh), -nh / (p.n + nh), -kh / (p.k + kh)];
-        };
-      },
-      damping: 1e-3,
-      maxIterations: LM_ITERATIONS,
-      errorTolerance: 1e-14,
-      improvementThreshold: 1e-6,
-      minValues: [Math.log(1e-3), Math.log(1e-3), Math.log(1e-3), Math.log(1e-3)],
-      maxValues: [Math.log(2), Math.log(1e6), Math.log(1e6), Math.log(1e6)],
-    },
-  );
-  const [eps_max, m_half, n_half, k_half] = res.parameterValues.map(Math.exp) as [number, number, number, number];
+/** Upper bound of eps_max in the joint shape fit: the dense datasheet peak (the registry gates allow 1.05). */
+export const JOINT_EPS_MAX_BOUND = 1;
+
+/** Log-coefficient bounds of the joint fit: ln eps_max ≤ ln JOINT_EPS_MAX_BOUND, halves in [1e-3, 1e6]. */
+const JOINT_LO = Math.log(1e-3);
+const JOINT_HI = [Math.log(JOINT_EPS_MAX_BOUND), Math.log(1e6), Math.log(1e6), Math.log(1e6)] as const;
+
+/** Σ (ln ε(m,n,k) − ln eff)² at log-coefficients x, and (when `ne`) the normal equations JᵀJ, Jᵀr. */
+function jointSse(rows: readonly Pt[], lnEff: Float64Array, x: readonly number[], ne?: { A: number[][]; b: number[] }) {
+  const [mh, nh, kh] = [Math.exp(x[1]!), Math.exp(x[2]!), Math.exp(x[3]!)];
+  let sse = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const p = rows[i]!;
+    const r = x[0]! + Math.log(p.m / (p.m + mh)) + Math.log(p.n / (p.n + nh)) + Math.log(p.k / (p.k + kh)) - lnEff[i]!;
+    sse += r * r;
+    if (!ne) continue;
+    const j = [1, -mh / (p.m + mh), -nh / (p.n + nh), -kh / (p.k + kh)];
+    for (let u = 0; u < 4; u++) {
+      ne.b[u]! += j[u]! * r;
+      for (let v = 0; v < 4; v++) ne.A[u]![v]! += j[u]! * j[v]!;
+    }
+  }
+  return sse;
+}
+
+/**
+ * Joint shape-aware fit (issue 16 piece 5): eps_max, m_half, n_half and k_half together, least
+ * squares on ln(efficiency) over every row given (each row's ln error weighs the same, as in the
+ * geometric error the holdout reports), by Levenberg–Marquardt with the analytic Jacobian in log
+ * coefficients (a step is taken only when it lowers the sum; projected onto the bounds: eps_max ≤
+ * JOINT_EPS_MAX_BOUND, every coefficient in [1e-3, 1e6]), started from the staged fit (`init`). The
+ * staged fit fixes eps_max and m_half at the envelope (the best shape per m), which leaves every other
+ * shape below its ramp; the joint fit trades the asymptote against the halves. Deterministic.
+ */
+export function jointShapeFit(
+  rows: readonly Pt[],
+  init: [number, number, number, number],
+  iterations = LM_ITERATIONS,
+): RampCoefficients & { n_half: number; k_half: number } {
+  const lnEff = Float64Array.from(rows, (p) => Math.log(p.eff));
+  const clamp = (x: number[]) => x.map((v, u) => Math.min(JOINT_HI[u]!, Math.max(JOINT_LO, v)));
+  let x = clamp(init.map((v) => Math.log(Math.max(v, 1e-3))));
+  let sse = jointSse(rows, lnEff, x);
+  let lambda = 1e-3;
+  for (let it = 0; it < iterations && lambda < 1e10; it++) {
+    const ne = { A: [0, 1, 2, 3].map(() => [0, 0, 0, 0]), b: [0, 0, 0, 0] };
+    jointSse(rows, lnEff, x, ne);
+    const A = ne.A.map((row, u) => row.map((v, k) => (u === k ? v * (1 + lambda) + 1e-12 : v)));
+    const d = solveLinear(
+      A,
+      ne.b.map((v) => -v),
+    );
+    const trial = d ? clamp(x.map((v, u) => v + d[u]!)) : undefined;
+    const tSse = trial ? jointSse(rows, lnEff, trial) : Infinity;
+    if (tSse < sse) {
+      const gain = (sse - tSse) / Math.max(sse, 1e-300);
+      [x, sse] = [trial!, tSse];
+      lambda = Math.max(lambda / 10, 1e-12);
+      if (gain < 1e-12) break;
+    } else lambda *= 10;
+  }
+  const [eps_max, m_half, n_half, k_half] = x.map(Math.exp) as [number, number, number, number];
   return { eps_max, m_half, n_half, k_half };
 }
 
@@ -438,11 +470,104 @@ function bootstrapHalves(
   return { ci_n: ciFromEstimates(fits.map((f) => f.n_half)), ci_k: ciFromEstimates(fits.map((f) => f.k_half)) };
 }
 
+/** The joint shape fit of one dtype: coefficients, bootstrap CIs (when stored) and errors. */
+export interface JointShape extends Required<RampCoefficients> {
+  ci_eps?: [number, number];
+  ci_m_half?: [number, number];
+  ci_n?: [number, number];
+  ci_k?: [number, number];
+  train: FitError;
+  holdout: FitError;
+  holdout_geo: number;
+}
+
 /**
- * Shape-aware ramp: halves fitted with the envelope ramp fixed, scored on held-out whole k against
- * both 1-factor ramps; stored only when it removes SHAPE_STORE_RULE of their excess error.
+ * Formats whose joint shape fit may be stored (DECISION, docs/fitting.md "GEMM ramp"): none yet. The
+ * joint fit wins held-out k for fp8 and fp8_block on every chip, but its m_half (h200 fp8 338,
+ * fp8_block 973 tokens, fitted on m ≥ 206) prices a one-token GEMM ~10× slower than the envelope ramp
+ * (deepseek-v3 h200 decode(1) expert fallback 7.1 → 75.9 ms of SM); it is reported until the small-m
+ * extrapolation is handled.
  */
-function shapeFits(s: RampSplit, split: Ramp, stored: Ramp, allFull: Ramp, bootstrap: Bootstrap): RampResult['shape'] {
+const JOINT_STORABLE: ReadonlySet<GemmDtype> = new Set<GemmDtype>();
+
+/** Rows per bootstrap resample of the joint fit (every ⌈n/JOINT_BOOT_ROWS⌉-th row, before resampling k). */
+export const JOINT_BOOT_ROWS = 3000;
+
+/**
+ * Seeded cluster bootstrap over whole k of the joint fit, warm-started at the stored fit (20 LM
+ * iterations) on a deterministic ≤ JOINT_BOOT_ROWS-row thinning; resamples with one k are skipped.
+ */
+function bootstrapJoint(compute: readonly Pt[], at: Required<RampCoefficients>, bootstrap: Bootstrap) {
+  const step = Math.ceil(compute.length / JOINT_BOOT_ROWS);
+  const byK = groupBy(
+    compute.filter((_, i) => i % step === 0),
+    (p) => p.k,
+  );
+  const ks = [...byK.keys()].sort((a, b) => a - b);
+  const fits = resampleEstimates(ks.length, bootstrap.resamples, bootstrap.seed + 2, (idx) => {
+    const picked = Array.from(idx, (i) => ks[i]!);
+    if (new Set(picked).size < 2) return undefined;
+    return jointShapeFit(
+      picked.flatMap((k) => byK.get(k)!),
+      [at.eps_max, at.m_half, at.n_half, at.k_half],
+      20,
+    );
+  });
+  const ci = (f: (c: Required<RampCoefficients>) => number) => ciFromEstimates(fits.map(f));
+  return {
+    ci_eps: ci((f) => f.eps_max),
+    ci_m_half: ci((f) => f.m_half),
+    ci_n: ci((f) => f.n_half),
+    ci_k: ci((f) => f.k_half),
+  };
+}
+
+/** The joint fit on the whole-k split (scored on the held-out k) and on every compute-bound row. */
+function jointFits(s: RampSplit, staged: Required<RampCoefficients>, stagedSplit: Required<RampCoefficients>) {
+  const start = (c: Required<RampCoefficients>): [number, number, number, number] => [
+    Math.min(c.eps_max, JOINT_EPS_MAX_BOUND),
+    c.m_half,
+    c.n_half || 100,
+    c.k_half || 100,
+  ];
+  const split = jointShapeFit(s.trainK, start(stagedSplit));
+  const full = jointShapeFit(s.compute, start(staged));
+  const holdout = s.holdKAll.length
+    ? fitError(
+        shapePred(split, s.holdKAll),
+        s.holdKAll.map((p) => p.eff),
+      )
+    : noError();
+  const train = fitError(
+    shapePred(full, s.compute),
+    s.compute.map((p) => p.eff),
+  );
+  return {
+    ...full,
+    train,
+    holdout,
+    holdout_geo: holdout.n
+      ? geometricError(
+          shapePred(split, s.holdKAll),
+          s.holdKAll.map((p) => p.eff),
+        )
+      : NaN,
+  };
+}
+
+/**
+ * Shape-aware ramp: the staged fit (halves fitted with the envelope ramp fixed) and the joint fit
+ * (jointShapeFit), scored on held-out whole k against both 1-factor ramps; the better of the two is
+ * stored only when it removes SHAPE_STORE_RULE of the 1-factor excess error.
+ */
+function shapeFits(
+  s: RampSplit,
+  split: Ramp,
+  stored: Ramp,
+  allFull: Ramp,
+  bootstrap: Bootstrap,
+  dtype: GemmDtype,
+): RampResult['shape'] {
   const halvesSplit = fitShapeHalves(shapeCells(s.trainK, split.eps_max, split.m_half));
   const halves = fitShapeHalves(shapeCells(s.compute, stored.eps_max, stored.m_half));
   const meas = s.holdKAll.map((p) => p.eff);
@@ -452,8 +577,13 @@ function shapeFits(s: RampSplit, split: Ramp, stored: Ramp, allFull: Ramp, boots
   const holdout_geo_all_rows = geo(rampPred(allSplitK, s.holdKAll));
   const shapeHoldPred = shapePred({ ...split, ...halvesSplit }, s.holdKAll);
   const holdout_geo_shape = geo(shapeHoldPred);
-  const free = freeShapeFit(s.trainK, [stored.eps_max, stored.m_half, halves.n_half || 100, halves.k_half || 100]);
+  const joint: JointShape = jointFits(s, { ...stored, ...halves }, { ...split, ...halvesSplit });
+  const method = JOINT_STORABLE.has(dtype) && joint.holdout_geo < holdout_geo_shape ? 'joint' : 'staged';
+  const bestShape = Math.min(holdout_geo_shape, joint.holdout_geo);
   const best1 = Math.min(holdout_geo_envelope, holdout_geo_all_rows);
+  const isStored =
+    Number.isFinite(bestShape) && Number.isFinite(best1) && bestShape - 1 <= SHAPE_STORE_RULE * (best1 - 1);
+  if (isStored && method === 'joint') Object.assign(joint, bootstrapJoint(s.compute, joint, bootstrap));
   return {
     n_half: halves.n_half,
     k_half: halves.k_half,
@@ -461,18 +591,16 @@ function shapeFits(s: RampSplit, split: Ramp, stored: Ramp, allFull: Ramp, boots
     holdout_geo_envelope,
     holdout_geo_all_rows,
     holdout_geo_shape,
-    // Full errors of the shape-aware ramp: train on every compute-bound row with the stored halves,
-    // holdout on the whole-k rows with halves fitted without them.
+    // Full errors of the staged shape-aware ramp: train on every compute-bound row with the stored
+    // halves, holdout on the whole-k rows with halves fitted without them.
     shape_train: fitError(
       shapePred({ ...stored, ...halves }, s.compute),
       s.compute.map((p) => p.eff),
     ),
     shape_holdout: shapeHoldPred.length ? fitError(shapeHoldPred, meas) : noError(),
-    free: { ...free, holdout_geo: geo(shapePred(free, s.holdKAll)) },
-    stored:
-      Number.isFinite(holdout_geo_shape) &&
-      Number.isFinite(best1) &&
-      holdout_geo_shape - 1 <= SHAPE_STORE_RULE * (best1 - 1),
+    joint,
+    method,
+    stored: isStored,
   };
 }
 
@@ -517,7 +645,7 @@ export function fitRampForDtype(
     large_m: env.envFull
       .filter((p) => p.m >= 4096)
       .map((p) => ({ m: p.m, measured: p.eff, predicted: gemmEfficiency(p.m, stored.eps_max, stored.m_half) })),
-    shape: shapeFits(s, env.split, stored, allFull, bootstrap),
+    shape: shapeFits(s, env.split, stored, allFull, bootstrap, dtype),
     held_k: [...s.heldK].sort((a, b) => a - b),
     m_max: s.mMax,
     peak_flops_per_us: peak,
@@ -572,13 +700,23 @@ function rampRowsUsed(r: RampResult) {
   };
 }
 
+/** True when the stored ramp is the joint shape fit (its eps_max and m_half replace the envelope's). */
+const jointStored = (r: RampResult) => r.shape.stored && r.shape.method === 'joint';
+
 function rampCoefficients(r: RampResult, ctx: FitContext): FittedCoefficient[] {
   const used = rampRowsUsed(r);
-  const holdout = {
-    ...r.envelope_holdout,
-    split: `whole k ∈ {${r.held_k.join(', ')}} and m = ${r.m_max} (envelope points)`,
-  };
+  const j = r.shape.joint;
+  const joint = jointStored(r);
+  const holdout = joint
+    ? { ...j.holdout, split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)` }
+    : { ...r.envelope_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} and m = ${r.m_max} (envelope points)` };
   const notes = [
+    ...(joint
+      ? [
+          `joint shape-aware fit stored (eps_max, m_half, n_half, k_half together on ln efficiency, eps_max ≤ ${JOINT_EPS_MAX_BOUND}): held-out-k geo ${fmt(j.holdout_geo)} vs staged ${fmt(r.shape.holdout_geo_shape)}`,
+          `envelope fit (not stored): eps_max ${fmt(r.envelope_fit.eps_max)}, m_half ${fmt(r.envelope_fit.m_half)}; train geo ${r.envelope_train.geo}, holdout geo ${r.envelope_holdout.geo}`,
+        ]
+      : []),
     `all-rows fit (not stored): eps_max ${fmt(r.all_rows_fit.eps_max)}, m_half ${fmt(r.all_rows_fit.m_half)}; train geo ${r.all_rows_train.geo}, holdout geo ${r.all_rows_holdout.geo}`,
     `${r.rows_memory_bound} memory-bound rows (m < ${fmt(r.m_threshold)}) excluded from the compute ramp`,
     ...r.large_m
@@ -594,36 +732,53 @@ function rampCoefficients(r: RampResult, ctx: FitContext): FittedCoefficient[] {
       used,
       ci95: ci,
       ci_method: 'bootstrap',
-      train: r.envelope_train,
+      train: joint ? j.train : r.envelope_train,
       holdout,
       notes,
     });
+  const e = joint
+    ? { eps: j.eps_max, mh: j.m_half, ci_eps: j.ci_eps!, ci_mh: j.ci_m_half! }
+    : {
+        eps: r.envelope_fit.eps_max,
+        mh: r.envelope_fit.m_half,
+        ci_eps: r.envelope_fit.ci_eps,
+        ci_mh: r.envelope_fit.ci_m_half,
+      };
   return [
-    {
-      set: SET_NAMES.primitives,
-      name: `gemm_eps_max_${r.dtype}`,
-      entry: entry(r.envelope_fit.eps_max, 'dimensionless', r.envelope_fit.ci_eps),
-    },
-    {
-      set: SET_NAMES.primitives,
-      name: `gemm_m_half_${r.dtype}`,
-      entry: entry(r.envelope_fit.m_half, 'tokens', r.envelope_fit.ci_m_half),
-    },
+    { set: SET_NAMES.primitives, name: `gemm_eps_max_${r.dtype}`, entry: entry(e.eps, 'dimensionless', e.ci_eps) },
+    { set: SET_NAMES.primitives, name: `gemm_m_half_${r.dtype}`, entry: entry(e.mh, 'tokens', e.ci_mh) },
   ];
 }
 
 /** gemm_n_half_<d> and gemm_k_half_<d> (stored only when the shape ramp clearly wins on held-out k). */
 function shapeHalfCoefficients(r: RampResult, ctx: FitContext): FittedCoefficient[] {
   const s = r.shape;
+  const joint = jointStored(r);
+  const j = s.joint;
   const used = rampRowsUsed(r);
-  const shapeHold = { ...s.shape_holdout, split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)` };
+  const shapeHold = {
+    ...(joint ? j.holdout : s.shape_holdout),
+    split: `whole k ∈ {${r.held_k.join(', ')}} (all compute-bound rows)`,
+  };
   const shapeNote = [
-    `shape factor n/(n+n_half)·k/(k+k_half) fitted with eps_max, m_half fixed at the stored envelope ramp`,
-    `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, shape-aware ${fmt(s.holdout_geo_shape)}`,
+    joint
+      ? `shape factor n/(n+n_half)·k/(k+k_half) fitted jointly with eps_max and m_half (stored: the joint fit)`
+      : `shape factor n/(n+n_half)·k/(k+k_half) fitted with eps_max, m_half fixed at the stored envelope ramp`,
+    `held-out-k geo: envelope 1-factor ${fmt(s.holdout_geo_envelope)}, all-rows 1-factor ${fmt(s.holdout_geo_all_rows)}, staged shape-aware ${fmt(s.holdout_geo_shape)}, joint shape-aware ${fmt(j.holdout_geo)}`,
   ];
   const halves = [
-    [`gemm_n_half_${r.dtype}`, s.n_half, s.ci_n, "n (output features, the weight matrix's output width)"],
-    [`gemm_k_half_${r.dtype}`, s.k_half, s.ci_k, 'k (input features, the reduction width)'],
+    [
+      `gemm_n_half_${r.dtype}`,
+      joint ? j.n_half : s.n_half,
+      joint ? j.ci_n! : s.ci_n,
+      "n (output features, the weight matrix's output width)",
+    ],
+    [
+      `gemm_k_half_${r.dtype}`,
+      joint ? j.k_half : s.k_half,
+      joint ? j.ci_k! : s.ci_k,
+      'k (input features, the reduction width)',
+    ],
   ] as const;
   return halves.map(([nm, v, ci, dim]) => {
     const entry = measuredEntry({
@@ -634,7 +789,7 @@ function shapeHalfCoefficients(r: RampResult, ctx: FitContext): FittedCoefficien
       used,
       ci95: ci,
       ci_method: 'bootstrap',
-      train: s.shape_train,
+      train: joint ? j.train : s.shape_train,
       holdout: shapeHold,
       notes: [...shapeNote, `${HALF_UNIT_NOTE}: ${dim}`],
     });

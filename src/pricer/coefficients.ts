@@ -8,6 +8,7 @@
 import { UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
+import type { DecodeLaw } from '../core/laws/attention.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
 import type { MlaDecode } from '../core/laws/mla.ts';
 import type { MhcHalf, MsaDecodeLaw, MsaPrefillLaw, PrefillForm } from '../core/laws/sparse.ts';
@@ -139,27 +140,38 @@ export class PricerCoefficients {
   }
 
   /**
-   * Decode-attention floor (µs) and rate (bytes per µs) of an attention kind (seed "Attention";
-   * reference §1.5, §4.5): the kind's own, else the full-attention rate (noted), else undefined.
+   * Decode-attention law of an attention kind (seed "Attention"; reference §1.5, §4.5; issue 16): floor
+   * (µs), rate (bytes per µs) and, where the registry has them, the work-item cost (µs per decode row
+   * × KV head) and the rate's half-point (work items), core/laws/attention.ts decodeAttentionUs. The
+   * kind's own, else the full-attention law (noted), else undefined.
    */
-  decodeAttention(kind: string): { floor: number; rate: number } | undefined {
+  decodeAttention(kind: string): DecodeLaw | undefined {
     // Sparse latent attention: the sparse family's own decode law over the bytes it reads (issue 14).
     const sparseRate = kind === 'sparse' ? this.opt('sparse_decode_rate') : undefined;
-    if (sparseRate !== undefined) return { floor: this.opt('sparse_decode_floor') ?? 0, rate: sparseRate };
+    if (sparseRate !== undefined)
+      return { floor_us: this.opt('sparse_decode_floor') ?? 0, rate: sparseRate, item_us: 0, p_half: 0 };
     const suffix = kind === 'gqa' ? '' : kind === 'sparse' ? '_sparse_mla' : `_${kind}`;
     const baseRate = this.opt('attention_decode_rate');
     const baseFloor = this.opt('attention_decode_floor') ?? 0;
     if (suffix) {
       const rate = this.opt(`attention_decode_rate${suffix}`);
-      if (rate !== undefined) return { floor: this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate };
+      if (rate !== undefined)
+        return this.decodeLaw(suffix, this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate);
       if (baseRate !== undefined) {
         this.staticNotes.add(
           `no attention_decode_rate${suffix} in the registry: ${kind} decode priced with the full-attention rate`,
         );
-        return { floor: this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, rate: baseRate };
+        return this.decodeLaw('', this.opt(`attention_decode_floor${suffix}`) ?? baseFloor, baseRate);
       }
     }
-    return baseRate === undefined ? undefined : { floor: baseFloor, rate: baseRate };
+    return baseRate === undefined ? undefined : this.decodeLaw('', baseFloor, baseRate);
+  }
+
+  /** The work-item terms stored beside a decode rate (`attention_decode_{item_us,p_half}<suffix>`), else 0. */
+  private decodeLaw(suffix: string, floor_us: number, rate: number): DecodeLaw {
+    const item_us = this.opt(`attention_decode_item_us${suffix}`) ?? 0;
+    const p_half = this.opt(`attention_decode_p_half${suffix}`) ?? 0;
+    return { floor_us, rate, item_us, p_half };
   }
 
   /**
@@ -188,9 +200,9 @@ export class PricerCoefficients {
    * The indexer scan's decode floor (µs) and rate (bytes per µs) over its index keys (issue 14), else the
    * sparse / full decode-attention law (noted).
    */
-  indexerDecode(): { floor: number; rate: number } | undefined {
+  indexerDecode(): DecodeLaw | undefined {
     const rate = this.opt('indexer_decode_rate');
-    if (rate !== undefined) return { floor: this.opt('indexer_decode_floor') ?? 0, rate };
+    if (rate !== undefined) return { floor_us: this.opt('indexer_decode_floor') ?? 0, rate, item_us: 0, p_half: 0 };
     this.staticNotes.add(
       'no indexer_decode_rate in the registry: the indexer scan priced with the decode-attention law',
     );

@@ -21,7 +21,7 @@ import {
   recurrentDecodeBytesPerRow,
   recurrentPrefillFlopsPerToken,
 } from '../core/laws/recurrent.ts';
-import type { ReaderSpec } from '../core/laws/attention.ts';
+import type { DecodeLaw, ReaderSpec } from '../core/laws/attention.ts';
 import {
   indexKeyBytes,
   type MsaShape,
@@ -57,9 +57,13 @@ const COLLECTIVE_OP: Record<string, string> = {
 /** One attention (or indexer) kernel of a layer kind. */
 export interface AttnPlan {
   reader: number;
-  /** Decode: floor µs and µs per cached token read. */
-  decFloor: number;
-  decUsPerToken: number;
+  /**
+   * Decode: the node's decode law (core/laws/attention.ts) with its rate folded into cached tokens per
+   * µs (rate / KV bytes per token), so the walked tokens read are its work; work items per decode row
+   * = the node's KV heads on this rank (issue 16).
+   */
+  decLaw: DecodeLaw;
+  decHeads: number;
   /** Decode: µs per decode token of the step, whatever it reads (the MSA module's per-request and projection terms); 0 elsewhere. */
   decUsPerDecodeToken: number;
   /** Prefill: floor µs and µs per attended key pair at ε_max (the walk folds in each row's ramp). */
@@ -456,6 +460,16 @@ function kvBytesPerToken(ctx: PlanContext, node: AttentionNode): number {
   return 2 * Math.max(1, Math.floor(node.n_kv / ctx.tp)) * node.d_h * ctx.kvB;
 }
 
+/**
+ * KV heads one decode row reads on this rank: the rank's share of K/V heads (at least 1) for full and
+ * windowed attention, the node's latent or index heads (replicated) otherwise. The decode law's work
+ * items are decode rows × this (issue 16; src/fit/attention.ts fits p = batch × n_kv).
+ */
+function kvHeadsPerRank(ctx: PlanContext, node: Extract<GraphNode, { op: 'Attention' }>): number {
+  if (node.role === 'indexer' || node.kind === 'mla' || node.kind === 'sparse') return Math.max(1, node.n_kv);
+  return Math.max(1, Math.floor(node.n_kv / ctx.tp));
+}
+
 /** Decode floor and rate of an attention node: the indexer's own scan law, else its kind's (coefficients.ts). */
 function decodeLaw(ctx: PlanContext, node: AttentionNode) {
   const dc = node.role === 'indexer' ? ctx.coef.indexerDecode() : ctx.coef.decodeAttention(node.kind);
@@ -471,11 +485,15 @@ function decodeLaw(ctx: PlanContext, node: AttentionNode) {
  * heads where the registry has it (core/laws/mla.ts; KNOWN DIVERGENCE 25), else floor + bytes / rate of its kind
  * (decodeLaw).
  */
-function decodeCost(ctx: PlanContext, node: AttentionNode, kvPerToken: number, qHeads: number) {
+function decodeCost(ctx: PlanContext, node: AttentionNode, kvPerToken: number, qHeads: number): DecodeLaw {
   const mla = node.kind === 'mla' && node.role !== 'indexer' ? ctx.coef.mlaDecode(ctx.kvB) : undefined;
-  if (mla) return { floor: mla.floor_us, usPerToken: mlaDecodeUsPerKey(mla, qHeads, kvPerToken) };
+  // The decode law with its rate in cached tokens per µs (1 / µs per token), so the walk's tokens are its work.
+  if (mla)
+    return { floor_us: mla.floor_us, rate: 1 / mlaDecodeUsPerKey(mla, qHeads, kvPerToken), item_us: 0, p_half: 0 };
   const dc = decodeLaw(ctx, node);
-  return { floor: dc ? dc.floor : 0, usPerToken: dc ? floorPlusWork(0, kvPerToken, dc.rate) : readUs(ctx, kvPerToken) };
+  return dc
+    ? { ...dc, rate: 1 / floorPlusWork(0, kvPerToken, dc.rate) }
+    : { floor_us: 0, rate: 1 / readUs(ctx, kvPerToken), item_us: 0, p_half: 0 };
 }
 
 /** The prefill work_scale of a node's kind: MLA's module fit (`mla_prefill_work_scale`), else the general one. */
@@ -520,8 +538,10 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
     const perPair = rampUsPerToken(4 * s.heads * s.head_dim, ctx.bf16.peak_flops_per_us, ctx.bf16.eps);
     kp.attn.push({
       reader: sel,
-      decFloor: dc ? dc.floor : 0,
-      decUsPerToken: dc ? floorPlusWork(0, c.kv, dc.rate) : readUs(ctx, c.kv),
+      decLaw: dc
+        ? { ...dc, rate: 1 / floorPlusWork(0, c.kv, dc.rate) }
+        : { floor_us: 0, rate: 1 / readUs(ctx, c.kv), item_us: 0, p_half: 0 },
+      decHeads: 1,
       decUsPerDecodeToken: 0,
       preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
       preUsPerPair: perPair * (ctx.prefillScale ?? 1),
@@ -536,8 +556,13 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
   const none = { fixed_us: 0, per_request_us: 0, per_token_us: 0 };
   kp.attn.push({
     reader: sel,
-    decFloor: d.floor_us + unitDec.bytes / d.bytes_per_us,
-    decUsPerToken: c.kv / d.bytes_per_us,
+    decLaw: {
+      floor_us: d.floor_us + unitDec.bytes / d.bytes_per_us,
+      rate: d.bytes_per_us / c.kv,
+      item_us: 0,
+      p_half: 0,
+    },
+    decHeads: 1,
     decUsPerDecodeToken: d.per_request_us + unitDec.flops / d.flops_per_us,
     preFloor: 0,
     preUsPerPair: 0,
@@ -551,8 +576,8 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
   });
   kp.attn.push({
     reader: all,
-    decFloor: 0,
-    decUsPerToken: c.index / d.index_bytes_per_us,
+    decLaw: { floor_us: 0, rate: d.index_bytes_per_us / c.index, item_us: 0, p_half: 0 },
+    decHeads: 1,
     decUsPerDecodeToken: 0,
     preFloor: 0,
     preUsPerPair: 0,
@@ -581,8 +606,8 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): 
   const scale = prefillScaleOf(ctx, node) ?? 1;
   kp.attn.push({
     reader: readerIndex(ctx.readers, r),
-    decFloor: dc.floor,
-    decUsPerToken: dc.usPerToken,
+    decLaw: dc,
+    decHeads: kvHeadsPerRank(ctx, node),
     decUsPerDecodeToken: 0,
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),

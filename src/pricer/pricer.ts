@@ -210,7 +210,8 @@ export function createPricer(
     specTokens,
     dspark: drafter !== undefined && !opts.drafter && model.speculator?.method === 'dspark',
     host,
-    walkPlan: walkPlan(ctx.readers, deployment, specTokens, ctx.bf16.mh),
+    // Prefill attention's per-sequence half-point (issue 16), else the bf16 GEMM ramp's m_half.
+    walkPlan: walkPlan(ctx.readers, deployment, specTokens, ctx.coef.opt('attention_prefill_s_half') ?? ctx.bf16.mh),
     notes: buildNotesPlan(
       reg,
       chip,

@@ -88,7 +88,7 @@ function layerTimes(
   // The ramp's m is the step's token count on this rank (reference §4.3).
   let sm = gemmSmUs(kp, tok);
   let hbm = weightsAndNormsHbmUs(kp, tok);
-  if (anyDecode) hbm = decodeAttentionHbmUs(kp, dec, hbm, decTok);
+  if (anyDecode) hbm = decodeAttentionHbmUs(kp, dec, hbm, decTok, sc.walk.nReq - sc.walk.nPrefill);
   if (anyPrefill) sm = prefillAttentionSmUs(kp, pre, sm, sc.walk);
   sm = recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, sm);
   const big = collectivesUs(kp, tok, sc.coll);

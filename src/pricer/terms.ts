@@ -4,6 +4,7 @@
  * law in src/core/laws. Times in µs for ONE layer of the kind; composition is compose.ts's job.
  * Pure, allocation-free.
  */
+import { decodeAttentionUs } from '../core/laws/attention.ts';
 import { collectiveUs } from '../core/laws/collective.ts';
 import { floorPlusUnits } from '../core/laws/floor-rate.ts';
 import { rampUs } from '../core/laws/gemm.ts';
@@ -31,14 +32,22 @@ export function weightsAndNormsHbmUs(kp: KindPlan, tok: number): number {
 }
 
 /**
- * Decode attention on HBM, added to `hbm`: per attention node, floor + tokens read · µs per token
- * (seed "Attention"; reference §4.5) + decode tokens · µs per decode token (the MSA module's per-request and
- * projection terms, 0 elsewhere). `dec[r]`: Σ cached tokens decode rows read through reader r.
+ * Decode attention on HBM, added to `hbm`: per attention node, the decode law of core/laws/attention.ts
+ * (seed "Attention"; reference §4.5; issue 16) over the tokens read (its rate folded into tokens per µs
+ * at plan time), with p = decode rows × the node's KV heads on this rank. `dec[r]`: Σ cached
+ * tokens decode rows read through reader r; `decodeRows`: decode rows in the step; plus decode tokens ·
+ * µs per decode token (the MSA module's per-request and projection terms, 0 elsewhere).
  */
-export function decodeAttentionHbmUs(kp: KindPlan, dec: Float64Array, hbm: number, decTok: number): number {
+export function decodeAttentionHbmUs(
+  kp: KindPlan,
+  dec: Float64Array,
+  hbm: number,
+  decTok: number,
+  decodeRows: number,
+): number {
   for (let a = 0; a < kp.attn.length; a++) {
     const at = kp.attn[a]!;
-    hbm += floorPlusUnits(at.decFloor, dec[at.reader]!, at.decUsPerToken) + decTok * at.decUsPerDecodeToken;
+    hbm += decodeAttentionUs(at.decLaw, decodeRows * at.decHeads, dec[at.reader]!) + decTok * at.decUsPerDecodeToken;
   }
   return hbm;
 }

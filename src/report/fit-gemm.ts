@@ -22,7 +22,8 @@ export function gemmSection(fit: GemmFit, chip: Chip): FitSection {
 
 function rampSummary(r: RampResult): string {
   const s = r.shape;
-  return `gemm ${r.dtype}: eps_max ${fmt(r.envelope_fit.eps_max)} [${fmt(r.envelope_fit.ci_eps[0])}, ${fmt(r.envelope_fit.ci_eps[1])}], m_half ${fmt(r.envelope_fit.m_half)} tokens; n ${r.rows_total - r.rows_memory_bound} rows; envelope geo train ${r.envelope_train.geo} / holdout ${r.envelope_holdout.geo}; shape ramp holdout geo ${fmt(s.holdout_geo_shape)} vs 1-factor ${fmt(Math.min(s.holdout_geo_envelope, s.holdout_geo_all_rows))}${s.stored ? ' (stored)' : ''}`;
+  const j = s.stored && s.method === 'joint' ? s.joint : undefined;
+  return `gemm ${r.dtype}: eps_max ${fmt(j ? j.eps_max : r.envelope_fit.eps_max)} [${fmt((j?.ci_eps ?? r.envelope_fit.ci_eps)[0])}, ${fmt((j?.ci_eps ?? r.envelope_fit.ci_eps)[1])}], m_half ${fmt(j ? j.m_half : r.envelope_fit.m_half)} tokens${j ? ' (joint shape fit)' : ''}; n ${r.rows_total - r.rows_memory_bound} rows; envelope geo train ${r.envelope_train.geo} / holdout ${r.envelope_holdout.geo}; shape ramp holdout geo staged ${fmt(s.holdout_geo_shape)} / joint ${fmt(s.joint.holdout_geo)} vs 1-factor ${fmt(Math.min(s.holdout_geo_envelope, s.holdout_geo_all_rows))}${s.stored ? ` (stored: ${s.method})` : ''}`;
 }
 
 function rampMarkdown(r: RampResult, chip: Chip): string[] {
@@ -34,7 +35,12 @@ function rampMarkdown(r: RampResult, chip: Chip): string[] {
     '',
     '| fit | eps_max | m_half (tokens) | train geo | train MAPE % | holdout geo | holdout MAPE % |',
     '|---|---|---|---|---|---|---|',
-    `| envelope (stored) | ${fmt(r.envelope_fit.eps_max)} [${fmt(r.envelope_fit.ci_eps[0])}, ${fmt(r.envelope_fit.ci_eps[1])}] | ${fmt(r.envelope_fit.m_half)} [${fmt(r.envelope_fit.ci_m_half[0])}, ${fmt(r.envelope_fit.ci_m_half[1])}] | ${r.envelope_train.geo} | ${r.envelope_train.mape_pct} | ${r.envelope_holdout.geo} | ${r.envelope_holdout.mape_pct} |`,
+    ...(r.shape.stored && r.shape.method === 'joint'
+      ? [
+          `| joint shape-aware (stored, with n_half ${fmt(r.shape.joint.n_half)}, k_half ${fmt(r.shape.joint.k_half)}) | ${fmt(r.shape.joint.eps_max)} | ${fmt(r.shape.joint.m_half)} | ${r.shape.joint.train.geo} | ${r.shape.joint.train.mape_pct} | ${r.shape.joint.holdout.geo} | ${r.shape.joint.holdout.mape_pct} |`,
+        ]
+      : []),
+    `| envelope${r.shape.stored && r.shape.method === 'joint' ? '' : ' (stored)'} | ${fmt(r.envelope_fit.eps_max)} [${fmt(r.envelope_fit.ci_eps[0])}, ${fmt(r.envelope_fit.ci_eps[1])}] | ${fmt(r.envelope_fit.m_half)} [${fmt(r.envelope_fit.ci_m_half[0])}, ${fmt(r.envelope_fit.ci_m_half[1])}] | ${r.envelope_train.geo} | ${r.envelope_train.mape_pct} | ${r.envelope_holdout.geo} | ${r.envelope_holdout.mape_pct} |`,
     `| all rows | ${fmt(r.all_rows_fit.eps_max)} | ${fmt(r.all_rows_fit.m_half)} | ${r.all_rows_train.geo} | ${r.all_rows_train.mape_pct} | ${r.all_rows_holdout.geo} | ${r.all_rows_holdout.mape_pct} |`,
     '',
     `Holdout: whole k ∈ {${r.held_k.join(', ')}} and the largest m (${r.m_max}). Envelope errors are on envelope points; all-rows errors on every compute-bound row (efficiency error = latency error).`,
@@ -47,7 +53,7 @@ function rampMarkdown(r: RampResult, chip: Chip): string[] {
       (p) => `| ${p.m} | ${fmt(p.measured, 3)} | ${fmt(p.predicted, 3)} | ${fmt(p.predicted / p.measured, 3)} |`,
     ),
     '',
-    `Shape-aware ramp (n_half ${fmt(s.n_half)} [${fmt(s.ci_n[0])}, ${fmt(s.ci_n[1])}], k_half ${fmt(s.k_half)} [${fmt(s.ci_k[0])}, ${fmt(s.ci_k[1])}] elements (features; stored as dimensionless), on top of the stored envelope ramp): held-out-k geometric error ${fmt(s.holdout_geo_shape)} against ${fmt(s.holdout_geo_envelope)} (envelope 1-factor) and ${fmt(s.holdout_geo_all_rows)} (all-rows 1-factor). Free 4-parameter fit: eps_max ${fmt(s.free.eps_max)}, m_half ${fmt(s.free.m_half)}, n_half ${fmt(s.free.n_half)}, k_half ${fmt(s.free.k_half)}, held-out-k geo ${fmt(s.free.holdout_geo)}. ${s.stored ? `Stored (removes ≥ ${Math.round((1 - SHAPE_STORE_RULE) * 100)}% of the 1-factor excess error).` : 'Not stored (does not clearly win).'}`,
+    `Shape-aware ramp (n_half ${fmt(s.n_half)} [${fmt(s.ci_n[0])}, ${fmt(s.ci_n[1])}], k_half ${fmt(s.k_half)} [${fmt(s.ci_k[0])}, ${fmt(s.ci_k[1])}] elements (features; stored as dimensionless), on top of the stored envelope ramp): held-out-k geometric error ${fmt(s.holdout_geo_shape)} against ${fmt(s.holdout_geo_envelope)} (envelope 1-factor) and ${fmt(s.holdout_geo_all_rows)} (all-rows 1-factor). Joint 4-coefficient fit (eps_max ≤ 1, on ln efficiency of every compute-bound row): eps_max ${fmt(s.joint.eps_max)}, m_half ${fmt(s.joint.m_half)}, n_half ${fmt(s.joint.n_half)}, k_half ${fmt(s.joint.k_half)}, train geo ${s.joint.train.geo}, held-out-k geo ${fmt(s.joint.holdout_geo)}. ${s.stored ? `Stored: the ${s.method} fit (lower held-out-k geo; removes ≥ ${Math.round((1 - SHAPE_STORE_RULE) * 100)}% of the 1-factor excess error)${s.method === 'joint' ? ', its eps_max and m_half replacing the envelope ramp' : ''}.` : 'Not stored (does not clearly win).'}`,
     '',
     `![gemm ${r.dtype}](gemm_${r.dtype}.svg) ![residuals](gemm_${r.dtype}_residuals.svg)`,
     '',

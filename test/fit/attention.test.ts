@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../../src/measurements/schema.ts';
+import { decodeAttentionUs } from '../../src/core/laws/attention.ts';
 import { decodeKvBytes, fitAttentionDecode, fitAttentionPrefill, prefillCausalFlops } from '../../src/fit/attention.ts';
+import { irlsFit, packedLogL1, packRows } from '../../src/fit/attention-decode-law.ts';
 
 const chip = loadChip('h200');
 const ctx = (prior: Array<[string, number]> = []) => ({
@@ -40,6 +42,62 @@ function decodeRows(floor: number, rate: number, window = 0): AttentionDecodeRow
       }
   return rows;
 }
+
+/** Rows generated with the work-item law (core decodeAttentionUs), p = batch × n_kv, ±10% repeats. */
+function parallelRows(law: { floor_us: number; rate: number; item_us: number; p_half: number }): AttentionDecodeRow[] {
+  const rows: AttentionDecodeRow[] = [];
+  for (const [n_q, n_kv, head_dim] of [
+    [32, 8, 128],
+    [8, 1, 128],
+    [16, 2, 64],
+    [40, 4, 64],
+    [64, 8, 64],
+    [12, 1, 256],
+    [24, 2, 128],
+    [48, 4, 128],
+  ] as const)
+    for (const batch of [1, 2, 4, 16, 64, 256, 1024])
+      for (const context_tokens of [16, 256, 4096, 32768]) {
+        const r = { chip: 'h200', lane: 't', kernel_source: 'fa3', batch, context_tokens, n_q, n_kv, head_dim };
+        const row = { ...r, window: 0, kv_dtype: 'bf16', latency_us: 0 };
+        const t = decodeAttentionUs(law, batch * n_kv, decodeKvBytes(row));
+        for (const f of [1.1, 0.9, 1]) rows.push({ ...row, latency_us: t * f });
+      }
+  return rows;
+}
+
+describe('decode attention: work-item law (issue 16)', () => {
+  const law = { floor_us: 12, rate: 4e6, item_us: 0.025, p_half: 2.5 };
+  it('recovers a known p_half and item cost from generated rows (the parallel candidate)', () => {
+    const fit = fitAttentionDecode(parallelRows(law), ctx());
+    const r = fit.results[0]!;
+    const [staged, joint, parallel] = r.candidates;
+    expect(parallel!.method).toBe('parallel');
+    expect(parallel!.law.p_half / 2.5).toBeCloseTo(1, 2);
+    expect(parallel!.law.item_us / 0.025).toBeCloseTo(1, 2);
+    expect(parallel!.law.rate / 4e6).toBeCloseTo(1, 2);
+    expect(parallel!.law.floor_us).toBeCloseTo(12, 1);
+    // Stored: the staged fit only (DECISION, docs/fitting.md), so no work-item entries.
+    expect(r.method).toBe('staged');
+    expect(fit.coefficients.some((c) => c.name === 'attention_decode_p_half')).toBe(false);
+    // The plain floor + rate candidates cannot follow the item cost: their holdout is worse.
+    expect(parallel!.holdout!.geo).toBeLessThan(Math.min(staged!.holdout!.geo, joint!.holdout!.geo));
+  });
+
+  it('the packed objective is the core law row by row; IRLS keeps a left-out term at exactly 0', () => {
+    const pts = [1, 3, 9].flatMap((p) => [1e5, 1e7].map((w) => ({ work: w, items: p, latency_us: 10 + w / 3e6 + p })));
+    const rows = packRows(pts);
+    const byRow = pts.reduce(
+      (s, p) => s + Math.abs(Math.log(decodeAttentionUs(law, p.items, p.work) / p.latency_us)),
+      0,
+    );
+    expect(packedLogL1(rows, law)).toBeCloseTo(byRow / pts.length, 12);
+    const plain = irlsFit(rows, { floor_us: 10, rate: 1e6, item_us: 0, p_half: 0 });
+    expect(plain.item_us).toBe(0);
+    expect(plain.p_half).toBe(0);
+    expect(plain.objective).toBeCloseTo(packedLogL1(rows, plain), 12);
+  });
+});
 
 describe('decode attention', () => {
   it('KV bytes = batch · context · 2 · n_kv · head_dim · bytes(kv_dtype); a window caps the context', () => {
@@ -134,5 +192,46 @@ describe('prefill attention', () => {
     expect(fit.result!.work_scale).toBeCloseTo(0.45, 3);
     const noRamp = fitAttentionPrefill(rows, ctx());
     expect(noRamp.refusals.join()).toMatch(/bf16 GEMM ramp/);
+  });
+
+  it('recovers a per-sequence ramp (s_half) as a reported candidate (issue 16)', () => {
+    const eps = 0.9;
+    const peak = 989.5e6;
+    const rows: AttentionPrefillRow[] = [];
+    for (const [n_q, n_kv, head_dim] of [
+      [32, 8, 128],
+      [64, 8, 128],
+      [16, 2, 64],
+      [8, 1, 128],
+      [40, 4, 64],
+      [24, 4, 128],
+    ] as const)
+      for (const batch of [1, 8, 64])
+        for (const new_tokens of [64, 256, 1024, 4096, 16384]) {
+          const r = {
+            ...{ chip: 'h200', lane: 't', kernel_source: 'fa3', batch, new_tokens, prefix_tokens: 0 },
+            ...{ n_q, n_kv, head_dim, window: 0, dtype: 'bf16', kv_dtype: 'bf16', latency_us: 0 },
+          };
+          // t = 14 + FLOPs / (peak · eps_max · 0.6 · S/(S + 1000)): the ramp follows S, not batch · S.
+          r.latency_us = 14 + prefillCausalFlops(r) / (peak * eps * 0.6 * (new_tokens / (new_tokens + 1000)));
+          rows.push(r);
+        }
+    const fit = fitAttentionPrefill(
+      rows,
+      ctx([
+        ['gemm_eps_max_bf16', eps],
+        ['gemm_m_half_bf16', 100],
+      ]),
+    );
+    const r = fit.result!;
+    // Stored: the tokens ramp (DECISION, docs/fitting.md); the per-sequence candidate recovers the truth.
+    expect(r.method).toBe('tokens_ramp');
+    const seq = r.candidates[1]!;
+    expect(seq.method).toBe('sequence_ramp');
+    expect(seq.law.p_half / 1000).toBeCloseTo(1, 2);
+    expect(seq.law.rate / 0.6).toBeCloseTo(1, 2);
+    expect(seq.law.floor_us).toBeCloseTo(14, 1);
+    expect(fit.coefficients.some((c) => c.name === 'attention_prefill_s_half')).toBe(false);
+    expect(seq.holdout!.geo).toBeLessThan(r.candidates[0]!.holdout!.geo);
   });
 });

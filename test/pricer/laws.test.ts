@@ -1,7 +1,7 @@
 /** The pure laws checked against exact counterparts and hand arithmetic. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { attendedKeys, decodeTokensRead, prefillPairs } from '../../src/core/laws/attention.ts';
+import { attendedKeys, decodeAttentionUs, decodeTokensRead, prefillPairs } from '../../src/core/laws/attention.ts';
 import { collectiveTime, collectiveUs } from '../../src/core/laws/collective.ts';
 import {
   achievedEfficiency,
@@ -120,6 +120,31 @@ describe('attention pairs', () => {
     expect(decodeTokensRead(1000, { window: 128, ratio: 4, cap: 2048 })).toBe(128 + 250);
     expect(decodeTokensRead(1000, { window: 0, ratio: 4, cap: Infinity })).toBe(250);
     expect(prefillPairs(10, 0, { window: 0, ratio: 1, cap: 4 })).toBeCloseTo(4 * 10 - 8, 12);
+  });
+});
+
+describe('decode attention with work items (issue 16)', () => {
+  const law = { floor_us: 12, rate: 4e6, item_us: 0.025, p_half: 2.5 };
+  it('hand arithmetic: floor + p·item + bytes/(rate·p/(p + p_half))', () => {
+    // p = 4 rows × 2 KV heads = 8; 8 MB at 4e6 B/µs = 2 µs, ramp (8 + 2.5)/8 = 1.3125 → 2.625 µs.
+    expect(decodeAttentionUs(law, 8, 8e6)).toBeCloseTo(12 + 8 * 0.025 + 2.625, 12);
+  });
+  it('is floor + bytes/rate with no work-item terms, and the rate ramp only slows a read', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 1, max: 1e4, noNaN: true }),
+        fc.double({ min: 0, max: 1e10, noNaN: true }),
+        (p, b) => {
+          const plain = decodeAttentionUs({ ...law, item_us: 0, p_half: 0 }, p, b);
+          expect(plain).toBeCloseTo(floorPlusWork(12, b, 4e6), 9);
+          expect(decodeAttentionUs({ ...law, item_us: 0 }, p, b)).toBeGreaterThanOrEqual(plain);
+          // Folded as the pricer does (rate in tokens per µs): the same time for the same read.
+          const perToken = 4096;
+          const folded = { ...law, rate: 1 / floorPlusWork(0, perToken, law.rate) };
+          expect(decodeAttentionUs(folded, p, b / perToken)).toBeCloseTo(decodeAttentionUs(law, p, b), 6);
+        },
+      ),
+    );
   });
 });
 

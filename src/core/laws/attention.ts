@@ -54,3 +54,27 @@ export function prefillPairs(s: number, c: number, r: ReaderSpec): number {
   if (r.ratio > 0) p += attendedKeys(c, s, 1 / r.ratio, r.cap);
   return p;
 }
+
+/** Decode-attention law coefficients of one kind (registry `attention_decode_*`). */
+export interface DecodeLaw {
+  /** Per-call floor, µs. */
+  floor_us: number;
+  /** Asymptotic KV read rate, bytes per µs. */
+  rate: number;
+  /** Cost per work item (decode row × KV head on the GPU), µs; 0 = none. */
+  item_us: number;
+  /** Work items at which the read rate is half of `rate`; 0 = no ramp. */
+  p_half: number;
+}
+
+/**
+ * One decode-attention call (µs): floor + p · item_us + kv_bytes / rate(p), rate(p) = r_max · p/(p + p_½),
+ * with p = decode rows × KV heads per GPU (issue 16: too few (row, KV head) work items cannot fill
+ * the SMs, and each work item has its own set-up cost). Fitted on the generation-attention tables (src/fit/attention.ts,
+ * docs/fitting.md "Decode attention"); with item_us = p_½ = 0 it is the seed's floor + bytes / rate.
+ * = floor + p · item_us + (kv_bytes / r_max) · (1 + p_½ / p), the form the pricer evaluates.
+ */
+export function decodeAttentionUs(law: DecodeLaw, items: number, kv_bytes: number): number {
+  const ramp = law.p_half > 0 && items > 0 ? 1 + law.p_half / items : 1;
+  return law.floor_us + items * law.item_us + (kv_bytes / law.rate) * ramp;
+}

@@ -8,7 +8,7 @@
  */
 
 /** Solve the square system A·x = b by Gaussian elimination with partial pivoting; undefined when singular. */
-function solve(A: number[][], b: number[]): number[] | undefined {
+export function solveLinear(A: number[][], b: number[]): number[] | undefined {
   const n = b.length;
   const M = A.map((row, i) => [...row, b[i]!]);
   for (let c = 0; c < n; c++) {
@@ -64,7 +64,7 @@ export function nnlsRelative(
   let bestSse = Infinity;
   for (let mask = 1; mask < 1 << p; mask++) {
     const free = [...Array(p).keys()].filter((a) => mask & (1 << a));
-    const sol = solve(
+    const sol = solveLinear(
       free.map((a) => free.map((b) => G[a]![b]!)),
       free.map((a) => h[a]!),
     );

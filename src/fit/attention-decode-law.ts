@@ -1,0 +1,220 @@
+/**
+ * The decode-attention law with work items (issue 16 piece 1; core/laws/attention.ts decodeAttentionUs):
+ *
+ *   t = floor + p · item_us + kv_bytes / (r_max · p / (p + p_½)),   p = batch × n_kv (KV heads on the GPU)
+ *
+ * fitted jointly on every row by minimising mean |ln(pred/meas)| (the attention fitters' objective),
+ * by generating-set search in the logs of the four coefficients. Rows are packed into typed arrays
+ * once per fit, so one objective evaluation is one pass over three Float64Arrays with one log per
+ * row (the old object-walking logL1 was ~45% of a refit). Deterministic.
+ */
+import { type DecodeLaw, decodeAttentionUs } from '../core/laws/attention.ts';
+import { solveLinear } from '../core/numeric/lsq.ts';
+
+/** A decode row as the law needs it: KV bytes, work items (batch × KV heads), measured latency. */
+export interface DecodePoint {
+  work: number;
+  items?: number;
+  latency_us: number;
+}
+
+/** Rows packed for the objective: KV bytes, work items and ln(latency µs), one entry per row. */
+export interface PackedRows {
+  work: Float64Array;
+  items: Float64Array;
+  lnLat: Float64Array;
+}
+
+/** Pack rows (or the rows at `idx`, a resample) into typed arrays; missing items count as 0. */
+export function packRows(points: readonly DecodePoint[], idx?: ArrayLike<number>): PackedRows {
+  const n = idx ? idx.length : points.length;
+  const out = { work: new Float64Array(n), items: new Float64Array(n), lnLat: new Float64Array(n) };
+  for (let i = 0; i < n; i++) {
+    const p = points[idx ? idx[i]! : i]!;
+    out.work[i] = p.work;
+    out.items[i] = p.items ?? 0;
+    out.lnLat[i] = Math.log(p.latency_us);
+  }
+  return out;
+}
+
+/**
+ * mean |ln(decodeAttentionUs(law)/meas)| over packed rows: the same value as evaluating the core law
+ * row by row, with 1/rate hoisted (a test checks they agree).
+ */
+export function packedLogL1(a: PackedRows, law: DecodeLaw): number {
+  const { work, items, lnLat } = a;
+  const inv = 1 / law.rate;
+  const ph = law.p_half;
+  let s = 0;
+  for (let i = 0; i < lnLat.length; i++) {
+    const p = items[i]!;
+    const ramp = ph > 0 && p > 0 ? 1 + ph / p : 1;
+    s += Math.abs(Math.log(law.floor_us + p * law.item_us + work[i]! * inv * ramp) - lnLat[i]!);
+  }
+  return s / lnLat.length;
+}
+
+/** Log-coefficients → law; a coefficient that is 0 in `fixed` stays exactly 0 (a term left out). */
+const toLaw = (x: readonly number[], fixed?: DecodeLaw): DecodeLaw => ({
+  floor_us: Math.exp(x[0]!),
+  rate: Math.exp(x[1]!),
+  item_us: fixed && fixed.item_us === 0 ? 0 : Math.exp(x[2]!),
+  p_half: fixed && fixed.p_half === 0 ? 0 : Math.exp(x[3]!),
+});
+const toLogs = (l: DecodeLaw): number[] => [
+  Math.log(l.floor_us),
+  Math.log(l.rate),
+  Math.log(Math.max(l.item_us, 1e-9)),
+  Math.log(Math.max(l.p_half, 1e-9)),
+];
+
+/** An IRLS step that improves mean |ln(pred/meas)| by less than this ends the fit. */
+const IRLS_STOP = 1e-8;
+
+/** Residuals below this (log units) get the IRLS weight of this residual (smoothing of |r| at 0). */
+const IRLS_EPS = 1e-4;
+
+/**
+ * Gauss–Newton normal equations of the IRLS step at log-coefficients x: JᵀWJ and JᵀWr, with r_i =
+ * ln pred_i − ln meas_i, W_i = 1/max(|r_i|, IRLS_EPS) and J the analytic derivatives of ln pred_i
+ * with respect to (ln floor, ln rate, ln item_us, ln p_½).
+ */
+function normalEquations(rows: PackedRows, law: DecodeLaw): { A: number[][]; b: number[] } {
+  const { work, items, lnLat } = rows;
+  const { floor_us, item_us, p_half } = law;
+  const inv = 1 / law.rate;
+  // The 10 distinct entries of the symmetric JᵀWJ and the 4 of JᵀWr, kept in locals (hot loop).
+  let a00 = 0,
+    a10 = 0,
+    a11 = 0,
+    a20 = 0,
+    a21 = 0,
+    a22 = 0,
+    a30 = 0,
+    a31 = 0,
+    a32 = 0,
+    a33 = 0;
+  let b0 = 0,
+    b1 = 0,
+    b2 = 0,
+    b3 = 0;
+  for (let i = 0; i < lnLat.length; i++) {
+    const p = items[i]!;
+    const read = work[i]! * inv;
+    const extra = p_half > 0 && p > 0 ? (read * p_half) / p : 0;
+    const pred = floor_us + p * item_us + read + extra;
+    const r = Math.log(pred) - lnLat[i]!;
+    const w = 1 / (pred * pred * Math.max(Math.abs(r), IRLS_EPS));
+    // Derivatives of ln pred times pred: floor, −(read + extra), p·item, extra.
+    const j0 = floor_us;
+    const j1 = -(read + extra);
+    const j2 = p * item_us;
+    const j3 = extra;
+    const wr = w * r * pred;
+    b0 += wr * j0;
+    b1 += wr * j1;
+    b2 += wr * j2;
+    b3 += wr * j3;
+    a00 += w * j0 * j0;
+    a10 += w * j1 * j0;
+    a11 += w * j1 * j1;
+    a20 += w * j2 * j0;
+    a21 += w * j2 * j1;
+    a22 += w * j2 * j2;
+    a30 += w * j3 * j0;
+    a31 += w * j3 * j1;
+    a32 += w * j3 * j2;
+    a33 += w * j3 * j3;
+  }
+  const A = [
+    [a00, a10, a20, a30],
+    [a10, a11, a21, a31],
+    [a20, a21, a22, a32],
+    [a30, a31, a32, a33],
+  ];
+  return { A, b: [b0, b1, b2, b3] };
+}
+
+/**
+ * Minimise mean |ln(pred/meas)| by iteratively reweighted least squares with analytic derivatives
+ * (a work-item coefficient that is 0 in `from` stays 0: the floor + rate law is the same search)
+ * (each iteration one pass over the rows and a 4×4 solve), Levenberg-damped: a step is taken only
+ * when it lowers the L1 objective, else the damping grows ×10. Stops after `iters` iterations or
+ * when a step improves the objective by less than IRLS_STOP. `maxRate` (bytes per µs): the rate is
+ * projected onto ≤ maxRate (the datasheet HBM rate: a fitted asymptote above it is an L2 rate, and
+ * the registry gates refuse it). Deterministic; 10–30 passes where the
+ * derivative-free search needs ~1000.
+ */
+export function irlsFit(
+  rows: PackedRows,
+  from: DecodeLaw,
+  iters = 40,
+  maxRate = Infinity,
+): DecodeLaw & { objective: number } {
+  const capRate = (v: number[]) => {
+    v[1] = Math.min(v[1]!, Math.log(maxRate));
+    return v;
+  };
+  let x = capRate(toLogs(from));
+  let law = toLaw(x, from);
+  let obj = packedLogL1(rows, law);
+  let lambda = 1e-3;
+  for (let it = 0; it < iters && lambda < 1e8; it++) {
+    const { A, b } = normalEquations(rows, law);
+    const damped = A.map((row, u) => row.map((v, k) => (u === k ? v + lambda * (v + 1e-12) : v)));
+    const d = solveLinear(
+      damped,
+      b.map((v) => -v),
+    );
+    const trial = d ? capRate(x.map((v, k) => v + Math.max(-2, Math.min(2, d[k]!)))) : undefined;
+    const tLaw = trial ? toLaw(trial, from) : undefined;
+    const tObj = tLaw ? packedLogL1(rows, tLaw) : Infinity;
+    if (tObj < obj) {
+      const gain = obj - tObj;
+      [x, law, obj] = [trial!, tLaw!, tObj];
+      lambda = Math.max(lambda / 10, 1e-9);
+      if (gain < IRLS_STOP) break;
+    } else lambda *= 10;
+  }
+  return { ...law, objective: obj };
+}
+
+/**
+ * Fit the four coefficients of the work-item law on `rows` (mean |ln(pred/meas)|).
+ * - 'cold' (`init` = the floor + rate fit of the same rows): IRLS (irlsFit) from two starts, (init
+ *   floor, init rate, item_us = floor/1000, p_½ = 1) and (…, floor/100, 4); the lower objective
+ *   (ties → the first) wins.
+ * - 'warm' (a holdout fold, `init` = the full-data optimum): IRLS from `init`.
+ * - 'resample' (a bootstrap resample, `init` = the full-data optimum): IRLS from `init` only.
+ * `maxRate`: the rate's upper bound (irlsFit).
+ * @returns the law and its objective over `rows`
+ */
+export function fitParallelLaw(
+  rows: PackedRows,
+  init: DecodeLaw,
+  mode: 'cold' | 'warm' | 'resample' = 'cold',
+  maxRate = Infinity,
+): DecodeLaw & { objective: number } {
+  if (mode === 'resample') return irlsFit(rows, init, 25, maxRate);
+  if (mode === 'warm') return irlsFit(rows, init, 40, maxRate);
+  let best: (DecodeLaw & { objective: number }) | undefined;
+  for (const [d, p_half] of [
+    [1000, 1],
+    [100, 4],
+  ] as const) {
+    const r = irlsFit(
+      rows,
+      { floor_us: init.floor_us, rate: init.rate, item_us: init.floor_us / d, p_half },
+      40,
+      maxRate,
+    );
+    if (!best || r.objective < best.objective) best = r;
+  }
+  return best!;
+}
+
+/** Predictions of the law for rows (µs). */
+export function predictLaw(points: readonly DecodePoint[], law: DecodeLaw): number[] {
+  return points.map((p) => decodeAttentionUs(law, p.items ?? 0, p.work));
+}
