@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { diffRegistries } from '../../src/registry/diff.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
+import { familyOfName } from '../../src/core/schemas/names.ts';
 import { chosenTables, coverageOf, onboardChip } from '../../src/registry/onboard.ts';
 import { scanUpstreamFolder } from '../../src/measurements/upstream-folder.ts';
 import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
@@ -75,14 +76,22 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
     );
     const onboarded = loadRegistryFile(r.files.registry);
     const normal = await sharedRefit('a100'); // the run's one a100 refit (test/helpers/refit.ts)
-    const d = diffRegistries(normal.sets, onboarded);
+    // The normal path also fits families from curated tables an upstream base folder does not hold
+    // (MLA and sparse, from aiconfigurator-modern; onboarding does not read them yet): compare the rest.
+    const MODERN = new Set(['mla', 'sparse']);
+    const onboardable = (sets: typeof normal.sets) =>
+      sets.map((s) => ({
+        ...s,
+        coefficients: s.coefficients.filter((c) => !MODERN.has(familyOfName(c.name))),
+      }));
+    const d = diffRegistries(onboardable(normal.sets), onboarded);
     // Same entries, same values, same evidence (input paths are relative to each root, so they agree too).
     expect({
       added: d.added.map((x) => x.name),
       removed: d.removed.map((x) => x.name),
       changed: d.changed.map((x) => `${x.name}: ${x.fields}`),
     }).toEqual({ added: [], removed: [], changed: [] });
-    expect(d.unchanged).toBe(normal.sets.reduce((n, s) => n + s.coefficients.length, 0));
+    expect(d.unchanged).toBe(onboardable(normal.sets).reduce((n, s) => n + s.coefficients.length, 0));
     expect(
       errorsOf(validateRegistry(onboarded, r.files.registry, { chip: (n) => (n === 'a100' ? r.chip : undefined) })),
     ).toEqual([]);
