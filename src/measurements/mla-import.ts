@@ -19,7 +19,7 @@
 import { InputError } from '../core/errors.ts';
 import type { MlaOp } from '../core/schemas/measurements.ts';
 import type { MlaRow } from './schema.ts';
-import { intCell, latencyCell, type RawTable } from './table.ts';
+import { columnIndex, intCell, latencyCell, msToUs, type RawTable } from './table.ts';
 
 /** How a table's generation `step` maps to past tokens: attended = step (past = step − 1) or step + 1. */
 export type StepConvention = 'attended' | 'cached';
@@ -32,17 +32,6 @@ export const MLA_TABLES = {
   context_mla_perf: { op: 'prefill_kernel' },
 } as const satisfies Record<string, { op: MlaOp }>;
 export type MlaTable = keyof typeof MLA_TABLES;
-
-/** ms → µs, rounded to 12 significant digits (0.0659 ms is written 65.9). */
-function msToUs(ms: number): number {
-  return Number((ms * 1000).toPrecision(12));
-}
-
-function col(t: RawTable, name: string): number {
-  const j = t.header.indexOf(name);
-  if (j < 0) throw new InputError({ file: t.file, row: 0, column: name }, `missing column "${name}"`);
-  return j;
-}
 
 const text = (t: RawTable, r: number, j: number) => String(t.rows[r]![j] ?? '');
 
@@ -73,8 +62,8 @@ export function mapMlaTable(table: MlaTable, t: RawTable, chip: string, steps: S
     'isl',
     'step',
     'latency',
-  ].map((c) => col(t, c)) as number[];
-  const gemm = module ? col(t, 'gemm_type') : -1;
+  ].map((c) => columnIndex(t, c)) as number[];
+  const gemm = module ? columnIndex(t, 'gemm_type') : -1;
   return t.rows.map((_, r) => {
     const s = intCell(t, r, step!, 'step', decode && steps === 'attended' ? 1 : 0);
     return {

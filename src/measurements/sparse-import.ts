@@ -13,7 +13,7 @@
  */
 import { InputError } from '../core/errors.ts';
 import type { SparseRow } from './schema.ts';
-import { intCell, latencyCell, type RawTable } from './table.ts';
+import { columnIndex, intCell, latencyCell, msToUs, type RawTable } from './table.ts';
 
 /** The upstream tables this family reads, with the op each becomes. */
 export const SPARSE_TABLES = {
@@ -35,17 +35,6 @@ export const DSV4_FLASH = { sliding_window: 128, head_dim: 512, index_head_dim: 
  */
 export const MSA_M3 = { head_dim: 128, hidden: 6144, index_dim: 128, cap_tokens: (16 + 1) * 128 } as const;
 
-/** ms → µs, rounded to 12 significant digits so 0.0098 ms is written 9.8, not 9.799999999999999. */
-function msToUs(ms: number): number {
-  return Number((ms * 1000).toPrecision(12));
-}
-
-function col(t: RawTable, name: string): number {
-  const j = t.header.indexOf(name);
-  if (j < 0) throw new InputError({ file: t.file, row: 0, column: name }, `missing column "${name}"`);
-  return j;
-}
-
 function text(t: RawTable, r: number, j: number): string {
   return String(t.rows[r]![j] ?? '');
 }
@@ -62,7 +51,7 @@ function mapDsv4(t: RawTable, chip: string, op: 'sparse_attn' | 'indexer'): Spar
     'compress_ratio',
     'latency',
     'version',
-  ].map((c) => col(t, c)) as number[];
+  ].map((c) => columnIndex(t, c)) as number[];
   return t.rows.map((_, r) => ({
     chip,
     lane: `vllm-${text(t, r, ver!)}`,
@@ -96,7 +85,7 @@ function mapMhc(t: RawTable, chip: string): SparseRow[] {
     'hidden_size',
     'latency',
     'version',
-  ].map((c) => col(t, c)) as number[];
+  ].map((c) => columnIndex(t, c)) as number[];
   return t.rows.map((_, r) => {
     const half = text(t, r, opn!);
     if (half !== 'pre' && half !== 'post')
@@ -140,7 +129,7 @@ function mapMsa(t: RawTable, chip: string): SparseRow[] {
     'version',
     'kv_cache_dtype',
     'gemm_type',
-  ].map((c) => col(t, c)) as number[];
+  ].map((c) => columnIndex(t, c)) as number[];
   const out: SparseRow[] = [];
   t.rows.forEach((_, r) => {
     if (text(t, r, kv!) !== 'bfloat16' || text(t, r, gemm!) !== 'bfloat16') return;

@@ -309,3 +309,18 @@ export function textCell(table: RawTable, r: number, j: number): string {
   const cell = table.rows[r]![j];
   return cell === null || cell === undefined ? '' : String(cell).trim();
 }
+
+/**
+ * Index of column `name` in `t`'s header.
+ * @throws InputError naming the file and the column (row 0) when the header lacks it.
+ */
+export function columnIndex(t: RawTable, name: string): number {
+  const j = t.header.indexOf(name);
+  if (j < 0) throw new InputError({ file: t.file, row: 0, column: name }, `missing column "${name}"`);
+  return j;
+}
+
+/** ms → µs, rounded to 12 significant digits so 0.0098 ms is written 9.8, not 9.799999999999999. */
+export function msToUs(ms: number): number {
+  return Number((ms * 1000).toPrecision(12));
+}
