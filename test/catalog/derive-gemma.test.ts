@@ -4,22 +4,11 @@
  * MoE block beside the dense MLP (enable_moe_block), the NVFP4 checkpoint's format, and refusal of the
  * gemma fields the deriver handles only at their default (per-layer inputs, KV sharing, double-wide MLP).
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { deriveGraph } from '../../src/core/catalog/model-derive.ts';
 import { expandStack, loadModel } from '../../src/core/catalog/model.ts';
+import { configFixture } from '../helpers/derive.ts';
 
-const configText = readFileSync(path.join(REPO_ROOT, 'catalog/models/gemma-4-26b-a4b/config.json'), 'utf8');
-const base = JSON.parse(configText) as { text_config: Record<string, unknown> } & Record<string, unknown>;
-/** The gemma-4 config with its text_config edited. */
-const edited = (edit: (t: Record<string, unknown>) => void) => {
-  const c = structuredClone(base);
-  edit(c.text_config);
-  return c;
-};
-const derive = (c: Record<string, unknown>) => deriveGraph(c, 'test', JSON.stringify(c));
+const { base, edited, derive } = configFixture('gemma-4-26b-a4b');
 const nodesOf = (g: ReturnType<typeof derive>, id: string) => g.layer_kinds.find((k) => k.id === id)!.nodes;
 
 describe('gemma-4-26B-A4B', () => {

@@ -9,16 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { deriveGraph } from '../../src/core/catalog/model-derive.ts';
 import { expandStack, parseConfigJson } from '../../src/core/catalog/model.ts';
+import { configFixture } from '../helpers/derive.ts';
 
-const configText = readFileSync(path.join(REPO_ROOT, 'catalog/models/qwen3.5-35b-a3b/config.json'), 'utf8');
-const base = JSON.parse(configText) as { text_config: Record<string, unknown> } & Record<string, unknown>;
-/** The 35B-A3B config with its text_config edited. */
-const edited = (edit: (t: Record<string, unknown>) => void) => {
-  const c = structuredClone(base);
-  edit(c.text_config);
-  return c;
-};
-const derive = (c: Record<string, unknown>) => deriveGraph(c, 'test', JSON.stringify(c));
+const { base, edited, derive } = configFixture('qwen3.5-35b-a3b');
 
 describe('layer_types with linear attention', () => {
   const g = derive(base);

@@ -3,21 +3,11 @@
  * layers from linear_attn_config's 1-based lists, the KDA projections, the MLA output gate, latent MoE, the
  * attention-residual reads, the MXFP4 experts, and refusal of what the deriver does not understand.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { deriveGraph } from '../../src/core/catalog/model-derive.ts';
 import { expandStack } from '../../src/core/catalog/model.ts';
+import { configFixture } from '../helpers/derive.ts';
 
-const configText = readFileSync(path.join(REPO_ROOT, 'catalog/models/kimi-k3/config.json'), 'utf8');
-const base = JSON.parse(configText) as { text_config: Record<string, unknown> } & Record<string, unknown>;
-const edited = (edit: (t: Record<string, unknown>) => void) => {
-  const c = structuredClone(base);
-  edit(c.text_config);
-  return c;
-};
-const derive = (c: Record<string, unknown>) => deriveGraph(c, 'test', JSON.stringify(c));
+const { base, edited, derive } = configFixture('kimi-k3');
 const g = derive(base);
 const nodesOf = (id: string) => g.layer_kinds.find((k) => k.id === id)!.nodes;
 
