@@ -24,7 +24,8 @@ import { mapSparseTable, SPARSE_TABLES, type SparseTable } from '../src/measurem
 import { parquetTable } from '../src/measurements/table.ts';
 import { checkUnits } from '../src/measurements/units.ts';
 import { writeMeasurements } from '../src/measurements/store.ts';
-import type { MlaRow, SparseRow } from '../src/measurements/schema.ts';
+import type { ExpertA2aRow, MlaRow, SparseRow } from '../src/measurements/schema.ts';
+import { mapDeepepTable } from '../src/measurements/deepep-import.ts';
 import { collapseMlaRepeats, mapMlaTable, type MlaTable, type StepConvention } from '../src/measurements/mla-import.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
@@ -371,7 +372,53 @@ async function curateMla(): Promise<void> {
   }
 }
 
+/**
+ * The expert_alltoall family (issue 13 item 3), one file per chip: SGLang 0.5.12's DeepEP low-latency and normal
+ * tables, one full-node job each (8 ranks; 4 on gb200, one tray). Bytes per rank from deepep-import.ts.
+ */
+const DEEPEP_RANKS: Record<string, number> = { h200_sxm: 8, h100_sxm: 8, b200_sxm: 8, gb200: 4 };
+
+async function curateExpertA2a(): Promise<void> {
+  for (const [sku, ranks] of Object.entries(DEEPEP_RANKS)) {
+    const chip = chipFromSku(sku);
+    const rows: ExpertA2aRow[] = [];
+    const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
+    const paths: string[] = [];
+    for (const mode of ['ll', 'normal'] as const) {
+      const rel = path.join(sku, 'comm', 'sglang', '0.5.12', `wideep_deepep_${mode}_perf.parquet`);
+      const file = path.join(MODERN, rel);
+      const mapped = mapDeepepTable(mode, await parquetTable(file), chip, ranks);
+      rows.push(...mapped);
+      inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: mapped.length / 2 });
+      paths.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+    }
+    const lane = 'sglang-0.5.12';
+    checkUnits('expert_alltoall', rows, loadChip(chip), `measurements/${chip}/expert_alltoall.${lane}.csv.gz`);
+    const out = writeMeasurements(path.join(OUT, chip), 'expert_alltoall', lane, rows, {
+      family: 'expert_alltoall',
+      chip,
+      lane,
+      source_repository: AIC_REPOSITORY,
+      source_path: paths.join('; '),
+      source_commit: AIC_COMMIT,
+      licence: 'Apache-2.0',
+      inputs,
+      filters: [
+        'each upstream row → one dispatch and one combine row (mode ll: *_avg_t_us; normal: *_transmit_us, every SM budget kept)',
+        'message_bytes per rank: ll dispatch T·k·(H + H/128·4 + 16), ll combine T·k·H·2; normal: T·E[ranks touched]·(H + H/128·4) dispatch, ·H·2 combine',
+        `ranks = ${ranks} (one full-node job, node_num 1)`,
+      ],
+      rows_in: rows.length / 2,
+      rows_out: rows.length,
+      units: { latency_us: 'µs as stored (DeepEP *_us columns)' },
+      notes: ['verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md "DeepEP", VALUES.md)'],
+    });
+    note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
+  }
+}
+
 const what = process.argv[2] ?? 'all';
+if (what === 'all' || what === 'expert_alltoall') await curateExpertA2a();
 if (what === 'all' || what === 'mla') await curateMla();
 if (what === 'all' || what === 'sparse') await curateSparse();
 if (what === 'all' || what === 'aic') await curateAic();

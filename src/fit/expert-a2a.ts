@@ -16,7 +16,14 @@
 import { collectiveUs } from '../core/laws/collective.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, mapePct, percentileType7 } from '../core/numeric/stats.ts';
-import type { A2aPhase, A2aPoint, DeepepMode } from '../measurements/deepep-import.ts';
+import { roundSig } from '../core/numeric/stats.ts';
+import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
+import { SET_NAMES } from '../core/schemas/registry.ts';
+import type { A2aPhase, DeepepMode } from '../core/laws/expert-alltoall.ts';
+import type { A2aPoint } from '../measurements/deepep-import.ts';
+import type { ExpertA2aRow } from '../measurements/schema.ts';
+import { provenance } from './collective-provenance.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** SM budget of the normal-mode rows the fit keeps (DeepEP's and SGLang's default `num_sms`). */
 export const DEEPEP_NORMAL_SMS = 20;
@@ -157,4 +164,92 @@ export function fitA2aCurves(
     const { mode, phase, ranks } = g[0]!;
     return { mode, phase, ranks, ...fitOne(g, boot) };
   });
+}
+
+/** Registry name of an all-to-all coefficient: `expert_alltoall_<param>_<mode>_<phase>_<N>rank_<chip>`. */
+export function expertA2aName(
+  param: 'floor' | 'transition_rate' | 'peak_rate',
+  c: Pick<A2aCurve, 'mode' | 'phase' | 'ranks'>,
+  chip: string,
+): string {
+  return `expert_alltoall_${param}_${c.mode}_${c.phase}_${c.ranks}rank_${chip.replace(/-/g, '_')}`;
+}
+
+/** The `expert_alltoall` family's result: the coefficients and every curve (for the report). */
+export interface ExpertA2aFit extends FamilyFit {
+  expert_alltoall: A2aCurve[];
+}
+
+function curveEntries(c: A2aCurve, rows: number, ctx: FitContext): FittedCoefficient[] {
+  const chip = ctx.chip.name;
+  const lanes = [...new Set(ctx.inputs.map((i) => i.lane))];
+  const filter = `mode=${c.mode} phase=${c.phase} ranks=${c.ranks} nodes=1${c.mode === 'normal' ? ` sms=${DEEPEP_NORMAL_SMS}` : ''}`;
+  const prov = provenance(ctx, lanes, filter, rows);
+  const r4 = (x: number) => roundSig(x, 4);
+  const evidence: Evidence = {
+    family: 'expert_alltoall',
+    inputs: prov.inputs,
+    ci_method: 'bootstrap',
+    bootstrap: { resamples: ctx.bootstrap.resamples, seed: ctx.bootstrap.seed },
+    train_error: { geo: r4(c.train.geo), mape_pct: r4(c.train.mape_pct), n: c.train.n },
+    holdout_error: {
+      geo: r4(c.holdout.geo),
+      mape_pct: r4(c.holdout.mape_pct),
+      n: c.holdout.n,
+      split: `largest ${A2A_HOLDOUT_FRACTION * 100}% of message sizes (≥ ${Math.round(c.holdout.from_bytes)} B) held out`,
+    },
+    notes: [
+      'law t(b) = max(t0 + b/r_t, b/r_peak), b = bytes one rank sends (docs/fitting.md "Expert-parallel all-to-all")',
+    ],
+  };
+  const entry = (
+    value: number,
+    ci: [number, number],
+    units: CoefficientEntry['units'],
+    fitted: boolean,
+  ): CoefficientEntry => ({
+    value: r4(value),
+    units,
+    method: 'measured',
+    fitted,
+    scope: { hardware: [chip] },
+    sources: prov.sources,
+    ci95: [Math.min(r4(ci[0]), r4(value)), Math.max(r4(ci[1]), r4(value))],
+    evidence,
+  });
+  const set = SET_NAMES.collectives;
+  return [
+    { set, name: expertA2aName('floor', c, chip), entry: entry(c.t0_us, c.t0_ci95, 'us_per_transfer', true) },
+    {
+      set,
+      name: expertA2aName('transition_rate', c, chip),
+      entry: entry(c.r_t_bytes_per_us, c.r_t_ci95, 'bytes_per_us', true),
+    },
+    {
+      set,
+      name: expertA2aName('peak_rate', c, chip),
+      entry: entry(c.r_peak_bytes_per_us, c.r_peak_ci95, 'bytes_per_us', false),
+    },
+  ];
+}
+
+/**
+ * Fit the `expert_alltoall` family for one chip (module comment): every (mode, phase, ranks) curve, three registry
+ * entries each. A curve that cannot be fitted is a refusal naming it.
+ * @param rows the chip's stored `expert_alltoall` rows
+ * @param ctx chip, inputs (provenance) and bootstrap settings
+ */
+export function fitExpertA2a(rows: readonly ExpertA2aRow[], ctx: FitContext): ExpertA2aFit {
+  const out: ExpertA2aFit = { ...emptyFamilyFit('expert_alltoall'), expert_alltoall: [] };
+  try {
+    out.expert_alltoall = fitA2aCurves(rows, ctx.bootstrap);
+  } catch (e) {
+    out.refusals.push(`expert_alltoall: ${(e as Error).message}`);
+    return out;
+  }
+  for (const c of out.expert_alltoall) {
+    const n = rows.filter((r) => r.mode === c.mode && r.phase === c.phase && r.ranks === c.ranks).length;
+    out.coefficients.push(...curveEntries(c, n, ctx));
+  }
+  return out;
 }

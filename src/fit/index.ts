@@ -33,6 +33,7 @@ import { fitRecurrent, type RecurrentFamilyFit } from './recurrent.ts';
 import { evidenceGates } from './evidence-gates.ts';
 import { fitSparse, type SparseFit } from './sparse.ts';
 import { fitMla, type MlaFit } from './mla.ts';
+import { type ExpertA2aFit, fitExpertA2a } from './expert-a2a.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** Fitting families in dependency order. */
@@ -44,6 +45,7 @@ export const FIT_FAMILIES = [
   'sparse',
   'mla',
   'collective',
+  'expert_alltoall',
   'moe',
   'moe_experts',
   'recurrent',
@@ -169,6 +171,7 @@ export type FitFamilyResult =
   | HostFit
   | SparseFit
   | MlaFit
+  | ExpertA2aFit
   | FamilyFit;
 
 /**
@@ -229,6 +232,12 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
   run('mla', () => {
     const rows = store.read('mla');
     return rows.length ? fitMla(rows, ctxFor(store.inputsFor('mla'))) : missing('mla', 'no measurements');
+  });
+  run('expert_alltoall', () => {
+    const rows = store.read('expert_alltoall');
+    return rows.length
+      ? fitExpertA2a(rows, ctxFor(store.inputsFor('expert_alltoall')))
+      : missing('expert_alltoall', 'no measurements');
   });
   run('collective', () => {
     const rows = store.read('collective');

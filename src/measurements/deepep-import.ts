@@ -18,54 +18,12 @@
  * fastest shipped call is 24 µs), so a smaller time is refused. Pure apart from reading the given table.
  */
 import { InputError } from '../core/errors.ts';
-import { intCell, latencyCell, numCell, type RawTable } from './table.ts';
+import { type DeepepMode, deepepMessageBytes } from '../core/laws/expert-alltoall.ts';
+import type { ExpertA2aRow } from './schema.ts';
+import { intCell, latencyCell, numCell, textCell, type RawTable } from './table.ts';
 
-/** DeepEP mode: SGLang's low-latency (decode) or normal (prefill, high-throughput) kernels. */
-export type DeepepMode = 'll' | 'normal';
-/** The two phases of one MoE layer's all-to-all. */
-export type A2aPhase = 'dispatch' | 'combine';
-
-/** One measured all-to-all call on one rank. Units: bytes, µs. */
-export interface A2aPoint {
-  mode: DeepepMode;
-  phase: A2aPhase;
-  ranks: number;
-  tokens_per_rank: number;
-  topk: number;
-  experts: number;
-  hidden: number;
-  /** Normal mode's SM budget (0 for ll). */
-  sms: number;
-  message_bytes: number;
-  latency_us: number;
-}
-
-/**
- * Expected distinct ranks one token's top-k experts land on, k drawn without replacement from `experts`
- * spread evenly over `ranks`: R · (1 − C(E − E/R, k) / C(E, k)). Uniform routing (the collector's
- * random top-k). @returns a count in [1, min(k, R)]
- */
-export function expectedRanksTouched(experts: number, ranks: number, topk: number): number {
-  const off = experts - experts / ranks;
-  let miss = 1;
-  for (let i = 0; i < topk; i++) miss *= Math.max(0, off - i) / (experts - i);
-  return ranks * (1 - miss);
-}
-
-/**
- * Bytes one rank sends in one phase (module comment): low-latency sends one copy per (token, expert)
- * selection; normal mode one copy per (token, destination rank).
- */
-export function deepepMessageBytes(
-  mode: DeepepMode,
-  phase: A2aPhase,
-  shape: { tokens: number; topk: number; hidden: number; experts: number; ranks: number },
-): number {
-  const copies =
-    shape.tokens * (mode === 'll' ? shape.topk : expectedRanksTouched(shape.experts, shape.ranks, shape.topk));
-  if (phase === 'combine') return copies * shape.hidden * 2;
-  return copies * (shape.hidden + (shape.hidden / 128) * 4 + (mode === 'll' ? 16 : 0));
-}
+/** What the fit reads of one measured all-to-all call on one rank. Units: bytes, µs. */
+export type A2aPoint = Omit<ExpertA2aRow, 'chip' | 'lane' | 'kernel_source' | 'nodes'>;
 
 /** Shortest DeepEP kernel time believed in µs (module comment). */
 export const DEEPEP_MIN_US = 1;
@@ -83,7 +41,7 @@ const TIME_COLUMNS = {
   normal: { dispatch: 'dispatch_transmit_us', combine: 'combine_transmit_us' },
 } as const;
 
-function checkUnit(t: RawTable, r: number, p: A2aPoint, column: string): void {
+function checkUnit(t: RawTable, r: number, p: ExpertA2aRow, column: string): void {
   if (p.mode === 'normal') {
     if (p.latency_us < DEEPEP_MIN_US)
       throw new InputError(
@@ -103,18 +61,24 @@ function checkUnit(t: RawTable, r: number, p: A2aPoint, column: string): void {
 }
 
 /**
- * Map one DeepEP table to dispatch and combine points.
+ * Map one DeepEP table to dispatch and combine rows (one node: `node_num` is 1 in every shipped table).
+ * @param chip stepcal chip name
  * @param ranks EP width of the job (8 on h200/h100/b200, 4 on gb200: the dataset README)
  * @throws InputError naming file, row and column for a missing column, a bad cell or a time not in µs
  */
-export function mapDeepepTable(mode: DeepepMode, t: RawTable, ranks: number): A2aPoint[] {
+export function mapDeepepTable(mode: DeepepMode, t: RawTable, chip: string, ranks: number): ExpertA2aRow[] {
   const [tok, k, e, h] = ['num_token', 'num_topk', 'num_experts', 'hidden_size'].map((c) => col(t, c)) as number[];
   const sms = mode === 'normal' ? col(t, 'dispatch_sms') : -1;
-  const out: A2aPoint[] = [];
+  const [fw, ver, ks, nodes] = ['framework', 'version', 'kernel_source', 'node_num'].map((c) => t.header.indexOf(c));
+  const out: ExpertA2aRow[] = [];
   for (let r = 0; r < t.rows.length; r++) {
     const base = {
+      chip,
+      lane: fw! >= 0 && ver! >= 0 ? `${textCell(t, r, fw!).toLowerCase()}-${textCell(t, r, ver!)}` : 'sglang-0.5.12',
+      kernel_source: ks! >= 0 ? textCell(t, r, ks!) : 'deepep',
       mode,
       ranks,
+      nodes: nodes! >= 0 ? intCell(t, r, nodes!, 'node_num', 1) : 1,
       tokens_per_rank: intCell(t, r, tok!, 'num_token', 1),
       topk: intCell(t, r, k!, 'num_topk', 1),
       experts: intCell(t, r, e!, 'num_experts', 1),

@@ -20,6 +20,7 @@ import type {
   RecurrentRowSchema,
   SparseRowSchema,
   MlaRowSchema,
+  ExpertA2aRowSchema,
   StepRowSchema,
 } from '../core/schemas/measurements.ts';
 import type { Family } from '../core/schemas/measurements.ts';
@@ -39,6 +40,7 @@ export type HostRow = z.infer<typeof HostRowSchema>;
 export type StepRow = z.infer<typeof StepRowSchema>;
 export type SparseRow = z.infer<typeof SparseRowSchema>;
 export type MlaRow = z.infer<typeof MlaRowSchema>;
+export type ExpertA2aRow = z.infer<typeof ExpertA2aRowSchema>;
 /** Provenance written beside every stored measurement file. */
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 
@@ -156,6 +158,22 @@ export const FAMILY_COLUMNS = {
     'past_tokens',
     'latency_us',
   ],
+  expert_alltoall: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'mode',
+    'phase',
+    'ranks',
+    'nodes',
+    'tokens_per_rank',
+    'topk',
+    'experts',
+    'hidden',
+    'sms',
+    'message_bytes',
+    'latency_us',
+  ],
   step: [
     'model',
     'chip',
@@ -191,6 +209,7 @@ export interface FamilyRow {
   host: HostRow;
   sparse: SparseRow;
   mla: MlaRow;
+  expert_alltoall: ExpertA2aRow;
   step: StepRow;
 }
 
@@ -203,6 +222,7 @@ export const TEXT_COLUMNS: ReadonlySet<string> = new Set([
   'gemm_dtype',
   'kv_dtype',
   'op',
+  'mode',
   'backend',
   'distribution',
   'mixer',

@@ -357,6 +357,43 @@ export class PricerCoefficients {
   }
 
   /**
+   * The fitted expert-parallel all-to-all curve of `mode` and `phase` over `width` ranks (issue 13 item 3;
+   * docs/pricer.md "Expert-parallel all-to-all"), or undefined when the registry has none for the mode (the
+   * caller then charges the NCCL alltoall curve). Width snapping as `collective`: exact, else the next width
+   * above, else the widest (noted). Placement as every collective (laws/placement.ts): within the NVLink
+   * domain on NVLink, else on the NIC with the all-to-all span (KNOWN DIVERGENCE 27).
+   */
+  expertAlltoall(mode: 'll' | 'normal', phase: 'dispatch' | 'combine', width: number): CollectiveCurve | undefined {
+    const key = `ep:${mode}/${phase}/${width}`;
+    const hit = this.curves.get(key);
+    if (hit) return hit;
+    const re = new RegExp(`^expert_alltoall_floor_${mode}_${phase}_(\\d+)rank_${this.chipKey}$`);
+    const widths = this.reg
+      .names()
+      .map((n) => re.exec(n))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => a - b);
+    if (!widths.length) return undefined;
+    const w = widths.find((x) => x >= width) ?? widths[widths.length - 1]!;
+    if (w !== width)
+      this.staticNotes.add(
+        `DeepEP ${mode} ${phase} over ${width} ranks priced with the ${w}-rank ${this.chipKey} coefficients (measured widths: ${widths.join(', ')})`,
+      );
+    const tail = `${mode}_${phase}_${w}rank_${this.chipKey}`;
+    const domain = nvlinkDomainGpus(this.chip);
+    const c: CollectiveCurve = {
+      t0: this.need(`expert_alltoall_floor_${tail}`),
+      rt: this.opt(`expert_alltoall_transition_rate_${tail}`),
+      rpeak: this.need(`expert_alltoall_peak_rate_${tail}`),
+      nic: width > domain,
+      span: all2allSpan(width, domain, this.chip.nvlink_bytes_per_us / this.chip.nic_bytes_per_us),
+    };
+    this.curves.set(key, c);
+    return c;
+  }
+
+  /**
    * The host set for a CUDA-graph mode: without graphs no replay is charged.
    * @throws UserError when `host_launch_per_kernel`, the replay cost (with graphs) or both eager costs are missing.
    */

@@ -31,6 +31,7 @@ import {
   type PrefillForm,
 } from '../core/laws/sparse.ts';
 import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
+import { deepepMessageBytes } from '../core/laws/expert-alltoall.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
 import type { ComputeFormat } from './deployment.ts';
 
@@ -709,15 +710,52 @@ function addCollectiveNode(
   kp: KindPlan,
   node: GraphNode & { op: 'AllReduce' | 'AllGather' | 'ReduceScatter' | 'All2All' },
   nodes: readonly GraphNode[],
+  withPrefill: boolean,
 ): boolean {
   const width = node.op === 'All2All' ? ctx.ep : ctx.tp;
   if (width <= 1) return false;
   const op = COLLECTIVE_OP[node.op]!;
-  const topK = node.routed
-    ? Math.max(1, ...nodes.filter((n) => n.op === 'GroupedGEMM').map((n) => (n as { top_k: number }).top_k))
-    : 1;
-  kp.colls.push({ ...ctx.coef.collective(op, width), bytesPerToken: (node.bytes_per_token ?? ctx.hidden * 2) * topK });
+  const experts = nodes.filter((n) => n.op === 'GroupedGEMM') as Array<{ top_k: number; experts: number }>;
+  const topK = node.routed ? Math.max(1, ...experts.map((n) => n.top_k)) : 1;
+  const ep = node.op === 'All2All' ? deepepPlan(ctx, node, width, withPrefill, topK, experts[0]?.experts) : undefined;
+  if (ep) kp.colls.push(ep);
+  else
+    kp.colls.push({
+      ...ctx.coef.collective(op, width),
+      bytesPerToken: (node.bytes_per_token ?? ctx.hidden * 2) * topK,
+    });
   return true;
+}
+
+/**
+ * An MoE dispatch or combine on the fitted DeepEP curve (issue 13 item 3; docs/pricer.md "Expert-parallel
+ * all-to-all"): a step with prefill runs DeepEP's normal mode, a decode-only step its low-latency mode
+ * (SGLang's `--deepep-mode auto` rule). Bytes per token from core/laws/expert-alltoall.ts. Undefined (the
+ * NCCL alltoall curve is charged, noted) when the node is no routed dispatch/combine or the registry has no
+ * curve for the mode.
+ */
+function deepepPlan(
+  ctx: PlanContext,
+  node: { role?: string; routed?: boolean; bytes_per_token?: number },
+  width: number,
+  withPrefill: boolean,
+  topk: number,
+  experts: number | undefined,
+): CollPlan | undefined {
+  const phase = node.role === 'dispatch' || node.role === 'combine' ? node.role : undefined;
+  if (!phase || !node.routed || experts === undefined) return undefined;
+  const mode = withPrefill ? 'normal' : 'll';
+  const curve = ctx.coef.expertAlltoall(mode, phase, width);
+  if (!curve) {
+    ctx.coef.staticNotes.add(
+      `no DeepEP ${mode} ${phase} curve (expert_alltoall_*) in the ${ctx.coef.chip.name} registry: ep ${width} ${phase} charged on the NCCL alltoall curve`,
+    );
+    return undefined;
+  }
+  // A latent MoE dispatches its latent (the node's bf16 bytes per token), others the hidden state.
+  const hidden = node.bytes_per_token !== undefined ? node.bytes_per_token / 2 : ctx.hidden;
+  const bytesPerToken = deepepMessageBytes(mode, phase, { tokens: 1, topk, hidden, experts, ranks: width });
+  return { ...curve, bytesPerToken };
 }
 
 /** Whether a node runs in this variant and deployment (`phase`, `emit`). */
@@ -770,7 +808,7 @@ function buildKind(
         addElementwiseNode(ctx, kp, node);
         break;
       default:
-        if (!addCollectiveNode(ctx, kp, node, nodes)) continue;
+        if (!addCollectiveNode(ctx, kp, node, nodes, withPrefill)) continue;
     }
     kp.kernels += KERNELS[node.op];
   }

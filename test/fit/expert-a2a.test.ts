@@ -5,12 +5,8 @@ import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { InputError } from '../../src/core/errors.ts';
 import { seededRandom } from '../../src/core/numeric/resample.ts';
 import { fitA2aCurves, fitFloorRate } from '../../src/fit/expert-a2a.ts';
-import {
-  type A2aPoint,
-  deepepMessageBytes,
-  expectedRanksTouched,
-  mapDeepepTable,
-} from '../../src/measurements/deepep-import.ts';
+import { deepepMessageBytes, expectedRanksTouched } from '../../src/core/laws/expert-alltoall.ts';
+import { type A2aPoint, mapDeepepTable } from '../../src/measurements/deepep-import.ts';
 import { parquetTable, type RawTable } from '../../src/measurements/table.ts';
 
 const BOOT = { resamples: 200, seed: 7 };
@@ -51,7 +47,7 @@ describe('DeepEP units are µs, and a ms table is refused naming file, row and c
   const good = [7168, 128, 8, 256, 60, 244.7, 30, 252.9];
   it('accepts µs rows whose bandwidth column agrees', () => {
     const t: RawTable = { file: 'll.parquet', header: LL_HEADER, rows: [good] };
-    const p = mapDeepepTable('ll', t, 8);
+    const p = mapDeepepTable('ll', t, 'h200', 8);
     expect(p.map((x) => [x.phase, x.latency_us, x.message_bytes])).toEqual([
       ['dispatch', 30, 7_585_792],
       ['combine', 60, 14_680_064],
@@ -60,13 +56,15 @@ describe('DeepEP units are µs, and a ms table is refused naming file, row and c
   it('refuses ms values in a µs column (implied bandwidth 1000× the collector’s)', () => {
     const ms = [7168, 128, 8, 256, 60, 244.7, 0.03, 252.9];
     const t: RawTable = { file: 'll.parquet', header: LL_HEADER, rows: [good, ms] };
-    expect(() => mapDeepepTable('ll', t, 8)).toThrow(InputError);
-    expect(() => mapDeepepTable('ll', t, 8)).toThrow(/ll\.parquet row 2 column "dispatch_avg_t_us".*not µs/);
+    expect(() => mapDeepepTable('ll', t, 'h200', 8)).toThrow(InputError);
+    expect(() => mapDeepepTable('ll', t, 'h200', 8)).toThrow(/ll\.parquet row 2 column "dispatch_avg_t_us".*not µs/);
   });
   it('refuses a table whose time columns are ms', () => {
     const header = LL_HEADER.map((h) => h.replace('_t_us', '_t_ms'));
     const t: RawTable = { file: 'll.parquet', header, rows: [good] };
-    expect(() => mapDeepepTable('ll', t, 8)).toThrow(/ll\.parquet row 0 \(header\) column "dispatch_avg_t_us".*_ms/);
+    expect(() => mapDeepepTable('ll', t, 'h200', 8)).toThrow(
+      /ll\.parquet row 0 \(header\) column "dispatch_avg_t_us".*_ms/,
+    );
   });
   it('refuses a normal-mode time below 1 µs', () => {
     const header = [
@@ -79,7 +77,9 @@ describe('DeepEP units are µs, and a ms table is refused naming file, row and c
       'combine_transmit_us',
     ];
     const t: RawTable = { file: 'n.parquet', header, rows: [[7168, 128, 8, 256, 20, 0.05, 60]] };
-    expect(() => mapDeepepTable('normal', t, 8)).toThrow(/n\.parquet row 1 column "dispatch_transmit_us".*ms value/);
+    expect(() => mapDeepepTable('normal', t, 'h200', 8)).toThrow(
+      /n\.parquet row 1 column "dispatch_transmit_us".*ms value/,
+    );
   });
 });
 
@@ -154,7 +154,7 @@ describe('shipped DeepEP tables (sglang 0.5.12)', () => {
       const pts: A2aPoint[] = [];
       for (const mode of ['ll', 'normal'] as const) {
         const file = path.join(DATA, sku, 'comm', 'sglang', '0.5.12', `wideep_deepep_${mode}_perf.parquet`);
-        pts.push(...mapDeepepTable(mode, await parquetTable(file), ranks));
+        pts.push(...mapDeepepTable(mode, await parquetTable(file), sku, ranks));
       }
       const curves = fitA2aCurves(pts, BOOT);
       expect(curves.map((c) => `${c.mode} ${c.phase} ${c.ranks}`)).toEqual(

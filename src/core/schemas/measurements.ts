@@ -20,6 +20,7 @@ export const FAMILIES = [
   'step',
   'sparse',
   'mla',
+  'expert_alltoall',
 ] as const;
 export type Family = (typeof FAMILIES)[number];
 
@@ -198,6 +199,33 @@ export const MlaRowSchema = z
   })
   .strict();
 
+/** Expert-parallel all-to-all kernels (issue 13 item 3): DeepEP low-latency and normal mode. */
+export const EXPERT_A2A_MODES = ['ll', 'normal'] as const;
+export const EXPERT_A2A_PHASES = ['dispatch', 'combine'] as const;
+
+/**
+ * One expert-parallel all-to-all call on one rank (docs/measurements.md "expert_alltoall"): `tokens_per_rank`
+ * tokens before routing, each to `topk` of `experts` experts over `ranks` ranks on `nodes` nodes, `hidden`
+ * elements; `sms` the normal mode's SM budget (0 for ll); `message_bytes` the bytes the rank sends
+ * (src/measurements/deepep-import.ts).
+ */
+export const ExpertA2aRowSchema = z
+  .object({
+    ...meta,
+    mode: z.enum(EXPERT_A2A_MODES),
+    phase: z.enum(EXPERT_A2A_PHASES),
+    ranks: z.number().int().min(2, 'an all-to-all needs at least 2 ranks'),
+    nodes: atLeastOne,
+    tokens_per_rank: atLeastOne,
+    topk: atLeastOne,
+    experts: atLeastOne,
+    hidden: atLeastOne,
+    sms: count,
+    message_bytes: z.number().positive('expected a positive message size (bytes)'),
+    latency_us: latency,
+  })
+  .strict();
+
 /** One held-out whole-step observation (`*.steps.csv`; docs/validation.md). Cross-field rules live in the step reader. */
 export const StepRowSchema = z
   .object({
@@ -239,6 +267,7 @@ export const FAMILY_ROW_SCHEMAS = {
   step: StepRowSchema,
   sparse: SparseRowSchema,
   mla: MlaRowSchema,
+  expert_alltoall: ExpertA2aRowSchema,
 } as const satisfies Record<Family, z.ZodType>;
 
 /** Provenance written beside every stored measurement file. */

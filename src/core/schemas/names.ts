@@ -25,6 +25,7 @@ export function familyOfName(name: string): string {
   if (name.startsWith('host_')) return 'host';
   if (name.startsWith('recurrent_')) return 'recurrent';
   if (name.startsWith('mla_')) return 'mla';
+  if (name.startsWith('expert_alltoall_')) return 'expert_alltoall';
   if (name.startsWith('sparse_') || name.startsWith('indexer_') || name.startsWith('mhc_')) return 'sparse';
   if (
     name.startsWith('nccl_communicator_bytes_') ||
