@@ -361,7 +361,7 @@ export class PricerCoefficients {
    * docs/pricer.md "Expert-parallel all-to-all"), or undefined when the registry has none for the mode (the
    * caller then charges the NCCL alltoall curve). Width snapping as `collective`: exact, else the next width
    * above, else the widest (noted). Placement as every collective (laws/placement.ts): within the NVLink
-   * domain on NVLink, else on the NIC with the all-to-all span (KNOWN DIVERGENCE 27).
+   * domain on NVLink, else on the NIC with the all-to-all span (KNOWN DIVERGENCE 31).
    */
   expertAlltoall(mode: 'll' | 'normal', phase: 'dispatch' | 'combine', width: number): CollectiveCurve | undefined {
     const key = `ep:${mode}/${phase}/${width}`;

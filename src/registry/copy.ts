@@ -23,7 +23,14 @@
  * Pure (no I/O): the CLI reads the files, writes the result atomically.
  */
 import type { Chip } from '../core/catalog/chip.ts';
-import { collectiveName, familyOf, parseCollectiveName, scopedToChip } from '../core/schemas/names.ts';
+import {
+  collectiveName,
+  EXPERT_ALLTOALL_RE,
+  familyOf,
+  nameForChip,
+  parseCollectiveName,
+  scopedToChip,
+} from '../core/schemas/names.ts';
 import type { CoefficientEntry, CoefficientSet, Method, NamedEntry, Scope } from '../core/schemas/registry.ts';
 import { errorsOf, formatProblem, validateRegistry, type Problem } from './validate.ts';
 
@@ -137,9 +144,14 @@ export function renameForChip(
   from: string,
   to: string,
 ): { name: string; renamed: boolean; foreign?: string } {
+  const norm = (s: string) => s.toLowerCase().replace(/-/g, '_');
+  const ep = EXPERT_ALLTOALL_RE.exec(name);
+  if (ep)
+    return norm(ep[2]!) === norm(from)
+      ? { name: nameForChip(ep[1]!, to), renamed: true }
+      : { name, renamed: false, foreign: ep[2]! };
   const c = parseCollectiveName(name);
   if (!c) return { name, renamed: false };
-  const norm = (s: string) => s.toLowerCase().replace(/-/g, '_');
   if (norm(c.chip) !== norm(from)) return { name, renamed: false, foreign: c.chip };
   return { name: collectiveName({ ...c, chip: to }), renamed: true };
 }

@@ -1,4 +1,5 @@
 /** Expert-parallel all-to-all in the pricer (issue 13 item 3): DeepEP's fitted curves replace the NCCL alltoall for ep > 1. */
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
@@ -68,5 +69,32 @@ describe('deepseek-v3 MoE dispatch + combine at ep 8 on h200 (DeepEP low-latency
       (16 * 75_904.2) / get('transition_rate', 'combine');
     const p = makePricer('deepseek-v3', 'h200', { tp: 1, ep: 8 }, shipped('h200'));
     expect(p.price(prefillBatch(1, 16)).resources_us.nvlink).toBeCloseTo(58 * layer, 1);
+  });
+});
+
+describe('every MoE graph prices at ep 8 on every chip with a registry', () => {
+  const models = readdirSync(path.join(REPO_ROOT, 'catalog', 'models')).filter((m) =>
+    readFileSync(path.join(REPO_ROOT, 'catalog', 'models', m, 'graph.yaml'), 'utf8').includes('GroupedGEMM'),
+  );
+  const chips = readdirSync(path.join(REPO_ROOT, 'registry'))
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.replace(/\.yaml$/, ''));
+  it('DeepEP curves where the registry has them, the NCCL alltoall curve (noted) elsewhere', () => {
+    expect(models.length).toBeGreaterThan(30);
+    const deepep = new Set(['h200', 'h100', 'b200', 'gb200', 'b300']);
+    for (const chip of chips) {
+      const reg = shipped(chip);
+      for (const model of models) {
+        const p = makePricer(model, chip, { tp: 1, ep: 8 }, reg);
+        const d = p.price(decodeBatch(1, 1024));
+        const f = p.price(prefillBatch(1, 512));
+        expect(d.resources_us.nvlink + d.resources_us.nic, `${model} ${chip}`).toBeGreaterThan(0);
+        expect(f.resources_us.nvlink + f.resources_us.nic, `${model} ${chip}`).toBeGreaterThan(0);
+        const notes = [...p.info.assumptions, ...d.extrapolation_notes, ...f.extrapolation_notes].join('\n');
+        expect(/no DeepEP (ll|normal) (dispatch|combine) curve/.test(notes), `${model} ${chip}`).toBe(
+          !deepep.has(chip),
+        );
+      }
+    }
   });
 });

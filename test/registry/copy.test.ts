@@ -79,9 +79,12 @@ describe('copyRegistry: b200 → b300 (the committed copy)', () => {
   );
 
   it.skipIf(!haveB200)(
-    'rewrites every collective name to the target chip (96 names: 4 ops × 2 dtypes × 4 widths × 3 params)',
+    'rewrites every collective name to the target chip (96 names: 4 ops × 2 dtypes × 4 widths × 3 params; + 12 DeepEP: 2 modes × 2 phases × 3 params)',
     () => {
-      expect(r!.renamed).toBe(96);
+      expect(r!.renamed).toBe(108);
+      const ep = entries(r!.sets).filter((c) => c.name.startsWith('expert_alltoall_'));
+      expect(ep).toHaveLength(12);
+      for (const c of ep) expect(c.name.endsWith('_8rank_b300')).toBe(true);
       const coll = entries(r!.sets).filter((c) => c.name.startsWith('collective_'));
       expect(coll).toHaveLength(96);
       for (const c of coll) expect(parseCollectiveName(c.name)!.chip).toBe('b300');

@@ -74,15 +74,22 @@ export function collectiveName(c: CollectiveName): string {
  * (`collective_floor_all_reduce_fp16_8rank_h200` → `collective_floor_all_reduce_fp16_8rank`).
  */
 export function chipFreeName(name: string): string {
+  const ep = EXPERT_ALLTOALL_RE.exec(name);
+  if (ep) return ep[1]!;
   const c = parseCollectiveName(name);
   if (!c) return name;
   return `collective_${c.param}_${c.op}_${c.dtype}_${c.ranks}rank`;
 }
 
-/** Re-attach a chip to a chip-free name (inverse of `chipFreeName` for collectives). */
+/** Re-attach a chip to a chip-free name (inverse of `chipFreeName` for collectives and expert all-to-alls). */
 export function nameForChip(chipFree: string, chip: string): string {
-  return chipFree.startsWith('collective_') ? `${chipFree}_${chip.replace(/-/g, '_')}` : chipFree;
+  return chipFree.startsWith('collective_') || chipFree.startsWith('expert_alltoall_')
+    ? `${chipFree}_${chip.replace(/-/g, '_')}`
+    : chipFree;
 }
+
+/** `expert_alltoall_<param>_<mode>_<phase>_<N>rank_<chip>` (src/fit/expert-a2a.ts): [1] chip-free part, [2] chip. */
+export const EXPERT_ALLTOALL_RE = /^(expert_alltoall_[a-z_]+_\d+rank)_(.+)$/;
 
 /** Canonical text of a scope: keys sorted, list values sorted (lists compare as sets, reference §1.1). */
 export function scopeKey(scope: Scope | undefined): string {
