@@ -47,6 +47,7 @@ import type {
   AttentionDecodeRow,
   AttentionPrefillRow,
   CollectiveRow,
+  ExpertA2aRow,
   Family,
   GemmRow,
   MlaRow,
@@ -65,6 +66,13 @@ export interface RateBand {
 }
 
 export const UNITS_BANDS = {
+  expert_alltoall: {
+    lo: 0.1,
+    hi: 1.5,
+    typical: 0.6,
+    source:
+      'DeepEP bytes one rank sends / kernel time on messages ≥ 16 MiB: fitted rates 214–715 GB/s against 450–900 GB/s per direction (docs/fitting.md); own-rank copies never cross the link, hence hi 1.5',
+  },
   gemm: { lo: 0.2, hi: 1.2, typical: 0.8, source: 'shipped tables reach 47–97 % of the dense peak' },
   attention_decode: { lo: 0.25, hi: 1.05, typical: 0.88, source: 'shipped tables reach 67–95 % of HBM' },
   attention_prefill: { lo: 0.15, hi: 1.2, typical: 0.65, source: 'shipped tables reach 50–87 % of the dense peak' },
@@ -276,6 +284,20 @@ function collectiveJudge(chip: Chip): Judge {
   };
 }
 
+function expertAlltoallJudge(chip: Chip): Judge {
+  return (x) => {
+    const r = x as ExpertA2aRow;
+    const frac = r.message_bytes / r.latency_us / chip.nvlink_bytes_per_us;
+    return {
+      group: `${r.mode} ${r.phase} ${r.ranks} ranks`,
+      rate: r.message_bytes >= LARGE_MESSAGE_BYTES ? frac : undefined,
+      latency_us: r.latency_us,
+      limit: frac,
+      ref: chip.nvlink_bytes_per_us,
+    };
+  };
+}
+
 function moeJudge(chip: Chip): Judge {
   return (x) => {
     const r = x as MoeRow;
@@ -325,6 +347,7 @@ const RATE_WHAT: Record<string, { judge: (c: Chip) => Judge; flops: boolean; of:
   attention_prefill: { judge: prefillJudge, flops: true, of: (c) => `${c.name}'s dense tensor-core peak` },
   sparse: { judge: sparseJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
   mla: { judge: mlaJudge, flops: false, of: (c) => `${c.name}'s HBM rate` },
+  expert_alltoall: { judge: expertAlltoallJudge, flops: false, of: (c) => `${c.name}'s NVLink rate per direction` },
   collective: {
     judge: collectiveJudge,
     flops: false,

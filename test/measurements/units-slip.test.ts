@@ -21,12 +21,13 @@ const rowsOf = (f: (typeof stored)[number]) =>
   readMeasurements(path.dirname(f.file), f.family, { lane: f.lane }) as Array<{ latency_us: number }>;
 
 describe('units check on the shipped tables, every family', () => {
-  it('covers gemm, decode, prefill, collective, moe and recurrent tables of every chip, and the sparse and MLA families where curated', () => {
+  it('covers gemm, decode, prefill, collective, moe and recurrent tables of every chip, and the sparse, MLA and DeepEP families where curated', () => {
     const fams = new Set(stored.map((f) => f.family));
     expect([...fams].sort()).toEqual([
       'attention_decode',
       'attention_prefill',
       'collective',
+      'expert_alltoall',
       'gemm',
       'mla',
       'moe',
@@ -35,8 +36,8 @@ describe('units check on the shipped tables, every family', () => {
     ]);
     // 31 base tables + the sparse family on h200, h100 and b200 (gb200's is outside these five chips) + 13
     // recurrent (GDN, KDA, Mamba2 rc20 on h200/h100/b200/l40s; b200 Mamba2 rc15) + the MLA family on a100, b200,
-    // h100, h200, l40s
-    expect(stored.length).toBe(52);
+    // h100, h200, l40s + the DeepEP expert_alltoall family on b200, h100, h200
+    expect(stored.length).toBe(55);
   });
 
   it.each(stored.map((f) => [`${f.chip} ${path.basename(f.file)}`, f] as const))(
