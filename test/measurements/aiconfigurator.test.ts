@@ -67,6 +67,10 @@ const CURATED_ROWS: Record<string, number> = {
   'h100/mla.vllm-0.24.0.csv.gz': 14310,
   'h200/mla.vllm-0.24.0.csv.gz': 14358,
   'l40s/mla.vllm-0.24.0.csv.gz': 6871,
+  // DeepEP dispatch and combine (issue 13 item 3), from ../shared/datasets/aiconfigurator-modern/ (sglang lane)
+  'b200/expert_alltoall.sglang-0.5.12.csv.gz': 5320,
+  'h100/expert_alltoall.sglang-0.5.12.csv.gz': 5320,
+  'h200/expert_alltoall.sglang-0.5.12.csv.gz': 5320,
 };
 
 function countDataLines(file: string): number {
