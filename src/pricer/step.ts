@@ -62,6 +62,12 @@ export class StepScratch {
   big = 0;
   /** Prefill sequences of the pass being priced (recurrent mixers write one fresh state each). */
   preSeqs = 0;
+  /**
+   * The last touched-experts value and its inputs (tokens, experts, top-k, local experts): layer kinds
+   * of one model share their routing, so one Math.pow serves them all (same inputs, same value).
+   */
+  readonly touchedKey = new Float64Array([-1, 0, 0, 0]);
+  touchedVal = 0;
   readonly walk: BatchWalk;
   constructor(readers: number) {
     this.walk = new BatchWalk(readers);
@@ -97,10 +103,23 @@ function layerTimes(
   lay[1] = hbm;
   lay[2] = sc.coll[0]!;
   lay[3] = sc.coll[1]!;
-  const touched = touchedExperts(kp, tok);
+  const touched = touchedCached(sc, kp, tok);
   lay[4] = expertSmUs(kp, tok, touched) * p.smScale;
   lay[5] = expertHbmUs(kp, tok, touched);
   return big;
+}
+
+/** touchedExperts(kp, tok), reused from the scratch when the inputs equal the last call's (pure). */
+function touchedCached(sc: StepScratch, kp: KindPlan, tok: number): number {
+  if (!kp.hasMoe) return 0;
+  const k = sc.touchedKey;
+  if (k[0] === tok && k[1] === kp.moeExperts && k[2] === kp.moeTopK && k[3] === kp.moeLocal) return sc.touchedVal;
+  k[0] = tok;
+  k[1] = kp.moeExperts;
+  k[2] = kp.moeTopK;
+  k[3] = kp.moeLocal;
+  sc.touchedVal = touchedExperts(kp, tok);
+  return sc.touchedVal;
 }
 
 /** Price one pass of a stack over the walked batch into the accumulators (count layers per kind); tracks scratch.big. */

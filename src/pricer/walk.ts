@@ -116,10 +116,17 @@ function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
     const cap = p.boundedCap[j]!;
     let sum = 0;
     if (ratio > 0) {
+      // From ctx ≥ sat on, the row reads the whole window and the whole cap: x ≥ ratio·cap gives
+      // x / ratio ≥ cap exactly (cap is an integer and the division is correctly rounded), so no division.
+      const sat = Math.max(win, ratio * cap);
+      const satRead = win + cap;
       for (let i = 0; i < nDec; i++) {
         const x = ctx[i]!;
-        const k = Math.ceil(x / ratio);
-        sum += (x < win ? x : win) + (k < cap ? k : cap);
+        if (x >= sat) sum += satRead;
+        else {
+          const k = Math.ceil(x / ratio);
+          sum += (x < win ? x : win) + (k < cap ? k : cap);
+        }
       }
     } else for (let i = 0; i < nDec; i++) sum += ctx[i]! < win ? ctx[i]! : win;
     const r = p.bounded[j]!;
