@@ -229,22 +229,18 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
     const p = laneRows('sparse');
     return p.rows.length ? fitSparse(p.rows, p.ctx) : missing('sparse', 'no measurements');
   });
-  run('mla', () => {
-    const rows = store.read('mla');
-    return rows.length ? fitMla(rows, ctxFor(store.inputsFor('mla'))) : missing('mla', 'no measurements');
-  });
-  run('expert_alltoall', () => {
-    const rows = store.read('expert_alltoall');
-    return rows.length
-      ? fitExpertA2a(rows, ctxFor(store.inputsFor('expert_alltoall')))
-      : missing('expert_alltoall', 'no measurements');
-  });
-  run('collective', () => {
-    const rows = store.read('collective');
-    return rows.length
-      ? fitCollectives(rows, ctxFor(store.inputsFor('collective')))
-      : missing('collective', 'no measurements');
-  });
+  // Families fitted from every stored lane of their own table.
+  const allLanes = <F extends Family & FitFamily>(
+    family: F,
+    fit: (rows: FamilyRow[F][], ctx: FitContext) => FitFamilyResult,
+  ) =>
+    run(family, () => {
+      const rows = store.read(family);
+      return rows.length ? fit(rows, ctxFor(store.inputsFor(family))) : missing(family, 'no measurements');
+    });
+  allLanes('mla', fitMla);
+  allLanes('expert_alltoall', fitExpertA2a);
+  allLanes('collective', fitCollectives);
   // The moe rows are read once for both families that use them.
   const moe = want.has('moe') || want.has('moe_experts') ? laneRows('moe') : undefined;
   run('moe', () => (moe?.rows.length ? fitMoe(moe.rows, moe.ctx) : missing('moe', 'no measurements')));
@@ -252,12 +248,7 @@ function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitF
     moe?.rows.length ? fitMoeExperts(moe.rows, moe.ctx) : missing('moe_experts', 'no moe measurements'),
   );
   // Every recurrent lane is read: GDN, KDA and Mamba2 come from different engines (vLLM, TRT-LLM).
-  run('recurrent', () => {
-    const rows = store.read('recurrent');
-    return rows.length
-      ? fitRecurrent(rows, ctxFor(store.inputsFor('recurrent')))
-      : missing('recurrent', 'no measurements');
-  });
+  allLanes('recurrent', fitRecurrent);
   // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
   // host overheads from per-operator tables.
   run('host', () => fitHost(store.read('host'), ctxFor(store.inputsFor('host'))));

@@ -303,19 +303,7 @@ function expertLawPlan(
     ? peakFlopsPerUs(ctx.coef.chip, expertComputeDtype(w as ExpertDtype))
     : undefined;
   if (eps === undefined || peak === undefined) {
-    const why =
-      eps === undefined ? `no moe_expert_eps_max_${w} in the registry` : `no dense ${w} peak on ${ctx.coef.chip.name}`;
-    const note = `${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`;
-    ctx.coef.staticNotes.add(note);
-    const f = ctx.coef.format(w);
-    ctx.coef.expertChoices.set(w, {
-      weight_dtype: w,
-      use: 'experts',
-      ramp: `dense_ramp:${f.ramp}`,
-      peak_tflops: f.peak_flops_per_us / 1e6,
-      bytes_per_value: bytesPerElement(w),
-      note,
-    });
+    noteDenseRampExperts(ctx, node, w, eps === undefined);
     return undefined;
   }
   ctx.coef.expertChoices.set(w, {
@@ -330,6 +318,42 @@ function expertLawPlan(
         }
       : {}),
   });
+  return foldExpertLaw(ctx, node, w, shards, eps, peak);
+}
+
+/** Why the fitted expert law is not used (note and `info.formats` choice): no eps_max entry, or no dense peak. */
+function noteDenseRampExperts(
+  ctx: PlanContext,
+  node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
+  w: StorageDtype,
+  noEntry: boolean,
+): void {
+  const why = noEntry ? `no moe_expert_eps_max_${w} in the registry` : `no dense ${w} peak on ${ctx.coef.chip.name}`;
+  const note = `${why}: ${node.role ?? 'experts'} priced on the dense GEMM ramp (fitted expert law not used)`;
+  ctx.coef.staticNotes.add(note);
+  const f = ctx.coef.format(w);
+  ctx.coef.expertChoices.set(w, {
+    weight_dtype: w,
+    use: 'experts',
+    ramp: `dense_ramp:${f.ramp}`,
+    peak_tflops: f.peak_flops_per_us / 1e6,
+    bytes_per_value: bytesPerElement(w),
+    note,
+  });
+}
+
+/**
+ * The expert law's per-step constants (expertLawPlan): expertWork/expertTerms (core/laws/moe-experts.ts)
+ * evaluated once on unit work. `eps` is `moe_expert_eps_max_<w>` (fraction), `peak` the dense peak, FLOPs/µs.
+ */
+function foldExpertLaw(
+  ctx: PlanContext,
+  node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
+  w: StorageDtype,
+  shards: number,
+  eps: number,
+  peak: number,
+): ExpertLawPlan {
   const c: ExpertCoefficients = {
     eps_max: eps,
     m_half: ctx.coef.opt(`moe_expert_m_half_${w}`) ?? 0,
