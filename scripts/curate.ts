@@ -24,7 +24,7 @@ import { mapSparseTable, SPARSE_TABLES, type SparseTable } from '../src/measurem
 import { parquetTable } from '../src/measurements/table.ts';
 import { checkUnits } from '../src/measurements/units.ts';
 import { writeMeasurements } from '../src/measurements/store.ts';
-import type { ExpertA2aRow, MlaRow, SparseRow } from '../src/measurements/schema.ts';
+import type { ExpertA2aRow, Family, FamilyRow, MlaRow, Provenance, SparseRow } from '../src/measurements/schema.ts';
 import { mapDeepepTable } from '../src/measurements/deepep-import.ts';
 import { collapseMlaRepeats, mapMlaTable, type MlaTable, type StepConvention } from '../src/measurements/mla-import.ts';
 
@@ -244,34 +244,71 @@ const MODERN = path.join(SHARED, 'aiconfigurator-modern');
 /** Chips whose sparse family is fitted (issue 14): the vLLM 0.24.0 lane of the modern tables. */
 const SPARSE_SKUS = ['h200_sxm', 'b200_sxm', 'h100_sxm', 'gb200'];
 
+/** The verbatim aiconfigurator-modern tables one curated file is read from: inputs with sha256 and upstream paths. */
+class ModernSources {
+  readonly inputs: Array<{ file: string; sha256: string; rows: number }> = [];
+  readonly paths: string[] = [];
+  /** Record `rel` (a path under ../shared/datasets/aiconfigurator-modern) with the rows read from it. */
+  add(rel: string, rows: number): void {
+    const file = path.join(MODERN, rel);
+    this.inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows });
+    this.paths.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+  }
+}
+
+/**
+ * Units-check and write one curated aiconfigurator-modern file with its provenance (the repository, commit
+ * and licence every modern table shares; `rest` gives filters, row counts, units and notes, in that order).
+ */
+function writeModern<F extends Family>(
+  chip: string,
+  family: F,
+  lane: string,
+  rows: FamilyRow[F][],
+  src: ModernSources,
+  rest: Omit<
+    Provenance,
+    | 'family'
+    | 'chip'
+    | 'lane'
+    | 'source_repository'
+    | 'source_path'
+    | 'source_commit'
+    | 'licence'
+    | 'inputs'
+    | 'output_sha256'
+  >,
+): void {
+  checkUnits(family, rows, loadChip(chip), `measurements/${chip}/${family}.${lane}.csv.gz`);
+  const out = writeMeasurements(path.join(OUT, chip), family, lane, rows, {
+    family,
+    chip,
+    lane,
+    source_repository: AIC_REPOSITORY,
+    source_path: src.paths.join('; '),
+    source_commit: AIC_COMMIT,
+    licence: 'Apache-2.0',
+    inputs: src.inputs,
+    ...rest,
+  });
+  note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
+}
+
 /** The sparse family (issue 14): DeepSeek-V4 sparse FlashMLA, its block-index scorer and mHC, one file per chip. */
 async function curateSparse(): Promise<void> {
   for (const sku of SPARSE_SKUS) {
     const chip = chipFromSku(sku);
     const rows: SparseRow[] = [];
-    const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
-    const sources: string[] = [];
+    const src = new ModernSources();
     let rowsIn = 0;
     for (const table of Object.keys(SPARSE_TABLES) as SparseTable[]) {
       const rel = path.join(sku, SPARSE_TABLES[table].category, 'vllm', '0.24.0', `${table}.parquet`);
-      const file = path.join(MODERN, rel);
-      const raw = await parquetTable(file);
-      const mapped = mapSparseTable(table, raw, chip);
-      rows.push(...mapped);
+      const raw = await parquetTable(path.join(MODERN, rel));
+      rows.push(...mapSparseTable(table, raw, chip));
       rowsIn += raw.rows.length;
-      inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: raw.rows.length });
-      sources.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+      src.add(rel, raw.rows.length);
     }
-    checkUnits('sparse', rows, loadChip(chip), `measurements/${chip}/sparse.vllm-0.24.0.csv.gz`);
-    const out = writeMeasurements(path.join(OUT, chip), 'sparse', 'vllm-0.24.0', rows, {
-      family: 'sparse',
-      chip,
-      lane: 'vllm-0.24.0',
-      source_repository: AIC_REPOSITORY,
-      source_path: sources.join('; '),
-      source_commit: AIC_COMMIT,
-      licence: 'Apache-2.0',
-      inputs,
+    writeModern(chip, 'sparse', 'vllm-0.24.0', rows, src, {
       filters: [
         'dsv4_hca_attn_module_perf → op sparse_attn (DeepSeek-V4-Flash HCA sparse FlashMLA; window 128, head_dim 512, compress_ratio from the row, no top-k)',
         'dsv4_paged_mqa_logits_module_perf → op indexer (block-index scorer; head_dim = index_head_dim 128)',
@@ -287,7 +324,6 @@ async function curateSparse(): Promise<void> {
         'verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md, VALUES.md); model facts from ../shared/datasets/model-configs/deepseek-ai--DeepSeek-V4-Flash/config.json and (MSA) MiniMaxAI--MiniMax-M3/config.json',
       ],
     });
-    note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
   }
 }
 
@@ -324,29 +360,17 @@ async function curateMla(): Promise<void> {
   for (const [sku, sources] of Object.entries(MLA_SOURCES)) {
     const chip = chipFromSku(sku);
     const all: MlaRow[] = [];
-    const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
-    const paths: string[] = [];
+    const read = new ModernSources();
     for (const src of sources)
       for (const table of src.tables) {
         const rel = path.join(sku, 'mla', src.dir, `${table}.parquet`);
-        const file = path.join(MODERN, rel);
-        const mapped = mapMlaTable(table, await parquetTable(file), chip, src.steps);
+        const mapped = mapMlaTable(table, await parquetTable(path.join(MODERN, rel)), chip, src.steps);
         all.push(...mapped);
-        inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: mapped.length });
-        paths.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+        read.add(rel, mapped.length);
       }
     const lane = sources[0]!.dir.replace('/', '-');
     const { rows, collapsed } = collapseMlaRepeats(all);
-    checkUnits('mla', rows, loadChip(chip), `measurements/${chip}/mla.${lane}.csv.gz`);
-    const out = writeMeasurements(path.join(OUT, chip), 'mla', lane, rows, {
-      family: 'mla',
-      chip,
-      lane,
-      source_repository: AIC_REPOSITORY,
-      source_path: paths.join('; '),
-      source_commit: AIC_COMMIT,
-      licence: 'Apache-2.0',
-      inputs,
+    writeModern(chip, 'mla', lane, rows, read, {
       filters: [
         'mla_generation_module_perf → op decode_module (whole vLLM module incl. projections); past_tokens = step − 1 (step = total length)',
         'mla_context_module_perf → op prefill_module; query_tokens = isl, past_tokens = step (0)',
@@ -368,7 +392,6 @@ async function curateMla(): Promise<void> {
           : []),
       ],
     });
-    note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
   }
 }
 
@@ -382,27 +405,14 @@ async function curateExpertA2a(): Promise<void> {
   for (const [sku, ranks] of Object.entries(DEEPEP_RANKS)) {
     const chip = chipFromSku(sku);
     const rows: ExpertA2aRow[] = [];
-    const inputs: Array<{ file: string; sha256: string; rows: number }> = [];
-    const paths: string[] = [];
+    const src = new ModernSources();
     for (const mode of ['ll', 'normal'] as const) {
       const rel = path.join(sku, 'comm', 'sglang', '0.5.12', `wideep_deepep_${mode}_perf.parquet`);
-      const file = path.join(MODERN, rel);
-      const mapped = mapDeepepTable(mode, await parquetTable(file), chip, ranks);
+      const mapped = mapDeepepTable(mode, await parquetTable(path.join(MODERN, rel)), chip, ranks);
       rows.push(...mapped);
-      inputs.push({ file: path.relative(REPO_ROOT, file), sha256: sha256File(file), rows: mapped.length / 2 });
-      paths.push(`aic-core/src/aiconfigurator_core/systems/data/${rel}`);
+      src.add(rel, mapped.length / 2);
     }
-    const lane = 'sglang-0.5.12';
-    checkUnits('expert_alltoall', rows, loadChip(chip), `measurements/${chip}/expert_alltoall.${lane}.csv.gz`);
-    const out = writeMeasurements(path.join(OUT, chip), 'expert_alltoall', lane, rows, {
-      family: 'expert_alltoall',
-      chip,
-      lane,
-      source_repository: AIC_REPOSITORY,
-      source_path: paths.join('; '),
-      source_commit: AIC_COMMIT,
-      licence: 'Apache-2.0',
-      inputs,
+    writeModern(chip, 'expert_alltoall', 'sglang-0.5.12', rows, src, {
       filters: [
         'each upstream row → one dispatch and one combine row (mode ll: *_avg_t_us; normal: *_transmit_us, every SM budget kept)',
         'message_bytes per rank: ll dispatch T·k·(H + H/128·4 + 16), ll combine T·k·H·2; normal: T·E[ranks touched]·(H + H/128·4) dispatch, ·H·2 combine',
@@ -413,7 +423,6 @@ async function curateExpertA2a(): Promise<void> {
       units: { latency_us: 'µs as stored (DeepEP *_us columns)' },
       notes: ['verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md "DeepEP", VALUES.md)'],
     });
-    note(`  wrote ${path.relative(REPO_ROOT, out)}: ${rows.length} rows`);
   }
 }
 
