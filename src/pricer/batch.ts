@@ -2,7 +2,7 @@
  * Batch builders and the `--batch` spec parser (seed "What a batch is").
  */
 import { UserError } from '../core/errors.ts';
-import type { Batch, Request } from './types.ts';
+import type { Batch, ColumnBatch, Request } from './types.ts';
 
 /** `n` requests each decoding `tokens` (default 1) token(s) against `ctx` tokens already cached. */
 export function decodeBatch(n: number, ctx: number, tokens = 1): Batch {
@@ -17,6 +17,18 @@ export function prefillBatch(n: number, tokens: number, ctx = 0): Batch {
   for (let i = 0; i < n; i++)
     requests.push({ scheduled_tokens: tokens, computed_tokens: ctx, prompt_tokens: ctx + tokens });
   return { requests };
+}
+
+/** The columns of `batch` (scheduled and computed tokens per row, in order): it prices identically (types.ts ColumnBatch). */
+export function columnsOf(batch: Batch): ColumnBatch {
+  const reqs = batch.requests;
+  const scheduled = new Float64Array(reqs.length);
+  const computed = new Float64Array(reqs.length);
+  for (let i = 0; i < reqs.length; i++) {
+    scheduled[i] = reqs[i]!.scheduled_tokens;
+    computed[i] = reqs[i]!.computed_tokens;
+  }
+  return { n: reqs.length, scheduled, computed };
 }
 
 const SPEC = /^(decode|prefill):(\d+)(?:x(\d+))?(?:@(\d+))?$/;

@@ -7,7 +7,7 @@ import { ENGINE_HOST_TERMS, engineHostUs } from '../core/laws/host.ts';
 import type { EngineProfile } from '../core/schemas/engine.ts';
 import type { PricerInfo, StepPricer } from './pricer.ts';
 import { bottleneckOf } from './compose.ts';
-import type { Batch, StepPrice } from './types.ts';
+import type { Batch, ColumnBatch, StepPrice } from './types.ts';
 
 /** What `withEngineProfile` adds to a price: the profile's host and the registry's it replaced, µs. */
 export interface EngineHostOutcome {
@@ -17,6 +17,15 @@ export interface EngineHostOutcome {
   sm_scale: number;
   host_us: number;
   registry_host_us: number;
+}
+
+/** A batch's rows and whether any schedules more than `decodeTokens` (a prefill row), either batch form. */
+function rowsOf(batch: Batch | ColumnBatch, decodeTokens: number): { rows: number; hasPrefill: boolean } {
+  if ('requests' in batch)
+    return { rows: batch.requests.length, hasPrefill: batch.requests.some((r) => r.scheduled_tokens > decodeTokens) };
+  let hasPrefill = false;
+  for (let i = 0; i < batch.n; i++) if (batch.scheduled[i]! > decodeTokens) hasPrefill = true;
+  return { rows: batch.n, hasPrefill };
 }
 
 /**
@@ -29,18 +38,18 @@ export interface EngineHostOutcome {
  */
 export function withEngineProfile(
   price: StepPrice,
-  batch: Batch,
+  batch: Batch | ColumnBatch,
   info: Pick<PricerInfo, 'kernels_with_prefill' | 'kernels_decode_only'>,
   tp: number,
   profile: EngineProfile,
   decodeTokens = 1,
 ): { price: StepPrice; engine: EngineHostOutcome } {
-  const hasPrefill = batch.requests.some((r) => r.scheduled_tokens > decodeTokens);
+  const { rows, hasPrefill } = rowsOf(batch, decodeTokens);
   const host_us = engineHostUs(
     ENGINE_HOST_TERMS.map((t) => profile.terms[t].value),
     {
       steps: 1,
-      request_steps: batch.requests.length,
+      request_steps: rows,
       kernel_steps: hasPrefill ? info.kernels_with_prefill : info.kernels_decode_only,
       tp,
     },
@@ -79,13 +88,17 @@ export function engineProfiledPricer(
   tp: number,
   decodeTokens = 1,
 ): StepPricer {
-  const apply = (batch: Batch, p: StepPrice) =>
+  const apply = (batch: Batch | ColumnBatch, p: StepPrice) =>
     withEngineProfile(p, batch, inner.info, tp, profile, decodeTokens).price;
   return {
     info: inner.info,
     price: (batch, opts) => apply(batch, inner.price(batch, opts)),
     priceInto(batch, out, opts) {
       inner.priceInto(batch, out, opts);
+      return Object.assign(out, apply(batch, out));
+    },
+    priceColumnsInto(batch, out, opts) {
+      inner.priceColumnsInto(batch, out, opts);
       return Object.assign(out, apply(batch, out));
     },
   };

@@ -23,8 +23,8 @@ import { emptyStepPrice } from './compose.ts';
 import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
 import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
-import { priceStep, StepScratch, type StepPlan } from './step.ts';
-import type { Batch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
+import { priceColumnsStep, priceStep, StepScratch, type StepPlan } from './step.ts';
+import type { Batch, ColumnBatch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 import { boundedColumns, type WalkPlan } from './walk.ts';
 
 /** Options beyond the deployment. */
@@ -68,6 +68,8 @@ export interface StepPricer extends Pricer {
    * call: copy what must outlive the next one. Same numbers as `price`.
    */
   priceInto(batch: Batch, out: StepPrice, opts?: PriceOptions): StepPrice;
+  /** `priceInto` for a ColumnBatch (types.ts): the same numbers, with no request objects to read. */
+  priceColumnsInto(batch: ColumnBatch, out: StepPrice, opts?: PriceOptions): StepPrice;
   readonly info: PricerInfo;
 }
 
@@ -240,6 +242,7 @@ export function createPricer(
   return {
     price: (batch, popts) => priceStep(plan, batch, popts, emptyStepPrice()),
     priceInto: (batch, out, popts) => priceStep(plan, batch, popts, out),
+    priceColumnsInto: (batch, out, popts) => priceColumnsStep(plan, batch, popts, out),
     info,
   };
 }

@@ -22,13 +22,21 @@ import {
   expertHbmUs,
   expertSmUs,
   gemmSmUs,
+  LAY_BIG,
+  LAY_EXPERT_HBM,
+  LAY_EXPERT_SM,
+  LAY_HBM,
+  LAY_LEN,
+  LAY_NIC,
+  LAY_NVLINK,
+  LAY_SM,
   prefillAttentionSmUs,
   recurrentSmUs,
   touchedExperts,
   weightsAndNormsHbmUs,
 } from './terms.ts';
-import type { Batch, PriceOptions, StepPrice } from './types.ts';
-import { BatchWalk, walkBatch, type WalkPlan } from './walk.ts';
+import type { Batch, ColumnBatch, PriceOptions, StepPrice } from './types.ts';
+import { BatchWalk, walkBatch, walkColumns, type WalkPlan } from './walk.ts';
 
 /** Everything `priceStep` reads, resolved at construction, and its preallocated scratch. */
 export interface StepPlan {
@@ -54,12 +62,12 @@ export interface StepPlan {
 /** Preallocated per-call state of one pricer. */
 export class StepScratch {
   readonly acc = new Float64Array(ACC_LEN);
-  /** One layer's sm, hbm, nvlink, nic, expert_sm, expert_hbm, µs. */
-  readonly lay = new Float64Array(6);
-  /** collectivesUs' NVLink and NIC µs. */
-  readonly coll = new Float64Array(2);
+  /** One layer's sm, hbm, nvlink, nic, expert_sm, expert_hbm µs and its largest oversized message (terms.ts LAY_*). */
+  readonly lay = new Float64Array(LAY_LEN);
   /** Largest out-of-table collective message of the step so far, bytes. */
   big = 0;
+  /** Host µs of the step so far (target pass, then the drafter's). */
+  host = 0;
   /** Prefill sequences of the pass being priced (recurrent mixers write one fresh state each). */
   preSeqs = 0;
   /**
@@ -77,8 +85,8 @@ export class StepScratch {
 type PerKind = NonNullable<StepPrice['per_kind']>;
 
 /**
- * One layer of a kind: its terms into scratch.lay (SM times scaled by smScale).
- * @returns the largest collective message beyond the fitted tables, bytes (0 = none)
+ * One layer of a kind: its terms into scratch.lay (SM times scaled by smScale; terms.ts LAY_*), the
+ * largest collective message beyond the fitted tables in lay[LAY_BIG] (0 = none).
  */
 function layerTimes(
   p: StepPlan,
@@ -89,24 +97,21 @@ function layerTimes(
   dec: Float64Array,
   pre: Float64Array,
   decTok: number,
-): number {
+): void {
   const sc = p.scratch;
-  // The ramp's m is the step's token count on this rank (reference §4.3).
-  let sm = gemmSmUs(kp, tok);
-  let hbm = weightsAndNormsHbmUs(kp, tok);
-  if (anyDecode) hbm = decodeAttentionHbmUs(kp, dec, hbm, decTok, sc.walk.nReq - sc.walk.nPrefill);
-  if (anyPrefill) sm = prefillAttentionSmUs(kp, pre, sm, sc.walk);
-  sm = recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, sm);
-  const big = collectivesUs(kp, tok, sc.coll);
   const lay = sc.lay;
-  lay[0] = sm * p.smScale;
-  lay[1] = hbm;
-  lay[2] = sc.coll[0]!;
-  lay[3] = sc.coll[1]!;
+  // The ramp's m is the step's token count on this rank (reference §4.3).
+  gemmSmUs(kp, tok, lay);
+  weightsAndNormsHbmUs(kp, tok, lay);
+  if (anyDecode) decodeAttentionHbmUs(kp, dec, decTok, sc.walk.nReq - sc.walk.nPrefill, lay);
+  if (anyPrefill) prefillAttentionSmUs(kp, pre, sc.walk, lay);
+  recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, lay);
+  collectivesUs(kp, tok, lay);
+  lay[LAY_SM] = lay[LAY_SM]! * p.smScale;
   const touched = touchedCached(sc, kp, tok);
-  lay[4] = expertSmUs(kp, tok, touched) * p.smScale;
-  lay[5] = expertHbmUs(kp, tok, touched);
-  return big;
+  expertSmUs(kp, tok, touched, lay);
+  lay[LAY_EXPERT_SM] = lay[LAY_EXPERT_SM]! * p.smScale;
+  expertHbmUs(kp, tok, touched, lay);
 }
 
 /** touchedExperts(kp, tok), reused from the scratch when the inputs equal the last call's (pure). */
@@ -139,25 +144,36 @@ function pricePass(
   const { acc, lay } = sc;
   for (let i = 0; i < kinds.length; i++) {
     const kp = kinds[i]!;
-    const big = layerTimes(p, kp, tok, anyDecode, anyPrefill, dec, pre, decTok);
-    if (big > sc.big) sc.big = big;
-    composeLayers(acc, kp.count, lay[0]!, lay[1]!, lay[2]!, lay[3]!, lay[4]!, lay[5]!);
-    if (perKind) {
-      const c = kp.count;
-      perKind.push({
-        kind: prefix + kp.id,
-        count: c,
-        resources_us: {
-          sm: c * (lay[0]! + lay[4]!),
-          hbm: c * (lay[1]! + lay[5]!),
-          nvlink: c * lay[2]!,
-          nic: c * lay[3]!,
-          host: 0,
-        },
-        experts_us: c * (lay[4]! + lay[5]!),
-      });
-    }
+    layerTimes(p, kp, tok, anyDecode, anyPrefill, dec, pre, decTok);
+    if (lay[LAY_BIG]! > sc.big) sc.big = lay[LAY_BIG]!;
+    composeLayers(
+      acc,
+      kp.count,
+      lay[LAY_SM]!,
+      lay[LAY_HBM]!,
+      lay[LAY_NVLINK]!,
+      lay[LAY_NIC]!,
+      lay[LAY_EXPERT_SM]!,
+      lay[LAY_EXPERT_HBM]!,
+    );
+    if (perKind) pushPerKind(perKind, prefix + kp.id, kp.count, lay);
   }
+}
+
+/** One layer kind's breakdown (`per_kind`), from its layer times × count. */
+function pushPerKind(perKind: PerKind, kind: string, c: number, lay: Float64Array): void {
+  perKind.push({
+    kind,
+    count: c,
+    resources_us: {
+      sm: c * (lay[LAY_SM]! + lay[LAY_EXPERT_SM]!),
+      hbm: c * (lay[LAY_HBM]! + lay[LAY_EXPERT_HBM]!),
+      nvlink: c * lay[LAY_NVLINK]!,
+      nic: c * lay[LAY_NIC]!,
+      host: 0,
+    },
+    experts_us: c * (lay[LAY_EXPERT_SM]! + lay[LAY_EXPERT_HBM]!),
+  });
 }
 
 /**
@@ -175,18 +191,18 @@ function priceHead(
 ): void {
   const { walk, lay, acc } = p.scratch;
   layerTimes(p, h.k, rows, false, false, walk.decRead, walk.preRead, 0);
-  const sm = lay[0]!;
-  const hbm = lay[1]! + (tok - rows) * h.k.eltUsPerToken;
+  const sm = lay[LAY_SM]!;
+  const hbm = lay[LAY_HBM]! + (tok - rows) * h.k.eltUsPerToken;
   composeHead(acc, sm, hbm);
   if (perKind)
     perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
 }
 
-/** Host time of one pass of `pass` with `kernels` kernels at `tok` tokens under graph mode `gm`, µs. */
-function passHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kernels: number): number {
+/** Host time of one pass of `pass` with `kernels` kernels at `tok` tokens under graph mode `gm`, µs, added to scratch.host. */
+function addPassHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kernels: number): void {
   const h = p.host;
   const eager = eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, kernels, pass.layers);
-  return passHostUs(
+  p.scratch.host += passHostUs(
     launchUs(gm, tok > p.maxCaptureSize, h.replayUs, h.pieceUs, pass.pieces, eager),
     h.dispatchUs,
     kernels,
@@ -197,9 +213,9 @@ function passHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kernels:
  * The drafter's passes (KNOWN DIVERGENCE 8, BLIS does not expand the speculator stack): each of
  * num_spec_tokens passes is priced (seed "Speculative decoding"), with the target's graph mode for its
  * decode. Pass 1 sees the target's batch; passes 2..k one new token per request, all rows decoding.
- * @returns `host` plus the drafter passes' host time, µs
+ * Their host time is added to scratch.host.
  */
-function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKind | undefined, host: number): number {
+function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKind | undefined): void {
   const w = p.scratch.walk;
   const anyPrefill = w.nPrefill > 0;
   const dh = p.drafterHead;
@@ -223,9 +239,8 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
       'drafter:',
     );
     if (dh) priceHead(p, dh, first ? w.headRows : w.nReq, tok, perKind, 'drafter:head');
-    host += passHost(p, drafter, first ? gm : p.graphUniform, tok, first && anyPrefill ? dk : dkd);
+    addPassHost(p, drafter, first ? gm : p.graphUniform, tok, first && anyPrefill ? dk : dkd);
   }
-  return host;
 }
 
 /**
@@ -233,14 +248,14 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
  * (rows k wide, every row decoding). Its CUDA graphs are captured only when the target's decode mode is full,
  * with their own ceiling ⌊capture / k⌋ requests (laws/host.ts captureCeilingRequests); past it, or without a
  * graph, its kernels launch eagerly. A step with a prefill row first stores the drafter's extra context
- * eagerly: one eager launch per drafter mixer (its KV store), before the replay.
- * @returns `host` plus the drafter's host time, µs
+ * eagerly: one eager launch per drafter mixer (its KV store), before the replay. Host time added to scratch.host.
  */
-function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefined, host: number): number {
-  const w = p.scratch.walk;
+function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefined): void {
+  const sc = p.scratch;
+  const w = sc.walk;
   const tok = w.nReq * p.specTokens;
   const dh = p.drafterHead;
-  p.scratch.preSeqs = 0;
+  sc.preSeqs = 0;
   pricePass(p, drafter.decodeOnly, tok, true, false, w.allRead, w.preRead, tok, perKind, 'drafter:');
   if (dh) priceHead(p, dh, tok, tok, perKind, 'drafter:head');
   const graphed = p.graphUniform === GRAPH_FULL && w.nReq <= captureCeilingRequests(p.maxCaptureSize, p.specTokens);
@@ -249,53 +264,62 @@ function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefine
   const launch = graphed
     ? launchUs(GRAPH_FULL, false, h.replayUs, h.pieceUs, drafter.pieces, 0)
     : launchUs(GRAPH_EAGER, false, 0, 0, 0, eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, kernels, drafter.layers));
-  host += passHostUs(launch, h.dispatchUs, kernels);
+  sc.host += passHostUs(launch, h.dispatchUs, kernels);
   const mixers = drafter.pieces - 1;
-  if (w.nPrefill > 0) host += eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, mixers, mixers);
-  return host;
+  if (w.nPrefill > 0) sc.host += eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, mixers, mixers);
 }
 
 /**
- * Price one step: walk the batch once, price each distinct layer kind once (× its count), the head,
- * the drafter's passes and the host, and compose (compose.ts). An empty batch prices as host only.
+ * Price one step: walk the batch once (walk.ts), then `priceWalked`. An empty batch prices as host only.
  * Writes the result into `out` and returns it; allocates only the per-kind list when asked, and a
  * notes array only when a memory or message note applies.
  */
 export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undefined, out: StepPrice): StepPrice {
+  walkBatch(p.walkPlan, batch, p.scratch.walk);
+  return priceWalked(p, popts, out);
+}
+
+/** `priceStep` for a ColumnBatch (types.ts): the same walk over two typed-array columns, the same numbers. */
+export function priceColumnsStep(
+  p: StepPlan,
+  batch: ColumnBatch,
+  popts: PriceOptions | undefined,
+  out: StepPrice,
+): StepPrice {
+  walkColumns(p.walkPlan, batch, p.scratch.walk);
+  return priceWalked(p, popts, out);
+}
+
+/**
+ * The walked step (scratch.walk): each distinct layer kind priced once (× its count), the head, the
+ * drafter's passes and the host, composed (compose.ts) into `out`.
+ */
+function priceWalked(p: StepPlan, popts: PriceOptions | undefined, out: StepPrice): StepPrice {
   const sc = p.scratch;
   const w = sc.walk;
-  walkBatch(p.walkPlan, batch, w);
   const tok = w.tok;
   const anyPrefill = w.nPrefill > 0;
-  const anyDecode = w.nReq > w.nPrefill;
   const acc = sc.acc;
   for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
   sc.big = 0;
+  sc.host = 0;
   const perKind: PerKind | undefined = popts?.per_kind ? [] : undefined;
-  const gm = w.uniform ? p.graphUniform : p.graphMixed;
   const target = p.target;
   // A step with no prefill row skips prefill-only nodes (seed "Host time").
   const kernels = (anyPrefill ? target.kernelsWithPrefill : target.kernelsDecodeOnly) + p.head.kernels;
   if (tok > 0) {
     sc.preSeqs = w.nPrefill;
-    pricePass(
-      p,
-      anyPrefill ? target.withPrefill : target.decodeOnly,
-      tok,
-      anyDecode,
-      anyPrefill,
-      w.decRead,
-      w.preRead,
-      w.decTok,
-      perKind,
-      '',
-    );
+    const kinds = anyPrefill ? target.withPrefill : target.decodeOnly;
+    pricePass(p, kinds, tok, w.nReq > w.nPrefill, anyPrefill, w.decRead, w.preRead, w.decTok, perKind, '');
     priceHead(p, p.head, w.headRows, tok, perKind, 'head');
   }
-  let host = passHost(p, target, gm, tok, kernels);
-  if (p.drafter && tok > 0)
-    host = p.dspark ? priceDspark(p, p.drafter, perKind, host) : priceDrafter(p, p.drafter, gm, perKind, host);
-  composeHost(acc, host);
+  const gm = w.uniform ? p.graphUniform : p.graphMixed;
+  addPassHost(p, target, gm, tok, kernels);
+  if (p.drafter && tok > 0) {
+    if (p.dspark) priceDspark(p, p.drafter, perKind);
+    else priceDrafter(p, p.drafter, gm, perKind);
+  }
+  composeHost(acc, sc.host);
   finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big), out);
   if (perKind) out.per_kind = perKind;
   return out;

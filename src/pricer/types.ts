@@ -25,6 +25,22 @@ export interface Batch {
   requests: Request[];
 }
 
+/**
+ * A batch as columns (issue 17 "Pricer"): row i schedules `scheduled[i]` tokens on top of `computed[i]`
+ * already-computed (cached) tokens, for i < n; no per-row objects. The pricer reads only these two
+ * quantities of a row (a Request's `prompt_tokens` does not enter the price), so a ColumnBatch prices
+ * exactly as the Batch with the same rows in the same order. The columns may be longer than n (a
+ * caller reuses one buffer for batches of different sizes).
+ */
+export interface ColumnBatch {
+  /** Rows in the step. */
+  n: number;
+  /** Tokens each row schedules this step (Request.scheduled_tokens). */
+  scheduled: Float64Array;
+  /** Tokens each row has already computed (Request.computed_tokens). */
+  computed: Float64Array;
+}
+
 export interface Deployment {
   /** Tensor-parallel width. */
   tp: number;
@@ -92,4 +108,9 @@ export interface Pricer {
    * pricer `createPricer` builds does): the same numbers without a new result per call.
    */
   priceInto?(batch: Batch, out: StepPrice, opts?: PriceOptions): StepPrice;
+  /**
+   * `priceInto` for a ColumnBatch (every pricer `createPricer` builds has it): the same numbers as the
+   * Batch with the same rows, read from two typed-array columns instead of request objects.
+   */
+  priceColumnsInto?(batch: ColumnBatch, out: StepPrice, opts?: PriceOptions): StepPrice;
 }

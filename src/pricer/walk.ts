@@ -5,7 +5,8 @@
  */
 import { attendedKeys, decodeTokensRead, prefillPairs, type ReaderSpec } from '../core/laws/attention.ts';
 import { rampSlowdown } from '../core/laws/gemm.ts';
-import type { Batch } from './types.ts';
+import { UserError } from '../core/errors.ts';
+import type { Batch, ColumnBatch, Request } from './types.ts';
 
 const PRE_TOK = 0;
 const PRE_CTX = 1;
@@ -58,6 +59,8 @@ export class BatchWalk {
   readonly preRaw: Float64Array;
   /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs and Σ pairs (unbounded reader). */
   readonly prefill = new Float64Array(4);
+  /** The row loop's counts (walkBatch / walkColumns → finishWalk): uniform rows, other tokens, Σ computed, other rows, prefill rows, bounded decode rows. */
+  readonly rows = new Float64Array(6);
   /** Decode rows' context after the step, in batch order (bounded readers only); grown by doubling. */
   decCtx = new Float64Array(256);
   constructor(readers: number) {
@@ -135,13 +138,105 @@ function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
   }
 }
 
+/** Zero the walk's per-reader sums and prefill sums before a batch is walked. */
+function resetWalk(w: BatchWalk): void {
+  const { decRead, preRead, allRead, preRaw } = w;
+  for (let r = 0; r < decRead.length; r++) {
+    decRead[r] = 0;
+    preRead[r] = 0;
+    allRead[r] = 0;
+    preRaw[r] = 0;
+  }
+  const pre = w.prefill;
+  pre[PRE_TOK] = 0;
+  pre[PRE_CTX] = 0;
+  pre[PAIRS_FULL] = 0;
+  pre[PAIRS_FULL_RAW] = 0;
+}
+
+/*
+ * The common decode step: every row a uniform decode row (s = 1 + num_spec_tokens) and no bounded
+ * reader, so the walk needs only the row count and Σ computed. The sum runs on four partial sums
+ * (four independent add chains instead of one): token counts are integers and every partial sum is
+ * below 2^53, so each partial sum is exact and the total equals the one-chain sum bit for bit (the
+ * exactness the general loop's sums by difference already rely on).
+ */
+
+/** True when every request schedules exactly `width` tokens. */
+function uniformRequests(reqs: readonly Request[], width: number): boolean {
+  for (let i = 0; i < reqs.length; i++) if (reqs[i]!.scheduled_tokens !== width) return false;
+  return true;
+}
+
+/** True when rows 0..n-1 of a scheduled column all equal `width`. */
+function uniformColumn(col: Float64Array, n: number, width: number): boolean {
+  for (let i = 0; i < n; i++) if (col[i] !== width) return false;
+  return true;
+}
+
+/** Σ computed_tokens over the requests, on four partial sums (exact for integer counts). */
+function sumComputed(reqs: readonly Request[]): number {
+  let a = 0;
+  let b = 0;
+  let c = 0;
+  let d = 0;
+  const n4 = reqs.length & ~3;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    a += reqs[i]!.computed_tokens;
+    b += reqs[i + 1]!.computed_tokens;
+    c += reqs[i + 2]!.computed_tokens;
+    d += reqs[i + 3]!.computed_tokens;
+  }
+  for (; i < reqs.length; i++) a += reqs[i]!.computed_tokens;
+  return a + b + (c + d);
+}
+
+/** Σ col[0..n-1], on four partial sums (exact for integer counts). */
+function sumColumn(col: Float64Array, n: number): number {
+  let a = 0;
+  let b = 0;
+  let c = 0;
+  let d = 0;
+  const n4 = n & ~3;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    a += col[i]!;
+    b += col[i + 1]!;
+    c += col[i + 2]!;
+    d += col[i + 3]!;
+  }
+  for (; i < n; i++) a += col[i]!;
+  return a + b + (c + d);
+}
+
+/** The walk of `n` uniform decode rows with Σ computed = `computed` (no prefill row, no bounded reader). */
+function uniformWalk(p: WalkPlan, w: BatchWalk, n: number, computed: number): void {
+  const rows = w.rows;
+  rows[N_UNIFORM] = n;
+  rows[OTHER_TOK] = 0;
+  rows[COMPUTED] = computed;
+  rows[N_OTHER] = 0;
+  rows[N_PREFILL] = 0;
+  rows[N_DEC] = 0;
+  finishWalk(p, w);
+}
+
+/** Slots of `BatchWalk.rows`, the row loop's counts handed to `finishWalk`. */
+const N_UNIFORM = 0; // uniform decode rows (s = uniformWidth ≤ threshold)
+const OTHER_TOK = 1; // Σ scheduled over the other rows with s > 0
+const COMPUTED = 2; // Σ computed over rows with s > 0
+const N_OTHER = 3;
+const N_PREFILL = 4;
+const N_DEC = 5; // decode rows whose context the bounded readers read (w.decCtx)
+
 /**
  * Walk `batch` into `w` (zeroed first). Rows with no scheduled tokens are skipped.
  *
  * Token counts are integers, so the step's sums (tokens, contexts) are exact in any order: the walk
  * counts uniform decode rows (s = 1 + num_spec_tokens) and sums Σ computed over every row, and derives
  * the decode rows' sums by difference; per uniform decode row it does two loads and two adds, plus
- * what a bounded reader needs.
+ * what a bounded reader needs. `walkColumns` is the same loop over a ColumnBatch's columns.
  *
  * KNOWN DIVERGENCE 4 (reference §4.5 ramps prefill attention at the step's token count): each
  * prefill row's pairs run at the ramp of its own query length, ε(s) — FlashAttention's varlen
@@ -149,27 +244,19 @@ function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
  * prefill attention cheaper (adding a request never lowers the price).
  */
 export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
-  const { decRead, preRead, allRead, preRaw } = w;
-  const nR = decRead.length;
-  for (let r = 0; r < nR; r++) {
-    decRead[r] = 0;
-    preRead[r] = 0;
-    allRead[r] = 0;
-    preRaw[r] = 0;
+  resetWalk(w);
+  const { threshold, uniformWidth } = p;
+  const nBounded = p.bounded.length;
+  if (nBounded === 0 && uniformRequests(batch.requests, uniformWidth)) {
+    uniformWalk(p, w, batch.requests.length, sumComputed(batch.requests));
+    return;
   }
-  const { bounded, threshold, uniformWidth } = p;
-  const nBounded = bounded.length;
-  let nUniform = 0; // uniform decode rows (s = uniformWidth ≤ threshold): the common case, kept to two loads and two adds
-  let otherTok = 0; // Σ scheduled over the other rows with s > 0
-  let computed = 0; // Σ computed over rows with s > 0
+  let nUniform = 0;
+  let otherTok = 0;
+  let computed = 0;
   let nOther = 0;
   let nPrefill = 0;
-  let nDec = 0; // decode rows whose context the bounded readers read (w.decCtx)
-  const pre = w.prefill;
-  pre[PRE_TOK] = 0;
-  pre[PRE_CTX] = 0;
-  pre[PAIRS_FULL] = 0;
-  pre[PAIRS_FULL_RAW] = 0;
+  let nDec = 0;
   const reqs = batch.requests;
   for (let i = 0; i < reqs.length; i++) {
     const q = reqs[i]!;
@@ -195,18 +282,94 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
       w.decCtx[nDec++] = c + s;
     }
   }
+  const rows = w.rows;
+  rows[N_UNIFORM] = nUniform;
+  rows[OTHER_TOK] = otherTok;
+  rows[COMPUTED] = computed;
+  rows[N_OTHER] = nOther;
+  rows[N_PREFILL] = nPrefill;
+  rows[N_DEC] = nDec;
+  finishWalk(p, w);
+}
+
+/**
+ * `walkBatch` over a ColumnBatch: row i schedules `scheduled[i]` tokens after `computed[i]` cached,
+ * i < n. The same loop, branches and order of additions, so the same sums bit for bit.
+ * @throws UserError when n exceeds either column's length
+ */
+export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void {
+  const { n, scheduled, computed: comp } = batch;
+  if (!(n <= scheduled.length && n <= comp.length))
+    throw new UserError(
+      `ColumnBatch: n = ${n} rows, but the scheduled column has ${scheduled.length} and the computed column ${comp.length}`,
+    );
+  resetWalk(w);
+  const { threshold, uniformWidth } = p;
+  const nBounded = p.bounded.length;
+  if (nBounded === 0 && uniformColumn(scheduled, n, uniformWidth)) {
+    uniformWalk(p, w, n, sumColumn(comp, n));
+    return;
+  }
+  let nUniform = 0;
+  let otherTok = 0;
+  let computed = 0;
+  let nOther = 0;
+  let nPrefill = 0;
+  let nDec = 0;
+  for (let i = 0; i < n; i++) {
+    const s = scheduled[i]!;
+    const c = comp[i]!;
+    if (s === uniformWidth && nBounded === 0) {
+      computed += c;
+      nUniform++;
+    } else if (s > threshold) {
+      otherTok += s;
+      computed += c;
+      nOther++;
+      nPrefill++;
+      prefillRow(p, w, s, c);
+    } else if (s > 0) {
+      if (s === uniformWidth) nUniform++;
+      else {
+        otherTok += s;
+        nOther++;
+      }
+      computed += c;
+      if (nDec === w.decCtx.length) growDecCtx(w);
+      w.decCtx[nDec++] = c + s;
+    }
+  }
+  const rows = w.rows;
+  rows[N_UNIFORM] = nUniform;
+  rows[OTHER_TOK] = otherTok;
+  rows[COMPUTED] = computed;
+  rows[N_OTHER] = nOther;
+  rows[N_PREFILL] = nPrefill;
+  rows[N_DEC] = nDec;
+  finishWalk(p, w);
+}
+
+/** The step's counts and the unbounded reader's sums from the row loop's counts (`w.rows`). */
+function finishWalk(p: WalkPlan, w: BatchWalk): void {
+  const rows = w.rows;
+  const nUniform = rows[N_UNIFORM]!;
+  const otherTok = rows[OTHER_TOK]!;
+  const nOther = rows[N_OTHER]!;
+  const nPrefill = rows[N_PREFILL]!;
+  const nDec = rows[N_DEC]!;
   if (nDec > 0) boundedDecodeSums(p, w, nDec);
   // uniformWidth ≤ threshold (construction), so a uniform row is a decode row.
-  const tok = nUniform * uniformWidth + otherTok;
+  const tok = nUniform * p.uniformWidth + otherTok;
   const nReq = nUniform + nOther;
-  const ctxSumAll = computed + tok;
+  const ctxSumAll = rows[COMPUTED]! + tok;
+  const pre = w.prefill;
   const preTok = pre[PRE_TOK]!;
   if (p.fullReader >= 0) {
     // An unbounded reader reads the whole context: decodeTokensRead(ctx, full) = ctx.
-    decRead[p.fullReader] = ctxSumAll - pre[PRE_CTX]!;
-    preRead[p.fullReader] = pre[PAIRS_FULL]!;
-    preRaw[p.fullReader] = pre[PAIRS_FULL_RAW]!;
-    allRead[p.fullReader] = ctxSumAll;
+    w.decRead[p.fullReader] = ctxSumAll - pre[PRE_CTX]!;
+    w.preRead[p.fullReader] = pre[PAIRS_FULL]!;
+    w.preRaw[p.fullReader] = pre[PAIRS_FULL_RAW]!;
+    w.allRead[p.fullReader] = ctxSumAll;
   }
   w.tok = tok;
   w.nReq = nReq;

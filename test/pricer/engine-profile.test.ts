@@ -41,6 +41,16 @@ describe('engine profile pricing', () => {
     // a prefill row (tokens > 1) switches to the prefill kernel count: + 2 · 200 µs
     const pre = { requests: [{ scheduled_tokens: 512, computed_tokens: 0, prompt_tokens: 512 }] };
     expect(withEngineProfile(price, pre, info, 4, profile).engine.host_us).toBe(1000 + 100 + 50 + 1800 + 2000);
+    // the same rows as columns (types.ts ColumnBatch): the same host, row count and prefill switch
+    const cols = (s: number[], c: number[]) => ({
+      n: s.length,
+      scheduled: Float64Array.from(s),
+      computed: Float64Array.from(c),
+    });
+    expect(withEngineProfile(price, cols([1, 1, 1], [99, 99, 99]), info, 4, profile).engine.host_us).toBe(4750);
+    expect(withEngineProfile(price, cols([512], [0]), info, 4, profile).engine.host_us).toBe(
+      1000 + 100 + 50 + 1800 + 2000,
+    );
   });
 
   it('price says which engine priced it: the shipped Splitwise profile, or "uncalibrated engine"', async () => {
