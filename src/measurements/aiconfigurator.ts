@@ -31,7 +31,7 @@ import type {
   MoeRow,
 } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
-import { RowColumns, type RowList } from './row-columns.ts';
+import { RowColumns, type RowList, readerOf } from './row-columns.ts';
 import { TupleIndex } from './tuple-index.ts';
 import { checkUnits, FLOOR_MAX_US, FLOOR_MIN_US } from './units.ts';
 
@@ -563,6 +563,7 @@ export function collapseDuplicates<F extends Family>(
   );
   const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
   const index = new TupleIndex(keyCols, rows);
+  const latency = readerOf(rows, latCol) as (i: number) => number;
   /** Input index of each kept row (first occurrence), in order. */
   const keep: number[] = [];
   /** Latencies of kept rows seen more than once (kept index → all latencies). */
@@ -570,16 +571,15 @@ export function collapseDuplicates<F extends Family>(
   /** Input index of the last repeat of each kept row. */
   const lastAt = new Map<number, number>();
   for (let i = 0; i < rows.length; i++) {
-    const rec = rows.at(i)! as unknown as Record<string, number>;
-    const at = index.add(rec, i);
+    const at = index.add(i);
     if (index.added) {
       keep.push(i);
       continue;
     }
     lastAt.set(at, i);
     const list = repeats.get(at);
-    if (list) list.push(rec[latCol]!);
-    else repeats.set(at, [(rows.at(keep[at]!) as unknown as Record<string, number>)[latCol]!, rec[latCol]!]);
+    if (list) list.push(latency(i));
+    else repeats.set(at, [latency(keep[at]!), latency(i)]);
   }
   if (repeats.size === 0) return { rows, duplicate_configs: 0, rows_removed: 0 };
   let worst: Collapsed<FamilyRow[F]>['worst_spread'];
@@ -658,21 +658,21 @@ export function coverageByDtype<F extends Family>(family: F, rows: RowList<Famil
   // alive at a time (each holds 8–16 bytes per distinct tuple; at 2M rows that is the import's peak).
   const per = new Map<string, { rows: number; shapes: number }>();
   let pairs: TupleIndex | undefined = new TupleIndex([dcol, ...shapeCols], rows);
+  const dtype = readerOf(rows, dcol);
   for (let i = 0; i < rows.length; i++) {
-    const rec = rows.at(i) as unknown as Record<string, unknown>;
-    const d = String(rec[dcol]);
+    const d = String(dtype(i));
     let e = per.get(d);
     if (!e) {
       e = { rows: 0, shapes: 0 };
       per.set(d, e);
     }
     e.rows++;
-    pairs.add(rec, i);
+    pairs.add(i);
     if (pairs.added) e.shapes++;
   }
   pairs = undefined;
   const all = new TupleIndex(shapeCols, rows);
-  for (let i = 0; i < rows.length; i++) all.add(rows.at(i)!, i);
+  for (let i = 0; i < rows.length; i++) all.add(i);
   const out: Coverage = {};
   for (const [d, e] of [...per.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     out[d] = { rows: e.rows, shapes: e.shapes, of_shapes: all.size };
@@ -681,9 +681,13 @@ export function coverageByDtype<F extends Family>(family: F, rows: RowList<Famil
 }
 
 /** The lane most rows carry (ties → alphabetical first); names the stored file. */
-export function majorityLane(rows: Iterable<{ lane: string }>): { lane: string; counts: Record<string, number> } {
+export function majorityLane(rows: RowList<{ lane: string }>): { lane: string; counts: Record<string, number> } {
   const counts: Record<string, number> = {};
-  for (const r of rows) counts[r.lane] = (counts[r.lane] ?? 0) + 1;
+  const read = readerOf(rows, 'lane') as (i: number) => string;
+  for (let i = 0; i < rows.length; i++) {
+    const lane = read(i);
+    counts[lane] = (counts[lane] ?? 0) + 1;
+  }
   const lane = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? '';
   return { lane, counts };
 }
@@ -751,7 +755,7 @@ export function normalizeMappedRows(
     RowList<unknown>
   >;
   const spread = checkRepeatSpread(col, raw.file, (i) => i + 1);
-  const { lane, counts } = majorityLane(col.rows as Iterable<{ lane: string }>);
+  const { lane, counts } = majorityLane(col.rows as RowList<{ lane: string }>);
   const filters = [
     `mapped ${table} columns to stepcal ${family} (dtype spellings normalized, kernel_source kept)`,
     chipInfo

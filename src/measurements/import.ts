@@ -179,7 +179,7 @@ export async function stageAicImport(
         `merged ${group.length} inputs; collapsed ${c.duplicate_configs} configurations repeated across them`,
       );
     }
-    const { lane, counts } = majorityLane(rows as Iterable<{ lane: string }>);
+    const { lane, counts } = majorityLane(rows as RowList<{ lane: string }>);
     const rowsIn = group.reduce((s, x) => s + x.imp.rows_in, 0);
     const coverage = group.length > 1 ? coverageByDtype(family, rows as never) : first.coverage;
     const upstream = group.map((x) => aicUpstreamPath(x.imp.file)).filter(Boolean);
@@ -232,25 +232,13 @@ async function mapStreaming(
 ): Promise<{ table: AicTable; rows: RowColumns<object> }> {
   let table = named;
   const rows = new RowColumns<object>();
-  const intern = new Map<string, string>();
   await readTableChunks(file, (chunk, offset) => {
     try {
       // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
       table ??= aicTableFromHeader(chunk) ?? unknownTable(file, chunk.header);
       checkDevice(chunk, chip);
-      for (const r of mapAicRows(table, chunk, chip) as unknown as Array<Record<string, unknown>>) {
-        for (const k in r) {
-          const v = r[k];
-          if (typeof v !== 'string') continue;
-          let c = intern.get(v);
-          if (c === undefined) {
-            c = v;
-            intern.set(v, c);
-          }
-          r[k] = c;
-        }
-        rows.push(r);
-      }
+      // RowColumns keeps one copy of each distinct text per column (its dictionary): no interning here.
+      for (const r of mapAicRows(table, chunk, chip) as unknown as object[]) rows.push(r);
     } catch (err) {
       const e = err as InputError;
       if (e instanceof InputError && e.location.row !== undefined && e.location.row > 0)

@@ -121,8 +121,10 @@ function grow(a: Int32Array | Float64Array, cap: number): Int32Array | Float64Ar
 export class RowColumns<R extends object = Record<string, unknown>> implements RowList<R> {
   private readonly cols = new Map<string, Column>();
   private readonly keys: string[] = [];
-  /** Per column, whether row i had the key (only for columns some row lacked). */
-  private readonly absent = new Map<string, Uint8Array>();
+  /** The columns in `keys` order (no Map lookup per cell). */
+  private readonly list: Column[] = [];
+  /** Per column (`list` order), whether row i lacked the key; undefined while every row had it. */
+  private readonly absent: Array<Uint8Array | undefined> = [];
   private n = 0;
   private cap = 0;
 
@@ -133,11 +135,16 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   push(row: R): void {
     if (this.n === this.cap) this.cap = Math.max(1024, this.cap * 2);
     const rec = row as Record<string, unknown>;
-    for (const k in rec) if (!this.cols.has(k)) this.addColumn(k);
+    let seen = 0;
+    for (const k in rec) {
+      seen++;
+      if (!this.cols.has(k)) this.addColumn(k);
+    }
+    const all = seen === this.keys.length;
     for (let c = 0; c < this.keys.length; c++) {
       const k = this.keys[c]!;
-      if (!(k in rec)) this.markAbsent(k);
-      else this.cols.get(k)!.set(this.n, rec[k], this.cap);
+      if (!all && !(k in rec)) this.markAbsent(c);
+      else this.list[c]!.set(this.n, rec[k], this.cap);
     }
     this.n++;
   }
@@ -146,12 +153,21 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     if (i < 0 || i >= this.n) return undefined;
     const out: Record<string, unknown> = {};
     for (let c = 0; c < this.keys.length; c++) {
-      const k = this.keys[c]!;
-      const a = this.absent.get(k);
-      if (a?.[i]) continue;
-      out[k] = this.cols.get(k)!.get(i);
+      if (this.absent[c]?.[i]) continue;
+      out[this.keys[c]!] = this.list[c]!.get(i);
     }
     return out as R;
+  }
+
+  /**
+   * A reader of one column: `reader(k)(i)` is `at(i)[k]` without building the row (undefined where row
+   * i lacked `k`, or for a key no row had). Valid while rows are pushed (it reads the live column).
+   */
+  reader(k: string): (i: number) => unknown {
+    const c = this.keys.indexOf(k);
+    if (c < 0) return () => undefined;
+    const col = this.list[c]!;
+    return (i) => (this.absent[c]?.[i] ? undefined : col.get(i));
   }
 
   *[Symbol.iterator](): Iterator<R> {
@@ -161,24 +177,35 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   private addColumn(k: string): void {
     this.cols.set(k, new Column());
     this.keys.push(k);
+    this.list.push(this.cols.get(k)!);
+    let a: Uint8Array | undefined;
     if (this.n > 0) {
-      const a = new Uint8Array(this.cap);
+      a = new Uint8Array(this.cap);
       a.fill(1, 0, this.n);
-      this.absent.set(k, a);
     }
+    this.absent.push(a);
   }
 
-  private markAbsent(k: string): void {
-    let a = this.absent.get(k);
+  private markAbsent(c: number): void {
+    let a = this.absent[c];
     if (!a) {
       a = new Uint8Array(this.cap);
-      this.absent.set(k, a);
+      this.absent[c] = a;
     } else if (a.length < this.cap) {
       const b = new Uint8Array(this.cap);
       b.set(a);
       a = b;
-      this.absent.set(k, a);
+      this.absent[c] = a;
     }
     a[this.n] = 1;
   }
+}
+
+/**
+ * A reader of column `k` of any RowList: a RowColumns' own `reader`, else `rows.at(i)[k]` (an array
+ * row is read in place). Undefined for a row that lacks `k`.
+ */
+export function readerOf<R>(rows: RowList<R>, k: string): (i: number) => unknown {
+  if (rows instanceof RowColumns) return rows.reader(k);
+  return (i) => (rows.at(i) as Record<string, unknown> | undefined)?.[k];
 }

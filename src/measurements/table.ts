@@ -195,7 +195,8 @@ function splitLine(line: string): string[] {
  * slice alive, so one 12-character cell would pin a whole 1 MiB read). Short cells are the norm.
  */
 function flat(s: string): string {
-  return s.length < 13 ? (' ' + s).slice(1) : Buffer.from(s, 'utf8').toString('utf8');
+  // V8 copies a substring shorter than 13 characters (SlicedString::kMinLength) instead of slicing it.
+  return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
 }
 
 async function parquetChunks(

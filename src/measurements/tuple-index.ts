@@ -6,10 +6,7 @@
  * equal hash compares the columns themselves, so the result is exact whatever the hash collides on.
  */
 
-import type { RowList } from './row-columns.ts';
-
-/** A row as the index sees it: column name → primitive cell. */
-type Row = Record<string, unknown>;
+import { type RowList, readerOf } from './row-columns.ts';
 
 const EMPTY = -1;
 const f64 = new Float64Array(1);
@@ -62,15 +59,15 @@ export class TupleIndex {
   private firsts = new Int32Array(1024);
   private n = 0;
   private mask: number;
+  /** One reader per tuple column (row-columns.ts `readerOf`): cells are read in place, no row is built. */
+  private readonly cols: ReadonlyArray<(i: number) => unknown>;
 
   /**
    * @param cols the columns that make a tuple (compared with ===; NaN never equals itself)
    * @param source the rows `add` is given indices into
    */
-  constructor(
-    private readonly cols: readonly string[],
-    private readonly source: RowList<object>,
-  ) {
+  constructor(cols: readonly string[], source: RowList<object>) {
+    this.cols = cols.map((c) => readerOf(source, c));
     this.slots = new Int32Array(1024).fill(EMPTY);
     this.hashes = new Uint32Array(1024);
     this.mask = 1023;
@@ -85,16 +82,16 @@ export class TupleIndex {
   added = false;
 
   /**
-   * The id (0-based, first-seen order) of the tuple of `row`, which is `source.at(index)`; a new tuple
-   * gets the next id and sets `added`. Allocates nothing per call on an array source.
+   * The id (0-based, first-seen order) of the tuple of row `index` of the source; a new tuple gets the
+   * next id and sets `added`. Allocates nothing per call.
    */
-  add(row: object, index: number): number {
-    const h = this.hash(row as Row);
+  add(index: number): number {
+    const h = this.hash(index);
     let i = h & this.mask;
     for (;;) {
       const id = this.slots[i]!;
       if (id === EMPTY) break;
-      if (this.hashes[i] === h && this.equal(this.source.at(this.firsts[id]!) as Row, row as Row)) {
+      if (this.hashes[i] === h && this.equal(this.firsts[id]!, index)) {
         this.added = false;
         return id;
       }
@@ -114,16 +111,16 @@ export class TupleIndex {
     return id;
   }
 
-  private hash(row: Row): number {
+  private hash(index: number): number {
     let h = 0x811c9dc5 | 0;
-    for (let c = 0; c < this.cols.length; c++) h = cellHash(h, row[this.cols[c]!]);
+    for (let c = 0; c < this.cols.length; c++) h = cellHash(h, this.cols[c]!(index));
     return fmix(h);
   }
 
-  private equal(a: Row, b: Row): boolean {
+  private equal(a: number, b: number): boolean {
     for (let c = 0; c < this.cols.length; c++) {
-      const k = this.cols[c]!;
-      if (a[k] !== b[k]) return false;
+      const read = this.cols[c]!;
+      if (read(a) !== read(b)) return false;
     }
     return true;
   }

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RowColumns } from '../../src/measurements/row-columns.ts';
+import { RowColumns, readerOf } from '../../src/measurements/row-columns.ts';
 
 describe('RowColumns', () => {
   it('round-trips hand rows through int → num → any widening, absent keys and -0', () => {
@@ -43,6 +43,15 @@ describe('RowColumns', () => {
         for (const r of rows) c.push(r);
         expect(c.length).toBe(rows.length);
         for (let i = 0; i < rows.length; i++) expect(c.at(i)).toEqual(rows[i]);
+        // A column reader reads what `at` builds, absent keys as undefined, on columns and arrays alike.
+        for (const k of ['a', 'b', 'c', 'd', 'z']) {
+          const fromColumns = readerOf(c, k);
+          const fromArray = readerOf(rows, k);
+          for (let i = 0; i < rows.length; i++) {
+            expect(Object.is(fromColumns(i), rows[i]![k])).toBe(true);
+            expect(Object.is(fromArray(i), rows[i]![k])).toBe(true);
+          }
+        }
       }),
       { numRuns: 25, seed: 3 },
     );

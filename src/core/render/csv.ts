@@ -12,16 +12,20 @@ import Papa from 'papaparse';
 /** A string cell papaparse would quote (comma, quote, CR, LF or BOM anywhere; a space at either end). */
 const NEEDS_QUOTES = /[",\r\n\ufeff]|^ | $/;
 
+/** A cell's text when it needs no quoting (undefined/null → empty); undefined when it does (or is not a primitive). */
+function plainCell(v: unknown): string | undefined {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'string' && !NEEDS_QUOTES.test(v)) return v;
+  return undefined;
+}
+
 /** The row's cells joined by commas when none needs quoting; undefined when one does (or is not a primitive). */
 function plainLine(r: Readonly<Record<string, unknown>>, columns: readonly string[]): string | undefined {
   let line = '';
   for (let c = 0; c < columns.length; c++) {
-    const v = r[columns[c]!];
-    let cell: string;
-    if (v === undefined || v === null) cell = '';
-    else if (typeof v === 'number' || typeof v === 'boolean') cell = String(v);
-    else if (typeof v === 'string' && !NEEDS_QUOTES.test(v)) cell = v;
-    else return undefined;
+    const cell = plainCell(r[columns[c]!]);
+    if (cell === undefined) return undefined;
     line = c === 0 ? cell : `${line},${cell}`;
   }
   return line;
@@ -43,4 +47,32 @@ export function writeCsv(columns: readonly string[], rows: ReadonlyArray<Readonl
     lines[i + 1] = plainLine(r, columns) ?? Papa.unparse([columns.map((c) => r[c])], { newline: '\n', header: false });
   }
   return lines.join('\n') + '\n';
+}
+
+/**
+ * The data lines of rows `start`…`end − 1` read through one reader per column (`cells[c](i)` is row i's
+ * value of column c), each line ending in `\n`: exactly the lines `writeCsv` writes for those rows,
+ * without building a row object (the streaming import's writer). No header.
+ */
+export function csvRowLines(cells: ReadonlyArray<(i: number) => unknown>, start: number, end: number): string {
+  const lines: string[] = new Array(end - start + 1);
+  for (let i = start; i < end; i++) {
+    let line = '';
+    for (let c = 0; c < cells.length; c++) {
+      const cell = plainCell(cells[c]!(i));
+      if (cell === undefined) {
+        line = Papa.unparse([cells.map((read) => read(i))], { newline: '\n', header: false });
+        break;
+      }
+      line = c === 0 ? cell : `${line},${cell}`;
+    }
+    lines[i - start] = line;
+  }
+  lines[end - start] = '';
+  return lines.join('\n');
+}
+
+/** The header line `writeCsv` writes for `columns`, with its `\n`. */
+export function csvHeader(columns: readonly string[]): string {
+  return `${Papa.unparse([[...columns]], { newline: '\n', header: false })}\n`;
 }
