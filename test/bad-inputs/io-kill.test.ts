@@ -6,10 +6,11 @@
  * point, its output state copied, then resumed (SIGCONT). A process frozen at an instant leaves on
  * disk exactly what SIGKILL at that instant leaves (every write is synchronous and flushed, and a
  * stopped process writes nothing), so each copy is the state after a kill -9 there. The run is then
- * killed for real with SIGKILL at a last seeded point, and a real next run cleans that up. Points are
- * drawn (mulberry32, fixed seed) before and inside the commit window, which the test hooks widen
- * (`STEPCAL_TEST_COMMIT_STEP_MS` before each rename of an output set, `STEPCAL_TEST_PAUSE_BEFORE_RENAME_MS`
- * between a registry temp file and its rename).
+ * killed for real with SIGKILL at a last seeded point, and a real next run cleans that up. Calibrate's
+ * points before its commit are one per state its files can be in, anchored to its progress lines (`EARLY`
+ * below), so a faster fit cannot move them; the rest are drawn (mulberry32, fixed seed) inside the
+ * commit window, which the test hooks widen (`STEPCAL_TEST_COMMIT_STEP_MS` before each rename of an
+ * output set, `STEPCAL_TEST_PAUSE_BEFORE_RENAME_MS` between a registry temp file and its rename).
  *
  * Checked after every kill: the registry is the old bytes or the new bytes; after the clean-up a
  * next run does (the same `cleanUpAfterKilledRuns` every writing command runs first, under the lock)
@@ -46,6 +47,27 @@ import { PAUSE_ENV } from '../../src/core/io/fs.ts';
 
 const CHIP = 'a100';
 const KILLS = 20;
+
+/**
+ * The kill points before calibrate's commit, one per distinct state its files can be in, each anchored
+ * to the progress line (or file) that starts that state rather than to a time, so a faster fit or
+ * validation cannot move a point past the commit (a point taken earlier or later inside one state leaves
+ * the same files). Calibrate writes nothing before its commit except the lock and, while it validates,
+ * the staged registry's temp file beside the target; so: no lock yet (just spawned), lock held while the
+ * measurements are checked, lock held mid-fit, lock held at the gates, and lock plus the temp file while
+ * validating. The commit itself (staging folder written, COMMIT marker, renames one by one) gets the
+ * remaining seeded points, drawn inside its widened window.
+ */
+const EARLY: ReadonlyArray<{ what: string; reached: (stderr: string, temp: boolean) => boolean; concurrent?: true }> = [
+  { what: 'the spawned calibrate', reached: () => true },
+  { what: 'the measurement check', reached: (e) => e.includes('1/6 checking measurements') },
+  { what: 'the fit, mid-way', reached: (e) => e.includes('fit attention_prefill ...'), concurrent: true },
+  { what: 'the registry gates', reached: (e) => e.includes('3/6 registry gates') },
+  {
+    what: "the validation's temp registry",
+    reached: (e, temp) => (e.includes('5/6 validating') && temp) || e.includes('6/6 writing'),
+  },
+];
 
 /** A runnable copy of the repository with one chip's data. @returns its root. */
 function tempRepo(base: string): string {
@@ -209,28 +231,35 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     // real kill (right after the last point) finds the holder's lock on disk, however loaded the machine.
     const commitFiles = oldState.size;
     const stepMs = 60;
-    const early = Array.from({ length: 5 }, () => 300 + rand() * 2700).sort((a, b) => a - b);
-    const inCommit = Array.from({ length: KILLS - 5 }, () => rand() * commitFiles * stepMs).sort((a, b) => a - b);
+    const inCommit = Array.from({ length: KILLS - EARLY.length }, () => rand() * commitFiles * stepMs).sort(
+      (a, b) => a - b,
+    );
     const lastKill = rand() * commitFiles * stepMs;
 
     const a = run(root, ['calibrate', '--chip', CHIP], { [COMMIT_PAUSE_ENV]: String(stepMs) });
     const snaps: string[] = [];
-    const t0 = Date.now();
-    for (const t of early) {
-      await sleep(Math.max(0, t0 + t - Date.now()));
-      freezeAndCopy(a.child, root, snaps, base);
+    const tempOf = () => readdirSync(path.join(root, 'registry')).some((n) => n.endsWith('.tmp'));
+    for (const point of EARLY) {
+      await waitFor(() => point.reached(a.stderr(), tempOf()), point.what);
+      a.child.kill('SIGSTOP');
+      snapshot(root, path.join(base, `snap-${snaps.length}`));
+      snaps.push(path.join(base, `snap-${snaps.length}`));
+      // Two runs at once, while the holder is frozen with its lock (so however fast it is, it holds the lock
+      // throughout): with no wait a second calibrate refuses (exit 1); with a 1 s wait it waits, then refuses.
+      if (point.concurrent) {
+        expect(existsSync(path.join(root, LOCK_NAME)), 'the holder has its lock mid-fit').toBe(true);
+        const b = run(root, ['calibrate', '--chip', CHIP], { [LOCK_WAIT_ENV]: '0' });
+        const c = run(root, ['calibrate', '--chip', CHIP], { [LOCK_WAIT_ENV]: '1' });
+        const [bx, cx] = await Promise.all([b.exit, c.exit]);
+        expect(bx.code).toBe(1);
+        expect(b.stderr()).toMatch(
+          new RegExp(`another stepcal run holds .*\\.stepcal\\.lock \\(pid ${a.child.pid}, "calibrate --chip ${CHIP}"`),
+        );
+        expect(cx.code).toBe(1);
+        expect(c.stderr()).toContain(`waiting for pid ${a.child.pid} ("calibrate --chip ${CHIP}")`);
+      }
+      a.child.kill('SIGCONT');
     }
-    // Two runs at once: with no wait a second calibrate refuses (exit 1); with a 1 s wait it waits, then refuses.
-    await waitFor(() => existsSync(path.join(root, LOCK_NAME)), 'the lock');
-    const b = run(root, ['calibrate', '--chip', CHIP], { [LOCK_WAIT_ENV]: '0' });
-    const c = run(root, ['calibrate', '--chip', CHIP], { [LOCK_WAIT_ENV]: '1' });
-    const [bx, cx] = await Promise.all([b.exit, c.exit]);
-    expect(bx.code).toBe(1);
-    expect(b.stderr()).toMatch(
-      new RegExp(`another stepcal run holds .*\\.stepcal\\.lock \\(pid ${a.child.pid}, "calibrate --chip ${CHIP}"`),
-    );
-    expect(cx.code).toBe(1);
-    expect(c.stderr()).toContain(`waiting for pid ${a.child.pid} ("calibrate --chip ${CHIP}")`);
 
     await waitFor(() => a.stderr().includes('6/6 writing'), 'the commit of calibrate');
     const tc = Date.now();
