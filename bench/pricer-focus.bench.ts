@@ -4,6 +4,9 @@
  * (200,000 calls, well past V8's last tier-up), then 9 timed rounds of 20,000 calls: median CPU ns per
  * call with the rounds' min and max, and heap bytes per call. Both batch forms where the build has
  * them: the object `Batch` (`priceInto`) and the columnar `ColumnBatch` (`priceColumnsInto`).
+ * Then the slowest issue-14 graphs of pricer.bench.ts (tp 8 on their chip's registry, 64 decodes at 8,192
+ * plus one 2,048-token prefill chunk; for DeepSeek-V4-Flash also with 64 distinct contexts), goal < 2 µs,
+ * both forms.
  * `STEPCAL_PRICER_CASE=<label>` runs only the cases whose label contains it (for `--cpu-prof`).
  * Prints figures beside the goals; never fails.
  */
@@ -58,17 +61,48 @@ export default async function bench(): Promise<void> {
   const reg = resolveCoefficients(sets, { hardware: 'h200', model: 'llama-3.1-70b', tp: 8, ep: 1 });
   const make = () => createPricer(loadChip('h200'), loadModel('llama-3.1-70b'), defaultDeployment({ tp: 8 }), reg);
   const decode = batches.decodeBatch(256, 4095);
-  const cases: Array<[string, Batch, number]> = [
-    ['decode 256 @ 4096', decode, 300],
-    ['mixed 256 + 2 x 2048', { requests: [...decode.requests, ...batches.prefillBatch(2, 2048, 1024).requests] }, 400],
-    ['decode 1 @ 4096', batches.decodeBatch(1, 4095), 0],
+  const cases: Array<[string, Batch, number, () => ReturnType<typeof make>]> = [
+    ['decode 256 @ 4096', decode, 300, make],
+    [
+      'mixed 256 + 2 x 2048',
+      { requests: [...decode.requests, ...batches.prefillBatch(2, 2048, 1024).requests] },
+      400,
+      make,
+    ],
+    ['decode 1 @ 4096', batches.decodeBatch(1, 4095), 0, make],
   ];
+  const ragged: Batch = {
+    requests: [
+      ...Array.from({ length: 64 }, (_, i) => ({
+        scheduled_tokens: 1,
+        computed_tokens: 8191 + i,
+        prompt_tokens: 8191 + i,
+      })),
+      ...batches.prefillBatch(1, 2048, 4096).requests,
+    ],
+  };
+  const graphBatch = {
+    requests: [...batches.decodeBatch(64, 8191).requests, ...batches.prefillBatch(1, 2048, 4096).requests],
+  };
+  for (const [model, chip] of [
+    ['glm-5', 'b200'],
+    ['deepseek-v4-flash', 'gb200'],
+    ['deepseek-v4-flash-nvfp4', 'b200'],
+    ['minimax-m3', 'h200'],
+  ] as const) {
+    const graphSets = loadRegistryFile(path.join(root, `registry/${chip}.yaml`));
+    const r = resolveCoefficients(graphSets, { hardware: chip, model, tp: 8, ep: 1 });
+    const build = () => createPricer(loadChip(chip), loadModel(model), defaultDeployment({ tp: 8 }), r);
+    cases.push([`${model} ${chip} 64 + 1 x 2048`, graphBatch, 2000, build]);
+    // The same step with 64 different contexts (8,191 … 8,254): no run of equal contexts to share.
+    if (model === 'deepseek-v4-flash') cases.push([`${model} ${chip} 64 distinct + 1 x 2048`, ragged, 2000, build]);
+  }
   const only = process.env.STEPCAL_PRICER_CASE ?? '';
   // The columnar form where this build has it (an older build is benched with the same file).
   const cols = (batches as Record<string, unknown>).columnsOf as ((b: Batch) => unknown) | undefined;
-  for (const [label, batch, goal] of cases) {
+  for (const [label, batch, goal, build] of cases) {
     if (!label.includes(only)) continue;
-    const forms: Array<[string, (p: ReturnType<typeof make>, out: StepPrice) => Call]> = [
+    const forms: Array<[string, (p: ReturnType<typeof build>, out: StepPrice) => Call]> = [
       ['Batch', (p, out) => () => p.priceInto(batch, out)],
     ];
     if (cols) {
@@ -80,10 +114,10 @@ export default async function bench(): Promise<void> {
       ]);
     }
     for (const [form, bind] of forms) {
-      const fn = bind(make(), emptyStepPrice());
+      const fn = bind(build(), emptyStepPrice());
       const t = cpuNsPerCall(fn);
       const h = heapPerCall(fn, gc);
-      const g = goal > 0 ? `; goal ≤ ${goal} ns (${t.med <= goal ? 'met' : 'not met'})` : '';
+      const g = goal > 0 ? `; goal ${goal === 2000 ? '<' : '≤'} ${goal} ns (${t.med <= goal ? 'met' : 'not met'})` : '';
       process.stdout.write(
         `focus ${label}, ${form}: ${t.med.toFixed(0)} ns CPU (min ${t.min.toFixed(0)}, max ${t.max.toFixed(0)})${g}; ` +
           `heap ${h.toFixed(1)} B/call; goal 0 B (${h <= 0 ? 'met' : 'not met'})\n`,

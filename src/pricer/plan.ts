@@ -122,8 +122,8 @@ export interface KindPlan {
   id: string;
   count: number;
   /** Dense GEMMs grouped by compute format: SM µs = Σ rampUs(gemmA[g], tok, gemmMh[g]). */
-  gemmA: number[];
-  gemmMh: number[];
+  gemmA: Float64Array;
+  gemmMh: Float64Array;
   weightUs: number;
   eltUsPerToken: number;
   /** Per-layer HBM floors of the measured mHC halves, µs. */
@@ -202,8 +202,8 @@ function emptyKind(id: string, count: number): KindPlan {
   return {
     id,
     count,
-    gemmA: [],
-    gemmMh: [],
+    gemmA: new Float64Array(0),
+    gemmMh: new Float64Array(0),
     weightUs: 0,
     eltUsPerToken: 0,
     fixedHbmUs: 0,
@@ -839,11 +839,65 @@ function buildKind(
   // KNOWN DIVERGENCE 15, seed "Host time": a model whose code breaks capture around each layer's attention (DeepSeek-V4) replays
   // one piece per captured region under piecewise capture: one region per such layer, indexer included.
   if (nodes.some((n) => n.op === 'Attention' && n.capture_break)) kp.mixers = 1;
-  for (const g of groups.values()) {
-    kp.gemmA.push(g.A);
-    kp.gemmMh.push(g.mh);
-  }
+  kp.gemmA = Float64Array.from(groups.values(), (g) => g.A);
+  kp.gemmMh = Float64Array.from(groups.values(), (g) => g.mh);
   kp.weightUs = readUs(ctx, kp.weightBytes - kp.routedBytes - kp.moduleBytes);
+  return canonicalKind(kp);
+}
+
+/**
+ * The kind's per-step entries rebuilt through one object literal each (same values, same order), so
+ * every attention, law, form, recurrent and collective entry of every pricer has one shape: the
+ * per-step terms (terms.ts) then read them monomorphically whatever the graph (entries built by
+ * spreads or by different builders had different hidden classes, and a process pricing many graphs
+ * made the terms' property loads polymorphic; issue 17, issue 14 "every graph < 2 µs").
+ */
+function canonicalKind(kp: KindPlan): KindPlan {
+  kp.attn = kp.attn.map((a) => ({
+    reader: a.reader,
+    decLaw: { floor_us: a.decLaw.floor_us, rate: a.decLaw.rate, item_us: a.decLaw.item_us, p_half: a.decLaw.p_half },
+    decHeads: a.decHeads,
+    decUsPerDecodeToken: a.decUsPerDecodeToken,
+    preFloor: a.preFloor,
+    preUsPerPair: a.preUsPerPair,
+    form:
+      a.form === undefined
+        ? undefined
+        : {
+            fixed_us: a.form.fixed_us,
+            per_request_us: a.form.per_request_us,
+            per_token_us: a.form.per_token_us,
+            bytes_per_us: a.form.bytes_per_us,
+          },
+    formBytesPerPair: a.formBytesPerPair,
+  }));
+  kp.rec = kp.rec.map((r) => ({
+    decFloor: r.decFloor,
+    decUsPerToken: r.decUsPerToken,
+    preFloor: r.preFloor,
+    preUsPerSeq: r.preUsPerSeq,
+    preUsPerToken: r.preUsPerToken,
+    preA: r.preA,
+    preMh: r.preMh,
+  }));
+  kp.colls = kp.colls.map((c) => ({
+    t0: c.t0,
+    rt: c.rt,
+    rpeak: c.rpeak,
+    nic: c.nic,
+    span: c.span,
+    bytesPerToken: c.bytesPerToken,
+  }));
+  const law = kp.moeLaw;
+  if (law !== undefined)
+    kp.moeLaw = {
+      floorUs: law.floorUs,
+      pairsPerToken: law.pairsPerToken,
+      arithUsPerPair: law.arithUsPerPair,
+      arithUsPerTouched: law.arithUsPerTouched,
+      readUsPerTouched: law.readUsPerTouched,
+      routeUsPerToken: law.routeUsPerToken,
+    };
   return kp;
 }
 

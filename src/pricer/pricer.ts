@@ -137,7 +137,8 @@ function walkPlan(
   const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
   const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
   return {
-    readers,
+    // One literal shape for every reader (the walk reads them per prefill row; issue 17).
+    readers: readers.map((r) => ({ window: r.window, ratio: r.ratio, cap: r.cap })),
     fullReader,
     bounded,
     ...boundedColumns(readers, bounded),

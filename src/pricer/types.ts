@@ -84,8 +84,9 @@ export interface StepPrice {
   /** True when any term was priced outside the domain its coefficient was fitted on. */
   extrapolated: boolean;
   /**
-   * Human-readable reasons for `extrapolated`, each once. Frozen and shared between calls when only
-   * construction-time reasons apply: do not mutate (copy it first).
+   * Human-readable reasons for `extrapolated`, each once. Frozen, and shared between calls (the
+   * construction-time sets always; a step's memory or message notes while their inputs repeat): do not
+   * mutate (copy it first).
    */
   extrapolation_notes: readonly string[];
   /** Per layer kind breakdown, only when requested. */

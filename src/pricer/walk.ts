@@ -61,8 +61,12 @@ export class BatchWalk {
   readonly prefill = new Float64Array(4);
   /** The row loop's counts (walkBatch / walkColumns → finishWalk): uniform rows, other tokens, Σ computed, other rows, prefill rows, bounded decode rows. */
   readonly rows = new Float64Array(6);
-  /** Decode rows' context after the step, in batch order (bounded readers only); grown by doubling. */
+  /**
+   * Decode rows' context after the step, in batch order, as runs of equal contexts (bounded readers
+   * only): decCtx[i] the context of run i, decRuns[i] its rows; grown by doubling.
+   */
   decCtx = new Float64Array(256);
+  decRuns = new Float64Array(256);
   constructor(readers: number) {
     this.decRead = new Float64Array(readers);
     this.preRead = new Float64Array(readers);
@@ -99,20 +103,41 @@ function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
   }
 }
 
-/** Double the decode-context buffer (rare: only when a batch outgrows every earlier one). */
+/** Double the decode-context buffers (rare: only when a batch outgrows every earlier one). */
 function growDecCtx(w: BatchWalk): void {
   const next = new Float64Array(w.decCtx.length * 2);
   next.set(w.decCtx);
   w.decCtx = next;
+  const runs = new Float64Array(next.length);
+  runs.set(w.decRuns);
+  w.decRuns = runs;
+}
+
+/**
+ * Record a decode row's context after the step for the bounded readers, as runs: a row with the same
+ * context as the previous decode row lengthens its run (a batch of equal contexts, such as validation's
+ * static batches, becomes one entry). @returns the number of runs
+ */
+function addDecodeContext(w: BatchWalk, runs: number, ctx: number): number {
+  if (runs > 0 && w.decCtx[runs - 1] === ctx) {
+    w.decRuns[runs - 1]! += 1;
+    return runs;
+  }
+  if (runs === w.decCtx.length) growDecCtx(w);
+  w.decCtx[runs] = ctx;
+  w.decRuns[runs] = 1;
+  return runs + 1;
 }
 
 /**
  * Per bounded reader, Σ over the decode rows of the tokens it reads (decodeTokensRead, written out on
- * the flat columns: min(ctx, W) + min(⌈ctx / r⌉, cap)), into decRead and allRead. Token counts are
- * integers, so these sums are exact and equal the per-row accumulation in any order.
+ * the flat columns: min(ctx, W) + min(⌈ctx / r⌉, cap)), into decRead and allRead, once per run of equal
+ * contexts (run length × the row's tokens read). Token counts are integers, so these sums are exact and
+ * equal the per-row accumulation in any order.
  */
 function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
   const ctx = w.decCtx;
+  const run = w.decRuns;
   for (let j = 0; j < p.bounded.length; j++) {
     const win = p.boundedWindow[j]!;
     const ratio = p.boundedRatio[j]!;
@@ -125,13 +150,13 @@ function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
       const satRead = win + cap;
       for (let i = 0; i < nDec; i++) {
         const x = ctx[i]!;
-        if (x >= sat) sum += satRead;
+        if (x >= sat) sum += run[i]! * satRead;
         else {
           const k = Math.ceil(x / ratio);
-          sum += (x < win ? x : win) + (k < cap ? k : cap);
+          sum += run[i]! * ((x < win ? x : win) + (k < cap ? k : cap));
         }
       }
-    } else for (let i = 0; i < nDec; i++) sum += ctx[i]! < win ? ctx[i]! : win;
+    } else for (let i = 0; i < nDec; i++) sum += run[i]! * (ctx[i]! < win ? ctx[i]! : win);
     const r = p.bounded[j]!;
     w.decRead[r]! += sum;
     w.allRead[r]! += sum;
@@ -228,7 +253,7 @@ const OTHER_TOK = 1; // Σ scheduled over the other rows with s > 0
 const COMPUTED = 2; // Σ computed over rows with s > 0
 const N_OTHER = 3;
 const N_PREFILL = 4;
-const N_DEC = 5; // decode rows whose context the bounded readers read (w.decCtx)
+const N_DEC = 5; // runs of decode rows whose context the bounded readers read (w.decCtx, w.decRuns)
 
 /**
  * Walk `batch` into `w` (zeroed first). Rows with no scheduled tokens are skipped.
@@ -278,8 +303,7 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
         nOther++;
       }
       computed += c;
-      if (nDec === w.decCtx.length) growDecCtx(w);
-      w.decCtx[nDec++] = c + s;
+      nDec = addDecodeContext(w, nDec, c + s);
     }
   }
   const rows = w.rows;
@@ -335,8 +359,7 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
         nOther++;
       }
       computed += c;
-      if (nDec === w.decCtx.length) growDecCtx(w);
-      w.decCtx[nDec++] = c + s;
+      nDec = addDecodeContext(w, nDec, c + s);
     }
   }
   const rows = w.rows;

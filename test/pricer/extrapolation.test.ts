@@ -29,6 +29,19 @@ describe('memory capacity (weights + embedding + KV per rank vs HBM GiB)', () =>
       "memory: weights 15.0 GiB + KV cache 128.0 GiB for this batch = 143.0 GiB per rank exceed h200's 141 GiB of HBM",
     ]);
   });
+  it('a step over capacity priced again returns the same frozen notes; another context formats its own', () => {
+    const a = p.price(decodeBatch(256, 4096)).extrapolation_notes;
+    const other = p.price(decodeBatch(256, 5000)).extrapolation_notes;
+    expect(p.price(decodeBatch(256, 4096)).extrapolation_notes).toBe(
+      p.price(decodeBatch(256, 4096)).extrapolation_notes,
+    );
+    expect(p.price(decodeBatch(256, 4096)).extrapolation_notes).toStrictEqual(a);
+    expect(Object.isFrozen(a)).toBe(true);
+    // KV 256 · 5,001 · 131,072 B = 156.3 GiB
+    expect(memNotes(other)).toEqual([
+      "memory: weights 15.0 GiB + KV cache 156.3 GiB for this batch = 171.2 GiB per rank exceed h200's 141 GiB of HBM",
+    ]);
+  });
   it('200 requests (115.0 GiB) fit: no memory note', () => {
     expect(memNotes(p.price(decodeBatch(200, 4096)).extrapolation_notes)).toEqual([]);
   });
