@@ -7,6 +7,7 @@ import { sha256File } from '../../src/core/io/fs.ts';
 import { planFitOutputs } from '../../src/cli/commands/fit.ts';
 import type { FitAllResult } from '../../src/fit/index.ts';
 import { fitOutputFiles } from '../../src/report/fit.ts';
+import { runCli as cliInProcess } from '../helpers/cli.ts';
 import { runCli } from '../registry/cli.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'stepcal-fit-out-'));
@@ -51,7 +52,9 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
     expect(p.notes.join('\n')).toContain('partial fit');
   });
 
-  it('CLI: fit host --registry-out leaves the committed fits/h200/ untouched; --fits-out writes the report there', () => {
+  // The first two runs are in-process (what they write is the point); the --check run is the spawned
+  // case: its exit code through a real process.
+  it('CLI: fit host --registry-out leaves the committed fits/h200/ untouched; --fits-out writes the report there', async () => {
     const committed = path.join(REPO_ROOT, 'fits', 'h200');
     const snap = () =>
       readdirSync(committed)
@@ -60,15 +63,15 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
         .sort();
     const before = snap();
     const reg = path.join(tmp, 'h200.host.yaml');
-    const a = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg]);
-    expect(a.status, a.stderr).toBe(0);
+    const a = await cliInProcess(['fit', 'host', '--chip', 'h200', '--registry-out', reg]);
+    expect(a.code, a.stderr).toBe(0);
     expect(readFileSync(reg, 'utf8')).toContain('host_launch_per_kernel');
     expect(a.stderr).toContain('no fit report written');
     expect(snap()).toEqual(before);
 
     const fitsOut = path.join(tmp, 'fits');
-    const b = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg, '--fits-out', fitsOut]);
-    expect(b.status, b.stderr).toBe(0);
+    const b = await cliInProcess(['fit', 'host', '--chip', 'h200', '--registry-out', reg, '--fits-out', fitsOut]);
+    expect(b.code, b.stderr).toBe(0);
     expect(existsSync(path.join(fitsOut, 'README.md'))).toBe(true);
     expect(readFileSync(path.join(fitsOut, 'README.md'), 'utf8')).toContain('# Fitted coefficients: h200');
     expect(snap()).toEqual(before);
