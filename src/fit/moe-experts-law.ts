@@ -2,15 +2,15 @@
  * Fitting the expert-time law (src/core/laws/moe-experts.ts) to fused-MoE timings: the numeric
  * part, returning plain data (issue 13 item 1). No I/O, no drawing.
  *
- * With the HBM derate fixed (the `hbm` family's value), the law is linear in four unknowns:
+ * With the HBM derate fixed (the `hbm` family's value), the law is linear in five unknowns:
  *
- *   t − read = floor + c1·A + c2·B + c3·R,   A = W·P/peak, B = W·D/peak, R = route bytes,
- *   c1 = 1/eps_max,  c2 = m_half/eps_max,  c3 = 1/route_rate
+ *   t − read = floor + c1·A + c2·B + c3·R + c4·D,   A = W·P/peak, B = W·D/peak, R = route bytes,
+ *   D = touched experts,  c1 = 1/eps_max,  c2 = m_half/eps_max,  c3 = 1/route_rate,  c4 = expert_us
  *
  * so it is fitted by least squares on RELATIVE residuals (weights 1/t², the scale the geo error
  * scores), every coefficient kept ≥ 0 (a negative one is pinned at 0 and the rest refitted). Normal
  * equations are accumulated per series (one kernel and shape over tokens), so the bootstrap, which
- * resamples whole series (points of one series are not independent), costs a 4×4 sum per series.
+ * resamples whole series (points of one series are not independent), costs a 5×5 sum per series.
  * The max(read, arith) alternative is not linear and is fitted, like the sum for the comparison, by
  * pattern search on mean |ln(pred/meas)|, so both compositions are scored by their own best fit.
  */
@@ -30,8 +30,8 @@ export interface ExpertPoint {
   work: ExpertWork;
   /** Weight read at the derated HBM rate, µs. */
   read_us: number;
-  /** Design row [1, A, B, R] of the linear form. */
-  f: [number, number, number, number];
+  /** Design row [1, A, B, R, D] of the linear form. */
+  f: [number, number, number, number, number];
 }
 
 /** Points of one kernel and shape over tokens, sorted by tokens. */
@@ -83,7 +83,7 @@ export function expertSeries(
     const work = expertWork(shape, rates.bytes_per_element);
     const read_us = expertTerms(
       work,
-      { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity },
+      { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity, expert_us: 0 },
       rates,
     ).read_us;
     const pk = rates.peak_flops_per_us;
@@ -93,7 +93,13 @@ export function expertSeries(
       latency_us: r.latency_us,
       work,
       read_us,
-      f: [1, (work.flops_per_pair * work.pairs) / pk, (work.flops_per_pair * work.touched) / pk, work.route_bytes],
+      f: [
+        1,
+        (work.flops_per_pair * work.pairs) / pk,
+        (work.flops_per_pair * work.touched) / pk,
+        work.route_bytes,
+        work.touched,
+      ],
     };
     const key = [r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|');
     let s = byKey.get(key);
@@ -119,7 +125,11 @@ export function expertSeries(
   return { series, screened, skipped_rows };
 }
 
-/** Weighted normal equations (4×4 matrix and right-hand side) of one series. */
+/** Unknowns of the linear form: floor, c1, c2, c3, c4 (module doc). */
+const K = 5;
+const IDX: readonly number[] = [0, 1, 2, 3, 4];
+
+/** Weighted normal equations (5×5 matrix and right-hand side) of one series. */
 export interface Normal {
   M: number[][];
   v: number[];
@@ -127,14 +137,14 @@ export interface Normal {
 
 /** Normal equations of a series under relative weights 1/t². */
 export function seriesNormal(s: ExpertSeries): Normal {
-  const M = [0, 1, 2, 3].map(() => [0, 0, 0, 0]);
-  const v = [0, 0, 0, 0];
+  const M = IDX.map(() => new Array<number>(K).fill(0));
+  const v = new Array<number>(K).fill(0);
   for (const p of s.points) {
     const w = 1 / (p.latency_us * p.latency_us);
     const y = p.latency_us - p.read_us;
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < K; i++) {
       v[i]! += w * p.f[i]! * y;
-      for (let j = 0; j < 4; j++) M[i]![j]! += w * p.f[i]! * p.f[j]!;
+      for (let j = 0; j < K; j++) M[i]![j]! += w * p.f[i]! * p.f[j]!;
     }
   }
   return { M, v };
@@ -158,31 +168,37 @@ function solve(M: number[][], v: number[]): number[] | undefined {
   return a.map((row, i) => row[n]! / row[i]!);
 }
 
-/** Coefficients from x = (floor, c1, c2, c3); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
+/** Coefficients from x = (floor, c1, c2, c3, c4); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
 export function toCoefficients(x: readonly number[]): ExpertCoefficients | undefined {
-  const [floor, c1, c2, c3] = x as [number, number, number, number];
+  const [floor, c1, c2, c3, c4] = x as [number, number, number, number, number];
   if (!(c1 > 0)) return undefined;
-  return { floor_us: floor, eps_max: 1 / c1, m_half: c2 / c1, route_bytes_per_us: c3 > 0 ? 1 / c3 : Infinity };
+  return {
+    floor_us: floor,
+    eps_max: 1 / c1,
+    m_half: c2 / c1,
+    route_bytes_per_us: c3 > 0 ? 1 / c3 : Infinity,
+    expert_us: c4,
+  };
 }
 
 /**
- * Lower bounds of x = (floor, c1, c2, c3): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
+ * Lower bounds of x = (floor, c1, c2, c3, c4): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
  * beats the dense peak).
  */
-export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0] as const;
+export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0] as const;
 
 /**
  * Bounded relative least squares from summed normal equations: solve, pin the coefficient furthest
- * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3) or
+ * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3, c4) or
  * undefined when singular.
  */
 export function solveNonNegative(n: Normal): number[] | undefined {
   const lo = EXPERT_LOWER_BOUNDS;
-  const x = [0, 0, 0, 0];
-  const free = [true, true, true, true];
-  for (let pass = 0; pass < 4; pass++) {
-    const cols = [0, 1, 2, 3].filter((j) => free[j]);
-    const fixed = [0, 1, 2, 3].filter((j) => !free[j]);
+  const x = new Array<number>(K).fill(0);
+  const free = new Array<boolean>(K).fill(true);
+  for (let pass = 0; pass < K; pass++) {
+    const cols = IDX.filter((j) => free[j]);
+    const fixed = IDX.filter((j) => !free[j]);
     const s = solve(
       cols.map((i) => cols.map((j) => n.M[i]![j]!)),
       cols.map((i) => n.v[i]! - fixed.reduce((acc, j) => acc + n.M[i]![j]! * lo[j]!, 0)),
@@ -202,14 +218,14 @@ export function solveNonNegative(n: Normal): number[] | undefined {
 
 /** Sum of series normal equations, each taken `weight[i]` times (a bootstrap resample) or once. */
 export function sumNormals(normals: readonly Normal[], weight?: ArrayLike<number>): Normal {
-  const M = [0, 1, 2, 3].map(() => [0, 0, 0, 0]);
-  const v = [0, 0, 0, 0];
+  const M = IDX.map(() => new Array<number>(K).fill(0));
+  const v = new Array<number>(K).fill(0);
   normals.forEach((n, s) => {
     const w = weight ? weight[s]! : 1;
     if (!w) return;
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < K; i++) {
       v[i]! += w * n.v[i]!;
-      for (let j = 0; j < 4; j++) M[i]![j]! += w * n.M[i]![j]!;
+      for (let j = 0; j < K; j++) M[i]![j]! += w * n.M[i]![j]!;
     }
   });
   return { M, v };
@@ -224,8 +240,8 @@ export function fitExpertSum(series: readonly ExpertSeries[]): ExpertCoefficient
 /** Predicted µs of one point under `c`, as the sum (the law) or the max of read and arithmetic. */
 export function predictExpert(p: ExpertPoint, c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): number {
   const arith = (p.f[1] + p.f[2] * c.m_half) / c.eps_max;
-  const route = p.f[3] / c.route_bytes_per_us;
-  return c.floor_us + route + (compose === 'sum' ? p.read_us + arith : Math.max(p.read_us, arith));
+  const fixed = c.floor_us + p.f[3] / c.route_bytes_per_us + p.f[4] * c.expert_us;
+  return fixed + (compose === 'sum' ? p.read_us + arith : Math.max(p.read_us, arith));
 }
 
 /** Errors of a law on points. */
@@ -247,7 +263,7 @@ export function expertError(
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
 }
 
-/** Seeded bootstrap over series of the four coefficients; 2.5/97.5% quantiles (type-7) of each. */
+/** Seeded bootstrap over series of the five coefficients; 2.5/97.5% quantiles (type-7) of each. */
 export function bootstrapExpert(
   series: readonly ExpertSeries[],
   opts: { resamples: number; seed: number },
@@ -256,6 +272,7 @@ export function bootstrapExpert(
   eps_max: [number, number];
   m_half: [number, number];
   route_bytes_per_us: [number, number];
+  expert_us: [number, number];
   ok: number;
 } {
   const normals = series.map(seriesNormal);
@@ -272,6 +289,7 @@ export function bootstrapExpert(
     eps_max: ci((c) => c.eps_max),
     m_half: ci((c) => c.m_half),
     route_bytes_per_us: ci((c) => c.route_bytes_per_us),
+    expert_us: ci((c) => c.expert_us),
     ok: est.length,
   };
 }
@@ -324,7 +342,7 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
 
 /**
  * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
- * the four coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate ≤ 1e12 bytes per µs).
+ * the five coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate ≤ 1e12 bytes per µs).
  */
 export function fitExpertLogL1(
   points: readonly ExpertPoint[],
@@ -336,9 +354,11 @@ export function fitExpertLogL1(
     eps_max: Math.exp(x[1]!),
     m_half: Math.exp(x[2]!),
     route_bytes_per_us: Math.exp(x[3]!),
+    expert_us: Math.exp(x[4]!),
   });
   const n = points.length;
-  const [A, B, R, rd, lat] = [0, 1, 2, 3, 4].map(() => new Float64Array(n)) as [
+  const [A, B, R, D, rd, lat] = [0, 1, 2, 3, 4, 5].map(() => new Float64Array(n)) as [
+    Float64Array,
     Float64Array,
     Float64Array,
     Float64Array,
@@ -346,26 +366,32 @@ export function fitExpertLogL1(
     Float64Array,
   ];
   points.forEach((p, i) => {
-    A[i] = p.f[1];
-    B[i] = p.f[2];
-    R[i] = p.f[3];
-    rd[i] = p.read_us;
-    lat[i] = p.latency_us;
+    [A[i], B[i], R[i], D[i], rd[i], lat[i]] = [p.f[1], p.f[2], p.f[3], p.f[4], p.read_us, p.latency_us];
   });
   const sum = compose === 'sum';
   const obj = (x: readonly number[]) => {
-    const [fl, inv, mh, invR] = [Math.exp(x[0]!), Math.exp(-x[1]!), Math.exp(x[2]!), Math.exp(-x[3]!)];
+    const [fl, inv, mh, invR, ex] = [
+      Math.exp(x[0]!),
+      Math.exp(-x[1]!),
+      Math.exp(x[2]!),
+      Math.exp(-x[3]!),
+      Math.exp(x[4]!),
+    ];
     let s = 0;
     for (let i = 0; i < n; i++) {
       const ar = (A[i]! + B[i]! * mh) * inv;
-      const t = fl + R[i]! * invR + (sum ? rd[i]! + ar : Math.max(rd[i]!, ar));
+      const t = fl + R[i]! * invR + D[i]! * ex + (sum ? rd[i]! + ar : Math.max(rd[i]!, ar));
       s += Math.abs(Math.log(t / lat[i]!));
     }
     return s / n;
   };
-  const x0 = [start.floor_us, start.eps_max, start.m_half, Math.min(start.route_bytes_per_us, 1e12)].map((v) =>
-    Math.log(Math.max(v, 1e-3)),
-  );
-  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 100 });
+  const x0 = [
+    start.floor_us,
+    start.eps_max,
+    start.m_half,
+    Math.min(start.route_bytes_per_us, 1e12),
+    start.expert_us,
+  ].map((v) => Math.log(Math.max(v, 1e-3)));
+  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 120 });
   return { c: of(r.x), geo: Math.exp(r.value) };
 }

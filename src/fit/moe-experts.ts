@@ -12,8 +12,9 @@
  *
  * Registry entries (set cost-model-primitives, family `moe_experts`), per dtype d:
  *   moe_expert_floor_<d> (us_per_layer), moe_expert_eps_max_<d> (dimensionless),
- *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us). A floor or
- *   m_half pinned at 0, or a route term pinned free, is not written (the registry allows 0 only for
+ *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us),
+ *   moe_expert_per_expert_<d> (us_per_load: µs per touched expert, one load of its weights). A floor,
+ *   m_half or per-expert cost pinned at 0, or a route term pinned free, is not written (the registry allows 0 only for
  *   not_charged entries); an absent entry prices its term as 0.
  * ci95: seeded bootstrap over series. Holdouts: the largest quarter of token counts; leave one
  * (hidden, inter, experts, topk) shape out. The sum-vs-max comparison (seed footnote 1) is returned as
@@ -63,6 +64,7 @@ export interface ExpertDtypeFit {
     eps_max: [number, number];
     m_half: [number, number];
     route_bytes_per_us: [number, number];
+    expert_us: [number, number];
   };
   /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
   pinned: string[];
@@ -76,6 +78,8 @@ export interface ExpertDtypeFit {
   /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
   points: Array<{
     tokens: number;
+    /** Tokens per touched expert m = P / D (the ramp's variable). */
+    tokens_per_expert: number;
     measured_us: number;
     predicted_us: number;
     geometry: string;
@@ -140,6 +144,7 @@ export function fitExpertDtype(
     ...(c.eps_max === 1 ? ['eps_max (at its bound 1)'] : []),
     ...(c.m_half === 0 ? ['m_half (not written)'] : []),
     ...(!Number.isFinite(c.route_bytes_per_us) ? ['route_rate (not written: free)'] : []),
+    ...(c.expert_us === 0 ? ['per_expert (not written)'] : []),
   ];
   return {
     dtype,
@@ -170,6 +175,7 @@ function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): Ex
     eps_max: w(b.eps_max, c.eps_max),
     m_half: w(b.m_half, c.m_half),
     route_bytes_per_us: w(b.route_bytes_per_us, c.route_bytes_per_us),
+    expert_us: w(b.expert_us, c.expert_us),
   };
 }
 
@@ -177,6 +183,7 @@ function figurePoints(series: readonly ExpertSeries[], c: ExpertCoefficients): E
   return series.flatMap((s) =>
     s.points.map((p) => ({
       tokens: p.shape.tokens,
+      tokens_per_expert: p.work.tokens_per_expert,
       measured_us: p.latency_us,
       predicted_us: predictExpert(p, c),
       geometry: s.geometry,
@@ -192,7 +199,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
   const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, kernels ${f.kernels.join(' + ')}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
   const notes = [
-    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate (core/laws/moe-experts.ts), charged as a sum`,
+    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert (core/laws/moe-experts.ts), charged as a sum`,
     `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
     ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
     ...(f.holdout_tokens
@@ -237,6 +244,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ...(Number.isFinite(c.route_bytes_per_us)
       ? [mk('route_rate', c.route_bytes_per_us, 'bytes_per_us', f.ci95.route_bytes_per_us)]
       : []),
+    ...(c.expert_us > 0 ? [mk('per_expert', c.expert_us, 'us_per_load', f.ci95.expert_us)] : []),
   ];
 }
 

@@ -285,8 +285,8 @@ function addGemmNode(
 /**
  * The fitted expert law for a GroupedGEMM node (issue 13; core/laws/moe-experts.ts; KNOWN DIVERGENCE 12),
  * folded by calling expertWork/expertTerms once on unit work: floor, per-pair and per-touched-expert
- * arithmetic, per-touched-expert read and per-token route. Needs `moe_expert_eps_max_<dtype>` for the
- * expert weight dtype; `moe_expert_{floor,m_half,route_rate}_<dtype>` absent price as 0 (the fitter
+ * arithmetic and fixed cost, per-touched-expert read and per-token route. Needs `moe_expert_eps_max_<dtype>`
+ * for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert}_<dtype>` absent price as 0 (the fitter
  * writes no term pinned at 0). The law is fitted on balanced rows and prices balanced routing: the
  * imbalance median is not applied to it. Undefined (with a note naming the entry) when the entry or
  * the format's dense peak is missing: the caller falls back to the dense GEMM ramp.
@@ -359,6 +359,7 @@ function foldExpertLaw(
     m_half: ctx.coef.opt(`moe_expert_m_half_${w}`) ?? 0,
     floor_us: ctx.coef.opt(`moe_expert_floor_${w}`) ?? 0,
     route_bytes_per_us: ctx.coef.opt(`moe_expert_route_rate_${w}`) ?? Infinity,
+    expert_us: ctx.coef.opt(`moe_expert_per_expert_${w}`) ?? 0,
   };
   const hbm = ctx.coef.chip.hbm_bytes_per_us;
   const r: ExpertRates = {
@@ -393,7 +394,8 @@ function foldExpertLaw(
     floorUs: perTouched.floor_us,
     pairsPerToken: one.pairs,
     arithUsPerPair: perPair.arith_us,
-    arithUsPerTouched: perTouched.arith_us,
+    // The fixed cost per touched expert (set-up, scales) is charged with the arithmetic, on the SMs.
+    arithUsPerTouched: perTouched.arith_us + perTouched.touch_us,
     readUsPerTouched: perTouched.read_us,
     routeUsPerToken: perPair.route_us,
   };

@@ -33,14 +33,15 @@ export function sumVsMaxVerdict(
 
 function table(data: MoeExpertsData): string[] {
   const L = [
-    '| dtype | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| dtype | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const f of data.fits) {
     const c = f.coefficients;
     L.push(
       `| ${f.dtype} | ${f.distribution} | ${f4(c.floor_us)} ${ci(f.ci95.floor_us)} | ${f4(c.eps_max)} ${ci(f.ci95.eps_max)} | ${f4(c.m_half)} ${ci(f.ci95.m_half)} | ` +
-        `${Number.isFinite(c.route_bytes_per_us) ? `${f4(c.route_bytes_per_us)} ${ci(f.ci95.route_bytes_per_us)}` : 'pinned (free)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
+        `${Number.isFinite(c.route_bytes_per_us) ? `${f4(c.route_bytes_per_us)} ${ci(f.ci95.route_bytes_per_us)}` : 'pinned (free)'} | ` +
+        `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
         `${f.holdout_tokens ? `${f4(f.holdout_tokens.geo)} (tokens ≥ ${f.holdout_tokens.min_tokens})` : 'n/a'} | ${f.holdout_shape ? `${f4(f.holdout_shape.geo)} (${f.holdout_shape.geometries} shapes)` : 'n/a'} | ${f.series} (${f.screened.length}) |`,
     );
   }
@@ -59,6 +60,44 @@ function panel(data: MoeExpertsData): string[] {
       '',
       `Over the chip's dtypes (mean geo): sum ${f4(v.sum_geo)}, max ${f4(v.max_geo)}: **${v.sum_better ? 'the sum fits better' : 'the max fits better'}**.`,
     );
+  return L;
+}
+
+/** Lower edges of the tokens-per-expert bands of the residual panel (tokens). */
+const RESIDUAL_BANDS = [0, 1, 4, 16, 64, 256] as const;
+
+/**
+ * Residuals by tokens per touched expert (the ramp's variable) and by ep: per band, the geo error and
+ * the bias (geometric mean of predicted/measured; < 1 = the law is too fast there), over the fitted points.
+ */
+function residualPanel(data: MoeExpertsData): string[] {
+  const band = (m: number) => RESIDUAL_BANDS.findLastIndex((b) => m >= b);
+  const label = (i: number) =>
+    i + 1 < RESIDUAL_BANDS.length ? `${RESIDUAL_BANDS[i]}–${RESIDUAL_BANDS[i + 1]}` : `≥ ${RESIDUAL_BANDS[i]}`;
+  const cols = [...RESIDUAL_BANDS.map((_, i) => `m ${label(i)}`), 'ep = 1', 'ep > 1'];
+  const L = [
+    '#### Residuals by tokens per expert and by ep',
+    '',
+    'Each cell: geo error / bias (geometric mean of predicted ÷ measured; below 1 the law is too fast) over the points in it, with their count.',
+    '',
+    `| dtype | ${cols.join(' | ')} |`,
+    `|---|${cols.map(() => '---|').join('')}`,
+  ];
+  for (const f of data.fits) {
+    const cells = cols.map(() => ({ abs: 0, sum: 0, n: 0 }));
+    for (const p of f.points) {
+      const e = Math.log(p.predicted_us / p.measured_us);
+      for (const j of [band(p.tokens_per_expert), RESIDUAL_BANDS.length + (p.ep > 1 ? 1 : 0)]) {
+        const c = cells[j]!;
+        c.abs += Math.abs(e);
+        c.sum += e;
+        c.n++;
+      }
+    }
+    const cell = (c: (typeof cells)[number]) =>
+      c.n ? `${f4(Math.exp(c.abs / c.n))} / ${f4(Math.exp(c.sum / c.n))} (${c.n})` : '—';
+    L.push(`| ${f.dtype} | ${cells.map(cell).join(' | ')} |`);
+  }
   return L;
 }
 
@@ -91,13 +130,15 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
   const L = [
     `## MoE expert time (${data.chip})`,
     '',
-    'Law (core/laws/moe-experts.ts): t = floor + D·mats·H·I′·bytes/(HBM·hbm_derate) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate, ' +
+    'Law (core/laws/moe-experts.ts): t = floor + D·per_expert + D·mats·H·I′·bytes/(HBM·hbm_derate) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate, ' +
       'charged as a sum; D distinct local experts touched (routing law), P routed pairs on the rank, W FLOPs per pair. ' +
       `HBM derate ${f4(data.hbm_derate)} (${data.hbm_derate_source}). Relative least squares, coefficients bounded (eps_max ≤ 1, the rest ≥ 0); ci95 from a seeded bootstrap over series.`,
     '',
     ...table(data),
     '',
     ...panel(data),
+    '',
+    ...residualPanel(data),
     '',
     ...data.fits.map((f) => `![${f.dtype}](moe_experts_${f.dtype}.svg)`),
     '',

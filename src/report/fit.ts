@@ -18,6 +18,7 @@ import { gemmSection } from './fit-gemm.ts';
 import { hbmSection } from './fit-hbm.ts';
 import { hostSection } from './fit-host.ts';
 import { moeSection } from './fit-moe.ts';
+import { moeExpertsSection } from './fit-moe-experts.ts';
 import { recurrentSection } from './fit-recurrent.ts';
 import { sparseSection } from './fit-sparse.ts';
 import type { SparseFit } from '../fit/sparse.ts';
@@ -49,8 +50,10 @@ export function familySection(f: FitFamilyResult, chip: Chip): FitSection {
       return collectiveSection(f as Parameters<typeof collectiveSection>[0], chip);
     case 'moe':
       return moeSection(f as Parameters<typeof moeSection>[0], chip);
-    case 'moe_experts':
-      return { md: '', summary: moeExpertsSummary(f as MoeExpertsFit), figures: [] };
+    case 'moe_experts': {
+      const s = moeExpertsSection((f as MoeExpertsFit).data);
+      return { md: s.md, summary: moeExpertsSummary(f as MoeExpertsFit), figures: s.figures };
+    }
     case 'recurrent':
       return recurrentSection(f as Parameters<typeof recurrentSection>[0], chip);
     case 'host':
@@ -60,14 +63,11 @@ export function familySection(f: FitFamilyResult, chip: Chip): FitSection {
   }
 }
 
-/**
- * Summary lines of the MoE expert-time fit. Its README section and figures
- * (src/report/fit-moe-experts.ts `moeExpertsSection`) are not part of the committed report yet.
- */
+/** Summary lines of the MoE expert-time fit (its README section and figures: src/report/fit-moe-experts.ts). */
 function moeExpertsSummary(f: MoeExpertsFit): string[] {
   return f.data.fits.map(
     (r) =>
-      `moe_experts ${r.dtype}: floor ${fmt(r.coefficients.floor_us)} us, eps_max ${fmt(r.coefficients.eps_max)}, m_half ${fmt(r.coefficients.m_half)} tok/expert, route ${fmt(r.coefficients.route_bytes_per_us)} B/us; train geo ${fmt(r.train.geo)}, holdout tokens ${r.holdout_tokens ? fmt(r.holdout_tokens.geo) : 'n/a'}, shape ${r.holdout_shape ? fmt(r.holdout_shape.geo) : 'n/a'}; sum ${fmt(r.sum_vs_max.sum_geo)} vs max ${fmt(r.sum_vs_max.max_geo)}`,
+      `moe_experts ${r.dtype}: floor ${fmt(r.coefficients.floor_us)} us, eps_max ${fmt(r.coefficients.eps_max)}, m_half ${fmt(r.coefficients.m_half)} tok/expert, route ${fmt(r.coefficients.route_bytes_per_us)} B/us, ${fmt(r.coefficients.expert_us)} us per touched expert; train geo ${fmt(r.train.geo)}, holdout tokens ${r.holdout_tokens ? fmt(r.holdout_tokens.geo) : 'n/a'}, shape ${r.holdout_shape ? fmt(r.holdout_shape.geo) : 'n/a'}; sum ${fmt(r.sum_vs_max.sum_geo)} vs max ${fmt(r.sum_vs_max.max_geo)}`,
   );
 }
 

@@ -39,9 +39,11 @@ describe('expert law: one layer by hand', () => {
   //   read  = 44,040,192 / (4.8e6 · 0.8) = 11.468800 µs
   //   arith = 11,010,048 · (8 + 8·9) / (1.979e9 · 0.5) = 880,803,840 / 989.5e6 = 0.890150 µs
   //   route = 1·8·7168·2 B / 4e6 B/µs = 114,688 / 4e6 = 0.028672 µs
-  //   sum   = 30 + 11.468800 + 0.890150 + 0.028672 = 42.387622 µs;  max = 30 + 11.468800 + 0.028672 = 41.497472 µs
+  //   touch = D · expert_us = 8 · 0.5 = 4 µs
+  //   sum   = 30 + 4 + 11.468800 + 0.890150 + 0.028672 = 46.387622 µs
+  //   max   = 30 + 4 + 11.468800 + 0.028672 = 45.497472 µs  (read 11.47 > arith 0.89)
   const shape = { tokens: 1, hidden: 7168, inter: 2048, topk: 8, experts: 256, tp: 8, ep: 1 };
-  const c: ExpertCoefficients = { floor_us: 30, eps_max: 0.5, m_half: 9, route_bytes_per_us: 4e6 };
+  const c: ExpertCoefficients = { floor_us: 30, eps_max: 0.5, m_half: 9, route_bytes_per_us: 4e6, expert_us: 0.5 };
   const rates = { peak_flops_per_us: 1.979e9, hbm_bytes_per_us: 4.8e6, hbm_derate: 0.8, bytes_per_element: 1 };
   it('work terms', () => {
     const w = expertWork(shape, 1);
@@ -52,8 +54,10 @@ describe('expert law: one layer by hand', () => {
     expect(w.route_bytes).toBe(114_688);
   });
   it('sum and max', () => {
-    expect(expertLayerUs(shape, c, rates)).toBeCloseTo(42.387622, 5);
-    expect(expertLayerMaxUs(shape, c, rates)).toBeCloseTo(41.497472, 5);
+    expect(expertLayerUs(shape, c, rates)).toBeCloseTo(46.387622, 5);
+    expect(expertLayerMaxUs(shape, c, rates)).toBeCloseTo(45.497472, 5);
+    // Without the touch term the law is the seed's plus route: 42.387622 µs.
+    expect(expertLayerUs(shape, { ...c, expert_us: 0 }, rates)).toBeCloseTo(42.387622, 5);
   });
   it('ep shards the experts: ep 8 keeps 32 local experts, so one token touches 8·32/256 = 1 of them on average', () => {
     const w = expertWork({ ...shape, tp: 1, ep: 8 }, 1);
@@ -108,12 +112,18 @@ function synthetic(c: ExpertCoefficients, derate: number, dtype = 'fp8_block'): 
 }
 
 describe('fitMoeExperts recovers known coefficients', () => {
-  const truth: ExpertCoefficients = { floor_us: 32, eps_max: 0.45, m_half: 12, route_bytes_per_us: 2e6 };
+  const truth: ExpertCoefficients = {
+    floor_us: 32,
+    eps_max: 0.45,
+    m_half: 12,
+    route_bytes_per_us: 2e6,
+    expert_us: 1.5,
+  };
   const fit = fitMoeExperts(synthetic(truth, 0.86), ctx(0.86));
   const f = fit.data.fits.find((x) => x.dtype === 'fp8_block')!;
   it('each within its ci95 and within 10% of the truth', () => {
     expect(f).toBeDefined();
-    for (const k of ['floor_us', 'eps_max', 'm_half', 'route_bytes_per_us'] as const) {
+    for (const k of ['floor_us', 'eps_max', 'm_half', 'route_bytes_per_us', 'expert_us'] as const) {
       const v = f.coefficients[k];
       expect(f.ci95[k][0], k).toBeLessThanOrEqual(truth[k]);
       expect(f.ci95[k][1], k).toBeGreaterThanOrEqual(truth[k]);
@@ -124,12 +134,13 @@ describe('fitMoeExperts recovers known coefficients', () => {
     expect(f.holdout_shape!.geo).toBeLessThan(1.05);
     expect(f.distribution).toBe('balanced');
   });
-  it('writes four entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
+  it('writes five entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
     expect(fit.coefficients.map((c) => c.name)).toEqual([
       'moe_expert_floor_fp8_block',
       'moe_expert_eps_max_fp8_block',
       'moe_expert_m_half_fp8_block',
       'moe_expert_route_rate_fp8_block',
+      'moe_expert_per_expert_fp8_block',
     ]);
     expect(applyGates(H200, fit.coefficients)).toEqual([]);
     expect(f.sum_vs_max.sum_better).toBe(true);
@@ -154,7 +165,13 @@ describe('fitMoeExperts recovers known coefficients', () => {
 
 describe('bounds and screen', () => {
   it('eps_max never exceeds 1: data faster than the peak pins it at the bound', () => {
-    const truth: ExpertCoefficients = { floor_us: 20, eps_max: 1.6, m_half: 0, route_bytes_per_us: Infinity };
+    const truth: ExpertCoefficients = {
+      floor_us: 20,
+      eps_max: 1.6,
+      m_half: 0,
+      route_bytes_per_us: Infinity,
+      expert_us: 0,
+    };
     const rates = {
       peak_flops_per_us: 1.979e9,
       hbm_bytes_per_us: H200.hbm_bytes_per_us,
@@ -167,7 +184,7 @@ describe('bounds and screen', () => {
     expect(x.every((v) => v >= 0)).toBe(true);
   });
   it('a series that runs much faster with more tokens is screened out', () => {
-    const rows = synthetic({ floor_us: 30, eps_max: 0.4, m_half: 8, route_bytes_per_us: 3e6 }, 0.86);
+    const rows = synthetic({ floor_us: 30, eps_max: 0.4, m_half: 8, route_bytes_per_us: 3e6, expert_us: 0 }, 0.86);
     const bad = rows.map((r) =>
       r.hidden === 2048 && r.tp === 1 && r.ep === 1 && r.tokens === 4096 ? { ...r, latency_us: r.latency_us * 0.3 } : r,
     );

@@ -13,13 +13,17 @@
  *         = W · (P + D · m_half) / (peak · eps_max)
  *   route = T · k · H · 2 / route_rate  µs: every routed copy of a token's bf16 activations is gathered
  *                                       and scattered back (permute, moe_sum) on the rank that routes it
- *   t     = floor + read + arith + route   (charged as a SUM, seed footnote 1)
- *   t_max = floor + max(read, arith) + route  (the alternative the footnote rejects; kept for the comparison)
+ *   touch = D · expert_us                µs: a fixed cost per touched expert (its scales, its tile set-up)
+ *   t     = floor + touch + read + arith + route   (charged as a SUM, seed footnote 1)
+ *   t_max = floor + touch + max(read, arith) + route  (the alternative the footnote rejects; kept for the comparison)
  *
  * The fitted coefficients per chip and dtype are eps_max, m_half (tokens per expert), floor (µs per
- * layer: routing, launches) and route_rate (bytes per µs). The route term is stepcal's addition to the
- * seed's law (KNOWN DIVERGENCE 12, docs/pricer.md): without it the fused-MoE tables are missed by 1.2–1.6×
- * (geo) at wide ep and tp, where the expert work per rank shrinks but the routed-token traffic does not.
+ * layer: routing, launches), route_rate (bytes per µs) and expert_us (µs per touched expert). The route
+ * and touch terms are stepcal's additions to the seed's law (KNOWN DIVERGENCE 12, docs/pricer.md):
+ * without the route term the fused-MoE tables are missed by 1.2–1.6× (geo) at wide ep and tp, where the
+ * expert work per rank shrinks but the routed-token traffic does not; without the touch term the
+ * per-tensor fp8 CUTLASS experts on h200/h100 are missed by 1.45–1.57× (holdout geo), their time at
+ * small batches rising ~10 µs per touched expert whatever its size (docs/fitting.md "Expert time").
  * Units: µs, bytes, FLOPs; peaks in FLOPs per µs, HBM in bytes per µs. Pure.
  */
 import { expertsTouched } from './moe.ts';
@@ -66,6 +70,8 @@ export interface ExpertCoefficients {
   floor_us: number;
   /** Rate at which routed token activations (T·k·H·2 bytes) are moved, bytes per µs; Infinity = free. */
   route_bytes_per_us: number;
+  /** Fixed cost per touched expert, µs (0 = none). */
+  expert_us: number;
 }
 
 /** The shape-only quantities of the law (no coefficients). */
@@ -109,16 +115,18 @@ export function expertWork(s: ExpertLayerShape, bytes_per_element: number): Expe
   };
 }
 
-/** The four terms of the law, µs. */
+/** The five terms of the law, µs. */
 export interface ExpertTerms {
   floor_us: number;
+  /** Fixed cost of the touched experts, D · expert_us. */
+  touch_us: number;
   read_us: number;
   arith_us: number;
   route_us: number;
 }
 
 /**
- * The law's terms for one layer: floor, weight read at the derated HBM rate, grouped-GEMM
+ * The law's terms for one layer: floor, fixed cost per touched expert, weight read at the derated HBM rate, grouped-GEMM
  * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic. A batch that
  * touches nothing costs only the floor.
  */
@@ -126,17 +134,23 @@ export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates
   const read_us = w.weight_bytes / (r.hbm_bytes_per_us * r.hbm_derate);
   const arith_us =
     w.touched > 0 ? (w.flops_per_pair * (w.pairs + w.touched * c.m_half)) / (r.peak_flops_per_us * c.eps_max) : 0;
-  return { floor_us: c.floor_us, read_us, arith_us, route_us: w.route_bytes / c.route_bytes_per_us };
+  return {
+    floor_us: c.floor_us,
+    touch_us: w.touched * c.expert_us,
+    read_us,
+    arith_us,
+    route_us: w.route_bytes / c.route_bytes_per_us,
+  };
 }
 
-/** Expert time of one layer charged as the seed does: floor + read + arithmetic (µs). */
+/** Expert time of one layer charged as the seed does: floor + touch + read + arithmetic + route (µs). */
 export function expertLayerUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
   const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
-  return t.floor_us + t.read_us + t.arith_us + t.route_us;
+  return t.floor_us + t.touch_us + t.read_us + t.arith_us + t.route_us;
 }
 
-/** The rejected alternative: floor + max(read, arithmetic) + route (µs). Used only for the sum-vs-max comparison. */
+/** The rejected alternative: floor + touch + max(read, arithmetic) + route (µs). Used only for the sum-vs-max comparison. */
 export function expertLayerMaxUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
   const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
-  return t.floor_us + Math.max(t.read_us, t.arith_us) + t.route_us;
+  return t.floor_us + t.touch_us + Math.max(t.read_us, t.arith_us) + t.route_us;
 }
