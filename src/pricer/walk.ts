@@ -179,74 +179,6 @@ function resetWalk(w: BatchWalk): void {
   pre[PAIRS_FULL_RAW] = 0;
 }
 
-/*
- * The common decode step: every row a uniform decode row (s = 1 + num_spec_tokens) and no bounded
- * reader, so the walk needs only the row count and Σ computed. The sum runs on four partial sums
- * (four independent add chains instead of one): token counts are integers and every partial sum is
- * below 2^53, so each partial sum is exact and the total equals the one-chain sum bit for bit (the
- * exactness the general loop's sums by difference already rely on).
- */
-
-/** True when every request schedules exactly `width` tokens. */
-function uniformRequests(reqs: readonly Request[], width: number): boolean {
-  for (let i = 0; i < reqs.length; i++) if (reqs[i]!.scheduled_tokens !== width) return false;
-  return true;
-}
-
-/** True when rows 0..n-1 of a scheduled column all equal `width`. */
-function uniformColumn(col: Float64Array, n: number, width: number): boolean {
-  for (let i = 0; i < n; i++) if (col[i] !== width) return false;
-  return true;
-}
-
-/** Σ computed_tokens over the requests, on four partial sums (exact for integer counts). */
-function sumComputed(reqs: readonly Request[]): number {
-  let a = 0;
-  let b = 0;
-  let c = 0;
-  let d = 0;
-  const n4 = reqs.length & ~3;
-  let i = 0;
-  for (; i < n4; i += 4) {
-    a += reqs[i]!.computed_tokens;
-    b += reqs[i + 1]!.computed_tokens;
-    c += reqs[i + 2]!.computed_tokens;
-    d += reqs[i + 3]!.computed_tokens;
-  }
-  for (; i < reqs.length; i++) a += reqs[i]!.computed_tokens;
-  return a + b + (c + d);
-}
-
-/** Σ col[0..n-1], on four partial sums (exact for integer counts). */
-function sumColumn(col: Float64Array, n: number): number {
-  let a = 0;
-  let b = 0;
-  let c = 0;
-  let d = 0;
-  const n4 = n & ~3;
-  let i = 0;
-  for (; i < n4; i += 4) {
-    a += col[i]!;
-    b += col[i + 1]!;
-    c += col[i + 2]!;
-    d += col[i + 3]!;
-  }
-  for (; i < n; i++) a += col[i]!;
-  return a + b + (c + d);
-}
-
-/** The walk of `n` uniform decode rows with Σ computed = `computed` (no prefill row, no bounded reader). */
-function uniformWalk(p: WalkPlan, w: BatchWalk, n: number, computed: number): void {
-  const rows = w.rows;
-  rows[N_UNIFORM] = n;
-  rows[OTHER_TOK] = 0;
-  rows[COMPUTED] = computed;
-  rows[N_OTHER] = 0;
-  rows[N_PREFILL] = 0;
-  rows[N_DEC] = 0;
-  finishWalk(p, w);
-}
-
 /** Slots of `BatchWalk.rows`, the row loop's counts handed to `finishWalk`. */
 const N_UNIFORM = 0; // uniform decode rows (s = uniformWidth ≤ threshold)
 const OTHER_TOK = 1; // Σ scheduled over the other rows with s > 0
@@ -254,6 +186,79 @@ const COMPUTED = 2; // Σ computed over rows with s > 0
 const N_OTHER = 3;
 const N_PREFILL = 4;
 const N_DEC = 5; // runs of decode rows whose context the bounded readers read (w.decCtx, w.decRuns)
+
+/*
+ * The common decode step: every row a uniform decode row (s = 1 + num_spec_tokens) and no bounded
+ * reader, so such rows need only their count and Σ computed: the walk takes the batch's leading uniform
+ * rows four at a time, checking and summing in one pass, and the general loop walks from the first block
+ * with another row on (a mixed step's prefill rows come last). The sum runs on four partial sums
+ * (four independent add chains instead of one): token counts are integers and every partial sum is
+ * below 2^53, so each partial sum is exact and the total equals the one-chain sum bit for bit (the
+ * exactness the general loop's sums by difference already rely on).
+ */
+
+/**
+ * The leading uniform rows, four at a time: Σ computed_tokens of the first 4·⌊u/4⌋ rows that all
+ * schedule exactly `width` tokens into w.rows[COMPUTED] (four partial sums, exact for integer counts).
+ * @returns how many rows it consumed (a multiple of 4); the general loop walks the rest
+ */
+function uniformRequests(reqs: readonly Request[], width: number, rows: Float64Array): number {
+  let a = 0;
+  let b = 0;
+  let c = 0;
+  let d = 0;
+  const n4 = reqs.length & ~3;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const q0 = reqs[i]!;
+    const q1 = reqs[i + 1]!;
+    const q2 = reqs[i + 2]!;
+    const q3 = reqs[i + 3]!;
+    if (
+      q0.scheduled_tokens !== width ||
+      q1.scheduled_tokens !== width ||
+      q2.scheduled_tokens !== width ||
+      q3.scheduled_tokens !== width
+    )
+      break;
+    a += q0.computed_tokens;
+    b += q1.computed_tokens;
+    c += q2.computed_tokens;
+    d += q3.computed_tokens;
+  }
+  rows[COMPUTED] = a + b + (c + d);
+  return i;
+}
+
+/** `uniformRequests` over a ColumnBatch's columns (rows 0..n-1). */
+function uniformColumns(sched: Float64Array, comp: Float64Array, n: number, width: number, rows: Float64Array): number {
+  let a = 0;
+  let b = 0;
+  let c = 0;
+  let d = 0;
+  const n4 = n & ~3;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    if (sched[i] !== width || sched[i + 1] !== width || sched[i + 2] !== width || sched[i + 3] !== width) break;
+    a += comp[i]!;
+    b += comp[i + 1]!;
+    c += comp[i + 2]!;
+    d += comp[i + 3]!;
+  }
+  rows[COMPUTED] = a + b + (c + d);
+  return i;
+}
+
+/** The walk of `n` uniform decode rows, Σ computed already in w.rows[COMPUTED] (no prefill row, no bounded reader). */
+function uniformWalk(p: WalkPlan, w: BatchWalk, n: number): void {
+  const rows = w.rows;
+  rows[N_UNIFORM] = n;
+  rows[OTHER_TOK] = 0;
+  rows[N_OTHER] = 0;
+  rows[N_PREFILL] = 0;
+  rows[N_DEC] = 0;
+  finishWalk(p, w);
+}
 
 /**
  * Walk `batch` into `w` (zeroed first). Rows with no scheduled tokens are skipped.
@@ -272,18 +277,20 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   resetWalk(w);
   const { threshold, uniformWidth } = p;
   const nBounded = p.bounded.length;
-  if (nBounded === 0 && uniformRequests(batch.requests, uniformWidth)) {
-    uniformWalk(p, w, batch.requests.length, sumComputed(batch.requests));
+  const reqs = batch.requests;
+  // Without a bounded reader, the leading uniform rows go four at a time (above); the loop walks the rest.
+  const start = nBounded === 0 ? uniformRequests(reqs, uniformWidth, w.rows) : 0;
+  if (nBounded === 0 && start === reqs.length) {
+    uniformWalk(p, w, start);
     return;
   }
-  let nUniform = 0;
+  let nUniform = start;
   let otherTok = 0;
-  let computed = 0;
+  let computed = start > 0 ? w.rows[COMPUTED]! : 0;
   let nOther = 0;
   let nPrefill = 0;
   let nDec = 0;
-  const reqs = batch.requests;
-  for (let i = 0; i < reqs.length; i++) {
+  for (let i = start; i < reqs.length; i++) {
     const q = reqs[i]!;
     const s = q.scheduled_tokens;
     const c = q.computed_tokens;
@@ -330,17 +337,18 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
   resetWalk(w);
   const { threshold, uniformWidth } = p;
   const nBounded = p.bounded.length;
-  if (nBounded === 0 && uniformColumn(scheduled, n, uniformWidth)) {
-    uniformWalk(p, w, n, sumColumn(comp, n));
+  const start = nBounded === 0 ? uniformColumns(scheduled, comp, n, uniformWidth, w.rows) : 0;
+  if (nBounded === 0 && start === n) {
+    uniformWalk(p, w, n);
     return;
   }
-  let nUniform = 0;
+  let nUniform = start;
   let otherTok = 0;
-  let computed = 0;
+  let computed = start > 0 ? w.rows[COMPUTED]! : 0;
   let nOther = 0;
   let nPrefill = 0;
   let nDec = 0;
-  for (let i = 0; i < n; i++) {
+  for (let i = start; i < n; i++) {
     const s = scheduled[i]!;
     const c = comp[i]!;
     if (s === uniformWidth && nBounded === 0) {

@@ -41,6 +41,21 @@ describe('ColumnBatch', () => {
     });
   }
 
+  it('a pricer reused across batches prices each as a fresh pricer does (no state left in its scratch)', () => {
+    for (const model of ['llama-3.1-70b', 'deepseek-v4-flash'] as const) {
+      const reused = makePricer(model, 'b200', { tp: 8 });
+      const out = emptyStepPrice();
+      // each batch after a larger one (a stale sum or count would show in the later price: the empty batch
+      // after 512 rows at 200k context once kept their KV in its memory note)
+      const big = decodeBatch(512, 200_000);
+      for (const b of [big, ...BATCHES.flatMap((x) => [x, big]), { requests: [] }]) {
+        const fresh = makePricer(model, 'b200', { tp: 8 }).price(b);
+        expect(reused.priceInto(b, out)).toStrictEqual(fresh);
+        expect(reused.priceColumnsInto(columnsOf(b), out)).toStrictEqual(fresh);
+      }
+    }
+  });
+
   it('reads only the first n rows, and refuses n beyond the columns', () => {
     const pricer = makePricer('llama-3.1-8b', 'h200');
     const big: ColumnBatch = { n: 3, scheduled: new Float64Array(16).fill(1), computed: new Float64Array(16).fill(50) };
