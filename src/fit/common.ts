@@ -9,7 +9,7 @@
  * rounded ci95 still contains the rounded value.
  */
 import type { CoefficientEntry, FitError, Units } from '../core/schemas/registry.ts';
-import { geometricError, groupBy, mapePct, median, percentileType7, roundSig } from '../core/numeric/stats.ts';
+import { geometricError, mapePct, median, percentileType7, roundSig } from '../core/numeric/stats.ts';
 import type { FitContext } from './types.ts';
 
 /** Significant digits of stored values and ci95 bounds. */
@@ -26,9 +26,28 @@ export function fitError(pred: readonly number[], meas: readonly number[]): FitE
  * in first-seen order.
  */
 export function reduceRepeats<T extends { latency_us: number }>(rows: readonly T[], key: (r: T) => string): T[] {
+  // One slot per key; only keys seen twice get a group array (most tables have no repeats, so this
+  // allocates one array, not one per row as a groupBy would).
+  const slot = new Map<string, number>();
   const out: T[] = [];
-  for (const g of groupBy(rows, key).values())
-    out.push(g.length === 1 ? g[0]! : { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) });
+  const repeats: Array<T[] | undefined> = [];
+  for (const r of rows) {
+    const k = key(r);
+    const s = slot.get(k);
+    if (s === undefined) {
+      slot.set(k, out.length);
+      out.push(r);
+      repeats.push(undefined);
+    } else {
+      const g = repeats[s];
+      if (g) g.push(r);
+      else repeats[s] = [out[s]!, r];
+    }
+  }
+  for (let s = 0; s < out.length; s++) {
+    const g = repeats[s];
+    if (g) out[s] = { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) };
+  }
   return out;
 }
 

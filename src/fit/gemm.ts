@@ -202,19 +202,47 @@ function polishHalves(
   step: number,
   maxEvals: number,
 ): { n_half: number; k_half: number } {
+  // Packed once per polish: each objective evaluation takes ln f(n), ln f(k) once per distinct n and k
+  // (the same Math.log of the same quotient as per cell, so the same sum, bit for bit), then one pass.
+  const n = distinctIndex(cells.map((c) => c.n));
+  const k = distinctIndex(cells.map((c) => c.k));
+  const r = Float64Array.from(cells, (c) => c.r);
+  const w = Float64Array.from(cells, (c) => c.w);
+  const lnN = new Float64Array(n.values.length);
+  const lnK = new Float64Array(k.values.length);
   const sse = ([un, uk]: readonly number[]) => {
-    const nh = Math.exp(un!);
-    const kh = Math.exp(uk!);
+    logShapeFactors(n.values, Math.exp(un!), lnN);
+    logShapeFactors(k.values, Math.exp(uk!), lnK);
     let t = 0;
-    for (const c of cells) {
-      const d = Math.log(shapeFactor(c.n, nh)) + Math.log(shapeFactor(c.k, kh)) - c.r;
-      t += c.w * d * d;
+    for (let i = 0; i < r.length; i++) {
+      const d = lnN[n.index[i]!]! + lnK[k.index[i]!]! - r[i]!;
+      t += w[i]! * d * d;
     }
     return t;
   };
   const pol = patternSearch(sse, x0, [step, step], { minStep: 1e-6, maxEvals });
   const [un, uk] = pol.x as [number, number];
   return { n_half: Math.exp(un), k_half: Math.exp(uk) };
+}
+
+/** The distinct values of `xs` (first-seen order) and each element's position among them. */
+function distinctIndex(xs: readonly number[]): { values: Float64Array; index: Int32Array } {
+  const at = new Map<number, number>();
+  const index = new Int32Array(xs.length);
+  for (let i = 0; i < xs.length; i++) {
+    let j = at.get(xs[i]!);
+    if (j === undefined) {
+      j = at.size;
+      at.set(xs[i]!, j);
+    }
+    index[i] = j;
+  }
+  return { values: Float64Array.from(at.keys()), index };
+}
+
+/** out[j] = ln(shapeFactor(values[j], half)) (core/laws shapeFactor). */
+function logShapeFactors(values: Float64Array, half: number, out: Float64Array): void {
+  for (let j = 0; j < values.length; j++) out[j] = Math.log(shapeFactor(values[j]!, half));
 }
 
 interface Pt {
@@ -286,20 +314,89 @@ export const JOINT_EPS_MAX_BOUND = 1;
 const JOINT_LO = Math.log(1e-3);
 const JOINT_HI = [Math.log(JOINT_EPS_MAX_BOUND), Math.log(1e6), Math.log(1e6), Math.log(1e6)] as const;
 
-/** Σ (ln ε(m,n,k) − ln eff)² at log-coefficients x, and (when `ne`) the normal equations JᵀJ, Jᵀr. */
-function jointSse(rows: readonly Pt[], lnEff: Float64Array, x: readonly number[], ne?: { A: number[][]; b: number[] }) {
-  const [mh, nh, kh] = [Math.exp(x[1]!), Math.exp(x[2]!), Math.exp(x[3]!)];
+/** Rows of the joint fit packed once: ln efficiency and each row's index among the distinct m, n and k. */
+interface JointRows {
+  lnEff: Float64Array;
+  dims: Array<{ values: Float64Array; index: Int32Array; ln: Float64Array; jac: Float64Array }>;
+}
+
+function packJointRows(rows: readonly Pt[]): JointRows {
+  const dim = (xs: number[]) => {
+    const d = distinctIndex(xs);
+    return { ...d, ln: new Float64Array(d.values.length), jac: new Float64Array(d.values.length) };
+  };
+  return {
+    lnEff: Float64Array.from(rows, (p) => Math.log(p.eff)),
+    dims: [dim(rows.map((p) => p.m)), dim(rows.map((p) => p.n)), dim(rows.map((p) => p.k))],
+  };
+}
+
+/**
+ * Σ (ln ε(m,n,k) − ln eff)² at log-coefficients x, and (when `ne`) the normal equations JᵀJ, Jᵀr.
+ * ln(x/(x+h)) and the Jacobian −h/(x+h) are taken once per distinct m, n and k (the same values as
+ * per row), and the sums run over the rows in order, so every sum is the per-row one, bit for bit.
+ */
+function jointSse(p: JointRows, x: readonly number[], ne?: { A: number[][]; b: number[] }) {
+  const [dm, dn, dk] = p.dims as [JointRows['dims'][0], JointRows['dims'][0], JointRows['dims'][0]];
+  for (const [u, d] of [dm, dn, dk].entries()) {
+    const h = Math.exp(x[u + 1]!);
+    for (let j = 0; j < d.values.length; j++) {
+      const v = d.values[j]!;
+      d.ln[j] = Math.log(v / (v + h));
+      d.jac[j] = -h / (v + h);
+    }
+  }
+  const x0 = x[0]!;
+  const lnEff = p.lnEff;
   let sse = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const p = rows[i]!;
-    const r = x[0]! + Math.log(p.m / (p.m + mh)) + Math.log(p.n / (p.n + nh)) + Math.log(p.k / (p.k + kh)) - lnEff[i]!;
+  // Jᵀr and the upper triangle of JᵀJ; J = [1, jm, jn, jk], so the 1·r and 1·1 terms are r and 1 exactly.
+  let b0 = 0,
+    b1 = 0,
+    b2 = 0,
+    b3 = 0;
+  let a00 = 0,
+    a01 = 0,
+    a02 = 0,
+    a03 = 0,
+    a11 = 0,
+    a12 = 0,
+    a13 = 0,
+    a22 = 0,
+    a23 = 0,
+    a33 = 0;
+  for (let i = 0; i < lnEff.length; i++) {
+    const im = dm.index[i]!;
+    const iN = dn.index[i]!;
+    const ik = dk.index[i]!;
+    const r = x0 + dm.ln[im]! + dn.ln[iN]! + dk.ln[ik]! - lnEff[i]!;
     sse += r * r;
     if (!ne) continue;
-    const j = [1, -mh / (p.m + mh), -nh / (p.n + nh), -kh / (p.k + kh)];
-    for (let u = 0; u < 4; u++) {
-      ne.b[u]! += j[u]! * r;
-      for (let v = 0; v < 4; v++) ne.A[u]![v]! += j[u]! * j[v]!;
-    }
+    const j1 = dm.jac[im]!;
+    const j2 = dn.jac[iN]!;
+    const j3 = dk.jac[ik]!;
+    b0 += r;
+    b1 += j1 * r;
+    b2 += j2 * r;
+    b3 += j3 * r;
+    a00 += 1;
+    a01 += j1;
+    a02 += j2;
+    a03 += j3;
+    a11 += j1 * j1;
+    a12 += j1 * j2;
+    a13 += j1 * j3;
+    a22 += j2 * j2;
+    a23 += j2 * j3;
+    a33 += j3 * j3;
+  }
+  if (ne) {
+    ne.b = [b0, b1, b2, b3];
+    ne.A = [
+      [a00, a01, a02, a03],
+      [a01, a11, a12, a13],
+      [a02, a12, a22, a23],
+      [a03, a13, a23, a33],
+    ];
   }
   return sse;
 }
@@ -318,21 +415,21 @@ export function jointShapeFit(
   init: [number, number, number, number],
   iterations = LM_ITERATIONS,
 ): RampCoefficients & { n_half: number; k_half: number } {
-  const lnEff = Float64Array.from(rows, (p) => Math.log(p.eff));
+  const packed = packJointRows(rows);
   const clamp = (x: number[]) => x.map((v, u) => Math.min(JOINT_HI[u]!, Math.max(JOINT_LO, v)));
   let x = clamp(init.map((v) => Math.log(Math.max(v, 1e-3))));
-  let sse = jointSse(rows, lnEff, x);
+  let sse = jointSse(packed, x);
   let lambda = 1e-3;
   for (let it = 0; it < iterations && lambda < 1e10; it++) {
     const ne = { A: [0, 1, 2, 3].map(() => [0, 0, 0, 0]), b: [0, 0, 0, 0] };
-    jointSse(rows, lnEff, x, ne);
+    jointSse(packed, x, ne);
     const A = ne.A.map((row, u) => row.map((v, k) => (u === k ? v * (1 + lambda) + 1e-12 : v)));
     const d = solveLinear(
       A,
       ne.b.map((v) => -v),
     );
     const trial = d ? clamp(x.map((v, u) => v + d[u]!)) : undefined;
-    const tSse = trial ? jointSse(rows, lnEff, trial) : Infinity;
+    const tSse = trial ? jointSse(packed, trial) : Infinity;
     if (tSse < sse) {
       const gain = (sse - tSse) / Math.max(sse, 1e-300);
       [x, sse] = [trial!, tSse];
@@ -374,8 +471,28 @@ interface RampSplit {
   holdKAll: Pt[];
 }
 
-function splitRampPoints(rowsIn: readonly GemmRow[], dtype: GemmDtype, chip: Chip, peak: number): RampSplit | string {
-  const rows = reduceRepeats(rowsIn, (r) => `${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
+/**
+ * GEMM rows with repeats (same dtype, m, n, k, kernel) reduced to their median (`reduceRepeats`),
+ * computed once per rows array: the GEMM and HBM fitters both reduce the same rows.
+ */
+export function reduceGemmRepeats(rows: readonly GemmRow[]): GemmRow[] {
+  let out = REDUCED.get(rows);
+  if (!out) {
+    out = reduceRepeats(rows, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
+    REDUCED.set(rows, out);
+  }
+  return out;
+}
+const REDUCED = new WeakMap<readonly GemmRow[], GemmRow[]>();
+
+function splitRampPoints(
+  rowsIn: readonly GemmRow[],
+  dtype: GemmDtype,
+  chip: Chip,
+  peak: number,
+  repeatsReduced: boolean,
+): RampSplit | string {
+  const rows = repeatsReduced ? rowsIn : reduceRepeats(rowsIn, (r) => `${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
   const all: Pt[] = rows.map((r) => ({
     m: r.m,
     n: r.n,
@@ -605,7 +722,8 @@ function shapeFits(
 }
 
 /**
- * Fit one dtype's ramp. Rows must be one dtype; repeats (same m, n, k, kernel) are reduced to their median.
+ * Fit one dtype's ramp. Rows must be one dtype; repeats (same m, n, k, kernel) are reduced to their
+ * median, unless `repeatsReduced` says the caller did so already (fitGemm: the reduction is then a no-op).
  * @returns the result, or a refusal string when m_half is unidentifiable.
  */
 export function fitRampForDtype(
@@ -613,9 +731,10 @@ export function fitRampForDtype(
   dtype: GemmDtype,
   chip: Chip,
   bootstrap: Bootstrap,
+  repeatsReduced = false,
 ): RampResult | string {
   const peak = peakFlopsPerUs(chip, dtype)!;
-  const s = splitRampPoints(rowsIn, dtype, chip, peak);
+  const s = splitRampPoints(rowsIn, dtype, chip, peak, repeatsReduced);
   if (typeof s === 'string') return s;
   const env = envelopeFits(s, bootstrap);
   const stored = env.stored;
@@ -670,7 +789,7 @@ export type GemmFit = FamilyFit & { ramps: RampResult[] };
  */
 export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): GemmFit {
   const fit: GemmFit = { ...emptyFamilyFit('gemm'), ramps: [] };
-  const rows = reduceRepeats(rowsIn, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
+  const rows = reduceGemmRepeats(rowsIn);
   const byDtype = groupBy(rows, (r) => r.dtype);
   const dtypes = [...byDtype.keys()].sort(
     (a, b) => GEMM_DTYPES.indexOf(a as GemmDtype) - GEMM_DTYPES.indexOf(b as GemmDtype),
@@ -681,7 +800,7 @@ export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): GemmFit {
       fit.warnings.push(`gemm ${d}: no datasheet peak on ${ctx.chip.name}; not fitted`);
       continue;
     }
-    const r = fitRampForDtype(byDtype.get(d)!, dtype, ctx.chip, ctx.bootstrap);
+    const r = fitRampForDtype(byDtype.get(d)!, dtype, ctx.chip, ctx.bootstrap, true);
     if (typeof r === 'string') {
       fit.refusals.push(r);
       continue;

@@ -25,6 +25,7 @@ import {
   type WorkPoint,
 } from './attention.ts';
 import { fitError, fmt, measuredEntry, reduceRepeats } from './common.ts';
+import { reduceGemmRepeats } from './gemm.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** Largest m counted as a pure weight read. */
@@ -45,7 +46,7 @@ export function memoryBoundReads(
 ): Read[] {
   const min = 2 * cacheResidentBytes(l2_mib);
   const out: Read[] = [];
-  for (const r of reduceRepeats(gemm, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`)) {
+  for (const r of reduceGemmRepeats(gemm)) {
     if (r.dtype !== 'bf16' || r.m > HBM_MAX_M) continue;
     const bytes = r.n * r.k * 2;
     if (bytes >= min) out.push({ source: 'gemm', bytes, latency_us: r.latency_us });
