@@ -89,7 +89,7 @@ export function pairMoe(
     if (!isBal && !isSkw) continue;
     if (isBal) balanced_rows++;
     else skewed_rows++;
-    const k = [r.lane, r.kernel_source, r.dtype, r.tokens, r.hidden, r.inter, r.topk, r.experts, r.tp, r.ep].join('|');
+    const k = `${r.lane}|${r.kernel_source}|${r.dtype}|${r.tokens}|${r.hidden}|${r.inter}|${r.topk}|${r.experts}|${r.tp}|${r.ep}`;
     let s = shapes.get(k);
     if (!s) {
       s = { row: r, bal: [], skw: [] };
@@ -175,16 +175,23 @@ function predError(pairs: readonly MoePair[], m: number): { geo: number; mape_pc
 export function leaveOneGeometryOut(
   pairs: readonly MoePair[],
 ): { geo: number; mape_pct: number; n: number; geometries: number } | undefined {
-  const geos = [...new Set(pairs.map(geometryKey))].sort();
+  const keys = pairs.map(geometryKey);
+  const geos = [...new Set(keys)].sort();
   if (geos.length < 2) return undefined;
+  // Pair indices by ascending ratio, sorted once: each geometry's "others" read in this order are
+  // already sorted, so their median is type-7 at 0.5 of them, the value median() gives.
+  const byRatio = pairs.map((_, i) => i).sort((a, b) => pairs[a]!.ratio - pairs[b]!.ratio);
+  const others = new Float64Array(pairs.length);
   const pred: number[] = [];
   const meas: number[] = [];
   for (const g of geos) {
-    const held = pairs.filter((p) => geometryKey(p) === g);
-    const m = median(pairs.filter((p) => geometryKey(p) !== g).map((p) => p.ratio));
-    for (const p of held) {
-      pred.push(m * p.balanced_us);
-      meas.push(p.skewed_us);
+    let n = 0;
+    for (const i of byRatio) if (keys[i] !== g) others[n++] = pairs[i]!.ratio;
+    const m = type7Sorted(others.subarray(0, n), 0.5);
+    for (let i = 0; i < pairs.length; i++) {
+      if (keys[i] !== g) continue;
+      pred.push(m * pairs[i]!.balanced_us);
+      meas.push(pairs[i]!.skewed_us);
     }
   }
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: pred.length, geometries: geos.length };
