@@ -228,6 +228,7 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
   // Rows the compiled check accepts are the rows zod accepts, in zod's output form; any other row
   // goes through zod, so a bad row's error is zod's (row-check.ts).
   const check = rowCheck(family);
+  const texts = cols.map(() => new Map<string, string>());
   for (let r = 1; r < data.length; r++) {
     const line = data.cells(r);
     const obj: Record<string, string | number> = {};
@@ -236,7 +237,15 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
       const j = idx[c]!;
       const cell = j >= 0 ? (line[j] ?? '') : '';
       if (TEXT_COLUMNS.has(col)) {
-        obj[col] = cell;
+        // One string per distinct value of a column (chip, lane, kernel, dtype repeat on every row):
+        // rows then share it instead of each keeping a slice of the file's text alive.
+        const seen = texts[c]!;
+        let t = seen.get(cell);
+        if (t === undefined) {
+          t = cell;
+          seen.set(t, t);
+        }
+        obj[col] = t;
       } else {
         const v = cell === '' && OPTIONAL_COLUMNS.has(col) ? 0 : Number(cell);
         if (cell === '' && !OPTIONAL_COLUMNS.has(col)) {
