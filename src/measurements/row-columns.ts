@@ -16,7 +16,11 @@ export interface RowList<R> {
 
 type Kind = 'int' | 'num' | 'str' | 'any';
 
+import { plainCell } from '../core/render/csv.ts';
+
 const INT_MIN = -(2 ** 31);
+/** Most distinct integers whose text a column caches (GEMM m, n, k: a few hundred each). */
+const TEXT_CACHE_MAX = 65_536;
 const INT_MAX = 2 ** 31 - 1;
 
 /** One column: its storage widens int → num → any, or str → any, when a value does not fit. */
@@ -50,6 +54,40 @@ class Column {
     if (this.kind === 'num') return this.nums[i];
     if (this.kind === 'str') return this.dict[this.wide ? this.ints[i]! : this.ids8[i]!];
     return this.any[i];
+  }
+
+  /** `plainCell` text per dictionary id (null = not computed yet). */
+  private texts: Array<string | undefined | null> = [];
+  /** `plainCell` text of integer values seen (bounded: TEXT_CACHE_MAX entries). */
+  private intTexts = new Map<number, string>();
+
+  /** The CSV text of row i's cell (`plainCell`), from a cache for text and integer columns. */
+  text(i: number): string | undefined {
+    if (this.kind === 'str') {
+      const id = this.wide ? this.ints[i]! : this.ids8[i]!;
+      while (this.texts.length <= id) this.texts.push(null);
+      const t = this.texts[id];
+      if (t !== null) return t;
+      const made = plainCell(this.dict[id]);
+      this.texts[id] = made;
+      return made;
+    }
+    if (this.kind === 'int') {
+      const v = this.ints[i]!;
+      let t = this.intTexts.get(v);
+      if (t === undefined) {
+        t = String(v);
+        if (this.intTexts.size < TEXT_CACHE_MAX) this.intTexts.set(v, t);
+      }
+      return t;
+    }
+    return plainCell(this.get(i));
+  }
+
+  /** Like `get`, but a text cell as its dictionary id (equal ids ⇔ equal text within this column). */
+  key(i: number): unknown {
+    if (this.kind === 'str') return this.wide ? this.ints[i]! : this.ids8[i]!;
+    return this.get(i);
   }
 
   private id(s: string): number {
@@ -168,6 +206,29 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     if (c < 0) return () => undefined;
     const col = this.list[c]!;
     return (i) => (this.absent[c]?.[i] ? undefined : col.get(i));
+  }
+
+  /**
+   * A reader of column `k`'s CSV text (core/render/csv.ts `plainCell` of the value: '' where a row lacked
+   * `k`, undefined where the value needs quoting), computed once per distinct text or integer.
+   */
+  textReader(k: string): (i: number) => string | undefined {
+    const c = this.keys.indexOf(k);
+    if (c < 0) return () => '';
+    const col = this.list[c]!;
+    return (i) => (this.absent[c]?.[i] ? '' : col.text(i));
+  }
+
+  /**
+   * A reader of column `k` for equality only: `keyReader(k)(i) === keyReader(k)(j)` exactly when rows i
+   * and j hold the same value of `k` (text compared by its dictionary id, so hashing reads one number
+   * instead of every character). Undefined where a row lacked `k`.
+   */
+  keyReader(k: string): (i: number) => unknown {
+    const c = this.keys.indexOf(k);
+    if (c < 0) return () => undefined;
+    const col = this.list[c]!;
+    return (i) => (this.absent[c]?.[i] ? undefined : col.key(i));
   }
 
   *[Symbol.iterator](): Iterator<R> {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { createGzip, gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
-import { type RowList, readerOf } from './row-columns.ts';
+import { RowColumns, type RowList, readerOf } from './row-columns.ts';
 import { compileRowCheck, type RowCheck } from './row-check.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../core/errors.ts';
@@ -131,10 +131,11 @@ export async function prepareMeasurementsStreaming<F extends Family>(
   else {
     const columns = FAMILY_COLUMNS[family] as readonly string[];
     const cells = columns.map((c) => readerOf(rows, c));
+    const texts = rows instanceof RowColumns ? columns.map((c) => rows.textReader(c)) : undefined;
     gz.write(csvHeader(columns));
     // Pieces of text through the readers: no row object is built (row-columns.ts `reader`).
     for (let i = 0; i < rows.length; i += CSV_PIECE_ROWS)
-      if (!gz.write(csvRowLines(cells, i, Math.min(rows.length, i + CSV_PIECE_ROWS)))) await once(gz, 'drain');
+      if (!gz.write(csvRowLines(cells, i, Math.min(rows.length, i + CSV_PIECE_ROWS), texts))) await once(gz, 'drain');
   }
   gz.end();
   await done;

@@ -6,7 +6,7 @@
  * equal hash compares the columns themselves, so the result is exact whatever the hash collides on.
  */
 
-import { type RowList, readerOf } from './row-columns.ts';
+import { RowColumns, type RowList, readerOf } from './row-columns.ts';
 
 const EMPTY = -1;
 const f64 = new Float64Array(1);
@@ -67,7 +67,8 @@ export class TupleIndex {
    * @param source the rows `add` is given indices into
    */
   constructor(cols: readonly string[], source: RowList<object>) {
-    this.cols = cols.map((c) => readerOf(source, c));
+    // On RowColumns, text columns are compared by dictionary id (same tuples, same first-seen ids).
+    this.cols = cols.map((c) => (source instanceof RowColumns ? source.keyReader(c) : readerOf(source, c)));
     this.slots = new Int32Array(1024).fill(EMPTY);
     this.hashes = new Uint32Array(1024);
     this.mask = 1023;

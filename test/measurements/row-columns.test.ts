@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { plainCell } from '../../src/core/render/csv.ts';
 import { RowColumns, readerOf } from '../../src/measurements/row-columns.ts';
 
 describe('RowColumns', () => {
@@ -47,9 +48,11 @@ describe('RowColumns', () => {
         for (const k of ['a', 'b', 'c', 'd', 'z']) {
           const fromColumns = readerOf(c, k);
           const fromArray = readerOf(rows, k);
+          const text = c.textReader(k); // cached per distinct text / integer: the same as plainCell
           for (let i = 0; i < rows.length; i++) {
             expect(Object.is(fromColumns(i), rows[i]![k])).toBe(true);
             expect(Object.is(fromArray(i), rows[i]![k])).toBe(true);
+            expect(text(i)).toBe(plainCell(rows[i]![k]));
           }
         }
       }),

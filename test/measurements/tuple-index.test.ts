@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { RowColumns } from '../../src/measurements/row-columns.ts';
 import { TupleIndex } from '../../src/measurements/tuple-index.ts';
 
 /** Reference: ids by a JSON key of the tuple (exact for strings and numbers). */
@@ -37,6 +38,11 @@ describe('TupleIndex', () => {
         const ref = reference(rows, cols);
         expect(ids).toEqual(ref);
         expect(idx.size).toBe(new Set(ref).size);
+        // The same rows as RowColumns (text hashed and compared by dictionary id): the same ids.
+        const columns = new RowColumns();
+        for (const r of rows) columns.push(r);
+        const byId = new TupleIndex(cols, columns);
+        expect(rows.map((_, i) => byId.add(i))).toEqual(ref);
       }),
       { numRuns: 40, seed: 12 },
     );

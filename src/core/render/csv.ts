@@ -13,7 +13,7 @@ import Papa from 'papaparse';
 const NEEDS_QUOTES = /[",\r\n\ufeff]|^ | $/;
 
 /** A cell's text when it needs no quoting (undefined/null → empty); undefined when it does (or is not a primitive). */
-function plainCell(v: unknown): string | undefined {
+export function plainCell(v: unknown): string | undefined {
   if (v === undefined || v === null) return '';
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (typeof v === 'string' && !NEEDS_QUOTES.test(v)) return v;
@@ -53,13 +53,20 @@ export function writeCsv(columns: readonly string[], rows: ReadonlyArray<Readonl
  * The data lines of rows `start`…`end − 1` read through one reader per column (`cells[c](i)` is row i's
  * value of column c), each line ending in `\n`: exactly the lines `writeCsv` writes for those rows,
  * without building a row object (the streaming import's writer). No header.
+ * @param texts optional per-column readers of a cell's `plainCell` text (a caller that caches the text of
+ *   repeated values passes them); a row with a cell that needs quoting goes through papaparse.
  */
-export function csvRowLines(cells: ReadonlyArray<(i: number) => unknown>, start: number, end: number): string {
+export function csvRowLines(
+  cells: ReadonlyArray<(i: number) => unknown>,
+  start: number,
+  end: number,
+  texts: ReadonlyArray<(i: number) => string | undefined> = cells.map((read) => (i: number) => plainCell(read(i))),
+): string {
   const lines: string[] = new Array(end - start + 1);
   for (let i = start; i < end; i++) {
     let line = '';
-    for (let c = 0; c < cells.length; c++) {
-      const cell = plainCell(cells[c]!(i));
+    for (let c = 0; c < texts.length; c++) {
+      const cell = texts[c]!(i);
       if (cell === undefined) {
         line = Papa.unparse([cells.map((read) => read(i))], { newline: '\n', header: false });
         break;
