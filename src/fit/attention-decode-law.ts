@@ -38,14 +38,73 @@ export function packRows(points: readonly DecodePoint[], idx?: ArrayLike<number>
   return out;
 }
 
+/** Empty rows with room for `n` (a bootstrap's buffers, filled per resample by gatherRows/selectRows). */
+export function scratchRows(n: number): PackedRows {
+  return { work: new Float64Array(n), items: new Float64Array(n), lnLat: new Float64Array(n) };
+}
+
+/**
+ * Rows `idx` of `src`, in that order, written into `out` (room for idx.length): views of exactly
+ * idx.length rows. The same values as packRows(points, idx) when src = packRows(points), without the
+ * allocation and the logs.
+ */
+export function gatherRows(src: PackedRows, idx: ArrayLike<number>, out: PackedRows): PackedRows {
+  const n = idx.length;
+  for (let i = 0; i < n; i++) {
+    const j = idx[i]!;
+    out.work[i] = src.work[j]!;
+    out.items[i] = src.items[j]!;
+    out.lnLat[i] = src.lnLat[j]!;
+  }
+  return { work: out.work.subarray(0, n), items: out.items.subarray(0, n), lnLat: out.lnLat.subarray(0, n) };
+}
+
+/** Rows of `src` whose work passes `keep`, in order, written into `out` (room for src's rows): views. */
+export function selectRows(src: PackedRows, keep: (work: number) => boolean, out: PackedRows): PackedRows {
+  let n = 0;
+  for (let i = 0; i < src.work.length; i++) {
+    const w = src.work[i]!;
+    if (!keep(w)) continue;
+    out.work[n] = w;
+    out.items[n] = src.items[i]!;
+    out.lnLat[n++] = src.lnLat[i]!;
+  }
+  return { work: out.work.subarray(0, n), items: out.items.subarray(0, n), lnLat: out.lnLat.subarray(0, n) };
+}
+
+/**
+ * mean |ln(floor_us + c_i) − ln meas_i| over packed rows, c_i = `read_us[i]` (work / rate, computed
+ * once per search): packedLogL1 of the floor + rate law with the rate held, bit for bit (the same
+ * sum, c_i being the same product work·(1/rate)).
+ */
+export function floorLogL1(read_us: Float64Array, lnLat: Float64Array, floor_us: number): number {
+  let s = 0;
+  for (let i = 0; i < lnLat.length; i++) s += Math.abs(Math.log(floor_us + read_us[i]!) - lnLat[i]!);
+  return s / lnLat.length;
+}
+
+/** work_i / rate as the objective computes it (work · (1/rate)), into `out` (room for the rows): a view. */
+export function readTimes(rows: PackedRows, rate: number, out: Float64Array): Float64Array {
+  const inv = 1 / rate;
+  for (let i = 0; i < rows.work.length; i++) out[i] = rows.work[i]! * inv;
+  return out.subarray(0, rows.work.length);
+}
+
 /**
  * mean |ln(decodeAttentionUs(law)/meas)| over packed rows: the same value as evaluating the core law
- * row by row, with 1/rate hoisted (a test checks they agree).
+ * row by row, with 1/rate hoisted (a test checks they agree). A floor + rate law (item_us = p_half =
+ * 0) takes a loop without the ramp: floor + p·0 + work·inv·1 is floor + work·inv exactly.
  */
 export function packedLogL1(a: PackedRows, law: DecodeLaw): number {
   const { work, items, lnLat } = a;
   const inv = 1 / law.rate;
   const ph = law.p_half;
+  if (law.item_us === 0 && ph === 0) {
+    const floor = law.floor_us;
+    let t = 0;
+    for (let i = 0; i < lnLat.length; i++) t += Math.abs(Math.log(floor + work[i]! * inv) - lnLat[i]!);
+    return t / lnLat.length;
+  }
   let s = 0;
   for (let i = 0; i < lnLat.length; i++) {
     const p = items[i]!;

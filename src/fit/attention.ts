@@ -22,7 +22,19 @@ import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import { decodeKvBytes } from '../measurements/kv.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
-import { fitParallelLaw, irlsFit, type PackedRows, packedLogL1, packRows, predictLaw } from './attention-decode-law.ts';
+import {
+  fitParallelLaw,
+  floorLogL1,
+  gatherRows,
+  irlsFit,
+  type PackedRows,
+  packedLogL1,
+  packRows,
+  predictLaw,
+  readTimes,
+  scratchRows,
+  selectRows,
+} from './attention-decode-law.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
@@ -110,38 +122,31 @@ const floorRate = (floor_us: number, rate: number): DecodeLaw => ({ floor_us, ra
 /** Bootstrap sample size cap (rows per resample); see docs/fitting.md. */
 export const BOOTSTRAP_ROWS = 3000;
 
+/** Fits (floor, rate) to one resample's packed rows (buffers reused: read them, do not keep them). */
+type ResampleFitter = (rows: PackedRows, at: [number, number]) => { floor_us: number; rate: number };
+
 /**
  * Seeded bootstrap of (floor, rate). Resamples min(n, BOOTSTRAP_ROWS) rows with replacement from all
  * n rows (an m-out-of-n bootstrap when n is larger: its CI is wider than the n-row one, so it errs
- * conservative), warm-started at the full-data optimum.
+ * conservative), warm-started at the full-data optimum (warmFit, or `fitter`). The rows are packed
+ * once and each resample gathered into one reused buffer (the values packRows(resample) would give).
  */
 export function bootstrapFloorRate(
   points: readonly WorkPoint[],
   at: { floor_us: number; rate: number },
   opts: { resamples: number; seed: number },
-  fitter?: PointFitter,
+  fitter: ResampleFitter = warmFit,
 ): { ci_floor: [number, number]; ci_rate: [number, number]; notes: string[] } {
   const n = points.length;
+  const size = Math.min(n, BOOTSTRAP_ROWS);
+  const packed = packRows(points);
+  const scratch = scratchRows(size);
   const fits = resampleEstimates(
     n,
     opts.resamples,
     opts.seed,
-    (idx) => {
-      if (fitter)
-        return fitter(
-          Array.from(idx, (i) => points[i]!),
-          [at.floor_us, at.rate],
-        );
-      const sample = packRows(points, idx);
-      const f = gssMinimize(
-        (x) => packedLogL1(sample, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
-        [Math.log(at.floor_us), Math.log(at.rate)],
-        BOOTSTRAP_SEARCH.step0,
-        BOOTSTRAP_SEARCH,
-      );
-      return { floor_us: Math.exp(f.x[0]!), rate: Math.exp(f.x[1]!) };
-    },
-    Math.min(n, BOOTSTRAP_ROWS),
+    (idx) => fitter(gatherRows(packed, idx, scratch), [at.floor_us, at.rate]),
+    size,
   );
   const fs = fits.map((f) => f.floor_us);
   const rs = fits.map((f) => f.rate);
@@ -242,28 +247,58 @@ export function fitDecodeTwoStage(
   points: readonly WorkPoint[],
   l2_bytes: number,
   init?: [number, number],
-  warm?: { rate_floor_us: number; rate: number },
 ): { floor_us: number; rate: number; two_stage: boolean; rate_floor_us: number } {
   const big = points.filter((p) => p.work >= 2 * l2_bytes);
   const tiny = points.filter((p) => p.work < l2_bytes / 16);
   if (big.length < 3 || tiny.length < 1) {
-    const f = warm ? warmFit(points, [warm.rate_floor_us, warm.rate]) : fitFloorRate(points, init);
+    const f = fitFloorRate(points, init);
     return { floor_us: f.floor_us, rate: f.rate, two_stage: false, rate_floor_us: f.floor_us };
   }
-  const r = warm ? warmFit(big, [warm.rate_floor_us, warm.rate]) : fitFloorRate(big, init);
+  const r = fitFloorRate(big, init);
   const tinyPacked = packRows(tiny);
+  const floor_us = floorStage(tinyPacked, r.rate, init?.[0] ?? r.floor_us, false, new Float64Array(tiny.length));
+  return { floor_us, rate: r.rate, two_stage: true, rate_floor_us: r.floor_us };
+}
+
+/**
+ * The staged fit's floor stage: the floor (µs) minimising mean |ln(pred/meas)| over `tiny` with the
+ * rate held, by a 1-D pattern search in ln floor from `from_us` (step 0.5 down to 1e-6; warm, a
+ * resample: 0.05 down to 1e-5). `buf` (room for tiny's rows) holds work / rate, computed once.
+ */
+function floorStage(tiny: PackedRows, rate: number, from_us: number, warm: boolean, buf: Float64Array): number {
+  const read = readTimes(tiny, rate, buf);
   const fl = patternSearch(
-    (x) => packedLogL1(tinyPacked, floorRate(Math.exp(x[0]!), r.rate)),
-    [Math.log(init?.[0] ?? r.floor_us)],
+    (x) => floorLogL1(read, tiny.lnLat, Math.exp(x[0]!)),
+    [Math.log(from_us)],
     [warm ? 0.05 : 0.5],
     { minStep: warm ? 1e-5 : 1e-6, maxEvals: 400 },
   );
-  return { floor_us: Math.exp(fl.x[0]!), rate: r.rate, two_stage: true, rate_floor_us: r.floor_us };
+  return Math.exp(fl.x[0]!);
+}
+
+/**
+ * The staged fit of one bootstrap resample (fitDecodeTwoStage's split and stages on packed rows, in
+ * reused buffers for up to `size` rows): one warm-started rate-stage search from the full-data
+ * rate-stage optimum `warm` (its nuisance floor and rate) with the bootstrap settings, then the floor
+ * stage from the resample's start floor `at[0]`.
+ */
+function stagedResampleFitter(
+  l2_bytes: number,
+  warm: { rate_floor_us: number; rate: number },
+  size: number,
+): ResampleFitter {
+  const [bigBuf, tinyBuf, readBuf] = [scratchRows(size), scratchRows(size), new Float64Array(size)];
+  return (rows, at) => {
+    const big = selectRows(rows, (w) => w >= 2 * l2_bytes, bigBuf);
+    const tiny = selectRows(rows, (w) => w < l2_bytes / 16, tinyBuf);
+    if (big.work.length < 3 || tiny.work.length < 1) return warmFit(rows, [warm.rate_floor_us, warm.rate]);
+    const r = warmFit(big, [warm.rate_floor_us, warm.rate]);
+    return { floor_us: floorStage(tiny, r.rate, at[0], true, readBuf), rate: r.rate };
+  };
 }
 
 /** One warm-started search with the bootstrap settings (a resample near the full-data optimum). */
-function warmFit(points: readonly WorkPoint[], at: [number, number]): { floor_us: number; rate: number } {
-  const packed = packRows(points);
+function warmFit(packed: PackedRows, at: [number, number]): { floor_us: number; rate: number } {
   const r = gssMinimize(
     (x) => packedLogL1(packed, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
     [Math.log(at[0]), Math.log(at[1])],
@@ -423,11 +458,12 @@ function decodeBootstrap(
 ): Pick<DecodeResult, 'ci_floor' | 'ci_rate' | 'ci_item' | 'ci_p_half' | 'ci_notes'> {
   const law = chosen.law;
   if (chosen.method === 'parallel') {
+    const [packed, scratch] = [packRows(pts), scratchRows(Math.min(pts.length, BOOTSTRAP_ROWS))];
     const fits = resampleEstimates(
       pts.length,
       bootstrap.resamples,
       bootstrap.seed,
-      (idx) => fitParallelLaw(packRows(pts, idx), law, 'resample', maxRate),
+      (idx) => fitParallelLaw(gatherRows(packed, idx, scratch), law, 'resample', maxRate),
       Math.min(pts.length, BOOTSTRAP_ROWS),
     );
     const notes: string[] = [];
@@ -440,10 +476,8 @@ function decodeBootstrap(
       ci_notes: notes,
     };
   }
-  const fitter: PointFitter | undefined =
-    chosen.method === 'staged'
-      ? (ps, at) => fitDecodeTwoStage(ps, l2, at, { rate_floor_us: staged.rate_floor_us, rate: staged.rate })
-      : undefined;
+  const size = Math.min(pts.length, BOOTSTRAP_ROWS);
+  const fitter = chosen.method === 'staged' ? stagedResampleFitter(l2, staged, size) : warmFit;
   const b = bootstrapFloorRate(pts, law, bootstrap, fitter);
   return { ci_floor: b.ci_floor, ci_rate: b.ci_rate, ci_notes: b.notes };
 }
@@ -737,12 +771,14 @@ function prefillBootstrap(
   bootstrap: { resamples: number; seed: number },
 ): { ci_floor: [number, number]; ci_rate: [number, number]; ci_s_half?: [number, number]; notes: string[] } {
   if (c.method === 'tokens_ramp') return bootstrapFloorRate(c.points, c.law, bootstrap);
+  const size = Math.min(c.points.length, BOOTSTRAP_ROWS);
+  const [packed, scratch] = [packRows(c.points), scratchRows(size)];
   const fits = resampleEstimates(
     c.points.length,
     bootstrap.resamples,
     bootstrap.seed,
-    (idx) => irlsFit(packRows(c.points, idx), c.law, 25),
-    Math.min(c.points.length, BOOTSTRAP_ROWS),
+    (idx) => irlsFit(gatherRows(packed, idx, scratch), c.law, 25),
+    size,
   );
   const notes: string[] = [];
   const ci = (k: keyof DecodeLaw, what: string) => widen(ciFromEstimates(fits.map((f) => f[k])), c.law[k], what, notes);

@@ -187,48 +187,81 @@ function solveNormal(A: number[][], rhs: number[]): number[] | undefined {
   return M.map((row, i) => row[k]! / row[i]!);
 }
 
-/** Weighted least squares of t on the active regressors (weights per point), the others held at 0. */
-function wls(points: readonly LayerPoint[], idx: ArrayLike<number>, active: boolean[], w: Float64Array) {
+/** Points packed for fitting: regressors row-major (n × k) and latencies (µs). */
+interface Packed {
+  x: Float64Array;
+  t: Float64Array;
+  k: number;
+}
+
+function packPoints(points: readonly LayerPoint[]): Packed {
+  const k = points[0]!.x.length;
+  const x = new Float64Array(points.length * k);
+  const t = new Float64Array(points.length);
+  points.forEach((p, n) => {
+    for (let j = 0; j < k; j++) x[n * k + j] = p.x[j]!;
+    t[n] = p.latency_us;
+  });
+  return { x, t, k };
+}
+
+/**
+ * Weighted least squares of t on the active regressors (weights per point), the others held at 0.
+ * Sums accumulate point by point in the same order and association as a plain loop over the points.
+ */
+function wls(d: Packed, use: ArrayLike<number>, active: boolean[], w: Float64Array): number[] {
   const cols = active.flatMap((a, i) => (a ? [i] : []));
-  const A = cols.map(() => new Array<number>(cols.length).fill(0));
-  const rhs = new Array<number>(cols.length).fill(0);
-  for (let n = 0; n < idx.length; n++) {
-    const p = points[idx[n]!]!;
-    for (let a = 0; a < cols.length; a++) {
-      rhs[a]! += w[n]! * p.x[cols[a]!]! * p.latency_us;
-      for (let b = 0; b < cols.length; b++) A[a]![b]! += w[n]! * p.x[cols[a]!]! * p.x[cols[b]!]!;
+  const q = cols.length;
+  const A = new Float64Array(q * q);
+  const rhs = new Float64Array(q);
+  for (let n = 0; n < use.length; n++) {
+    const row = use[n]! * d.k;
+    for (let a = 0; a < q; a++) {
+      const wa = w[n]! * d.x[row + cols[a]!]!;
+      rhs[a]! += wa * d.t[use[n]!]!;
+      for (let b = 0; b < q; b++) A[a * q + b]! += wa * d.x[row + cols[b]!]!;
     }
   }
-  const sol = solveNormal(A, rhs);
+  const sol = solveNormal(
+    cols.map((_, a) => Array.from(A.subarray(a * q, a * q + q))),
+    Array.from(rhs),
+  );
   const c = new Array<number>(active.length).fill(0);
-  for (let i = 0; i < cols.length; i++) c[cols[i]!] = sol ? sol[i]! : Number.NaN;
+  for (let i = 0; i < q; i++) c[cols[i]!] = sol ? sol[i]! : Number.NaN;
   return c;
 }
+
+/** The first active coefficient that is negative or NaN, or −1. */
+const firstBad = (c: readonly number[], active: readonly boolean[]) => c.findIndex((v, j) => active[j] && !(v >= 0));
 
 /**
  * t = Σ c_j · x_j with every c_j ≥ 0, by least squares on log error: iteratively reweighted least squares
  * (weights 1/(t·pred), five passes from relative-error weights 1/t²), a coefficient that goes negative
  * dropped to 0. Deterministic, closed form per pass.
- * @param idx the points to use (default all; a bootstrap passes its resample)
  * @returns the coefficients (c_0 µs, c_j µs per unit of x_j), undefined when the work terms all vanish
  */
-export function fitLinearLog(points: readonly LayerPoint[], idx?: ArrayLike<number>): number[] | undefined {
-  const use = idx ?? Uint32Array.from(points.keys());
-  const k = points[0]!.x.length;
-  const active = new Array<boolean>(k).fill(true);
+export function fitLinearLog(points: readonly LayerPoint[]): number[] | undefined {
+  return fitPacked(packPoints(points), Uint32Array.from(points.keys()));
+}
+
+/** fitLinearLog on the packed points at `use` (a bootstrap resample: points packed once, not per resample). */
+function fitPacked(d: Packed, use: ArrayLike<number>): number[] | undefined {
+  const active = new Array<boolean>(d.k).fill(true);
   const w = new Float64Array(use.length);
-  for (let n = 0; n < use.length; n++) w[n] = 1 / points[use[n]!]!.latency_us ** 2;
-  let c = wls(points, use, active, w);
+  for (let n = 0; n < use.length; n++) w[n] = 1 / d.t[use[n]!]! ** 2;
+  let c = wls(d, use, active, w);
   for (let pass = 0; pass < 6; pass++) {
-    while (c.some((v, j) => active[j] && !(v >= 0)) && active.some(Boolean)) {
-      active[c.findIndex((v, j) => active[j] && !(v >= 0))] = false;
-      c = wls(points, use, active, w);
+    for (let j = firstBad(c, active); j >= 0 && active.some(Boolean); j = firstBad(c, active)) {
+      active[j] = false;
+      c = wls(d, use, active, w);
     }
     for (let n = 0; n < use.length; n++) {
-      const p = points[use[n]!]!;
-      w[n] = 1 / (p.latency_us * Math.max(dot(c, p.x), 1e-9));
+      const row = use[n]! * d.k;
+      let pred = 0;
+      for (let j = 0; j < d.k; j++) pred = pred + c[j]! * d.x[row + j]!;
+      w[n] = 1 / (d.t[use[n]!]! * Math.max(pred, 1e-9));
     }
-    if (pass < 5) c = wls(points, use, active, w);
+    if (pass < 5) c = wls(d, use, active, w);
   }
   return c.slice(1).some((v) => v > 0) && c.every((v) => Number.isFinite(v)) ? c : undefined;
 }
@@ -260,8 +293,9 @@ export function fitRecipe(rows: readonly RecurrentRow[], recipe: Recipe, ctx: Fi
   const c = fitLinearLog(points);
   if (!c) return 'the work terms vanished (no work dependence identifiable)';
   for (const p of points) p.predicted_us = predict(c, p.x);
+  const packed = packPoints(points);
   const boot = resampleEstimates(points.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
-    fitLinearLog(points, idx),
+    fitPacked(packed, idx),
   );
   const ci = (j: number): [number, number] => {
     const xs = boot.map((b) => b[j]!);

@@ -5,6 +5,28 @@
  * Units are the caller's (the objective's parameters and value pass through untouched).
  */
 
+/** A point's exact key: its coordinates' shortest round-trip strings, −0 kept apart from 0. */
+function pointKey(y: readonly number[]): string {
+  let key = '';
+  for (const v of y) key += `${Object.is(v, -0) ? '-0' : v},`;
+  return key;
+}
+
+/**
+ * True when `y` (exactly, coordinate by coordinate) was evaluated before in this search; records it
+ * otherwise. A search only moves on a strict improvement, so `best` is the least value evaluated so
+ * far and a revisited point's value (f is deterministic) cannot beat it: the searches count the poll
+ * as an evaluation (maxEvals unchanged) and skip the call, which leaves every path and result
+ * bit-identical. Number → string is exact (shortest round-trip) and −0 is spelled apart, so equal
+ * keys mean bit-equal points.
+ */
+function revisit(seen: Set<string>, y: readonly number[]): boolean {
+  const key = pointKey(y);
+  if (seen.has(key)) return true;
+  seen.add(key);
+  return false;
+}
+
 /**
  * Compass (pattern) search minimiser: tries ±step along each coordinate, keeps improvements, halves
  * the steps when none helps. Derivative-free, so it handles the non-smooth mean |ln(pred/meas)|
@@ -20,6 +42,7 @@ export function patternSearch(
   const maxEvals = opts.maxEvals ?? 2000;
   const x = [...x0];
   const step = [...step0];
+  const seen = new Set<string>([pointKey(x)]);
   let best = f(x);
   let evals = 1;
   while (evals < maxEvals) {
@@ -28,7 +51,7 @@ export function patternSearch(
       for (const dir of [1, -1]) {
         const y = [...x];
         y[i] = y[i]! + dir * step[i]!;
-        const v = f(y);
+        const v = revisit(seen, y) ? best : f(y);
         evals++;
         if (v < best) {
           best = v;
@@ -78,6 +101,7 @@ export function gssMinimize(
       for (const sj of [1, -1])
         dirs.push(Array.from({ length: n }, (_, k) => (k === i ? Math.SQRT1_2 : k === j ? sj * Math.SQRT1_2 : 0)));
   let x = [...x0];
+  const seen = new Set<string>([pointKey(x)]);
   let best = f(x);
   let evals = 1;
   let step = step0;
@@ -88,7 +112,7 @@ export function gssMinimize(
     poll: for (const d of order) {
       for (const sign of [1, -1]) {
         const y = x.map((v, k) => v + sign * step * dirs[d]![k]!);
-        const v = f(y);
+        const v = revisit(seen, y) ? best : f(y);
         evals++;
         if (v < best) {
           best = v;
