@@ -5,26 +5,28 @@
  * Units are the caller's (the objective's parameters and value pass through untouched).
  */
 
-/** A point's exact key: its coordinates' shortest round-trip strings, −0 kept apart from 0. */
-function pointKey(y: readonly number[]): string {
-  let key = '';
-  for (const v of y) key += `${Object.is(v, -0) ? '-0' : v},`;
-  return key;
-}
+/** How many of a search's latest best points `Visited` remembers (revisits are almost all of these). */
+const VISITED_BESTS = 8;
 
 /**
- * True when `y` (exactly, coordinate by coordinate) was evaluated before in this search; records it
- * otherwise. A search only moves on a strict improvement, so `best` is the least value evaluated so
- * far and a revisited point's value (f is deterministic) cannot beat it: the searches count the poll
- * as an evaluation (maxEvals unchanged) and skip the call, which leaves every path and result
- * bit-identical. Number → string is exact (shortest round-trip) and −0 is spelled apart, so equal
- * keys mean bit-equal points.
+ * The latest best points of one search. A search moves only on a strict improvement, so a former
+ * best point's value (f is deterministic) cannot beat the current best: a poll that lands on one
+ * exactly (coordinate by coordinate, −0 apart from 0) is counted as an evaluation (maxEvals
+ * unchanged) and skipped, which leaves every path and result bit-identical. The usual case: a move of
+ * a capped step followed by the poll back along the same direction.
  */
-function revisit(seen: Set<string>, y: readonly number[]): boolean {
-  const key = pointKey(y);
-  if (seen.has(key)) return true;
-  seen.add(key);
-  return false;
+class Visited {
+  private readonly bests: number[][] = [];
+  constructor(x: readonly number[]) {
+    this.moved(x);
+  }
+  moved(x: readonly number[]): void {
+    this.bests.push([...x]);
+    if (this.bests.length > VISITED_BESTS) this.bests.shift();
+  }
+  has(y: readonly number[]): boolean {
+    return this.bests.some((b) => b.every((v, k) => Object.is(v, y[k])));
+  }
 }
 
 /**
@@ -42,7 +44,7 @@ export function patternSearch(
   const maxEvals = opts.maxEvals ?? 2000;
   const x = [...x0];
   const step = [...step0];
-  const seen = new Set<string>([pointKey(x)]);
+  const seen = new Visited(x);
   let best = f(x);
   let evals = 1;
   while (evals < maxEvals) {
@@ -51,11 +53,12 @@ export function patternSearch(
       for (const dir of [1, -1]) {
         const y = [...x];
         y[i] = y[i]! + dir * step[i]!;
-        const v = revisit(seen, y) ? best : f(y);
+        const v = seen.has(y) ? best : f(y);
         evals++;
         if (v < best) {
           best = v;
           x[i] = y[i]!;
+          seen.moved(x);
           improved = true;
           break;
         }
@@ -101,7 +104,7 @@ export function gssMinimize(
       for (const sj of [1, -1])
         dirs.push(Array.from({ length: n }, (_, k) => (k === i ? Math.SQRT1_2 : k === j ? sj * Math.SQRT1_2 : 0)));
   let x = [...x0];
-  const seen = new Set<string>([pointKey(x)]);
+  const seen = new Visited(x);
   let best = f(x);
   let evals = 1;
   let step = step0;
@@ -112,11 +115,12 @@ export function gssMinimize(
     poll: for (const d of order) {
       for (const sign of [1, -1]) {
         const y = x.map((v, k) => v + sign * step * dirs[d]![k]!);
-        const v = revisit(seen, y) ? best : f(y);
+        const v = seen.has(y) ? best : f(y);
         evals++;
         if (v < best) {
           best = v;
           x = y;
+          seen.moved(x);
           moved = true;
           if (sign < 0) dirs[d] = dirs[d]!.map((c) => -c);
           last = d;
