@@ -80,7 +80,10 @@ describe('searches skip a poll that lands on a former best point (issue 17), bit
   it('patternSearch: same point, value and evaluation count as calling f on every poll, with fewer calls', () => {
     for (const f of [l1, steps, valley]) {
       let calls = 0;
-      const counted = (p: readonly number[]) => (calls++, f(p));
+      const counted = (p: readonly number[]) => {
+        calls++;
+        return f(p);
+      };
       const r = patternSearch(counted, [0, 0], [0.5, 0.5], { minStep: 1e-6, maxEvals: 3000 });
       const ref = plainPattern(f, [0, 0], [0.5, 0.5], 1e-6, 3000);
       expect(r).toEqual(ref);
@@ -88,7 +91,11 @@ describe('searches skip a poll that lands on a former best point (issue 17), bit
     }
     // 1-D |x − 0.3| from 0, step 0.25: after the move to 0.25, the poll back to 0 is skipped.
     let calls = 0;
-    const r = patternSearch((p) => (calls++, Math.abs(p[0]! - 0.3)), [0], [0.25], { minStep: 0.1 });
+    const abs = (p: readonly number[]) => {
+      calls++;
+      return Math.abs(p[0]! - 0.3);
+    };
+    const r = patternSearch(abs, [0], [0.25], { minStep: 0.1 });
     expect(r.x).toEqual([0.25]);
     // 0 (0.3); 0.25 (0.05, move); 0.5 (0.2) and 0 (a former best: skipped); step 0.125: 0.375 (0.075)
     // and 0.125 (0.175); step 0.0625 < minStep: stop. Six evaluations, five calls.
