@@ -240,7 +240,8 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     const snaps: string[] = [];
     const tempOf = () => readdirSync(path.join(root, 'registry')).some((n) => n.endsWith('.tmp'));
     for (const point of EARLY) {
-      await waitFor(() => point.reached(a.stderr(), tempOf()), point.what);
+      await waitFor(() => point.reached(a.stderr(), tempOf()) || a.child.exitCode !== null, point.what);
+      expect(a.child.exitCode, `calibrate ended before ${point.what}:\n${a.stderr()}`).toBeNull();
       a.child.kill('SIGSTOP');
       snapshot(root, path.join(base, `snap-${snaps.length}`));
       snaps.push(path.join(base, `snap-${snaps.length}`));
