@@ -26,6 +26,7 @@ import { checkUnits } from '../src/measurements/units.ts';
 import { writeMeasurements } from '../src/measurements/store.ts';
 import type { ExpertA2aRow, Family, FamilyRow, MlaRow, Provenance, SparseRow } from '../src/measurements/schema.ts';
 import { mapDeepepTable } from '../src/measurements/deepep-import.ts';
+import { MNNVL_KERNEL, mapTrtllmA2aTable } from '../src/measurements/trtllm-a2a-import.ts';
 import { collapseMlaRepeats, mapMlaTable, type MlaTable, type StepConvention } from '../src/measurements/mla-import.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
@@ -426,8 +427,35 @@ async function curateExpertA2a(): Promise<void> {
   }
 }
 
+/**
+ * gb200's rack-wide all-to-all (issue 13 item 3): TRT-LLM's NVLinkTwoSided dispatch and combine over the NVL72
+ * rack, ep 2–64, as mode `mnnvl` (src/measurements/trtllm-a2a-import.ts). The table's folder is 1.3.0rc10, its
+ * `version` column 1.2.0rc6 (the dataset README quirk): the lane follows the column.
+ */
+async function curateMnnvlA2a(): Promise<void> {
+  const rel = path.join('gb200', 'comm', 'trtllm', '1.3.0rc10', 'trtllm_alltoall_perf.parquet');
+  const raw = await parquetTable(path.join(MODERN, rel));
+  const rows = mapTrtllmA2aTable(raw, 'gb200');
+  const src = new ModernSources();
+  src.add(rel, raw.rows.length);
+  const lanes = [...new Set(rows.map((r) => r.lane))];
+  if (lanes.length !== 1) throw new Error(`trtllm_alltoall_perf: expected one version, got ${lanes.join(', ')}`);
+  writeModern('gb200', 'expert_alltoall', lanes[0]!, rows, src, {
+    filters: [
+      `kernel_source ${MNNVL_KERNEL} only (NVLinkOneSided, nvfp4 only at ep ≤ 32, left out); op_name alltoall_dispatch and alltoall_combine (alltoall_prepare and alltoall_combine_low_precision left out)`,
+      'mode mnnvl; message_bytes per rank T·(min(k, R) − 1)·H·bytes (dispatch: bfloat16 2, fp8 1, nvfp4 0.5625; combine BF16 2); kernel_source carries the payload dtype',
+      'nodes = 1: every rank in one NVLink domain (the NVL72 rack), up to 64 ranks',
+    ],
+    rows_in: raw.rows.length,
+    rows_out: rows.length,
+    units: { latency_us: 'ms × 1000 (upstream `latency` is ms: the dataset README "Units")' },
+    notes: ['verbatim Parquet from ../shared/datasets/aiconfigurator-modern (README.md "TRT-LLM NVLink all-to-all")'],
+  });
+}
+
 const what = process.argv[2] ?? 'all';
 if (what === 'all' || what === 'expert_alltoall') await curateExpertA2a();
+if (what === 'all' || what === 'expert_alltoall') await curateMnnvlA2a();
 if (what === 'all' || what === 'mla') await curateMla();
 if (what === 'all' || what === 'sparse') await curateSparse();
 if (what === 'all' || what === 'aic') await curateAic();

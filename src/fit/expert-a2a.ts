@@ -19,7 +19,7 @@ import { geometricError, mapePct, percentileType7 } from '../core/numeric/stats.
 import { roundSig } from '../core/numeric/stats.ts';
 import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
-import type { A2aPhase, DeepepMode } from '../core/laws/expert-alltoall.ts';
+import type { A2aMode, A2aPhase } from '../core/laws/expert-alltoall.ts';
 import type { A2aPoint } from '../measurements/deepep-import.ts';
 import type { ExpertA2aRow } from '../measurements/schema.ts';
 import { provenance } from './collective-provenance.ts';
@@ -46,7 +46,7 @@ export interface A2aError {
 
 /** One fitted (mode, phase, ranks) curve. */
 export interface A2aCurve extends A2aCoefficients {
-  mode: DeepepMode;
+  mode: A2aMode;
   phase: A2aPhase;
   ranks: number;
   t0_ci95: [number, number];

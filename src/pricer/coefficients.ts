@@ -11,6 +11,7 @@ import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import type { DecodeLaw } from '../core/laws/attention.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
 import type { MlaDecode } from '../core/laws/mla.ts';
+import type { A2aMode } from '../core/laws/expert-alltoall.ts';
 import type { MhcHalf, MsaDecodeLaw, MsaPrefillLaw, PrefillForm } from '../core/laws/sparse.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import { computeFormat, type ComputeFormat } from './deployment.ts';
@@ -356,6 +357,17 @@ export class PricerCoefficients {
     return c;
   }
 
+  /** EP widths (ranks, ascending) with a fitted `mode` `phase` all-to-all curve in the registry; [] when none. */
+  expertAlltoallWidths(mode: A2aMode, phase: 'dispatch' | 'combine'): number[] {
+    const re = new RegExp(`^expert_alltoall_floor_${mode}_${phase}_(\\d+)rank_${this.chipKey}$`);
+    return this.reg
+      .names()
+      .map((n) => re.exec(n))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => a - b);
+  }
+
   /**
    * The fitted expert-parallel all-to-all curve of `mode` and `phase` over `width` ranks (issue 13 item 3;
    * docs/pricer.md "Expert-parallel all-to-all"), or undefined when the registry has none for the mode (the
@@ -363,22 +375,16 @@ export class PricerCoefficients {
    * above, else the widest (noted). Placement as every collective (laws/placement.ts): within the NVLink
    * domain on NVLink, else on the NIC with the all-to-all span (KNOWN DIVERGENCE 31).
    */
-  expertAlltoall(mode: 'll' | 'normal', phase: 'dispatch' | 'combine', width: number): CollectiveCurve | undefined {
+  expertAlltoall(mode: A2aMode, phase: 'dispatch' | 'combine', width: number): CollectiveCurve | undefined {
     const key = `ep:${mode}/${phase}/${width}`;
     const hit = this.curves.get(key);
     if (hit) return hit;
-    const re = new RegExp(`^expert_alltoall_floor_${mode}_${phase}_(\\d+)rank_${this.chipKey}$`);
-    const widths = this.reg
-      .names()
-      .map((n) => re.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
+    const widths = this.expertAlltoallWidths(mode, phase);
     if (!widths.length) return undefined;
     const w = widths.find((x) => x >= width) ?? widths[widths.length - 1]!;
     if (w !== width)
       this.staticNotes.add(
-        `DeepEP ${mode} ${phase} over ${width} ranks priced with the ${w}-rank ${this.chipKey} coefficients (measured widths: ${widths.join(', ')})`,
+        `${mode === 'mnnvl' ? 'TRT-LLM MNNVL' : 'DeepEP'} ${mode} ${phase} over ${width} ranks priced with the ${w}-rank ${this.chipKey} coefficients (measured widths: ${widths.join(', ')})`,
       );
     const tail = `${mode}_${phase}_${w}rank_${this.chipKey}`;
     const domain = nvlinkDomainGpus(this.chip);

@@ -31,7 +31,7 @@ import {
   type PrefillForm,
 } from '../core/laws/sparse.ts';
 import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
-import { deepepMessageBytes } from '../core/laws/expert-alltoall.ts';
+import { deepepMessageBytes, mnnvlMessageBytes } from '../core/laws/expert-alltoall.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
 import type { ComputeFormat } from './deployment.ts';
 
@@ -758,7 +758,8 @@ function addCollectiveNode(
  * all-to-all"): a step with prefill runs DeepEP's normal mode, a decode-only step its low-latency mode
  * (SGLang's `--deepep-mode auto` rule). Bytes per token from core/laws/expert-alltoall.ts. Undefined (the
  * NCCL alltoall curve is charged, noted) when the node is no routed dispatch/combine or the registry has no
- * curve for the mode.
+ * curve for the mode. Past DeepEP's widest measured width, where the registry has TRT-LLM's NVLinkTwoSided
+ * curves (`mnnvl`, gb200 ep 2–64 over the NVL72 rack), those are charged instead, with their own bytes.
  */
 function deepepPlan(
   ctx: PlanContext,
@@ -770,17 +771,24 @@ function deepepPlan(
 ): CollPlan | undefined {
   const phase = node.role === 'dispatch' || node.role === 'combine' ? node.role : undefined;
   if (!phase || !node.routed || experts === undefined) return undefined;
-  const mode = withPrefill ? 'normal' : 'll';
+  const deepep = withPrefill ? 'normal' : 'll';
+  // Past DeepEP's widest measured width, TRT-LLM's rack-wide MNNVL all-to-all where the registry has it (gb200 ep > 4).
+  const rack = ctx.coef.expertAlltoallWidths('mnnvl', phase).length > 0;
+  const mode = rack && width > (ctx.coef.expertAlltoallWidths(deepep, phase).at(-1) ?? 0) ? 'mnnvl' : deepep;
   const curve = ctx.coef.expertAlltoall(mode, phase, width);
   if (!curve) {
     ctx.coef.staticNotes.add(
-      `no DeepEP ${mode} ${phase} curve (expert_alltoall_*) in the ${ctx.coef.chip.name} registry: ep ${width} ${phase} charged on the NCCL alltoall curve`,
+      `no ${mode === 'mnnvl' ? 'MNNVL' : 'DeepEP'} ${mode} ${phase} curve (expert_alltoall_*) in the ${ctx.coef.chip.name} registry: ep ${width} ${phase} charged on the NCCL alltoall curve`,
     );
     return undefined;
   }
   // A latent MoE dispatches its latent (the node's bf16 bytes per token), others the hidden state.
   const hidden = node.bytes_per_token !== undefined ? node.bytes_per_token / 2 : ctx.hidden;
-  const bytesPerToken = deepepMessageBytes(mode, phase, { tokens: 1, topk, hidden, experts, ranks: width });
+  // MNNVL dispatch is charged with an FP8 payload (1 B per element), as DeepEP's.
+  const bytesPerToken =
+    mode === 'mnnvl'
+      ? mnnvlMessageBytes(phase, { tokens: 1, topk, hidden, ranks: width, dispatch_bytes_per_element: 1 })
+      : deepepMessageBytes(mode, phase, { tokens: 1, topk, hidden, experts, ranks: width });
   return { ...curve, bytesPerToken };
 }
 

@@ -72,6 +72,42 @@ describe('deepseek-v3 MoE dispatch + combine at ep 8 on h200 (DeepEP low-latency
   });
 });
 
+describe("deepseek-v3 at ep 8 on gb200: past DeepEP's 4-rank tray, TRT-LLM's rack-wide MNNVL curves", () => {
+  it('one request decoding: 58 MoE layers × (dispatch + combine) on the 8-rank mnnvl curves, worked by hand', () => {
+    // gb200's DeepEP rows are one 4-GPU tray; its TRT-LLM NVLinkTwoSided rows span the NVL72 rack at 2–64 ranks.
+    // One token per rank, top-8 over 8 ranks: 1 · (min(8, 8) − 1) = 7 copies of 7168 elements:
+    //   dispatch b = 7 · 7168 · 1 (FP8 payload) = 50,176 B;  combine b = 7 · 7168 · 2 = 100,352 B
+    // With the shipped gb200 fit (t0 12.54 / 13.76 µs; r_t 552,000 / 515,900 B/µs; r_peak ≥ r_t, affine binds):
+    //   dispatch 12.54 + 50,176 / 552,000 = 12.631 µs;  combine 13.76 + 100,352 / 515,900 = 13.955 µs
+    //   one layer 26.585 µs; 58 layers 1,541.9 µs, all on NVLink (8 ranks inside the 72-GPU domain).
+    const get = (param: string, phase: string) => value('gb200', `expert_alltoall_${param}_mnnvl_${phase}_8rank_gb200`);
+    const layer =
+      get('floor', 'dispatch') +
+      50_176 / get('transition_rate', 'dispatch') +
+      get('floor', 'combine') +
+      100_352 / get('transition_rate', 'combine');
+    expect(layer).toBeCloseTo(26.585, 2);
+    const p = makePricer('deepseek-v3', 'gb200', { tp: 1, ep: 8 }, shipped('gb200'));
+    const r = p.price(decodeBatch(1, 4096));
+    expect(r.resources_us.nvlink).toBeCloseTo(58 * layer, 6);
+    expect(r.resources_us.nvlink).toBeCloseTo(1541.9, 0);
+    expect(r.resources_us.nic).toBe(0);
+    const notes = [...p.info.assumptions, ...r.extrapolation_notes].join('\n');
+    expect(notes).not.toMatch(/DeepEP ll dispatch over 8 ranks priced with the 4-rank/);
+  });
+
+  it('ep 4 stays on DeepEP (its measured tray width): the mnnvl curves are used only past it', () => {
+    const reg = shipped('gb200');
+    const noRack = reg.map((s) => ({
+      ...s,
+      coefficients: s.coefficients.filter((c) => !c.name.includes('_mnnvl_')),
+    }));
+    const step = (sets: typeof reg) =>
+      makePricer('deepseek-v3', 'gb200', { tp: 1, ep: 4 }, sets).price(decodeBatch(1, 4096)).resources_us.nvlink;
+    expect(step(reg)).toBe(step(noRack));
+  });
+});
+
 describe('every MoE graph prices at ep 8 on every chip with a registry', () => {
   const models = readdirSync(path.join(REPO_ROOT, 'catalog', 'models')).filter((m) =>
     readFileSync(path.join(REPO_ROOT, 'catalog', 'models', m, 'graph.yaml'), 'utf8').includes('GroupedGEMM'),

@@ -12,6 +12,8 @@
 
 /** DeepEP mode: SGLang's low-latency (decode) or normal (prefill, high-throughput) kernels. */
 export type DeepepMode = 'll' | 'normal';
+/** Every fitted all-to-all mode: DeepEP's two and `mnnvl`, TRT-LLM's NVLinkTwoSided all-to-all over a GB200 NVL72 rack. */
+export type A2aMode = DeepepMode | 'mnnvl';
 /** The two phases of one MoE layer's all-to-all. */
 export type A2aPhase = 'dispatch' | 'combine';
 
@@ -40,4 +42,18 @@ export function deepepMessageBytes(
     shape.tokens * (mode === 'll' ? shape.topk : expectedRanksTouched(shape.experts, shape.ranks, shape.topk));
   if (phase === 'combine') return copies * shape.hidden * 2;
   return copies * (shape.hidden + (shape.hidden / 128) * 4 + (mode === 'll' ? 16 : 0));
+}
+
+/**
+ * Bytes one rank sends in one phase of TRT-LLM's NVLinkTwoSided (MNNVL) all-to-all, bytes: one copy per token
+ * and remote destination among its top-k, T·(min(k, R) − 1) copies (the collector's formula: the dataset
+ * README "Physical sanity checks"; one of the k selections is taken as local). Dispatch sends the payload
+ * format's `dispatch_bytes_per_element` (bf16 2, fp8 1, nvfp4 0.5625 with its block scales), combine BF16.
+ */
+export function mnnvlMessageBytes(
+  phase: A2aPhase,
+  shape: { tokens: number; topk: number; hidden: number; ranks: number; dispatch_bytes_per_element: number },
+): number {
+  const copies = shape.tokens * Math.max(0, Math.min(shape.topk, shape.ranks) - 1);
+  return copies * shape.hidden * (phase === 'combine' ? 2 : shape.dispatch_bytes_per_element);
 }

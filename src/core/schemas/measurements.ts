@@ -199,8 +199,11 @@ export const MlaRowSchema = z
   })
   .strict();
 
-/** Expert-parallel all-to-all kernels (issue 13 item 3): DeepEP low-latency and normal mode. */
-export const EXPERT_A2A_MODES = ['ll', 'normal'] as const;
+/**
+ * Expert-parallel all-to-all kernels (issue 13 item 3): DeepEP low-latency and normal mode, and TRT-LLM's
+ * NVLinkTwoSided all-to-all over a GB200 NVL72 rack (`mnnvl`).
+ */
+export const EXPERT_A2A_MODES = ['ll', 'normal', 'mnnvl'] as const;
 export const EXPERT_A2A_PHASES = ['dispatch', 'combine'] as const;
 
 /**
