@@ -67,6 +67,9 @@ export class BatchWalk {
    */
   decCtx = new Float64Array(256);
   decRuns = new Float64Array(256);
+  /** Prefill rows' scheduled and computed tokens, in batch order (walked after the loop); grown by doubling. */
+  preS = new Float64Array(16);
+  preC = new Float64Array(16);
   constructor(readers: number) {
     this.decRead = new Float64Array(readers);
     this.preRead = new Float64Array(readers);
@@ -82,8 +85,8 @@ export class BatchWalk {
 
 /**
  * One prefill row of s tokens after c cached: its tokens, context and ramp-scaled pairs into
- * `w.prefill`, and per bounded reader its pairs and tokens read. Kept out of the walk's loop (rare
- * rows) and returning nothing, so it boxes no number when V8 does not inline it.
+ * `w.prefill`, and per bounded reader its pairs and tokens read. Returns nothing, so it boxes no number
+ * when V8 does not inline it.
  */
 function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
   const { readers, bounded } = p;
@@ -101,6 +104,30 @@ function prefillRow(p: WalkPlan, w: BatchWalk, s: number, c: number): void {
     w.preRaw[r]! += pairs;
     w.allRead[r]! += decodeTokensRead(c + s, readers[r]!); // drafter passes 2..k and resident KV
   }
+}
+
+/**
+ * The prefill rows the loop recorded (w.preS, w.preC, in batch order), each through `prefillRow`. Run
+ * after the loop, not inside it: inlined into the walk's loop, the laws prefillRow calls no longer fit
+ * V8's inlining budget, and each call then returned its double boxed (16 B per law call per prefill row).
+ */
+function prefillRows(p: WalkPlan, w: BatchWalk, n: number): void {
+  for (let i = 0; i < n; i++) prefillRow(p, w, w.preS[i]!, w.preC[i]!);
+}
+
+/** Record a prefill row (s scheduled after c cached) for `prefillRows`. @returns the rows recorded */
+function addPrefillRow(w: BatchWalk, n: number, s: number, c: number): number {
+  if (n === w.preS.length) {
+    const ns = new Float64Array(n * 2);
+    const nc = new Float64Array(n * 2);
+    ns.set(w.preS);
+    nc.set(w.preC);
+    w.preS = ns;
+    w.preC = nc;
+  }
+  w.preS[n] = s;
+  w.preC[n] = c;
+  return n + 1;
 }
 
 /** Double the decode-context buffers (rare: only when a batch outgrows every earlier one). */
@@ -301,8 +328,7 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
       otherTok += s;
       computed += c;
       nOther++;
-      nPrefill++;
-      prefillRow(p, w, s, c);
+      nPrefill = addPrefillRow(w, nPrefill, s, c);
     } else if (s > 0) {
       if (s === uniformWidth) nUniform++;
       else {
@@ -358,8 +384,7 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
       otherTok += s;
       computed += c;
       nOther++;
-      nPrefill++;
-      prefillRow(p, w, s, c);
+      nPrefill = addPrefillRow(w, nPrefill, s, c);
     } else if (s > 0) {
       if (s === uniformWidth) nUniform++;
       else {
@@ -388,6 +413,8 @@ function finishWalk(p: WalkPlan, w: BatchWalk): void {
   const nOther = rows[N_OTHER]!;
   const nPrefill = rows[N_PREFILL]!;
   const nDec = rows[N_DEC]!;
+  // Prefill rows first, then the decode rows' sums: the order the per-row walk added them in.
+  if (nPrefill > 0) prefillRows(p, w, nPrefill);
   if (nDec > 0) boundedDecodeSums(p, w, nDec);
   // uniformWidth ≤ threshold (construction), so a uniform row is a decode row.
   const tok = nUniform * p.uniformWidth + otherTok;
