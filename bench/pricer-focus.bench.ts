@@ -41,16 +41,20 @@ function cpuNsPerCall(fn: Call, warm = 200_000, inner = 20_000): { med: number; 
   return { med: xs[4]!, min: xs[0]!, max: xs[8]! };
 }
 
-/** Heap growth per call after a full GC, median of 9 rounds of 2,000 calls (young generation only). */
+/**
+ * Heap growth per call after a full GC: the minimum over 15 rounds of 2,000 calls (young generation
+ * only). The minimum: a call's own allocation repeats every round, the JIT's (code installed late on a
+ * loaded machine) does not (pricer.bench.ts heapBytesPerCall).
+ */
 function heapPerCall(fn: Call, gc: () => void): number {
-  const xs: number[] = [];
-  for (let r = 0; r < 9; r++) {
+  let min = Number.POSITIVE_INFINITY;
+  for (let r = 0; r < 15; r++) {
     gc();
     const h0 = process.memoryUsage().heapUsed;
     for (let j = 0; j < 2000; j++) fn();
-    xs.push((process.memoryUsage().heapUsed - h0) / 2000);
+    min = Math.min(min, (process.memoryUsage().heapUsed - h0) / 2000);
   }
-  return xs.sort((a, b) => a - b)[4]!;
+  return min;
 }
 
 export default async function bench(): Promise<void> {

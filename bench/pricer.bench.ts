@@ -62,18 +62,23 @@ function medianNsPerCall(
 
 /**
  * Heap growth per call, bytes: after a full GC, `calls` calls (few enough that their garbage fits the
- * young generation, so no collection runs in between), median over `reps`. 0 = no allocation.
+ * young generation, so no collection runs in between), the minimum over `reps`. 0 = no allocation.
+ * DECISION (issue 17 "no allocation per call"): the minimum, not the median. A call's own allocation is
+ * the same every round; what varies is the JIT's, which lands on the same heap (V8 installs optimized
+ * code and its metadata on the main thread, and on a loaded machine a concurrent compile finishes late,
+ * inside a measured round: 48-80 B per call seen in rounds whose neighbours measured 0). So a round at
+ * 0 shows the call allocates nothing.
  */
-function heapBytesPerCall(fn: () => unknown, gc: () => void, calls = 2000, reps = 9): number {
+function heapBytesPerCall(fn: () => unknown, gc: () => void, calls = 2000, reps = 15): number {
   for (let j = 0; j < 20000; j++) fn(); // warm-up (JIT)
-  const xs: number[] = [];
+  let min = Number.POSITIVE_INFINITY;
   for (let r = 0; r < reps; r++) {
     gc();
     const h0 = process.memoryUsage().heapUsed;
     for (let j = 0; j < calls; j++) fn();
-    xs.push((process.memoryUsage().heapUsed - h0) / calls);
+    min = Math.min(min, (process.memoryUsage().heapUsed - h0) / calls);
   }
-  return xs.sort((a, b) => a - b)[Math.floor(reps / 2)]!;
+  return min;
 }
 
 /** deepseek-v3 tp 8 h200, decode 256: experts on the fitted law vs the dense-ramp fallback (law entries removed). */
