@@ -12,7 +12,6 @@
  * Stored: the ENVELOPE fit (best efficiency per m over all shapes), as BLIS stores it; the all-rows
  * fit is reported beside it. See docs/fitting.md.
  */
-import { levenbergMarquardt } from 'ml-levenberg-marquardt';
 import type { Chip } from '../core/catalog/chip.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { bytesPerElement, type GemmDtype, GEMM_DTYPES } from '../core/catalog/dtypes.ts';
@@ -32,6 +31,7 @@ import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
+import { levenbergMarquardt2 } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /**
@@ -66,7 +66,7 @@ export const HALF_UNIT_NOTE = 'unit of the half: elements (features), stored as 
 
 /**
  * Least-squares fit of eps(m) = eps_max·m/(m+m_half) by Levenberg–Marquardt with the analytic
- * Jacobian. @returns NaNs when fewer than 3 distinct m (m_half unidentifiable).
+ * Jacobian (`levenbergMarquardt2`: ml-levenberg-marquardt's steps on plain numbers). @returns NaNs when fewer than 3 distinct m (m_half unidentifiable).
  */
 export function fitRamp(
   ms: readonly number[],
@@ -77,20 +77,20 @@ export function fitRamp(
   if (new Set(ms).size < 3) return { eps_max: NaN, m_half: NaN };
   // Parameterised as (eps_max, ln m_half) so both directions have O(1) curvature: the library's
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
-  const res = levenbergMarquardt(
+  const res = levenbergMarquardt2(
     { x: ms, y: effs },
     ([e, u]) => {
       const h = Math.exp(u!);
       return (m) => gemmEfficiency(m, e!, h);
     },
+    ([e, u]) => {
+      const h = Math.exp(u!);
+      return (m) => [m / (m + h), (-e! * m * h) / ((m + h) * (m + h))];
+    },
     {
       initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
-      // The library takes per-point sigmas (weight = 1/sigma²); a mean of c rows has sigma ∝ 1/√c.
+      // Per-point sigmas (weight = 1/sigma², the library's convention); a mean of c rows has sigma ∝ 1/√c.
       ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
-      jacobianFunction: ([e, u]) => {
-        const h = Math.exp(u!);
-        return (m) => [m / (m + h), (-e! * m * h) / ((m + h) * (m + h))];
-      },
       damping: 1e-3,
       maxIterations: LM_ITERATIONS,
       errorTolerance: 1e-14,
@@ -162,7 +162,7 @@ export function fitShapeHalves(
   if (cells.length < 3) return { n_half: NaN, k_half: NaN };
   if (warm) return polishHalves(cells, [Math.log(init[0]), Math.log(init[1])], 0.02, 150);
   const idx = cells.map((_, i) => i);
-  const res = levenbergMarquardt(
+  const res = levenbergMarquardt2(
     { x: idx, y: cells.map((c) => c.r) },
     ([un, uk]) => {
       const nh = Math.exp(un!);
@@ -172,17 +172,17 @@ export function fitShapeHalves(
         return Math.log(shapeFactor(c.n, nh)) + Math.log(shapeFactor(c.k, kh));
       };
     },
+    ([un, uk]) => {
+      const nh = Math.exp(un!);
+      const kh = Math.exp(uk!);
+      return (i) => {
+        const c = cells[i]!;
+        return [-nh / (c.n + nh), -kh / (c.k + kh)];
+      };
+    },
     {
       initialValues: [Math.log(init[0]), Math.log(init[1])],
       weights: cells.map((c) => 1 / Math.sqrt(c.w)),
-      jacobianFunction: ([un, uk]) => {
-        const nh = Math.exp(un!);
-        const kh = Math.exp(uk!);
-        return (i) => {
-          const c = cells[i]!;
-          return [-nh / (c.n + nh), -kh / (c.k + kh)];
-        };
-      },
       damping: 1e-3,
       maxIterations: LM_ITERATIONS,
       errorTolerance: 1e-14,
