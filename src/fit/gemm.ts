@@ -418,21 +418,24 @@ export function jointShapeFit(
   const packed = packJointRows(rows);
   const clamp = (x: number[]) => x.map((v, u) => Math.min(JOINT_HI[u]!, Math.max(JOINT_LO, v)));
   let x = clamp(init.map((v) => Math.log(Math.max(v, 1e-3))));
-  let sse = jointSse(packed, x);
+  // The normal equations at x come from the pass that evaluated x (the start, or the accepted trial):
+  // one pass per iteration, each the same sums as a separate pass at x would give.
+  const newNe = () => ({ A: [0, 1, 2, 3].map(() => [0, 0, 0, 0]), b: [0, 0, 0, 0] });
+  let ne = newNe();
+  let sse = jointSse(packed, x, ne);
   let lambda = 1e-3;
   for (let it = 0; it < iterations && lambda < 1e10; it++) {
-    const ne = { A: [0, 1, 2, 3].map(() => [0, 0, 0, 0]), b: [0, 0, 0, 0] };
-    jointSse(packed, x, ne);
     const A = ne.A.map((row, u) => row.map((v, k) => (u === k ? v * (1 + lambda) + 1e-12 : v)));
     const d = solveLinear(
       A,
       ne.b.map((v) => -v),
     );
     const trial = d ? clamp(x.map((v, u) => v + d[u]!)) : undefined;
-    const tSse = trial ? jointSse(packed, trial) : Infinity;
+    const tNe = newNe();
+    const tSse = trial ? jointSse(packed, trial, tNe) : Infinity;
     if (tSse < sse) {
       const gain = (sse - tSse) / Math.max(sse, 1e-300);
-      [x, sse] = [trial!, tSse];
+      [x, sse, ne] = [trial!, tSse, tNe];
       lambda = Math.max(lambda / 10, 1e-12);
       if (gain < 1e-12) break;
     } else lambda *= 10;
