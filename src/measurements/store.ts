@@ -229,36 +229,21 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
   // Rows the compiled check accepts are the rows zod accepts, in zod's output form; any other row
   // goes through zod, so a bad row's error is zod's (row-check.ts).
   const check = rowCheck(family);
-  const texts = cols.map(() => new Map<string, string>());
+  const cells = new RowCells(data, header.length);
+  const isText = cols.map((c) => TEXT_COLUMNS.has(c));
   for (let r = 1; r < data.length; r++) {
-    const line = data.cells(r);
+    cells.load(r);
     const obj: Record<string, string | number> = {};
     for (let c = 0; c < cols.length; c++) {
       const col = cols[c]!;
       const j = idx[c]!;
-      const cell = j >= 0 ? (line[j] ?? '') : '';
-      if (TEXT_COLUMNS.has(col)) {
-        // One string per distinct value of a column (chip, lane, kernel, dtype repeat on every row):
-        // rows then share it instead of each keeping a slice of the file's text alive.
-        const seen = texts[c]!;
-        let t = seen.get(cell);
-        if (t === undefined) {
-          t = cell;
-          seen.set(t, t);
-        }
-        obj[col] = t;
-      } else {
-        const v = cell === '' && OPTIONAL_COLUMNS.has(col) ? 0 : Number(cell);
-        if (cell === '' && !OPTIONAL_COLUMNS.has(col)) {
-          throw new InputError({ file, row: r, column: col }, 'expected a number, got an empty cell');
-        }
-        if (!Number.isFinite(v))
-          throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
-        if ((col === 'latency_us' || col === 'measured_us') && v <= 0) {
-          throw new InputError({ file, row: r, column: col }, `expected a positive number (µs), got ${cell}`);
-        }
-        obj[col] = v;
+      if (isText[c]) {
+        obj[col] = cells.text(j, c);
+        continue;
       }
+      // A plain digit string is read without making its text (the same value Number() gives).
+      const d = cells.digits(j);
+      obj[col] = d > 0 ? d : numberCell(col, cells.text(j, -1), file, r);
     }
     const fast = check?.(obj);
     if (fast) {
@@ -280,10 +265,116 @@ function rowCheck(family: Family): RowCheck | undefined {
   return ROW_CHECKS.get(family);
 }
 
+/**
+ * A numeric cell's value: '' is 0 in an optional column; otherwise a finite number, positive for
+ * `latency_us` and `measured_us`. @throws InputError naming file, row and column.
+ */
+function numberCell(col: string, cell: string, file: string, r: number): number {
+  const v = cell === '' && OPTIONAL_COLUMNS.has(col) ? 0 : Number(cell);
+  if (cell === '' && !OPTIONAL_COLUMNS.has(col)) {
+    throw new InputError({ file, row: r, column: col }, 'expected a number, got an empty cell');
+  }
+  if (!Number.isFinite(v))
+    throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
+  if ((col === 'latency_us' || col === 'measured_us') && v <= 0) {
+    throw new InputError({ file, row: r, column: col }, `expected a positive number (µs), got ${cell}`);
+  }
+  return v;
+}
+
+/**
+ * The cells of one row at a time. A plain line (csvLines) is read in place: cell bounds found with
+ * indexOf (the cells `split(',')` would give), digit strings parsed from their character codes, and a
+ * text cell equal to the column's previous one reused without slicing; other texts give their cell
+ * arrays. Text cells are interned per column (one string per distinct chip, lane, kernel, dtype), so
+ * rows share them instead of each keeping a slice of the file's text alive.
+ */
+class RowCells {
+  private line = '';
+  private cells: readonly string[] | undefined;
+  private readonly starts: Int32Array;
+  private readonly ends: Int32Array;
+  private n = 0;
+  private readonly seen: Array<Map<string, string>> = [];
+  private readonly last: Array<string | undefined> = [];
+  constructor(
+    private readonly data: CsvLines,
+    private readonly width: number,
+  ) {
+    this.starts = new Int32Array(width);
+    this.ends = new Int32Array(width);
+  }
+
+  /** Make row `r` (0 = the header) the current one. */
+  load(r: number): void {
+    const raw = this.data.line?.(r);
+    if (raw === undefined) {
+      this.cells = this.data.cells(r);
+      return;
+    }
+    this.cells = undefined;
+    this.line = raw;
+    let pos = 0;
+    let n = 0;
+    while (n < this.width) {
+      const k = raw.indexOf(',', pos);
+      this.starts[n] = pos;
+      this.ends[n++] = k < 0 ? raw.length : k;
+      if (k < 0) break;
+      pos = k + 1;
+    }
+    this.n = n;
+  }
+
+  /** Cell j's value when it is 1–15 decimal digits and not 0 (exact, as Number() reads it); else -1. */
+  digits(j: number): number {
+    if (this.cells || j < 0 || j >= this.n) return -1;
+    const a = this.starts[j]!;
+    const b = this.ends[j]!;
+    if (b <= a || b - a > 15) return -1;
+    let v = 0;
+    for (let i = a; i < b; i++) {
+      const d = this.line.charCodeAt(i) - 48;
+      if (d < 0 || d > 9) return -1;
+      v = v * 10 + d;
+    }
+    return v > 0 ? v : -1;
+  }
+
+  /** Cell j's text ('' when absent); interned under column slot `c` when c ≥ 0. */
+  text(j: number, c: number): string {
+    if (j < 0) return '';
+    if (this.cells) return c < 0 ? (this.cells[j] ?? '') : this.intern(c, this.cells[j] ?? '');
+    if (j >= this.n) return '';
+    const a = this.starts[j]!;
+    const b = this.ends[j]!;
+    if (c < 0) return this.line.slice(a, b);
+    const prev = this.last[c];
+    if (prev !== undefined && prev.length === b - a && this.line.startsWith(prev, a)) return prev;
+    const t = this.intern(c, this.line.slice(a, b));
+    this.last[c] = t;
+    return t;
+  }
+
+  private intern(c: number, cell: string): string {
+    let seen = this.seen[c];
+    if (!seen) {
+      seen = new Map();
+      this.seen[c] = seen;
+    }
+    const t = seen.get(cell);
+    if (t !== undefined) return t;
+    seen.set(cell, cell);
+    return cell;
+  }
+}
+
 /** The non-empty lines of a CSV text and each one's cells. */
 interface CsvLines {
   length: number;
   cells(i: number): readonly string[];
+  /** Line i itself, for a plain text (split on LF only); absent when the cells came from papaparse. */
+  line?: (i: number) => string;
 }
 
 /** Characters that make a CSV text more than comma-split lines for papaparse: quotes, CR, other delimiters it may guess. */
@@ -302,7 +393,7 @@ function csvLines(text: string): CsvLines {
     return { length: rows.length, cells: (i) => rows[i]! };
   }
   const lines = text.split('\n').filter((l) => l !== '');
-  return { length: lines.length, cells: (i) => lines[i]!.split(',') };
+  return { length: lines.length, cells: (i) => lines[i]!.split(','), line: (i) => lines[i]! };
 }
 
 /** An InputError naming file, row and column for the first zod issue of a row. */
