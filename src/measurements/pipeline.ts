@@ -20,7 +20,7 @@ import {
   loadChip,
   REPO_ROOT,
 } from '../core/catalog/chip.ts';
-import { UserError } from '../core/errors.ts';
+import { UsageError, UserError } from '../core/errors.ts';
 import { parseFlagNumber } from '../core/flags.ts';
 import { readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
 import { pathInside, provenanceRelativePath } from '../core/io/paths.ts';
@@ -85,7 +85,7 @@ function resolveChip(opts: ImportOpts, paths: readonly string[], required: boole
   const skus = [...new Set(paths.map(skuFromPath).filter((s): s is string => !!s))];
   if (skus.length === 1) return checkedChip(chipFromSku(skus[0]!));
   if (required)
-    throw new UserError(
+    throw new UsageError(
       `--chip is required (could not infer one chip from the paths; known chips: ${knownChips().join(', ')})`,
     );
   return undefined;

@@ -61,6 +61,19 @@ const CASES: BadInputCase[] = [
     message: '--from "../x"',
   },
   { name: 'price --tp 0', args: [...PRICE, '--tp', '0'], code: 2, message: '--tp: expected an integer ≥ 1, got "0"' },
+  // A missing required input is a usage error like a missing required option (exit 2), not a data error.
+  {
+    name: 'price without --batch',
+    args: ['price', '--model', 'llama-3.1-8b', '--chip', 'h200', '--tp', '8'],
+    code: 2,
+    message: 'give at least one --batch',
+  },
+  {
+    name: 'import aiconfigurator without --chip (none inferable from the path)',
+    args: ['import', 'aiconfigurator', 'README.md', '--out', 'out'],
+    code: 2,
+    message: '--chip is required',
+  },
   {
     name: 'price --tp two (same exit and wording as --tp 0)',
     args: [...PRICE, '--tp', 'two'],

@@ -4,7 +4,7 @@
  * the command runs, so `stepcal price --help` and the other commands' help load no pricer (issue 17).
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { UserError } from '../../core/errors.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
 import { parseFlagNumber } from '../../core/flags.ts';
 import { parseBatchSpec } from '../../pricer/batch.ts';
 import { CUDAGRAPH_MODES, type CudagraphMode, type Deployment } from '../../pricer/types.ts';
@@ -86,7 +86,7 @@ export function register(program: Command): void {
     // The run itself (setup, pricing, output) lives in price-run.ts, loaded only when the command runs:
     // it pulls in the registry, YAML and schema modules, which `stepcal price --help` never needs.
     .action(async (o: PriceFlags) => {
-      if (!o.batch.length) throw new UserError('give at least one --batch (e.g. --batch decode:32@1024)');
+      if (!o.batch.length) throw new UsageError('give at least one --batch (e.g. --batch decode:32@1024)');
       const deployment = deploymentFromFlags(o);
       (await import('./price-run.ts')).runPrice(o, deployment);
     });
