@@ -116,6 +116,15 @@ export const FLOOR_MIN_US = 0.5;
 export const FLOOR_MAX_US = 10_000;
 /** A typical fastest call (µs), to name the factor of a floor outside the band. */
 const TYPICAL_FLOOR_US = 5;
+/**
+ * One row slower than SLOW_ROW_FACTOR × (its work at the datasheet rate + FLOOR_MAX_US) is refused: a
+ * single row given in the wrong unit (×1000) passes the per-group checks, which judge the fastest rows
+ * only. 100× that sum means under 1 % of the datasheet rate on a large call and over 1 s on a small
+ * one. The slowest shipped row sits at 24× (an 0.8 s fused-MoE call; collective and prefill rows reach
+ * 12–16×), so the bound leaves them a 4× margin (test/measurements/units-slip.test.ts).
+ */
+export const SLOW_ROW_FACTOR = 100;
+
 /** Work (µs at the datasheet rate) below which a call is floor-bound, for the FLOOR_MAX_US bound. */
 const TINY_WORK_US = 1;
 /** A decode working set counts as "not cache-resident" above this multiple of L2. */
@@ -408,13 +417,29 @@ export function checkUnits(
     if (!s) continue;
     let g = groups.get(s.group);
     if (!g) {
-      g = { best: -1, bestI: -1, judged: 0, floor: Infinity, floorI: -1, tiny: Infinity, tinyI: -1, top: -1, topI: -1 };
+      g = {
+        ...{
+          best: -1,
+          bestI: -1,
+          judged: 0,
+          floor: Infinity,
+          floorI: -1,
+          tiny: Infinity,
+          tinyI: -1,
+          top: -1,
+          topI: -1,
+        },
+        ...{ slow: 0, slowI: -1, slowWork: 0 },
+      };
       groups.set(s.group, g);
     }
     if (s.latency_us < g.floor) [g.floor, g.floorI] = [s.latency_us, i];
     // A call whose work takes under TINY_WORK_US at the datasheet rate is floor-bound: it must not take over FLOOR_MAX_US.
     const ideal = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : what ? undefined : 0);
     if (ideal !== undefined && ideal < TINY_WORK_US && s.latency_us < g.tiny) [g.tiny, g.tinyI] = [s.latency_us, i];
+    const work = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : undefined);
+    if (work !== undefined && s.latency_us / (work + FLOOR_MAX_US) > g.slow)
+      [g.slow, g.slowI, g.slowWork] = [s.latency_us / (work + FLOOR_MAX_US), i, work];
     if (s.ref !== undefined) g.ref = s.ref;
     if (s.limit !== undefined && s.limit > g.top) [g.top, g.topI] = [s.limit, i];
     if (s.rate !== undefined) {
@@ -436,6 +461,7 @@ export function checkUnits(
         `${family} ${group}: the fastest of ${g.judged} rows that can be judged implies ${rateText(g.best, g.ref, what!.flops)} (${what!.of(chip)}), ` +
           `below the plausible band [${pct(band.lo)}, ${pct(band.hi)}] (${band.source}); ${tail(g.best / band.typical)}`,
       );
+    if (g.slow > SLOW_ROW_FACTOR) throw new InputError(at(g.slowI), slowRowProblem(family, group, g));
     const floorBad = !(g.floor >= FLOOR_MIN_US)
       ? { v: g.floor, i: g.floorI }
       : g.tinyI >= 0 && g.tiny > FLOOR_MAX_US
@@ -462,7 +488,21 @@ interface Group {
   /** Fastest floor-bound call (work under TINY_WORK_US at the datasheet rate). */
   tiny: number;
   tinyI: number;
+  /** Largest latency / (work at the datasheet rate + FLOOR_MAX_US) of one row, its index and work (µs). */
+  slow: number;
+  slowI: number;
+  slowWork: number;
   ref?: number;
+}
+
+/** The problem text of a row slower than SLOW_ROW_FACTOR allows (checkUnits). */
+function slowRowProblem(family: Family, group: string, g: Group): string {
+  const latency_us = g.slow * (g.slowWork + FLOOR_MAX_US);
+  return (
+    `${family} ${group}: this row takes ${Number(latency_us.toPrecision(4))} µs, ${g.slow.toFixed(0)}× its work at the datasheet rate ` +
+    `(${Number(g.slowWork.toPrecision(3))} µs) plus the largest plausible floor (${FLOOR_MAX_US / 1000} ms); above ${SLOW_ROW_FACTOR}× no kernel ` +
+    'runs that slowly, so this row alone is in another unit; check units (ms vs µs vs s?)'
+  );
 }
 
 /** Group of a row of a family without a rate band (host: per `what`). */

@@ -98,6 +98,22 @@ describe('slips the issue lists', () => {
       ),
     ).not.toThrow();
   });
+  it('one row ×1000 (the per-group checks judge only the fastest rows): refused at that row, the table as stored passes', () => {
+    const rows = read(dir, 'gemm', 'vllm-0.24.0');
+    // The row with the most arithmetic: 2·m·n·k / 989.5 TFLOP/s of work, so ×1000 puts it far past
+    // SLOW_ROW_FACTOR × (work + 10 ms) while its neighbours stay untouched.
+    let at = 0;
+    for (let i = 1; i < rows.length; i++)
+      if (rows[i]!.dtype === 'bf16' && rows[i]!.m * rows[i]!.n * rows[i]!.k > rows[at]!.m * rows[at]!.n * rows[at]!.k)
+        at = i;
+    expect(rows[at]!.dtype).toBe('bf16');
+    const slipped = rows.map((r, i) => (i === at ? { ...r, latency_us: r.latency_us * 1000 } : r));
+    expect(() => checkUnits('gemm', slipped, h200, 'g.csv')).toThrow(
+      new RegExp(`g\\.csv row ${at + 1} column "latency_us": gemm dtype bf16: this row takes .*check units`),
+    );
+    expect(() => checkUnits('gemm', rows, h200, 'g.csv')).not.toThrow();
+  });
+
   it('collective sizes ×2 (elements read as bytes) and ×1000, latency in µs labelled ms', () => {
     const rows = read(dir, 'collective', 'nccl-2.29.2');
     const x2 = rows.map((r: CollectiveRow) => ({ ...r, message_bytes: r.message_bytes * 2 }));
