@@ -106,6 +106,13 @@ const USER_ERRNO: ReadonlySet<string> = new Set([
   'ELOOP',
 ]);
 
+/** The `at …` lines of `err.stack` (its first lines repeat the message already printed), '' without a stack. */
+function stackFrames(err: Error | undefined): string {
+  const stack = err?.stack ?? '';
+  const at = stack.search(/\n\s+at /);
+  return at < 0 ? '' : `${stack.slice(at + 1)}\n`;
+}
+
 /** Print `err` as the CLI does and return its exit code (module comment). */
 export function exitCodeFor(err: unknown, debug: boolean): number {
   if (err instanceof CommanderError) {
@@ -128,7 +135,7 @@ export function exitCodeFor(err: unknown, debug: boolean): number {
   }
   if (user) {
     process.stderr.write(`stepcal: ${user.message}\n`);
-    if (debug && (err as Error).stack) process.stderr.write((err as Error).stack + '\n');
+    if (debug) process.stderr.write(stackFrames(err as Error));
     return user instanceof UsageError ? 2 : 1;
   }
   process.stderr.write(

@@ -220,6 +220,8 @@ describe('exit codes of what escapes a command', () => {
       expect(code).toBe(1);
       expect(c.err().split('\n')[0]).toBe('stepcal: cannot write /ro/x: permission denied (is the folder read-only?)');
       expect(/\n\s+at /.test(c.err())).toBe(debug);
+      // The message is printed once: --debug adds the stack frames, not the stack's copy of the message.
+      expect(c.err().split('permission denied').length - 1).toBe(1);
     }
   });
 });
