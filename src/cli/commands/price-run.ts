@@ -55,6 +55,7 @@ export function formatStepPrice(p: StepPrice): string {
         `${k.kind.padEnd(20)} ${String(k.count).padStart(6)} ${f1(k.resources_us.sm).padStart(9)} ${f1(k.resources_us.hbm).padStart(9)} ${f1(k.resources_us.nvlink).padStart(9)} ${f1(k.resources_us.nic).padStart(9)} ${f1(k.experts_us).padStart(10)}`,
       );
     }
+    lines.push("experts_us is the MoE experts' share of sm_us + hbm_us (already counted in them, not extra)");
   }
   if (p.extrapolated) lines.push('', 'EXTRAPOLATED:', ...p.extrapolation_notes.map((n) => `  - ${n}`));
   return lines.join('\n') + '\n';
