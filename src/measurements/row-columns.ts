@@ -157,7 +157,8 @@ function grow(a: Int32Array | Float64Array, cap: number): Int32Array | Float64Ar
  * a key a row lacked reads back as absent.
  */
 export class RowColumns<R extends object = Record<string, unknown>> implements RowList<R> {
-  private readonly cols = new Map<string, Column>();
+  /** Column position of each key (its index in `keys`, `list` and `absent`). */
+  private readonly index = new Map<string, number>();
   private readonly keys: string[] = [];
   /** The columns in `keys` order (no Map lookup per cell). */
   private readonly list: Column[] = [];
@@ -176,7 +177,7 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     let seen = 0;
     for (const k in rec) {
       seen++;
-      if (!this.cols.has(k)) this.addColumn(k);
+      if (!this.index.has(k)) this.addColumn(k);
     }
     const all = seen === this.keys.length;
     for (let c = 0; c < this.keys.length; c++) {
@@ -202,7 +203,7 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
    * i lacked `k`, or for a key no row had). Valid while rows are pushed (it reads the live column).
    */
   reader(k: string): (i: number) => unknown {
-    const c = this.keys.indexOf(k);
+    const c = this.index.get(k) ?? -1;
     if (c < 0) return () => undefined;
     const col = this.list[c]!;
     return (i) => (this.absent[c]?.[i] ? undefined : col.get(i));
@@ -213,7 +214,7 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
    * `k`, undefined where the value needs quoting), computed once per distinct text or integer.
    */
   textReader(k: string): (i: number) => string | undefined {
-    const c = this.keys.indexOf(k);
+    const c = this.index.get(k) ?? -1;
     if (c < 0) return () => '';
     const col = this.list[c]!;
     return (i) => (this.absent[c]?.[i] ? '' : col.text(i));
@@ -225,7 +226,7 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
    * instead of every character). Undefined where a row lacked `k`.
    */
   keyReader(k: string): (i: number) => unknown {
-    const c = this.keys.indexOf(k);
+    const c = this.index.get(k) ?? -1;
     if (c < 0) return () => undefined;
     const col = this.list[c]!;
     return (i) => (this.absent[c]?.[i] ? undefined : col.key(i));
@@ -236,9 +237,9 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   }
 
   private addColumn(k: string): void {
-    this.cols.set(k, new Column());
+    this.index.set(k, this.keys.length);
     this.keys.push(k);
-    this.list.push(this.cols.get(k)!);
+    this.list.push(new Column());
     let a: Uint8Array | undefined;
     if (this.n > 0) {
       a = new Uint8Array(this.cap);

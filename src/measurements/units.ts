@@ -417,20 +417,7 @@ export function checkUnits(
     if (!s) continue;
     let g = groups.get(s.group);
     if (!g) {
-      g = {
-        ...{
-          best: -1,
-          bestI: -1,
-          judged: 0,
-          floor: Infinity,
-          floorI: -1,
-          tiny: Infinity,
-          tinyI: -1,
-          top: -1,
-          topI: -1,
-        },
-        ...{ slow: 0, slowI: -1, slowWork: 0 },
-      };
+      g = newGroup();
       groups.set(s.group, g);
     }
     if (s.latency_us < g.floor) [g.floor, g.floorI] = [s.latency_us, i];
@@ -493,6 +480,24 @@ interface Group {
   slowI: number;
   slowWork: number;
   ref?: number;
+}
+
+/** A group before its first row: nothing judged, no fastest or slowest row yet. */
+function newGroup(): Group {
+  return {
+    best: -1,
+    bestI: -1,
+    judged: 0,
+    top: -1,
+    topI: -1,
+    floor: Infinity,
+    floorI: -1,
+    tiny: Infinity,
+    tinyI: -1,
+    slow: 0,
+    slowI: -1,
+    slowWork: 0,
+  };
 }
 
 /** The problem text of a row slower than SLOW_ROW_FACTOR allows (checkUnits). */
