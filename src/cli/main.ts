@@ -33,6 +33,7 @@ export async function buildProgram(argv?: readonly string[]): Promise<Command> {
   if (argv && !named) addStubs(program);
   for (const c of argv ? (named ? [named] : []) : COMMANDS) (await c.load()).register(program);
   for (const c of program.commands) c.exitOverride();
+  if (argv && named) program.hook('preSubcommand', (_p, sub) => rejectUnknownFlag(sub, argv));
   // Names that become paths are checked once, for every command (src/core/io/paths.ts); a value
   // ending in .yaml is an explicit file the user chose (--model graph.yaml), not a name.
   program.hook('preAction', (_cmd, action) => {
@@ -50,6 +51,44 @@ function commandNamed(argv: readonly string[]): CommandEntry | undefined {
   const words = argv.slice(2).filter((a) => !a.startsWith('-'));
   const word = words[0] === 'help' ? words[1] : words[0];
   return COMMANDS.find((c) => c.name === word);
+}
+
+/**
+ * Report the first flag `sub` does not know before commander checks the mandatory options, so that a
+ * misspelt flag (`--chp h200`) is named as unknown, with commander's suggestion, rather than reported
+ * as the missing `--chip` it was meant to be. A word right after a flag that takes a value is that
+ * value, not a flag. Throws commander's unknown-option error (exit 2); returns when every flag is known.
+ */
+function rejectUnknownFlag(sub: Command, argv: readonly string[]): void {
+  const args = argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) return;
+  const known = new Map<string, boolean>([['--debug', false]]);
+  let cmd = sub;
+  let i = args.indexOf(sub.name()) + 1;
+  for (;;) {
+    for (const o of cmd.options) for (const f of [o.long, o.short]) if (f) known.set(f, o.required || o.optional);
+    const next = cmd.commands.find((c) => c.name() === args[i]);
+    if (!next) break;
+    cmd = next;
+    i++;
+  }
+  for (; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === '--') return;
+    if (!a.startsWith('-') || /^-\d/.test(a)) continue;
+    const flag = a.split('=')[0] as string;
+    const takesValue = known.get(flag);
+    if (takesValue === undefined) (cmd as unknown as CommanderInternals).unknownOption(flag);
+    if (takesValue && !a.includes('=')) i++;
+  }
+}
+
+/**
+ * Commander's own unknown-option report (message, "Did you mean" suggestion, exit override): public in
+ * behaviour, absent from its typings; commander is pinned (14.0.3), and cli-usage.test.ts checks it.
+ */
+interface CommanderInternals {
+  unknownOption(flag: string): never;
 }
 
 /** Every command as a stub: listed in the help with its term and summary, never run. */
