@@ -61,6 +61,8 @@ describe('stepcal price / sweep', () => {
     expect(code).toBe(0);
     expect(c.out()).toMatch(/time_us/);
     expect(c.out()).toMatch(/gqa_moe\s+32/);
+    // bf16 weights, no --kv-dtype: the cache follows the weights at 2 B per element, said in the header
+    expect(c.out().split('\n')[0]).toContain('weights bf16, KV auto (2 B/element),');
     const v = (label: string) => Number(new RegExp(`^${label} +([0-9.]+)`, 'm').exec(c.out())![1]);
     expect(c.out()).toMatch(/^CMOverlap +[0-9.]+ +\(stepcal extension/m);
     expect(v('Overlap')).toBeLessThanOrEqual(v('CMOverlap'));

@@ -109,7 +109,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
   }
   const d = s.deployment;
   process.stdout.write(
-    `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
+    `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${kvLabel(d.kv_dtype, s.pricer.info.kv_bytes_per_element)}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
       `registry ${displayPath(s.registry_file)}\n` +
       `${engineLine(s.engine)}\n` +
       (formatNote(s.model.name, d.weight_dtype) ?? '') +
@@ -122,4 +122,12 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
     process.stdout.write(
       '\nnotes (limits and coefficients not measured on this chip):\n' + notes.map((n) => `  - ${n}`).join('\n') + '\n',
     );
+}
+
+/**
+ * The KV-cache dtype for a header line: the one asked for, or "auto" (follows the weights, sub-byte →
+ * bf16; src/pricer/deployment.ts kvBytesPerElement), with its bytes per element.
+ */
+export function kvLabel(kvDtype: string | undefined, bytesPerElement: number): string {
+  return `KV ${kvDtype ?? 'auto'} (${bytesPerElement} B/element)`;
 }
