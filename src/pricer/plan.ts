@@ -33,7 +33,7 @@ import {
 import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
 import { deepepMessageBytes, mnnvlMessageBytes } from '../core/laws/expert-alltoall.ts';
 import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
-import type { ComputeFormat } from './deployment.ts';
+import { computeFormat, type ComputeFormat } from './deployment.ts';
 
 /** Kernels per primitive (reference §3.2; gives llama-3.1-8b's 258 kernels at tp 1). */
 const KERNELS: Record<GraphNode['op'], number> = {
@@ -297,28 +297,56 @@ function expertLawPlan(
   w: StorageDtype,
   shards: number,
 ): ExpertLawPlan | undefined {
-  const eps = ctx.coef.opt(`moe_expert_eps_max_${w}`);
+  const law = expertLawDtype(ctx, w);
+  const eps = ctx.coef.opt(`moe_expert_eps_max_${law}`);
   // Grouped four-bit weight-only experts (mxfp4, int4) run at the bf16 peak on their own fitted law (seed "Arithmetic rates").
-  const peak = (EXPERT_DTYPES as readonly string[]).includes(w)
-    ? peakFlopsPerUs(ctx.coef.chip, expertComputeDtype(w as ExpertDtype))
+  const peak = (EXPERT_DTYPES as readonly string[]).includes(law)
+    ? peakFlopsPerUs(ctx.coef.chip, expertComputeDtype(law as ExpertDtype))
     : undefined;
   if (eps === undefined || peak === undefined) {
     noteDenseRampExperts(ctx, node, w, eps === undefined);
     return undefined;
   }
+  const own = expertComputeDtype(law as ExpertDtype) !== law;
   ctx.coef.expertChoices.set(w, {
     weight_dtype: w,
     use: 'experts',
-    ramp: `moe_expert_${w}`,
+    ramp: `moe_expert_${law}`,
     peak_tflops: peak / 1e6,
     bytes_per_value: bytesPerElement(w),
-    ...(expertComputeDtype(w as ExpertDtype) !== w
+    ...(law !== w
       ? {
-          note: `grouped ${w} experts: weight-only kernels at the bf16 peak, own fitted efficiency moe_expert_eps_max_${w}`,
+          note: `grouped ${w} experts on ${ctx.coef.chip.name} (no ${w} tensor-core peak, no moe_expert_eps_max_${w}): weight-only kernels at the bf16 peak, priced on the fitted moe_expert_${law} law with ${w}'s ${bytesPerElement(w)} B per value`,
         }
-      : {}),
+      : own
+        ? {
+            note: `grouped ${w} experts: weight-only kernels at the bf16 peak, own fitted efficiency moe_expert_eps_max_${w}`,
+          }
+        : {}),
   });
-  return foldExpertLaw(ctx, node, w, shards, eps, peak);
+  return foldExpertLaw(ctx, node, law, bytesPerElement(w), shards, eps, peak);
+}
+
+/**
+ * Four-bit weight-only formats measured as grouped experts, in the order a format without its own law
+ * borrows them (mxfp4 shares nvfp4's E2M1 values and block scales; int4 is the W4A16 kernel family).
+ */
+const WEIGHT_ONLY_EXPERT_PROXIES = ['mxfp4', 'int4'] as const;
+
+/**
+ * The dtype whose fitted expert law prices `w`'s experts (DECISION, docs/pricer.md "Expert formats"): `w`
+ * itself when the registry has `moe_expert_eps_max_<w>`; else, when the chip has no tensor-core peak for
+ * `w` (its dense GEMMs fall back to the bf16 weight-only rate, e.g. nvfp4 on Hopper), the first measured
+ * four-bit weight-only law (a four-bit `w`) or bf16's law, since those experts run the same
+ * dequantise-to-bf16 kernels; else `w` (no law: the caller notes and uses the dense ramp).
+ */
+function expertLawDtype(ctx: PlanContext, w: StorageDtype): StorageDtype {
+  const has = (d: string) => ctx.coef.opt(`moe_expert_eps_max_${d}`) !== undefined;
+  const dense = computeFormat(w, ctx.coef.chip, (d) => ctx.coef.opt(`gemm_eps_max_${d}`) !== undefined);
+  if (has(w) || w === 'bf16' || dense.ramp !== 'bf16') return w;
+  const fourBit = bytesPerElement(w) < 1;
+  for (const d of [...(fourBit ? WEIGHT_ONLY_EXPERT_PROXIES : []), 'bf16' as const]) if (has(d)) return d;
+  return w;
 }
 
 /** Why the fitted expert law is not used (note and `info.formats` choice): no eps_max entry, or no dense peak. */
@@ -344,12 +372,14 @@ function noteDenseRampExperts(
 
 /**
  * The expert law's per-step constants (expertLawPlan): expertWork/expertTerms (core/laws/moe-experts.ts)
- * evaluated once on unit work. `eps` is `moe_expert_eps_max_<w>` (fraction), `peak` the dense peak, FLOPs/µs.
+ * evaluated once on unit work. `w` is the law's dtype (expertLawDtype), `bytesPerValue` the served experts'
+ * bytes per weight value; `eps` is `moe_expert_eps_max_<w>` (fraction), `peak` the dense peak, FLOPs/µs.
  */
 function foldExpertLaw(
   ctx: PlanContext,
   node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
   w: StorageDtype,
+  bytesPerValue: number,
   shards: number,
   eps: number,
   peak: number,
@@ -366,7 +396,7 @@ function foldExpertLaw(
     peak_flops_per_us: peak,
     hbm_bytes_per_us: hbm,
     hbm_derate: ctx.coef.hbmDerate,
-    bytes_per_element: bytesPerElement(w),
+    bytes_per_element: bytesPerValue,
   };
   // One step token: P = k·L/E pairs and k·H·2 route bytes; the weight bytes of the touched experts divided back to one.
   const layer = {

@@ -136,6 +136,28 @@ describe('grouped four-bit experts on their own fitted efficiency', () => {
     expect(b.r.resources_us.sm - a.r.resources_us.sm).toBeCloseTo(36 * perLayerAt05, 6);
   });
 
+  it('nvfp4 experts on h200 (no four-bit peak, no nvfp4 law) borrow the measured mxfp4 weight-only law at nvfp4 bytes', () => {
+    const price = (eps: number) => {
+      const sets = withPrimitives(h200, { moe_expert_eps_max_mxfp4: eps });
+      const p = makePricer('qwen3-30b-a3b', 'h200', { weight_dtype: 'nvfp4' }, sets);
+      return { p, r: p.price(decodeBatch(8, 1023), { per_kind: true }) };
+    };
+    const a = price(0.5);
+    const b = price(0.25);
+    const e = a.p.info.formats.find((f) => f.use === 'experts')!;
+    expect(e).toMatchObject({
+      weight_dtype: 'nvfp4',
+      ramp: 'moe_expert_mxfp4',
+      peak_tflops: 989.5,
+      bytes_per_value: 0.5625,
+    });
+    expect(e.note).toContain('priced on the fitted moe_expert_mxfp4 law');
+    // 8 tokens × top-8 = 64 pairs per layer, W = 2·3·2048·768 FLOPs per pair, 48 layers, tp 1.
+    const perLayerAt05 = (64 * 2 * 3 * 2048 * 768) / (989.5e6 * 0.5); // 603,979,776 / 494.75e6 = 1.22078 µs
+    expect(perLayerAt05).toBeCloseTo(1.22078, 4);
+    expect(b.r.resources_us.sm - a.r.resources_us.sm).toBeCloseTo(48 * perLayerAt05, 6);
+  });
+
   it('without the entry the experts fall back to the dense ramp, and --json says so', () => {
     const p = makePricer('gpt-oss-120b', 'h200', {}, h200);
     const e = p.info.formats.find((f) => f.use === 'experts')!;
