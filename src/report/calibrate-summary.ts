@@ -30,6 +30,7 @@ const UNIT_ABBR: Record<string, string> = {
   tokens: 'tok',
   us_per_transfer: 'µs',
   bytes_per_us: 'B/µs',
+  flops_per_us: 'FLOP/µs',
   us_per_request: 'µs/req',
   us_per_token: 'µs/tok',
   us_per_layer: 'µs/layer',
@@ -176,35 +177,72 @@ export function hostTextLines(sets: readonly CoefficientSet[]): string[] {
 }
 
 /**
- * The terminal's table of the remaining coefficients (≤ 100 columns): 3 significant digits, abbreviated
- * units, train and holdout geometric error in one column, and columns that are the same on every row
- * dropped (their value stated in `dropped`). GEMM, host and collective entries have their own renderings
- * (`gemmTextTable`, `hostTextLines`, `collectiveTextTable`).
+ * The terminal's lines for the remaining coefficients, one fitted law per line (wrapped by
+ * `wrapLine`): entries of one family fitted together (same inputs and train error) share a line,
+ * labelled by their names' common part (`moe_expert_*_fp8`) with rows and train/holdout geometric
+ * error, then each entry's rest of name, value (3 significant digits) and abbreviated unit; a lone
+ * entry also gets its ci95; an entry not `measured` names its method. Values with ci95 for every entry
+ * are in the report. GEMM, host and collective entries have their own renderings (`gemmTextTable`,
+ * `hostTextLines`, `collectiveTextTable`).
  */
-export function compactCoefficientTable(sets: readonly CoefficientSet[]): { table: Table; dropped: string[] } {
-  const rows: string[][] = [];
+export function lawLines(sets: readonly CoefficientSet[]): string[] {
+  const groups = new Map<string, NamedEntry[]>();
   for (const s of sets) {
-    for (const { name, entry: e } of s.coefficients) {
-      if (COLLECTIVE_RE.test(name) || GEMM_RE.test(name) || HOST_RE.test(name)) continue;
-      const ev = e.evidence;
-      const n = ev?.train_error?.n ?? ev?.inputs?.[0]?.rows_used;
-      const tr = ev?.train_error ? sig3(ev.train_error.geo) : '–';
-      const ho = ev?.holdout_error ? sig3(ev.holdout_error.geo) : '–';
-      rows.push([
-        name,
-        sig3(e.value),
-        UNIT_ABBR[e.units] ?? e.units,
-        e.ci95 ? `[${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : '–',
-        n === undefined ? '–' : String(n),
-        tr === '–' && ho === '–' ? '–' : `${tr}/${ho}`,
-        e.method,
-      ]);
+    for (const c of s.coefficients) {
+      if (COLLECTIVE_RE.test(c.name) || GEMM_RE.test(c.name) || HOST_RE.test(c.name)) continue;
+      const ev = c.entry.evidence;
+      const key = ev
+        ? [
+            ev.family,
+            ...(ev.inputs ?? []).map((i) => `${i.file} ${i.filter ?? ''}`),
+            ev.train_error?.geo,
+            ev.train_error?.n,
+          ].join('|')
+        : c.name;
+      groups.set(key, [...(groups.get(key) ?? []), c]);
     }
   }
-  return dropConstantColumns({
-    header: ['coefficient', 'value', 'units', 'ci95', 'n', 'geo× train/hold', 'method'],
-    rows,
-  });
+  return [...groups.values()].map(lawLine);
+}
+
+/** One law's line (lawLines). */
+function lawLine(entries: readonly NamedEntry[]): string {
+  const names = entries.map((c) => c.name.split('_'));
+  const pre = entries.length > 1 ? commonWords(names) : 0;
+  const suf =
+    entries.length > 1
+      ? commonWords(
+          names.map((w) => [...w].reverse()),
+          pre,
+        )
+      : 0;
+  const label =
+    entries.length > 1
+      ? [...names[0]!.slice(0, pre), '*', ...names[0]!.slice(names[0]!.length - suf)].join('_')
+      : entries[0]!.name;
+  const ev = entries[0]!.entry.evidence;
+  const n = ev?.train_error?.n ?? ev?.inputs?.[0]?.rows_used;
+  const geo =
+    ev?.train_error || ev?.holdout_error
+      ? `geo× ${ev.train_error ? sig3(ev.train_error.geo) : '–'}/${ev.holdout_error ? sig3(ev.holdout_error.geo) : '–'}`
+      : '';
+  const stats = [n === undefined ? '' : `n ${n}`, geo].filter(Boolean).join(', ');
+  const item = ({ entry: e }: NamedEntry, i: number) => {
+    const rest = entries.length > 1 ? `${names[i]!.slice(pre, names[i]!.length - suf).join('_')} ` : '';
+    const unit = UNIT_ABBR[e.units] ?? e.units;
+    const ci = entries.length === 1 && e.ci95 ? ` [${sig3(e.ci95[0])}, ${sig3(e.ci95[1])}]` : '';
+    const how = e.method === 'measured' ? '' : ` (${e.method})`;
+    return `${rest}${sig3(e.value)}${unit === '1' ? '' : ` ${unit}`}${ci}${how}`;
+  };
+  return `  ${label}${stats ? ` (${stats})` : ''}: ${entries.map(item).join(', ')}`;
+}
+
+/** How many leading words every list shares, leaving at least one word beyond `reserved` in each. */
+function commonWords(lists: readonly string[][], reserved = 0): number {
+  const most = Math.min(...lists.map((l) => l.length)) - reserved - 1;
+  let k = 0;
+  while (k < most && lists.every((l) => l[k] === lists[0]![k])) k++;
+  return k;
 }
 
 /**
@@ -222,17 +260,6 @@ export function collectiveTextTable(sets: readonly CoefficientSet[]): Table {
       range(c.peaks.map((b) => b / 1e3)),
       [...c.methods].sort().join('+'),
     ]),
-  };
-}
-
-/** Drop columns (never the first) whose cells are identical on every row; returns `header: value` of each. */
-export function dropConstantColumns(t: Table): { table: Table; dropped: string[] } {
-  if (t.rows.length < 2) return { table: t, dropped: [] };
-  const keep = t.header.map((_, i) => i === 0 || new Set(t.rows.map((r) => r[i])).size > 1);
-  const dropped = t.header.filter((_, i) => !keep[i]).map((h) => `${h} ${t.rows[0]![t.header.indexOf(h)]}`);
-  return {
-    table: { header: t.header.filter((_, i) => keep[i]), rows: t.rows.map((r) => r.filter((_, i) => keep[i])) },
-    dropped,
   };
 }
 
@@ -372,9 +399,7 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
   L.push(`registry: ${o.registry_file} (${n} coefficients in ${o.sets.length} sets; gates passed)`);
   const gemm = gemmTextTable(o.sets);
   if (gemm.rows.length) L.push(...textTable(gemm).map((l) => '  ' + l));
-  const { table, dropped } = compactCoefficientTable(o.sets);
-  L.push(...textTable(table).map((l) => '  ' + l));
-  if (dropped.length) L.push(`  (every row: ${dropped.join('; ')})`);
+  L.push(...lawLines(o.sets));
   L.push(...hostTextLines(o.sets).map((l) => '  ' + l));
   const coll = collectiveTextTable(o.sets);
   if (coll.rows.length) L.push(...textTable(coll).map((l) => '  ' + l));

@@ -11,7 +11,7 @@ import {
   calibrateWarnings,
   coefficientTable,
   collectiveTextTable,
-  dropConstantColumns,
+  lawLines,
   sig3,
   wrapLine,
   type CalibrateOutcome,
@@ -116,20 +116,46 @@ describe('calibrate one-screen summary', () => {
     expect(sig3(6.74e-6)).toBe('6.74e-6');
   });
 
-  it('columns equal on every row are dropped and stated once', () => {
-    const d = dropConstantColumns({
-      header: ['name', 'units', 'method'],
-      rows: [
-        ['a', 'µs', 'measured'],
-        ['b', 'B/µs', 'measured'],
-      ],
+  it('one line per fitted law: shared name parts as the label, the rest of each name, lone entries with ci95', () => {
+    const ev = (geo: number) => ({
+      family: 'moe_experts',
+      inputs: [{ file: 'm.csv.gz', filter: 'dtype fp8', rows_used: 9 }],
+      train_error: { geo, mape_pct: 1, n: 9 },
+      holdout_error: { geo: 1.3, mape_pct: 1, n: 3 },
     });
-    expect(d.table.header).toEqual(['name', 'units']);
-    expect(d.table.rows).toEqual([
-      ['a', 'µs'],
-      ['b', 'B/µs'],
+    const entry = (value: number, units: string, geo: number, method = 'measured') =>
+      ({ value, units, method, scope: {}, sources: [], ci95: [value / 2, value * 2], evidence: ev(geo) }) as never;
+    const set = {
+      name: 's',
+      coefficients: [
+        { name: 'moe_expert_floor_fp8', entry: entry(37.61, 'us_per_layer', 1.25) },
+        { name: 'moe_expert_eps_max_fp8', entry: entry(0.2561, 'dimensionless', 1.25) },
+        { name: 'moe_expert_route_rate_fp8', entry: entry(5.14e6, 'bytes_per_us', 1.25, 'not_charged') },
+        { name: 'hbm_derate', entry: entry(0.858, 'dimensionless', 1.05) },
+      ],
+    } as unknown as CoefficientSet;
+    expect(lawLines([set])).toEqual([
+      '  moe_expert_*_fp8 (n 9, geo× 1.25/1.3): floor 37.6 µs/layer, eps_max 0.256, route_rate 5.14e6 B/µs (not_charged)',
+      '  hbm_derate (n 9, geo× 1.05/1.3): 0.858 [0.429, 1.72]',
     ]);
-    expect(d.dropped).toEqual(['method measured']);
+  });
+
+  it('the shipped h200 registry: every entry on exactly one law line, each ≤ 100 columns once wrapped', () => {
+    const h200 = loadRegistryFile('registry/h200.yaml');
+    const laws = lawLines(h200);
+    const wrapped = laws.flatMap((l) => wrapLine(l));
+    expect(Math.max(...wrapped.map((l) => l.length))).toBeLessThanOrEqual(100);
+    const names = h200
+      .flatMap((x) => x.coefficients.map((c) => c.name))
+      .filter((n) => !/^(collective_|gemm_|host_)/.test(n));
+    // moe_expert_floor_fp8 is on the fp8 law's line as "floor", and on no other line
+    expect(laws.filter((l) => l.startsWith('  moe_expert_*_fp8 ') && / floor [0-9.]+ µs\/layer/.test(l))).toHaveLength(
+      1,
+    );
+    expect(laws.length).toBeLessThan(names.length / 2); // entries fitted together share a line
+    // items are ", "-separated outside a lone entry's "[lo, hi]"
+    const items = laws.reduce((a, l) => a + l.slice(l.indexOf('): ') + 3).split(/, (?![^[]*\])/).length, 0);
+    expect(items).toBe(names.length);
   });
 
   it('wrapLine breaks after ", " / "; " so "7 µs/step" stays whole, and indents continuations', () => {
