@@ -17,21 +17,12 @@ import path from 'node:path';
 import { InputError, UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
-import { Columns, intCell, latencyCell, numCell, type RawTable, textCell } from './table.ts';
+import { Columns, type RawTable } from './table.ts';
+import { type CellTable, cellsOf, intAt, latencyAt, numberAt } from './cell-table.ts';
 import { mapRecurrent } from './recurrent.ts';
-import type {
-  AttentionDecodeRow,
-  AttentionPrefillRow,
-  CollectiveBackend,
-  CollectiveOp,
-  CollectiveRow,
-  Family,
-  FamilyRow,
-  GemmRow,
-  MoeRow,
-} from './schema.ts';
+import type { CollectiveBackend, CollectiveOp, Family, FamilyRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
-import { RowColumns, type RowList, readerOf } from './row-columns.ts';
+import { objectSink, RowColumns, type RowList, type RowSink, readerOf } from './row-columns.ts';
 import { TupleIndex } from './tuple-index.ts';
 import { checkUnits, FLOOR_MAX_US, FLOOR_MIN_US } from './units.ts';
 
@@ -89,7 +80,7 @@ export function aicTableFromPath(file: string): AicTable {
  * op_name (`context_attention` / `generation_attention`). Pure.
  * @returns undefined when the header matches no table.
  */
-export function aicTableFromHeader(table: RawTable): AicTable | undefined {
+export function aicTableFromHeader(table: CellTable): AicTable | undefined {
   const h = new Set(table.header);
   if (h.has('gemm_dtype')) return 'gemm_perf';
   if (h.has('moe_dtype')) return 'moe_perf';
@@ -97,7 +88,7 @@ export function aicTableFromHeader(table: RawTable): AicTable | undefined {
   if (h.has('allreduce_dtype')) return 'custom_allreduce_perf';
   if (h.has('attn_dtype') && h.has('kv_cache_dtype')) {
     const j = table.header.indexOf('op_name');
-    const op = j >= 0 && table.rows.length ? textCell(table, 0, j) : '';
+    const op = j >= 0 && table.length ? table.text(0, j) : '';
     if (op === 'context_attention') return 'context_attention_perf';
     if (op === 'generation_attention') return 'generation_attention_perf';
   }
@@ -165,8 +156,8 @@ const BACKEND_MAP: Record<string, CollectiveBackend> = {
  */
 const IMPLEMENTATION_MAP: Record<string, CollectiveBackend> = { trtllm: 'custom_trtllm' };
 
-function mapped<T>(table: RawTable, r: number, j: number, col: string, map: Record<string, T>, what: string): T {
-  const s = textCell(table, r, j);
+function mapped<T>(table: CellTable, r: number, j: number, col: string, map: Record<string, T>, what: string): T {
+  const s = table.text(r, j);
   const v = map[s] ?? map[s.toLowerCase()];
   if (v === undefined) {
     throw new InputError(
@@ -178,11 +169,11 @@ function mapped<T>(table: RawTable, r: number, j: number, col: string, map: Reco
 }
 
 /** Memoised lane label `<framework lowercased>-<version>` (nccl tables: `nccl-<version>`). */
-function laneMaker(table: RawTable, fw: number, ver: number, fixedFramework?: string): (r: number) => string {
+function laneMaker(table: CellTable, fw: number, ver: number, fixedFramework?: string): (r: number) => string {
   const cache = new Map<string, string>();
   return (r) => {
-    const f = fixedFramework ?? textCell(table, r, fw).toLowerCase();
-    const v = textCell(table, r, ver);
+    const f = fixedFramework ?? table.text(r, fw).toLowerCase();
+    const v = table.text(r, ver);
     if (!f || !v) {
       throw new InputError(
         { file: table.file, row: r + 1, column: !f ? 'framework' : 'version' },
@@ -200,8 +191,8 @@ function laneMaker(table: RawTable, fw: number, ver: number, fixedFramework?: st
 }
 
 /** Check every row's op_name equals `expected`. */
-function checkOp(table: RawTable, r: number, j: number, expected: ReadonlySet<string>): string {
-  const op = textCell(table, r, j);
+function checkOp(table: CellTable, r: number, j: number, expected: ReadonlySet<string>): string {
+  const op = table.text(r, j);
   if (!expected.has(op)) {
     throw new InputError(
       { file: table.file, row: r + 1, column: 'op_name' },
@@ -211,35 +202,125 @@ function checkOp(table: RawTable, r: number, j: number, expected: ReadonlySet<st
   return op;
 }
 
+/** Output columns of each table's rows, in the order its mapper sets them (the mapper's `o.set(c, …)`). */
+const OUT_KEYS: Record<Exclude<AicTable, 'gdn_perf' | 'kda_perf' | 'mamba2_perf'>, readonly string[]> = {
+  gemm_perf: ['chip', 'lane', 'kernel_source', 'dtype', 'm', 'n', 'k', 'latency_us'],
+  context_attention_perf: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'batch',
+    'new_tokens',
+    'prefix_tokens',
+    'n_q',
+    'n_kv',
+    'head_dim',
+    'window',
+    'dtype',
+    'kv_dtype',
+    'latency_us',
+  ],
+  generation_attention_perf: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'batch',
+    'context_tokens',
+    'n_q',
+    'n_kv',
+    'head_dim',
+    'window',
+    'kv_dtype',
+    'latency_us',
+  ],
+  moe_perf: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'tokens',
+    'hidden',
+    'inter',
+    'topk',
+    'experts',
+    'tp',
+    'ep',
+    'dtype',
+    'distribution',
+    'latency_us',
+  ],
+  nccl_perf: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'op',
+    'dtype',
+    'ranks',
+    'nodes',
+    'message_bytes',
+    'backend',
+    'latency_us',
+  ],
+  custom_allreduce_perf: [
+    'chip',
+    'lane',
+    'kernel_source',
+    'op',
+    'dtype',
+    'ranks',
+    'nodes',
+    'message_bytes',
+    'backend',
+    'latency_us',
+  ],
+};
+
 /** Map a raw upstream table to canonical rows (no dedupe, no units-slip check). */
 export function mapAicRows<T extends AicTable>(
   tableName: T,
   table: RawTable,
   chip: string,
 ): FamilyRow[(typeof AIC_TABLES)[T]][] {
-  switch (tableName) {
-    case 'gemm_perf':
-      return mapGemm(table, chip) as never;
-    case 'context_attention_perf':
-      return mapPrefill(table, chip) as never;
-    case 'generation_attention_perf':
-      return mapDecode(table, chip) as never;
-    case 'moe_perf':
-      return mapMoe(table, chip) as never;
-    case 'nccl_perf':
-      return mapNccl(table, chip) as never;
-    case 'custom_allreduce_perf':
-      return mapCustomAllreduce(table, chip) as never;
-    case 'gdn_perf':
-    case 'kda_perf':
-    case 'mamba2_perf':
-      return mapRecurrent(table, chip, tableName) as never;
-  }
-  throw new UserError(`unsupported table ${String(tableName)}`);
+  if (tableName === 'gdn_perf' || tableName === 'kda_perf' || tableName === 'mamba2_perf')
+    return mapRecurrent(table, chip, tableName) as never;
+  const rows: FamilyRow[(typeof AIC_TABLES)[T]][] = [];
+  mapAicInto(tableName, cellsOf(table), chip, (keys) => objectSink(keys, rows));
+  return rows;
 }
 
+/**
+ * Map a table (or one chunk of it) into the sink `sinkFor` gives for the table's output columns:
+ * rows in input order, each checked cell by cell (an InputError names file, row and column).
+ * Recurrent tables are mapped as row objects (recurrent.ts) and pushed into `rows` instead.
+ */
+export function mapAicInto(
+  tableName: AicTable,
+  table: CellTable,
+  chip: string,
+  sinkFor: (keys: readonly string[]) => RowSink,
+  rows?: RowColumns<object>,
+): void {
+  if (tableName === 'gdn_perf' || tableName === 'kda_perf' || tableName === 'mamba2_perf') {
+    if (!rows) throw new UserError(`recurrent table ${tableName}: map it with mapAicRows`);
+    for (const r of mapRecurrent(table.toRawTable(), chip, tableName)) rows.push(r);
+    return;
+  }
+  const map = MAPPERS[tableName];
+  if (!map) throw new UserError(`unsupported table ${String(tableName)}`);
+  map(table, chip, sinkFor(OUT_KEYS[tableName]));
+}
+
+/** The mapper of each non-recurrent table (defined below). */
+const MAPPERS: Record<keyof typeof OUT_KEYS, (t: CellTable, chip: string, o: RowSink) => void> = {
+  gemm_perf: (t, chip, o) => mapGemm(t, chip, o),
+  context_attention_perf: (t, chip, o) => mapPrefill(t, chip, o),
+  generation_attention_perf: (t, chip, o) => mapDecode(t, chip, o),
+  moe_perf: (t, chip, o) => mapMoe(t, chip, o),
+  nccl_perf: (t, chip, o) => mapNccl(t, chip, o),
+  custom_allreduce_perf: (t, chip, o) => mapCustomAllreduce(t, chip, o),
+};
+
 const GEMM_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'gemm_dtype', 'm', 'n', 'k', 'latency'];
-function mapGemm(t: RawTable, chip: string): GemmRow[] {
+function mapGemm(t: CellTable, chip: string, o: RowSink): void {
   const c = new Columns(t, GEMM_COLS);
   const [fw, ver, op, ks, dt, m, n, k, lat] = GEMM_COLS.map((x) => c.req(x)) as [
     number,
@@ -254,21 +335,18 @@ function mapGemm(t: RawTable, chip: string): GemmRow[] {
   ];
   const lane = laneMaker(t, fw, ver);
   const ops = new Set(['gemm']);
-  const out: GemmRow[] = new Array(t.rows.length);
-  for (let r = 0; r < t.rows.length; r++) {
+  for (let r = 0; r < t.length; r++) {
     checkOp(t, r, op, ops);
-    out[r] = {
-      chip,
-      lane: lane(r),
-      kernel_source: textCell(t, r, ks),
-      dtype: mapped(t, r, dt, 'gemm_dtype', GEMM_DTYPE_MAP, 'GEMM dtype'),
-      m: intCell(t, r, m, 'm', 1),
-      n: intCell(t, r, n, 'n', 1),
-      k: intCell(t, r, k, 'k', 1),
-      latency_us: latencyCell(t, r, lat, 'latency') * 1000,
-    };
+    o.set(0, chip); // chip
+    o.set(1, lane(r)); // lane
+    o.set(2, t.text(r, ks)); // kernel_source
+    o.set(3, mapped(t, r, dt, 'gemm_dtype', GEMM_DTYPE_MAP, 'GEMM dtype')); // dtype
+    o.set(4, intAt(t, r, m, 'm', 1)); // m
+    o.set(5, intAt(t, r, n, 'n', 1)); // n
+    o.set(6, intAt(t, r, k, 'k', 1)); // k
+    o.set(7, latencyAt(t, r, lat, 'latency') * 1000); // latency_us
+    o.end();
   }
-  return out;
 }
 
 const ATTN_COLS = [
@@ -286,7 +364,7 @@ const ATTN_COLS = [
   'step',
   'latency',
 ];
-function attnIdx(t: RawTable) {
+function attnIdx(t: CellTable) {
   const c = new Columns(t, [...ATTN_COLS, 'window_size (optional)']);
   const [fw, ver, op, ks, b, isl, nq, nkv, hd, adt, kvdt, step, lat] = ATTN_COLS.map((x) => c.req(x)) as number[];
   return {
@@ -313,9 +391,9 @@ function attnIdx(t: RawTable) {
  * search multiplies the queries per request); stepcal prices greedy decoding only, so any other
  * value is an error naming the row. Absent or 1: nothing to do.
  */
-function checkBeam(t: RawTable, r: number, j: number): void {
+function checkBeam(t: CellTable, r: number, j: number): void {
   if (j < 0) return;
-  const v = numCell(t, r, j, 'beam_width');
+  const v = numberAt(t, r, j, 'beam_width');
   if (v !== 1)
     throw new InputError(
       { file: t.file, row: r + 1, column: 'beam_width' },
@@ -323,63 +401,57 @@ function checkBeam(t: RawTable, r: number, j: number): void {
     );
 }
 
-function mapPrefill(t: RawTable, chip: string): AttentionPrefillRow[] {
+function mapPrefill(t: CellTable, chip: string, o: RowSink): void {
   const x = attnIdx(t);
   const lane = laneMaker(t, x.fw, x.ver);
   const ops = new Set(['context_attention']);
-  const out: AttentionPrefillRow[] = new Array(t.rows.length);
-  for (let r = 0; r < t.rows.length; r++) {
+  for (let r = 0; r < t.length; r++) {
     checkOp(t, r, x.op, ops);
     checkBeam(t, r, x.beam);
-    out[r] = {
-      chip,
-      lane: lane(r),
-      kernel_source: textCell(t, r, x.ks),
-      batch: intCell(t, r, x.b, 'batch_size', 1),
-      new_tokens: intCell(t, r, x.isl, 'isl', 1),
-      prefix_tokens: intCell(t, r, x.step, 'step', 0),
-      n_q: intCell(t, r, x.nq, 'num_heads', 1),
-      n_kv: intCell(t, r, x.nkv, 'num_key_value_heads', 1),
-      head_dim: intCell(t, r, x.hd, 'head_dim', 1),
-      window: x.win >= 0 ? intCell(t, r, x.win, 'window_size', 0) : 0,
-      dtype: mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype'),
-      kv_dtype: mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype'),
-      latency_us: latencyCell(t, r, x.lat, 'latency') * 1000,
-    };
+    o.set(0, chip); // chip
+    o.set(1, lane(r)); // lane
+    o.set(2, t.text(r, x.ks)); // kernel_source
+    o.set(3, intAt(t, r, x.b, 'batch_size', 1)); // batch
+    o.set(4, intAt(t, r, x.isl, 'isl', 1)); // new_tokens
+    o.set(5, intAt(t, r, x.step, 'step', 0)); // prefix_tokens
+    o.set(6, intAt(t, r, x.nq, 'num_heads', 1)); // n_q
+    o.set(7, intAt(t, r, x.nkv, 'num_key_value_heads', 1)); // n_kv
+    o.set(8, intAt(t, r, x.hd, 'head_dim', 1)); // head_dim
+    o.set(9, x.win >= 0 ? intAt(t, r, x.win, 'window_size', 0) : 0); // window
+    o.set(10, mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype')); // dtype
+    o.set(11, mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype')); // kv_dtype
+    o.set(12, latencyAt(t, r, x.lat, 'latency') * 1000); // latency_us
+    o.end();
   }
-  return out;
 }
 
-function mapDecode(t: RawTable, chip: string): AttentionDecodeRow[] {
+function mapDecode(t: CellTable, chip: string, o: RowSink): void {
   const x = attnIdx(t);
   const lane = laneMaker(t, x.fw, x.ver);
   const ops = new Set(['generation_attention']);
-  const out: AttentionDecodeRow[] = new Array(t.rows.length);
-  for (let r = 0; r < t.rows.length; r++) {
+  for (let r = 0; r < t.length; r++) {
     checkOp(t, r, x.op, ops);
     checkBeam(t, r, x.beam);
-    if (numCell(t, r, x.isl, 'isl') !== 1) {
+    if (numberAt(t, r, x.isl, 'isl') !== 1) {
       throw new InputError(
         { file: t.file, row: r + 1, column: 'isl' },
-        `expected isl = 1 for generation attention, got ${textCell(t, r, x.isl)}`,
+        `expected isl = 1 for generation attention, got ${t.text(r, x.isl)}`,
       );
     }
     mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype');
-    out[r] = {
-      chip,
-      lane: lane(r),
-      kernel_source: textCell(t, r, x.ks),
-      batch: intCell(t, r, x.b, 'batch_size', 1),
-      context_tokens: intCell(t, r, x.step, 'step', 0) + 1,
-      n_q: intCell(t, r, x.nq, 'num_heads', 1),
-      n_kv: intCell(t, r, x.nkv, 'num_key_value_heads', 1),
-      head_dim: intCell(t, r, x.hd, 'head_dim', 1),
-      window: x.win >= 0 ? intCell(t, r, x.win, 'window_size', 0) : 0,
-      kv_dtype: mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype'),
-      latency_us: latencyCell(t, r, x.lat, 'latency') * 1000,
-    };
+    o.set(0, chip); // chip
+    o.set(1, lane(r)); // lane
+    o.set(2, t.text(r, x.ks)); // kernel_source
+    o.set(3, intAt(t, r, x.b, 'batch_size', 1)); // batch
+    o.set(4, intAt(t, r, x.step, 'step', 0) + 1); // context_tokens
+    o.set(5, intAt(t, r, x.nq, 'num_heads', 1)); // n_q
+    o.set(6, intAt(t, r, x.nkv, 'num_key_value_heads', 1)); // n_kv
+    o.set(7, intAt(t, r, x.hd, 'head_dim', 1)); // head_dim
+    o.set(8, x.win >= 0 ? intAt(t, r, x.win, 'window_size', 0) : 0); // window
+    o.set(9, mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype')); // kv_dtype
+    o.set(10, latencyAt(t, r, x.lat, 'latency') * 1000); // latency_us
+    o.end();
   }
-  return out;
 }
 
 const MOE_COLS = [
@@ -398,63 +470,57 @@ const MOE_COLS = [
   'distribution',
   'latency',
 ];
-function mapMoe(t: RawTable, chip: string): MoeRow[] {
+function mapMoe(t: CellTable, chip: string, o: RowSink): void {
   const c = new Columns(t, MOE_COLS);
   const [fw, ver, op, ks, dt, tok, hid, inter, topk, ne, tp, ep, dist, lat] = MOE_COLS.map((x) => c.req(x)) as number[];
   const lane = laneMaker(t, fw!, ver!);
   const ops = new Set(['moe']);
-  const out: MoeRow[] = new Array(t.rows.length);
-  for (let r = 0; r < t.rows.length; r++) {
+  for (let r = 0; r < t.length; r++) {
     checkOp(t, r, op!, ops);
-    const distribution = textCell(t, r, dist!);
+    const distribution = t.text(r, dist!);
     if (distribution !== 'balanced' && !/^power_law_[0-9.]+$/.test(distribution)) {
       throw new InputError(
         { file: t.file, row: r + 1, column: 'distribution' },
         `expected "balanced" or "power_law_<alpha>", got "${distribution}"`,
       );
     }
-    out[r] = {
-      chip,
-      lane: lane(r),
-      kernel_source: textCell(t, r, ks!),
-      tokens: intCell(t, r, tok!, 'num_tokens', 1),
-      hidden: intCell(t, r, hid!, 'hidden_size', 1),
-      inter: intCell(t, r, inter!, 'inter_size', 1),
-      topk: intCell(t, r, topk!, 'topk', 1),
-      experts: intCell(t, r, ne!, 'num_experts', 1),
-      tp: intCell(t, r, tp!, 'moe_tp_size', 1),
-      ep: intCell(t, r, ep!, 'moe_ep_size', 1),
-      dtype: mapped(t, r, dt!, 'moe_dtype', MOE_DTYPE_MAP, 'MoE dtype'),
-      distribution,
-      latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
-    };
+    o.set(0, chip); // chip
+    o.set(1, lane(r)); // lane
+    o.set(2, t.text(r, ks!)); // kernel_source
+    o.set(3, intAt(t, r, tok!, 'num_tokens', 1)); // tokens
+    o.set(4, intAt(t, r, hid!, 'hidden_size', 1)); // hidden
+    o.set(5, intAt(t, r, inter!, 'inter_size', 1)); // inter
+    o.set(6, intAt(t, r, topk!, 'topk', 1)); // topk
+    o.set(7, intAt(t, r, ne!, 'num_experts', 1)); // experts
+    o.set(8, intAt(t, r, tp!, 'moe_tp_size', 1)); // tp
+    o.set(9, intAt(t, r, ep!, 'moe_ep_size', 1)); // ep
+    o.set(10, mapped(t, r, dt!, 'moe_dtype', MOE_DTYPE_MAP, 'MoE dtype')); // dtype
+    o.set(11, distribution); // distribution
+    o.set(12, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.end();
   }
-  return out;
 }
 
 const NCCL_COLS = ['version', 'op_name', 'kernel_source', 'nccl_dtype', 'num_gpus', 'message_size', 'latency'];
-function mapNccl(t: RawTable, chip: string): CollectiveRow[] {
+function mapNccl(t: CellTable, chip: string, o: RowSink): void {
   const c = new Columns(t, NCCL_COLS);
   const [ver, op, ks, dt, ng, ms, lat] = NCCL_COLS.map((x) => c.req(x)) as number[];
   // The collector hard-codes framework=TRTLLM; the rows are nccl-tests results and `version` is NCCL's.
   const lane = laneMaker(t, -1, ver!, 'nccl');
-  const out: CollectiveRow[] = new Array(t.rows.length);
-  for (let r = 0; r < t.rows.length; r++) {
+  for (let r = 0; r < t.length; r++) {
     const d = mapped(t, r, dt!, 'nccl_dtype', COLL_DTYPE_MAP, 'collective dtype');
-    out[r] = {
-      chip,
-      lane: lane(r),
-      kernel_source: textCell(t, r, ks!),
-      op: checkOp(t, r, op!, COLL_OPS) as CollectiveOp,
-      dtype: d.dtype,
-      ranks: intCell(t, r, ng!, 'num_gpus', 1),
-      nodes: 1,
-      message_bytes: intCell(t, r, ms!, 'message_size', 1) * d.bytes,
-      backend: mapped(t, r, ks!, 'kernel_source', BACKEND_MAP, 'collective backend'),
-      latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
-    };
+    o.set(0, chip); // chip
+    o.set(1, lane(r)); // lane
+    o.set(2, t.text(r, ks!)); // kernel_source
+    o.set(3, checkOp(t, r, op!, COLL_OPS) as CollectiveOp); // op
+    o.set(4, d.dtype); // dtype
+    o.set(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
+    o.set(6, 1); // nodes
+    o.set(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
+    o.set(8, mapped(t, r, ks!, 'kernel_source', BACKEND_MAP, 'collective backend')); // backend
+    o.set(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.end();
   }
-  return out;
 }
 
 const CUSTOM_AR_COLS = [
@@ -468,7 +534,7 @@ const CUSTOM_AR_COLS = [
   'latency',
 ];
 /** The backend column of a custom all-reduce table: `backend` (vLLM, SGLang) or `implementation` (TRT-LLM). */
-function backendColumn(t: RawTable, c: Columns): { j: number; col: string; map: Record<string, CollectiveBackend> } {
+function backendColumn(t: CellTable, c: Columns): { j: number; col: string; map: Record<string, CollectiveBackend> } {
   const be = c.opt('backend');
   if (be >= 0) return { j: be, col: 'backend', map: BACKEND_MAP };
   const impl = c.opt('implementation');
@@ -478,29 +544,26 @@ function backendColumn(t: RawTable, c: Columns): { j: number; col: string; map: 
     `missing column; a custom all-reduce table needs "backend" (vLLM, SGLang) or "implementation" (TRT-LLM) (found ${t.header.join(', ')})`,
   );
 }
-function mapCustomAllreduce(t: RawTable, chip: string): CollectiveRow[] {
+function mapCustomAllreduce(t: CellTable, chip: string, o: RowSink): void {
   const c = new Columns(t, [...CUSTOM_AR_COLS, 'backend | implementation']);
   const [fw, ver, op, ks, dt, ng, ms, lat] = CUSTOM_AR_COLS.map((x) => c.req(x)) as number[];
   const be = backendColumn(t, c);
   const lane = laneMaker(t, fw!, ver!);
   const ops = new Set(['all_reduce']);
-  const out: CollectiveRow[] = new Array(t.rows.length);
-  for (let r = 0; r < t.rows.length; r++) {
+  for (let r = 0; r < t.length; r++) {
     const d = mapped(t, r, dt!, 'allreduce_dtype', COLL_DTYPE_MAP, 'all-reduce dtype');
-    out[r] = {
-      chip,
-      lane: lane(r),
-      kernel_source: textCell(t, r, ks!),
-      op: checkOp(t, r, op!, ops) as CollectiveOp,
-      dtype: d.dtype,
-      ranks: intCell(t, r, ng!, 'num_gpus', 1),
-      nodes: 1,
-      message_bytes: intCell(t, r, ms!, 'message_size', 1) * d.bytes,
-      backend: mapped(t, r, be.j, be.col, be.map, 'collective backend'),
-      latency_us: latencyCell(t, r, lat!, 'latency') * 1000,
-    };
+    o.set(0, chip); // chip
+    o.set(1, lane(r)); // lane
+    o.set(2, t.text(r, ks!)); // kernel_source
+    o.set(3, checkOp(t, r, op!, ops) as CollectiveOp); // op
+    o.set(4, d.dtype); // dtype
+    o.set(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
+    o.set(6, 1); // nodes
+    o.set(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
+    o.set(8, mapped(t, r, be.j, be.col, be.map, 'collective backend')); // backend
+    o.set(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.end();
   }
-  return out;
 }
 
 /**

@@ -21,14 +21,15 @@ import {
   coverageByDtype,
   type AicTable,
   majorityLane,
-  mapAicRows,
+  mapAicInto,
   normalizeMappedRows,
 } from './aiconfigurator.ts';
 import { checkMoeUnits } from './moe-units.ts';
 import type { Family, FamilyRow, MoeRow, Provenance } from './schema.ts';
 import { prepareMeasurementsStreaming, type StagedMeasurements, writeMeasurementSet } from './store.ts';
-import { RowColumns, type RowList } from './row-columns.ts';
-import { type RawTable, readTableChunks } from './table.ts';
+import { RowColumns, type RowList, type RowSink } from './row-columns.ts';
+import { readTableChunks } from './table.ts';
+import type { CellTable } from './cell-table.ts';
 
 /** The AIConfigurator snapshot the shipped data came from (dataset README). */
 export const AIC_REPOSITORY = 'ai-dynamo/aiconfigurator';
@@ -232,20 +233,21 @@ async function mapStreaming(
 ): Promise<{ table: AicTable; rows: RowColumns<object> }> {
   let table = named;
   const rows = new RowColumns<object>();
+  let sink: RowSink | undefined;
   await readTableChunks(file, (chunk, offset) => {
     try {
       // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
       table ??= aicTableFromHeader(chunk) ?? unknownTable(file, chunk.header);
       checkDevice(chunk, chip);
-      // RowColumns keeps one copy of each distinct text per column (its dictionary): no interning here.
-      for (const r of mapAicRows(table, chunk, chip) as unknown as object[]) rows.push(r);
+      // Cells go from the chunk's bytes into the typed columns: no row object (RowColumns.sink).
+      mapAicInto(table, chunk, chip, (keys) => (sink ??= rows.sink(keys)), rows);
     } catch (err) {
       const e = err as InputError;
       if (e instanceof InputError && e.location.row !== undefined && e.location.row > 0)
         throw new InputError({ ...e.location, row: e.location.row + offset }, e.problem);
       throw err;
     }
-    onRows?.(offset + chunk.rows.length);
+    onRows?.(offset + chunk.length);
   });
   return { table: table!, rows };
 }
@@ -281,13 +283,15 @@ function inputOf(sizes: readonly number[], index: number): number {
  * naming another catalog chip is refused; one naming no catalog chip (a new part) is accepted.
  * @throws InputError at the first row whose device names another chip.
  */
-export function checkDevice(raw: RawTable, chip: string): void {
+export function checkDevice(raw: CellTable, chip: string): void {
   const j = raw.header.indexOf('device');
   if (j < 0) return;
   const known = new Set(knownChips());
   const verdict = new Map<string, string | undefined>();
-  for (let r = 0; r < raw.rows.length; r++) {
-    const device = String(raw.rows[r]![j] ?? '').trim();
+  let passed: string | undefined;
+  for (let r = 0; r < raw.length; r++) {
+    const device = raw.text(r, j);
+    if (device === passed) continue;
     let other = verdict.get(device);
     if (!verdict.has(device)) {
       const tokens = device.toLowerCase().split(/[^a-z0-9]+/);
@@ -300,6 +304,7 @@ export function checkDevice(raw: RawTable, chip: string): void {
         `device "${device}" names chip ${other}, not --chip ${chip}; import it with --chip ${other} (its timings would fit ${chip}'s coefficients)`,
       );
     }
+    passed = device;
   }
 }
 

@@ -7,6 +7,115 @@
  * written for arrays of rows (`length`, `at`, `for … of`) reads a RowColumns unchanged (`RowList`).
  */
 
+/** Where a mapper writes rows: `set(c, value)` per column of the row, then `end()`. */
+export interface RowSink {
+  set(c: number, v: unknown): void;
+  end(): void;
+}
+
+/** A RowSink that builds plain objects with the keys in `keys` order, into `rows`. */
+export function objectSink<R>(keys: readonly string[], rows: R[]): RowSink {
+  let row: Record<string, unknown> = {};
+  return {
+    set: (c, v) => {
+      row[keys[c]!] = v;
+    },
+    end: () => {
+      rows.push(row as R);
+      row = {};
+    },
+  };
+}
+
+/** Powers of ten exact in float64. */
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
+/** A growing byte buffer the CSV lines are written into (`RowColumns.csvLines`). */
+class ByteOut {
+  buf = Buffer.allocUnsafe(1 << 16);
+  pos = 0;
+  private reserve(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const b = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(b, 0, 0, this.pos);
+    this.buf = b;
+  }
+  byte(c: number): void {
+    this.reserve(1);
+    this.buf[this.pos++] = c;
+  }
+  bytes(b: Buffer): void {
+    this.reserve(b.length);
+    for (let k = 0; k < b.length; k++) this.buf[this.pos++] = b[k]!;
+  }
+  /** A string of code units < 128 (a number's `String()`). */
+  ascii(s: string): void {
+    this.reserve(s.length);
+    for (let k = 0; k < s.length; k++) this.buf[this.pos++] = s.charCodeAt(k);
+  }
+  utf8(s: string): void {
+    this.reserve(Buffer.byteLength(s, 'utf8'));
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+  /**
+   * A number's `String(v)`. Fast path (latencies of a few significant digits, ms × 1000): the fewest
+   * decimals k ≤ 15 with round(v·10ᵏ) / 10ᵏ === v. With that integer N < 2⁵⁰ the product v·10ᵏ is
+   * within 0.3 of N, so the search finds the shortest decimal whenever it has ≤ 15 digits, and it is
+   * the only one of its length that reads back as v (two would need 10⁻ᵏ below v's ulp): the digits
+   * `String` prints (ECMA-262 Number::toString, plain notation for 1e-6 ≤ v < 1e21). Else `String(v)`.
+   */
+  num(v: number): void {
+    if (v >= 1e-6 && v < 2 ** 50) {
+      for (let k = 0; k <= 15; k++) {
+        const p = POW10[k]!;
+        const n = Math.round(v * p);
+        if (n >= 2 ** 50) break;
+        if (n / p === v) {
+          this.fixed(n, k);
+          return;
+        }
+      }
+    }
+    this.ascii(String(v));
+  }
+
+  /** The integer n < 2⁵³ divided by 10ᵏ, in plain decimal notation (no trailing zeros when n is not a multiple of 10). */
+  private fixed(n: number, k: number): void {
+    let digits = 1;
+    for (let t = n; t >= 10; t = Math.floor(t / 10)) digits++;
+    const width = Math.max(digits, k + 1) + (k > 0 ? 1 : 0);
+    this.reserve(width);
+    let p = this.pos + width;
+    this.pos = p;
+    for (let d = 0; d < k; d++) {
+      this.buf[--p] = 48 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+    if (k > 0) this.buf[--p] = 46;
+    do {
+      this.buf[--p] = 48 + (n % 10);
+      n = Math.floor(n / 10);
+    } while (n > 0);
+  }
+
+  /** An int32's decimal digits (`String(v)`). */
+  int(v: number): void {
+    this.reserve(11);
+    if (v < 0) {
+      this.buf[this.pos++] = 45;
+      v = -v;
+    }
+    let digits = 1;
+    for (let t = v; t >= 10; t = (t / 10) | 0) digits++;
+    let p = this.pos + digits;
+    this.pos = p;
+    do {
+      this.buf[--p] = 48 + (v % 10);
+      v = (v / 10) | 0;
+    } while (v > 0);
+  }
+}
+
 /** What the import's row checks read: an array of rows, or a RowColumns. */
 export interface RowList<R> {
   readonly length: number;
@@ -16,11 +125,9 @@ export interface RowList<R> {
 
 type Kind = 'int' | 'num' | 'str' | 'any';
 
-import { plainCell } from '../core/render/csv.ts';
+import { csvRowLines, plainCell } from '../core/render/csv.ts';
 
 const INT_MIN = -(2 ** 31);
-/** Most distinct integers whose text a column caches (GEMM m, n, k: a few hundred each). */
-const TEXT_CACHE_MAX = 65_536;
 const INT_MAX = 2 ** 31 - 1;
 
 /** One column: its storage widens int → num → any, or str → any, when a value does not fit. */
@@ -45,7 +152,7 @@ class Column {
     this.reserve(cap);
     if (this.kind === 'int') this.ints[i] = v as number;
     else if (this.kind === 'num') this.nums[i] = v as number;
-    else if (this.kind === 'str') this.setText(i, this.id(v as string), cap);
+    else if (this.kind === 'str') this.setText(i, v === this.lastText ? this.lastId : this.id(v as string), cap);
     else this.any[i] = v;
   }
 
@@ -56,32 +163,38 @@ class Column {
     return this.any[i];
   }
 
-  /** `plainCell` text per dictionary id (null = not computed yet). */
-  private texts: Array<string | undefined | null> = [];
-  /** `plainCell` text of integer values seen (bounded: TEXT_CACHE_MAX entries). */
-  private intTexts = new Map<number, string>();
+  /** `plainCell` bytes per dictionary id (undefined = not computed yet, null = needs quoting). */
+  private textBytes: Array<Buffer | null | undefined> = [];
 
-  /** The CSV text of row i's cell (`plainCell`), from a cache for text and integer columns. */
-  text(i: number): string | undefined {
+  /**
+   * Append row i's cell as CSV text (`plainCell` of the value) to `out`.
+   * @returns false, writing nothing, when the value needs quoting (or is not a primitive).
+   */
+  writeCell(i: number, out: ByteOut): boolean {
+    if (this.kind === 'int') {
+      out.int(this.ints[i]!);
+      return true;
+    }
+    if (this.kind === 'num') {
+      out.num(this.nums[i]!);
+      return true;
+    }
     if (this.kind === 'str') {
       const id = this.wide ? this.ints[i]! : this.ids8[i]!;
-      while (this.texts.length <= id) this.texts.push(null);
-      const t = this.texts[id];
-      if (t !== null) return t;
-      const made = plainCell(this.dict[id]);
-      this.texts[id] = made;
-      return made;
-    }
-    if (this.kind === 'int') {
-      const v = this.ints[i]!;
-      let t = this.intTexts.get(v);
-      if (t === undefined) {
-        t = String(v);
-        if (this.intTexts.size < TEXT_CACHE_MAX) this.intTexts.set(v, t);
+      let b = this.textBytes[id];
+      if (b === undefined) {
+        const t = plainCell(this.dict[id]);
+        b = t === undefined ? null : Buffer.from(t, 'utf8');
+        this.textBytes[id] = b;
       }
-      return t;
+      if (b === null) return false;
+      out.bytes(b);
+      return true;
     }
-    return plainCell(this.get(i));
+    const t = plainCell(this.get(i));
+    if (t === undefined) return false;
+    out.utf8(t);
+    return true;
   }
 
   /** Like `get`, but a text cell as its dictionary id (equal ids ⇔ equal text within this column). */
@@ -90,6 +203,10 @@ class Column {
     return this.get(i);
   }
 
+  /** The last text stored and its id: a run of equal cells skips the dictionary lookup. */
+  private lastText: unknown = undefined;
+  private lastId = 0;
+
   private id(s: string): number {
     let id = this.ids.get(s);
     if (id === undefined) {
@@ -97,6 +214,8 @@ class Column {
       this.dict.push(s);
       this.ids.set(s, id);
     }
+    this.lastText = s;
+    this.lastId = id;
     return id;
   }
 
@@ -188,6 +307,34 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     this.n++;
   }
 
+  /**
+   * A writer of whole rows as cells, `keys[c]` being column c: `set(c, v)` for each key then `end()`,
+   * the same rows as `push` of `{ [keys[0]]: v0, … }` (a key no `set` gave reads back as absent), with
+   * no object per row (the importers' mappers write here).
+   */
+  sink(keys: readonly string[]): RowSink {
+    for (const k of keys) if (!this.index.has(k)) this.addColumn(k);
+    const cols = keys.map((k) => this.list[this.index.get(k)!]!);
+    const pos = keys.map((k) => this.index.get(k)!);
+    const given = new Uint8Array(this.keys.length);
+    let count = 0;
+    return {
+      set: (c, v) => {
+        if (this.n === this.cap) this.cap = Math.max(1024, this.cap * 2);
+        if (!given[pos[c]!]) count++;
+        given[pos[c]!] = 1;
+        cols[c]!.set(this.n, v, this.cap);
+      },
+      end: () => {
+        if (this.n === this.cap) this.cap = Math.max(1024, this.cap * 2);
+        if (count !== this.keys.length) for (let c = 0; c < this.keys.length; c++) if (!given[c]) this.markAbsent(c);
+        given.fill(0);
+        count = 0;
+        this.n++;
+      },
+    };
+  }
+
   at(i: number): R | undefined {
     if (i < 0 || i >= this.n) return undefined;
     const out: Record<string, unknown> = {};
@@ -210,14 +357,38 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   }
 
   /**
-   * A reader of column `k`'s CSV text (core/render/csv.ts `plainCell` of the value: '' where a row lacked
-   * `k`, undefined where the value needs quoting), computed once per distinct text or integer.
+   * The CSV data lines of rows `start`…`end − 1` under the header `columns`, as UTF-8 bytes, each line
+   * ending in `\n`: exactly core/render/csv.ts `csvRowLines` of those rows (`writeCsv`'s lines), with
+   * no row object and no string per cell (text and integers go in as bytes). A row with a cell that
+   * needs quoting is written by `csvRowLines` (papaparse).
    */
-  textReader(k: string): (i: number) => string | undefined {
-    const c = this.index.get(k) ?? -1;
-    if (c < 0) return () => '';
-    const col = this.list[c]!;
-    return (i) => (this.absent[c]?.[i] ? '' : col.text(i));
+  csvLines(columns: readonly string[], start: number, end: number): Buffer {
+    const cols = columns.map((k) => this.index.get(k) ?? -1);
+    const out = new ByteOut();
+    for (let i = start; i < end; i++) {
+      const lineAt = out.pos;
+      let plain = true;
+      for (let c = 0; plain && c < cols.length; c++) {
+        if (c > 0) out.byte(44);
+        const at = cols[c]!;
+        if (at < 0 || this.absent[at]?.[i]) continue;
+        plain = this.list[at]!.writeCell(i, out);
+      }
+      if (!plain) {
+        out.pos = lineAt;
+        const row = this.at(i) as Record<string, unknown>;
+        out.utf8(
+          csvRowLines(
+            columns.map((k) => () => row[k]),
+            0,
+            1,
+          ),
+        );
+        continue;
+      }
+      out.byte(10);
+    }
+    return out.buf.subarray(0, out.pos);
   }
 
   /**

@@ -131,11 +131,13 @@ export async function prepareMeasurementsStreaming<F extends Family>(
   else {
     const columns = FAMILY_COLUMNS[family] as readonly string[];
     const cells = columns.map((c) => readerOf(rows, c));
-    const texts = rows instanceof RowColumns ? columns.map((c) => rows.textReader(c)) : undefined;
     gz.write(csvHeader(columns));
-    // Pieces of text through the readers: no row object is built (row-columns.ts `reader`).
-    for (let i = 0; i < rows.length; i += CSV_PIECE_ROWS)
-      if (!gz.write(csvRowLines(cells, i, Math.min(rows.length, i + CSV_PIECE_ROWS), texts))) await once(gz, 'drain');
+    // Pieces of text through the readers, or straight from the typed columns as bytes: no row object is built.
+    for (let i = 0; i < rows.length; i += CSV_PIECE_ROWS) {
+      const end = Math.min(rows.length, i + CSV_PIECE_ROWS);
+      const piece = rows instanceof RowColumns ? rows.csvLines(columns, i, end) : csvRowLines(cells, i, end);
+      if (!gz.write(piece)) await once(gz, 'drain');
+    }
   }
   gz.end();
   await done;

@@ -5,21 +5,13 @@
  * Rows are 1-based data rows (the header is row 0), matching `InputError`.
  */
 import { createReadStream, readFileSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import type { AsyncBuffer, FileMetaData } from 'hyparquet';
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
+import { type Cell, type CellTable, cellsOf, type RawTable, splitCsvBlock } from './cell-table.ts';
 
-/** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
-export type Cell = string | number | bigint | boolean | null | undefined;
-
-export interface RawTable {
-  /** File the table came from (used in error messages). */
-  file: string;
-  header: string[];
-  rows: Cell[][];
-}
+export type { Cell, RawTable };
 
 /**
  * Parse CSV text into a RawTable (cells stay strings; no type guessing).
@@ -113,90 +105,101 @@ export async function parquetTable(file: string): Promise<RawTable> {
   return { file, header, rows };
 }
 
-/** Rows per chunk of the streaming readers (CSV: about this many; Parquet: one row group, split to this). */
-export const CHUNK_ROWS = 65_536;
+/** Rows per chunk of the Parquet reader (one row group, split to this). */
+const CHUNK_ROWS = 65_536;
+/** Bytes of CSV text per chunk (about 50k AIConfigurator rows). */
+const CHUNK_BYTES = 4 << 20;
 
 /**
  * Stream a table in chunks so memory stays flat in the number of rows and any file size works (no
- * whole-file string: issue 12 item 5). Each chunk is a RawTable (same file and header) of at most
- * about CHUNK_ROWS rows; `rowOffset` is how many data rows came before it (its row r is file row
- * rowOffset + r + 1). Text cells are copies, not slices of the read buffer, so a chunk kept by the
- * caller does not pin the text it came from.
- * - CSV (`.csv`, `.csv.gz`, `.txt`): read 1 MiB at a time (gunzipped on the fly), split on newlines;
- *   a line with a quote goes through papaparse.
+ * whole-file string: issue 12 item 5). Each chunk is a CellTable (cell-table.ts; same file and
+ * header) of a block of rows; `rowOffset` is how many data rows came before it (its row r is file
+ * row rowOffset + r + 1). A chunk is valid during its callback; it keeps its block's bytes.
+ * - CSV (`.csv`, `.csv.gz`, `.txt`): read (gunzipped on the fly) in blocks of CHUNK_BYTES of whole
+ *   lines, split on newlines and commas as bytes (cell-table.ts `splitCsvBlock`); a line with a quote
+ *   goes through papaparse.
  * - Parquet: hyparquet, one row group (or CHUNK_ROWS slice of it) at a time from the file, never
  *   the whole file in memory.
  * @returns total data rows. @throws InputError for an empty or unreadable file; UserError for an unknown type.
  */
 export async function readTableChunks(
   file: string,
-  onChunk: (chunk: RawTable, rowOffset: number) => void | Promise<void>,
+  onChunk: (chunk: CellTable, rowOffset: number) => void | Promise<void>,
 ): Promise<number> {
-  if (file.endsWith('.parquet')) return parquetChunks(file, onChunk);
+  if (file.endsWith('.parquet')) return parquetChunks(file, (chunk, rowOffset) => onChunk(cellsOf(chunk), rowOffset));
   if (!/\.csv(\.gz)?$/.test(file) && !file.endsWith('.txt'))
     throw new UserError(`${file}: unsupported file type (expected .csv, .csv.gz or .parquet)`);
   let stream: NodeJS.ReadableStream = createReadStream(file, { highWaterMark: 1 << 20 });
-  if (file.endsWith('.gz')) stream = stream.pipe(createGunzip());
-  const decoder = new StringDecoder('utf8');
+  if (file.endsWith('.gz')) stream = stream.pipe(createGunzip({ chunkSize: 1 << 20 }));
   let header: string[] | undefined;
-  let rest = '';
-  let rows: Cell[][] = [];
   let total = 0;
-  const flush = async () => {
-    if (!rows.length) return;
-    const chunk = rows;
-    rows = [];
-    await onChunk({ file, header: header!, rows: chunk }, total);
+  let pieces: Buffer[] = [];
+  let held = 0;
+  /** Split the held bytes up to their last newline (all of them when `last`); keep the rest. */
+  const take = async (last: boolean) => {
+    let buf = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, held);
+    pieces = [];
+    held = 0;
+    if (!header) {
+      const h = firstLine(buf, last);
+      if (!h) {
+        if (!last) pieces = [buf];
+        held = buf.length;
+        return;
+      }
+      header = checkHeader(
+        file,
+        splitLine(h.line).map((x) => x.trim()),
+      );
+      buf = buf.subarray(h.next);
+    }
+    const end = last ? buf.length : buf.lastIndexOf(10) + 1;
+    if (end < buf.length) {
+      pieces = [buf.subarray(end)];
+      held = buf.length - end;
+    }
+    if (end === 0) return;
+    const chunk = splitCsvBlock(file, header, buf, end);
+    if (chunk.length === 0) return;
+    await onChunk(chunk, total);
     total += chunk.length;
   };
-  const take = async (text: string) => {
-    let start = 0;
-    for (;;) {
-      const end = text.indexOf('\n', start);
-      if (end < 0) break;
-      let stop = end;
-      if (stop > start && text.charCodeAt(stop - 1) === 13) stop--;
-      if (stop > start) {
-        const cells = splitLine(text.slice(start, stop));
-        if (!header)
-          header = checkHeader(
-            file,
-            cells.map((h) => h.trim()),
-          );
-        else rows.push(cells);
-      }
-      start = end + 1;
-      if (rows.length >= CHUNK_ROWS) await flush();
-    }
-    rest = text.slice(start);
-  };
   try {
-    for await (const buf of stream as AsyncIterable<Buffer>) await take(rest + decoder.write(buf));
-    await take(rest + decoder.end() + '\n');
+    for await (const buf of stream as AsyncIterable<Buffer>) {
+      pieces.push(buf);
+      held += buf.length;
+      if (held >= CHUNK_BYTES) await take(false);
+    }
+    await take(true);
   } catch (err) {
     if (err instanceof UserError) throw err;
     throw new UserError(`cannot read ${file}: ${(err as Error).message}`);
   }
   if (!header) throw new InputError({ file }, 'empty file: expected a header row and data rows');
-  await flush();
   if (total === 0) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
   return total;
 }
 
-/** One CSV line to cells; a line with a quote goes through papaparse. Cells are flat copies (`flat`). */
-function splitLine(line: string): string[] {
-  const cells = line.includes('"') ? (Papa.parse<string[]>(line).data[0] ?? []) : line.split(',');
-  for (let i = 0; i < cells.length; i++) cells[i] = flat(cells[i]!);
-  return cells;
+/**
+ * The first non-blank line of `buf` (a trailing `\r` dropped) and where the next one starts;
+ * undefined when it has not all arrived (with `last`, a line without `\n` ends the buffer) or there is none.
+ */
+function firstLine(buf: Buffer, last: boolean): { line: string; next: number } | undefined {
+  let from = 0;
+  while (from < buf.length) {
+    let nl = buf.indexOf(10, from);
+    if (nl < 0 && !last) return undefined;
+    if (nl < 0) nl = buf.length;
+    const line = buf.toString('utf8', from, nl).replace(/\r$/, '');
+    from = nl + 1;
+    if (line !== '') return { line, next: Math.min(from, buf.length) };
+  }
+  return undefined;
 }
 
-/**
- * A copy of `s` that does not reference the string it was sliced from (V8 keeps the parent of a
- * slice alive, so one 12-character cell would pin a whole 1 MiB read). Short cells are the norm.
- */
-function flat(s: string): string {
-  // V8 copies a substring shorter than 13 characters (SlicedString::kMinLength) instead of slicing it.
-  return s.length < 13 ? s : Buffer.from(s, 'utf8').toString('utf8');
+/** One CSV line to cells; a line with a quote goes through papaparse. */
+function splitLine(line: string): string[] {
+  return line.includes('"') ? (Papa.parse<string[]>(line).data[0] ?? []) : line.split(',');
 }
 
 async function parquetChunks(
@@ -243,7 +246,7 @@ async function parquetChunks(
 export class Columns {
   private readonly index = new Map<string, number>();
   constructor(
-    readonly table: RawTable,
+    readonly table: { readonly file: string; readonly header: readonly string[] },
     readonly expected: readonly string[],
   ) {
     table.header.forEach((h, i) => {

@@ -53,15 +53,10 @@ export function writeCsv(columns: readonly string[], rows: ReadonlyArray<Readonl
  * The data lines of rows `start`…`end − 1` read through one reader per column (`cells[c](i)` is row i's
  * value of column c), each line ending in `\n`: exactly the lines `writeCsv` writes for those rows,
  * without building a row object (the streaming import's writer). No header.
- * @param texts optional per-column readers of a cell's `plainCell` text (a caller that caches the text of
- *   repeated values passes them); a row with a cell that needs quoting goes through papaparse.
+ A row with a cell that needs quoting goes through papaparse.
  */
-export function csvRowLines(
-  cells: ReadonlyArray<(i: number) => unknown>,
-  start: number,
-  end: number,
-  texts: ReadonlyArray<(i: number) => string | undefined> = cells.map((read) => (i: number) => plainCell(read(i))),
-): string {
+export function csvRowLines(cells: ReadonlyArray<(i: number) => unknown>, start: number, end: number): string {
+  const texts = cells.map((read) => (i: number) => plainCell(read(i)));
   const lines: string[] = new Array(end - start + 1);
   for (let i = start; i < end; i++) {
     let line = '';

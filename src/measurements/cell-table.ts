@@ -1,0 +1,259 @@
+/**
+ * Tables read cell by cell (issue 17 "Import": ≥ 500k rows/s). A `CellTable` is what the
+ * AIConfigurator mappers read: a `RawTable` (rows of cells, from Parquet or a small CSV) seen through
+ * `cellsOf`, or a `CsvChunk`, a block of CSV lines kept as the bytes they were read as plus each cell's
+ * offset, so a cell becomes a number or a string only when read: no array per row, no string per
+ * numeric cell, and one string per run of equal text cells in a column.
+ *
+ * Rows are 0-based here; errors name `r + 1` (the header is row 0), as everywhere in the import.
+ */
+import Papa from 'papaparse';
+import { InputError } from '../core/errors.ts';
+
+/** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
+export type Cell = string | number | bigint | boolean | null | undefined;
+
+export interface RawTable {
+  /** File the table came from (used in error messages). */
+  file: string;
+  header: string[];
+  rows: Cell[][];
+}
+
+/** Row and column access to one table (or one chunk of it). */
+export interface CellTable {
+  readonly file: string;
+  readonly header: string[];
+  /** Data rows. */
+  readonly length: number;
+  /** The cell's text, trimmed ('' when empty or missing): `textCell`'s value. */
+  text(r: number, j: number): string;
+  /**
+   * The cell as a number: a number cell itself, a bigint converted, a non-blank string through
+   * `Number()`; NaN for anything else (blank, missing). `numCell`'s value before its finite check.
+   */
+  num(r: number, j: number): number;
+  /** The cell as read (error messages). */
+  cell(r: number, j: number): Cell;
+  /** The table as rows of cells (for mappers written for RawTable). */
+  toRawTable(): RawTable;
+}
+
+/** A RawTable as a CellTable (its rows read in place). */
+export function cellsOf(t: RawTable): CellTable {
+  return {
+    file: t.file,
+    header: t.header,
+    length: t.rows.length,
+    text: (r, j) => textOfCell(t.rows[r]![j]),
+    num: (r, j) => numberOfCell(t.rows[r]![j]),
+    cell: (r, j) => t.rows[r]![j],
+    toRawTable: () => t,
+  };
+}
+
+function textOfCell(cell: Cell): string {
+  return cell === null || cell === undefined ? '' : String(cell).trim();
+}
+
+function numberOfCell(cell: Cell): number {
+  if (typeof cell === 'number') return cell;
+  if (typeof cell === 'bigint') return Number(cell);
+  if (typeof cell === 'string' && cell.trim() !== '') return Number(cell);
+  return NaN;
+}
+
+/** A finite number. @throws InputError naming file, row and column when the cell is blank or not a number. */
+export function numberAt(t: CellTable, r: number, j: number, col: string): number {
+  const v = t.num(r, j);
+  if (!Number.isFinite(v)) {
+    throw new InputError(
+      { file: t.file, row: r + 1, column: col },
+      `expected a finite number, got "${String(t.cell(r, j) ?? '')}"`,
+    );
+  }
+  return v;
+}
+
+/** An integer ≥ `min`. @throws InputError naming file, row and column. */
+export function intAt(t: CellTable, r: number, j: number, col: string, min = 0): number {
+  const v = numberAt(t, r, j, col);
+  if (!Number.isInteger(v) || v < min) {
+    throw new InputError({ file: t.file, row: r + 1, column: col }, `expected an integer ≥ ${min}, got ${v}`);
+  }
+  return v;
+}
+
+/** A positive finite latency. @throws InputError naming file, row and column. */
+export function latencyAt(t: CellTable, r: number, j: number, col: string): number {
+  const v = numberAt(t, r, j, col);
+  if (!(v > 0)) {
+    throw new InputError({ file: t.file, row: r + 1, column: col }, `expected a positive number (a latency), got ${v}`);
+  }
+  return v;
+}
+
+/** Powers of ten exact in float64 (10²² is the largest). */
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+const MAX_EXACT = 2 ** 53;
+
+/**
+ * A block of CSV data lines as bytes: `bounds[r·(ncol+1) + j]` is where cell j of row r starts, and
+ * the next entry less one is where it ends (the comma, or the line end). A missing cell (a short row)
+ * has length −1, an empty one 0. Lines holding a quote are parsed by papaparse and kept as cells.
+ */
+export class CsvChunk implements CellTable {
+  private readonly stride: number;
+  /** Per column: the bytes (start, length) and string of the last text read, so a run of equal cells is one string. */
+  private readonly lastAt: Int32Array;
+  private readonly lastLen: Int32Array;
+  private readonly lastText: string[];
+
+  constructor(
+    readonly file: string,
+    readonly header: string[],
+    private readonly buf: Buffer,
+    private readonly bounds: Int32Array,
+    readonly length: number,
+    /** Cells of the lines that hold a quote (papaparse), by row. */
+    private readonly quoted: Map<number, string[]> | undefined,
+  ) {
+    this.stride = header.length + 1;
+    this.lastAt = new Int32Array(header.length);
+    this.lastLen = new Int32Array(header.length).fill(-1);
+    this.lastText = new Array<string>(header.length).fill('');
+  }
+
+  text(r: number, j: number): string {
+    const q = this.quoted?.get(r);
+    if (q) return textOfCell(q[j]);
+    const b = r * this.stride + j;
+    const s = this.bounds[b]!;
+    const len = this.bounds[b + 1]! - 1 - s;
+    if (len <= 0) return '';
+    const buf = this.buf;
+    if (len === this.lastLen[j]) {
+      const p = this.lastAt[j]!;
+      let k = 0;
+      while (k < len && buf[s + k] === buf[p + k]) k++;
+      if (k === len) return this.lastText[j]!;
+    }
+    let plain = buf[s]! > 32 && buf[s + len - 1]! > 32;
+    for (let k = 0; plain && k < len; k++) plain = buf[s + k]! < 128;
+    const t = plain ? buf.toString('latin1', s, s + len) : buf.toString('utf8', s, s + len).trim();
+    this.lastAt[j] = s;
+    this.lastLen[j] = len;
+    this.lastText[j] = t;
+    return t;
+  }
+
+  num(r: number, j: number): number {
+    const q = this.quoted?.get(r);
+    if (q) return numberOfCell(q[j]);
+    const b = r * this.stride + j;
+    const s = this.bounds[b]!;
+    const e = this.bounds[b + 1]! - 1;
+    if (e <= s) return NaN;
+    return this.decimal(s, e) ?? numberOfCell(this.buf.toString('utf8', s, e));
+  }
+
+  /**
+   * `[-]digits[.digits]` with at most 2⁵³ as its digits and at most 22 after the point, as a number:
+   * the integer of its digits divided by a power of ten, both exact, so the quotient is the correctly
+   * rounded value, the one `Number()` returns (Clinger's fast path). Undefined for any other text.
+   */
+  private decimal(s: number, e: number): number | undefined {
+    const buf = this.buf;
+    let i = s;
+    const neg = buf[i] === 45;
+    if (neg) i++;
+    let m = 0;
+    let digits = 0;
+    let frac = -1;
+    for (; i < e; i++) {
+      const c = buf[i]!;
+      if (c >= 48 && c <= 57) {
+        m = m * 10 + (c - 48);
+        digits++;
+        if (frac >= 0) frac++;
+      } else if (c === 46 && frac < 0) frac = 0;
+      else return undefined;
+    }
+    if (digits === 0 || m > MAX_EXACT || frac > 22) return undefined;
+    const v = frac > 0 ? m / POW10[frac]! : m;
+    return neg ? -v : v;
+  }
+
+  cell(r: number, j: number): Cell {
+    const q = this.quoted?.get(r);
+    if (q) return q[j];
+    const b = r * this.stride + j;
+    const s = this.bounds[b]!;
+    const e = this.bounds[b + 1]! - 1;
+    return e < s ? undefined : this.buf.toString('utf8', s, e);
+  }
+
+  toRawTable(): RawTable {
+    const rows: Cell[][] = new Array(this.length);
+    for (let r = 0; r < this.length; r++) {
+      const q = this.quoted?.get(r);
+      if (q) {
+        rows[r] = q;
+        continue;
+      }
+      const cells: Cell[] = [];
+      for (let j = 0; j < this.header.length; j++) {
+        const c = this.cell(r, j);
+        if (c === undefined) break;
+        cells.push(c);
+      }
+      rows[r] = cells;
+    }
+    return { file: this.file, header: this.header, rows };
+  }
+}
+
+/**
+ * Split `buf[0, end)` (whole lines; a last line without `\n` is fine) into a CsvChunk of `ncol`
+ * columns: lines on `\n` (a trailing `\r` dropped, blank lines skipped), cells on commas, cells past
+ * `ncol` ignored. A line with a quote goes through papaparse.
+ */
+export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: number): CsvChunk {
+  const ncol = header.length;
+  const stride = ncol + 1;
+  let bounds = new Int32Array(Math.max(1024, (end >> 5) * stride));
+  let quoted: Map<number, string[]> | undefined;
+  let rows = 0;
+  let pos = 0;
+  while (pos < end) {
+    const start = pos;
+    let b = rows * stride;
+    if (b + stride > bounds.length) {
+      const g = new Int32Array(bounds.length * 2);
+      g.set(bounds);
+      bounds = g;
+    }
+    bounds[b] = start;
+    let j = 1;
+    let quote = false;
+    for (; pos < end; pos++) {
+      const c = buf[pos]!;
+      if (c === 10) break;
+      if (c === 44) {
+        if (j <= ncol) bounds[b + j++] = pos + 1;
+      } else if (c === 34) quote = true;
+    }
+    let stop = pos;
+    pos++;
+    if (stop > start && buf[stop - 1] === 13) stop--;
+    if (stop === start) continue;
+    // The cell after the last comma ends at the line end; cells the line lacks are missing (length −1).
+    for (b += j; j <= ncol; j++) bounds[b++] = stop + 1;
+    if (quote) {
+      quoted ??= new Map();
+      quoted.set(rows, Papa.parse<string[]>(buf.toString('utf8', start, stop)).data[0] ?? []);
+    }
+    rows++;
+  }
+  return new CsvChunk(file, header, buf, bounds, rows, quoted);
+}
