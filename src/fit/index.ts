@@ -14,44 +14,25 @@ import type { Chip } from '../core/catalog/chip.ts';
 import { repairRatesUnderPeak } from './rate-repair.ts';
 import { loadChip, REPO_ROOT } from '../core/catalog/chip.ts';
 import { UserError } from '../core/errors.ts';
-import { sha256File } from '../core/io/fs.ts';
 import { groupBy } from '../core/numeric/stats.ts';
 import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
 import type { CoefficientEntry, CoefficientSet } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
-import type { Family, FamilyRow } from '../measurements/schema.ts';
-import { laneSlug, listMeasurementFiles, readMeasurements } from '../measurements/store.ts';
-import { checkUnits } from '../measurements/units.ts';
-import { type DecodeFit, fitAttentionDecode, fitAttentionPrefill, type PrefillFit } from './attention.ts';
-import { type CollectiveFit, fitCollectives } from './collective.ts';
-import { fitGemm, type GemmFit } from './gemm.ts';
-import { fitHbm, type HbmFit } from './hbm.ts';
-import { fitHost, type HostFit } from './host.ts';
-import { fitMoe, type MoeFit } from './moe.ts';
-import { fitMoeExperts, type MoeExpertsFit } from './moe-experts.ts';
-import { fitRecurrent, type RecurrentFamilyFit } from './recurrent.ts';
 import { evidenceGates } from './evidence-gates.ts';
-import { fitSparse, type SparseFit } from './sparse.ts';
-import { fitMla, type MlaFit } from './mla.ts';
-import { type ExpertA2aFit, fitExpertA2a } from './expert-a2a.ts';
-import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
+import {
+  FIT_FAMILIES,
+  type FitFamily,
+  type FitFamilyResult,
+  type FitJob,
+  fitFamily,
+  MeasurementStore,
+  priorFor,
+  RESULT_ORDER,
+} from './families.ts';
+import { fitInWorkers, type WorkerFit, WorkerUnavailable, workerCount } from './parallel.ts';
+import type { FittedCoefficient } from './types.ts';
 
-/** Fitting families in dependency order. */
-export const FIT_FAMILIES = [
-  'gemm',
-  'hbm',
-  'attention_decode',
-  'attention_prefill',
-  'sparse',
-  'mla',
-  'collective',
-  'expert_alltoall',
-  'moe',
-  'moe_experts',
-  'recurrent',
-  'host',
-] as const;
-export type FitFamily = (typeof FIT_FAMILIES)[number];
+export { defaultLane, FIT_FAMILIES, type FitFamily, type FitFamilyResult } from './families.ts';
 
 /** Order of sets in the registry file. */
 export const SET_ORDER = [SET_NAMES.primitives, SET_NAMES.attention, SET_NAMES.collectives, SET_NAMES.host] as const;
@@ -66,6 +47,11 @@ export interface FitOptions {
   /** Repo root used to make input paths relative (default the package root). */
   repoRoot?: string;
   bootstrap?: { resamples: number; seed: number };
+  /**
+   * Worker threads (default STEPCAL_FIT_WORKERS, else the machine's parallelism, at most 4; 0 or 1 = in
+   * this thread). The results are the same either way (src/fit/parallel.ts).
+   */
+  workers?: number;
   /** Called with family names as they start and finish (progress goes to stderr in the CLI). */
   onFamily?: (family: string, phase: 'start' | 'done', ms?: number) => void;
 }
@@ -88,21 +74,12 @@ export interface FitAllResult {
   families: FitFamilyResult[];
   /** Milliseconds per family (not part of any written output). */
   timings_ms: Record<string, number>;
+  /** Worker threads the families ran on; 0 when they ran in this thread (not part of any written output). */
+  workers: number;
 }
 
 /** Default bootstrap: 200 resamples, seed 20261129. */
 export const DEFAULT_BOOTSTRAP = { resamples: 200, seed: 20261129 } as const;
-
-/**
- * Lane used for a family when none is given: of the lanes stored for that family, a `vllm-*` lane if
- * any (reference §6.2 "fit the engine you predict"), else the last by name. Collectives and host use
- * every lane (their fitters pick per configuration).
- */
-export function defaultLane(lanes: readonly string[]): string | undefined {
-  const sorted = [...lanes].sort();
-  const vllm = sorted.filter((l) => l.startsWith('vllm-'));
-  return (vllm.length ? vllm : sorted).at(-1);
-}
 
 function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   const want = new Set<FitFamily>(req?.length ? req : FIT_FAMILIES);
@@ -112,147 +89,45 @@ function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   return want;
 }
 
-/** Reading a chip's measurement store for one `fitAll` run: lanes, inputs with their sha256, rows. */
-class MeasurementStore {
-  readonly files: ReturnType<typeof listMeasurementFiles>;
-  constructor(
-    readonly dir: string,
-    readonly root: string,
-    readonly lane: string | undefined,
-    readonly chip: Chip,
-  ) {
-    this.files = listMeasurementFiles(dir);
-  }
-
-  /** The lane fitted for `family`: `--lane` when stored for it, else `defaultLane`; undefined when none. */
-  laneFor(family: Family): string | undefined {
-    const lanes = this.files.filter((f) => f.family === family).map((f) => f.lane);
-    if (!lanes.length) return undefined;
-    if (this.lane) return lanes.includes(laneSlug(this.lane)) ? laneSlug(this.lane) : undefined;
-    return defaultLane(lanes);
-  }
-
-  /** Input files of `family` (one lane, or every lane), repo-relative, with sha256 and lane. */
-  inputsFor(family: Family, lane?: string): FitContext['inputs'] {
-    return this.files
-      .filter((f) => f.family === family && (lane === undefined || f.lane === lane))
-      .map((f) => ({
-        file: path.relative(this.root, f.file).split(path.sep).join('/'),
-        sha256: sha256File(f.file),
-        lane: f.lane,
-      }));
-  }
-
-  /**
-   * Rows of `family` (one lane, or every lane). Each stored file passes the importer's units check again
-   * (src/measurements/units.ts), so a table stored without a chip datasheet, or edited since, cannot fit a units slip.
-   */
-  read<F extends Family>(family: F, lane?: string): FamilyRow[F][] {
-    return this.files
-      .filter((f) => f.family === family && (lane === undefined || f.lane === laneSlug(lane)))
-      .flatMap((f) => {
-        const rows = readMeasurements(this.dir, family, { lane: f.lane });
-        checkUnits(family, rows, this.chip, f.file);
-        return rows;
-      });
-  }
-}
-
-/** Any family's result: its typed fit, or an empty one when it had no measurements. */
-export type FitFamilyResult =
-  | GemmFit
-  | HbmFit
-  | DecodeFit
-  | PrefillFit
-  | CollectiveFit
-  | MoeFit
-  | MoeExpertsFit
-  | RecurrentFamilyFit
-  | HostFit
-  | SparseFit
-  | MlaFit
-  | ExpertA2aFit
-  | FamilyFit;
-
-/**
- * Run the requested families in dependency order, each with its own context (inputs, bootstrap, and
- * the coefficients of the families before it as `prior`). Returns the fits and milliseconds per family.
- */
-function runFamilies(store: MeasurementStore, chip: Chip, want: ReadonlySet<FitFamily>, opts: FitOptions) {
-  const bootstrap = opts.bootstrap ?? DEFAULT_BOOTSTRAP;
-  const fits: FitFamilyResult[] = [];
-  const timings: Record<string, number> = {};
-  const prior = new Map<string, number>();
-  const ctxFor = (inputs: FitContext['inputs']): FitContext => ({ chip, inputs, bootstrap, prior });
-  const run = (family: FitFamily, f: () => FitFamilyResult) => {
-    if (!want.has(family)) return;
+/** Fit `families` one after another in this thread (in the order given), each with its dependencies' coefficients as `prior`. */
+function fitInThread(store: MeasurementStore, families: readonly FitFamily[], opts: FitOptions) {
+  const done = new Map<FitFamily, WorkerFit>();
+  const results = new Map<FitFamily, FitFamilyResult>();
+  for (const [i, family] of families.entries()) {
     opts.onFamily?.(family, 'start');
     const t0 = performance.now();
-    const r = f();
-    timings[family] = Math.round(performance.now() - t0);
-    opts.onFamily?.(family, 'done', timings[family]);
-    fits.push(r);
-    for (const c of r.coefficients) prior.set(c.name, c.entry.value);
-  };
-  const missing = (family: string, why: string): FamilyFit => ({
-    ...emptyFamilyFit(family),
-    warnings: [`${family}: not fitted: ${why}`],
-  });
+    const result = fitFamily(store, family, priorFor(family, results));
+    store.retain(new Set(families.slice(i + 1).flatMap((f) => store.tablesOf(f))));
+    const ms = Math.round(performance.now() - t0);
+    opts.onFamily?.(family, 'done', ms);
+    results.set(family, result);
+    done.set(family, { result, ms });
+  }
+  return done;
+}
+
+/**
+ * Run the requested families (worker threads when more than one is allowed, else in this thread; a
+ * worker that cannot start falls back to this thread). Returns the fits in RESULT_ORDER and
+ * milliseconds per family.
+ */
+async function runFamilies(store: MeasurementStore, want: ReadonlySet<FitFamily>, opts: FitOptions) {
+  const families = RESULT_ORDER.filter((f) => want.has(f));
+  const count = workerCount(opts.workers);
+  let done: Map<FitFamily, WorkerFit> | undefined;
+  let workers = 0;
+  if (count > 1) {
+    try {
+      ({ done, workers } = await fitInWorkers(store, store.job, families, count, opts.onFamily));
+    } catch (e) {
+      if (!(e instanceof WorkerUnavailable)) throw e;
+    }
+  }
+  done ??= fitInThread(store, families, opts);
+  const timings: Record<string, number> = {};
+  for (const f of families) timings[f] = done.get(f)!.ms;
   const lanes = { gemm: store.laneFor('gemm'), attention: store.laneFor('attention_decode') };
-  const gemmRows = want.has('gemm') && lanes.gemm ? store.read('gemm', lanes.gemm) : [];
-  const decodeRows =
-    want.has('attention_decode') && lanes.attention ? store.read('attention_decode', lanes.attention) : [];
-  const laneRows = <F extends Family>(family: F) => {
-    const lane = store.laneFor(family);
-    return { rows: lane ? store.read(family, lane) : [], ctx: ctxFor(store.inputsFor(family, lane)) };
-  };
-  run('gemm', () =>
-    gemmRows.length
-      ? fitGemm(gemmRows, ctxFor(store.inputsFor('gemm', lanes.gemm)))
-      : missing('gemm', 'no gemm measurements'),
-  );
-  const hbmInputs = () => [
-    ...store.inputsFor('gemm', lanes.gemm),
-    ...(lanes.attention ? store.inputsFor('attention_decode', lanes.attention) : []),
-  ];
-  run('hbm', () => fitHbm(gemmRows, decodeRows, ctxFor(hbmInputs())));
-  run('attention_decode', () =>
-    decodeRows.length
-      ? fitAttentionDecode(decodeRows, ctxFor(store.inputsFor('attention_decode', lanes.attention)))
-      : missing('attention_decode', 'no measurements'),
-  );
-  run('attention_prefill', () => {
-    const p = laneRows('attention_prefill');
-    return p.rows.length ? fitAttentionPrefill(p.rows, p.ctx) : missing('attention_prefill', 'no measurements');
-  });
-  run('sparse', () => {
-    const p = laneRows('sparse');
-    return p.rows.length ? fitSparse(p.rows, p.ctx) : missing('sparse', 'no measurements');
-  });
-  // Families fitted from every stored lane of their own table.
-  const allLanes = <F extends Family & FitFamily>(
-    family: F,
-    fit: (rows: FamilyRow[F][], ctx: FitContext) => FitFamilyResult,
-  ) =>
-    run(family, () => {
-      const rows = store.read(family);
-      return rows.length ? fit(rows, ctxFor(store.inputsFor(family))) : missing(family, 'no measurements');
-    });
-  allLanes('mla', fitMla);
-  allLanes('expert_alltoall', fitExpertA2a);
-  allLanes('collective', fitCollectives);
-  // The moe rows are read once for both families that use them.
-  const moe = want.has('moe') || want.has('moe_experts') ? laneRows('moe') : undefined;
-  run('moe', () => (moe?.rows.length ? fitMoe(moe.rows, moe.ctx) : missing('moe', 'no measurements')));
-  run('moe_experts', () =>
-    moe?.rows.length ? fitMoeExperts(moe.rows, moe.ctx) : missing('moe_experts', 'no moe measurements'),
-  );
-  // Every recurrent lane is read: GDN, KDA and Mamba2 come from different engines (vLLM, TRT-LLM).
-  allLanes('recurrent', fitRecurrent);
-  // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
-  // host overheads from per-operator tables.
-  run('host', () => fitHost(store.read('host'), ctxFor(store.inputsFor('host'))));
-  return { fits, timings, lanes };
+  return { fits: families.map((f) => done.get(f)!.result), timings, lanes, workers };
 }
 
 /**
@@ -265,9 +140,10 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
   const chip = loadChip(chipName);
   const root = opts.repoRoot ?? REPO_ROOT;
   const dir = opts.measurementsDir ?? path.join(root, 'measurements', chip.name);
-  const store = new MeasurementStore(dir, root, opts.lane, chip);
+  const job: FitJob = { chip, dir, root, lane: opts.lane, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP };
+  const store = new MeasurementStore(job);
   if (!store.files.length) throw new UserError(`no measurements for ${chip.name} in ${dir}`);
-  const { fits, timings, lanes } = runFamilies(store, chip, expandFamilies(opts.families), opts);
+  const { fits, timings, lanes, workers } = await runFamilies(store, expandFamilies(opts.families), opts);
   const coefficients = fits.flatMap((f) => f.coefficients);
   const repaired = repairRatesUnderPeak(chip, coefficients);
   const refusals = [...fits.flatMap((f) => f.refusals), ...applyGates(chip, coefficients)];
@@ -283,6 +159,7 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     warnings: [...fits.flatMap((f) => f.warnings), ...repaired],
     families: fits,
     timings_ms: timings,
+    workers,
   };
 }
 

@@ -1,5 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { InputError } from '../../src/core/errors.ts';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
@@ -139,6 +141,47 @@ describe('fitAll orchestrator', () => {
     expect(() => writeFitOutputs(r, out)).toThrow(/nothing written/);
     expect(existsSync(out.registryOut)).toBe(false);
     expect(existsSync(out.fitsDir)).toBe(false);
+  });
+
+  it('gives the same results on worker threads as in this thread, in the same order', async () => {
+    const serial = await fitAll('h200', { ...opts, workers: 1 });
+    const started: string[] = [];
+    const parallel = await fitAll('h200', {
+      ...opts,
+      workers: 2,
+      onFamily: (f, p) => p === 'start' && started.push(f),
+    });
+    expect(serial.workers).toBe(0);
+    expect(parallel.workers).toBe(2);
+    // every family ran, and the results come back in fit order whatever the schedule
+    expect([...started].sort()).toEqual(serial.families.map((f) => f.family).sort());
+    expect(parallel.families.map((f) => f.family)).toEqual(serial.families.map((f) => f.family));
+    expect(parallel.registry_text).toBe(serial.registry_text);
+    expect(parallel.coefficients).toEqual(serial.coefficients);
+    expect(parallel.warnings).toEqual(serial.warnings);
+    const [rs, rp] = [renderFitReport(serial), renderFitReport(parallel)];
+    expect(rp.readme).toBe(rs.readme);
+    expect(rp.figures.map((f) => f.svg)).toEqual(rs.figures.map((f) => f.svg));
+    // prefill divides by this run's bf16 ramp (its dependency), on a worker as here
+    const scale = (r: typeof serial) =>
+      r.coefficients.find((c) => c.name === 'attention_prefill_work_scale')!.entry.value;
+    expect(scale(parallel)).toBe(scale(serial));
+  });
+
+  it("rethrows a worker's input error as the same InputError (file, row, column)", async () => {
+    const bad = path.join(tmp, 'bad', 'measurements', 'h200');
+    makeStore(bad);
+    const file = path.join(bad, `gemm.${lane}.csv.gz`);
+    const lines = gunzipSync(readFileSync(file)).toString('utf8').split('\n');
+    lines[3] = lines[3]!.replace(/,[^,]+$/, ',-1');
+    writeFileSync(file, gzipSync(lines.join('\n')));
+    const run = (workers: number) => fitAll('h200', { ...opts, measurementsDir: bad, workers });
+    const inThread = await run(1).catch((e: unknown) => e);
+    const onWorker = await run(2).catch((e: unknown) => e);
+    expect(inThread).toBeInstanceOf(InputError);
+    expect(onWorker).toBeInstanceOf(InputError);
+    expect((onWorker as InputError).message).toBe((inThread as InputError).message);
+    expect((onWorker as InputError).location).toEqual({ file, row: 3, column: 'latency_us' });
   });
 
   it('picks the vllm lane by default', () => {

@@ -1,0 +1,279 @@
+/**
+ * The fit families as tasks: what each one reads (its measurement tables), which families' coefficients
+ * it takes from `ctx.prior` (its dependencies), and how it is fitted. The orchestrator (index.ts) runs
+ * them in order in this thread, or spreads them over worker threads (parallel.ts, worker.ts); either way
+ * a family sees the same rows, the same bootstrap settings and the same `prior` (the coefficients of its
+ * dependencies only), so the results are the same, bit for bit.
+ */
+import path from 'node:path';
+import type { Chip } from '../core/catalog/chip.ts';
+import { sha256File } from '../core/io/fs.ts';
+import type { Family, FamilyRow } from '../measurements/schema.ts';
+import { laneSlug, listMeasurementFiles, readMeasurements } from '../measurements/store.ts';
+import { checkUnits } from '../measurements/units.ts';
+import { type DecodeFit, fitAttentionDecode, fitAttentionPrefill, type PrefillFit } from './attention.ts';
+import { type CollectiveFit, fitCollectives } from './collective.ts';
+import { type ExpertA2aFit, fitExpertA2a } from './expert-a2a.ts';
+import { fitGemm, type GemmFit } from './gemm.ts';
+import { fitHbm, type HbmFit } from './hbm.ts';
+import { fitHost, type HostFit } from './host.ts';
+import { fitMla, type MlaFit } from './mla.ts';
+import { fitMoe, type MoeFit } from './moe.ts';
+import { fitMoeExperts, type MoeExpertsFit } from './moe-experts.ts';
+import { fitRecurrent, type RecurrentFamilyFit } from './recurrent.ts';
+import { fitSparse, type SparseFit } from './sparse.ts';
+import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
+
+/** Fitting families in dependency order (the order of a run's results and coefficients). */
+export const FIT_FAMILIES = [
+  'gemm',
+  'hbm',
+  'attention_decode',
+  'attention_prefill',
+  'sparse',
+  'mla',
+  'collective',
+  'expert_alltoall',
+  'moe',
+  'moe_experts',
+  'recurrent',
+  'host',
+] as const;
+export type FitFamily = (typeof FIT_FAMILIES)[number];
+
+/**
+ * The order of a run's results, and so of its coefficients and registry entries: FIT_FAMILIES with
+ * expert_alltoall before collective, as the serial orchestrator has always run them.
+ */
+export const RESULT_ORDER: readonly FitFamily[] = [
+  'gemm',
+  'hbm',
+  'attention_decode',
+  'attention_prefill',
+  'sparse',
+  'mla',
+  'expert_alltoall',
+  'collective',
+  'moe',
+  'moe_experts',
+  'recurrent',
+  'host',
+];
+
+/** Any family's result: its typed fit, or an empty one when it had no measurements. */
+export type FitFamilyResult =
+  | GemmFit
+  | HbmFit
+  | DecodeFit
+  | PrefillFit
+  | CollectiveFit
+  | MoeFit
+  | MoeExpertsFit
+  | RecurrentFamilyFit
+  | HostFit
+  | SparseFit
+  | MlaFit
+  | ExpertA2aFit
+  | FamilyFit;
+
+/**
+ * The families whose coefficients a family reads from `ctx.prior` (DECISION, issue 17: `prior` holds
+ * exactly these, in the serial and the parallel run alike, so a family can run as soon as they are done).
+ * attention_prefill and mla divide by the bf16 GEMM ramp; moe_experts reads the fitted hbm_derate.
+ */
+export const FAMILY_DEPS: Readonly<Record<FitFamily, readonly FitFamily[]>> = {
+  gemm: [],
+  hbm: [],
+  attention_decode: [],
+  attention_prefill: ['gemm'],
+  sparse: [],
+  mla: ['gemm'],
+  collective: [],
+  expert_alltoall: [],
+  moe: [],
+  moe_experts: ['hbm'],
+  recurrent: [],
+  host: [],
+};
+
+/** What one fit run reads: the chip, its measurement directory, the repo root, `--lane`, the bootstrap. */
+export interface FitJob {
+  chip: Chip;
+  dir: string;
+  root: string;
+  lane: string | undefined;
+  bootstrap: { resamples: number; seed: number };
+}
+
+/** Families fitted from every stored lane of their own table (their fitters pick per configuration). */
+const ALL_LANES: ReadonlySet<FitFamily> = new Set(['mla', 'expert_alltoall', 'collective', 'recurrent', 'host']);
+
+/**
+ * Reading a chip's measurement store: lanes, inputs with their sha256, and rows. Each table (family,
+ * lane or every lane) is read and units-checked once and kept until `retain` drops it, so families
+ * that share a table (gemm and hbm; attention_decode and hbm; moe and moe_experts) read it once.
+ */
+export class MeasurementStore {
+  readonly files: ReturnType<typeof listMeasurementFiles>;
+  private readonly tables = new Map<string, unknown[]>();
+  private readonly hashes = new Map<string, string>();
+  constructor(readonly job: FitJob) {
+    this.files = listMeasurementFiles(job.dir);
+  }
+
+  /** The lane fitted for `family`: `--lane` when stored for it, else `defaultLane`; undefined when none. */
+  laneFor(family: Family): string | undefined {
+    const lanes = this.files.filter((f) => f.family === family).map((f) => f.lane);
+    if (!lanes.length) return undefined;
+    if (this.job.lane) return lanes.includes(laneSlug(this.job.lane)) ? laneSlug(this.job.lane) : undefined;
+    return defaultLane(lanes);
+  }
+
+  /** Input files of `family` (one lane, or every lane), repo-relative, with sha256 and lane. */
+  inputsFor(family: Family, lane?: string): FitContext['inputs'] {
+    return this.files
+      .filter((f) => f.family === family && (lane === undefined || f.lane === lane))
+      .map((f) => {
+        let sha256 = this.hashes.get(f.file);
+        if (sha256 === undefined) {
+          sha256 = sha256File(f.file);
+          this.hashes.set(f.file, sha256);
+        }
+        return { file: path.relative(this.job.root, f.file).split(path.sep).join('/'), sha256, lane: f.lane };
+      });
+  }
+
+  /**
+   * Rows of `family` (one lane, or every lane). Each stored file passes the importer's units check again
+   * (src/measurements/units.ts), so a table stored without a chip datasheet, or edited since, cannot fit a units slip.
+   */
+  read<F extends Family>(family: F, lane?: string): FamilyRow[F][] {
+    const key = tableKey(family, lane);
+    let rows = this.tables.get(key) as FamilyRow[F][] | undefined;
+    if (!rows) {
+      rows = this.files
+        .filter((f) => f.family === family && (lane === undefined || f.lane === laneSlug(lane)))
+        .flatMap((f) => {
+          const fileRows = readMeasurements(this.job.dir, family, { lane: f.lane });
+          checkUnits(family, fileRows, this.job.chip, f.file);
+          return fileRows;
+        });
+      this.tables.set(key, rows);
+    }
+    return rows;
+  }
+
+  /** The tables `family` reads, as keys of `read` (an absent lane reads nothing). */
+  tablesOf(family: FitFamily): string[] {
+    if (family === 'hbm') return [...this.tablesOf('gemm'), ...this.tablesOf('attention_decode')];
+    const table: Family = family === 'moe_experts' ? 'moe' : family;
+    if (ALL_LANES.has(family)) return [tableKey(table, undefined)];
+    const lane = this.laneFor(table);
+    return lane ? [tableKey(table, lane)] : [];
+  }
+
+  /** Drop every table not named in `keep` (a worker keeps only what its next families read). */
+  retain(keep: ReadonlySet<string>): void {
+    for (const key of [...this.tables.keys()]) if (!keep.has(key)) this.tables.delete(key);
+  }
+}
+
+const tableKey = (family: Family, lane: string | undefined) => `${family}|${lane ?? '*'}`;
+
+/**
+ * Lane used for a family when none is given: of the lanes stored for that family, a `vllm-*` lane if
+ * any (reference §6.2 "fit the engine you predict"), else the last by name. Collectives and host use
+ * every lane (their fitters pick per configuration).
+ */
+export function defaultLane(lanes: readonly string[]): string | undefined {
+  const sorted = [...lanes].sort();
+  const vllm = sorted.filter((l) => l.startsWith('vllm-'));
+  return (vllm.length ? vllm : sorted).at(-1);
+}
+
+/** The `prior` a family is fitted with: every coefficient of its dependencies (FAMILY_DEPS), by name. */
+export function priorFor(family: FitFamily, done: ReadonlyMap<string, FitFamilyResult>): Map<string, number> {
+  const prior = new Map<string, number>();
+  for (const dep of FAMILY_DEPS[family]) {
+    const coefficients: FittedCoefficient[] = done.get(dep)?.coefficients ?? [];
+    for (const c of coefficients) prior.set(c.name, c.entry.value);
+  }
+  return prior;
+}
+
+const missing = (family: string, why: string): FamilyFit => ({
+  ...emptyFamilyFit(family),
+  warnings: [`${family}: not fitted: ${why}`],
+});
+
+/**
+ * Fit one family from `store` with the coefficients of its dependencies as `prior`.
+ * @returns the family's fit, or an empty one with a warning when it has no measurements.
+ * @throws InputError / UserError from reading a table (file, row, column), as the fitters do.
+ */
+export function fitFamily(store: MeasurementStore, family: FitFamily, prior: ReadonlyMap<string, number>) {
+  const ctx = (inputs: FitContext['inputs']): FitContext => ({
+    chip: store.job.chip,
+    inputs,
+    bootstrap: store.job.bootstrap,
+    prior,
+  });
+  const gemmLane = store.laneFor('gemm');
+  const decodeLane = store.laneFor('attention_decode');
+  const laneRows = <F extends Family>(table: F) => {
+    const lane = store.laneFor(table);
+    return { rows: lane ? store.read(table, lane) : [], ctx: ctx(store.inputsFor(table, lane)) };
+  };
+  const allLanes = <F extends Family>(table: F) => ({ rows: store.read(table), ctx: ctx(store.inputsFor(table)) });
+  const fitted = <R>(p: { rows: R[]; ctx: FitContext }, fitter: (rows: R[], c: FitContext) => FitFamilyResult) =>
+    p.rows.length ? fitter(p.rows, p.ctx) : missing(family, 'no measurements');
+  switch (family) {
+    case 'gemm': {
+      const p = { rows: gemmLane ? store.read('gemm', gemmLane) : [], ctx: ctx(store.inputsFor('gemm', gemmLane)) };
+      return p.rows.length ? fitGemm(p.rows, p.ctx) : missing('gemm', 'no gemm measurements');
+    }
+    case 'hbm':
+      return fitHbm(
+        gemmLane ? store.read('gemm', gemmLane) : [],
+        decodeLane ? store.read('attention_decode', decodeLane) : [],
+        ctx([
+          ...store.inputsFor('gemm', gemmLane),
+          ...(decodeLane ? store.inputsFor('attention_decode', decodeLane) : []),
+        ]),
+      );
+    case 'attention_decode': {
+      const p = decodeLane
+        ? {
+            rows: store.read('attention_decode', decodeLane),
+            ctx: ctx(store.inputsFor('attention_decode', decodeLane)),
+          }
+        : { rows: [], ctx: ctx([]) };
+      return fitted(p, fitAttentionDecode);
+    }
+    case 'attention_prefill':
+      return fitted(laneRows('attention_prefill'), fitAttentionPrefill);
+    case 'sparse':
+      return fitted(laneRows('sparse'), fitSparse);
+    case 'moe':
+      return fitted(laneRows('moe'), fitMoe);
+    case 'moe_experts': {
+      const p = laneRows('moe');
+      return p.rows.length ? fitMoeExperts(p.rows, p.ctx) : missing('moe_experts', 'no moe measurements');
+    }
+    case 'mla':
+      return fitted(allLanes('mla'), fitMla);
+    case 'expert_alltoall':
+      return fitted(allLanes('expert_alltoall'), fitExpertA2a);
+    case 'collective':
+      return fitted(allLanes('collective'), fitCollectives);
+    case 'recurrent':
+      // Every recurrent lane is read: GDN, KDA and Mamba2 come from different engines (vLLM, TRT-LLM).
+      return fitted(allLanes('recurrent'), fitRecurrent);
+    case 'host': {
+      // Without host rows the host fitter emits its `assumed` entries (with rationale); it never fits
+      // host overheads from per-operator tables.
+      const p = allLanes('host');
+      return fitHost(p.rows, p.ctx);
+    }
+  }
+}
