@@ -35,7 +35,7 @@ import {
   touchedExperts,
   weightsAndNormsHbmUs,
 } from './terms.ts';
-import type { Batch, ColumnBatch, PriceOptions, StepPrice } from './types.ts';
+import type { Batch, ColumnBatch, PriceOptions, StepPrice, StepTermsSink } from './types.ts';
 import { BatchWalk, walkBatch, walkColumns, type WalkPlan } from './walk.ts';
 
 /** Everything `priceStep` reads, resolved at construction, and its preallocated scratch. */
@@ -76,6 +76,8 @@ export class StepScratch {
    */
   readonly touchedKey = new Float64Array([-1, 0, 0, 0]);
   touchedVal = 0;
+  /** Where this call's composition inputs go (PriceOptions.terms), if anywhere. */
+  sink: StepTermsSink | undefined = undefined;
   readonly walk: BatchWalk;
   constructor(readers: number) {
     this.walk = new BatchWalk(readers);
@@ -156,6 +158,16 @@ function pricePass(
       lay[LAY_EXPERT_SM]!,
       lay[LAY_EXPERT_HBM]!,
     );
+    if (sc.sink)
+      sc.sink.layer(
+        kp.count,
+        lay[LAY_SM]!,
+        lay[LAY_HBM]!,
+        lay[LAY_NVLINK]!,
+        lay[LAY_NIC]!,
+        lay[LAY_EXPERT_SM]!,
+        lay[LAY_EXPERT_HBM]!,
+      );
     if (perKind) pushPerKind(perKind, prefix + kp.id, kp.count, lay);
   }
 }
@@ -194,6 +206,7 @@ function priceHead(
   const sm = lay[LAY_SM]!;
   const hbm = lay[LAY_HBM]! + (tok - rows) * h.k.eltUsPerToken;
   composeHead(acc, sm, hbm);
+  p.scratch.sink?.head(sm, hbm);
   if (perKind)
     perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
 }
@@ -303,6 +316,7 @@ function priceWalked(p: StepPlan, popts: PriceOptions | undefined, out: StepPric
   for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
   sc.big = 0;
   sc.host = 0;
+  sc.sink = popts?.terms;
   const perKind: PerKind | undefined = popts?.per_kind ? [] : undefined;
   const target = p.target;
   // A step with no prefill row skips prefill-only nodes (seed "Host time").
@@ -320,6 +334,7 @@ function priceWalked(p: StepPlan, popts: PriceOptions | undefined, out: StepPric
     else priceDrafter(p, p.drafter, gm, perKind);
   }
   composeHost(acc, sc.host);
+  sc.sink?.host(sc.host);
   finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big), out);
   if (perKind) out.per_kind = perKind;
   return out;

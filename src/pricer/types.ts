@@ -93,9 +93,32 @@ export interface StepPrice {
   per_kind?: Array<{ kind: string; count: number; resources_us: ResourceTimes; experts_us: number }>;
 }
 
+/** Receives a step's composition inputs in the order `priceStep` composes them (PriceOptions.terms; terms-log.ts records one). */
+export interface StepTermsSink {
+  /** `count` layers of one kind: per-layer µs as composed (SM and expert SM already × the pricer's s). */
+  layer(
+    count: number,
+    sm: number,
+    hbm: number,
+    nvlink: number,
+    nic: number,
+    expert_sm: number,
+    expert_hbm: number,
+  ): void;
+  /** One output head: its SM µs (× s) and HBM µs. */
+  head(sm: number, hbm: number): void;
+  /** The step's host µs; the last call of a step. */
+  host(host_us: number): void;
+}
+
 export interface PriceOptions {
   /** Include the per-layer-kind breakdown. */
   per_kind?: boolean;
+  /**
+   * Receives the step's composition inputs (terms-log.ts), so that the step can be re-composed at
+   * another engine scale s without pricing it again. Pricers other than `createPricer`'s may ignore it.
+   */
+  terms?: StepTermsSink;
 }
 
 export interface Pricer {

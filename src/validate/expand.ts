@@ -12,9 +12,10 @@
  *   decode steps at batch `batch`, decode step i (0-based) scheduling 1 token on prompt_tokens + i
  *   computed tokens (the context grows by one each step). The row's price is the sum of every step's.
  */
-import type { Batch, Pricer, Request, Resource, ResourceTimes } from '../pricer/types.ts';
+import type { Batch, PriceOptions, Pricer, Request, Resource, ResourceTimes } from '../pricer/types.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import { emptyStepPrice } from '../pricer/compose.ts';
+import type { StepTermsLog } from '../pricer/terms-log.ts';
 import type { LocatedStepRow } from './steps.ts';
 import type { Regime } from './types.ts';
 
@@ -100,8 +101,10 @@ function zeroTimes(): ResourceTimes {
 /**
  * Price a row: one pricer call for a step, 1 + (output_tokens − 1) for a static batch.
  * Host is taken from `resources_us.host` of each step; composition totals are kept without it.
+ * With `log`, every step's composition inputs are recorded into it (PriceOptions.terms), for
+ * `cmNohostFromLog`; a pricer that does not record leaves it empty.
  */
-export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
+export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog): RowPrice {
   const acc: RowPrice = {
     no_overlap_nohost_us: 0,
     overlap_nohost_us: 0,
@@ -118,8 +121,9 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
   // One result for every step of the row where the pricer can write into it (`priceInto`): a
   // static batch has thousands of steps, and a new StepPrice per step was most of validation's GC.
   const out = pricer.priceInto ? emptyStepPrice() : undefined;
+  const popts: PriceOptions | undefined = log ? { terms: log } : undefined;
   const add = (batch: Batch) => {
-    const p = out ? pricer.priceInto!(batch, out) : pricer.price(batch);
+    const p = out ? pricer.priceInto!(batch, out, popts) : pricer.price(batch, popts);
     const r = p.resources_us;
     const host = r.host;
     acc.no_overlap_nohost_us += p.no_overlap_us - host;
@@ -156,6 +160,21 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer): RowPrice {
     }
   }
   return acc;
+}
+
+/**
+ * `priceRow(row, pricer at engine scale s).cm_overlap_nohost_us` from the row's steps recorded in
+ * `log` at s = 1 (src/pricer/terms-log.ts): the same steps re-composed at s and summed in the same
+ * order, so the same number, bit for bit, without pricing the row again.
+ */
+export function cmNohostFromLog(log: StepTermsLog, s: number): number {
+  const out = emptyStepPrice();
+  let sum = 0;
+  for (let i = 0; i < log.steps; i++) {
+    const p = log.composeAt(i, s, out);
+    sum += p.compute_memory_overlap_us - p.resources_us.host;
+  }
+  return sum;
 }
 
 /** Resource with the largest total. */

@@ -5,7 +5,8 @@
  */
 import { UserError } from '../core/errors.ts';
 import type { Pricer } from '../pricer/types.ts';
-import { priceRow, regimeOf, type RowPrice } from './expand.ts';
+import { StepTermsLog } from '../pricer/terms-log.ts';
+import { cmNohostFromLog, priceRow, regimeOf, type RowPrice } from './expand.ts';
 import type { HostFeatures } from './hostfit.ts';
 import type { LocatedStepRow } from './steps.ts';
 import { DEFAULT_EXCLUDED_FLAGS, type Composition, type Regime } from './types.ts';
@@ -93,6 +94,11 @@ export interface Priced {
   /** exclusion flag per row, or undefined when it is scored */
   excl: Array<string | undefined>;
   keys: PricerKey[];
+  /**
+   * Each row's steps as recorded at s = 1 (src/pricer/terms-log.ts), for re-composing its CMOverlap
+   * price at another engine scale s (`cmNohostAt`); undefined where the pricer records nothing.
+   */
+  terms: Array<StepTermsLog | undefined>;
 }
 
 /** Host-fit features of one priced row (kernel counts from `deps.kernelsPerStep`, NaN when unknown). */
@@ -114,6 +120,7 @@ export function priceRows(
   const pricers = new Map<string, Pricer>();
   const priced: RowPrice[] = [];
   const features: HostFeatures[] = [];
+  const terms: Array<StepTermsLog | undefined> = [];
   for (const r of rows) {
     const key = keyOf(r, r.chip);
     const ks = JSON.stringify(key);
@@ -123,7 +130,10 @@ export function priceRows(
         pricer = deps.pricerFor(key);
         pricers.set(ks, pricer);
       }
-      priced.push(priceRow(r, pricer));
+      const log = new StepTermsLog();
+      const p = priceRow(r, pricer, log);
+      priced.push(p);
+      terms.push(log.steps === p.steps ? log : undefined);
     } catch (err) {
       if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
       throw err;
@@ -133,7 +143,28 @@ export function priceRows(
   }
   const regimes = rows.map(regimeOf);
   const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
-  return { rows, priced, features, regimes, excl, keys: rows.map((r) => keyOf(r, r.chip)) };
+  return { rows, priced, features, regimes, excl, keys: rows.map((r) => keyOf(r, r.chip)), terms };
+}
+
+/**
+ * CMOverlap without host of rows `idx` with every SM time scaled by the engine term s, µs: each row
+ * re-composed from its recorded steps (`Priced.terms`; the same number as pricing it again with
+ * `sm_scale = s`), or, where nothing was recorded, priced again with a fresh pricer at s.
+ */
+export function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: number): number[] {
+  if (s === 1) return idx.map((i) => P.priced[i]!.cm_overlap_nohost_us);
+  const scaled = new Map<string, Pricer>();
+  return idx.map((i) => {
+    const log = P.terms[i];
+    if (log) return cmNohostFromLog(log, s);
+    const ks = JSON.stringify(P.keys[i]);
+    let p = scaled.get(ks);
+    if (!p) {
+      p = deps.pricerFor(P.keys[i]!, { sm_scale: s });
+      scaled.set(ks, p);
+    }
+    return priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
+  });
 }
 
 /** A row's price without host under composition `c`, µs. */

@@ -15,8 +15,6 @@
  */
 import { type7Sorted } from '../core/numeric/stats.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import type { Pricer } from '../pricer/types.ts';
-import { priceRow } from './expand.ts';
 import {
   applyHostTerms,
   engineSmExtraUs,
@@ -24,7 +22,7 @@ import {
   fitHostTermsWithScaleSearch,
   type HostWeighting,
 } from './hostfit.ts';
-import { nohostOf, type Priced, type ValidationDeps } from './priced.ts';
+import { cmNohostAt, nohostOf, type Priced, type ValidationDeps } from './priced.ts';
 import { COMPOSITIONS, type Composition, type HostFitEngine } from './types.ts';
 
 /** Grid steps per doubling of s in the CMOverlap price cache (2^(1/12) ≈ 5.9 % apart). */
@@ -32,8 +30,8 @@ const CACHE_STEPS_PER_OCTAVE = 12;
 
 /**
  * CMOverlap price without host of every priced row at engine scale s, µs. Exact on the grid
- * s = 2^(k/12) (each grid point prices every row once, with fresh pricers built with `sm_scale`, and is
- * kept); between grid points, linear in s between the two neighbours (the price is a sum of per-layer
+ * s = 2^(k/12) (each grid point re-composes every row's recorded steps at s once, `cmNohostAt`: the
+ * price a fresh pricer built with `sm_scale = s` gives, bit for bit, and is kept); between grid points, linear in s between the two neighbours (the price is a sum of per-layer
  * max(s · T_SM, T_HBM) terms, piecewise linear in s). Shared by every fold of a validation, so each
  * grid point is priced once per validation. The search's coarse grid 2^(k/3) falls on cache points.
  */
@@ -48,21 +46,14 @@ export class ScaledCmCache {
     let g = this.at_k.get(k);
     if (g) return g;
     const s = 2 ** (k / CACHE_STEPS_PER_OCTAVE);
-    g = new Float64Array(this.P.rows.length);
-    const pricers = new Map<string, Pricer>();
-    for (let i = 0; i < g.length; i++) {
-      if (k === 0) {
-        g[i] = this.P.priced[i]!.cm_overlap_nohost_us;
-        continue;
-      }
-      const ks = JSON.stringify(this.P.keys[i]);
-      let p = pricers.get(ks);
-      if (!p) {
-        p = this.deps.pricerFor(this.P.keys[i]!, { sm_scale: s });
-        pricers.set(ks, p);
-      }
-      g[i] = priceRow(this.P.rows[i]!, p).cm_overlap_nohost_us;
-    }
+    g = Float64Array.from(
+      cmNohostAt(
+        this.P,
+        this.deps,
+        this.P.rows.map((_, i) => i),
+        s,
+      ),
+    );
     this.at_k.set(k, g);
     return g;
   }

@@ -4,8 +4,8 @@
  */
 import { checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
-import type { Pricer, ResourceTimes } from '../pricer/types.ts';
-import { batchSizeOf, bottleneckOf, extrapolationReason, priceRow, type RowPrice } from './expand.ts';
+import type { ResourceTimes } from '../pricer/types.ts';
+import { batchSizeOf, bottleneckOf, extrapolationReason, type RowPrice } from './expand.ts';
 import {
   applyHostTerms,
   engineSmExtraUs,
@@ -37,7 +37,15 @@ import {
 } from './types.ts';
 import { groupBy } from '../core/numeric/stats.ts';
 import { validationTiers } from './tiers.ts';
-import { nohostOf, priceRows, shapeGroup, aggregationKey, type Priced, type ValidationDeps } from './priced.ts';
+import {
+  aggregationKey,
+  cmNohostAt,
+  nohostOf,
+  priceRows,
+  shapeGroup,
+  type Priced,
+  type ValidationDeps,
+} from './priced.ts';
 
 /** SM/HBM ratio on decode steps at batch ≤ 4 above which the ramp is suspected to contain the weight reads. */
 export const DOUBLE_CHARGE_SM_OVER_HBM = 0.25;
@@ -111,21 +119,6 @@ function rowsOnChip(all: readonly LocatedStepRow[], chip: string): { rows: Locat
   }
   if (rows.length === 0) throw new UserError(`no held-out rows for chip ${chip} in the given files`);
   return { rows, warnings };
-}
-
-/** CMOverlap without host of rows `idx`, priced with every SM time scaled by s (fresh pricers: µs each). */
-function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: number): number[] {
-  if (s === 1) return idx.map((i) => P.priced[i]!.cm_overlap_nohost_us);
-  const scaled = new Map<string, Pricer>();
-  return idx.map((i) => {
-    const ks = JSON.stringify(P.keys[i]);
-    let p = scaled.get(ks);
-    if (!p) {
-      p = deps.pricerFor(P.keys[i]!, { sm_scale: s });
-      scaled.set(ks, p);
-    }
-    return priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
-  });
 }
 
 /**

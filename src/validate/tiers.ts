@@ -223,6 +223,7 @@ export function validationTiers(
         regimes: [...P.regimes, ...other.regimes],
         excl: [...P.excl, ...other.excl],
         keys: [...P.keys, ...other.keys],
+        terms: [...P.terms, ...other.terms],
       }
     : P;
   const T: TierInput = {
