@@ -7,6 +7,7 @@
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import type { z } from 'zod';
 import { UserError } from '../errors.ts';
+import { parseBlockYaml } from './block-yaml.ts';
 import { CoefficientSetDocSchema, type CoefficientEntry, type CoefficientSet, type NamedEntry } from './registry.ts';
 
 /** `file: set S: entry E: field F: message` for the first zod issue of one document. */
@@ -58,15 +59,9 @@ export function parseCoefficientSets(text: string, source: string): CoefficientS
 function parseSetsUncached(text: string, source: string): CoefficientSet[] {
   const sets: CoefficientSet[] = [];
   // Every document is read as YAML first, so a YAML error anywhere is reported before a schema error.
-  const objs = parseAllDocuments(text).map((doc) => {
-    if ('errors' in doc && doc.errors.length) throw new UserError(`${source}: YAML error: ${doc.errors[0]!.message}`);
-    try {
-      return doc.toJS() as Record<string, unknown> | null;
-    } catch (err) {
-      // yaml throws ReferenceError for an alias to another document's anchor and for alias bombs.
-      throw new UserError(`${source}: YAML error: ${(err as Error).message}`);
-    }
-  });
+  // The subset the writer emits is read directly (block-yaml.ts: same values); anything else, and
+  // every error, goes through the full parser.
+  const objs = (parseBlockYaml(text) as Array<Record<string, unknown> | null> | undefined) ?? parseFully(text, source);
   for (const obj of objs) {
     if (obj === null || obj === undefined) continue;
     if (obj.kind !== 'CoefficientSet')
@@ -82,6 +77,19 @@ function parseSetsUncached(text: string, source: string): CoefficientSet[] {
     sets.push({ kind: 'CoefficientSet', name: doc.data.name, coefficients });
   }
   return sets;
+}
+
+/** Every document of `text` through the full YAML parser. @throws UserError naming `source` on a YAML error */
+function parseFully(text: string, source: string): Array<Record<string, unknown> | null> {
+  return parseAllDocuments(text).map((doc) => {
+    if ('errors' in doc && doc.errors.length) throw new UserError(`${source}: YAML error: ${doc.errors[0]!.message}`);
+    try {
+      return doc.toJS() as Record<string, unknown> | null;
+    } catch (err) {
+      // yaml throws ReferenceError for an alias to another document's anchor and for alias bombs.
+      throw new UserError(`${source}: YAML error: ${(err as Error).message}`);
+    }
+  });
 }
 
 /** Serialize sets as multi-document YAML, in the order given (deterministic output). */
