@@ -12,7 +12,7 @@
  *   decode steps at batch `batch`, decode step i (0-based) scheduling 1 token on prompt_tokens + i
  *   computed tokens (the context grows by one each step). The row's price is the sum of every step's.
  */
-import type { Batch, PriceOptions, Pricer, Request, Resource, ResourceTimes } from '../pricer/types.ts';
+import type { Batch, PriceOptions, Pricer, Request, Resource, ResourceTimes, StepPrice } from '../pricer/types.ts';
 import { RESOURCES } from '../pricer/types.ts';
 import { emptyStepPrice } from '../pricer/compose.ts';
 import type { StepTermsLog } from '../pricer/terms-log.ts';
@@ -105,7 +105,48 @@ function zeroTimes(): ResourceTimes {
  * `cmNohostFromLog`; a pricer that does not record leaves it empty.
  */
 export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog): RowPrice {
-  const acc: RowPrice = {
+  if (row.kind === 'static_batch')
+    return priceStaticRows(row.batch, row.prompt_tokens, [row.output_tokens], pricer, log)[0]!;
+  const acc = new RowAccumulator(pricer, log);
+  acc.add(stepBatch(row));
+  return acc.snapshot();
+}
+
+/**
+ * Static batches of `batch` prompts of `prompt_tokens` with the given output lengths (ascending), priced
+ * as one: their steps are the same up to the shortest's end (the prefill, then decode step i on
+ * prompt_tokens + i computed), so the longest is walked once and each row's price is the running sum
+ * where its own steps end: the sums `priceRow` gives each row alone, bit for bit (same terms, same
+ * order). With `log`, the longest row's steps are recorded (each row's are its first `steps`).
+ */
+export function priceStaticRows(
+  batch: number,
+  prompt_tokens: number,
+  outputs: readonly number[],
+  pricer: Pricer,
+  log?: StepTermsLog,
+): RowPrice[] {
+  const acc = new RowAccumulator(pricer, log);
+  const out: RowPrice[] = [];
+  acc.add(staticPrefillBatch(batch, prompt_tokens));
+  // One decode batch for every step, its context moved on in place (= staticDecodeBatch(batch,
+  // prompt_tokens, i) at step i): a pricer keeps nothing of a batch, and building `batch` new
+  // requests per step cost more than pricing them (validate on the Splitwise rows, issue 17).
+  const dec = staticDecodeBatch(batch, prompt_tokens, 0);
+  let i = 0;
+  for (const o of outputs) {
+    for (; i < o - 1; i++) {
+      for (const q of dec.requests) q.computed_tokens = prompt_tokens + i;
+      acc.add(dec);
+    }
+    out.push(acc.snapshot());
+  }
+  return out;
+}
+
+/** The running sums of a row's steps (RowPrice), one step at a time. */
+class RowAccumulator {
+  private readonly acc: RowPrice = {
     no_overlap_nohost_us: 0,
     overlap_nohost_us: 0,
     cm_overlap_nohost_us: 0,
@@ -116,14 +157,25 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog
     extrapolated: false,
     notes: [],
   };
-  const sum = acc.resources_us;
-  let seenNotes: readonly string[] | undefined; // the last notes array merged (pricers share one between calls)
-  // One result for every step of the row where the pricer can write into it (`priceInto`): a
-  // static batch has thousands of steps, and a new StepPrice per step was most of validation's GC.
-  const out = pricer.priceInto ? emptyStepPrice() : undefined;
-  const popts: PriceOptions | undefined = log ? { terms: log } : undefined;
-  const add = (batch: Batch) => {
-    const p = out ? pricer.priceInto!(batch, out, popts) : pricer.price(batch, popts);
+  /** The last notes array merged (pricers share one between calls). */
+  private seenNotes: readonly string[] | undefined;
+  /**
+   * One result for every step where the pricer can write into it (`priceInto`): a static batch has
+   * thousands of steps, and a new StepPrice per step was most of validation's GC.
+   */
+  private readonly out: StepPrice | undefined;
+  private readonly popts: PriceOptions | undefined;
+  constructor(
+    private readonly pricer: Pricer,
+    log: StepTermsLog | undefined,
+  ) {
+    this.out = pricer.priceInto ? emptyStepPrice() : undefined;
+    this.popts = log ? { terms: log } : undefined;
+  }
+
+  add(batch: Batch): void {
+    const { acc, out, popts } = this;
+    const p = out ? this.pricer.priceInto!(batch, out, popts) : this.pricer.price(batch, popts);
     const r = p.resources_us;
     const host = r.host;
     acc.no_overlap_nohost_us += p.no_overlap_us - host;
@@ -132,6 +184,7 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog
     acc.host_us += host;
     // Each resource by name, not a loop over RESOURCES: keyed access by a variable name was the
     // largest cost of a static batch's thousands of steps (same sums, same order).
+    const sum = acc.resources_us;
     sum.sm += r.sm;
     sum.hbm += r.hbm;
     sum.nvlink += r.nvlink;
@@ -141,40 +194,38 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog
     acc.request_steps += batch.requests.length;
     if (p.extrapolated) {
       acc.extrapolated = true;
-      if (p.extrapolation_notes !== seenNotes)
+      if (p.extrapolation_notes !== this.seenNotes)
         for (const n of p.extrapolation_notes) if (!acc.notes.includes(n)) acc.notes.push(n);
-      seenNotes = p.extrapolation_notes;
-    }
-  };
-  if (row.kind === 'step') {
-    add(stepBatch(row));
-  } else {
-    add(staticPrefillBatch(row.batch, row.prompt_tokens));
-    // One decode batch for every step, its context moved on in place (= staticDecodeBatch(batch,
-    // prompt_tokens, i) at step i): a pricer keeps nothing of a batch, and building `batch` new
-    // requests per step cost more than pricing them (validate on the Splitwise rows, issue 17).
-    const dec = staticDecodeBatch(row.batch, row.prompt_tokens, 0);
-    for (let i = 0; i < row.output_tokens - 1; i++) {
-      for (const q of dec.requests) q.computed_tokens = row.prompt_tokens + i;
-      add(dec);
+      this.seenNotes = p.extrapolation_notes;
     }
   }
-  return acc;
+
+  /** The sums so far, as a RowPrice of its own. */
+  snapshot(): RowPrice {
+    const a = this.acc;
+    return { ...a, resources_us: { ...a.resources_us }, notes: [...a.notes] };
+  }
 }
 
 /**
- * `priceRow(row, pricer at engine scale s).cm_overlap_nohost_us` from the row's steps recorded in
- * `log` at s = 1 (src/pricer/terms-log.ts): the same steps re-composed at s and summed in the same
- * order, so the same number, bit for bit, without pricing the row again.
+ * `priceRow(row, pricer at engine scale s).cm_overlap_nohost_us` for rows whose steps are the first
+ * `steps[j]` (ascending) steps recorded in `log` at s = 1 (src/pricer/terms-log.ts): the steps
+ * re-composed at s and summed in order, each row's value read where its steps end, so the same
+ * numbers, bit for bit, without pricing the rows again.
  */
-export function cmNohostFromLog(log: StepTermsLog, s: number): number {
+export function cmNohostFromLog(log: StepTermsLog, s: number, steps: readonly number[]): number[] {
   const out = emptyStepPrice();
+  const sums: number[] = [];
   let sum = 0;
-  for (let i = 0; i < log.steps; i++) {
-    const p = log.composeAt(i, s, out);
-    sum += p.compute_memory_overlap_us - p.resources_us.host;
+  let i = 0;
+  for (const n of steps) {
+    for (; i < n; i++) {
+      const p = log.composeAt(i, s, out);
+      sum += p.compute_memory_overlap_us - p.resources_us.host;
+    }
+    sums.push(sum);
   }
-  return sum;
+  return sums;
 }
 
 /** Resource with the largest total. */

@@ -6,7 +6,7 @@
 import { UserError } from '../core/errors.ts';
 import type { Pricer } from '../pricer/types.ts';
 import { StepTermsLog } from '../pricer/terms-log.ts';
-import { cmNohostFromLog, priceRow, regimeOf, type RowPrice } from './expand.ts';
+import { cmNohostFromLog, priceRow, priceStaticRows, regimeOf, type RowPrice } from './expand.ts';
 import type { HostFeatures } from './hostfit.ts';
 import type { LocatedStepRow } from './steps.ts';
 import { DEFAULT_EXCLUDED_FLAGS, type Composition, type Regime } from './types.ts';
@@ -111,17 +111,43 @@ export function featuresOf(r: LocatedStepRow, p: RowPrice, key: PricerKey, deps:
   return { steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm };
 }
 
-/** Price every row once (one pricer per deployment). @throws UserError naming file and row when a row cannot be priced */
+/**
+ * The static-batch rows that share their steps, by row index: same pricer key, batch and prompt
+ * (their steps differ only in how many decode steps each runs; expand.ts `priceStaticRows`).
+ */
+function staticTrajectories(rows: readonly LocatedStepRow[]): Map<number, number[]> {
+  const first = new Map<string, number[]>();
+  const out = new Map<number, number[]>();
+  rows.forEach((r, i) => {
+    if (r.kind !== 'static_batch') return;
+    const k = `${JSON.stringify(keyOf(r, r.chip))}|${r.batch}|${r.prompt_tokens}`;
+    const g = first.get(k);
+    if (g) g.push(i);
+    else {
+      first.set(k, [i]);
+      out.set(i, first.get(k)!);
+    }
+  });
+  return out;
+}
+
+/**
+ * Price every row once (one pricer per deployment; static batches sharing their steps priced as one,
+ * each with the price it would have alone), recording every row's steps (`Priced.terms`).
+ * @throws UserError naming file and row when a row cannot be priced (a shared static batch: its first row)
+ */
 export function priceRows(
   rows: LocatedStepRow[],
   opts: { excludeFlags?: Readonly<Record<string, 'all' | 'static_batch'>> },
   deps: ValidationDeps,
 ): Priced {
   const pricers = new Map<string, Pricer>();
-  const priced: RowPrice[] = [];
-  const features: HostFeatures[] = [];
-  const terms: Array<StepTermsLog | undefined> = [];
-  for (const r of rows) {
+  const priced: RowPrice[] = new Array(rows.length);
+  const terms: Array<StepTermsLog | undefined> = new Array(rows.length);
+  const shared = staticTrajectories(rows);
+  let done = 0;
+  rows.forEach((r, i) => {
+    if (priced[i]) return;
     const key = keyOf(r, r.chip);
     const ks = JSON.stringify(key);
     let pricer = pricers.get(ks);
@@ -131,16 +157,33 @@ export function priceRows(
         pricers.set(ks, pricer);
       }
       const log = new StepTermsLog();
-      const p = priceRow(r, pricer, log);
-      priced.push(p);
-      terms.push(log.steps === p.steps ? log : undefined);
+      const idx =
+        r.kind === 'static_batch'
+          ? [...shared.get(i)!].sort((a, b) => rows[a]!.output_tokens - rows[b]!.output_tokens || a - b)
+          : [i];
+      const ps =
+        r.kind === 'static_batch'
+          ? priceStaticRows(
+              r.batch,
+              r.prompt_tokens,
+              idx.map((j) => rows[j]!.output_tokens),
+              pricer,
+              log,
+            )
+          : [priceRow(r, pricer, log)];
+      const recorded = log.steps === ps[ps.length - 1]!.steps;
+      idx.forEach((j, n) => {
+        priced[j] = ps[n]!;
+        terms[j] = recorded ? log : undefined;
+      });
     } catch (err) {
       if (err instanceof UserError) throw new UserError(`${r.file} row ${r.row}: cannot price (${err.message})`);
       throw err;
     }
-    features.push(featuresOf(r, priced[priced.length - 1]!, key, deps));
-    deps.onRowPriced?.(priced.length, rows.length);
-  }
+    done += r.kind === 'static_batch' ? shared.get(i)!.length : 1;
+    deps.onRowPriced?.(done, rows.length);
+  });
+  const features = rows.map((r, i) => featuresOf(r, priced[i]!, keyOf(r, r.chip), deps));
   const regimes = rows.map(regimeOf);
   const excl = rows.map((r) => exclusionOf(r, opts.excludeFlags ?? DEFAULT_EXCLUDED_FLAGS));
   return { rows, priced, features, regimes, excl, keys: rows.map((r) => keyOf(r, r.chip)), terms };
@@ -148,23 +191,44 @@ export function priceRows(
 
 /**
  * CMOverlap without host of rows `idx` with every SM time scaled by the engine term s, µs: each row
- * re-composed from its recorded steps (`Priced.terms`; the same number as pricing it again with
- * `sm_scale = s`), or, where nothing was recorded, priced again with a fresh pricer at s.
+ * re-composed from its recorded steps (`Priced.terms`, each shared log walked once; the same number as
+ * pricing the row again with `sm_scale = s`), or, where nothing was recorded, priced again with a
+ * fresh pricer at s.
  */
 export function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number[], s: number): number[] {
   if (s === 1) return idx.map((i) => P.priced[i]!.cm_overlap_nohost_us);
+  const out = new Array<number>(idx.length);
+  const byLog = new Map<StepTermsLog, number[]>();
   const scaled = new Map<string, Pricer>();
-  return idx.map((i) => {
+  idx.forEach((i, j) => {
     const log = P.terms[i];
-    if (log) return cmNohostFromLog(log, s);
+    if (log) {
+      const js = byLog.get(log);
+      if (js) js.push(j);
+      else byLog.set(log, [j]);
+      return;
+    }
     const ks = JSON.stringify(P.keys[i]);
     let p = scaled.get(ks);
     if (!p) {
       p = deps.pricerFor(P.keys[i]!, { sm_scale: s });
       scaled.set(ks, p);
     }
-    return priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
+    out[j] = priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
   });
+  for (const [log, js] of byLog) {
+    const steps = (j: number) => P.priced[idx[j]!]!.steps;
+    js.sort((a, b) => steps(a) - steps(b));
+    const sums = cmNohostFromLog(
+      log,
+      s,
+      js.map((j) => steps(j)),
+    );
+    js.forEach((j, n) => {
+      out[j] = sums[n]!;
+    });
+  }
+  return out;
 }
 
 /** A row's price without host under composition `c`, µs. */
