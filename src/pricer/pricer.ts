@@ -23,7 +23,7 @@ import { emptyStepPrice } from './compose.ts';
 import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
 import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
-import { priceColumnsStep, priceStep, StepScratch, type StepPlan } from './step.ts';
+import { passHostTable, priceColumnsStep, priceStep, StepScratch, type StepPlan } from './step.ts';
 import type { Batch, ColumnBatch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 import { boundedColumns, type WalkPlan } from './walk.ts';
 
@@ -226,7 +226,19 @@ export function createPricer(
       drafter !== undefined && specTokens > 1,
     ),
     scratch: new StepScratch(ctx.readers.length),
+    targetHost: new Float64Array(8),
+    drafterHost: new Float64Array(8),
   };
+  // The host tables read the plan's graph modes, capture size and host coefficients.
+  plan.targetHost = passHostTable(
+    plan,
+    target,
+    target.kernelsWithPrefill + head.kernels,
+    target.kernelsDecodeOnly + head.kernels,
+  );
+  const dhk = passes.drafterHead?.kernels ?? 0;
+  if (drafter)
+    plan.drafterHost = passHostTable(plan, drafter, drafter.kernelsWithPrefill + dhk, drafter.kernelsDecodeOnly + dhk);
   const info: PricerInfo = {
     served_dtype: served,
     kv_bytes_per_element: kvB,

@@ -13,7 +13,7 @@ import {
   passHostUs,
 } from '../core/laws/host.ts';
 import type { HostCoefficients } from './coefficients.ts';
-import { ACC_LEN, composeHead, composeHost, composeLayers, finishStepInto } from './compose.ts';
+import { ACC_LEN, composeHeadTimes, composeHost, composeLayerTimes, finishStepInto } from './compose.ts';
 import { stepNotes, type NotesPlan } from './notes.ts';
 import type { HeadPlan, KindPlan, PassPlan } from './plan.ts';
 import {
@@ -47,6 +47,9 @@ export interface StepPlan {
   /** Engine compute-efficiency multiplier on every SM time (validation's `s`). */
   smScale: number;
   target: PassPlan;
+  /** The target's and the drafter's host time per step shape (`passHostTable`; the drafter's empty without one). */
+  targetHost: Float64Array;
+  drafterHost: Float64Array;
   head: HeadPlan;
   drafter: PassPlan | undefined;
   drafterHead: HeadPlan | undefined;
@@ -105,11 +108,24 @@ function layerTimes(
   // The ramp's m is the step's token count on this rank (reference §4.3).
   gemmSmUs(kp, tok, lay);
   weightsAndNormsHbmUs(kp, tok, lay);
-  if (anyDecode) decodeAttentionHbmUs(kp, dec, decTok, sc.walk.nReq - sc.walk.nPrefill, lay);
-  if (anyPrefill) prefillAttentionSmUs(kp, pre, sc.walk, lay);
-  recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, lay);
-  collectivesUs(kp, tok, lay);
+  // A term the kind lacks is not called (what it would add is 0, or it would write 0).
+  if (kp.attn.length > 0) {
+    if (anyDecode) decodeAttentionHbmUs(kp, dec, decTok, sc.walk.nReq - sc.walk.nPrefill, lay);
+    if (anyPrefill) prefillAttentionSmUs(kp, pre, sc.walk, lay);
+  }
+  if (kp.rec.length > 0) recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, lay);
+  if (kp.colls.length > 0) collectivesUs(kp, tok, lay);
+  else {
+    lay[LAY_NVLINK] = 0;
+    lay[LAY_NIC] = 0;
+    lay[LAY_BIG] = 0;
+  }
   lay[LAY_SM] = lay[LAY_SM]! * p.smScale;
+  if (!kp.hasMoe) {
+    lay[LAY_EXPERT_SM] = 0;
+    lay[LAY_EXPERT_HBM] = 0;
+    return;
+  }
   const touched = touchedCached(sc, kp, tok);
   expertSmUs(kp, tok, touched, lay);
   lay[LAY_EXPERT_SM] = lay[LAY_EXPERT_SM]! * p.smScale;
@@ -148,28 +164,17 @@ function pricePass(
     const kp = kinds[i]!;
     layerTimes(p, kp, tok, anyDecode, anyPrefill, dec, pre, decTok);
     if (lay[LAY_BIG]! > sc.big) sc.big = lay[LAY_BIG]!;
-    composeLayers(
-      acc,
-      kp.count,
-      lay[LAY_SM]!,
-      lay[LAY_HBM]!,
-      lay[LAY_NVLINK]!,
-      lay[LAY_NIC]!,
-      lay[LAY_EXPERT_SM]!,
-      lay[LAY_EXPERT_HBM]!,
-    );
-    if (sc.sink)
-      sc.sink.layer(
-        kp.count,
-        lay[LAY_SM]!,
-        lay[LAY_HBM]!,
-        lay[LAY_NVLINK]!,
-        lay[LAY_NIC]!,
-        lay[LAY_EXPERT_SM]!,
-        lay[LAY_EXPERT_HBM]!,
-      );
+    composeLayerTimes(acc, kp.count, lay);
+    if (sc.sink) sinkLayer(sc.sink, kp.count, lay);
     if (perKind) pushPerKind(perKind, prefix + kp.id, kp.count, lay);
   }
+}
+
+/** A kind's composition inputs to the call's sink (PriceOptions.terms), from its layer times. */
+function sinkLayer(sink: StepTermsSink, count: number, lay: Float64Array): void {
+  const sm = lay[LAY_SM]!;
+  const hbm = lay[LAY_HBM]!;
+  sink.layer(count, sm, hbm, lay[LAY_NVLINK]!, lay[LAY_NIC]!, lay[LAY_EXPERT_SM]!, lay[LAY_EXPERT_HBM]!);
 }
 
 /** One layer kind's breakdown (`per_kind`), from its layer times × count. */
@@ -203,23 +208,43 @@ function priceHead(
 ): void {
   const { walk, lay, acc } = p.scratch;
   layerTimes(p, h.k, rows, false, false, walk.decRead, walk.preRead, 0);
-  const sm = lay[LAY_SM]!;
-  const hbm = lay[LAY_HBM]! + (tok - rows) * h.k.eltUsPerToken;
-  composeHead(acc, sm, hbm);
-  p.scratch.sink?.head(sm, hbm);
-  if (perKind)
+  lay[LAY_HBM] = lay[LAY_HBM]! + (tok - rows) * h.k.eltUsPerToken;
+  composeHeadTimes(acc, lay);
+  p.scratch.sink?.head(lay[LAY_SM]!, lay[LAY_HBM]!);
+  if (perKind) {
+    const sm = lay[LAY_SM]!;
+    const hbm = lay[LAY_HBM]!;
     perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
+  }
 }
 
-/** Host time of one pass of `pass` with `kernels` kernels at `tok` tokens under graph mode `gm`, µs, added to scratch.host. */
-function addPassHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kernels: number): void {
+/** Host time of one pass of `pass` with `kernels` kernels under graph mode `gm`, µs (seed "Host time"). */
+function passHost(p: StepPlan, pass: PassPlan, gm: number, overCapture: boolean, kernels: number): number {
   const h = p.host;
   const eager = eagerLaunchUs(h.eagerPerKernel, h.eagerPerLayer, kernels, pass.layers);
-  p.scratch.host += passHostUs(
-    launchUs(gm, tok > p.maxCaptureSize, h.replayUs, h.pieceUs, pass.pieces, eager),
-    h.dispatchUs,
-    kernels,
-  );
+  return passHostUs(launchUs(gm, overCapture, h.replayUs, h.pieceUs, pass.pieces, eager), h.dispatchUs, kernels);
+}
+
+/** Slot of a `passHostTable` entry: a mixed step's graph mode, tokens past the capture size, a prefill row. */
+function hostSlot(mixed: boolean, overCapture: boolean, prefill: boolean): number {
+  return (mixed ? 4 : 0) + (overCapture ? 2 : 0) + (prefill ? 1 : 0);
+}
+
+/**
+ * A pass's host time, µs, for each step shape (`hostSlot`): every input of the host law but these three is
+ * the deployment's, so construction evaluates it once per shape (the same call, so the same value) and a
+ * step reads one slot. `kernelsWith` / `kernelsDecode`: the pass's kernels (its head's included) with /
+ * without prefill-only nodes. Needs the plan's graph modes, capture size and host coefficients.
+ */
+export function passHostTable(p: StepPlan, pass: PassPlan, kernelsWith: number, kernelsDecode: number): Float64Array {
+  const t = new Float64Array(8);
+  for (const mixed of [false, true])
+    for (const over of [false, true])
+      for (const pre of [false, true]) {
+        const gm = mixed ? p.graphMixed : p.graphUniform;
+        t[hostSlot(mixed, over, pre)] = passHost(p, pass, gm, over, pre ? kernelsWith : kernelsDecode);
+      }
+  return t;
 }
 
 /**
@@ -228,12 +253,10 @@ function addPassHost(p: StepPlan, pass: PassPlan, gm: number, tok: number, kerne
  * decode. Pass 1 sees the target's batch; passes 2..k one new token per request, all rows decoding.
  * Their host time is added to scratch.host.
  */
-function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKind | undefined): void {
+function priceDrafter(p: StepPlan, drafter: PassPlan, mixed: boolean, perKind: PerKind | undefined): void {
   const w = p.scratch.walk;
   const anyPrefill = w.nPrefill > 0;
   const dh = p.drafterHead;
-  const dk = drafter.kernelsWithPrefill + (dh?.kernels ?? 0);
-  const dkd = drafter.kernelsDecodeOnly + (dh?.kernels ?? 0);
   for (let j = 0; j < p.specTokens; j++) {
     const first = j === 0;
     const kinds = first && anyPrefill ? drafter.withPrefill : drafter.decodeOnly;
@@ -252,7 +275,7 @@ function priceDrafter(p: StepPlan, drafter: PassPlan, gm: number, perKind: PerKi
       'drafter:',
     );
     if (dh) priceHead(p, dh, first ? w.headRows : w.nReq, tok, perKind, 'drafter:head');
-    addPassHost(p, drafter, first ? gm : p.graphUniform, tok, first && anyPrefill ? dk : dkd);
+    p.scratch.host += p.drafterHost[hostSlot(first && mixed, tok > p.maxCaptureSize, first && anyPrefill)]!;
   }
 }
 
@@ -319,19 +342,17 @@ function priceWalked(p: StepPlan, popts: PriceOptions | undefined, out: StepPric
   sc.sink = popts?.terms;
   const perKind: PerKind | undefined = popts?.per_kind ? [] : undefined;
   const target = p.target;
-  // A step with no prefill row skips prefill-only nodes (seed "Host time").
-  const kernels = (anyPrefill ? target.kernelsWithPrefill : target.kernelsDecodeOnly) + p.head.kernels;
   if (tok > 0) {
     sc.preSeqs = w.nPrefill;
     const kinds = anyPrefill ? target.withPrefill : target.decodeOnly;
     pricePass(p, kinds, tok, w.nReq > w.nPrefill, anyPrefill, w.decRead, w.preRead, w.decTok, perKind, '');
     priceHead(p, p.head, w.headRows, tok, perKind, 'head');
   }
-  const gm = w.uniform ? p.graphUniform : p.graphMixed;
-  addPassHost(p, target, gm, tok, kernels);
+  // A step with no prefill row skips prefill-only nodes (seed "Host time").
+  sc.host += p.targetHost[hostSlot(!w.uniform, tok > p.maxCaptureSize, anyPrefill)]!;
   if (p.drafter && tok > 0) {
     if (p.dspark) priceDspark(p, p.drafter, perKind);
-    else priceDrafter(p, p.drafter, gm, perKind);
+    else priceDrafter(p, p.drafter, !w.uniform, perKind);
   }
   composeHost(acc, sc.host);
   sc.sink?.host(sc.host);

@@ -141,18 +141,15 @@ function growDecCtx(w: BatchWalk): void {
 }
 
 /**
- * Record a decode row's context after the step for the bounded readers, as runs: a row with the same
- * context as the previous decode row lengthens its run (a batch of equal contexts, such as validation's
- * static batches, becomes one entry). @returns the number of runs
+ * Record a run of `len` consecutive decode rows (prefill rows between them do not break it) whose context
+ * after the step is `ctx`, for the bounded readers (a batch of equal contexts, such as validation's
+ * static batches, becomes one entry). The walk's loop keeps the open run in locals and records it here
+ * when it ends: no array load or store per row. @returns the number of runs
  */
-function addDecodeContext(w: BatchWalk, runs: number, ctx: number): number {
-  if (runs > 0 && w.decCtx[runs - 1] === ctx) {
-    w.decRuns[runs - 1]! += 1;
-    return runs;
-  }
+function pushRun(w: BatchWalk, runs: number, ctx: number, len: number): number {
   if (runs === w.decCtx.length) growDecCtx(w);
   w.decCtx[runs] = ctx;
-  w.decRuns[runs] = 1;
+  w.decRuns[runs] = len;
   return runs + 1;
 }
 
@@ -317,28 +314,37 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   let nOther = 0;
   let nPrefill = 0;
   let nDec = 0;
+  let runCtx = -1;
+  let runLen = 0;
   for (let i = start; i < reqs.length; i++) {
     const q = reqs[i]!;
     const s = q.scheduled_tokens;
     const c = q.computed_tokens;
-    if (s === uniformWidth && nBounded === 0) {
-      computed += c;
-      nUniform++;
-    } else if (s > threshold) {
+    if (s > threshold) {
       otherTok += s;
       computed += c;
       nOther++;
       nPrefill = addPrefillRow(w, nPrefill, s, c);
-    } else if (s > 0) {
-      if (s === uniformWidth) nUniform++;
-      else {
-        otherTok += s;
-        nOther++;
-      }
-      computed += c;
-      nDec = addDecodeContext(w, nDec, c + s);
+      continue;
+    }
+    if (!(s > 0)) continue;
+    computed += c;
+    if (s === uniformWidth) {
+      nUniform++;
+      if (nBounded === 0) continue;
+    } else {
+      otherTok += s;
+      nOther++;
+    }
+    // A decode row's context after the step, into the open run of equal contexts (pushRun).
+    if (c + s === runCtx) runLen++;
+    else {
+      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
+      runCtx = c + s;
+      runLen = 1;
     }
   }
+  if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
   const rows = w.rows;
   rows[N_UNIFORM] = nUniform;
   rows[OTHER_TOK] = otherTok;
@@ -374,27 +380,36 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
   let nOther = 0;
   let nPrefill = 0;
   let nDec = 0;
+  let runCtx = -1;
+  let runLen = 0;
   for (let i = start; i < n; i++) {
     const s = scheduled[i]!;
     const c = comp[i]!;
-    if (s === uniformWidth && nBounded === 0) {
-      computed += c;
-      nUniform++;
-    } else if (s > threshold) {
+    if (s > threshold) {
       otherTok += s;
       computed += c;
       nOther++;
       nPrefill = addPrefillRow(w, nPrefill, s, c);
-    } else if (s > 0) {
-      if (s === uniformWidth) nUniform++;
-      else {
-        otherTok += s;
-        nOther++;
-      }
-      computed += c;
-      nDec = addDecodeContext(w, nDec, c + s);
+      continue;
+    }
+    if (!(s > 0)) continue;
+    computed += c;
+    if (s === uniformWidth) {
+      nUniform++;
+      if (nBounded === 0) continue;
+    } else {
+      otherTok += s;
+      nOther++;
+    }
+    // A decode row's context after the step, into the open run of equal contexts (pushRun).
+    if (c + s === runCtx) runLen++;
+    else {
+      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
+      runCtx = c + s;
+      runLen = 1;
     }
   }
+  if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
   const rows = w.rows;
   rows[N_UNIFORM] = nUniform;
   rows[OTHER_TOK] = otherTok;
