@@ -18,29 +18,40 @@ export interface DecodePoint {
   latency_us: number;
 }
 
-/** Rows packed for the objective: KV bytes, work items and ln(latency µs), one entry per row. */
+/** Rows packed for the objectives: KV bytes, work items, ln(latency µs) and 1/latency (1/µs), one entry per row. */
 export interface PackedRows {
   work: Float64Array;
   items: Float64Array;
   lnLat: Float64Array;
+  invLat: Float64Array;
 }
+
+/** Views of the first `n` rows of `b`. */
+const headRows = (b: PackedRows, n: number): PackedRows => ({
+  work: b.work.subarray(0, n),
+  items: b.items.subarray(0, n),
+  lnLat: b.lnLat.subarray(0, n),
+  invLat: b.invLat.subarray(0, n),
+});
 
 /** Pack rows (or the rows at `idx`, a resample) into typed arrays; missing items count as 0. */
 export function packRows(points: readonly DecodePoint[], idx?: ArrayLike<number>): PackedRows {
   const n = idx ? idx.length : points.length;
-  const out = { work: new Float64Array(n), items: new Float64Array(n), lnLat: new Float64Array(n) };
+  const out = scratchRows(n);
   for (let i = 0; i < n; i++) {
     const p = points[idx ? idx[i]! : i]!;
     out.work[i] = p.work;
     out.items[i] = p.items ?? 0;
     out.lnLat[i] = Math.log(p.latency_us);
+    out.invLat[i] = 1 / p.latency_us;
   }
   return out;
 }
 
-/** Empty rows with room for `n` (a bootstrap's buffers, filled per resample by gatherRows/selectRows). */
+/** Empty rows with room for `n` (a bootstrap's buffers, filled per resample by gatherRows/gatherClass). */
 export function scratchRows(n: number): PackedRows {
-  return { work: new Float64Array(n), items: new Float64Array(n), lnLat: new Float64Array(n) };
+  const f = () => new Float64Array(n);
+  return { work: f(), items: f(), lnLat: f(), invLat: f() };
 }
 
 /**
@@ -55,21 +66,29 @@ export function gatherRows(src: PackedRows, idx: ArrayLike<number>, out: PackedR
     out.work[i] = src.work[j]!;
     out.items[i] = src.items[j]!;
     out.lnLat[i] = src.lnLat[j]!;
+    out.invLat[i] = src.invLat[j]!;
   }
-  return { work: out.work.subarray(0, n), items: out.items.subarray(0, n), lnLat: out.lnLat.subarray(0, n) };
+  return headRows(out, n);
 }
 
-/** Rows of `src` whose work passes `keep`, in order, written into `out` (room for src's rows): views. */
-export function selectRows(src: PackedRows, keep: (work: number) => boolean, out: PackedRows): PackedRows {
+/** Rows `idx` of `src` whose class `cls[j]` is `c`, in idx order, written into `out` (room for idx.length): views. */
+export function gatherClass(
+  src: PackedRows,
+  idx: ArrayLike<number>,
+  cls: Uint8Array,
+  c: number,
+  out: PackedRows,
+): PackedRows {
   let n = 0;
-  for (let i = 0; i < src.work.length; i++) {
-    const w = src.work[i]!;
-    if (!keep(w)) continue;
-    out.work[n] = w;
-    out.items[n] = src.items[i]!;
-    out.lnLat[n++] = src.lnLat[i]!;
+  for (let i = 0; i < idx.length; i++) {
+    const j = idx[i]!;
+    if (cls[j] !== c) continue;
+    out.work[n] = src.work[j]!;
+    out.items[n] = src.items[j]!;
+    out.lnLat[n] = src.lnLat[j]!;
+    out.invLat[n++] = src.invLat[j]!;
   }
-  return { work: out.work.subarray(0, n), items: out.items.subarray(0, n), lnLat: out.lnLat.subarray(0, n) };
+  return headRows(out, n);
 }
 
 /**
@@ -134,12 +153,21 @@ const IRLS_STOP = 1e-8;
 /** Residuals below this (log units) get the IRLS weight of this residual (smoothing of |r| at 0). */
 const IRLS_EPS = 1e-4;
 
+/** One IRLS point: mean |ln(pred/meas)| at a law and the Gauss–Newton normal equations there. */
+interface IrlsPoint {
+  objective: number;
+  A: number[][];
+  b: number[];
+}
+
 /**
- * Gauss–Newton normal equations of the IRLS step at log-coefficients x: JᵀWJ and JᵀWr, with r_i =
- * ln pred_i − ln meas_i, W_i = 1/max(|r_i|, IRLS_EPS) and J the analytic derivatives of ln pred_i
- * with respect to (ln floor, ln rate, ln item_us, ln p_½).
+ * mean |ln(pred/meas)| over packed rows and, in the same pass (one log per row), the Gauss–Newton
+ * normal equations of the IRLS step at that law: JᵀWJ and JᵀWr, with r_i = ln pred_i − ln meas_i,
+ * W_i = 1/max(|r_i|, IRLS_EPS) and J the analytic derivatives of ln pred_i with respect to
+ * (ln floor, ln rate, ln item_us, ln p_½). pred_i = floor + p·item_us + read + read·p_½/p with
+ * read = work·(1/rate): packedLogL1's prediction to rounding (for a floor + rate law, bit for bit).
  */
-function normalEquations(rows: PackedRows, law: DecodeLaw): { A: number[][]; b: number[] } {
+function irlsPoint(rows: PackedRows, law: DecodeLaw): IrlsPoint {
   const { work, items, lnLat } = rows;
   const { floor_us, item_us, p_half } = law;
   const inv = 1 / law.rate;
@@ -158,13 +186,16 @@ function normalEquations(rows: PackedRows, law: DecodeLaw): { A: number[][]; b: 
     b1 = 0,
     b2 = 0,
     b3 = 0;
+  let obj = 0;
   for (let i = 0; i < lnLat.length; i++) {
     const p = items[i]!;
     const read = work[i]! * inv;
     const extra = p_half > 0 && p > 0 ? (read * p_half) / p : 0;
     const pred = floor_us + p * item_us + read + extra;
     const r = Math.log(pred) - lnLat[i]!;
-    const w = 1 / (pred * pred * Math.max(Math.abs(r), IRLS_EPS));
+    const ar = Math.abs(r);
+    obj += ar;
+    const w = 1 / (pred * pred * Math.max(ar, IRLS_EPS));
     // Derivatives of ln pred times pred: floor, −(read + extra), p·item, extra.
     const j0 = floor_us;
     const j1 = -(read + extra);
@@ -192,18 +223,18 @@ function normalEquations(rows: PackedRows, law: DecodeLaw): { A: number[][]; b: 
     [a20, a21, a22, a32],
     [a30, a31, a32, a33],
   ];
-  return { A, b: [b0, b1, b2, b3] };
+  return { objective: obj / lnLat.length, A, b: [b0, b1, b2, b3] };
 }
 
 /**
  * Minimise mean |ln(pred/meas)| by iteratively reweighted least squares with analytic derivatives
  * (a work-item coefficient that is 0 in `from` stays 0: the floor + rate law is the same search)
- * (each iteration one pass over the rows and a 4×4 solve), Levenberg-damped: a step is taken only
- * when it lowers the L1 objective, else the damping grows ×10. Stops after `iters` iterations or
- * when a step improves the objective by less than IRLS_STOP. `maxRate` (bytes per µs): the rate is
- * projected onto ≤ maxRate (the datasheet HBM rate: a fitted asymptote above it is an L2 rate, and
- * the registry gates refuse it). Deterministic; 10–30 passes where the
- * derivative-free search needs ~1000.
+ * (each iteration one pass over the rows, irlsPoint, and a 4×4 solve), Levenberg-damped: a step is
+ * taken only when it lowers the L1 objective, else the damping grows ×10 (the normal equations of
+ * the point kept are reused). Stops after `iters` iterations or when a step improves the objective
+ * by less than IRLS_STOP. `maxRate` (bytes per µs): the rate is projected onto ≤ maxRate (the
+ * datasheet HBM rate: a fitted asymptote above it is an L2 rate, and the registry gates refuse it).
+ * Deterministic; 10–40 passes where the derivative-free search needs ~1000.
  */
 export function irlsFit(
   rows: PackedRows,
@@ -217,26 +248,25 @@ export function irlsFit(
   };
   let x = capRate(toLogs(from));
   let law = toLaw(x, from);
-  let obj = packedLogL1(rows, law);
+  let at = irlsPoint(rows, law);
   let lambda = 1e-3;
   for (let it = 0; it < iters && lambda < 1e8; it++) {
-    const { A, b } = normalEquations(rows, law);
-    const damped = A.map((row, u) => row.map((v, k) => (u === k ? v + lambda * (v + 1e-12) : v)));
+    const damped = at.A.map((row, u) => row.map((v, k) => (u === k ? v + lambda * (v + 1e-12) : v)));
     const d = solveLinear(
       damped,
-      b.map((v) => -v),
+      at.b.map((v) => -v),
     );
     const trial = d ? capRate(x.map((v, k) => v + Math.max(-2, Math.min(2, d[k]!)))) : undefined;
     const tLaw = trial ? toLaw(trial, from) : undefined;
-    const tObj = tLaw ? packedLogL1(rows, tLaw) : Infinity;
-    if (tObj < obj) {
-      const gain = obj - tObj;
-      [x, law, obj] = [trial!, tLaw!, tObj];
+    const tAt = tLaw ? irlsPoint(rows, tLaw) : undefined;
+    if (tAt && tAt.objective < at.objective) {
+      const gain = at.objective - tAt.objective;
+      [x, law, at] = [trial!, tLaw!, tAt];
       lambda = Math.max(lambda / 10, 1e-9);
       if (gain < IRLS_STOP) break;
     } else lambda *= 10;
   }
-  return { ...law, objective: obj };
+  return { ...law, objective: at.objective };
 }
 
 /**

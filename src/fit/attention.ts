@@ -25,15 +25,15 @@ import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/sc
 import {
   fitParallelLaw,
   floorLogL1,
+  gatherClass,
   gatherRows,
   irlsFit,
   type PackedRows,
-  packedLogL1,
   packRows,
   predictLaw,
   readTimes,
   scratchRows,
-  selectRows,
+  packedLogL1,
 } from './attention-decode-law.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
@@ -122,8 +122,17 @@ const floorRate = (floor_us: number, rate: number): DecodeLaw => ({ floor_us, ra
 /** Bootstrap sample size cap (rows per resample); see docs/fitting.md. */
 export const BOOTSTRAP_ROWS = 3000;
 
-/** Fits (floor, rate) to one resample's packed rows (buffers reused: read them, do not keep them). */
-type ResampleFitter = (rows: PackedRows, at: [number, number]) => { floor_us: number; rate: number };
+/**
+ * Fits (floor, rate) to one resample: the rows `idx` of the packed rows `src` (idx a buffer reused
+ * across resamples: read it, do not keep it), warm at `at`.
+ */
+type ResampleFitter = (src: PackedRows, idx: Uint32Array, at: [number, number]) => { floor_us: number; rate: number };
+
+/** The plain resample fitter: the resample's rows gathered into one reused buffer, then warmFit. */
+function gatheredWarmFit(size: number): ResampleFitter {
+  const scratch = scratchRows(size);
+  return (src, idx, at) => warmFit(gatherRows(src, idx, scratch), at);
+}
 
 /**
  * Seeded bootstrap of (floor, rate). Resamples min(n, BOOTSTRAP_ROWS) rows with replacement from all
@@ -135,19 +144,13 @@ export function bootstrapFloorRate(
   points: readonly WorkPoint[],
   at: { floor_us: number; rate: number },
   opts: { resamples: number; seed: number },
-  fitter: ResampleFitter = warmFit,
+  fitter?: ResampleFitter,
 ): { ci_floor: [number, number]; ci_rate: [number, number]; notes: string[] } {
   const n = points.length;
   const size = Math.min(n, BOOTSTRAP_ROWS);
   const packed = packRows(points);
-  const scratch = scratchRows(size);
-  const fits = resampleEstimates(
-    n,
-    opts.resamples,
-    opts.seed,
-    (idx) => fitter(gatherRows(packed, idx, scratch), [at.floor_us, at.rate]),
-    size,
-  );
+  const fit = fitter ?? gatheredWarmFit(size);
+  const fits = resampleEstimates(n, opts.resamples, opts.seed, (idx) => fit(packed, idx, [at.floor_us, at.rate]), size);
   const fs = fits.map((f) => f.floor_us);
   const rs = fits.map((f) => f.rate);
   const notes: string[] = [];
@@ -271,27 +274,50 @@ function floorStage(tiny: PackedRows, rate: number, from_us: number, warm: boole
     (x) => floorLogL1(read, tiny.lnLat, Math.exp(x[0]!)),
     [Math.log(from_us)],
     [warm ? 0.05 : 0.5],
-    { minStep: warm ? 1e-5 : 1e-6, maxEvals: 400 },
+    {
+      minStep: warm ? 1e-5 : 1e-6,
+      maxEvals: 400,
+    },
   );
   return Math.exp(fl.x[0]!);
 }
 
 /**
  * The staged fit of one bootstrap resample (fitDecodeTwoStage's split and stages on packed rows, in
- * reused buffers for up to `size` rows): one warm-started rate-stage search from the full-data
+ * reused buffers for up to `size` rows): the resample's rows are gathered straight into the rate
+ * stage's rows (KV bytes ≥ 2·L2) and the floor stage's (< L2/16), in resample order (the rows a full
+ * gather followed by selectRows would give); one warm-started rate-stage search from the full-data
  * rate-stage optimum `warm` (its nuisance floor and rate) with the bootstrap settings, then the floor
- * stage from the resample's start floor `at[0]`.
+ * stage from the resample's start floor `at[0]`. With too few rows for a stage, every drawn row is
+ * fitted jointly (warmFit from `warm`).
  */
 function stagedResampleFitter(
   l2_bytes: number,
   warm: { rate_floor_us: number; rate: number },
   size: number,
 ): ResampleFitter {
-  const [bigBuf, tinyBuf, readBuf] = [scratchRows(size), scratchRows(size), new Float64Array(size)];
-  return (rows, at) => {
-    const big = selectRows(rows, (w) => w >= 2 * l2_bytes, bigBuf);
-    const tiny = selectRows(rows, (w) => w < l2_bytes / 16, tinyBuf);
-    if (big.work.length < 3 || tiny.work.length < 1) return warmFit(rows, [warm.rate_floor_us, warm.rate]);
+  const [bigBuf, tinyBuf, allBuf, readBuf] = [
+    scratchRows(size),
+    scratchRows(size),
+    scratchRows(size),
+    new Float64Array(size),
+  ];
+  let cls: Uint8Array | undefined;
+  let clsOf: PackedRows | undefined;
+  return (src, idx, at) => {
+    if (clsOf !== src) {
+      // Each source row's stage, once per source: 1 = rate stage, 2 = floor stage, 0 = neither.
+      cls = new Uint8Array(src.work.length);
+      for (let j = 0; j < cls.length; j++) {
+        const w = src.work[j]!;
+        cls[j] = w >= 2 * l2_bytes ? 1 : w < l2_bytes / 16 ? 2 : 0;
+      }
+      clsOf = src;
+    }
+    const big = gatherClass(src, idx, cls!, 1, bigBuf);
+    const tiny = gatherClass(src, idx, cls!, 2, tinyBuf);
+    if (big.work.length < 3 || tiny.work.length < 1)
+      return warmFit(gatherRows(src, idx, allBuf), [warm.rate_floor_us, warm.rate]);
     const r = warmFit(big, [warm.rate_floor_us, warm.rate]);
     return { floor_us: floorStage(tiny, r.rate, at[0], true, readBuf), rate: r.rate };
   };
@@ -477,7 +503,7 @@ function decodeBootstrap(
     };
   }
   const size = Math.min(pts.length, BOOTSTRAP_ROWS);
-  const fitter = chosen.method === 'staged' ? stagedResampleFitter(l2, staged, size) : warmFit;
+  const fitter = chosen.method === 'staged' ? stagedResampleFitter(l2, staged, size) : gatheredWarmFit(size);
   const b = bootstrapFloorRate(pts, law, bootstrap, fitter);
   return { ci_floor: b.ci_floor, ci_rate: b.ci_rate, ci_notes: b.notes };
 }
