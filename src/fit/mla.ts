@@ -22,7 +22,7 @@ import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { rampSlowdown } from '../core/laws/gemm.ts';
 import { MLA_LATENT_ELEMENTS, MLA_PREFILL_FLOPS_PER_PAIR_HEAD } from '../core/laws/mla.ts';
-import { nnlsRelative } from '../core/numeric/lsq.ts';
+import { nnlsRelative, relativeSystem } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { MlaRow } from '../measurements/schema.ts';
@@ -208,8 +208,9 @@ function valuesText(s: Solved): string {
 
 /** Write a solved law's coefficients (bootstrap ci95) with the other table's law as a comparison note. */
 function writeLaw(s: Solved, other: Solved | undefined, ctx: FitContext, out: MlaFit): void {
+  const sys = relativeSystem(s.X, s.y);
   const boot = resampleEstimates(s.train.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
-    nnlsRelative(s.X, s.y, idx),
+    nnlsRelative(sys, s.y, idx),
   );
   const cmp = other
     ? `comparison, ${other.law.what} (${other.law.filter}): ${valuesText(other)}; train geo ${fmt(other.errs.train.geo)}, holdout geo ${fmt(other.fit.holdout_geo.all)}`

@@ -36,7 +36,7 @@ import {
   msaPrefillWork,
   prefillFormUs,
 } from '../core/laws/sparse.ts';
-import { nnlsRelative } from '../core/numeric/lsq.ts';
+import { nnlsRelative, relativeSystem } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { SparseRow } from '../measurements/schema.ts';
@@ -270,13 +270,14 @@ function fitLaw(spec: LawSpec, all: readonly SparseRow[], ctx: FitContext, out: 
   }
   const X = train.map(spec.design);
   const y = train.map(spec.target);
-  const beta = nnlsRelative(X, y);
+  const sys = relativeSystem(X, y);
+  const beta = nnlsRelative(sys, y);
   if (spec.terms.some((t, j) => t.rate && !(beta[j]! > 0))) {
     out.refusals.push(`sparse: ${spec.what}: the fit pins the rate term at 0 (no byte dependence in the rows)`);
     return;
   }
   const boot = resampleEstimates(train.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
-    nnlsRelative(X, y, idx),
+    nnlsRelative(sys, y, idx),
   );
   const pred = (rs: readonly SparseRow[]) => rs.map((r) => predictRow(spec, beta, r));
   const trainErr = fitError(pred(train), y);

@@ -27,39 +27,69 @@ export function solveLinear(A: number[][], b: number[]): number[] | undefined {
 }
 
 /**
+ * One relative least-squares system's per-row terms: for row i (weight w = 1/y_i), the products
+ * ((x_a·x_b)·w)·w of the upper triangle a ≤ b, then x_a·w, `stride` numbers a row. The normal
+ * equations of any subset of rows are sums of these in row order: the same numbers, in the same
+ * order, as accumulating them from X and y, so each bootstrap resample only adds.
+ */
+export interface RelativeSystem {
+  p: number;
+  n: number;
+  stride: number;
+  terms: Float64Array;
+}
+
+/**
+ * The per-row terms of the scaled system (X_i / y_i) β ≈ 1 (nnlsRelative), computed once.
+ * @throws Error when p is not 1 to 6
+ */
+export function relativeSystem(X: readonly (readonly number[])[], y: readonly number[]): RelativeSystem {
+  const p = X[0]?.length ?? 0;
+  if (p < 1 || p > 6) throw new Error(`nnlsRelative: ${p} coefficients (expected 1 to 6)`);
+  const stride = (p * (p + 1)) / 2 + p;
+  const terms = new Float64Array(y.length * stride);
+  for (let i = 0; i < y.length; i++) {
+    const w = 1 / y[i]!;
+    const xi = X[i]!;
+    let o = i * stride;
+    for (let a = 0; a < p; a++) for (let b = a; b < p; b++) terms[o++] = xi[a]! * xi[b]! * w * w;
+    for (let a = 0; a < p; a++) terms[o++] = xi[a]! * w;
+  }
+  return { p, n: y.length, stride, terms };
+}
+
+/**
  * β ≥ 0 minimising the summed squared relative error of X·β against y.
- * @param X design rows (one per measurement, p ≤ 6 columns, non-negative work counts)
+ * @param X design rows (one per measurement, p ≤ 6 columns, non-negative work counts), or their
+ *   `relativeSystem` (then `y` is unused: pass the same y)
  * @param y measured values (> 0)
  * @param idx optional row indices to use (a bootstrap resample); default every row
  * @returns the coefficients, length p (0 for a pinned one)
  * @throws Error when p > 6 or no subset gives a finite solution
  */
 export function nnlsRelative(
-  X: readonly (readonly number[])[],
+  X: readonly (readonly number[])[] | RelativeSystem,
   y: readonly number[],
   idx?: ArrayLike<number>,
 ): number[] {
-  const p = X[0]?.length ?? 0;
-  if (p < 1 || p > 6) throw new Error(`nnlsRelative: ${p} coefficients (expected 1 to 6)`);
-  const rows = idx ?? Array.from(y, (_, i) => i);
+  const sys = 'terms' in X ? X : relativeSystem(X, y);
+  const { p, stride, terms } = sys;
+  const rows = idx ?? Array.from({ length: sys.n }, (_, i) => i);
   // Normal equations of the scaled system (X_i / y_i) β ≈ 1, shared by every subset. Accumulated in one flat
   // array over the upper triangle (a·b = b·a exactly, so the mirror is bit-identical to the full sum).
-  const flat = new Float64Array(p * p);
-  const hf = new Float64Array(p);
+  // acc holds the upper triangle in (a, b ≥ a) order, then h: one flat loop per row.
+  const acc = new Float64Array(stride);
   for (let t = 0; t < rows.length; t++) {
-    const i = rows[t]!;
-    const w = 1 / y[i]!;
-    const xi = X[i]!;
-    for (let a = 0; a < p; a++) {
-      const xa = xi[a]!;
-      hf[a]! += xa * w;
-      for (let b = a; b < p; b++) flat[a * p + b]! += xa * xi[b]! * w * w;
-    }
+    const o = rows[t]! * stride;
+    for (let k = 0; k < stride; k++) acc[k]! += terms[o + k]!;
   }
+  const flat = new Float64Array(p * p);
+  let k = 0;
+  for (let a = 0; a < p; a++) for (let b = a; b < p; b++) flat[a * p + b] = acc[k++]!;
   const G = Array.from({ length: p }, (_, a) =>
     Array.from({ length: p }, (_, b) => flat[a <= b ? a * p + b : b * p + a]!),
   );
-  const h = Array.from(hf);
+  const h = Array.from(acc.subarray(k));
   let best: number[] | undefined;
   let bestSse = Infinity;
   for (let mask = 1; mask < 1 << p; mask++) {
