@@ -60,7 +60,7 @@ export class BatchWalk {
   /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs and Σ pairs (unbounded reader). */
   readonly prefill = new Float64Array(4);
   /** The row loop's counts (walkBatch / walkColumns → finishWalk): uniform rows, other tokens, Σ computed, other rows, prefill rows, bounded decode rows. */
-  readonly rows = new Float64Array(6);
+  readonly rows = new Float64Array(8);
   /**
    * Decode rows' context after the step, in batch order, as runs of equal contexts (bounded readers
    * only): decCtx[i] the context of run i, decRuns[i] its rows; grown by doubling.
@@ -210,6 +210,8 @@ const COMPUTED = 2; // Σ computed over rows with s > 0
 const N_OTHER = 3;
 const N_PREFILL = 4;
 const N_DEC = 5; // runs of decode rows whose context the bounded readers read (w.decCtx, w.decRuns)
+const RUN_CTX = 6; // the open run's context and rows after a leading-uniform scan with bounded readers
+const RUN_LEN = 7;
 
 /*
  * The common decode step: every row a uniform decode row (s = 1 + num_spec_tokens) and no bounded
@@ -273,6 +275,64 @@ function uniformColumns(sched: Float64Array, comp: Float64Array, n: number, widt
   return i;
 }
 
+/**
+ * The leading uniform decode rows when there are bounded readers: Σ computed (in row order, one chain, as
+ * the loop adds them) and each row's context after the step into runs of equal contexts (pushRun), the open
+ * run left in w.rows[RUN_CTX], w.rows[RUN_LEN] for the loop to continue. A tighter loop than the general
+ * one (one test per row instead of four). @returns how many rows it consumed
+ */
+function uniformRunRequests(reqs: readonly Request[], width: number, w: BatchWalk): number {
+  let computed = 0;
+  let nDec = 0;
+  let runCtx = -1;
+  let runLen = 0;
+  let i = 0;
+  for (; i < reqs.length; i++) {
+    const q = reqs[i]!;
+    if (q.scheduled_tokens !== width) break;
+    const c = q.computed_tokens;
+    computed += c;
+    if (c + width === runCtx) runLen++;
+    else {
+      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
+      runCtx = c + width;
+      runLen = 1;
+    }
+  }
+  leadingRun(w.rows, computed, nDec, runCtx, runLen);
+  return i;
+}
+
+/** `uniformRunRequests` over a ColumnBatch's columns (rows 0..n-1). */
+function uniformRunColumns(sched: Float64Array, comp: Float64Array, n: number, width: number, w: BatchWalk): number {
+  let computed = 0;
+  let nDec = 0;
+  let runCtx = -1;
+  let runLen = 0;
+  let i = 0;
+  for (; i < n; i++) {
+    if (sched[i] !== width) break;
+    const c = comp[i]!;
+    computed += c;
+    if (c + width === runCtx) runLen++;
+    else {
+      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
+      runCtx = c + width;
+      runLen = 1;
+    }
+  }
+  leadingRun(w.rows, computed, nDec, runCtx, runLen);
+  return i;
+}
+
+/** The leading scan's sums and open run into `rows` (COMPUTED, N_DEC, RUN_CTX, RUN_LEN). */
+function leadingRun(rows: Float64Array, computed: number, nDec: number, runCtx: number, runLen: number): void {
+  rows[COMPUTED] = computed;
+  rows[N_DEC] = nDec;
+  rows[RUN_CTX] = runCtx;
+  rows[RUN_LEN] = runLen;
+}
+
 /** The walk of `n` uniform decode rows, Σ computed already in w.rows[COMPUTED] (no prefill row, no bounded reader). */
 function uniformWalk(p: WalkPlan, w: BatchWalk, n: number): void {
   const rows = w.rows;
@@ -303,7 +363,8 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   const nBounded = p.bounded.length;
   const reqs = batch.requests;
   // Without a bounded reader, the leading uniform rows go four at a time (above); the loop walks the rest.
-  const start = nBounded === 0 ? uniformRequests(reqs, uniformWidth, w.rows) : 0;
+  const start =
+    nBounded === 0 ? uniformRequests(reqs, uniformWidth, w.rows) : uniformRunRequests(reqs, uniformWidth, w);
   if (nBounded === 0 && start === reqs.length) {
     uniformWalk(p, w, start);
     return;
@@ -313,9 +374,11 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   let computed = start > 0 ? w.rows[COMPUTED]! : 0;
   let nOther = 0;
   let nPrefill = 0;
-  let nDec = 0;
-  let runCtx = -1;
-  let runLen = 0;
+  // A leading scan with bounded readers (start > 0) hands over its runs and its open run.
+  const lead = start > 0 && nBounded > 0;
+  let nDec = lead ? w.rows[N_DEC]! : 0;
+  let runCtx = lead ? w.rows[RUN_CTX]! : -1;
+  let runLen = lead ? w.rows[RUN_LEN]! : 0;
   for (let i = start; i < reqs.length; i++) {
     const q = reqs[i]!;
     const s = q.scheduled_tokens;
@@ -369,7 +432,10 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
   resetWalk(w);
   const { threshold, uniformWidth } = p;
   const nBounded = p.bounded.length;
-  const start = nBounded === 0 ? uniformColumns(scheduled, comp, n, uniformWidth, w.rows) : 0;
+  const start =
+    nBounded === 0
+      ? uniformColumns(scheduled, comp, n, uniformWidth, w.rows)
+      : uniformRunColumns(scheduled, comp, n, uniformWidth, w);
   if (nBounded === 0 && start === n) {
     uniformWalk(p, w, n);
     return;
@@ -379,9 +445,11 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
   let computed = start > 0 ? w.rows[COMPUTED]! : 0;
   let nOther = 0;
   let nPrefill = 0;
-  let nDec = 0;
-  let runCtx = -1;
-  let runLen = 0;
+  // A leading scan with bounded readers (start > 0) hands over its runs and its open run.
+  const lead = start > 0 && nBounded > 0;
+  let nDec = lead ? w.rows[N_DEC]! : 0;
+  let runCtx = lead ? w.rows[RUN_CTX]! : -1;
+  let runLen = lead ? w.rows[RUN_LEN]! : 0;
   for (let i = start; i < n; i++) {
     const s = scheduled[i]!;
     const c = comp[i]!;
