@@ -61,6 +61,12 @@ export interface HostFitOptions {
   weighting?: HostWeighting;
   /** Measured µs per training row (needed by `relative` weighting). */
   measured_us?: readonly number[];
+  /**
+   * Which columns the training rows identify, kept between calls on the same rows, features,
+   * weighting and `engineSm` (it does not depend on the residual): `fitHostTermsWithScaleSearch`
+   * fits the same design at every trial s. Filled on the first call.
+   */
+  identified?: { columns?: boolean[] };
 }
 
 export type HostRule = { kind: 'batch1' } | { kind: 'fraction'; fraction: number; k: number };
@@ -170,7 +176,8 @@ export function fitHostTerms(
   const sm = features.map((f) => f.sm_us ?? 0);
   const D = X.map((r, i) => (opts.engineSm ? [...r, sm[i]!] : r));
   const Dw = D.map((r, i) => r.map((x) => x * w(i)));
-  const ident = identifiedColumns(Dw);
+  const ident = opts.identified?.columns ?? identifiedColumns(Dw);
+  if (opts.identified) opts.identified.columns = ident;
   const smIdentified = opts.engineSm ? ident[nh]! : false;
   const y = residual_us.map((r, i) => (opts.engineSm ? r + (smIdentified ? sm[i]! : 0) : r));
   const yw = y.map((v, i) => v * w(i));
@@ -301,13 +308,14 @@ export function fitHostTermsWithScaleSearch(
   weighting: HostWeighting = 'relative',
 ): HostFitEngine {
   const fitAt = new Map<number, HostFitEngine>();
+  const identified = {};
   const objective = (log2s: number): number => {
     const s = 2 ** log2s;
     let f = fitAt.get(log2s);
     if (!f) {
       const priced = nohostAt(s);
       const resid = measured_us.map((m, i) => m - priced[i]!);
-      f = fitHostTerms(engine, composition, features, resid, ruleKind, { weighting, measured_us });
+      f = fitHostTerms(engine, composition, features, resid, ruleKind, { weighting, measured_us, identified });
       fitAt.set(log2s, f);
     }
     const v = weighting === 'relative' ? f.train_rms_rel_pct! : f.train_rms_us;
