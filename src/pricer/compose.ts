@@ -127,6 +127,21 @@ export function finishStep(acc: Float64Array, notes: readonly string[]): StepPri
   return finishStepInto(acc, notes, emptyStepPrice());
 }
 
+/** CMOverlap of the step in `acc`, clamped to at most its NoOverlap `no` (also after rounding), µs. */
+function clampedCm(acc: Float64Array, no: number): number {
+  return acc[CM_OVERLAP]! < no ? acc[CM_OVERLAP]! : no;
+}
+
+/**
+ * What `finishStepInto` would give as `compute_memory_overlap_us − resources_us.host` for the step in
+ * `acc`, µs, without filling a StepPrice (validation re-composes ~10⁶ steps at trial engine scales s
+ * and needs only this; src/pricer/terms-log.ts).
+ */
+export function cmOverlapNohostOf(acc: Float64Array): number {
+  const host = acc[HOST]!;
+  return clampedCm(acc, acc[SM]! + acc[HBM]! + acc[NVLINK]! + acc[NIC]! + host) - host;
+}
+
 /**
  * Finish into `out` (allocating nothing): the three estimates (clamped so Overlap ≤ CMOverlap ≤
  * NoOverlap also after rounding), the bottleneck (largest total; ties go to the earlier resource) and
@@ -140,7 +155,7 @@ export function finishStepInto(acc: Float64Array, notes: readonly string[], out:
   const nic = acc[NIC]!;
   const host = acc[HOST]!;
   const no = sm + hbm + nvlink + nic + host;
-  const cm = acc[CM_OVERLAP]! < no ? acc[CM_OVERLAP]! : no;
+  const cm = clampedCm(acc, no);
   const ov = acc[OVERLAP]! < cm ? acc[OVERLAP]! : cm;
   out.overlap_us = ov;
   out.compute_memory_overlap_us = cm;

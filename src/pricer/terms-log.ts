@@ -10,7 +10,7 @@
  * built with `sm_scale = s` (test/pricer/terms-log.test.ts). Extrapolation notes are not recorded
  * (they do not depend on s); `composeAt` returns none.
  */
-import { ACC_LEN, composeHead, composeHost, composeLayers, finishStepInto } from './compose.ts';
+import { ACC_LEN, cmOverlapNohostOf, composeHead, composeHost, composeLayers, finishStepInto } from './compose.ts';
 import type { StepPrice, StepTermsSink } from './types.ts';
 
 const LAYER = 0;
@@ -85,7 +85,26 @@ export class StepTermsLog implements StepTermsSink {
    * @throws RangeError when `step` was not recorded
    */
   composeAt(step: number, s: number, out: StepPrice): StepPrice {
+    this.check(step);
+    return finishStepInto(this.replay(step, s), NO_NOTES, out);
+  }
+
+  /**
+   * `composeAt(step, s, …)`'s compute_memory_overlap_us − resources_us.host (the same number, bit for
+   * bit; compose.ts `cmOverlapNohostOf`), without filling a StepPrice.
+   * @throws RangeError when `step` was not recorded
+   */
+  cmOverlapNohostAt(step: number, s: number): number {
+    this.check(step);
+    return cmOverlapNohostOf(this.replay(step, s));
+  }
+
+  private check(step: number): void {
     if (!(step >= 0 && step < this.steps)) throw new RangeError(`step ${step} not recorded (${this.steps} steps)`);
+  }
+
+  /** The accumulators of step `step` composed at `s` (compose.ts, in the recorded order). */
+  private replay(step: number, s: number): Float64Array {
     const b = this.buf;
     const acc = this.acc;
     acc.fill(0);
@@ -99,9 +118,8 @@ export class StepTermsLog implements StepTermsSink {
         j += 3;
       } else {
         composeHost(acc, b[j + 1]!);
-        break;
+        return acc;
       }
     }
-    return finishStepInto(acc, NO_NOTES, out);
   }
 }

@@ -214,15 +214,11 @@ class RowAccumulator {
  * numbers, bit for bit, without pricing the rows again.
  */
 export function cmNohostFromLog(log: StepTermsLog, s: number, steps: readonly number[]): number[] {
-  const out = emptyStepPrice();
   const sums: number[] = [];
   let sum = 0;
   let i = 0;
   for (const n of steps) {
-    for (; i < n; i++) {
-      const p = log.composeAt(i, s, out);
-      sum += p.compute_memory_overlap_us - p.resources_us.host;
-    }
+    for (; i < n; i++) sum += log.cmOverlapNohostAt(i, s);
     sums.push(sum);
   }
   return sums;

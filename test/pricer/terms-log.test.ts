@@ -70,7 +70,12 @@ describe('StepTermsLog re-composes a step at any s exactly as a pricer built at 
       const out = emptyStepPrice();
       for (const s of SCALES) {
         const scaled = makePricer(model, chip, d, h200, { sm_scale: s });
-        for (const [i, [, b]] of BATCHES.entries()) expectSame(log.composeAt(i, s, out), scaled.price(b));
+        for (const [i, [, b]] of BATCHES.entries()) {
+          const want = scaled.price(b);
+          expectSame(log.composeAt(i, s, out), want);
+          const cm = want.compute_memory_overlap_us - want.resources_us.host;
+          expect(Object.is(log.cmOverlapNohostAt(i, s), cm)).toBe(true);
+        }
       }
     });
   }
