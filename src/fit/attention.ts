@@ -33,7 +33,7 @@ import {
   predictLaw,
   readTimes,
   scratchRows,
-  packedLogL1,
+  searchLogL1,
 } from './attention-decode-law.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
@@ -105,7 +105,7 @@ export function fitFloorRate(
   const packed = packRows(points);
   for (const start of init ? [init, dataStart] : [dataStart]) {
     const r = gssMinimize(
-      (x) => packedLogL1(packed, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
+      (x) => searchLogL1(packed, Math.exp(x[0]!), Math.exp(x[1]!)),
       [Math.log(start[0]), Math.log(start[1])],
       0.5,
       FIT_SEARCH,
@@ -270,15 +270,10 @@ export function fitDecodeTwoStage(
  */
 function floorStage(tiny: PackedRows, rate: number, from_us: number, warm: boolean, buf: Float64Array): number {
   const read = readTimes(tiny, rate, buf);
-  const fl = patternSearch(
-    (x) => floorLogL1(read, tiny.lnLat, Math.exp(x[0]!)),
-    [Math.log(from_us)],
-    [warm ? 0.05 : 0.5],
-    {
-      minStep: warm ? 1e-5 : 1e-6,
-      maxEvals: 400,
-    },
-  );
+  const fl = patternSearch((x) => floorLogL1(read, tiny, Math.exp(x[0]!)), [Math.log(from_us)], [warm ? 0.05 : 0.5], {
+    minStep: warm ? 1e-5 : 1e-6,
+    maxEvals: 400,
+  });
   return Math.exp(fl.x[0]!);
 }
 
@@ -326,7 +321,7 @@ function stagedResampleFitter(
 /** One warm-started search with the bootstrap settings (a resample near the full-data optimum). */
 function warmFit(packed: PackedRows, at: [number, number]): { floor_us: number; rate: number } {
   const r = gssMinimize(
-    (x) => packedLogL1(packed, floorRate(Math.exp(x[0]!), Math.exp(x[1]!))),
+    (x) => searchLogL1(packed, Math.exp(x[0]!), Math.exp(x[1]!)),
     [Math.log(at[0]), Math.log(at[1])],
     BOOTSTRAP_SEARCH.step0,
     BOOTSTRAP_SEARCH,

@@ -3,7 +3,14 @@ import { loadChip } from '../../src/core/catalog/chip.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../../src/measurements/schema.ts';
 import { decodeAttentionUs } from '../../src/core/laws/attention.ts';
 import { decodeKvBytes, fitAttentionDecode, fitAttentionPrefill, prefillCausalFlops } from '../../src/fit/attention.ts';
-import { irlsFit, packedLogL1, packRows } from '../../src/fit/attention-decode-law.ts';
+import {
+  floorLogL1,
+  irlsFit,
+  packedLogL1,
+  packRows,
+  readTimes,
+  searchLogL1,
+} from '../../src/fit/attention-decode-law.ts';
 
 const chip = loadChip('h200');
 const ctx = (prior: Array<[string, number]> = []) => ({
@@ -96,6 +103,27 @@ describe('decode attention: work-item law (issue 16)', () => {
     expect(plain.item_us).toBe(0);
     expect(plain.p_half).toBe(0);
     expect(plain.objective).toBeCloseTo(packedLogL1(rows, plain), 12);
+  });
+
+  it("the searches' product-of-ratios objective is the per-row log sum, through its flushes and its fallback", () => {
+    // 300 rows, ratios pred/meas from e^-40 to e^+40: the running products pass 1e150 every ~9 rows
+    // (e^40 ≈ 2.4e17), so the flush path runs many times. Floor 5 µs, rate 2e6 B/µs.
+    const pts = Array.from({ length: 300 }, (_, i) => {
+      const work = 1e4 * (1 + (i % 17));
+      return { work, latency_us: (5 + work / 2e6) * Math.exp(40 * Math.sin(i)) };
+    });
+    const rows = packRows(pts);
+    const byRow = pts.reduce((s, p) => s + Math.abs(Math.log((5 + p.work / 2e6) / p.latency_us)), 0) / pts.length;
+    expect(byRow).toBeGreaterThan(20); // mean |40 sin i| ≈ 25.5
+    expect(searchLogL1(rows, 5, 2e6) / byRow).toBeCloseTo(1, 13);
+    const read = readTimes(rows, 2e6, new Float64Array(pts.length));
+    expect(floorLogL1(read, rows, 5) / byRow).toBeCloseTo(1, 13);
+    // One ratio of e^400 (beyond the products' range) takes the per-row logs: (400 + 0) / 2.
+    const wide = packRows([
+      { work: 0, latency_us: 1 },
+      { work: 0, latency_us: Math.exp(-400) },
+    ]);
+    expect(searchLogL1(wide, 1, 1)).toBeCloseTo(200, 10);
   });
 });
 
