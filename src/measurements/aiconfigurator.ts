@@ -171,9 +171,15 @@ function mapped<T>(table: CellTable, r: number, j: number, col: string, map: Rec
 /** Memoised lane label `<framework lowercased>-<version>` (nccl tables: `nccl-<version>`). */
 function laneMaker(table: CellTable, fw: number, ver: number, fixedFramework?: string): (r: number) => string {
   const cache = new Map<string, string>();
+  // The cells of the row before and its lane: a run of rows of one lane costs two text reads each.
+  let lastFw: string | undefined;
+  let lastVer: string | undefined;
+  let lastLane = '';
   return (r) => {
-    const f = fixedFramework ?? table.text(r, fw).toLowerCase();
+    const rawFw = fixedFramework ?? table.text(r, fw);
     const v = table.text(r, ver);
+    if (rawFw === lastFw && v === lastVer) return lastLane;
+    const f = fixedFramework ?? rawFw.toLowerCase();
     if (!f || !v) {
       throw new InputError(
         { file: table.file, row: r + 1, column: !f ? 'framework' : 'version' },
@@ -186,6 +192,9 @@ function laneMaker(table: CellTable, fw: number, ver: number, fixedFramework?: s
       lane = `${f}-${v}`;
       cache.set(key, lane);
     }
+    lastFw = rawFw;
+    lastVer = v;
+    lastLane = lane;
     return lane;
   };
 }
@@ -604,6 +613,11 @@ export interface Collapsed<R, L extends RowList<R> = R[]> {
  */
 export const REPEAT_SPREAD_MAX = 1.5;
 
+/** The columns that make a configuration (every column but the latency): what collapseDuplicates keys on. */
+export function repeatKey(family: Family): string[] {
+  return (FAMILY_COLUMNS[family] as readonly string[]).filter((c) => c !== 'latency_us' && c !== 'measured_us');
+}
+
 /**
  * Collapse rows that share every column but `latency_us` to one row with the median latency
  * (for a pair, the mean). Keeps first-occurrence order. Pure. An array in gives an array out; a
@@ -621,9 +635,7 @@ export function collapseDuplicates<F extends Family>(
   family: F,
   rows: RowList<FamilyRow[F]>,
 ): Collapsed<FamilyRow[F], RowList<FamilyRow[F]>> {
-  const keyCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
-    (c) => c !== 'latency_us' && c !== 'measured_us',
-  );
+  const keyCols = repeatKey(family);
   const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
   const index = new TupleIndex(keyCols, rows);
   const latency = readerOf(rows, latCol) as (i: number) => number;
@@ -710,46 +722,107 @@ export interface Coverage {
 /**
  * Coverage per dtype (issue 2: a ragged sweep is not an error; report it, never invent rows).
  * A "shape" is every column except chip, lane, kernel_source, the dtype column and the latency.
+ * `distinctOn`: columns the rows are known to be distinct on (collapseDuplicates' key, for rows it
+ * returned); when every one of them outside (dtype, shape) holds one value throughout, each row is its
+ * own (dtype, shape) pair and no index of the pairs is built.
  */
-export function coverageByDtype<F extends Family>(family: F, rows: RowList<FamilyRow[F]>): Coverage {
+export function coverageByDtype<F extends Family>(
+  family: F,
+  rows: RowList<FamilyRow[F]>,
+  distinctOn?: readonly string[],
+): Coverage {
   const dcol = COVERAGE_DTYPE[family];
   if (!dcol) return {};
   const shapeCols = (FAMILY_COLUMNS[family] as readonly string[]).filter(
     (c) => !['chip', 'lane', 'kernel_source', 'latency_us', dcol].includes(c),
   );
-  // Distinct (dtype, shape) pairs counted per dtype, then distinct shapes over all dtypes: one index
-  // alive at a time (each holds 8–16 bytes per distinct tuple; at 2M rows that is the import's peak).
+  const rest = distinctOn?.filter((c) => c !== dcol && !shapeCols.includes(c));
+  const distinct = rows.length > 0 && rest !== undefined && rest.every((c) => constantColumn(rows, c));
+  const { per, pairs } = distinct
+    ? { per: rowsPerDtype(rows, dcol), pairs: rows.length }
+    : countPairs(rows, dcol, shapeCols);
+  // With one dtype a (dtype, shape) pair is a shape: the union is the pairs (no second pass).
+  let ofShapes = pairs;
+  if (per.size > 1) {
+    const all = new TupleIndex(shapeCols, rows);
+    for (let i = 0; i < rows.length; i++) all.add(i);
+    ofShapes = all.size;
+  }
+  const out: Coverage = {};
+  for (const [d, e] of [...per.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    out[d] = { rows: e.rows, shapes: e.shapes, of_shapes: ofShapes };
+  }
+  return out;
+}
+
+/** Rows per dtype, each row its own shape (coverageByDtype of distinct pairs). */
+function rowsPerDtype(rows: RowList<unknown>, dcol: string): Map<string, { rows: number; shapes: number }> {
   const per = new Map<string, { rows: number; shapes: number }>();
-  let pairs: TupleIndex | undefined = new TupleIndex([dcol, ...shapeCols], rows);
   const dtype = readerOf(rows, dcol);
+  for (let i = 0; i < rows.length; ) {
+    const v = dtype(i);
+    let j = i + 1;
+    while (j < rows.length && dtype(j) === v) j++;
+    const d = String(v);
+    const e = per.get(d) ?? { rows: 0, shapes: 0 };
+    e.rows += j - i;
+    e.shapes += j - i;
+    per.set(d, e);
+    i = j;
+  }
+  return per;
+}
+
+/**
+ * Rows and distinct (dtype, shape) pairs per dtype, and the pairs in all, through one index (8–16 bytes
+ * per distinct tuple; at 2M rows that is the import's peak).
+ */
+function countPairs(
+  rows: RowList<unknown>,
+  dcol: string,
+  shapeCols: readonly string[],
+): { per: Map<string, { rows: number; shapes: number }>; pairs: number } {
+  const per = new Map<string, { rows: number; shapes: number }>();
+  const pairs = new TupleIndex([dcol, ...shapeCols], rows as RowList<object>);
+  const dtype = readerOf(rows, dcol);
+  let last: unknown;
+  let e = { rows: 0, shapes: 0 };
   for (let i = 0; i < rows.length; i++) {
-    const d = String(dtype(i));
-    let e = per.get(d);
-    if (!e) {
-      e = { rows: 0, shapes: 0 };
-      per.set(d, e);
+    const v = dtype(i);
+    if (i === 0 || v !== last) {
+      const d = String(v);
+      const known = per.get(d);
+      e = known ?? { rows: 0, shapes: 0 };
+      if (!known) per.set(d, e);
+      last = v;
     }
     e.rows++;
     pairs.add(i);
     if (pairs.added) e.shapes++;
   }
-  pairs = undefined;
-  const all = new TupleIndex(shapeCols, rows);
-  for (let i = 0; i < rows.length; i++) all.add(i);
-  const out: Coverage = {};
-  for (const [d, e] of [...per.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    out[d] = { rows: e.rows, shapes: e.shapes, of_shapes: all.size };
-  }
-  return out;
+  return { per, pairs: pairs.size };
+}
+
+/** Whether column `c` holds one value (===) in every row. */
+function constantColumn(rows: RowList<unknown>, c: string): boolean {
+  const keys = rows instanceof RowColumns ? rows.keyArray(c) : undefined;
+  const read = keys ? (i: number) => keys[i] : rows instanceof RowColumns ? rows.keyReader(c) : readerOf(rows, c);
+  const first = read(0);
+  for (let i = 1; i < rows.length; i++) if (read(i) !== first) return false;
+  return true;
 }
 
 /** The lane most rows carry (ties → alphabetical first); names the stored file. */
 export function majorityLane(rows: RowList<{ lane: string }>): { lane: string; counts: Record<string, number> } {
   const counts: Record<string, number> = {};
   const read = readerOf(rows, 'lane') as (i: number) => string;
-  for (let i = 0; i < rows.length; i++) {
+  // Count runs of one lane (rows come grouped by lane): one property update per run, not per row.
+  for (let i = 0; i < rows.length; ) {
     const lane = read(i);
-    counts[lane] = (counts[lane] ?? 0) + 1;
+    let j = i + 1;
+    while (j < rows.length && read(j) === lane) j++;
+    counts[lane] = (counts[lane] ?? 0) + (j - i);
+    i = j;
   }
   const lane = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0] ?? '';
   return { lane, counts };
@@ -839,7 +912,7 @@ export function normalizeMappedRows(
     rows_in: raw.rows.length,
     duplicate_configs: col.duplicate_configs,
     rows_removed: col.rows_removed,
-    coverage: coverageByDtype(family, col.rows as never),
+    coverage: coverageByDtype(family, col.rows as never, repeatKey(family)),
     filters,
     units: aicUnitConversions(table),
     repeat_spread: spread,

@@ -154,15 +154,17 @@ export class CsvChunk implements CellTable {
     const s = this.bounds[b]!;
     const e = this.bounds[b + 1]! - 1;
     if (e <= s) return NaN;
-    return this.decimal(s, e) ?? numberOfCell(this.buf.toString('utf8', s, e));
+    const v = this.decimal(s, e);
+    return Number.isNaN(v) ? numberOfCell(this.buf.toString('utf8', s, e)) : v;
   }
 
   /**
    * `[-]digits[.digits]` with at most 2⁵³ as its digits and at most 22 after the point, as a number:
    * the integer of its digits divided by a power of ten, both exact, so the quotient is the correctly
-   * rounded value, the one `Number()` returns (Clinger's fast path). Undefined for any other text.
+   * rounded value, the one `Number()` returns (Clinger's fast path). NaN for any other text (a
+   * number, never undefined, so the caller's arithmetic stays unboxed).
    */
-  private decimal(s: number, e: number): number | undefined {
+  private decimal(s: number, e: number): number {
     const buf = this.buf;
     let i = s;
     const neg = buf[i] === 45;
@@ -177,9 +179,9 @@ export class CsvChunk implements CellTable {
         digits++;
         if (frac >= 0) frac++;
       } else if (c === 46 && frac < 0) frac = 0;
-      else return undefined;
+      else return NaN;
     }
-    if (digits === 0 || m > MAX_EXACT || frac > 22) return undefined;
+    if (digits === 0 || m > MAX_EXACT || frac > 22) return NaN;
     const v = frac > 0 ? m / POW10[frac]! : m;
     return neg ? -v : v;
   }

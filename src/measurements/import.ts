@@ -23,10 +23,17 @@ import {
   majorityLane,
   mapAicInto,
   normalizeMappedRows,
+  repeatKey,
 } from './aiconfigurator.ts';
 import { checkMoeUnits } from './moe-units.ts';
-import type { Family, FamilyRow, MoeRow, Provenance } from './schema.ts';
-import { prepareMeasurementsStreaming, type StagedMeasurements, writeMeasurementSet } from './store.ts';
+import { FAMILY_COLUMNS, type Family, type FamilyRow, type MoeRow, type Provenance } from './schema.ts';
+import {
+  MeasurementGzip,
+  prepareMeasurementsStreaming,
+  type StagedMeasurements,
+  writeMeasurementSet,
+} from './store.ts';
+import { csvHeader } from '../core/render/csv.ts';
 import { RowColumns, type RowList, type RowSink } from './row-columns.ts';
 import { readTableChunks } from './table.ts';
 import type { CellTable } from './cell-table.ts';
@@ -106,12 +113,34 @@ export interface ImportSummary {
   coverage: Record<string, { rows: number; shapes: number; of_shapes: number }>;
 }
 
-/** Read, map, units-check and normalise one AIConfigurator table file (stageAicImport's per-file step). */
-async function importOneFile(f: string, named: AicTable | undefined, opts: AicImportOptions): Promise<AicImport> {
-  const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows);
-  // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
-  if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as RowList<MoeRow>, opts.chipInfo, f);
-  return normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
+/**
+ * Read, map, units-check and normalise one AIConfigurator table file (stageAicImport's per-file step).
+ * Its CSV file is compressed while it is read (store.ts MeasurementGzip, on the thread pool): `encoded`
+ * is that file when the normalised rows are the mapped rows as they came (no repeat collapsed), else
+ * undefined (the stream is dropped and the file is compressed from the final rows when staged).
+ */
+async function importOneFile(
+  f: string,
+  named: AicTable | undefined,
+  opts: AicImportOptions,
+): Promise<{ imp: AicImport; encoded?: Promise<Buffer> }> {
+  const gzip = new MeasurementGzip();
+  try {
+    const { table, rows } = await mapStreaming(f, named, opts.chip, opts.onRows, gzip);
+    // The fused-MoE units check (moe-units.ts) judges the mapped rows in input order, so row numbers are the file's.
+    if (table === 'moe_perf' && opts.chipInfo) checkMoeUnits(rows as RowList<MoeRow>, opts.chipInfo, f);
+    const imp = normalizeMappedRows(table, rows, f, opts.chip, opts.chipInfo);
+    if (imp.rows === rows) {
+      const encoded = gzip.end();
+      encoded.catch(() => undefined); // awaited when staged; a merged group never awaits it
+      return { imp, encoded };
+    }
+    gzip.discard();
+    return { imp };
+  } catch (e) {
+    gzip.discard();
+    throw e;
+  }
 }
 
 /**
@@ -124,7 +153,7 @@ export async function stageAicImport(
   opts: AicImportOptions,
   onProgress?: (file: string) => void,
 ): Promise<{ staged: StagedMeasurements[]; summaries: ImportSummary[] }> {
-  const imports: Array<{ imp: AicImport; sha: string }> = [];
+  const imports: Array<{ imp: AicImport; sha: string; encoded?: Promise<Buffer> }> = [];
   const shas = new Map<string, string>();
   for (const f of files) {
     const sha = sha256File(f);
@@ -137,8 +166,9 @@ export async function stageAicImport(
     shas.set(sha, f);
     const named = aicTableFromName(f);
     let imp: AicImport;
+    let encoded: Promise<Buffer> | undefined;
     try {
-      imp = await importOneFile(f, named, opts);
+      ({ imp, encoded } = await importOneFile(f, named, opts));
     } catch (e) {
       if (e instanceof UserError && opts.onRefusedFile?.(f, e)) continue;
       throw e;
@@ -147,7 +177,7 @@ export async function stageAicImport(
       imp.filters.unshift(
         `table ${imp.table} inferred from the header columns (file name ${path.basename(f)} does not say it)`,
       );
-    imports.push({ imp, sha });
+    imports.push({ imp, sha, ...(encoded ? { encoded } : {}) });
     if (imp.duplicate_configs > 0) opts.onNote?.(`${path.basename(f)}: ${imp.repeat_spread}`);
     onProgress?.(f);
   }
@@ -182,7 +212,7 @@ export async function stageAicImport(
     }
     const { lane, counts } = majorityLane(rows as RowList<{ lane: string }>);
     const rowsIn = group.reduce((s, x) => s + x.imp.rows_in, 0);
-    const coverage = group.length > 1 ? coverageByDtype(family, rows as never) : first.coverage;
+    const coverage = group.length > 1 ? coverageByDtype(family, rows as never, repeatKey(family)) : first.coverage;
     const upstream = group.map((x) => aicUpstreamPath(x.imp.file)).filter(Boolean);
     const prov: Omit<Provenance, 'output_sha256'> = {
       family,
@@ -203,7 +233,9 @@ export async function stageAicImport(
       notes: group.flatMap((x) => opts.notes?.(x.imp) ?? []),
     };
     if (prov.notes!.length === 0) delete prov.notes;
-    const s = await prepareMeasurementsStreaming(opts.outDir, family, lane, rows as never, prov);
+    // One input whose rows were stored as read: its file was compressed while it was read.
+    const encoded = group.length === 1 ? await group[0]!.encoded : undefined;
+    const s = await prepareMeasurementsStreaming(opts.outDir, family, lane, rows as never, prov, encoded);
     staged.push(s);
     summaries.push({
       file: s.file,
@@ -229,12 +261,13 @@ async function mapStreaming(
   file: string,
   named: AicTable | undefined,
   chip: string,
-  onRows?: (rows: number) => void,
+  onRows: ((rows: number) => void) | undefined,
+  gzip: MeasurementGzip,
 ): Promise<{ table: AicTable; rows: RowColumns<object> }> {
   let table = named;
   const rows = new RowColumns<object>();
   let sink: RowSink | undefined;
-  await readTableChunks(file, (chunk, offset) => {
+  await readTableChunks(file, async (chunk, offset) => {
     try {
       // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
       table ??= aicTableFromHeader(chunk) ?? unknownTable(file, chunk.header);
@@ -248,6 +281,10 @@ async function mapStreaming(
       throw err;
     }
     onRows?.(offset + chunk.length);
+    // This chunk's lines of the stored file, compressed on the thread pool while the next chunk is read.
+    const columns = FAMILY_COLUMNS[AIC_TABLES[table!]] as readonly string[];
+    if (offset === 0) await gzip.write(csvHeader(columns));
+    await gzip.write(rows.csvLines(columns, offset, rows.length));
   });
   return { table: table!, rows };
 }

@@ -7,7 +7,7 @@
  * written for arrays of rows (`length`, `at`, `for … of`) reads a RowColumns unchanged (`RowList`).
  */
 
-/** Where a mapper writes rows: `set(c, value)` per column of the row, then `end()`. */
+/** Where a mapper writes rows: `set(c, value)` for every column of the row, then `end()`. */
 export interface RowSink {
   set(c: number, v: unknown): void;
   end(): void;
@@ -26,6 +26,9 @@ export function objectSink<R>(keys: readonly string[], rows: R[]): RowSink {
     },
   };
 }
+
+/** The row index of a `RowColumns.view` object (a symbol: no column name can shadow it). */
+const AT = Symbol('row');
 
 /** Powers of ten exact in float64. */
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
@@ -46,12 +49,18 @@ class ByteOut {
   }
   bytes(b: Buffer): void {
     this.reserve(b.length);
-    for (let k = 0; k < b.length; k++) this.buf[this.pos++] = b[k]!;
+    const buf = this.buf;
+    let p = this.pos;
+    for (let k = 0; k < b.length; k++) buf[p++] = b[k]!;
+    this.pos = p;
   }
   /** A string of code units < 128 (a number's `String()`). */
   ascii(s: string): void {
     this.reserve(s.length);
-    for (let k = 0; k < s.length; k++) this.buf[this.pos++] = s.charCodeAt(k);
+    const buf = this.buf;
+    let p = this.pos;
+    for (let k = 0; k < s.length; k++) buf[p++] = s.charCodeAt(k);
+    this.pos = p;
   }
   utf8(s: string): void {
     this.reserve(Buffer.byteLength(s, 'utf8'));
@@ -197,6 +206,14 @@ class Column {
     return true;
   }
 
+  /** The typed array `key` reads (ints, float64s or text ids), or undefined for a plain-array column. */
+  keyArray(): Int32Array | Uint8Array | Float64Array | undefined {
+    if (this.kind === 'int') return this.ints;
+    if (this.kind === 'num') return this.nums;
+    if (this.kind === 'str') return this.wide ? this.ints : this.ids8;
+    return undefined;
+  }
+
   /** Like `get`, but a text cell as its dictionary id (equal ids ⇔ equal text within this column). */
   key(i: number): unknown {
     if (this.kind === 'str') return this.wide ? this.ints[i]! : this.ids8[i]!;
@@ -308,29 +325,21 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   }
 
   /**
-   * A writer of whole rows as cells, `keys[c]` being column c: `set(c, v)` for each key then `end()`,
-   * the same rows as `push` of `{ [keys[0]]: v0, … }` (a key no `set` gave reads back as absent), with
-   * no object per row (the importers' mappers write here).
+   * A writer of whole rows as cells, `keys[c]` being column c: `set(c, v)` for every key, then `end()`;
+   * the same rows as `push` of `{ [keys[0]]: v0, … }` (columns of this RowColumns not in `keys` read
+   * back as absent), with no object per row (the importers' mappers write here).
    */
   sink(keys: readonly string[]): RowSink {
     for (const k of keys) if (!this.index.has(k)) this.addColumn(k);
     const cols = keys.map((k) => this.list[this.index.get(k)!]!);
-    const pos = keys.map((k) => this.index.get(k)!);
-    const given = new Uint8Array(this.keys.length);
-    let count = 0;
+    const others = this.keys.flatMap((k, c) => (keys.includes(k) ? [] : [c]));
+    if (this.n === this.cap) this.cap = Math.max(1024, this.cap * 2);
+    // `set` writes row n below the capacity `end` keeps ahead of it.
     return {
-      set: (c, v) => {
-        if (this.n === this.cap) this.cap = Math.max(1024, this.cap * 2);
-        if (!given[pos[c]!]) count++;
-        given[pos[c]!] = 1;
-        cols[c]!.set(this.n, v, this.cap);
-      },
+      set: (c, v) => cols[c]!.set(this.n, v, this.cap),
       end: () => {
-        if (this.n === this.cap) this.cap = Math.max(1024, this.cap * 2);
-        if (count !== this.keys.length) for (let c = 0; c < this.keys.length; c++) if (!given[c]) this.markAbsent(c);
-        given.fill(0);
-        count = 0;
-        this.n++;
+        for (const c of others) this.markAbsent(c);
+        if (++this.n === this.cap) this.cap *= 2;
       },
     };
   }
@@ -401,6 +410,43 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     if (c < 0) return () => undefined;
     const col = this.list[c]!;
     return (i) => (this.absent[c]?.[i] ? undefined : col.key(i));
+  }
+
+  /**
+   * The typed array behind `keyReader(k)` (`keyArray(k)[i] === keyReader(k)(i)` for i < length): int32s,
+   * float64s, or text ids (Uint8Array or Int32Array). Undefined when a row lacks `k` or the column holds
+   * other values. Valid until the next push (a push may grow or widen it).
+   */
+  keyArray(k: string): Int32Array | Uint8Array | Float64Array | undefined {
+    const c = this.index.get(k) ?? -1;
+    if (c < 0 || this.absent[c]) return undefined;
+    return this.list[c]!.keyArray();
+  }
+
+  /**
+   * A reader of whole rows through one reused view: `view()(i)` has row i's values as properties
+   * (getters on the columns; undefined where row i lacks a key) and is the same object at every call,
+   * so it is valid until the next call. For code that reads a few fields of each row in turn.
+   */
+  view(): (i: number) => R {
+    const cols = this.list;
+    const absent = this.absent;
+    class View {
+      [AT] = 0;
+    }
+    this.keys.forEach((k, c) => {
+      Object.defineProperty(View.prototype, k, {
+        get(this: View) {
+          const i = this[AT];
+          return absent[c]?.[i] ? undefined : cols[c]!.get(i);
+        },
+      });
+    });
+    const v = new View();
+    return (i) => {
+      v[AT] = i;
+      return v as unknown as R;
+    };
   }
 
   *[Symbol.iterator](): Iterator<R> {

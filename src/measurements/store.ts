@@ -109,10 +109,45 @@ export function prepareMeasurements<F extends Family>(
 }
 
 /**
+ * A measurement file's gzip stream (MEASUREMENT_GZIP_LEVEL), compressed on libuv's thread pool while
+ * the caller goes on: the import feeds it each chunk's CSV lines as they are mapped, so the deflate
+ * work overlaps the reading (`stageAicImport`). The bytes equal gzipSync of the whole text at that
+ * level: deflate's output does not depend on how its input is split into writes.
+ */
+export class MeasurementGzip {
+  private readonly gz = createGzip({ level: MEASUREMENT_GZIP_LEVEL });
+  private readonly out: Buffer[] = [];
+  private readonly done: Promise<unknown>;
+
+  constructor() {
+    this.gz.on('data', (b: Buffer) => this.out.push(b));
+    this.done = once(this.gz, 'end');
+    this.done.catch(() => undefined); // a stream given up (`discard`) is never awaited
+  }
+
+  /** Queue `data`; resolves once the stream can take more (back-pressure). */
+  async write(data: Buffer | string): Promise<void> {
+    if (!this.gz.write(data)) await once(this.gz, 'drain');
+  }
+
+  /** The whole compressed file. */
+  async end(): Promise<Buffer> {
+    this.gz.end();
+    await this.done;
+    return Buffer.concat(this.out);
+  }
+
+  /** Give the stream up (its text was not the file's after all). */
+  discard(): void {
+    this.gz.destroy();
+  }
+}
+
+/**
  * `prepareMeasurements` for large tables: the CSV text is produced CSV_PIECE_ROWS rows at a time and
- * fed to a gzip stream (same level, so the bytes equal gzipSync of the whole text: deflate's output
- * does not depend on how its input is split), so the whole text never exists as one string.
- * The data file's bytes are the concatenated gzip output (≈ 1/6 of the text).
+ * fed to a MeasurementGzip, so the whole text never exists as one string. The data file's bytes are
+ * the concatenated gzip output (≈ 1/6 of the text). `encoded`, when given, is that file already
+ * compressed (the import compressed each chunk as it read it) and is used as it is.
  */
 export async function prepareMeasurementsStreaming<F extends Family>(
   dir: string,
@@ -120,28 +155,11 @@ export async function prepareMeasurementsStreaming<F extends Family>(
   lane: string,
   rows: RowList<FamilyRow[F]>,
   provenance: Omit<Provenance, 'output_sha256'>,
+  encoded?: Buffer,
 ): Promise<StagedMeasurements> {
   const file = measurementPath(dir, family, lane);
   if (!file.endsWith('.gz')) return prepareMeasurements(dir, family, lane, [...rows], provenance);
-  const gz = createGzip({ level: MEASUREMENT_GZIP_LEVEL });
-  const out: Buffer[] = [];
-  gz.on('data', (b: Buffer) => out.push(b));
-  const done = once(gz, 'end');
-  if (rows.length === 0) gz.write(rowsToCsv(family, []));
-  else {
-    const columns = FAMILY_COLUMNS[family] as readonly string[];
-    const cells = columns.map((c) => readerOf(rows, c));
-    gz.write(csvHeader(columns));
-    // Pieces of text through the readers, or straight from the typed columns as bytes: no row object is built.
-    for (let i = 0; i < rows.length; i += CSV_PIECE_ROWS) {
-      const end = Math.min(rows.length, i + CSV_PIECE_ROWS);
-      const piece = rows instanceof RowColumns ? rows.csvLines(columns, i, end) : csvRowLines(cells, i, end);
-      if (!gz.write(piece)) await once(gz, 'drain');
-    }
-  }
-  gz.end();
-  await done;
-  const data = Buffer.concat(out);
+  const data = encoded ?? (await gzipRows(family, rows));
   const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
   return {
     file,
@@ -153,6 +171,23 @@ export async function prepareMeasurementsStreaming<F extends Family>(
       { file: provenancePath(file), data: stringifyYaml(prov, { lineWidth: 0 }) },
     ],
   };
+}
+
+/** The gzip bytes of a family's CSV file of `rows` (header, then lines written in pieces). */
+async function gzipRows<F extends Family>(family: F, rows: RowList<FamilyRow[F]>): Promise<Buffer> {
+  const gz = new MeasurementGzip();
+  if (rows.length === 0) await gz.write(rowsToCsv(family, []));
+  else {
+    const columns = FAMILY_COLUMNS[family] as readonly string[];
+    const cells = columns.map((c) => readerOf(rows, c));
+    await gz.write(csvHeader(columns));
+    // Pieces of text through the readers, or straight from the typed columns as bytes: no row object is built.
+    for (let i = 0; i < rows.length; i += CSV_PIECE_ROWS) {
+      const end = Math.min(rows.length, i + CSV_PIECE_ROWS);
+      await gz.write(rows instanceof RowColumns ? rows.csvLines(columns, i, end) : csvRowLines(cells, i, end));
+    }
+  }
+  return gz.end();
 }
 
 /** Rows per piece of streamed CSV text. */

@@ -40,7 +40,7 @@ import { type Chip, isPcieOnly, l2Bytes, peakFlopsPerUs } from '../core/catalog/
 import type { GemmDtype } from '../core/catalog/dtypes.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { decodeKvBytes } from './kv.ts';
-import type { RowList } from './row-columns.ts';
+import { RowColumns, type RowList } from './row-columns.ts';
 import { mhcBytesPerToken } from '../core/laws/sparse.ts';
 import { MLA_LATENT_ELEMENTS } from '../core/laws/mla.ts';
 import type {
@@ -182,39 +182,57 @@ interface Sample {
 /** Datasheet rate, unit and band a family's rates are judged against; undefined = not judged (no peak). */
 type Judge = (row: unknown) => (Sample & { limit?: number }) | undefined;
 
+/** `f(key)` computed once per distinct key (group names: one string per dtype, not one per row). */
+function memo<T>(f: (key: string) => T): (key: string) => T {
+  const cache = new Map<string, T>();
+  return (key) => {
+    let v = cache.get(key);
+    if (v === undefined && !cache.has(key)) {
+      v = f(key);
+      cache.set(key, v);
+    }
+    return v as T;
+  };
+}
+
 function gemmJudge(chip: Chip): Judge {
+  const groupOf = memo((d) => `dtype ${d}`);
+  const peakOf = memo((d) => (TENSOR_DTYPES.has(d) ? peakFlopsPerUs(chip, d as GemmDtype) : undefined));
   return (x) => {
     const r = x as GemmRow;
-    const peak = TENSOR_DTYPES.has(r.dtype) ? peakFlopsPerUs(chip, r.dtype as GemmDtype) : undefined;
+    const peak = peakOf(r.dtype);
     const large = r.m >= LARGE_GEMM_DIM && r.n >= LARGE_GEMM_DIM && r.k >= LARGE_GEMM_DIM;
     const rate = (2 * r.m * r.n * r.k) / r.latency_us;
     return {
-      group: `dtype ${r.dtype}`,
+      group: groupOf(r.dtype),
       rate: peak && large ? rate / peak : undefined,
       latency_us: r.latency_us,
-      ...(peak ? { limit: rate / peak, ref: peak } : {}),
+      limit: peak ? rate / peak : undefined,
+      ref: peak || undefined,
     };
   };
 }
 
 function decodeJudge(chip: Chip): Judge {
   const minBytes = NOT_CACHE_RESIDENT_L2_MULTIPLE * l2Bytes(chip.l2_mib);
+  const groupOf = memo((d) => `kv_dtype ${d || '(weights)'}`);
   return (x) => {
     const r = x as AttentionDecodeRow;
     const bytes = decodeKvBytes(r);
     const frac = bytes > minBytes ? bytes / r.latency_us / chip.hbm_bytes_per_us : undefined;
     return {
-      group: `kv_dtype ${r.kv_dtype || '(weights)'}`,
+      group: groupOf(r.kv_dtype),
       rate: frac,
       latency_us: r.latency_us,
       ref: chip.hbm_bytes_per_us,
       ideal_us: bytes / chip.hbm_bytes_per_us,
-      ...(frac !== undefined ? { limit: frac } : {}),
+      limit: frac,
     };
   };
 }
 
 function prefillJudge(chip: Chip): Judge {
+  const groupOf = memo((d) => `dtype ${d}`);
   return (x) => {
     const r = x as AttentionPrefillRow;
     const peak = peakFlopsPerUs(chip, r.dtype === 'fp8' ? 'fp8' : 'bf16');
@@ -227,10 +245,11 @@ function prefillJudge(chip: Chip): Judge {
     const large = r.batch * r.new_tokens >= LARGE_PREFILL_TOKENS;
     const frac = peak ? flops / r.latency_us / peak : undefined;
     return {
-      group: `dtype ${r.dtype}`,
+      group: groupOf(r.dtype),
       rate: large ? frac : undefined,
       latency_us: r.latency_us,
-      ...(frac !== undefined ? { limit: frac, ref: peak } : {}),
+      limit: frac,
+      ref: frac !== undefined ? peak : undefined,
     };
   };
 }
@@ -308,16 +327,19 @@ function expertAlltoallJudge(chip: Chip): Judge {
 }
 
 function moeJudge(chip: Chip): Judge {
+  const groupOf = memo((d) => `dtype ${d}`);
+  const peakOf = memo((d) => (TENSOR_DTYPES.has(d) ? peakFlopsPerUs(chip, d as GemmDtype) : undefined));
   return (x) => {
     const r = x as MoeRow;
-    const peak = TENSOR_DTYPES.has(r.dtype) ? peakFlopsPerUs(chip, r.dtype as GemmDtype) : undefined;
+    const peak = peakOf(r.dtype);
     const flops = (2 * r.tokens * r.topk * 3 * r.hidden * r.inter) / (r.tp * r.ep);
     const frac = peak ? flops / r.latency_us / peak : undefined;
     return {
-      group: `dtype ${r.dtype}`,
+      group: groupOf(r.dtype),
       rate: r.tokens >= LARGE_MOE_TOKENS ? frac : undefined,
       latency_us: r.latency_us,
-      ...(frac !== undefined ? { limit: frac, ref: peak } : {}),
+      limit: frac,
+      ref: frac !== undefined ? peak : undefined,
     };
   };
 }
@@ -412,8 +434,10 @@ export function checkUnits(
     }));
   const groups = new Map<string, Group>();
   const sizes = !(what?.flops ?? false);
+  // A RowColumns is read through one reused row view (no object built per row).
+  const rowAt = rows instanceof RowColumns ? rows.view() : (i: number) => rows.at(i);
   for (let i = 0; i < rows.length; i++) {
-    const s = judge(rows.at(i));
+    const s = judge(rowAt(i));
     if (!s) continue;
     let g = groups.get(s.group);
     if (!g) {
