@@ -637,10 +637,11 @@ export function collapseDuplicates<F extends Family>(
 ): Collapsed<FamilyRow[F], RowList<FamilyRow[F]>> {
   const keyCols = repeatKey(family);
   const latCol = (FAMILY_COLUMNS[family] as readonly string[]).includes('latency_us') ? 'latency_us' : 'measured_us';
-  const index = new TupleIndex(keyCols, rows);
+  const index = new TupleIndex(keyCols, rows, rows.length);
   const latency = readerOf(rows, latCol) as (i: number) => number;
-  /** Input index of each kept row (first occurrence), in order. */
-  const keep: number[] = [];
+  /** Input index of each kept row (first occurrence), in order: the identity until the first repeat. */
+  let keep: Int32Array | undefined;
+  let kept = 0;
   /** Latencies of kept rows seen more than once (kept index → all latencies). */
   const repeats = new Map<number, number[]>();
   /** Input index of the last repeat of each kept row. */
@@ -648,8 +649,13 @@ export function collapseDuplicates<F extends Family>(
   for (let i = 0; i < rows.length; i++) {
     const at = index.add(i);
     if (index.added) {
-      keep.push(i);
+      if (keep) keep[kept] = i;
+      kept++;
       continue;
+    }
+    if (!keep) {
+      keep = new Int32Array(rows.length);
+      for (let j = 0; j < kept; j++) keep[j] = j;
     }
     lastAt.set(at, i);
     const list = repeats.get(at);
@@ -668,8 +674,8 @@ export function collapseDuplicates<F extends Family>(
     median.set(at, s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2);
   }
   const out = rows instanceof RowColumns ? new RowColumns<FamilyRow[F]>() : ([] as FamilyRow[F][]);
-  for (let j = 0; j < keep.length; j++) {
-    const row = rows.at(keep[j]!)!;
+  for (let j = 0; j < kept; j++) {
+    const row = rows.at(keep![j]!)!;
     const med = median.get(j);
     out.push(med === undefined ? row : { ...row, [latCol]: med });
   }
@@ -783,7 +789,7 @@ function countPairs(
   shapeCols: readonly string[],
 ): { per: Map<string, { rows: number; shapes: number }>; pairs: number } {
   const per = new Map<string, { rows: number; shapes: number }>();
-  const pairs = new TupleIndex([dcol, ...shapeCols], rows as RowList<object>);
+  const pairs = new TupleIndex([dcol, ...shapeCols], rows as RowList<object>, rows.length);
   const dtype = readerOf(rows, dcol);
   let last: unknown;
   let e = { rows: 0, shapes: 0 };

@@ -56,7 +56,7 @@ export class TupleIndex {
   private slots: Int32Array;
   private hashes: Uint32Array;
   /** Input index of each tuple's first row (`size` used). */
-  private firsts = new Int32Array(1024);
+  private firsts: Int32Array;
   private n = 0;
   private mask: number;
   /** One reader per tuple column (row-columns.ts `readerOf`): cells are read in place, no row is built. */
@@ -71,15 +71,20 @@ export class TupleIndex {
   /**
    * @param cols the columns that make a tuple (compared with ===; NaN never equals itself)
    * @param source the rows `add` is given indices into (a RowColumns must not be pushed to while the index is used)
+   * @param expected how many tuples to size the table for (the rows that will be added, say): no
+   *   growth, so no rehash and no old table beside the new one, up to that many
    */
-  constructor(cols: readonly string[], source: RowList<object>) {
+  constructor(cols: readonly string[], source: RowList<object>, expected = 0) {
     // On RowColumns, text columns are compared by dictionary id (same tuples, same first-seen ids).
     this.cols = cols.map((c) => (source instanceof RowColumns ? source.keyReader(c) : readerOf(source, c)));
     this.arrays = cols.map((c) => (source instanceof RowColumns ? source.keyArray(c) : undefined));
     this.kinds = Uint8Array.from(this.arrays, (a) => (a === undefined ? 0 : a instanceof Float64Array ? 2 : 1));
-    this.slots = new Int32Array(1024).fill(EMPTY);
-    this.hashes = new Uint32Array(1024);
-    this.mask = 1023;
+    let size = 1024;
+    while (size < 2 * expected) size *= 2;
+    this.slots = new Int32Array(size).fill(EMPTY);
+    this.hashes = new Uint32Array(size);
+    this.mask = size - 1;
+    this.firsts = new Int32Array(Math.max(1024, expected));
   }
 
   /** Distinct tuples seen so far. */
@@ -108,7 +113,7 @@ export class TupleIndex {
     }
     const id = this.n++;
     if (id === this.firsts.length) {
-      const f = new Int32Array(id * 2);
+      const f = new Int32Array(Math.max(1024, id * 2));
       f.set(this.firsts);
       this.firsts = f;
     }
