@@ -94,6 +94,34 @@ export function collectiveObjective(
 }
 
 /**
+ * `collectiveObjective` over the resample `idx` as a function of L = ln r_t, the same value bit for
+ * bit: each distinct point's |ln ratio| is taken once per L (a resample repeats about a third of its
+ * points), then summed in idx order, as the direct loop sums them (issue 17: the bootstrap's cost).
+ */
+function resampleObjective(
+  pts: ReadonlyArray<CurvePoint>,
+  t0_us: number,
+  r_peak: number,
+  idx: ArrayLike<number>,
+): (L: number) => number {
+  const used = Int32Array.from(new Set(Array.from(idx)));
+  const bytes = Float64Array.from(pts, (p) => p.message_bytes);
+  const meas = Float64Array.from(pts, (p) => p.latency_us);
+  const term = new Float64Array(pts.length);
+  const n = idx.length;
+  return (L) => {
+    const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
+    for (let u = 0; u < used.length; u++) {
+      const i = used[u]!;
+      term[i] = Math.abs(Math.log(collectiveTime(bytes[i]!, c) / meas[i]!));
+    }
+    let s = 0;
+    for (let j = 0; j < n; j++) s += term[idx[j]!]!;
+    return s / n;
+  };
+}
+
+/**
  * Fit r_t with t0 and r_peak fixed: a 1-D minimisation of the mean |ln ratio| over ln r_t in
  * [ln(r_peak·1e-4), ln r_peak]. The objective is piecewise smooth with kinks where a prediction
  * crosses its measurement (r_t = b_i/(m_i − t0)); we evaluate every kink inside the bracket, the
@@ -108,7 +136,9 @@ export function fitTransitionRate(
 ): { r_t: number; objective: number; at_peak: boolean } {
   const hiL = Math.log(r_peak);
   const loL = Math.log(r_peak * R_T_BRACKET_LOW);
-  const f = (L: number) => collectiveObjective(pts, t0_us, Math.exp(L), r_peak, idx);
+  const f = idx
+    ? resampleObjective(pts, t0_us, r_peak, idx)
+    : (L: number) => collectiveObjective(pts, t0_us, Math.exp(L), r_peak);
   const cand = new Set<number>([loL, hiL]);
   const G = 48;
   for (let i = 1; i < G; i++) cand.add(loL + ((hiL - loL) * i) / G);

@@ -30,7 +30,7 @@ import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
-import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
+import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
 import { levenbergMarquardt2 } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
@@ -481,7 +481,7 @@ interface RampSplit {
 export function reduceGemmRepeats(rows: readonly GemmRow[]): GemmRow[] {
   let out = REDUCED.get(rows);
   if (!out) {
-    out = reduceRepeats(rows, (r) => `${r.dtype}|${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
+    out = reduceRepeatsBy(rows, ['dtype', 'm', 'n', 'k', 'kernel_source']);
     REDUCED.set(rows, out);
   }
   return out;
@@ -495,7 +495,7 @@ function splitRampPoints(
   peak: number,
   repeatsReduced: boolean,
 ): RampSplit | string {
-  const rows = repeatsReduced ? rowsIn : reduceRepeats(rowsIn, (r) => `${r.m}|${r.n}|${r.k}|${r.kernel_source}`);
+  const rows = repeatsReduced ? rowsIn : reduceRepeatsBy(rowsIn, ['m', 'n', 'k', 'kernel_source']);
   const all: Pt[] = rows.map((r) => ({
     m: r.m,
     n: r.n,

@@ -20,7 +20,7 @@ import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, mapePct } from '../core/numeric/stats.ts';
 import type { MoeRow } from '../measurements/schema.ts';
-import { ciFromEstimates, reduceRepeats } from './common.ts';
+import { ciFromEstimates, reduceRepeatsBy } from './common.ts';
 
 /** One measured layer timing with its shape-only quantities precomputed. */
 export interface ExpertPoint {
@@ -61,9 +61,7 @@ export function expertSeries(
   rates: ExpertRates,
 ): { series: ExpertSeries[]; screened: ExpertSeries[]; skipped_rows: number } {
   const sel = rows.filter((r) => r.dtype === dtype && r.distribution === distribution && r.tokens > 0);
-  const red = reduceRepeats(sel, (r) =>
-    [r.kernel_source, r.tokens, r.hidden, r.inter, r.topk, r.experts, r.tp, r.ep].join('|'),
-  );
+  const red = reduceRepeatsBy(sel, ['kernel_source', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'tp', 'ep']);
   const byKey = new Map<string, ExpertSeries>();
   let skipped_rows = 0;
   for (const r of red) {

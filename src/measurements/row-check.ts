@@ -99,13 +99,19 @@ function fieldPred(def: Def): Pred | undefined {
   return undefined;
 }
 
+/** A compiled row reader: the cells of one row in `cols` order in, the row in the schema's output form out when valid. */
+export type RowReader = (cells: ReadonlyArray<string | number>) => Record<string, string | number> | undefined;
+
 /**
  * Compile `schema` (a strict z.object of number, string and enum fields, with optional `.refine`s)
- * for rows whose keys are exactly `cols` (in that order).
- * @returns the check, or undefined when the schema uses anything the compiler does not know (then
+ * for rows whose cells come in `cols` order. The fields are checked on the cells themselves, and only
+ * a valid row becomes an object, built by one object literal with the schema's keys in order (compiled
+ * once per schema with `new Function` from the schema's own key names: every row then has one compact
+ * shape with its fields in the object, not a dictionary grown key by key; issue 17, reading the tables).
+ * @returns the reader, or undefined when the schema uses anything the compiler does not know (then
  *   the caller validates every row with zod).
  */
-export function compileRowCheck(schema: z.ZodType, cols: readonly string[]): RowCheck | undefined {
+export function compileRowReader(schema: z.ZodType, cols: readonly string[]): RowReader | undefined {
   const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
   if (def.type !== 'object' || !def.shape || def.catchall?._zod.def.type !== 'never') return undefined;
   const keys = Object.keys(def.shape);
@@ -118,16 +124,27 @@ export function compileRowCheck(schema: z.ZodType, cols: readonly string[]): Row
   }
   const refines = (def.checks ?? []).map((c) => (c._zod.def.check === 'custom' ? c._zod.check : undefined));
   if (refines.some((f) => !f)) return undefined;
-  const sameOrder = keys.every((k, i) => cols[i] === k);
-  return (row) => {
-    for (let i = 0; i < keys.length; i++) if (!preds[i]!(row[keys[i]!])) return undefined;
+  const at = keys.map((k) => cols.indexOf(k));
+  const make = new Function(
+    'v',
+    `return { ${keys.map((k, i) => `${JSON.stringify(k)}: v[${at[i]}]`).join(', ')} };`,
+  ) as (v: ReadonlyArray<string | number>) => Record<string, string | number>;
+  return (cells) => {
+    for (let i = 0; i < preds.length; i++) if (!preds[i]!(cells[at[i]!])) return undefined;
+    const row = make(cells);
     for (const f of refines) {
       const payload = { value: row, issues: [] as unknown[] };
       if (f!(payload) instanceof Promise || payload.issues.length) return undefined;
     }
-    if (sameOrder) return row;
-    const out: Record<string, string | number> = {};
-    for (const k of keys) out[k] = row[k]!;
-    return out;
+    return row;
   };
+}
+
+/**
+ * `compileRowReader` for a row given as an object with the keys `cols`: the row in the schema's
+ * output form (key order included) when valid, else undefined.
+ */
+export function compileRowCheck(schema: z.ZodType, cols: readonly string[]): RowCheck | undefined {
+  const read = compileRowReader(schema, cols);
+  return read && ((row) => read(cols.map((c) => row[c]!)));
 }

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createGzip, gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
 import { RowColumns, type RowList, readerOf } from './row-columns.ts';
-import { compileRowCheck, type RowCheck } from './row-check.ts';
+import { compileRowReader, type RowReader } from './row-check.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { InputError, UserError } from '../core/errors.ts';
 import { csvHeader, csvRowLines, writeCsv } from '../core/render/csv.ts';
@@ -263,30 +263,31 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
     throw new InputError({ file, row: 0, column: missing[0]! }, `missing column; expected header ${cols.join(',')}`);
   }
   const out: FamilyRow[F][] = new Array(data.length - 1);
-  // Rows the compiled check accepts are the rows zod accepts, in zod's output form; any other row
+  // Rows the compiled reader accepts are the rows zod accepts, in zod's output form; any other row
   // goes through zod, so a bad row's error is zod's (row-check.ts).
-  const check = rowCheck(family);
+  const read = rowReader(family);
   const cells = new RowCells(data, header.length);
   const isText = cols.map((c) => TEXT_COLUMNS.has(c));
+  const vals: Array<string | number> = new Array(cols.length).fill(0);
   for (let r = 1; r < data.length; r++) {
     cells.load(r);
-    const obj: Record<string, string | number> = {};
     for (let c = 0; c < cols.length; c++) {
-      const col = cols[c]!;
       const j = idx[c]!;
       if (isText[c]) {
-        obj[col] = cells.text(j, c);
+        vals[c] = cells.text(j, c);
         continue;
       }
       // A plain digit string is read without making its text (the same value Number() gives).
       const d = cells.digits(j);
-      obj[col] = d > 0 ? d : numberCell(col, cells.text(j, -1), file, r);
+      vals[c] = d > 0 ? d : numberCell(cols[c]!, cells.text(j, -1), file, r);
     }
-    const fast = check?.(obj);
+    const fast = read?.(vals);
     if (fast) {
       out[r - 1] = fast as FamilyRow[F];
       continue;
     }
+    const obj: Record<string, string | number> = {};
+    for (let c = 0; c < cols.length; c++) obj[cols[c]!] = vals[c]!;
     const checked = schema.safeParse(obj);
     if (!checked.success) throw rowIssue(checked.error.issues[0]!, obj, file, r);
     out[r - 1] = checked.data as FamilyRow[F];
@@ -294,12 +295,12 @@ export function parseCanonicalCsv<F extends Family>(family: F, text: string, fil
   return out;
 }
 
-/** Each family's compiled row check (row-check.ts), built on first use; undefined when it must be zod. */
-const ROW_CHECKS = new Map<Family, RowCheck | undefined>();
-function rowCheck(family: Family): RowCheck | undefined {
-  if (!ROW_CHECKS.has(family))
-    ROW_CHECKS.set(family, compileRowCheck(FAMILY_ROW_SCHEMAS[family], FAMILY_COLUMNS[family] as readonly string[]));
-  return ROW_CHECKS.get(family);
+/** Each family's compiled row reader (row-check.ts), built on first use; undefined when it must be zod. */
+const ROW_READERS = new Map<Family, RowReader | undefined>();
+function rowReader(family: Family): RowReader | undefined {
+  if (!ROW_READERS.has(family))
+    ROW_READERS.set(family, compileRowReader(FAMILY_ROW_SCHEMAS[family], FAMILY_COLUMNS[family] as readonly string[]));
+  return ROW_READERS.get(family);
 }
 
 /**

@@ -119,6 +119,27 @@ describe('curve fit', () => {
     expect(f.geo3).toBeLessThan(f.geo2);
   });
 
+  it('fits a resample given as indices exactly as the same points given as rows (issue 17 bootstrap)', () => {
+    const rand = seededRandom(29);
+    const pts: CurvePoint[] = SIZES.map((b) => ({
+      message_bytes: b,
+      latency_us: (12 + b / 90000) * (0.8 + 0.4 * rand()),
+    }));
+    const t0 = 12;
+    const rp = Math.max(...pts.map((p) => p.message_bytes / p.latency_us));
+    for (let k = 0; k < 40; k++) {
+      // a bootstrap resample: n draws with replacement, about a third of them repeats
+      const idx = Int32Array.from(pts, () => Math.floor(rand() * pts.length));
+      const byIndex = fitTransitionRate(pts, t0, rp, idx);
+      const byRows = fitTransitionRate(
+        Array.from(idx, (i) => pts[i]!),
+        t0,
+        rp,
+      );
+      expect(byIndex).toEqual(byRows);
+    }
+  });
+
   it('reduceRepeats takes the median per size and rejects bad values', () => {
     const r = reduceRepeats([
       { message_bytes: 10, latency_us: 3 },

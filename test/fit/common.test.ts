@@ -1,0 +1,69 @@
+/**
+ * Repeat reduction (src/fit/common.ts): `reduceRepeatsBy` (fields hashed to one number) must give
+ * exactly what `reduceRepeats` gives with the fields joined into a string key, the form the GEMM,
+ * HBM and MoE-expert fitters used before (issue 17).
+ */
+import { describe, expect, it } from 'vitest';
+import { reduceRepeats, reduceRepeatsBy } from '../../src/fit/common.ts';
+
+interface Row {
+  kernel: string;
+  m: number;
+  n: number;
+  latency_us: number;
+}
+
+/** A seeded linear congruential stream in [0, 1). */
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+describe('reduceRepeatsBy', () => {
+  it('takes the median of each repeated configuration, first-seen order, first row kept', () => {
+    const rows: Row[] = [
+      { kernel: 'a', m: 1, n: 2, latency_us: 10 },
+      { kernel: 'b', m: 1, n: 2, latency_us: 7 },
+      { kernel: 'a', m: 1, n: 2, latency_us: 30 },
+      { kernel: 'a', m: 1, n: 2, latency_us: 20 },
+      { kernel: 'a', m: 2, n: 1, latency_us: 5 },
+    ];
+    const out = reduceRepeatsBy(rows, ['kernel', 'm', 'n']);
+    // (a,1,2) has 10, 30, 20 → median 20; the others are single rows, kept as the same objects
+    expect(out).toEqual([
+      { kernel: 'a', m: 1, n: 2, latency_us: 20 },
+      { kernel: 'b', m: 1, n: 2, latency_us: 7 },
+      { kernel: 'a', m: 2, n: 1, latency_us: 5 },
+    ]);
+    expect(out[1]).toBe(rows[1]);
+    // 0 and -0 are one configuration, as their decimal text is
+    expect(
+      reduceRepeatsBy(
+        [
+          { kernel: 'a', m: 0, n: 1, latency_us: 1 },
+          { kernel: 'a', m: -0, n: 1, latency_us: 3 },
+        ],
+        ['kernel', 'm', 'n'],
+      ),
+    ).toEqual([{ kernel: 'a', m: 0, n: 1, latency_us: 2 }]);
+  });
+
+  it('equals the joined-string-key reduction on random tables with many repeats', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const rnd = lcg(seed);
+      const rows: Row[] = Array.from({ length: 2000 }, () => ({
+        kernel: ['x', 'y', 'z'][Math.floor(rnd() * 3)]!,
+        m: 2 ** Math.floor(rnd() * 8),
+        n: Math.floor(rnd() * 30) * 0.5,
+        latency_us: 1 + rnd() * 100,
+      }));
+      const byString = reduceRepeats(rows, (r) => `${r.kernel}|${r.m}|${r.n}`);
+      const byFields = reduceRepeatsBy(rows, ['kernel', 'm', 'n']);
+      expect(byFields).toEqual(byString);
+      expect(byFields.length).toBeLessThan(rows.length);
+    }
+  });
+});
