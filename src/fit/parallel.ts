@@ -56,6 +56,14 @@ export class WorkerUnavailable extends Error {
   override name = 'WorkerUnavailable';
 }
 
+/**
+ * A worker's young generation, MiB (DECISION, issue 17 peak memory): V8's default lets each isolate's
+ * nursery grow to tens of MiB, and the run's peak is the sum over the main thread and its workers. At
+ * 8 MiB `fit all --chip h200` on 2 workers peaked at 332–335 MiB (default: 441–445 MiB; 2 MiB: 380–395)
+ * for the same CPU time (docs/performance.md).
+ */
+const WORKER_LIMITS = { resourceLimits: { maxYoungGenerationSizeMb: 8 } };
+
 /** The part of tsx's package.json that names its loader API's ESM file. */
 interface TsxPackage {
   exports: { './esm/api': { import: { default: string } } };
@@ -64,7 +72,7 @@ interface TsxPackage {
 /** Start one fit worker: dist's worker.js, or worker.ts through tsx when this module runs from the sources. */
 function startWorker(): Worker {
   const self = import.meta.url;
-  if (!self.endsWith('.ts')) return new Worker(new URL('./worker.js', self));
+  if (!self.endsWith('.ts')) return new Worker(new URL('./worker.js', self), WORKER_LIMITS);
   const target = new URL('./worker.ts', self).href;
   // tsx's ESM entry of `tsx/esm/api` (its package exports' import condition), by absolute URL: an
   // eval'd worker resolves bare names from the working directory, not from this package.
@@ -72,7 +80,7 @@ function startWorker(): Worker {
   const entry = (JSON.parse(readFileSync(pkg, 'utf8')) as TsxPackage).exports['./esm/api'].import.default;
   const tsx = pathToFileURL(path.join(path.dirname(pkg), entry)).href;
   const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(target)}); })`;
-  return new Worker(code, { eval: true });
+  return new Worker(code, { eval: true, ...WORKER_LIMITS });
 }
 
 /** The error a worker replied with, rebuilt as the same class (so the CLI's exit code and message hold). */
