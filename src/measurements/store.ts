@@ -108,6 +108,9 @@ export function prepareMeasurements<F extends Family>(
   };
 }
 
+/** Bytes of CSV text a MeasurementGzip may hold uncompressed before `write` waits (about four import chunks). */
+const GZIP_BACKLOG = 16 << 20;
+
 /**
  * A measurement file's gzip stream (MEASUREMENT_GZIP_LEVEL), compressed on libuv's thread pool while
  * the caller goes on: the import feeds it each chunk's CSV lines as they are mapped, so the deflate
@@ -125,9 +128,13 @@ export class MeasurementGzip {
     this.done.catch(() => undefined); // a stream given up (`discard`) is never awaited
   }
 
-  /** Queue `data`; resolves once the stream can take more (back-pressure). */
+  /**
+   * Queue `data`; resolves at once while under GZIP_BACKLOG bytes wait, else once the queue has drained
+   * (back-pressure that still lets the caller map the next chunk while this one is compressed: waiting
+   * for every write to drain made the import wait for deflate after each chunk).
+   */
   async write(data: Buffer | string): Promise<void> {
-    if (!this.gz.write(data)) await once(this.gz, 'drain');
+    if (!this.gz.write(data) && this.gz.writableLength > GZIP_BACKLOG) await once(this.gz, 'drain');
   }
 
   /** The whole compressed file. */
