@@ -3,10 +3,11 @@
  *
  *   t = floor + p · item_us + kv_bytes / (r_max · p / (p + p_½)),   p = batch × n_kv (KV heads on the GPU)
  *
- * fitted jointly on every row by minimising mean |ln(pred/meas)| (the attention fitters' objective),
- * by generating-set search in the logs of the four coefficients. Rows are packed into typed arrays
- * once per fit, so one objective evaluation is one pass over three Float64Arrays with one log per
- * row (the old object-walking logL1 was ~45% of a refit). Deterministic.
+ * fitted jointly on every row by minimising mean |ln(pred/meas)| (the attention fitters' objective)
+ * by IRLS with analytic derivatives (irlsFit: one pass and one log per row per iteration). Rows are
+ * packed into typed arrays once per fit; the floor + rate searches of src/fit/attention.ts evaluate
+ * the same objective as a product of ratios (searchLogL1, floorLogL1: one log per ~150 rows).
+ * Deterministic.
  */
 import { type DecodeLaw, decodeAttentionUs } from '../core/laws/attention.ts';
 import { solveLinear } from '../core/numeric/lsq.ts';
