@@ -19,13 +19,20 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Preloaded into the child: its CPU µs and peak RSS (KiB) on fd 2 at exit. */
 const HOOK = `data:text/javascript,process.on('exit',()=>{const c=process.cpuUsage();process.stderr.write('\\ncpu_us='+(c.user+c.system)+' maxrss_kib='+process.resourceUsage().maxRSS+'\\n')})`;
 
-/** One whole `fit all --chip h200 --check` process: wall s, CPU s, peak MiB and its last stderr line. */
-function wholeProcess() {
+/**
+ * One whole `fit all --chip h200 --check` process: wall s, CPU s, peak MiB and its last stderr line.
+ * `workers` sets STEPCAL_FIT_WORKERS (undefined: the default, one worker thread per core up to 4).
+ */
+function wholeProcess(workers?: number) {
   const t0 = performance.now();
   const r = spawnSync(
     process.execPath,
     ['--import', HOOK, path.join(root, 'bin', 'stepcal.mjs'), 'fit', 'all', '--chip', 'h200', '--check'],
-    { cwd: root, encoding: 'utf8', env: { ...process.env, STEPCAL_QUIET: '0' } },
+    {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, STEPCAL_QUIET: '0', STEPCAL_FIT_WORKERS: workers === undefined ? '' : String(workers) },
+    },
   );
   const wall_s = (performance.now() - t0) / 1000;
   const cpu_s = Number(/cpu_us=(\d+)/.exec(r.stderr)?.[1] ?? Number.NaN) / 1e6;
@@ -40,6 +47,11 @@ export default async function bench(): Promise<void> {
     `fit all --chip h200 --check, whole process: ${w.wall_s.toFixed(1)} s wall, ${w.cpu_s.toFixed(1)} s CPU; goal ${GOAL_S} s (ratio ${(w.wall_s / GOAL_S).toFixed(2)} wall, ${(w.cpu_s / GOAL_S).toFixed(2)} CPU; ≤ 1 meets it) [${w.check}]\n` +
       `  peak memory ${w.peak_mib.toFixed(0)} MiB; goal ${GOAL_MIB} MiB (ratio ${(w.peak_mib / GOAL_MIB).toFixed(2)})\n`,
   );
+  // The same in one thread (STEPCAL_FIT_WORKERS=1), to show what the worker threads change.
+  const one = wholeProcess(1);
+  process.stdout.write(
+    `  in one thread (STEPCAL_FIT_WORKERS=1): ${one.wall_s.toFixed(1)} s wall, ${one.cpu_s.toFixed(1)} s CPU, peak ${one.peak_mib.toFixed(0)} MiB [${one.check}]\n`,
+  );
   const cpu = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
@@ -47,7 +59,10 @@ export default async function bench(): Promise<void> {
   const cpu_ms: Record<string, number> = {};
   let mark = cpu();
   const t0 = performance.now();
+  // In this thread (workers: 1): process.cpuUsage() counts every thread, so per-family CPU needs one
+  // family at a time. Each family reads its own tables inside its time (src/fit/families.ts).
   const r = await fitAll('h200', {
+    workers: 1,
     onFamily: (family, phase) => {
       const now = cpu();
       // CPU before a family starts is its reading (and any lazy table read); after, its fit.
@@ -60,7 +75,9 @@ export default async function bench(): Promise<void> {
     process.stdout.write(
       `  ${family.padEnd(18)} ${(ms / 1000).toFixed(2)} s wall, ${((cpu_ms[family] ?? 0) / 1000).toFixed(2)} s CPU (+ ${((cpu_ms[`${family} (read)`] ?? 0) / 1000).toFixed(2)} s CPU before it)\n`,
     );
-  process.stdout.write(`fitAll h200 in-process (incl. reading measurements): ${total_s.toFixed(1)} s wall\n`);
+  process.stdout.write(
+    `fitAll h200 in-process, one thread (incl. reading measurements): ${total_s.toFixed(1)} s wall\n`,
+  );
   // issue 13: the new families (expert time on the moe rows already read; MLA, reading its own table) add ≤ 1.0 s.
   const experts_s = (r.timings_ms.moe_experts ?? 0) / 1000;
   const mla_s = (r.timings_ms.mla ?? 0) / 1000;

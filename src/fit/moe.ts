@@ -143,10 +143,21 @@ export function bootstrapImbalance(
   opts: { resamples: number; seed: number },
 ): { median_ci95: [number, number]; p90_ci95: [number, number]; widened: string[] } {
   const n = ratios.length;
+  // The ratios sorted once, and each pair's place among them: a resample's sorted sample is then
+  // every sorted ratio repeated as often as the resample drew it, laid out by counting (O(n), no sort
+  // per resample; the same array the sort gave, so the same statistics; issue 17).
+  const order = Array.from(ratios, (_, i) => i).sort((a, b) => ratios[a]! - ratios[b]!);
+  const sorted = Float64Array.from(order, (i) => ratios[i]!);
+  const place = new Int32Array(n);
+  order.forEach((i, j) => {
+    place[i] = j;
+  });
+  const counts = new Int32Array(n);
   const sample = new Float64Array(n);
   const boot = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
-    for (let i = 0; i < n; i++) sample[i] = ratios[idx[i]!]!;
-    sample.sort(); // numeric for typed arrays; one sort serves both statistics
+    counts.fill(0);
+    for (let i = 0; i < n; i++) counts[place[idx[i]!]!]!++;
+    for (let j = 0, k = 0; j < n; j++) for (let c = counts[j]!; c > 0; c--) sample[k++] = sorted[j]!;
     return [type7Sorted(sample, 0.5), nearestRankSorted(sample, 0.9)] as const;
   });
   const meds = boot.map((b) => b[0]);

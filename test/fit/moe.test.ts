@@ -13,7 +13,8 @@ import {
 } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
-import { seededRandom } from '../../src/core/numeric/stats.ts';
+import { resampleEstimates } from '../../src/core/numeric/resample.ts';
+import { nearestRankSorted, percentileType7, seededRandom, type7Sorted } from '../../src/core/numeric/stats.ts';
 import { MOE_RESIDUAL_POINTS, moeSection } from '../../src/report/fit-moe.ts';
 
 const ctx = (resamples = 200): FitContext => ({
@@ -78,6 +79,42 @@ describe('imbalance statistics', () => {
     expect(s.median).toBeCloseTo(1.25, 12); // (1.2 + 1.3) / 2
     expect(s.p90).toBeCloseTo(1.6, 12); // sorted[ceil(0.9·10) − 1] = sorted[8]
     expect(s.p10).toBeCloseTo(0.8, 12);
+  });
+
+  it('bootstrap statistics equal those of each resample copied and sorted (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.double({ min: 0.5, max: 3, noNaN: true }), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 1e6 }),
+        (rs, seed) => {
+          // the direct form: copy each resample, sort it, read type-7 0.5 and nearest-rank 0.9
+          const sample = new Float64Array(rs.length);
+          const boot = resampleEstimates(rs.length, 50, seed, (idx) => {
+            for (let i = 0; i < rs.length; i++) sample[i] = rs[idx[i]!]!;
+            sample.sort();
+            return [type7Sorted(sample, 0.5), nearestRankSorted(sample, 0.9)] as const;
+          });
+          const ci = (vals: number[], v: number): [number, number] => [
+            Math.min(percentileType7(vals, 0.025), v),
+            Math.max(percentileType7(vals, 0.975), v),
+          ];
+          const s = imbalanceStats(rs);
+          const got = bootstrapImbalance(rs, { resamples: 50, seed });
+          expect(got.median_ci95).toEqual(
+            ci(
+              boot.map((b) => b[0]),
+              s.median,
+            ),
+          );
+          expect(got.p90_ci95).toEqual(
+            ci(
+              boot.map((b) => b[1]),
+              s.p90,
+            ),
+          );
+        },
+      ),
+    );
   });
 
   it('bootstrap intervals contain the estimates and are seeded (property)', () => {
