@@ -90,13 +90,19 @@ export class StepTermsLog implements StepTermsSink {
   }
 
   /**
-   * `composeAt(step, s, …)`'s compute_memory_overlap_us − resources_us.host (the same number, bit for
-   * bit; compose.ts `cmOverlapNohostOf`), without filling a StepPrice.
-   * @throws RangeError when `step` was not recorded
+   * Σ over recorded steps `from` ≤ i < `to` of `composeAt(i, s, …)`'s compute_memory_overlap_us −
+   * resources_us.host, added in step order onto `start` (the same number, bit for bit, as that sum
+   * taken step by step; compose.ts `cmOverlapNohostOf`), without filling a StepPrice.
+   * @throws RangeError when a step in the range was not recorded
    */
-  cmOverlapNohostAt(step: number, s: number): number {
-    this.check(step);
-    return cmOverlapNohostOf(this.replay(step, s));
+  cmOverlapNohostSum(from: number, to: number, s: number, start = 0): number {
+    if (to > from) {
+      this.check(from);
+      this.check(to - 1);
+    }
+    let sum = start;
+    for (let i = from; i < to; i++) sum += cmOverlapNohostOf(this.replay(i, s));
+    return sum;
   }
 
   private check(step: number): void {

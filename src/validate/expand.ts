@@ -218,7 +218,10 @@ export function cmNohostFromLog(log: StepTermsLog, s: number, steps: readonly nu
   let sum = 0;
   let i = 0;
   for (const n of steps) {
-    for (; i < n; i++) sum += log.cmOverlapNohostAt(i, s);
+    if (n > i) {
+      sum = log.cmOverlapNohostSum(i, n, s, sum);
+      i = n;
+    }
     sums.push(sum);
   }
   return sums;

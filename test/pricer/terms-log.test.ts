@@ -74,7 +74,7 @@ describe('StepTermsLog re-composes a step at any s exactly as a pricer built at 
           const want = scaled.price(b);
           expectSame(log.composeAt(i, s, out), want);
           const cm = want.compute_memory_overlap_us - want.resources_us.host;
-          expect(Object.is(log.cmOverlapNohostAt(i, s), cm)).toBe(true);
+          expect(Object.is(log.cmOverlapNohostSum(i, i + 1, s), 0 + cm)).toBe(true);
         }
       }
     });
@@ -122,6 +122,20 @@ describe('StepTermsLog re-composes a step at any s exactly as a pricer built at 
     expect(two.resources_us.sm).toBeCloseTo(2 * one.resources_us.sm, 6);
     expect(two.resources_us.hbm).toBe(one.resources_us.hbm);
     expect(two.resources_us.host).toBe(one.resources_us.host);
+  });
+
+  it('a range sum adds the steps in order onto its start, as a loop over the steps does', () => {
+    const log = new StepTermsLog();
+    const p = makePricer('llama-3.1-70b', 'h200', { tp: 8 }, h200);
+    for (let c = 100; c < 140; c++) p.price(decodeBatch(8, c), { terms: log });
+    let want = 12.5;
+    for (let i = 3; i < 31; i++) {
+      const q = log.composeAt(i, 1.7, emptyStepPrice());
+      want += q.compute_memory_overlap_us - q.resources_us.host;
+    }
+    expect(Object.is(log.cmOverlapNohostSum(3, 31, 1.7, 12.5), want)).toBe(true);
+    expect(log.cmOverlapNohostSum(5, 5, 1.7, 2)).toBe(2);
+    expect(() => log.cmOverlapNohostSum(0, 41, 1)).toThrow(RangeError);
   });
 
   it('asking for a step that was not recorded throws', () => {
