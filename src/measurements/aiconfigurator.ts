@@ -211,7 +211,7 @@ function checkOp(table: CellTable, r: number, j: number, expected: ReadonlySet<s
   return op;
 }
 
-/** Output columns of each table's rows, in the order its mapper sets them (the mapper's `o.set(c, …)`). */
+/** Output columns of each table's rows, in the order its mapper sets them (the mapper's `o.int`, `o.num`, `o.text` column c). */
 const OUT_KEYS: Record<Exclude<AicTable, 'gdn_perf' | 'kda_perf' | 'mamba2_perf'>, readonly string[]> = {
   gemm_perf: ['chip', 'lane', 'kernel_source', 'dtype', 'm', 'n', 'k', 'latency_us'],
   context_attention_perf: [
@@ -346,14 +346,14 @@ function mapGemm(t: CellTable, chip: string, o: RowSink): void {
   const ops = new Set(['gemm']);
   for (let r = 0; r < t.length; r++) {
     checkOp(t, r, op, ops);
-    o.set(0, chip); // chip
-    o.set(1, lane(r)); // lane
-    o.set(2, t.text(r, ks)); // kernel_source
-    o.set(3, mapped(t, r, dt, 'gemm_dtype', GEMM_DTYPE_MAP, 'GEMM dtype')); // dtype
-    o.set(4, intAt(t, r, m, 'm', 1)); // m
-    o.set(5, intAt(t, r, n, 'n', 1)); // n
-    o.set(6, intAt(t, r, k, 'k', 1)); // k
-    o.set(7, latencyAt(t, r, lat, 'latency') * 1000); // latency_us
+    o.text(0, chip); // chip
+    o.text(1, lane(r)); // lane
+    o.text(2, t.text(r, ks)); // kernel_source
+    o.text(3, mapped(t, r, dt, 'gemm_dtype', GEMM_DTYPE_MAP, 'GEMM dtype')); // dtype
+    o.int(4, intAt(t, r, m, 'm', 1)); // m
+    o.int(5, intAt(t, r, n, 'n', 1)); // n
+    o.int(6, intAt(t, r, k, 'k', 1)); // k
+    o.num(7, latencyAt(t, r, lat, 'latency') * 1000); // latency_us
     o.end();
   }
 }
@@ -417,19 +417,19 @@ function mapPrefill(t: CellTable, chip: string, o: RowSink): void {
   for (let r = 0; r < t.length; r++) {
     checkOp(t, r, x.op, ops);
     checkBeam(t, r, x.beam);
-    o.set(0, chip); // chip
-    o.set(1, lane(r)); // lane
-    o.set(2, t.text(r, x.ks)); // kernel_source
-    o.set(3, intAt(t, r, x.b, 'batch_size', 1)); // batch
-    o.set(4, intAt(t, r, x.isl, 'isl', 1)); // new_tokens
-    o.set(5, intAt(t, r, x.step, 'step', 0)); // prefix_tokens
-    o.set(6, intAt(t, r, x.nq, 'num_heads', 1)); // n_q
-    o.set(7, intAt(t, r, x.nkv, 'num_key_value_heads', 1)); // n_kv
-    o.set(8, intAt(t, r, x.hd, 'head_dim', 1)); // head_dim
-    o.set(9, x.win >= 0 ? intAt(t, r, x.win, 'window_size', 0) : 0); // window
-    o.set(10, mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype')); // dtype
-    o.set(11, mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype')); // kv_dtype
-    o.set(12, latencyAt(t, r, x.lat, 'latency') * 1000); // latency_us
+    o.text(0, chip); // chip
+    o.text(1, lane(r)); // lane
+    o.text(2, t.text(r, x.ks)); // kernel_source
+    o.int(3, intAt(t, r, x.b, 'batch_size', 1)); // batch
+    o.int(4, intAt(t, r, x.isl, 'isl', 1)); // new_tokens
+    o.int(5, intAt(t, r, x.step, 'step', 0)); // prefix_tokens
+    o.int(6, intAt(t, r, x.nq, 'num_heads', 1)); // n_q
+    o.int(7, intAt(t, r, x.nkv, 'num_key_value_heads', 1)); // n_kv
+    o.int(8, intAt(t, r, x.hd, 'head_dim', 1)); // head_dim
+    o.int(9, x.win >= 0 ? intAt(t, r, x.win, 'window_size', 0) : 0); // window
+    o.text(10, mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype')); // dtype
+    o.text(11, mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype')); // kv_dtype
+    o.num(12, latencyAt(t, r, x.lat, 'latency') * 1000); // latency_us
     o.end();
   }
 }
@@ -448,17 +448,17 @@ function mapDecode(t: CellTable, chip: string, o: RowSink): void {
       );
     }
     mapped(t, r, x.adt, 'attn_dtype', ATTN_DTYPE_MAP, 'attention dtype');
-    o.set(0, chip); // chip
-    o.set(1, lane(r)); // lane
-    o.set(2, t.text(r, x.ks)); // kernel_source
-    o.set(3, intAt(t, r, x.b, 'batch_size', 1)); // batch
-    o.set(4, intAt(t, r, x.step, 'step', 0) + 1); // context_tokens
-    o.set(5, intAt(t, r, x.nq, 'num_heads', 1)); // n_q
-    o.set(6, intAt(t, r, x.nkv, 'num_key_value_heads', 1)); // n_kv
-    o.set(7, intAt(t, r, x.hd, 'head_dim', 1)); // head_dim
-    o.set(8, x.win >= 0 ? intAt(t, r, x.win, 'window_size', 0) : 0); // window
-    o.set(9, mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype')); // kv_dtype
-    o.set(10, latencyAt(t, r, x.lat, 'latency') * 1000); // latency_us
+    o.text(0, chip); // chip
+    o.text(1, lane(r)); // lane
+    o.text(2, t.text(r, x.ks)); // kernel_source
+    o.int(3, intAt(t, r, x.b, 'batch_size', 1)); // batch
+    o.int(4, intAt(t, r, x.step, 'step', 0) + 1); // context_tokens
+    o.int(5, intAt(t, r, x.nq, 'num_heads', 1)); // n_q
+    o.int(6, intAt(t, r, x.nkv, 'num_key_value_heads', 1)); // n_kv
+    o.int(7, intAt(t, r, x.hd, 'head_dim', 1)); // head_dim
+    o.int(8, x.win >= 0 ? intAt(t, r, x.win, 'window_size', 0) : 0); // window
+    o.text(9, mapped(t, r, x.kvdt, 'kv_cache_dtype', ATTN_DTYPE_MAP, 'KV-cache dtype')); // kv_dtype
+    o.num(10, latencyAt(t, r, x.lat, 'latency') * 1000); // latency_us
     o.end();
   }
 }
@@ -493,19 +493,19 @@ function mapMoe(t: CellTable, chip: string, o: RowSink): void {
         `expected "balanced" or "power_law_<alpha>", got "${distribution}"`,
       );
     }
-    o.set(0, chip); // chip
-    o.set(1, lane(r)); // lane
-    o.set(2, t.text(r, ks!)); // kernel_source
-    o.set(3, intAt(t, r, tok!, 'num_tokens', 1)); // tokens
-    o.set(4, intAt(t, r, hid!, 'hidden_size', 1)); // hidden
-    o.set(5, intAt(t, r, inter!, 'inter_size', 1)); // inter
-    o.set(6, intAt(t, r, topk!, 'topk', 1)); // topk
-    o.set(7, intAt(t, r, ne!, 'num_experts', 1)); // experts
-    o.set(8, intAt(t, r, tp!, 'moe_tp_size', 1)); // tp
-    o.set(9, intAt(t, r, ep!, 'moe_ep_size', 1)); // ep
-    o.set(10, mapped(t, r, dt!, 'moe_dtype', MOE_DTYPE_MAP, 'MoE dtype')); // dtype
-    o.set(11, distribution); // distribution
-    o.set(12, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.text(0, chip); // chip
+    o.text(1, lane(r)); // lane
+    o.text(2, t.text(r, ks!)); // kernel_source
+    o.int(3, intAt(t, r, tok!, 'num_tokens', 1)); // tokens
+    o.int(4, intAt(t, r, hid!, 'hidden_size', 1)); // hidden
+    o.int(5, intAt(t, r, inter!, 'inter_size', 1)); // inter
+    o.int(6, intAt(t, r, topk!, 'topk', 1)); // topk
+    o.int(7, intAt(t, r, ne!, 'num_experts', 1)); // experts
+    o.int(8, intAt(t, r, tp!, 'moe_tp_size', 1)); // tp
+    o.int(9, intAt(t, r, ep!, 'moe_ep_size', 1)); // ep
+    o.text(10, mapped(t, r, dt!, 'moe_dtype', MOE_DTYPE_MAP, 'MoE dtype')); // dtype
+    o.text(11, distribution); // distribution
+    o.num(12, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
     o.end();
   }
 }
@@ -518,16 +518,16 @@ function mapNccl(t: CellTable, chip: string, o: RowSink): void {
   const lane = laneMaker(t, -1, ver!, 'nccl');
   for (let r = 0; r < t.length; r++) {
     const d = mapped(t, r, dt!, 'nccl_dtype', COLL_DTYPE_MAP, 'collective dtype');
-    o.set(0, chip); // chip
-    o.set(1, lane(r)); // lane
-    o.set(2, t.text(r, ks!)); // kernel_source
-    o.set(3, checkOp(t, r, op!, COLL_OPS) as CollectiveOp); // op
-    o.set(4, d.dtype); // dtype
-    o.set(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
-    o.set(6, 1); // nodes
-    o.set(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
-    o.set(8, mapped(t, r, ks!, 'kernel_source', BACKEND_MAP, 'collective backend')); // backend
-    o.set(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.text(0, chip); // chip
+    o.text(1, lane(r)); // lane
+    o.text(2, t.text(r, ks!)); // kernel_source
+    o.text(3, checkOp(t, r, op!, COLL_OPS) as CollectiveOp); // op
+    o.text(4, d.dtype); // dtype
+    o.int(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
+    o.int(6, 1); // nodes
+    o.int(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
+    o.text(8, mapped(t, r, ks!, 'kernel_source', BACKEND_MAP, 'collective backend')); // backend
+    o.num(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
     o.end();
   }
 }
@@ -561,16 +561,16 @@ function mapCustomAllreduce(t: CellTable, chip: string, o: RowSink): void {
   const ops = new Set(['all_reduce']);
   for (let r = 0; r < t.length; r++) {
     const d = mapped(t, r, dt!, 'allreduce_dtype', COLL_DTYPE_MAP, 'all-reduce dtype');
-    o.set(0, chip); // chip
-    o.set(1, lane(r)); // lane
-    o.set(2, t.text(r, ks!)); // kernel_source
-    o.set(3, checkOp(t, r, op!, ops) as CollectiveOp); // op
-    o.set(4, d.dtype); // dtype
-    o.set(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
-    o.set(6, 1); // nodes
-    o.set(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
-    o.set(8, mapped(t, r, be.j, be.col, be.map, 'collective backend')); // backend
-    o.set(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.text(0, chip); // chip
+    o.text(1, lane(r)); // lane
+    o.text(2, t.text(r, ks!)); // kernel_source
+    o.text(3, checkOp(t, r, op!, ops) as CollectiveOp); // op
+    o.text(4, d.dtype); // dtype
+    o.int(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
+    o.int(6, 1); // nodes
+    o.int(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
+    o.text(8, mapped(t, r, be.j, be.col, be.map, 'collective backend')); // backend
+    o.num(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
     o.end();
   }
 }

@@ -7,19 +7,29 @@
  * written for arrays of rows (`length`, `at`, `for … of`) reads a RowColumns unchanged (`RowList`).
  */
 
-/** Where a mapper writes rows: `set(c, value)` for every column of the row, then `end()`. */
+/**
+ * Where a mapper writes rows: a value for every column of the row, then `end()`. `int`, `num` and
+ * `text` say the value's type (a fast path into a column of that kind; any value still fits).
+ */
 export interface RowSink {
   set(c: number, v: unknown): void;
+  int(c: number, v: number): void;
+  num(c: number, v: number): void;
+  text(c: number, v: string): void;
   end(): void;
 }
 
 /** A RowSink that builds plain objects with the keys in `keys` order, into `rows`. */
 export function objectSink<R>(keys: readonly string[], rows: R[]): RowSink {
   let row: Record<string, unknown> = {};
+  const set = (c: number, v: unknown) => {
+    row[keys[c]!] = v;
+  };
   return {
-    set: (c, v) => {
-      row[keys[c]!] = v;
-    },
+    set,
+    int: set,
+    num: set,
+    text: set,
     end: () => {
       rows.push(row as R);
       row = {};
@@ -163,6 +173,26 @@ class Column {
     else if (this.kind === 'num') this.nums[i] = v as number;
     else if (this.kind === 'str') this.setText(i, v === this.lastText ? this.lastId : this.id(v as string), cap);
     else this.any[i] = v;
+  }
+
+  /** `set` of an int32 (a value that is not one goes through `set`). */
+  setInt(i: number, v: number, cap: number): void {
+    if (this.kind !== 'int' || (v | 0) !== v) return this.set(i, v, cap);
+    if (this.ints.length < cap) this.ints = grow(this.ints, cap) as Int32Array<ArrayBuffer>;
+    this.ints[i] = v;
+  }
+
+  /** `set` of a number into a float64 column (any other column goes through `set`). */
+  setNum(i: number, v: number, cap: number): void {
+    if (this.kind !== 'num') return this.set(i, v, cap);
+    if (this.nums.length < cap) this.nums = grow(this.nums, cap) as Float64Array<ArrayBuffer>;
+    this.nums[i] = v;
+  }
+
+  /** `set` of a string: a run of the same string skips the dictionary lookup. */
+  setString(i: number, v: string, cap: number): void {
+    if (this.kind !== 'str') return this.set(i, v, cap);
+    this.setText(i, v === this.lastText ? this.lastId : this.id(v), cap);
   }
 
   get(i: number): unknown {
@@ -337,6 +367,9 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     // `set` writes row n below the capacity `end` keeps ahead of it.
     return {
       set: (c, v) => cols[c]!.set(this.n, v, this.cap),
+      int: (c, v) => cols[c]!.setInt(this.n, v, this.cap),
+      num: (c, v) => cols[c]!.setNum(this.n, v, this.cap),
+      text: (c, v) => cols[c]!.setString(this.n, v, this.cap),
       end: () => {
         for (const c of others) this.markAbsent(c);
         if (++this.n === this.cap) this.cap *= 2;
