@@ -108,8 +108,8 @@ export function prepareMeasurements<F extends Family>(
   };
 }
 
-/** Bytes of CSV text a MeasurementGzip may hold uncompressed before `write` waits (about four import chunks). */
-const GZIP_BACKLOG = 16 << 20;
+/** Bytes of CSV text a MeasurementGzip may hold uncompressed before `write` waits (about two import chunks). */
+const GZIP_BACKLOG = 8 << 20;
 
 /**
  * A measurement file's gzip stream (MEASUREMENT_GZIP_LEVEL), compressed on libuv's thread pool while
