@@ -102,7 +102,9 @@ function onboardedResult(fit: FitAllResult): FitAllResult {
 }
 
 async function refitNow(chip: string, key: string): Promise<Refit> {
-  const fitted = await fitAll(chip);
+  // One thread: vitest already runs two test workers on the two cores, and fit workers would each
+  // reload the modules and hold their own heap (≈ 2.5 s CPU and 100 MiB more per refit; docs/performance.md).
+  const fitted = await fitAll(chip, { workers: 1 });
   const result = isOnboarded(chip) ? onboardedResult(fitted) : fitted;
   const files = fitOutputFiles(result, {}, renderFitReport(result)).map(({ file, data }) => ({
     file: path.relative(REPO_ROOT, file).split(path.sep).join('/'),
