@@ -177,22 +177,26 @@ class Column {
 
   /** `set` of an int32 (a value that is not one goes through `set`). */
   setInt(i: number, v: number, cap: number): void {
-    if (this.kind !== 'int' || (v | 0) !== v) return this.set(i, v, cap);
-    if (this.ints.length < cap) this.ints = grow(this.ints, cap) as Int32Array<ArrayBuffer>;
-    this.ints[i] = v;
+    if (this.kind !== 'int' || (v | 0) !== v) this.set(i, v, cap);
+    else {
+      if (this.ints.length < cap) this.ints = grow(this.ints, cap) as Int32Array<ArrayBuffer>;
+      this.ints[i] = v;
+    }
   }
 
   /** `set` of a number into a float64 column (any other column goes through `set`). */
   setNum(i: number, v: number, cap: number): void {
-    if (this.kind !== 'num') return this.set(i, v, cap);
-    if (this.nums.length < cap) this.nums = grow(this.nums, cap) as Float64Array<ArrayBuffer>;
-    this.nums[i] = v;
+    if (this.kind !== 'num') this.set(i, v, cap);
+    else {
+      if (this.nums.length < cap) this.nums = grow(this.nums, cap) as Float64Array<ArrayBuffer>;
+      this.nums[i] = v;
+    }
   }
 
   /** `set` of a string: a run of the same string skips the dictionary lookup. */
   setString(i: number, v: string, cap: number): void {
-    if (this.kind !== 'str') return this.set(i, v, cap);
-    this.setText(i, v === this.lastText ? this.lastId : this.id(v), cap);
+    if (this.kind !== 'str') this.set(i, v, cap);
+    else this.setText(i, v === this.lastText ? this.lastId : this.id(v), cap);
   }
 
   get(i: number): unknown {
