@@ -23,6 +23,7 @@ import {
   type HostWeighting,
 } from './hostfit.ts';
 import { cmNohostAt, nohostOf, type Priced, type ValidationDeps } from './priced.ts';
+import type { StepTermsLog } from '../pricer/terms-log.ts';
 import { COMPOSITIONS, type Composition, type HostFitEngine } from './types.ts';
 
 /** Grid steps per doubling of s in the CMOverlap price cache (2^(1/12) ≈ 5.9 % apart). */
@@ -30,43 +31,63 @@ const CACHE_STEPS_PER_OCTAVE = 12;
 
 /**
  * CMOverlap price without host of every priced row at engine scale s, µs. Exact on the grid
- * s = 2^(k/12) (each grid point re-composes every row's recorded steps at s once, `cmNohostAt`: the
- * price a fresh pricer built with `sm_scale = s` gives, bit for bit, and is kept); between grid points, linear in s between the two neighbours (the price is a sum of per-layer
- * max(s · T_SM, T_HBM) terms, piecewise linear in s). Shared by every fold of a validation, so each
- * grid point is priced once per validation. The search's coarse grid 2^(k/3) falls on cache points.
+ * s = 2^(k/12) (a grid point's value of a row is `cmNohostAt` at s: the price a fresh pricer built with
+ * `sm_scale = s` gives, bit for bit, and is kept); between grid points, linear in s between the two
+ * neighbours (the price is a sum of per-layer max(s · T_SM, T_HBM) terms, piecewise linear in s).
+ * Shared by every fold of a validation. A grid point is filled lazily, one group of rows at a time
+ * (the rows sharing a recorded log, re-composed by one walk of it; every row without a log as one
+ * group): a fold's search reads only its training rows, so the other chip's rows are re-composed only
+ * at the grid points tier (c)'s search visits, and this chip's only at those its folds visit (issue 17;
+ * each value is the same as filling the whole grid point: `cmNohostAt` of a row does not depend on
+ * which other rows are asked with it). The search's coarse grid 2^(k/3) falls on cache points.
  */
 export class ScaledCmCache {
+  /** Per grid point k, per row, the value (NaN = not yet computed). */
   private readonly at_k = new Map<number, Float64Array>();
+  /** Per row, the rows computed together with it (the same array object for a whole group). */
+  private readonly groupOf: ReadonlyArray<readonly number[]>;
   constructor(
     private readonly P: Priced,
     private readonly deps: ValidationDeps,
-  ) {}
+  ) {
+    const byLog = new Map<StepTermsLog | undefined, number[]>();
+    this.groupOf = P.rows.map((_, i) => {
+      const log = P.terms[i];
+      let g = byLog.get(log);
+      if (!g) {
+        g = [];
+        byLog.set(log, g);
+      }
+      g.push(i);
+      return g;
+    });
+  }
 
-  private grid(k: number): Float64Array {
+  private grid(k: number, i: number): number {
     let g = this.at_k.get(k);
-    if (g) return g;
-    const s = 2 ** (k / CACHE_STEPS_PER_OCTAVE);
-    g = Float64Array.from(
-      cmNohostAt(
-        this.P,
-        this.deps,
-        this.P.rows.map((_, i) => i),
-        s,
-      ),
-    );
-    this.at_k.set(k, g);
-    return g;
+    if (!g) {
+      g = new Float64Array(this.P.rows.length).fill(Number.NaN);
+      this.at_k.set(k, g);
+    }
+    const v = g[i]!;
+    if (!Number.isNaN(v)) return v;
+    const idx = this.groupOf[i]!;
+    const vals = cmNohostAt(this.P, this.deps, idx, 2 ** (k / CACHE_STEPS_PER_OCTAVE));
+    idx.forEach((j, n) => {
+      g[j] = vals[n]!;
+    });
+    return g[i]!;
   }
 
   /** CMOverlap without host of row `i` at scale `s` (> 0), µs. */
   at(i: number, s: number): number {
     const x = Math.log2(s) * CACHE_STEPS_PER_OCTAVE;
     const k0 = Math.floor(x + 1e-9);
-    if (Math.abs(x - k0) < 1e-9) return this.grid(k0)[i]!;
+    if (Math.abs(x - k0) < 1e-9) return this.grid(k0, i);
     const s0 = 2 ** (k0 / CACHE_STEPS_PER_OCTAVE);
     const s1 = 2 ** ((k0 + 1) / CACHE_STEPS_PER_OCTAVE);
-    const y0 = this.grid(k0)[i]!;
-    const y1 = this.grid(k0 + 1)[i]!;
+    const y0 = this.grid(k0, i);
+    const y1 = this.grid(k0 + 1, i);
     return y0 + ((y1 - y0) * (s - s0)) / (s1 - s0);
   }
 }
