@@ -52,6 +52,8 @@ function filesUnder(dir: string): string[] {
 }
 
 const HELPER = 'test/helpers/refit.ts';
+/** The fit worker's entry: loaded by URL (new Worker), so no import names it. */
+const WORKER = 'src/fit/worker.ts';
 /** A relative TypeScript import or re-export (static, `import type`, or dynamic `import('…')`). */
 const RELATIVE_IMPORT = /(?:\bfrom|\bimport\(?)\s*'(\.{1,2}\/[^']+\.ts)'/g;
 
@@ -77,7 +79,8 @@ function importClosure(entry: string): string[] {
 export function refitKey(chip: string): string {
   const h = createHash('sha256').update(`node ${process.version}\n`);
   const files = [
-    ...importClosure(HELPER).filter((f) => f !== HELPER),
+    // src/fit/worker.ts is started by URL (src/fit/parallel.ts), not imported, so the closure misses it.
+    ...[...new Set([...importClosure(HELPER), ...importClosure(WORKER)])].filter((f) => f !== HELPER).sort(),
     ...filesUnder(path.join(REPO_ROOT, 'catalog')),
     ...filesUnder(path.join(REPO_ROOT, 'measurements', chip)),
     'package-lock.json',
