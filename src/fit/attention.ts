@@ -554,28 +554,53 @@ export function fitDecodeKind(
 /** Decode attention family result: one `DecodeResult` per kind fitted (full first, then swa). */
 export type DecodeFit = FamilyFit & { results: DecodeResult[] };
 
+/** The decode kinds, in result order: full attention (window = 0), then sliding window (window > 0). */
+export const DECODE_KINDS = ['full', 'swa'] as const;
+export type DecodeKind = (typeof DECODE_KINDS)[number];
+
+/**
+ * One kind of the decode family (its rows selected from `rows`, fitted, bootstrapped): a part of the
+ * family fit, independent of the other kind, so the orchestrator can run the two on separate workers
+ * (issue 17). `mergeDecodeFits` of the parts in DECODE_KINDS order is `fitAttentionDecode`.
+ */
+export function fitAttentionDecodeKind(
+  rows: readonly AttentionDecodeRow[],
+  kind: DecodeKind,
+  ctx: FitContext,
+): DecodeFit {
+  const fit: DecodeFit = { ...emptyFamilyFit('attention_decode'), results: [] };
+  const sel = rows.filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
+  if (!sel.length) {
+    if (kind === 'full') fit.refusals.push('attention_decode: no full-attention rows (window = 0)');
+    else fit.warnings.push('attention_decode: no sliding-window rows; no _swa pair');
+    return fit;
+  }
+  const r = fitDecodeKind(sel, kind, ctx);
+  if (typeof r === 'string') fit.refusals.push(r);
+  else {
+    fit.results.push(r);
+    fit.coefficients.push(...decodeCoefficients(r, ctx));
+  }
+  return fit;
+}
+
+/** The decode family fit from its parts (fitAttentionDecodeKind per kind, in DECODE_KINDS order). */
+export function mergeDecodeFits(parts: ReadonlyArray<FamilyFit & { results?: DecodeResult[] }>): DecodeFit {
+  return {
+    ...emptyFamilyFit('attention_decode'),
+    coefficients: parts.flatMap((p) => p.coefficients),
+    refusals: parts.flatMap((p) => p.refusals),
+    warnings: parts.flatMap((p) => p.warnings),
+    results: parts.flatMap((p) => p.results ?? []),
+  };
+}
+
 /**
  * Decode attention family: full attention → attention_decode_floor / attention_decode_rate;
  * sliding window → attention_decode_floor_swa / attention_decode_rate_swa (set cost-model-attention).
  */
 export function fitAttentionDecode(rows: readonly AttentionDecodeRow[], ctx: FitContext): DecodeFit {
-  const fit: DecodeFit = { ...emptyFamilyFit('attention_decode'), results: [] };
-  for (const kind of ['full', 'swa'] as const) {
-    const sel = rows.filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
-    if (!sel.length) {
-      if (kind === 'full') fit.refusals.push('attention_decode: no full-attention rows (window = 0)');
-      else fit.warnings.push('attention_decode: no sliding-window rows; no _swa pair');
-      continue;
-    }
-    const r = fitDecodeKind(sel, kind, ctx);
-    if (typeof r === 'string') {
-      fit.refusals.push(r);
-      continue;
-    }
-    fit.results.push(r);
-    fit.coefficients.push(...decodeCoefficients(r, ctx));
-  }
-  return fit;
+  return mergeDecodeFits(DECODE_KINDS.map((kind) => fitAttentionDecodeKind(rows, kind, ctx)));
 }
 
 /** Evidence notes of a decode entry: the stored method, every candidate's errors, per kernel, CI notes. */

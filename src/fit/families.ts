@@ -11,7 +11,16 @@ import { sha256File } from '../core/io/fs.ts';
 import type { Family, FamilyRow } from '../measurements/schema.ts';
 import { laneSlug, listMeasurementFiles, readMeasurements } from '../measurements/store.ts';
 import { checkUnits } from '../measurements/units.ts';
-import { type DecodeFit, fitAttentionDecode, fitAttentionPrefill, type PrefillFit } from './attention.ts';
+import {
+  DECODE_KINDS,
+  type DecodeFit,
+  type DecodeKind,
+  fitAttentionDecode,
+  fitAttentionDecodeKind,
+  fitAttentionPrefill,
+  mergeDecodeFits,
+  type PrefillFit,
+} from './attention.ts';
 import { type CollectiveFit, fitCollectives } from './collective.ts';
 import { type ExpertA2aFit, fitExpertA2a } from './expert-a2a.ts';
 import { fitGemm, type GemmFit } from './gemm.ts';
@@ -95,6 +104,22 @@ export const FAMILY_DEPS: Readonly<Record<FitFamily, readonly FitFamily[]>> = {
   recurrent: [],
   host: [],
 };
+
+/**
+ * Families fitted as independent parts (DECISION, issue 17): decode full and decode SWA share no rows,
+ * no law and no bootstrap, so the worker orchestrator runs them as two tasks (on two cores when both
+ * are free) and merges the parts in this order (mergeParts); the serial run fits the family whole. The
+ * merged result is the whole fit, bit for bit.
+ */
+export const FAMILY_PARTS: Readonly<Partial<Record<FitFamily, readonly string[]>>> = {
+  attention_decode: DECODE_KINDS,
+};
+
+/** The family fit from its parts' results, given in FAMILY_PARTS order. */
+export function mergeParts(family: FitFamily, parts: readonly FitFamilyResult[]): FitFamilyResult {
+  if (family === 'attention_decode') return mergeDecodeFits(parts);
+  throw new Error(`${family} is not fitted in parts`);
+}
 
 /** What one fit run reads: the chip, its measurement directory, the repo root, `--lane`, the bootstrap. */
 export interface FitJob {
@@ -207,11 +232,17 @@ const missing = (family: string, why: string): FamilyFit => ({
 });
 
 /**
- * Fit one family from `store` with the coefficients of its dependencies as `prior`.
- * @returns the family's fit, or an empty one with a warning when it has no measurements.
+ * Fit one family from `store` with the coefficients of its dependencies as `prior`; with `part` (one
+ * of FAMILY_PARTS[family]) only that part, for mergeParts.
+ * @returns the family's fit (or part), or an empty one with a warning when it has no measurements.
  * @throws InputError / UserError from reading a table (file, row, column), as the fitters do.
  */
-export function fitFamily(store: MeasurementStore, family: FitFamily, prior: ReadonlyMap<string, number>) {
+export function fitFamily(
+  store: MeasurementStore,
+  family: FitFamily,
+  prior: ReadonlyMap<string, number>,
+  part?: string,
+): FitFamilyResult {
   const ctx = (inputs: FitContext['inputs']): FitContext => ({
     chip: store.job.chip,
     inputs,
@@ -248,7 +279,10 @@ export function fitFamily(store: MeasurementStore, family: FitFamily, prior: Rea
             ctx: ctx(store.inputsFor('attention_decode', decodeLane)),
           }
         : { rows: [], ctx: ctx([]) };
-      return fitted(p, fitAttentionDecode);
+      if (part === undefined) return fitted(p, fitAttentionDecode);
+      // Without rows the first part carries the family's warning and the others add nothing.
+      if (!p.rows.length) return part === DECODE_KINDS[0] ? missing(family, 'no measurements') : emptyFamilyFit(family);
+      return fitAttentionDecodeKind(p.rows, part as DecodeKind, p.ctx);
     }
     case 'attention_prefill':
       return fitted(laneRows('attention_prefill'), fitAttentionPrefill);

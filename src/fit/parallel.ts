@@ -16,7 +16,15 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { InputError, UsageError, UserError } from '../core/errors.ts';
-import { FAMILY_DEPS, type FitFamily, type FitFamilyResult, type FitJob, type MeasurementStore } from './families.ts';
+import {
+  FAMILY_DEPS,
+  FAMILY_PARTS,
+  type FitFamily,
+  type FitFamilyResult,
+  type FitJob,
+  type MeasurementStore,
+  mergeParts,
+} from './families.ts';
 import type { FitRequest } from './worker.ts';
 
 /**
@@ -97,22 +105,46 @@ function rebuildError(e: { name: string; message: string; stack?: string; locati
   return err;
 }
 
-/** Group id per family: families sharing a table (MeasurementStore.tablesOf) share a group. */
-function groupsOf(store: MeasurementStore, families: readonly FitFamily[]): Map<FitFamily, number> {
-  const byTable = new Map<string, number>();
-  const group = new Map<FitFamily, number>();
-  families.forEach((f, i) => {
-    group.set(f, i);
+/** One unit of work for a worker: a family, or one part of it (FAMILY_PARTS). */
+interface Task {
+  family: FitFamily;
+  part?: string;
+}
+
+/**
+ * The tasks of `families` in SCHEDULE order: a family with parts (FAMILY_PARTS) and a table to read
+ * becomes one task per part, any other family one task.
+ */
+function tasksOf(store: MeasurementStore, families: readonly FitFamily[]): Task[] {
+  return SCHEDULE.filter((f) => families.includes(f)).flatMap((family): Task[] => {
+    const parts = FAMILY_PARTS[family];
+    return parts && store.tablesOf(family).length ? parts.map((part) => ({ family, part })) : [{ family }];
   });
-  for (const f of families)
-    for (const t of store.tablesOf(f)) {
-      const g = byTable.get(t);
-      if (g === undefined) byTable.set(t, group.get(f)!);
+}
+
+/**
+ * Group id per task: tasks sharing a table (MeasurementStore.tablesOf) share a group, except a
+ * family's parts after its first (DECISION, issue 17): each is a group of its own, so an idle worker
+ * takes it and reads the table a second time (decode: ≈0.3 s CPU) rather than wait for the worker
+ * that holds it.
+ */
+function groupsOf(store: MeasurementStore, tasks: readonly Task[]): Map<Task, number> {
+  const byTable = new Map<string, number>();
+  const group = new Map<Task, number>();
+  tasks.forEach((t, i) => {
+    group.set(t, i);
+  });
+  for (const t of tasks) {
+    if (t.part !== undefined && t.part !== FAMILY_PARTS[t.family]![0]) continue;
+    for (const table of store.tablesOf(t.family)) {
+      const g = byTable.get(table);
+      if (g === undefined) byTable.set(table, group.get(t)!);
       else {
-        const from = group.get(f)!;
+        const from = group.get(t)!;
         for (const [h, id] of group) if (id === from) group.set(h, g);
       }
     }
+  }
   return group;
 }
 
@@ -137,16 +169,36 @@ export function fitInWorkers(
   count: number,
   onFamily?: OnFamily,
 ): Promise<{ done: Map<FitFamily, WorkerFit>; workers: number }> {
-  const group = groupsOf(store, families);
-  const pending = SCHEDULE.filter((f) => families.includes(f));
+  const pending = tasksOf(store, families);
+  const group = groupsOf(store, pending);
   const done = new Map<FitFamily, WorkerFit>();
+  const parts = new Map<FitFamily, Map<string, WorkerFit>>();
   const owner = new Map<number, number>();
   const workers = Array.from({ length: Math.min(count, new Set(group.values()).size) }, startWorker);
-  const busy = workers.map(() => false);
-  const ready = (f: FitFamily) => FAMILY_DEPS[f].every((d) => done.has(d) || !families.includes(d));
+  const running: Array<Task | undefined> = workers.map(() => undefined);
+  const ready = (t: Task) => FAMILY_DEPS[t.family].every((d) => done.has(d) || !families.includes(d));
   const pick = (w: number) =>
-    pending.find((f) => ready(f) && owner.get(group.get(f)!) === w) ??
-    pending.find((f) => ready(f) && !owner.has(group.get(f)!));
+    pending.find((t) => ready(t) && owner.get(group.get(t)!) === w) ??
+    pending.find((t) => ready(t) && !owner.has(group.get(t)!));
+  const label = (t: Task) => (t.part === undefined ? t.family : `${t.family} (${t.part})`);
+  /** Record a finished task; a family with parts is done (merged, ms summed) when its last part is. */
+  const complete = (t: Task, fit: WorkerFit) => {
+    onFamily?.(label(t), 'done', fit.ms);
+    if (t.part === undefined) return void done.set(t.family, fit);
+    const got = parts.get(t.family) ?? new Map<string, WorkerFit>();
+    parts.set(t.family, got.set(t.part, fit));
+    const names = FAMILY_PARTS[t.family]!;
+    if (got.size < names.length) return;
+    const fits = names.map((n) => got.get(n)!);
+    const ms = fits.reduce((a, f) => a + f.ms, 0);
+    done.set(t.family, {
+      result: mergeParts(
+        t.family,
+        fits.map((f) => f.result),
+      ),
+      ms,
+    });
+  };
   return new Promise((resolve, reject) => {
     let settled = false;
     const finish = (err?: Error) => {
@@ -158,27 +210,27 @@ export function fitInWorkers(
     };
     const dispatch = () => {
       workers.forEach((worker, w) => {
-        if (busy[w]) return;
-        const f = pick(w);
-        if (!f) return;
-        pending.splice(pending.indexOf(f), 1);
-        owner.set(group.get(f)!, w);
-        const keep = pending.filter((g) => owner.get(group.get(g)!) === w).flatMap((g) => store.tablesOf(g));
-        const prior = FAMILY_DEPS[f].flatMap((d) =>
+        if (running[w]) return;
+        const t = pick(w);
+        if (!t) return;
+        pending.splice(pending.indexOf(t), 1);
+        owner.set(group.get(t)!, w);
+        const keep = pending.filter((g) => owner.get(group.get(g)!) === w).flatMap((g) => store.tablesOf(g.family));
+        const prior = FAMILY_DEPS[t.family].flatMap((d) =>
           (done.get(d)?.result.coefficients ?? []).map((c): [string, number] => [c.name, c.entry.value]),
         );
-        busy[w] = true;
-        onFamily?.(f, 'start');
-        worker.postMessage({ job, family: f, prior, keep } satisfies FitRequest);
+        running[w] = t;
+        onFamily?.(label(t), 'start');
+        worker.postMessage({ job, family: t.family, part: t.part, prior, keep } satisfies FitRequest);
       });
-      if (!pending.length && !busy.includes(true)) finish();
+      if (!pending.length && !running.some(Boolean)) finish();
     };
     workers.forEach((worker, w) => {
-      worker.on('message', (m: { family: FitFamily; ms: number; result?: FitFamilyResult; error?: never }) => {
-        busy[w] = false;
+      worker.on('message', (m: { ms: number; result?: FitFamilyResult; error?: never }) => {
+        const t = running[w]!;
+        running[w] = undefined;
         if (m.error) return finish(rebuildError(m.error));
-        done.set(m.family, { result: m.result!, ms: m.ms });
-        onFamily?.(m.family, 'done', m.ms);
+        complete(t, { result: m.result!, ms: m.ms });
         dispatch();
       });
       worker.on('error', (e) => finish(new WorkerUnavailable(`fit worker failed: ${e.message}`)));

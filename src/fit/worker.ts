@@ -7,10 +7,11 @@
 import { parentPort } from 'node:worker_threads';
 import { type FitFamily, type FitJob, fitFamily, MeasurementStore } from './families.ts';
 
-/** One request: fit `family` with `prior`; afterwards keep only the tables in `keep`. */
+/** One request: fit `family` (or its `part`) with `prior`; afterwards keep only the tables in `keep`. */
 export interface FitRequest {
   job: FitJob;
   family: FitFamily;
+  part?: string | undefined;
   prior: Array<[string, number]>;
   keep: string[];
 }
@@ -21,7 +22,7 @@ parentPort?.on('message', (req: FitRequest) => {
   store ??= new MeasurementStore(req.job);
   const t0 = performance.now();
   try {
-    const result = fitFamily(store, req.family, new Map(req.prior));
+    const result = fitFamily(store, req.family, new Map(req.prior), req.part);
     store.retain(new Set(req.keep));
     parentPort!.postMessage({ family: req.family, ms: Math.round(performance.now() - t0), result });
   } catch (e) {
