@@ -25,7 +25,7 @@
  *   rotates with g so that groups that are batch sweeps of the same shape do not all give up the same
  *   batch (which would leave the per-request term collinear with the per-step constant).
  */
-import { Matrix, QrDecomposition, solve } from 'ml-matrix';
+import { LuDecomposition, Matrix, QrDecomposition } from 'ml-matrix';
 import { UsageError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
@@ -64,9 +64,12 @@ export interface HostFitOptions {
   /**
    * Which columns the training rows identify, kept between calls on the same rows, features,
    * weighting and `engineSm` (it does not depend on the residual): `fitHostTermsWithScaleSearch`
-   * fits the same design at every trial s. Filled on the first call.
+   * fits the same design at every trial s. Filled on the first call; `solvers` keeps the
+   * decomposition (QR, or LU when square) of each column subset solved, so a later trial solves its
+   * new target with it (the decomposition does not depend on the target, and ml-matrix's `solve` of a
+   * decomposition leaves it unchanged: the same β, bit for bit, as decomposing again).
    */
-  identified?: { columns?: boolean[] };
+  identified?: { columns?: boolean[]; solvers?: Map<string, LeastSquaresSolver> };
 }
 
 export type HostRule = { kind: 'batch1' } | { kind: 'fraction'; fraction: number; k: number };
@@ -119,9 +122,24 @@ const featureVector = engineHostColumns;
  * X is square). X must have full column rank, which `identifiedColumns` guarantees for the columns
  * passed here.
  */
-function solveLeastSquares(X: number[][], y: number[]): number[] {
-  return solve(new Matrix(X), Matrix.columnVector(y)).getColumn(0);
+function solveLeastSquares(
+  X: () => number[][],
+  y: number[],
+  cache?: Map<string, LeastSquaresSolver>,
+  key = '',
+): number[] {
+  let d = cache?.get(key);
+  if (!d) {
+    // As ml-matrix's `solve(A, b)`: LU when A is square, Householder QR otherwise.
+    const A = new Matrix(X());
+    d = A.isSquare() ? new LuDecomposition(A) : new QrDecomposition(A);
+    cache?.set(key, d);
+  }
+  return d.solve(Matrix.columnVector(y)).getColumn(0);
 }
+
+/** A decomposition of a design matrix that solves X β ≈ y for any target y. */
+type LeastSquaresSolver = QrDecomposition | LuDecomposition;
 
 /** Norm of the part of `v` that the columns `cols` of X cannot explain (least-squares residual, QR). */
 function residualNorm(X: number[][], cols: readonly number[], v: readonly number[]): number {
@@ -189,9 +207,12 @@ export function fitHostTerms(
     const cols = active.map((a, i) => (a ? i : -1)).filter((i) => i >= 0);
     beta = new Array<number>(p).fill(0);
     if (cols.length === 0) break;
+    if (opts.identified) opts.identified.solvers ??= new Map();
     const sol = solveLeastSquares(
-      Dw.map((r) => cols.map((c) => r[c]!)),
+      () => Dw.map((r) => cols.map((c) => r[c]!)),
       yw,
+      opts.identified?.solvers,
+      cols.join(','),
     );
     cols.forEach((c, j) => {
       beta[c] = sol[j]!;
