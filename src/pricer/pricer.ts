@@ -170,6 +170,24 @@ function residentWeights(
 }
 
 /**
+ * The host time of each step shape (passHostTable), for the target pass and the drafter's, kernels of
+ * the pass's head included. Reads the plan's graph modes, capture size and host coefficients, so it
+ * runs once they are set.
+ */
+function setHostTables(plan: StepPlan): void {
+  const { target, head, drafter } = plan;
+  plan.targetHost = passHostTable(
+    plan,
+    target,
+    target.kernelsWithPrefill + head.kernels,
+    target.kernelsDecodeOnly + head.kernels,
+  );
+  const dhk = plan.drafterHead?.kernels ?? 0;
+  if (drafter)
+    plan.drafterHost = passHostTable(plan, drafter, drafter.kernelsWithPrefill + dhk, drafter.kernelsDecodeOnly + dhk);
+}
+
+/**
  * Build a pricer for one deployment.
  * @param chip datasheet facts (catalog/chips)
  * @param model graph (catalog/models)
@@ -229,16 +247,7 @@ export function createPricer(
     targetHost: new Float64Array(8),
     drafterHost: new Float64Array(8),
   };
-  // The host tables read the plan's graph modes, capture size and host coefficients.
-  plan.targetHost = passHostTable(
-    plan,
-    target,
-    target.kernelsWithPrefill + head.kernels,
-    target.kernelsDecodeOnly + head.kernels,
-  );
-  const dhk = passes.drafterHead?.kernels ?? 0;
-  if (drafter)
-    plan.drafterHost = passHostTable(plan, drafter, drafter.kernelsWithPrefill + dhk, drafter.kernelsDecodeOnly + dhk);
+  setHostTables(plan);
   const info: PricerInfo = {
     served_dtype: served,
     kv_bytes_per_element: kvB,
