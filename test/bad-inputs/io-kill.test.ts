@@ -124,7 +124,9 @@ function run(
   let err = '';
   const child = spawn(process.execPath, [path.join(root, 'bin', 'stepcal.mjs'), ...args], {
     cwd: root,
-    env: { ...process.env, STEPCAL_QUIET: '', ...env },
+    // One fit thread: the kills test the commit protocol, which runs on the main thread; fit workers
+    // under tsx (the copy has no dist/) would each transpile and load the fitters again.
+    env: { ...process.env, STEPCAL_QUIET: '', STEPCAL_FIT_WORKERS: '1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
