@@ -70,6 +70,10 @@ export default defineConfig({
     // of the suite's CPU (measured in docs/performance.md). Tests must not rely on a fresh module state.
     isolate: false,
     maxWorkers: 2,
+    // `fit all` in one thread inside tests (and their child CLIs): the two test workers already hold the
+    // two cores, and each fit worker thread would register tsx and load the fitters again. The worker path
+    // keeps its own tests (test/fit/orchestrator.test.ts passes `workers: 2` explicitly, which wins).
+    env: { STEPCAL_FIT_WORKERS: '1' },
     sequence: { sequencer: RefitsFirst },
   },
 });
