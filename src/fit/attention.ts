@@ -149,8 +149,14 @@ export function bootstrapFloorRate(
   const n = points.length;
   const size = Math.min(n, BOOTSTRAP_ROWS);
   const packed = packRows(points);
-  const fit = fitter ?? gatheredWarmFit(size);
-  const fits = resampleEstimates(n, opts.resamples, opts.seed, (idx) => fit(packed, idx, [at.floor_us, at.rate]), size);
+  const fitResample = fitter ?? gatheredWarmFit(size);
+  const fits = resampleEstimates(
+    n,
+    opts.resamples,
+    opts.seed,
+    (idx) => fitResample(packed, idx, [at.floor_us, at.rate]),
+    size,
+  );
   const fs = fits.map((f) => f.floor_us);
   const rs = fits.map((f) => f.rate);
   const notes: string[] = [];
