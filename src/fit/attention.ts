@@ -35,7 +35,16 @@ import {
   scratchRows,
   searchLogL1,
 } from './attention-decode-law.ts';
-import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeats } from './common.ts';
+import {
+  ciFromEstimates,
+  DECODE_CONFIG_FIELDS,
+  fitError,
+  fmt,
+  holdoutValues,
+  measuredEntry,
+  PREFILL_CONFIG_FIELDS,
+  reduceRepeatsBy,
+} from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /** A row reduced to what a two-parameter "floor + work / rate" law needs. */
@@ -519,11 +528,7 @@ export function fitDecodeKind(
   kind: 'full' | 'swa',
   ctx: FitContext,
 ): DecodeResult | string {
-  const rows = reduceRepeats(
-    rowsIn,
-    (r) =>
-      `${r.batch}|${r.context_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.window}|${r.kv_dtype}|${r.kernel_source}`,
-  );
+  const rows = reduceRepeatsBy(rowsIn, DECODE_CONFIG_FIELDS);
   const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
     items: r.batch * r.n_kv,
@@ -706,11 +711,7 @@ function prefillRows(rowsIn: readonly AttentionPrefillRow[]): { rows: AttentionP
     excluded.push(`${rowsIn.length - full.length} rows with window > 0 or non-bf16 compute`);
   const sel = full.filter((r) => r.new_tokens > 1);
   if (sel.length < full.length) excluded.push(`${full.length - sel.length} rows with new_tokens = 1 (decode calls)`);
-  const rows = reduceRepeats(
-    sel,
-    (r) =>
-      `${r.batch}|${r.new_tokens}|${r.prefix_tokens}|${r.n_q}|${r.n_kv}|${r.head_dim}|${r.kv_dtype}|${r.kernel_source}`,
-  );
+  const rows = reduceRepeatsBy(sel, PREFILL_CONFIG_FIELDS);
   return { rows, excluded };
 }
 

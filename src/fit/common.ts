@@ -10,6 +10,7 @@
  */
 import type { CoefficientEntry, FitError, Units } from '../core/schemas/registry.ts';
 import { geometricError, mapePct, median, percentileType7, roundSig } from '../core/numeric/stats.ts';
+import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
 import type { FitContext } from './types.ts';
 
 /** Significant digits of stored values and ci95 bounds. */
@@ -21,41 +22,11 @@ export function fitError(pred: readonly number[], meas: readonly number[]): FitE
 }
 
 /**
- * Reduce repeated measurements of the same configuration to their median latency, so symmetric
- * noise on repeats cannot bias a fit. Keeps the first row of each group (with the median latency)
- * in first-seen order.
- */
-export function reduceRepeats<T extends { latency_us: number }>(rows: readonly T[], key: (r: T) => string): T[] {
-  // One slot per key; only keys seen twice get a group array (most tables have no repeats, so this
-  // allocates one array, not one per row as a groupBy would).
-  const slot = new Map<string, number>();
-  const out: T[] = [];
-  const repeats: Array<T[] | undefined> = [];
-  for (const r of rows) {
-    const k = key(r);
-    const s = slot.get(k);
-    if (s === undefined) {
-      slot.set(k, out.length);
-      out.push(r);
-      repeats.push(undefined);
-    } else {
-      const g = repeats[s];
-      if (g) g.push(r);
-      else repeats[s] = [out[s]!, r];
-    }
-  }
-  for (let s = 0; s < out.length; s++) {
-    const g = repeats[s];
-    if (g) out[s] = { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) };
-  }
-  return out;
-}
-
-/**
- * `reduceRepeats` with the key given as fields (numbers and strings) instead of a function that
- * joins them into a string: the same groups, the same first-seen order, the same rows out (a number
- * field compares with ===, as its shortest decimal does for the finite values the tables hold, 0 and
- * -0 alike).
+ * Reduce repeated measurements of the same configuration (rows equal in every one of `fields`) to
+ * their median latency, so symmetric noise on repeats cannot bias a fit. Keeps the first row of each
+ * group (with the median latency) in first-seen order; a row without repeats is returned as itself.
+ * A number field compares with ===, as its shortest decimal does for the finite values the tables
+ * hold, 0 and -0 alike (the groups a key string of the fields joined would give; test/fit/common.test.ts).
  * Each row's fields are hashed to one 32-bit number (a string field by the small id of its text), so
  * no key string is built and hashed per row (issue 17: on the 107k-row GEMM table the joined keys were
  * most of the reduction's time). Rows of one hash are told apart by comparing their fields.
@@ -216,3 +187,27 @@ export function ciFromEstimates(values: readonly number[]): [number, number] {
   if (v.length === 0) return [NaN, NaN];
   return [percentileType7(v, 0.025), percentileType7(v, 0.975)];
 }
+
+/** The fields that make one decode-attention configuration (a repeat shares all of them; docs/fitting.md "Repeats"). */
+export const DECODE_CONFIG_FIELDS = [
+  'kernel_source',
+  'batch',
+  'context_tokens',
+  'n_q',
+  'n_kv',
+  'head_dim',
+  'window',
+  'kv_dtype',
+] as const satisfies ReadonlyArray<keyof AttentionDecodeRow>;
+
+/** The fields that make one prefill-attention configuration (window 0 and bf16 compute are selected before the reduction). */
+export const PREFILL_CONFIG_FIELDS = [
+  'kernel_source',
+  'batch',
+  'new_tokens',
+  'prefix_tokens',
+  'n_q',
+  'n_kv',
+  'head_dim',
+  'kv_dtype',
+] as const satisfies ReadonlyArray<keyof AttentionPrefillRow>;

@@ -475,7 +475,7 @@ interface RampSplit {
 }
 
 /**
- * GEMM rows with repeats (same dtype, m, n, k, kernel) reduced to their median (`reduceRepeats`),
+ * GEMM rows with repeats (same dtype, m, n, k, kernel) reduced to their median (`reduceRepeatsBy`),
  * computed once per rows array: the GEMM and HBM fitters both reduce the same rows.
  */
 export function reduceGemmRepeats(rows: readonly GemmRow[]): GemmRow[] {

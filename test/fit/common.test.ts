@@ -1,10 +1,25 @@
 /**
  * Repeat reduction (src/fit/common.ts): `reduceRepeatsBy` (fields hashed to one number) must give
- * exactly what `reduceRepeats` gives with the fields joined into a string key, the form the GEMM,
- * HBM and MoE-expert fitters used before (issue 17).
+ * exactly what a reduction keyed by the fields joined into a string gives (`reduceByKey` below, the
+ * form every fitter used before issue 17).
  */
 import { describe, expect, it } from 'vitest';
-import { reduceRepeats, reduceRepeatsBy } from '../../src/fit/common.ts';
+import { reduceRepeatsBy } from '../../src/fit/common.ts';
+import { median } from '../../src/core/numeric/stats.ts';
+
+/** The reference: rows grouped by `key(r)` in first-seen order, each group's first row with the median latency. */
+function reduceByKey<T extends { latency_us: number }>(rows: readonly T[], key: (r: T) => string): T[] {
+  const groups = new Map<string, T[]>();
+  for (const r of rows) {
+    const k = key(r);
+    const g = groups.get(k);
+    if (g) g.push(r);
+    else groups.set(k, [r]);
+  }
+  return [...groups.values()].map((g) =>
+    g.length === 1 ? g[0]! : { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) },
+  );
+}
 
 interface Row {
   kernel: string;
@@ -60,7 +75,7 @@ describe('reduceRepeatsBy', () => {
         n: Math.floor(rnd() * 30) * 0.5,
         latency_us: 1 + rnd() * 100,
       }));
-      const byString = reduceRepeats(rows, (r) => `${r.kernel}|${r.m}|${r.n}`);
+      const byString = reduceByKey(rows, (r) => `${r.kernel}|${r.m}|${r.n}`);
       const byFields = reduceRepeatsBy(rows, ['kernel', 'm', 'n']);
       expect(byFields).toEqual(byString);
       expect(byFields.length).toBeLessThan(rows.length);
