@@ -9,7 +9,16 @@ import { createGunzip } from 'node:zlib';
 import type { AsyncBuffer, FileMetaData } from 'hyparquet';
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
-import { type Cell, type CellTable, cellsOf, type RawTable, splitCsvBlock } from './cell-table.ts';
+import {
+  type Cell,
+  type CellTable,
+  cellsOf,
+  intAt,
+  latencyAt,
+  numberAt,
+  type RawTable,
+  splitCsvBlock,
+} from './cell-table.ts';
 
 export type { Cell, RawTable };
 
@@ -270,48 +279,35 @@ export class Columns {
   }
 }
 
-/** A finite number from a cell. @throws InputError naming row/column when empty or non-numeric. */
+/** The CellTable view of each RawTable given to the cell readers below (made once per table, not per call). */
+const views = new WeakMap<RawTable, CellTable>();
+function viewOf(table: RawTable): CellTable {
+  let v = views.get(table);
+  if (!v) {
+    v = cellsOf(table);
+    views.set(table, v);
+  }
+  return v;
+}
+
+/** A finite number from a cell (cell-table.ts `numberAt`). @throws InputError naming file, row and column when empty or non-numeric. */
 export function numCell(table: RawTable, r: number, j: number, col: string): number {
-  const cell = table.rows[r]![j];
-  let v: number;
-  if (typeof cell === 'number') v = cell;
-  else if (typeof cell === 'bigint') v = Number(cell);
-  else if (typeof cell === 'string' && cell.trim() !== '') v = Number(cell);
-  else v = NaN;
-  if (!Number.isFinite(v)) {
-    throw new InputError(
-      { file: table.file, row: r + 1, column: col },
-      `expected a finite number, got "${String(cell ?? '')}"`,
-    );
-  }
-  return v;
+  return numberAt(viewOf(table), r, j, col);
 }
 
-/** A non-negative integer count from a cell. */
+/** An integer count ≥ `min` from a cell (`intAt`). @throws InputError naming file, row and column. */
 export function intCell(table: RawTable, r: number, j: number, col: string, min = 0): number {
-  const v = numCell(table, r, j, col);
-  if (!Number.isInteger(v) || v < min) {
-    throw new InputError({ file: table.file, row: r + 1, column: col }, `expected an integer ≥ ${min}, got ${v}`);
-  }
-  return v;
+  return intAt(viewOf(table), r, j, col, min);
 }
 
-/** A positive finite latency from a cell. */
+/** A positive finite latency from a cell (`latencyAt`). @throws InputError naming file, row and column. */
 export function latencyCell(table: RawTable, r: number, j: number, col: string): number {
-  const v = numCell(table, r, j, col);
-  if (!(v > 0)) {
-    throw new InputError(
-      { file: table.file, row: r + 1, column: col },
-      `expected a positive number (a latency), got ${v}`,
-    );
-  }
-  return v;
+  return latencyAt(viewOf(table), r, j, col);
 }
 
 /** A text cell (trimmed; '' for empty). */
 export function textCell(table: RawTable, r: number, j: number): string {
-  const cell = table.rows[r]![j];
-  return cell === null || cell === undefined ? '' : String(cell).trim();
+  return viewOf(table).text(r, j);
 }
 
 /**
