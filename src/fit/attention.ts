@@ -4,8 +4,10 @@
  * Decode (per layer call):   t = floor_us + kv_bytes / rate_bytes_per_us
  *   kv_bytes = batch · context · 2 · n_kv · head_dim · bytes(kv_dtype)   (full attention)
  *   sliding window: context replaced by min(context, window), fitted separately as `_swa`.
- * Prefill (per layer call):  t = floor_us + causal_flops / (bf16_peak · eps_bf16(tokens) · work_scale)
- *   causal_flops = batch · 4 · (S·C + S²/2) · n_q · head_dim,  tokens = batch · S.
+ * Prefill (per layer call), two candidates, the lower head-geometry holdout stored:
+ *   tokens_ramp:   t = floor_us + causal_flops / (bf16_peak · eps_bf16(batch · S) · work_scale)
+ *   sequence_ramp: t = floor_us + causal_flops / (bf16_peak · eps_max_bf16 · work_scale · S/(S + s_half))
+ *   causal_flops = batch · 4 · (S·C + S²/2) · n_q · head_dim, S = new tokens per sequence.
  *
  * Objective: mean |ln(pred/meas)| (geometric), minimised by compass search in log parameters.
  * Holdouts: head geometry (n_q, n_kv, head_dim) for full attention; one window width (leave-one-
@@ -677,7 +679,7 @@ interface PrefillCandidate {
 
 /** Prefill result kept for tests and the report. */
 export interface PrefillResult {
-  /** Stored candidate: tokens_ramp (DECISION, docs/fitting.md); sequence_ramp is reported in `candidates`. */
+  /** Stored candidate: the lower head-geometry holdout geo (DECISION, docs/fitting.md); both are in `candidates`. */
   method: PrefillMethod;
   floor_us: number;
   work_scale: number;
@@ -716,12 +718,14 @@ function prefillRows(rowsIn: readonly AttentionPrefillRow[]): { rows: AttentionP
 }
 
 /**
- * Prefill attention family: attention_prefill_floor (µs) and attention_prefill_work_scale
- * (dimensionless), using the bf16 ramp from `ctx.prior` (`gemm_eps_max_bf16`, `gemm_m_half_bf16`).
+ * Prefill attention family: attention_prefill_floor (µs), attention_prefill_work_scale
+ * (dimensionless) and, when the per-sequence ramp is stored, attention_prefill_s_half (tokens),
+ * using the bf16 ramp from `ctx.prior` (`gemm_eps_max_bf16`, `gemm_m_half_bf16`).
  * Rows: full attention (window 0), bf16 compute; rows with new_tokens = 1 are decode calls (some
  * engines dispatch a decode kernel for them) and are excluded.
- * The law is rewritten as floor + W / ws with W = flops / (peak · eps(tokens)), so it is the same
- * two-parameter "floor + work/rate" fit with rate = work_scale.
+ * Both candidates (prefillCandidates) are fitted; the one with the lower head-geometry holdout geo
+ * is stored and bootstrapped (DECISION, docs/fitting.md "Prefill attention": sequence_ramp on every
+ * measured chip).
  */
 export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx: FitContext): PrefillFit {
   const fit: PrefillFit = emptyFamilyFit('attention_prefill');
@@ -740,9 +744,9 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
     return fit;
   }
   const candidates = prefillCandidates(rows, eps, mh, peak);
-  // DECISION (docs/fitting.md "Prefill attention"): the tokens ramp is stored; the per-sequence ramp
-  // wins on these tables but worsened the Splitwise engine holdout, so it is reported beside it.
-  const chosen = candidates[0]!;
+  // DECISION (docs/fitting.md "Prefill attention"): the candidate with the lower head-geometry
+  // holdout geo is stored (the per-sequence ramp on every measured chip; end to end neutral).
+  const chosen = lowerHoldout(candidates);
   const ci = prefillBootstrap(chosen, ctx.bootstrap);
   const result: PrefillResult = {
     method: chosen.method,
@@ -771,12 +775,21 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
   return fit;
 }
 
+/** A fitted per-sequence half-point below this many tokens is refitted as no ramp (s_half = 0). */
+const S_HALF_MIN_TOKENS = 1;
+
+/** The candidate with the strictly lower holdout geo (ties, or a missing holdout → the first: tokens_ramp). */
+function lowerHoldout(cs: readonly PrefillCandidate[]): PrefillCandidate {
+  const [a, b] = [cs[0]!, cs[1]];
+  return b?.holdout && a.holdout && b.holdout.geo < a.holdout.geo ? b : a;
+}
+
 /**
  * The two prefill candidates (issue 16 piece 5; docs/fitting.md "Prefill attention"): the seed's
  * ramp over the call's tokens (work = FLOPs / (peak · ε_bf16(batch · S)), floor + work / work_scale,
  * fitFloorRate), and a per-sequence ramp (work = FLOPs / (peak · eps_max_bf16), the decode law with
  * items = S and no item cost: floor + work / (work_scale · S/(S + s_half)), irlsFit from s_half 64 and
- * 1024, the lower objective wins). Holdout: whole head geometries, for both.
+ * 1024, the lower objective wins; a half-point under S_HALF_MIN_TOKENS is refitted as s_half = 0). Holdout: whole head geometries, for both.
  */
 function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh: number, peak: number) {
   const base = (r: AttentionPrefillRow) => ({
@@ -801,7 +814,10 @@ function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh
   const seqFit = (ps: PackedRows, from?: DecodeLaw) => {
     if (from) return irlsFit(ps, from);
     const [a, b] = [64, 1024].map((p_half) => irlsFit(ps, { ...floorRate(start.floor_us, start.rate), p_half }));
-    return b!.objective < a!.objective ? b! : a!;
+    const best = b!.objective < a!.objective ? b! : a!;
+    // A half-point under one token is no ramp over the rows (every S ≥ 2) and leaves s_half unidentified
+    // (its bootstrap collapses beside the value): refitted with s_half held at 0, the law without a ramp.
+    return best.p_half >= S_HALF_MIN_TOKENS ? best : irlsFit(ps, floorRate(best.floor_us, best.rate));
   };
   const seq = seqFit(packed);
   const out: Array<[PrefillMethod, DecodeLaw, WorkPoint[], LawFitter]> = [
@@ -843,8 +859,8 @@ function prefillCoefficients(result: PrefillResult, ciNotes: readonly string[], 
     `candidate ${c.method}: floor ${fmt(c.law.floor_us)} us, work_scale ${fmt(c.law.rate)}${c.method === 'sequence_ramp' ? `, s_half ${fmt(c.law.p_half)} tokens` : ''}; train geo ${c.train.geo}, holdout geo ${c.holdout?.geo ?? '—'}`;
   const notes = [
     result.method === 'sequence_ramp'
-      ? `law: t = floor + causal_flops/(bf16 peak · eps_max ${result.ramp.eps_max} · work_scale · S/(S + s_half)), S = new tokens per sequence; stored fit: sequence_ramp (lower holdout geo)`
-      : `bf16 ramp used: eps_max ${result.ramp.eps_max}, m_half ${result.ramp.m_half} (this run's gemm fit), tokens = batch · new_tokens; stored fit: tokens_ramp (the sequence_ramp candidate is reported, not stored: docs/fitting.md)`,
+      ? `law: t = floor + causal_flops/(bf16 peak · eps_max ${result.ramp.eps_max} · work_scale · S/(S + s_half)), S = new tokens per sequence; stored fit: sequence_ramp (the lower head-geometry holdout geo)`
+      : `bf16 ramp used: eps_max ${result.ramp.eps_max}, m_half ${result.ramp.m_half} (this run's gemm fit), tokens = batch · new_tokens; stored fit: tokens_ramp (the lower head-geometry holdout geo: docs/fitting.md)`,
     ...result.candidates.map(cand),
     ...result.excluded.map((e) => `excluded ${e}`),
     ...result.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),

@@ -222,7 +222,7 @@ describe('prefill attention', () => {
     expect(noRamp.refusals.join()).toMatch(/bf16 GEMM ramp/);
   });
 
-  it('recovers a per-sequence ramp (s_half) as a reported candidate (issue 16)', () => {
+  it('recovers a per-sequence ramp (s_half) and stores it when it wins the holdout (issue 16)', () => {
     const eps = 0.9;
     const peak = 989.5e6;
     const rows: AttentionPrefillRow[] = [];
@@ -252,14 +252,18 @@ describe('prefill attention', () => {
       ]),
     );
     const r = fit.result!;
-    // Stored: the tokens ramp (DECISION, docs/fitting.md); the per-sequence candidate recovers the truth.
-    expect(r.method).toBe('tokens_ramp');
+    // The per-sequence candidate recovers the truth, wins the holdout and is stored (DECISION, docs/fitting.md).
     const seq = r.candidates[1]!;
     expect(seq.method).toBe('sequence_ramp');
     expect(seq.law.p_half / 1000).toBeCloseTo(1, 2);
     expect(seq.law.rate / 0.6).toBeCloseTo(1, 2);
     expect(seq.law.floor_us).toBeCloseTo(14, 1);
-    expect(fit.coefficients.some((c) => c.name === 'attention_prefill_s_half')).toBe(false);
     expect(seq.holdout!.geo).toBeLessThan(r.candidates[0]!.holdout!.geo);
+    expect(r.method).toBe('sequence_ramp');
+    expect([r.floor_us, r.work_scale, r.s_half]).toEqual([seq.law.floor_us, seq.law.rate, seq.law.p_half]);
+    const sHalf = fit.coefficients.find((c) => c.name === 'attention_prefill_s_half')!.entry;
+    expect(sHalf.value / 1000).toBeCloseTo(1, 2);
+    expect(sHalf.ci95![0]).toBeLessThanOrEqual(sHalf.value);
+    expect(sHalf.ci95![1]).toBeGreaterThanOrEqual(sHalf.value);
   });
 });
