@@ -38,7 +38,7 @@ export interface Refit {
 }
 
 const CACHE_DIR = path.join(REPO_ROOT, '.cache', 'refit');
-/** A lock older than this is a dead holder's (a cold refit of the largest chip takes ~1 min of CPU). */
+/** A lock older than this is a dead holder's, pid or not (a cold refit of the largest chip takes ~1 min of CPU). */
 const STALE_LOCK_MS = 15 * 60_000;
 const inProcess = new Map<string, Promise<Refit>>();
 
@@ -128,6 +128,30 @@ function store(r: Refit): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Whether a refit lock's holder is gone: its pid (written just after the mkdir) is no longer a
+ * process, as when a test run is interrupted mid-refit (Ctrl-C, or `npm test` stopping vitest when a
+ * static check fails), or the lock is older than STALE_LOCK_MS (a holder that died before writing its pid).
+ */
+function lockIsStale(lock: string): boolean {
+  const st = statSync(lock, { throwIfNoEntry: false });
+  if (!st) return false;
+  let pid = 0;
+  try {
+    pid = Number(readFileSync(path.join(lock, 'pid'), 'utf8'));
+  } catch {
+    // not written yet, or the lock was just released
+  }
+  if (pid > 0 && pid !== process.pid) {
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') return true;
+    }
+  }
+  return Date.now() - st.mtimeMs > STALE_LOCK_MS;
+}
+
 async function loadOrRefit(chip: string): Promise<Refit> {
   const key = refitKey(chip);
   if (process.env.STEPCAL_NO_REFIT_CACHE === '1') return refitNow(chip, key);
@@ -138,8 +162,9 @@ async function loadOrRefit(chip: string): Promise<Refit> {
     if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Refit;
     try {
       mkdirSync(lock);
+      writeFileSync(path.join(lock, 'pid'), String(process.pid));
     } catch {
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > STALE_LOCK_MS) rmSync(lock, { recursive: true });
+      if (lockIsStale(lock)) rmSync(lock, { recursive: true, force: true });
       await sleep(250);
       continue;
     }
