@@ -13,7 +13,6 @@
  * NoOverlap holds algebraically (max(a, b, c, d) ≤ max(a, b) + c + d ≤ a + b + c + d for
  * non-negative terms); it is also enforced against floating-point reordering, as reference §4.8 does.
  */
-import { LAY_EXPERT_HBM, LAY_EXPERT_SM, LAY_HBM, LAY_NIC, LAY_NVLINK, LAY_SM } from './terms.ts';
 import type { Resource, StepPrice } from './types.ts';
 
 /** Accumulator slots (a preallocated Float64Array of length ACC_LEN); only this module indexes it. */
@@ -51,21 +50,6 @@ export function composeLayers(
   acc[HBM]! += count * (hbm + expert_hbm);
   acc[NVLINK]! += count * nvlink;
   acc[NIC]! += count * nic;
-}
-
-/**
- * `composeLayers` of one layer's times as the terms left them in `lay` (terms.ts LAY_*): no double crosses
- * the call, so a call V8 does not inline boxes nothing.
- */
-export function composeLayerTimes(acc: Float64Array, count: number, lay: Float64Array): void {
-  const sm = lay[LAY_SM]!;
-  const hbm = lay[LAY_HBM]!;
-  composeLayers(acc, count, sm, hbm, lay[LAY_NVLINK]!, lay[LAY_NIC]!, lay[LAY_EXPERT_SM]!, lay[LAY_EXPERT_HBM]!);
-}
-
-/** `composeHead` of the head's times in `lay`: its arithmetic lay[LAY_SM], its reads lay[LAY_HBM]. */
-export function composeHeadTimes(acc: Float64Array, lay: Float64Array): void {
-  composeHead(acc, lay[LAY_SM]!, lay[LAY_HBM]!);
 }
 
 /** Add the output head (once per pass): its arithmetic and reads, max of the two in Overlap and CMOverlap. */

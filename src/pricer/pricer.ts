@@ -23,7 +23,8 @@ import { emptyStepPrice } from './compose.ts';
 import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
 import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
-import { passHostTable, priceColumnsStep, priceStep, StepScratch, type StepPlan } from './step.ts';
+import { compileKinds, type KindFn, type KindJob, LAY_LEN } from './terms.ts';
+import { passHostTable, priceColumnsStep, priceStep, type StepCode, StepScratch, type StepPlan } from './step.ts';
 import type { Batch, ColumnBatch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 import { boundedColumns, type WalkPlan } from './walk.ts';
 
@@ -188,6 +189,36 @@ function setHostTables(plan: StepPlan): void {
 }
 
 /**
+ * The passes' kinds and heads compiled (compile.ts), with the engine's s folded into their SM times;
+ * `touched` is the scratch's touched-experts memo the compiled kinds share.
+ */
+function stepCode(passes: ReturnType<typeof buildPasses>, smScale: number, touched: Float64Array): StepCode {
+  const { target, head, drafter, drafterHead } = passes;
+  const jobs: KindJob[] = [];
+  const pass = (pp: PassPlan) => {
+    const at = jobs.length;
+    for (const [prefill, kinds] of [
+      [true, pp.withPrefill],
+      [false, pp.decodeOnly],
+    ] as const)
+      kinds.forEach((kp, i) => {
+        jobs.push({ kp, v: { prefill, head: false }, slot: i * LAY_LEN });
+      });
+    return (fns: KindFn[]) => ({
+      withPrefill: fns.slice(at, at + pp.withPrefill.length),
+      decodeOnly: fns.slice(at + pp.withPrefill.length, at + 2 * pp.withPrefill.length),
+    });
+  };
+  const headAt = (h: HeadPlan) => jobs.push({ kp: h.k, v: { prefill: false, head: true }, slot: 0 }) - 1;
+  const t = pass(target);
+  const th = headAt(head);
+  const d = drafter ? pass(drafter) : undefined;
+  const dh = drafterHead === undefined ? -1 : drafterHead === head ? th : headAt(drafterHead);
+  const fns = compileKinds(jobs, smScale, touched);
+  return { target: t(fns), head: fns[th]!, drafter: d?.(fns), drafterHead: dh < 0 ? undefined : fns[dh] };
+}
+
+/**
  * Build a pricer for one deployment.
  * @param chip datasheet facts (catalog/chips)
  * @param model graph (catalog/models)
@@ -219,15 +250,19 @@ export function createPricer(
   const resident = residentWeights(model, deployment.tp, passes);
   const kvByWindow = new Map(target.kvByWindow);
   if (drafter) for (const [w, b] of drafter.kvByWindow) kvByWindow.set(w, (kvByWindow.get(w) ?? 0) + b);
+  const scratch = new StepScratch(
+    ctx.readers.length,
+    Math.max(target.withPrefill.length, drafter?.withPrefill.length ?? 0),
+  );
   const plan: StepPlan = {
     graphUniform: graphModeFor(deployment.cudagraph_mode, true),
     graphMixed: graphModeFor(deployment.cudagraph_mode, false),
     maxCaptureSize: deployment.max_capture_size,
-    smScale,
     target,
     head,
     drafter,
     drafterHead: passes.drafterHead,
+    code: stepCode(passes, smScale, scratch.touched),
     specTokens,
     dspark: drafter !== undefined && !opts.drafter && model.speculator?.method === 'dspark',
     host,
@@ -243,7 +278,7 @@ export function createPricer(
       ctx.readers,
       drafter !== undefined && specTokens > 1,
     ),
-    scratch: new StepScratch(ctx.readers.length),
+    scratch,
     targetHost: new Float64Array(8),
     drafterHost: new Float64Array(8),
   };

@@ -13,28 +13,23 @@ import {
   passHostUs,
 } from '../core/laws/host.ts';
 import type { HostCoefficients } from './coefficients.ts';
-import { ACC_LEN, composeHeadTimes, composeHost, composeLayerTimes, finishStepInto } from './compose.ts';
+import { ACC_LEN, composeHost, finishStepInto } from './compose.ts';
 import { stepNotes, type NotesPlan } from './notes.ts';
 import type { HeadPlan, KindPlan, PassPlan } from './plan.ts';
 import {
-  collectivesUs,
-  decodeAttentionHbmUs,
-  expertHbmUs,
-  expertSmUs,
-  gemmSmUs,
-  LAY_BIG,
-  LAY_EXPERT_HBM,
-  LAY_EXPERT_SM,
-  LAY_HBM,
-  LAY_LEN,
-  LAY_NIC,
-  LAY_NVLINK,
-  LAY_SM,
-  prefillAttentionSmUs,
-  recurrentSmUs,
-  touchedExperts,
-  weightsAndNormsHbmUs,
+  IN_ALL_TOK,
+  IN_ANY_DECODE,
+  IN_BIG,
+  IN_DEC_ROWS,
+  IN_DEC_TOK,
+  IN_LEN,
+  IN_N_PREFILL,
+  IN_PRE_SEQS,
+  IN_PRE_TOK,
+  IN_TOK,
+  type KindFn,
 } from './terms.ts';
+import { LAY_EXPERT_HBM, LAY_EXPERT_SM, LAY_HBM, LAY_LEN, LAY_NIC, LAY_NVLINK, LAY_SM } from './terms.ts';
 import type { Batch, ColumnBatch, PriceOptions, StepPrice, StepTermsSink } from './types.ts';
 import { BatchWalk, walkBatch, walkColumns, type WalkPlan } from './walk.ts';
 
@@ -44,8 +39,6 @@ export interface StepPlan {
   graphUniform: number;
   graphMixed: number;
   maxCaptureSize: number;
-  /** Engine compute-efficiency multiplier on every SM time (validation's `s`). */
-  smScale: number;
   target: PassPlan;
   /** The target's and the drafter's host time per step shape (`passHostTable`; the drafter's empty without one). */
   targetHost: Float64Array;
@@ -53,6 +46,8 @@ export interface StepPlan {
   head: HeadPlan;
   drafter: PassPlan | undefined;
   drafterHead: HeadPlan | undefined;
+  /** The passes' kinds and heads compiled (compile.ts), the engine's s folded in. */
+  code: StepCode;
   specTokens: number;
   /** The drafter is a parallel-block drafter (DSpark, `speculator.method: dspark`): one pass, rows num_spec_tokens wide. */
   dspark: boolean;
@@ -62,158 +57,138 @@ export interface StepPlan {
   scratch: StepScratch;
 }
 
+/** One pass's kinds compiled, in the PassPlan's order: with prefill-only nodes, and without. */
+export interface PassCode {
+  withPrefill: KindFn[];
+  decodeOnly: KindFn[];
+}
+
+/** The compiled target and drafter passes and their heads (the drafter's when it has one). */
+export interface StepCode {
+  target: PassCode;
+  head: KindFn;
+  drafter: PassCode | undefined;
+  drafterHead: KindFn | undefined;
+}
+
 /** Preallocated per-call state of one pricer. */
 export class StepScratch {
   readonly acc = new Float64Array(ACC_LEN);
-  /** One layer's sm, hbm, nvlink, nic, expert_sm, expert_hbm µs and its largest oversized message (terms.ts LAY_*). */
-  readonly lay = new Float64Array(LAY_LEN);
-  /** Largest out-of-table collective message of the step so far, bytes. */
-  big = 0;
+  /** The step inputs the compiled kinds read (compile.ts IN_*), and the largest oversized message of the step (IN_BIG). */
+  readonly inp = new Float64Array(IN_LEN);
+  /** Each kind of the pass being priced: one layer's sm, hbm, nvlink, nic, expert_sm, expert_hbm µs (terms.ts LAY_*, at kind · LAY_LEN). */
+  readonly lays: Float64Array;
+  /**
+   * The last touched-experts value and its inputs: tokens, experts, top-k, local experts, value. Layer
+   * kinds of one model share their routing, so one Math.pow serves them all (same inputs, same value).
+   */
+  readonly touched = new Float64Array([-1, 0, 0, 0, 0]);
   /** Host µs of the step so far (target pass, then the drafter's). */
   host = 0;
   /** Prefill sequences of the pass being priced (recurrent mixers write one fresh state each). */
   preSeqs = 0;
-  /**
-   * The last touched-experts value and its inputs (tokens, experts, top-k, local experts): layer kinds
-   * of one model share their routing, so one Math.pow serves them all (same inputs, same value).
-   */
-  readonly touchedKey = new Float64Array([-1, 0, 0, 0]);
-  touchedVal = 0;
   /** Where this call's composition inputs go (PriceOptions.terms), if anywhere. */
   sink: StepTermsSink | undefined = undefined;
   readonly walk: BatchWalk;
-  constructor(readers: number) {
+  /** @param readers distinct readers of the plan; @param kinds the most kinds of any pass (the head counts as one) */
+  constructor(readers: number, kinds: number) {
     this.walk = new BatchWalk(readers);
+    this.lays = new Float64Array(Math.max(1, kinds) * LAY_LEN);
   }
 }
 
 type PerKind = NonNullable<StepPrice['per_kind']>;
 
 /**
- * One layer of a kind: its terms into scratch.lay (SM times scaled by smScale; terms.ts LAY_*), the
- * largest collective message beyond the fitted tables in lay[LAY_BIG] (0 = none).
+ * Price one pass of a stack over the walked batch: each compiled kind adds its layers (× count) into the
+ * accumulators and tracks the largest oversized message (inp[IN_BIG]); then the terms log and the
+ * per-kind breakdown, when asked, read each kind's layer times. `fns` and `kinds` are one variant, in order.
  */
-function layerTimes(
-  p: StepPlan,
-  kp: KindPlan,
-  tok: number,
-  anyDecode: boolean,
-  anyPrefill: boolean,
-  dec: Float64Array,
-  pre: Float64Array,
-  decTok: number,
-): void {
-  const sc = p.scratch;
-  const lay = sc.lay;
-  // The ramp's m is the step's token count on this rank (reference §4.3).
-  gemmSmUs(kp, tok, lay);
-  weightsAndNormsHbmUs(kp, tok, lay);
-  // A term the kind lacks is not called (what it would add is 0, or it would write 0).
-  if (kp.attn.length > 0) {
-    if (anyDecode) decodeAttentionHbmUs(kp, dec, decTok, sc.walk.nReq - sc.walk.nPrefill, lay);
-    if (anyPrefill) prefillAttentionSmUs(kp, pre, sc.walk, lay);
-  }
-  if (kp.rec.length > 0) recurrentSmUs(kp, decTok, sc.preSeqs, tok - decTok, lay);
-  if (kp.colls.length > 0) collectivesUs(kp, tok, lay);
-  else {
-    lay[LAY_NVLINK] = 0;
-    lay[LAY_NIC] = 0;
-    lay[LAY_BIG] = 0;
-  }
-  lay[LAY_SM] = lay[LAY_SM]! * p.smScale;
-  if (!kp.hasMoe) {
-    lay[LAY_EXPERT_SM] = 0;
-    lay[LAY_EXPERT_HBM] = 0;
-    return;
-  }
-  const touched = touchedCached(sc, kp, tok);
-  expertSmUs(kp, tok, touched, lay);
-  lay[LAY_EXPERT_SM] = lay[LAY_EXPERT_SM]! * p.smScale;
-  expertHbmUs(kp, tok, touched, lay);
-}
-
-/** touchedExperts(kp, tok), reused from the scratch when the inputs equal the last call's (pure). */
-function touchedCached(sc: StepScratch, kp: KindPlan, tok: number): number {
-  if (!kp.hasMoe) return 0;
-  const k = sc.touchedKey;
-  if (k[0] === tok && k[1] === kp.moeExperts && k[2] === kp.moeTopK && k[3] === kp.moeLocal) return sc.touchedVal;
-  k[0] = tok;
-  k[1] = kp.moeExperts;
-  k[2] = kp.moeTopK;
-  k[3] = kp.moeLocal;
-  sc.touchedVal = touchedExperts(kp, tok);
-  return sc.touchedVal;
-}
-
-/** Price one pass of a stack over the walked batch into the accumulators (count layers per kind); tracks scratch.big. */
 function pricePass(
   p: StepPlan,
-  kinds: KindPlan[],
+  fns: readonly KindFn[],
+  kinds: readonly KindPlan[],
   tok: number,
   anyDecode: boolean,
-  anyPrefill: boolean,
   dec: Float64Array,
-  pre: Float64Array,
   decTok: number,
   perKind: PerKind | undefined,
   prefix: string,
 ): void {
   const sc = p.scratch;
-  const { acc, lay } = sc;
-  for (let i = 0; i < kinds.length; i++) {
-    const kp = kinds[i]!;
-    layerTimes(p, kp, tok, anyDecode, anyPrefill, dec, pre, decTok);
-    if (lay[LAY_BIG]! > sc.big) sc.big = lay[LAY_BIG]!;
-    composeLayerTimes(acc, kp.count, lay);
-    if (sc.sink) sinkLayer(sc.sink, kp.count, lay);
-    if (perKind) pushPerKind(perKind, prefix + kp.id, kp.count, lay);
-  }
+  const { acc, lays, inp, walk: w } = sc;
+  inp[IN_TOK] = tok;
+  inp[IN_DEC_TOK] = decTok;
+  inp[IN_DEC_ROWS] = w.nReq - w.nPrefill;
+  inp[IN_N_PREFILL] = w.nPrefill;
+  inp[IN_PRE_TOK] = w.prefillTokens();
+  inp[IN_PRE_SEQS] = sc.preSeqs;
+  inp[IN_ANY_DECODE] = anyDecode ? 1 : 0;
+  for (let i = 0; i < fns.length; i++) fns[i]!(inp, dec, w.preRead, w.preRaw, acc, lays);
+  const sink = sc.sink;
+  if (sink) for (let i = 0; i < kinds.length; i++) sinkLayer(sink, kinds[i]!.count, lays, i * LAY_LEN);
+  if (perKind)
+    for (let i = 0; i < kinds.length; i++)
+      pushPerKind(perKind, prefix + kinds[i]!.id, kinds[i]!.count, lays, i * LAY_LEN);
 }
 
-/** A kind's composition inputs to the call's sink (PriceOptions.terms), from its layer times. */
-function sinkLayer(sink: StepTermsSink, count: number, lay: Float64Array): void {
-  const sm = lay[LAY_SM]!;
-  const hbm = lay[LAY_HBM]!;
-  sink.layer(count, sm, hbm, lay[LAY_NVLINK]!, lay[LAY_NIC]!, lay[LAY_EXPERT_SM]!, lay[LAY_EXPERT_HBM]!);
+/** A kind's composition inputs to the call's sink (PriceOptions.terms), from its layer times at `o`. */
+function sinkLayer(sink: StepTermsSink, count: number, lays: Float64Array, o: number): void {
+  const sm = lays[o + LAY_SM]!;
+  const hbm = lays[o + LAY_HBM]!;
+  sink.layer(
+    count,
+    sm,
+    hbm,
+    lays[o + LAY_NVLINK]!,
+    lays[o + LAY_NIC]!,
+    lays[o + LAY_EXPERT_SM]!,
+    lays[o + LAY_EXPERT_HBM]!,
+  );
 }
 
-/** One layer kind's breakdown (`per_kind`), from its layer times × count. */
-function pushPerKind(perKind: PerKind, kind: string, c: number, lay: Float64Array): void {
+/** One layer kind's breakdown (`per_kind`), from its layer times at `o` × count. */
+function pushPerKind(perKind: PerKind, kind: string, c: number, lays: Float64Array, o: number): void {
+  const esm = lays[o + LAY_EXPERT_SM]!;
+  const ehbm = lays[o + LAY_EXPERT_HBM]!;
   perKind.push({
     kind,
     count: c,
     resources_us: {
-      sm: c * (lay[LAY_SM]! + lay[LAY_EXPERT_SM]!),
-      hbm: c * (lay[LAY_HBM]! + lay[LAY_EXPERT_HBM]!),
-      nvlink: c * lay[LAY_NVLINK]!,
-      nic: c * lay[LAY_NIC]!,
+      sm: c * (lays[o + LAY_SM]! + esm),
+      hbm: c * (lays[o + LAY_HBM]! + ehbm),
+      nvlink: c * lays[o + LAY_NVLINK]!,
+      nic: c * lays[o + LAY_NIC]!,
       host: 0,
     },
-    experts_us: c * (lay[LAY_EXPERT_SM]! + lay[LAY_EXPERT_HBM]!),
+    experts_us: c * (esm + ehbm),
   });
 }
 
 /**
- * The head once per pass. KNOWN DIVERGENCE 5 (reference §4.8): vLLM computes logits only for the rows
+ * The head once per pass (its compiled kind: `rows` sampled rows on the ramp, the final norm over all
+ * `tok` tokens; compile.ts). KNOWN DIVERGENCE 5 (reference §4.8): vLLM computes logits only for the rows
  * it samples (a decode row's scheduled tokens, one per prefill row); BLIS prices the head over every
  * token. The final norm still runs over all `tok` rows.
  */
 function priceHead(
   p: StepPlan,
-  h: HeadPlan,
+  fn: KindFn,
   rows: number,
   tok: number,
   perKind: PerKind | undefined,
   label: string,
 ): void {
-  const { walk, lay, acc } = p.scratch;
-  layerTimes(p, h.k, rows, false, false, walk.decRead, walk.preRead, 0);
-  lay[LAY_HBM] = lay[LAY_HBM]! + (tok - rows) * h.k.eltUsPerToken;
-  composeHeadTimes(acc, lay);
-  p.scratch.sink?.head(lay[LAY_SM]!, lay[LAY_HBM]!);
+  const { walk, lays, acc, inp } = p.scratch;
+  inp[IN_TOK] = rows;
+  inp[IN_ALL_TOK] = tok;
+  inp[IN_DEC_TOK] = 0;
+  inp[IN_PRE_SEQS] = p.scratch.preSeqs;
+  fn(inp, walk.decRead, walk.preRead, walk.preRaw, acc, lays);
+  p.scratch.sink?.head(lays[LAY_SM]!, lays[LAY_HBM]!);
   if (perKind) {
-    const sm = lay[LAY_SM]!;
-    const hbm = lay[LAY_HBM]!;
+    const sm = lays[LAY_SM]!;
+    const hbm = lays[LAY_HBM]!;
     perKind.push({ kind: label, count: 1, resources_us: { sm, hbm, nvlink: 0, nic: 0, host: 0 }, experts_us: 0 });
   }
 }
@@ -256,26 +231,26 @@ export function passHostTable(p: StepPlan, pass: PassPlan, kernelsWith: number, 
 function priceDrafter(p: StepPlan, drafter: PassPlan, mixed: boolean, perKind: PerKind | undefined): void {
   const w = p.scratch.walk;
   const anyPrefill = w.nPrefill > 0;
-  const dh = p.drafterHead;
+  const code = p.code.drafter!;
+  const dh = p.code.drafterHead;
   for (let j = 0; j < p.specTokens; j++) {
     const first = j === 0;
-    const kinds = first && anyPrefill ? drafter.withPrefill : drafter.decodeOnly;
+    const pre = first && anyPrefill;
     const tok = first ? w.tok : w.nReq;
     p.scratch.preSeqs = first ? w.nPrefill : 0;
     pricePass(
       p,
-      kinds,
+      pre ? code.withPrefill : code.decodeOnly,
+      pre ? drafter.withPrefill : drafter.decodeOnly,
       tok,
       first ? w.nReq > w.nPrefill : true,
-      first && anyPrefill,
       first ? w.decRead : w.allRead,
-      w.preRead,
       first ? w.decTok : w.nReq,
       perKind,
       'drafter:',
     );
     if (dh) priceHead(p, dh, first ? w.headRows : w.nReq, tok, perKind, 'drafter:head');
-    p.scratch.host += p.drafterHost[hostSlot(first && mixed, tok > p.maxCaptureSize, first && anyPrefill)]!;
+    p.scratch.host += p.drafterHost[hostSlot(first && mixed, tok > p.maxCaptureSize, pre)]!;
   }
 }
 
@@ -292,8 +267,8 @@ function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefine
   const tok = w.nReq * p.specTokens;
   const dh = p.drafterHead;
   sc.preSeqs = 0;
-  pricePass(p, drafter.decodeOnly, tok, true, false, w.allRead, w.preRead, tok, perKind, 'drafter:');
-  if (dh) priceHead(p, dh, tok, tok, perKind, 'drafter:head');
+  pricePass(p, p.code.drafter!.decodeOnly, drafter.decodeOnly, tok, true, w.allRead, tok, perKind, 'drafter:');
+  if (p.code.drafterHead) priceHead(p, p.code.drafterHead, tok, tok, perKind, 'drafter:head');
   const graphed = p.graphUniform === GRAPH_FULL && w.nReq <= captureCeilingRequests(p.maxCaptureSize, p.specTokens);
   const kernels = drafter.kernelsDecodeOnly + (dh?.kernels ?? 0);
   const h = p.host;
@@ -337,16 +312,18 @@ function priceWalked(p: StepPlan, popts: PriceOptions | undefined, out: StepPric
   const anyPrefill = w.nPrefill > 0;
   const acc = sc.acc;
   for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
-  sc.big = 0;
+  sc.inp[IN_BIG] = 0;
   sc.host = 0;
   sc.sink = popts?.terms;
   const perKind: PerKind | undefined = popts?.per_kind ? [] : undefined;
   const target = p.target;
   if (tok > 0) {
     sc.preSeqs = w.nPrefill;
+    const code = p.code.target;
+    const fns = anyPrefill ? code.withPrefill : code.decodeOnly;
     const kinds = anyPrefill ? target.withPrefill : target.decodeOnly;
-    pricePass(p, kinds, tok, w.nReq > w.nPrefill, anyPrefill, w.decRead, w.preRead, w.decTok, perKind, '');
-    priceHead(p, p.head, w.headRows, tok, perKind, 'head');
+    pricePass(p, fns, kinds, tok, w.nReq > w.nPrefill, w.decRead, w.decTok, perKind, '');
+    priceHead(p, p.code.head, w.headRows, tok, perKind, 'head');
   }
   // A step with no prefill row skips prefill-only nodes (seed "Host time").
   sc.host += p.targetHost[hostSlot(!w.uniform, tok > p.maxCaptureSize, anyPrefill)]!;
@@ -356,7 +333,7 @@ function priceWalked(p: StepPlan, popts: PriceOptions | undefined, out: StepPric
   }
   composeHost(acc, sc.host);
   sc.sink?.host(sc.host);
-  finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.big), out);
+  finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, sc.inp[IN_BIG]!), out);
   if (perKind) out.per_kind = perKind;
   return out;
 }

@@ -3,9 +3,9 @@
  * validation's CMOverlap search for s re-priced every row at every trial s). Pure.
  *
  * `s` enters a step only as the multiplier on each layer's SM and expert-SM µs and on the head's SM µs
- * (step.ts `layerTimes`, applied before composition); every other term is independent of s. So a step
+ * (terms.ts, each kind's generated terms, applied before composition); every other term is independent of s. So a step
  * priced once at s = 1 with a `StepTermsLog` as `PriceOptions.terms` holds everything its price at any
- * s needs: `composeAt` multiplies the recorded SM times by s exactly as `layerTimes` does and calls the
+ * s needs: `composeAt` multiplies the recorded SM times by s exactly as the kinds' terms do and calls the
  * same compose.ts functions in the same order, so its StepPrice equals, bit for bit, that of a pricer
  * built with `sm_scale = s` (test/pricer/terms-log.test.ts). Extrapolation notes are not recorded
  * (they do not depend on s); `composeAt` returns none.

@@ -27,3 +27,29 @@ describe('priceInto', () => {
     });
   }
 });
+
+/**
+ * Pricers of one graph structure share one compiled script (terms.ts compileKinds), each with its own
+ * constants and touched-experts memo: interleaving two such pricers (other chip, other sm_scale) must
+ * not change either's prices, and each equals a pricer built and used alone.
+ */
+describe('compiled kinds shared between pricers', () => {
+  for (const model of ['llama-3.1-70b', 'deepseek-v3']) {
+    it(`${model}: h200 and b200 (s 1.3) interleaved give each one's own prices`, () => {
+      const batches = [decodeBatch(256, 4095), mixed, decodeBatch(3, 100)];
+      const alone = (chip: string, s: number) => {
+        const p = makePricer(model, chip, { tp: 8 }, undefined, { sm_scale: s });
+        return batches.map((b) => p.price(b, { per_kind: true }));
+      };
+      const a = alone('h200', 1);
+      const b = alone('b200', 1.3);
+      expect(b[0]!.no_overlap_us).not.toBe(a[0]!.no_overlap_us);
+      const pa = makePricer(model, 'h200', { tp: 8 });
+      const pb = makePricer(model, 'b200', { tp: 8 }, undefined, { sm_scale: 1.3 });
+      batches.forEach((batch, i) => {
+        expect(pb.price(batch, { per_kind: true })).toStrictEqual(b[i]);
+        expect(pa.price(batch, { per_kind: true })).toStrictEqual(a[i]);
+      });
+    });
+  }
+});
