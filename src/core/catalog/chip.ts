@@ -117,7 +117,26 @@ export function loadChip(nameOrPath: string, dir = CHIPS_DIR): Chip {
   if (!existsSync(file)) {
     throw new UserError(`unknown chip "${nameOrPath}" (known: ${knownChips(dir).join(', ')})`);
   }
-  return chipFromObject(parseYaml(readText(file)), file);
+  return chipOfText(readText(file), file);
+}
+
+/**
+ * Chips built in this process, by file and text (as `loadModel`'s graphs: a YAML parse and schema check
+ * per call, ~3 ms, against a `structuredClone` of plain data on a hit, so a caller may mutate what it
+ * gets; an edited file is read afresh). Only successful builds are kept; at most `CHIPS_MAX`.
+ */
+const chips = new Map<string, Chip>();
+const CHIPS_MAX = 32;
+
+/** `chipFromObject(parseYaml(text), file)`, memoised (see `chips`). */
+function chipOfText(text: string, file: string): Chip {
+  const key = `${file}\n${text}`;
+  const hit = chips.get(key);
+  if (hit) return structuredClone(hit);
+  const c = chipFromObject(parseYaml(text), file);
+  if (chips.size >= CHIPS_MAX) chips.delete(chips.keys().next().value!);
+  chips.set(key, structuredClone(c));
+  return c;
 }
 
 /**
