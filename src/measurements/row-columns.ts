@@ -40,14 +40,11 @@ export function objectSink<R>(keys: readonly string[], rows: R[]): RowSink {
 /** The row index of a `RowColumns.view` object (a symbol: no column name can shadow it). */
 const AT = Symbol('row');
 
-/** Powers of ten exact in float64. */
-const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
-
 /** A growing byte buffer the CSV lines are written into (`RowColumns.csvLines`). */
-class ByteOut {
+class ByteOut implements ByteSink {
   buf = Buffer.allocUnsafe(1 << 16);
   pos = 0;
-  private reserve(n: number): void {
+  reserve(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     const b = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(b, 0, 0, this.pos);
@@ -64,57 +61,21 @@ class ByteOut {
     for (let k = 0; k < b.length; k++) buf[p++] = b[k]!;
     this.pos = p;
   }
-  /** A string of code units < 128 (a number's `String()`). */
-  ascii(s: string): void {
-    this.reserve(s.length);
+  /** Append a copy of the `len` bytes written at `from`. */
+  copy(from: number, len: number): void {
+    this.reserve(len);
     const buf = this.buf;
     let p = this.pos;
-    for (let k = 0; k < s.length; k++) buf[p++] = s.charCodeAt(k);
+    for (let k = 0; k < len; k++) buf[p++] = buf[from + k]!;
     this.pos = p;
   }
   utf8(s: string): void {
     this.reserve(Buffer.byteLength(s, 'utf8'));
     this.pos += this.buf.write(s, this.pos, 'utf8');
   }
-  /**
-   * A number's `String(v)`. Fast path (latencies of a few significant digits, ms × 1000): the fewest
-   * decimals k ≤ 15 with round(v·10ᵏ) / 10ᵏ === v. With that integer N < 2⁵⁰ the product v·10ᵏ is
-   * within 0.3 of N, so the search finds the shortest decimal whenever it has ≤ 15 digits, and it is
-   * the only one of its length that reads back as v (two would need 10⁻ᵏ below v's ulp): the digits
-   * `String` prints (ECMA-262 Number::toString, plain notation for 1e-6 ≤ v < 1e21). Else `String(v)`.
-   */
+  /** A number's `String(v)` (number-text.ts `writeNumber`: no string for the usual latencies). */
   num(v: number): void {
-    if (v >= 1e-6 && v < 2 ** 50) {
-      for (let k = 0; k <= 15; k++) {
-        const p = POW10[k]!;
-        const n = Math.round(v * p);
-        if (n >= 2 ** 50) break;
-        if (n / p === v) {
-          this.fixed(n, k);
-          return;
-        }
-      }
-    }
-    this.ascii(String(v));
-  }
-
-  /** The integer n < 2⁵³ divided by 10ᵏ, in plain decimal notation (no trailing zeros when n is not a multiple of 10). */
-  private fixed(n: number, k: number): void {
-    let digits = 1;
-    for (let t = n; t >= 10; t = Math.floor(t / 10)) digits++;
-    const width = Math.max(digits, k + 1) + (k > 0 ? 1 : 0);
-    this.reserve(width);
-    let p = this.pos + width;
-    this.pos = p;
-    for (let d = 0; d < k; d++) {
-      this.buf[--p] = 48 + (n % 10);
-      n = Math.floor(n / 10);
-    }
-    if (k > 0) this.buf[--p] = 46;
-    do {
-      this.buf[--p] = 48 + (n % 10);
-      n = Math.floor(n / 10);
-    } while (n > 0);
+    writeNumber(this, v);
   }
 
   /** An int32's decimal digits (`String(v)`). */
@@ -145,6 +106,7 @@ export interface RowList<R> {
 type Kind = 'int' | 'num' | 'str' | 'any';
 
 import { csvRowLines, plainCell } from '../core/render/csv.ts';
+import { type ByteSink, writeNumber } from './number-text.ts';
 
 const INT_MIN = -(2 ** 31);
 const INT_MAX = 2 ** 31 - 1;
@@ -411,30 +373,63 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   csvLines(columns: readonly string[], start: number, end: number): Buffer {
     const cols = columns.map((k) => this.index.get(k) ?? -1);
     const out = new ByteOut();
+    // The leading text columns every row has (chip, lane, kernel, dtype): while their ids repeat, a
+    // line starts with the previous line's bytes of them (copied: one id compare per column instead).
+    const lead = this.leadingText(cols);
+    let prevAt = -1;
+    let prevLen = 0;
     for (let i = start; i < end; i++) {
       const lineAt = out.pos;
+      let c = 0;
+      if (prevAt >= 0 && this.sameLead(lead, i)) {
+        out.copy(prevAt, prevLen);
+        c = lead.length;
+      }
       let plain = true;
-      for (let c = 0; plain && c < cols.length; c++) {
+      for (; plain && c < cols.length; c++) {
         if (c > 0) out.byte(44);
         const at = cols[c]!;
         if (at < 0 || this.absent[at]?.[i]) continue;
         plain = this.list[at]!.writeCell(i, out);
+        if (c === lead.length - 1) {
+          prevAt = lineAt;
+          prevLen = out.pos - lineAt;
+        }
       }
-      if (!plain) {
-        out.pos = lineAt;
-        const row = this.at(i) as Record<string, unknown>;
-        out.utf8(
-          csvRowLines(
-            columns.map((k) => () => row[k]),
-            0,
-            1,
-          ),
-        );
+      if (plain) {
+        out.byte(10);
         continue;
       }
-      out.byte(10);
+      prevAt = -1;
+      out.pos = lineAt;
+      const row = this.at(i) as Record<string, unknown>;
+      out.utf8(
+        csvRowLines(
+          columns.map((k) => () => row[k]),
+          0,
+          1,
+        ),
+      );
     }
     return out.buf.subarray(0, out.pos);
+  }
+
+  /** The id arrays of the text columns `cols` starts with that no row lacks (csvLines' line prefix). */
+  private leadingText(cols: readonly number[]): Array<Int32Array | Uint8Array> {
+    const lead: Array<Int32Array | Uint8Array> = [];
+    for (const at of cols) {
+      const col = at >= 0 && !this.absent[at] ? this.list[at]! : undefined;
+      if (col?.kind !== 'str') break;
+      lead.push(col.keyArray() as Int32Array | Uint8Array);
+    }
+    return lead;
+  }
+
+  /** Whether row i's leading text ids equal row i − 1's. */
+  private sameLead(lead: ReadonlyArray<Int32Array | Uint8Array>, i: number): boolean {
+    if (lead.length === 0) return false;
+    for (let t = 0; t < lead.length; t++) if (lead[t]![i] !== lead[t]![i - 1]) return false;
+    return true;
   }
 
   /**
@@ -458,6 +453,20 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     const c = this.index.get(k) ?? -1;
     if (c < 0 || this.absent[c]) return undefined;
     return this.list[c]!.keyArray();
+  }
+
+  /**
+   * How column `k` is stored: 'int' (int32), 'num' (float64), 'str' (text ids into `dictionary(k)`),
+   * 'any' (plain values); undefined for a key no row had, or one some row lacks.
+   */
+  kindOf(k: string): Kind | undefined {
+    const c = this.index.get(k) ?? -1;
+    return c < 0 || this.absent[c] ? undefined : this.list[c]!.kind;
+  }
+
+  /** The distinct texts of a text column by id (`keyArray(k)[i]` indexes it); undefined for another kind. */
+  dictionary(k: string): readonly string[] | undefined {
+    return this.kindOf(k) === 'str' ? this.list[this.index.get(k)!]!.dict : undefined;
   }
 
   /**

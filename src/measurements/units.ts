@@ -434,29 +434,20 @@ export function checkUnits(
     }));
   const groups = new Map<string, Group>();
   const sizes = !(what?.flops ?? false);
-  // A RowColumns is read through one reused row view (no object built per row).
+  // Typed columns are read in place (gemm); other RowColumns through one reused row view (no object built per row).
   const rowAt = rows instanceof RowColumns ? rows.view() : (i: number) => rows.at(i);
+  const sample = (family === 'gemm' && gemmColumns(rows, chip)) || ((i: number) => judge(rowAt(i)));
+  let last: { name: string; g: Group } | undefined;
   for (let i = 0; i < rows.length; i++) {
-    const s = judge(rowAt(i));
+    const s = sample(i);
     if (!s) continue;
-    let g = groups.get(s.group);
+    let g = last?.name === s.group ? last.g : groups.get(s.group);
     if (!g) {
       g = newGroup();
       groups.set(s.group, g);
     }
-    if (s.latency_us < g.floor) [g.floor, g.floorI] = [s.latency_us, i];
-    // A call whose work takes under TINY_WORK_US at the datasheet rate is floor-bound: it must not take over FLOOR_MAX_US.
-    const ideal = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : what ? undefined : 0);
-    if (ideal !== undefined && ideal < TINY_WORK_US && s.latency_us < g.tiny) [g.tiny, g.tinyI] = [s.latency_us, i];
-    const work = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : undefined);
-    if (work !== undefined && s.latency_us / (work + FLOOR_MAX_US) > g.slow)
-      [g.slow, g.slowI, g.slowWork] = [s.latency_us / (work + FLOOR_MAX_US), i, work];
-    if (s.ref !== undefined) g.ref = s.ref;
-    if (s.limit !== undefined && s.limit > g.top) [g.top, g.topI] = [s.limit, i];
-    if (s.rate !== undefined) {
-      g.judged++;
-      if (s.rate > g.best) [g.best, g.bestI] = [s.rate, i];
-    }
+    if (last?.g !== g) last = { name: s.group, g };
+    addSample(g, s, i, what !== undefined);
   }
   for (const [group, g] of groups) {
     const at = (i: number) => ({ file, row: rowOf(i), column });
@@ -485,6 +476,64 @@ export function checkUnits(
           `outside the plausible floor band [${FLOOR_MIN_US} µs, ${FLOOR_MAX_US / 1000} ms] (a kernel launch costs a few µs); ${tail(TYPICAL_FLOOR_US / floorBad.v)}`,
       );
   }
+}
+
+/** One row's sample into its group's running state (checkUnits; `rated`: the family has a rate). */
+function addSample(g: Group, s: Sample & { limit?: number }, i: number, rated: boolean): void {
+  if (s.latency_us < g.floor) [g.floor, g.floorI] = [s.latency_us, i];
+  // A call whose work takes under TINY_WORK_US at the datasheet rate is floor-bound: it must not take over FLOOR_MAX_US.
+  const ideal = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : rated ? undefined : 0);
+  if (ideal !== undefined && ideal < TINY_WORK_US && s.latency_us < g.tiny) [g.tiny, g.tinyI] = [s.latency_us, i];
+  const work = s.ideal_us ?? (s.limit !== undefined ? s.limit * s.latency_us : undefined);
+  if (work !== undefined && s.latency_us / (work + FLOOR_MAX_US) > g.slow)
+    [g.slow, g.slowI, g.slowWork] = [s.latency_us / (work + FLOOR_MAX_US), i, work];
+  if (s.ref !== undefined) g.ref = s.ref;
+  if (s.limit !== undefined && s.limit > g.top) [g.top, g.topI] = [s.limit, i];
+  if (s.rate !== undefined) {
+    g.judged++;
+    if (s.rate > g.best) [g.best, g.bestI] = [s.rate, i];
+  }
+}
+
+/**
+ * gemmJudge read from a RowColumns' typed columns (m, n, k int32, latency_us float64, dtype text ids):
+ * the same sample values, into one reused object (valid until the next call), with the group name and
+ * peak looked up once per dtype id. Undefined when the columns are not stored that way.
+ */
+function gemmColumns(rows: RowList<unknown>, chip: Chip): ((i: number) => Sample & { limit?: number }) | undefined {
+  if (!(rows instanceof RowColumns)) return undefined;
+  const cols = rows as RowColumns<object>;
+  const kinds = ['dtype', 'm', 'n', 'k', 'latency_us'].map((c) => cols.kindOf(c)).join(' ');
+  if (kinds !== 'str int int int num') return undefined;
+  const [dt, m, n, k] = ['dtype', 'm', 'n', 'k'].map((c) => cols.keyArray(c)!) as [
+    Uint8Array,
+    Int32Array,
+    Int32Array,
+    Int32Array,
+  ];
+  const lat = cols.keyArray('latency_us') as Float64Array;
+  const dict = cols.dictionary('dtype')!;
+  const names = dict.map((d) => `dtype ${d}`);
+  const peaks = dict.map((d) => (TENSOR_DTYPES.has(d) ? peakFlopsPerUs(chip, d as GemmDtype) : undefined));
+  const s: Sample & { limit?: number } = {
+    group: '',
+    rate: undefined,
+    latency_us: 0,
+    limit: undefined,
+    ref: undefined,
+  };
+  return (i) => {
+    const peak = peaks[dt[i]!];
+    const large = m[i]! >= LARGE_GEMM_DIM && n[i]! >= LARGE_GEMM_DIM && k[i]! >= LARGE_GEMM_DIM;
+    const latency_us = lat[i]!;
+    const rate = (2 * m[i]! * n[i]! * k[i]!) / latency_us;
+    s.group = names[dt[i]!]!;
+    s.rate = peak && large ? rate / peak : undefined;
+    s.latency_us = latency_us;
+    s.limit = peak ? rate / peak : undefined;
+    s.ref = peak || undefined;
+    return s;
+  };
 }
 
 /** Per-group running state of `checkUnits`: best judged rate, highest rate of any row, fastest call. */

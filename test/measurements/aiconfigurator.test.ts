@@ -6,6 +6,7 @@ import { loadChip } from '../../src/core/catalog/chip.ts';
 import { readText } from '../../src/core/io/fs.ts';
 import { aicTableFromPath, collapseDuplicates, normalizeAicTable } from '../../src/measurements/aiconfigurator.ts';
 import { aicUpstreamPath, importAicFiles } from '../../src/measurements/import.ts';
+import { RowColumns } from '../../src/measurements/row-columns.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow, CollectiveRow, GemmRow } from '../../src/measurements/schema.ts';
 import { listMeasurementFiles, listStepFiles, readMeasurements, readProvenance } from '../../src/measurements/store.ts';
 import { csvTable } from '../../src/measurements/table.ts';
@@ -252,6 +253,35 @@ describe('AIConfigurator mapping', () => {
     ]);
     expect(c.duplicate_configs).toBe(2);
     expect(c.rows_removed).toBe(3);
+  });
+
+  it('collapseDuplicates on typed columns: rows in increasing key order are kept as they are (no index); out of order, repeats still found', () => {
+    const base = { chip: 'x', lane: 'l', kernel_source: 'k', dtype: 'bf16', n: 1, k: 1 };
+    const sorted = new RowColumns<GemmRow>();
+    for (let m = 1; m <= 50; m++) sorted.push({ ...base, m, latency_us: m });
+    const kept = collapseDuplicates('gemm', sorted);
+    expect(kept.rows).toBe(sorted);
+    expect([kept.duplicate_configs, kept.rows_removed]).toEqual([0, 0]);
+    // A repeat of m = 2 after m = 3: not increasing, so the index runs and collapses the pair to its mean.
+    const repeated = new RowColumns<GemmRow>();
+    for (const [m, latency_us] of [
+      [1, 1],
+      [2, 4],
+      [3, 9],
+      [2, 6],
+    ] as const)
+      repeated.push({ ...base, m, latency_us });
+    const c = collapseDuplicates('gemm', repeated);
+    expect([...c.rows].map((r) => [r.m, r.latency_us])).toEqual([
+      [1, 1],
+      [2, 5],
+      [3, 9],
+    ]);
+    expect(c.duplicate_configs).toBe(1);
+    // Equal neighbours (a repeat in a row) are not increasing either.
+    const twice = new RowColumns<GemmRow>();
+    for (const latency_us of [4, 6]) twice.push({ ...base, m: 1, latency_us });
+    expect(collapseDuplicates('gemm', twice).rows.length).toBe(1);
   });
 
   it('importAicFiles writes data + provenance with sha256 and unit conversions', async () => {

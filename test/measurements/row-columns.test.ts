@@ -74,3 +74,27 @@ describe('RowColumns', () => {
     );
   });
 });
+
+describe('RowColumns.csvLines line prefix', () => {
+  it('repeats the leading text cells of the line before only while their ids repeat; a quoted cell breaks the run', () => {
+    const rows: Array<Record<string, unknown>> = [];
+    const lanes = ['vllm-0.24.0', 'sglang', 'needs,quote', 'sglang'];
+    for (let i = 0; i < 40; i++)
+      rows.push({ chip: 'h200', lane: lanes[(i >> 3) % 4], dtype: i % 5 === 0 ? 'fp8' : 'bf16', m: i, lat: i / 3 });
+    const c = new RowColumns();
+    for (const r of rows) c.push(r);
+    const cols = ['chip', 'lane', 'dtype', 'm', 'lat'];
+    for (const [a, b] of [
+      [0, 40],
+      [7, 9],
+      [16, 25],
+    ] as const)
+      expect(c.csvLines(cols, a, b).toString('utf8')).toBe(
+        csvRowLines(
+          cols.map((k) => (i: number) => rows[a + i]![k]),
+          0,
+          b - a,
+        ),
+      );
+  });
+});

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
 import { checkUnitsSlip } from '../../src/measurements/aiconfigurator.ts';
 import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
+import { RowColumns } from '../../src/measurements/row-columns.ts';
 import { checkUnits, collectiveBand, likelyFactor } from '../../src/measurements/units.ts';
 import type { Family } from '../../src/core/schemas/measurements.ts';
 import type { CollectiveRow, FamilyRow, GemmRow } from '../../src/measurements/schema.ts';
@@ -112,6 +113,30 @@ describe('slips the issue lists', () => {
       new RegExp(`g\\.csv row ${at + 1} column "latency_us": gemm dtype bf16: this row takes .*check units`),
     );
     expect(() => checkUnits('gemm', rows, h200, 'g.csv')).not.toThrow();
+  });
+
+  it('GEMM rows as typed columns (the streaming import) are judged from the columns: the same verdicts and messages', () => {
+    const rows = read(dir, 'gemm', 'vllm-0.24.0');
+    const columns = (list: readonly GemmRow[]) => {
+      const c = new RowColumns<GemmRow>();
+      for (const r of list) c.push(r);
+      return c;
+    };
+    const message = (list: Iterable<GemmRow> & { length: number; at(i: number): GemmRow | undefined }) => {
+      try {
+        checkUnits('gemm', list, h200, 'g.csv');
+        return 'passed';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    const bf16x10 = rows.map((r: GemmRow) => (r.dtype === 'bf16' ? { ...r, latency_us: r.latency_us * 10 } : r));
+    const fast = rows.map((r: GemmRow) => ({ ...r, latency_us: r.latency_us / 1000 }));
+    const one = rows.map((r, i) => (i === 7 ? { ...r, latency_us: r.latency_us * 1e6 } : r));
+    for (const list of [rows, bf16x10, fast, one]) expect(message(columns(list))).toBe(message(list));
+    expect(columns(rows).kindOf('latency_us')).toBe('num'); // read from the float64 column
+    expect(message(columns(rows))).toBe('passed');
+    expect(message(columns(fast))).toMatch(/g\.csv row \d+ column "latency_us": gemm dtype .*likely ×1000 too fast/);
   });
 
   it('collective sizes ×2 (elements read as bytes) and ×1000, latency in µs labelled ms', () => {
