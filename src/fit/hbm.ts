@@ -111,7 +111,8 @@ function derateHoldout(
   bw: number,
 ): { t0_us: number; error?: FitError & { split: string } } {
   if (!other.length) return { t0_us: NaN };
-  const t0 = patternSearch((x) => logL1(asWorkPoints(other), Math.exp(x[0]!), rate), [Math.log(10)], [0.5], {
+  const points = asWorkPoints(other);
+  const t0 = patternSearch((x) => logL1(points, Math.exp(x[0]!), rate), [Math.log(10)], [0.5], {
     minStep: 1e-4,
     maxEvals: 200,
   });

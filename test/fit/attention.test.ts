@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../../src/measurements/schema.ts';
 import { decodeAttentionUs } from '../../src/core/laws/attention.ts';
+import { solveLinear } from '../../src/core/numeric/lsq.ts';
 import { decodeKvBytes, fitAttentionDecode, fitAttentionPrefill, prefillCausalFlops } from '../../src/fit/attention.ts';
 import {
   floorLogL1,
@@ -103,6 +104,29 @@ describe('decode attention: work-item law (issue 16)', () => {
     expect(plain.item_us).toBe(0);
     expect(plain.p_half).toBe(0);
     expect(plain.objective).toBeCloseTo(packedLogL1(rows, plain), 12);
+  });
+
+  it('IRLS with one log per distinct (work, items) pair is the per-row IRLS, bit for bit', () => {
+    // 40 distinct pairs, each measured at 30 latencies (h200 decode: 62k rows over 785 pairs).
+    const pts = Array.from({ length: 1200 }, (_, i) => {
+      const work = 1e5 * (1 + (i % 8)) ** 3;
+      const items = 1 + ((i >> 3) % 5) * 7;
+      return {
+        work,
+        items,
+        latency_us: (12 + items * 0.02 + (work / 3e6) * (1 + 2 / items)) * Math.exp(0.3 * Math.sin(i * 1.7)),
+      };
+    });
+    const rows = packRows(pts);
+    for (const from of [
+      { floor_us: 10, rate: 1e6, item_us: 0.01, p_half: 1 },
+      { floor_us: 10, rate: 1e6, item_us: 0, p_half: 0 },
+    ]) {
+      const got = irlsFit(rows, from, 40, 2.5e6);
+      const want = perRowIrls(pts, from, 40, 2.5e6);
+      expect(got.objective).toBe(want.objective);
+      for (const k of ['floor_us', 'rate', 'item_us', 'p_half'] as const) expect(got[k]).toBe(want[k]);
+    }
   });
 
   it("the searches' product-of-ratios objective is the per-row log sum, through its flushes and its fallback", () => {
@@ -267,3 +291,62 @@ describe('prefill attention', () => {
     expect(sHalf.ci95![1]).toBeGreaterThanOrEqual(sHalf.value);
   });
 });
+
+/**
+ * The IRLS of src/fit/attention-decode-law.ts evaluated row by row (one log per row, its form before
+ * the per-pair terms): the reference the packed irlsFit must equal bit for bit.
+ */
+function perRowIrls(
+  pts: ReadonlyArray<{ work: number; items: number; latency_us: number }>,
+  from: { floor_us: number; rate: number; item_us: number; p_half: number },
+  iters: number,
+  maxRate: number,
+) {
+  const keep = (v: number, k: number) => (k >= 2 && [from.item_us, from.p_half][k - 2] === 0 ? 0 : Math.exp(v));
+  const lawOf = (x: number[]) => ({
+    floor_us: keep(x[0]!, 0),
+    rate: keep(x[1]!, 1),
+    item_us: keep(x[2]!, 2),
+    p_half: keep(x[3]!, 3),
+  });
+  const point = (l: ReturnType<typeof lawOf>) => {
+    const A = [0, 1, 2, 3].map(() => [0, 0, 0, 0]);
+    const b = [0, 0, 0, 0];
+    let obj = 0;
+    for (const q of pts) {
+      const read = q.work * (1 / l.rate);
+      const extra = l.p_half > 0 && q.items > 0 ? (read * l.p_half) / q.items : 0;
+      const pred = l.floor_us + q.items * l.item_us + read + extra;
+      const r = Math.log(pred) - Math.log(q.latency_us);
+      obj += Math.abs(r);
+      const w = 1 / (pred * pred * Math.max(Math.abs(r), 1e-4));
+      const j = [l.floor_us, -(read + extra), q.items * l.item_us, extra];
+      for (let u = 0; u < 4; u++) {
+        b[u] = b[u]! + w * r * pred * j[u]!;
+        for (let v = 0; v <= u; v++) A[u]![v] = A[u]![v]! + w * j[u]! * j[v]!;
+      }
+    }
+    for (let u = 0; u < 4; u++) for (let v = u + 1; v < 4; v++) A[u]![v] = A[v]![u]!;
+    return { objective: obj / pts.length, A, b };
+  };
+  const cap = (x: number[]) => [x[0]!, Math.min(x[1]!, Math.log(maxRate)), x[2]!, x[3]!];
+  let x = cap([from.floor_us, from.rate, Math.max(from.item_us, 1e-9), Math.max(from.p_half, 1e-9)].map(Math.log));
+  let law = lawOf(x);
+  let at = point(law);
+  let lambda = 1e-3;
+  for (let it = 0; it < iters && lambda < 1e8; it++) {
+    const d = solveLinear(
+      at.A.map((row, u) => row.map((v, k) => (u === k ? v + lambda * (v + 1e-12) : v))),
+      at.b.map((v) => -v),
+    );
+    const trial = d ? cap(x.map((v, k) => v + Math.max(-2, Math.min(2, d[k]!)))) : undefined;
+    const tAt = trial ? point(lawOf(trial)) : undefined;
+    if (tAt && tAt.objective < at.objective) {
+      const gain = at.objective - tAt.objective;
+      [x, law, at] = [trial!, lawOf(trial!), tAt];
+      lambda = Math.max(lambda / 10, 1e-9);
+      if (gain < 1e-8) break;
+    } else lambda *= 10;
+  }
+  return { ...law, objective: at.objective };
+}
