@@ -276,17 +276,57 @@ function uniformColumns(sched: Float64Array, comp: Float64Array, n: number, widt
 }
 
 /**
+ * The leading rows that are uniform decode rows (s = `width`) with row 0's context, four at a time: two
+ * compares per row and no sum (a static batch, or a run of equal contexts, is walked at the cost of its
+ * loads). Σ computed over them is k · c0, equal to the one-chain sum for integer token counts below 2^53
+ * (the exactness the walk's sums already rely on). @returns k, a multiple of 4
+ */
+function equalRequests(reqs: readonly Request[], width: number): number {
+  const n4 = reqs.length & ~3;
+  if (n4 === 0) return 0;
+  const c0 = reqs[0]!.computed_tokens;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    const q0 = reqs[i]!;
+    const q1 = reqs[i + 1]!;
+    const q2 = reqs[i + 2]!;
+    const q3 = reqs[i + 3]!;
+    if (q0.scheduled_tokens !== width || q1.scheduled_tokens !== width) break;
+    if (q2.scheduled_tokens !== width || q3.scheduled_tokens !== width) break;
+    if (q0.computed_tokens !== c0 || q1.computed_tokens !== c0) break;
+    if (q2.computed_tokens !== c0 || q3.computed_tokens !== c0) break;
+  }
+  return i;
+}
+
+/** `equalRequests` over a ColumnBatch's columns (rows 0..n-1). */
+function equalColumns(sched: Float64Array, comp: Float64Array, n: number, width: number): number {
+  const n4 = n & ~3;
+  if (n4 === 0) return 0;
+  const c0 = comp[0]!;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    if (sched[i] !== width || sched[i + 1] !== width || sched[i + 2] !== width || sched[i + 3] !== width) break;
+    if (comp[i] !== c0 || comp[i + 1] !== c0 || comp[i + 2] !== c0 || comp[i + 3] !== c0) break;
+  }
+  return i;
+}
+
+/**
  * The leading uniform decode rows when there are bounded readers: Σ computed (in row order, one chain, as
  * the loop adds them) and each row's context after the step into runs of equal contexts (pushRun), the open
  * run left in w.rows[RUN_CTX], w.rows[RUN_LEN] for the loop to continue. A tighter loop than the general
  * one (one test per row instead of four). @returns how many rows it consumed
  */
 function uniformRunRequests(reqs: readonly Request[], width: number, w: BatchWalk): number {
-  let computed = 0;
+  // Rows 0..k-1 all uniform with row 0's context c0: one open run, Σ computed = k · c0 (exact, as the chain).
+  const k = equalRequests(reqs, width);
+  const c0 = k > 0 ? reqs[0]!.computed_tokens : 0;
+  let computed = k > 0 ? k * c0 : 0;
   let nDec = 0;
-  let runCtx = -1;
-  let runLen = 0;
-  let i = 0;
+  let runCtx = k > 0 ? c0 + width : -1;
+  let runLen = k;
+  let i = k;
   for (; i < reqs.length; i++) {
     const q = reqs[i]!;
     if (q.scheduled_tokens !== width) break;
@@ -305,11 +345,13 @@ function uniformRunRequests(reqs: readonly Request[], width: number, w: BatchWal
 
 /** `uniformRunRequests` over a ColumnBatch's columns (rows 0..n-1). */
 function uniformRunColumns(sched: Float64Array, comp: Float64Array, n: number, width: number, w: BatchWalk): number {
-  let computed = 0;
+  const k = equalColumns(sched, comp, n, width);
+  const c0 = k > 0 ? comp[0]! : 0;
+  let computed = k > 0 ? k * c0 : 0;
   let nDec = 0;
-  let runCtx = -1;
-  let runLen = 0;
-  let i = 0;
+  let runCtx = k > 0 ? c0 + width : -1;
+  let runLen = k;
+  let i = k;
   for (; i < n; i++) {
     if (sched[i] !== width) break;
     const c = comp[i]!;

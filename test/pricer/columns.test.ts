@@ -4,6 +4,7 @@
  * rows, bounded readers), through the plain and the engine-profiled pricer; the columns may be longer
  * than n; n beyond them is refused.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { columnsOf, decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { emptyStepPrice } from '../../src/pricer/compose.ts';
@@ -70,5 +71,35 @@ describe('ColumnBatch', () => {
     const pricer = engineProfiledPricer(inner, loadEngineProfile('splitwise'), 4);
     for (const b of BATCHES)
       expect(pricer.priceColumnsInto(columnsOf(b), emptyStepPrice())).toStrictEqual(pricer.price(b));
+  });
+});
+
+/**
+ * The walk's equal-context prefix (walk.ts equalRequests / equalColumns: rows 0..k-1 uniform with row 0's
+ * context, no sums) against the general loop: decode rows' token sums are exact integers, so the same rows
+ * in any order price the same to the bit. A batch whose first k rows share a context (k from 0 to 9, then
+ * other contexts and a prefill chunk) and its reverse (distinct rows first: the loop path) must agree.
+ */
+describe('equal-context prefix', () => {
+  it('deepseek-v4-flash b200 and mistral-7b h200: a prefix of k equal rows prices as the reversed rows (fast-check)', () => {
+    const pricers = [makePricer('deepseek-v4-flash', 'b200', { tp: 8 }), makePricer('mistral-7b', 'h200', { tp: 1 })];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 9 }),
+        fc.integer({ min: 1, max: 200_000 }),
+        fc.array(fc.integer({ min: 0, max: 200_000 }), { maxLength: 6 }),
+        (k, c0, rest) => {
+          const rows = [...Array.from({ length: k }, () => row(1, c0)), ...rest.map((c) => row(1, c)), row(600, 50)];
+          const fwd: Batch = { requests: rows };
+          const rev: Batch = { requests: [...rows.slice(0, -1).reverse(), row(600, 50)] };
+          for (const p of pricers) {
+            const a = p.price(fwd, { per_kind: true });
+            expect(p.price(rev, { per_kind: true })).toStrictEqual(a);
+            expect(p.priceColumnsInto(columnsOf(rev), emptyStepPrice(), { per_kind: true })).toStrictEqual(a);
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
