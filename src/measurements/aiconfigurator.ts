@@ -18,7 +18,7 @@ import { InputError, UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, type RawTable } from './table.ts';
-import { type CellTable, cellsOf, intAt, latencyAt, numberAt } from './cell-table.ts';
+import { type CellTable, CsvChunk, cellsOf, intAt, latencyAt, numberAt } from './cell-table.ts';
 import { mapRecurrent } from './recurrent.ts';
 import type { CollectiveBackend, CollectiveOp, Family, FamilyRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
@@ -280,6 +280,7 @@ function mapGemm(t: CellTable, chip: string, o: RowSink): void {
     number,
     number,
   ];
+  if (o.bulk && t instanceof CsvChunk && gemmBulk(t, chip, o.bulk, [fw, ver, op, ks, dt, m, n, k, lat])) return;
   const lane = laneMaker(t, fw, ver);
   const ops = new Set(['gemm']);
   for (let r = 0; r < t.length; r++) {
@@ -294,6 +295,37 @@ function mapGemm(t: CellTable, chip: string, o: RowSink): void {
     o.num(7, latencyAt(t, r, lat, 'latency') * 1000); // latency_us
     o.end();
   }
+}
+
+/**
+ * mapGemm of a whole CSV chunk at once, when its text cells (framework, version, op, kernel, dtype) are
+ * each one value throughout and every m, n, k and latency is valid: the same rows, written column by
+ * column (`RowSink.bulk`). @returns false, having written nothing, otherwise: the row-by-row mapper then
+ * maps the chunk and throws its errors in its order.
+ */
+function gemmBulk(t: CsvChunk, chip: string, bulk: NonNullable<RowSink['bulk']>, idx: readonly number[]): boolean {
+  const [fw, ver, op, ks, dt, m, n, k, lat] = idx as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const [f, v, opName, kernel, dtype] = [fw, ver, op, ks, dt].map((j) => t.sameText(j));
+  if (f === undefined || v === undefined || kernel === undefined || dtype === undefined || opName !== 'gemm')
+    return false;
+  const d = GEMM_DTYPE_MAP[dtype] ?? GEMM_DTYPE_MAP[dtype.toLowerCase()];
+  const framework = f.toLowerCase();
+  if (d === undefined || !framework || !v) return false;
+  const [ms, ns, kk] = [new Int32Array(t.length), new Int32Array(t.length), new Int32Array(t.length)];
+  const lats = new Float64Array(t.length);
+  if (!t.ints(m, 1, ms) || !t.ints(n, 1, ns) || !t.ints(k, 1, kk) || !t.latencies(lat, 1000, lats)) return false;
+  bulk(t.length, [chip, `${framework}-${v}`, kernel, d, ms, ns, kk, lats]);
+  return true;
 }
 
 const ATTN_COLS = [

@@ -113,7 +113,8 @@ export class CsvChunk implements CellTable {
     readonly file: string,
     readonly header: string[],
     private readonly buf: Buffer,
-    private readonly bounds: Int32Array,
+    /** Cell offsets (class comment); `splitCsvBlock` reuses them for the next block once this chunk is done with. */
+    readonly bounds: Int32Array,
     readonly length: number,
     /** Cells of the lines that hold a quote (papaparse), by row. */
     private readonly quoted: Map<number, string[]> | undefined,
@@ -186,6 +187,56 @@ export class CsvChunk implements CellTable {
     return neg ? -v : v;
   }
 
+  /**
+   * Column j's text when every row holds the same bytes there (`text(0, j)`); undefined when one differs,
+   * a cell is missing, or a line was quoted. One tight byte loop over the chunk (bulk mappers).
+   */
+  sameText(j: number): string | undefined {
+    if (this.quoted || this.length === 0) return undefined;
+    const { bounds, buf, stride } = this;
+    const s0 = bounds[j]!;
+    const len = bounds[j + 1]! - 1 - s0;
+    if (len < 0) return undefined;
+    for (let b = stride + j; b < this.length * stride; b += stride) {
+      const s = bounds[b]!;
+      if (bounds[b + 1]! - 1 - s !== len) return undefined;
+      for (let k = 0; k < len; k++) if (buf[s + k] !== buf[s0 + k]) return undefined;
+    }
+    return this.text(0, j);
+  }
+
+  /**
+   * Column j as int32s ≥ min into `out` (one per row): the values `intAt` returns. False, with `out`
+   * partly written, when a cell is not `[-]digits[.digits]` (which `num` parses itself), not an integer
+   * ≥ min, or not an int32: the caller then reads the rows one by one (their errors).
+   */
+  ints(j: number, min: number, out: Int32Array): boolean {
+    if (this.quoted) return false;
+    for (let r = 0, b = j; r < this.length; r++, b += this.stride) {
+      const s = this.bounds[b]!;
+      const e = this.bounds[b + 1]! - 1;
+      const v = e > s ? this.decimal(s, e) : NaN;
+      if (!(v >= min) || (v | 0) !== v) return false;
+      out[r] = v;
+    }
+    return true;
+  }
+
+  /**
+   * Column j as positive latencies × `scale` into `out`: `latencyAt(…) * scale` of each row. False as for `ints`.
+   */
+  latencies(j: number, scale: number, out: Float64Array): boolean {
+    if (this.quoted) return false;
+    for (let r = 0, b = j; r < this.length; r++, b += this.stride) {
+      const s = this.bounds[b]!;
+      const e = this.bounds[b + 1]! - 1;
+      const v = e > s ? this.decimal(s, e) : NaN;
+      if (!(v > 0)) return false;
+      out[r] = v * scale;
+    }
+    return true;
+  }
+
   cell(r: number, j: number): Cell {
     const q = this.quoted?.get(r);
     if (q) return q[j];
@@ -218,12 +269,14 @@ export class CsvChunk implements CellTable {
 /**
  * Split `buf[0, end)` (whole lines; a last line without `\n` is fine) into a CsvChunk of `ncol`
  * columns: lines on `\n` (a trailing `\r` dropped, blank lines skipped), cells on commas, cells past
- * `ncol` ignored. A line with a quote goes through papaparse.
+ * `ncol` ignored. A line with a quote goes through papaparse. `reuse`: a chunk no longer read, whose
+ * offset array is written over (no new 5 MB array per block).
  */
-export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: number): CsvChunk {
+export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: number, reuse?: CsvChunk): CsvChunk {
   const ncol = header.length;
   const stride = ncol + 1;
-  let bounds = new Int32Array(Math.max(1024, (end >> 5) * stride));
+  const size = Math.max(1024, (end >> 5) * stride);
+  let bounds = reuse && reuse.bounds.length >= size ? reuse.bounds : new Int32Array(size);
   let quoted: Map<number, string[]> | undefined;
   let rows = 0;
   let pos = 0;

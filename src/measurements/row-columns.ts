@@ -17,6 +17,12 @@ export interface RowSink {
   num(c: number, v: number): void;
   text(c: number, v: string): void;
   end(): void;
+  /**
+   * Rows n…n+count−1 at once, where it is offered (RowColumns' sink): `cells[c]` is column c's value for
+   * every row (a string) or per row (int32s, float64s); the same rows as `count` rows of `text`/`int`/
+   * `num` calls then `end()`.
+   */
+  bulk?(count: number, cells: ReadonlyArray<string | Int32Array | Float64Array>): void;
 }
 
 /** A RowSink that builds plain objects with the keys in `keys` order, into `rows`. */
@@ -42,8 +48,9 @@ const AT = Symbol('row');
 
 /** A growing byte buffer the CSV lines are written into (`RowColumns.csvLines`). */
 class ByteOut implements ByteSink {
-  buf = Buffer.allocUnsafe(1 << 16);
   pos = 0;
+  /** @param size bytes to allocate at first (it doubles past them). */
+  constructor(public buf = Buffer.allocUnsafe(1 << 16)) {}
   reserve(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     const b = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
@@ -161,6 +168,38 @@ class Column {
     else this.setText(i, v === this.lastText ? this.lastId : this.id(v), cap);
   }
 
+  /** `setString(i, v, cap)` for i = start…start+count−1 (cap > start + count): the first store, then a fill of its id. */
+  fillString(start: number, count: number, v: string, cap: number): void {
+    if (count === 0) return;
+    this.setString(start, v, cap);
+    if (this.kind !== 'str') {
+      for (let i = 1; i < count; i++) this.setString(start + i, v, cap);
+      return;
+    }
+    const ids = this.wide ? this.ints : this.ids8;
+    ids.fill(ids[start]!, start + 1, start + count);
+  }
+
+  /**
+   * `setInt` (Int32Array values) or `setNum` (Float64Array) of a[0…count−1] at rows start…: the first
+   * store (which settles the column's kind), then one copy when the kind is the array's own.
+   */
+  copyNumbers(start: number, a: Int32Array | Float64Array, count: number, cap: number): void {
+    if (count === 0) return;
+    const ints = a instanceof Int32Array;
+    if (ints) this.setInt(start, a[0]!, cap);
+    else this.setNum(start, a[0]!, cap);
+    if (this.kind === (ints ? 'int' : 'num')) {
+      const to = ints ? this.ints : this.nums;
+      to.set(a.subarray(1, count), start + 1);
+      return;
+    }
+    for (let i = 1; i < count; i++) {
+      if (ints) this.setInt(start + i, a[i]!, cap);
+      else this.setNum(start + i, a[i]!, cap);
+    }
+  }
+
   get(i: number): unknown {
     if (this.kind === 'int') return this.ints[i];
     if (this.kind === 'num') return this.nums[i];
@@ -239,8 +278,11 @@ class Column {
       this.ids8 = new Uint8Array(0);
       this.wide = true;
     }
-    if (this.wide) this.ints[i] = id;
-    else {
+    if (this.wide) {
+      // The sink's `setString` comes here without `reserve`: a wide column grows like an int column.
+      if (this.ints.length < cap) this.ints = grow(this.ints, cap) as Int32Array<ArrayBuffer>;
+      this.ints[i] = id;
+    } else {
       if (this.ids8.length < cap) {
         const b = new Uint8Array(cap);
         b.set(this.ids8);
@@ -340,7 +382,30 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
         for (const c of others) this.markAbsent(c);
         if (++this.n === this.cap) this.cap *= 2;
       },
+      bulk: (count, cells) => this.bulk(cols, others, count, cells),
     };
+  }
+
+  /** The sink's `bulk`: each column's cells in one loop through the same per-cell stores, then the rows' absent marks. */
+  private bulk(
+    cols: readonly Column[],
+    others: readonly number[],
+    count: number,
+    cells: ReadonlyArray<string | Int32Array | Float64Array>,
+  ): void {
+    while (this.cap <= this.n + count) this.cap *= 2;
+    const n0 = this.n;
+    const cap = this.cap;
+    for (let c = 0; c < cells.length; c++) {
+      const col = cols[c]!;
+      const v = cells[c]!;
+      if (typeof v === 'string') col.fillString(n0, count, v, cap);
+      else col.copyNumbers(n0, v, count, cap);
+    }
+    for (let i = 0; i < count; i++) {
+      for (const c of others) this.markAbsent(c);
+      this.n++;
+    }
   }
 
   at(i: number): R | undefined {
@@ -372,7 +437,8 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
    */
   csvLines(columns: readonly string[], start: number, end: number): Buffer {
     const cols = columns.map((k) => this.index.get(k) ?? -1);
-    const out = new ByteOut();
+    // Sized from the last call's bytes per line: one buffer per call instead of doubling into it.
+    const out = new ByteOut(Buffer.allocUnsafe(Math.ceil((end - start) * this.lineBytes * 1.05) + 4096));
     // The leading text columns every row has (chip, lane, kernel, dtype): while their ids repeat, a
     // line starts with the previous line's bytes of them (copied: one id compare per column instead).
     const lead = this.leadingText(cols);
@@ -411,8 +477,12 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
         ),
       );
     }
+    if (end > start) this.lineBytes = out.pos / (end - start);
     return out.buf.subarray(0, out.pos);
   }
+
+  /** Bytes per line of the last `csvLines` (its next buffer's size per row). */
+  private lineBytes = 64;
 
   /** The id arrays of the text columns `cols` starts with that no row lacks (csvLines' line prefix). */
   private leadingText(cols: readonly number[]): Array<Int32Array | Uint8Array> {

@@ -16,6 +16,7 @@ import {
   intAt,
   latencyAt,
   numberAt,
+  type CsvChunk,
   type RawTable,
   splitCsvBlock,
 } from './cell-table.ts';
@@ -144,6 +145,7 @@ export async function readTableChunks(
   let total = 0;
   let pieces: Buffer[] = [];
   let held = 0;
+  let done: CsvChunk | undefined;
   /** Split the held bytes up to their last newline (all of them when `last`); keep the rest. */
   const take = async (last: boolean) => {
     let buf = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, held);
@@ -168,7 +170,9 @@ export async function readTableChunks(
       held = buf.length - end;
     }
     if (end === 0) return;
-    const chunk = splitCsvBlock(file, header, buf, end);
+    // The chunk before is done with (valid during its callback only): its offset array is reused.
+    const chunk = splitCsvBlock(file, header, buf, end, done);
+    done = chunk;
     if (chunk.length === 0) return;
     await onChunk(chunk, total);
     total += chunk.length;

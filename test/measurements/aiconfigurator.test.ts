@@ -4,12 +4,19 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { loadChip } from '../../src/core/catalog/chip.ts';
 import { readText } from '../../src/core/io/fs.ts';
-import { aicTableFromPath, collapseDuplicates, normalizeAicTable } from '../../src/measurements/aiconfigurator.ts';
+import {
+  aicTableFromPath,
+  collapseDuplicates,
+  mapAicInto,
+  mapAicRows,
+  normalizeAicTable,
+} from '../../src/measurements/aiconfigurator.ts';
 import { aicUpstreamPath, importAicFiles } from '../../src/measurements/import.ts';
-import { RowColumns } from '../../src/measurements/row-columns.ts';
+import { RowColumns, type RowSink } from '../../src/measurements/row-columns.ts';
+import type { RawTable } from '../../src/measurements/cell-table.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow, CollectiveRow, GemmRow } from '../../src/measurements/schema.ts';
 import { listMeasurementFiles, listStepFiles, readMeasurements, readProvenance } from '../../src/measurements/store.ts';
-import { csvTable } from '../../src/measurements/table.ts';
+import { csvTable, readTableChunks } from '../../src/measurements/table.ts';
 import { aicPath, csvSlice, getCell, MEASUREMENTS, tmpDir, writeTable } from './helpers.ts';
 
 /** Exact row counts of every curated file (rows_out after collapsing repeats). */
@@ -282,6 +289,38 @@ describe('AIConfigurator mapping', () => {
     const twice = new RowColumns<GemmRow>();
     for (const latency_us of [4, 6]) twice.push({ ...base, m: 1, latency_us });
     expect(collapseDuplicates('gemm', twice).rows.length).toBe(1);
+  });
+
+  it('GEMM chunks mapped in bulk (one value per text column) give the rows the row-by-row mapper gives; a bad cell keeps its row error', async () => {
+    const header = 'framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency';
+    const lines = Array.from(
+      { length: 3000 },
+      (_, i) =>
+        `VLLM,0.24.0,NVIDIA H200,gemm,default,bfloat16,${1 + i},128,${64 + (i % 7)},${(0.005 + i * 1e-6).toPrecision(6)}`,
+    );
+    const viaChunks = async (ls: string[]) => {
+      const f = writeTable(tmpDir(), 'gemm_perf', header, ls);
+      const rows = new RowColumns<object>();
+      let sink: RowSink | undefined;
+      await readTableChunks(f, (chunk) =>
+        mapAicInto('gemm_perf', chunk, 'h200', (keys) => (sink ??= rows.sink(keys)), rows),
+      );
+      return [...rows];
+    };
+    const table = (ls: string[]): RawTable => ({
+      file: 'g.csv',
+      header: header.split(','),
+      rows: ls.map((l) => l.split(',')),
+    });
+    expect(await viaChunks(lines)).toEqual(mapAicRows('gemm_perf', table(lines), 'h200'));
+    // Two dtypes in one chunk: not one value per column, so mapped row by row, same rows.
+    const mixed = lines.map((l, i) => (i % 2 ? l.replace('bfloat16', 'fp8') : l));
+    expect(await viaChunks(mixed)).toEqual(mapAicRows('gemm_perf', table(mixed), 'h200'));
+    // A bad m on row 2001 and a bad latency on row 2500: the row mapper's first error, at its row.
+    const bad = lines.map((l, i) =>
+      i === 2000 ? l.replace(',2001,128,', ',0,128,') : i === 2499 ? l.replace(/,[^,]+$/, ',-1') : l,
+    );
+    await expect(viaChunks(bad)).rejects.toThrow(/gemm_perf\.csv row 2001 column "m": expected an integer ≥ 1, got 0/);
   });
 
   it('importAicFiles writes data + provenance with sha256 and unit conversions', async () => {

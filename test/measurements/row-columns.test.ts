@@ -98,3 +98,43 @@ describe('RowColumns.csvLines line prefix', () => {
       );
   });
 });
+
+describe('RowColumns.sink', () => {
+  it('a text column past 256 distinct values keeps every value through capacity doublings (int32 ids grow)', () => {
+    const c = new RowColumns();
+    const o = c.sink(['s', 'k']);
+    for (let i = 0; i < 5000; i++) {
+      o.text(0, `v${i % 700}`);
+      o.int(1, i);
+      o.end();
+    }
+    for (const i of [0, 255, 256, 1023, 1024, 2047, 2048, 4999]) expect(c.at(i)).toEqual({ s: `v${i % 700}`, k: i });
+  });
+
+  it('bulk rows equal the same rows cell by cell: text fills, int32 and float64 copies, an integer-valued first latency', () => {
+    const rows = (n: number, from: number) =>
+      Array.from({ length: n }, (_, i) => ({ s: from ? 'b' : 'a', m: from + i, lat: (from + i) / 4 }));
+    const one = new RowColumns();
+    const cellwise = one.sink(['s', 'm', 'lat']);
+    const many = new RowColumns();
+    const bulk = many.sink(['s', 'm', 'lat']);
+    for (const [n, from] of [
+      [3, 0],
+      [1500, 3],
+      [0, 9],
+      [2000, 1503],
+    ] as const) {
+      const list = rows(n, from);
+      for (const r of list) {
+        cellwise.text(0, r.s);
+        cellwise.int(1, r.m);
+        cellwise.num(2, r.lat);
+        cellwise.end();
+      }
+      bulk.bulk!(n, [from ? 'b' : 'a', Int32Array.from(list, (r) => r.m), Float64Array.from(list, (r) => r.lat)]);
+    }
+    expect(many.length).toBe(3503);
+    expect([...many]).toEqual([...one]);
+    expect(many.kindOf('lat')).toBe('num'); // 0 then 0.25: widened from int as cell by cell
+  });
+});
