@@ -223,10 +223,24 @@ interface DistinctPoints {
 
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
-/** A 32-bit hash of a double's bits. */
+/**
+ * `h` mixed with a double's two 32-bit words (murmur3's block step, then its finaliser): the decode
+ * sizes are products of powers of two, whose low mantissa bits are all 0, so every bit must reach
+ * the slot index (the low bits of the result).
+ */
 const bitsHash = (x: number, h: number): number => {
   f64[0] = x;
-  return Math.imul(Math.imul(h ^ u32[0]!, 0x9e3779b1) ^ u32[1]!, 0x85ebca6b);
+  h = mixWord(mixWord(h, u32[0]!), u32[1]!);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+};
+/** murmur3's step for one 32-bit word `k` into the hash `h`. */
+const mixWord = (h: number, k: number): number => {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+  h ^= k;
+  return (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) | 0;
 };
 
 /** The distinct (work, items) pairs of `rows` (open addressing on the values' bits, equality by ===). */

@@ -39,12 +39,12 @@ import {
 } from './attention-decode-law.ts';
 import {
   ciFromEstimates,
-  DECODE_CONFIG_FIELDS,
   fitError,
   fmt,
   holdoutValues,
   measuredEntry,
   PREFILL_CONFIG_FIELDS,
+  reduceDecodeRepeats,
   reduceRepeatsBy,
 } from './common.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
@@ -523,14 +523,13 @@ function decodeBootstrap(
 /**
  * Decode fit for one kind: three candidates (decodeCandidates), the one with the lowest holdout geo
  * stored (issue 16: the work-item term is kept only where it lowers the holdout error), the others
- * reported beside it.
+ * reported beside it. `rows`: the kind's rows with repeats reduced (reduceDecodeRepeats).
  */
 export function fitDecodeKind(
-  rowsIn: readonly AttentionDecodeRow[],
+  rows: readonly AttentionDecodeRow[],
   kind: 'full' | 'swa',
   ctx: FitContext,
 ): DecodeResult | string {
-  const rows = reduceRepeatsBy(rowsIn, DECODE_CONFIG_FIELDS);
   const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
     items: r.batch * r.n_kv,
@@ -582,7 +581,7 @@ export function fitAttentionDecodeKind(
   ctx: FitContext,
 ): DecodeFit {
   const fit: DecodeFit = { ...emptyFamilyFit('attention_decode'), results: [] };
-  const sel = rows.filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
+  const sel = reduceDecodeRepeats(rows).filter((r) => (kind === 'full' ? r.window === 0 : r.window > 0));
   if (!sel.length) {
     if (kind === 'full') fit.refusals.push('attention_decode: no full-attention rows (window = 0)');
     else fit.warnings.push('attention_decode: no sliding-window rows; no _swa pair');

@@ -200,6 +200,22 @@ export const DECODE_CONFIG_FIELDS = [
   'kv_dtype',
 ] as const satisfies ReadonlyArray<keyof AttentionDecodeRow>;
 
+/**
+ * Decode-attention rows with repeats (rows equal in DECODE_CONFIG_FIELDS) reduced to their median
+ * (`reduceRepeatsBy`), computed once per rows array: the HBM fitter reduces every decode row and
+ * each decode kind its own (issue 17: the same 62k rows were reduced twice). `window` is one of the
+ * fields, so a kind's rows taken from this list are the reduction of that kind's rows.
+ */
+export function reduceDecodeRepeats(rows: readonly AttentionDecodeRow[]): AttentionDecodeRow[] {
+  let out = DECODE_REDUCED.get(rows);
+  if (!out) {
+    out = reduceRepeatsBy(rows, DECODE_CONFIG_FIELDS);
+    DECODE_REDUCED.set(rows, out);
+  }
+  return out;
+}
+const DECODE_REDUCED = new WeakMap<readonly AttentionDecodeRow[], AttentionDecodeRow[]>();
+
 /** The fields that make one prefill-attention configuration (window 0 and bf16 compute are selected before the reduction). */
 export const PREFILL_CONFIG_FIELDS = [
   'kernel_source',

@@ -202,20 +202,55 @@ function polishHalves(
   step: number,
   maxEvals: number,
 ): { n_half: number; k_half: number } {
-  // Packed once per polish: each objective evaluation takes ln f(n), ln f(k) once per distinct n and k
-  // (the same Math.log of the same quotient as per cell, so the same sum, bit for bit), then one pass.
+  return polishPacked(packCells(cells), x0, step, maxEvals);
+}
+
+/**
+ * Shape cells packed for the polish: residual r and weight w per cell, and each cell's n and k as an
+ * index among distinct values (`nValues`, `kValues`).
+ */
+interface PackedCells {
+  r: Float64Array;
+  w: Float64Array;
+  nIndex: Int32Array;
+  kIndex: Int32Array;
+  nValues: Float64Array;
+  kValues: Float64Array;
+}
+
+function packCells(cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>): PackedCells {
   const n = distinctIndex(cells.map((c) => c.n));
   const k = distinctIndex(cells.map((c) => c.k));
-  const r = Float64Array.from(cells, (c) => c.r);
-  const w = Float64Array.from(cells, (c) => c.w);
-  const lnN = new Float64Array(n.values.length);
-  const lnK = new Float64Array(k.values.length);
+  return {
+    r: Float64Array.from(cells, (c) => c.r),
+    w: Float64Array.from(cells, (c) => c.w),
+    nIndex: n.index,
+    kIndex: k.index,
+    nValues: n.values,
+    kValues: k.values,
+  };
+}
+
+/**
+ * The polish's compass search on packed cells: each objective evaluation takes ln f(n), ln f(k) once
+ * per distinct n and k (the same Math.log of the same quotient as per cell, so the same sum, bit for
+ * bit, whichever distinct values are listed), then one pass over the cells in order.
+ */
+function polishPacked(
+  c: PackedCells,
+  x0: readonly number[],
+  step: number,
+  maxEvals: number,
+): { n_half: number; k_half: number } {
+  const { r, w, nIndex, kIndex } = c;
+  const lnN = new Float64Array(c.nValues.length);
+  const lnK = new Float64Array(c.kValues.length);
   const sse = ([un, uk]: readonly number[]) => {
-    logShapeFactors(n.values, Math.exp(un!), lnN);
-    logShapeFactors(k.values, Math.exp(uk!), lnK);
+    logShapeFactors(c.nValues, Math.exp(un!), lnN);
+    logShapeFactors(c.kValues, Math.exp(uk!), lnK);
     let t = 0;
     for (let i = 0; i < r.length; i++) {
-      const d = lnN[n.index[i]!]! + lnK[k.index[i]!]! - r[i]!;
+      const d = lnN[nIndex[i]!]! + lnK[kIndex[i]!]! - r[i]!;
       t += w[i]! * d * d;
     }
     return t;
@@ -582,13 +617,56 @@ function bootstrapHalves(
   const byK = groupBy(compute, (p) => p.k);
   const ks = [...byK.keys()].sort((a, b) => a - b);
   const cellsByK = ks.map((k) => shapeCells(byK.get(k)!, stored.eps_max, stored.m_half));
+  // Every k's cells packed once (distinct n and k over all of them); a resample copies its k's blocks
+  // in resample order into reused buffers: the cells fitShapeHalves(flatMap of the blocks) would pack.
+  const all = packCells(cellsByK.flat());
+  const start = new Int32Array(ks.length + 1);
+  cellsByK.forEach((c, i) => {
+    start[i + 1] = start[i]! + c.length;
+  });
+  const buf = resampleCells(all, ks.length * Math.max(...cellsByK.map((c) => c.length)));
+  const seen = new Uint8Array(ks.length);
   const fits = resampleEstimates(ks.length, bootstrap.resamples, bootstrap.seed + 1, (idx) => {
-    const cells = Array.from(idx).flatMap((i) => cellsByK[i]!);
-    if (new Set(cells.map((c) => c.k)).size < 2) return undefined;
-    return fitShapeHalves(cells, [halves.n_half, halves.k_half], true);
+    seen.fill(0);
+    let distinct = 0;
+    let m = 0;
+    for (const i of idx) {
+      if (!seen[i]!) distinct++;
+      seen[i] = 1;
+      for (let j = start[i]!; j < start[i + 1]!; j++, m++) copyCell(all, j, buf, m);
+    }
+    if (distinct < 2) return undefined;
+    if (m < 3) return { n_half: NaN, k_half: NaN };
+    return polishPacked(headCells(buf, m), [Math.log(halves.n_half), Math.log(halves.k_half)], 0.02, 150);
   });
   return { ci_n: ciFromEstimates(fits.map((f) => f.n_half)), ci_k: ciFromEstimates(fits.map((f) => f.k_half)) };
 }
+
+/** Buffers for up to `size` cells of `all` (its distinct n and k values shared). */
+const resampleCells = (all: PackedCells, size: number): PackedCells => ({
+  ...all,
+  r: new Float64Array(size),
+  w: new Float64Array(size),
+  nIndex: new Int32Array(size),
+  kIndex: new Int32Array(size),
+});
+
+/** Cell `j` of `from` written as cell `m` of `to` (both index the same distinct values). */
+function copyCell(from: PackedCells, j: number, to: PackedCells, m: number): void {
+  to.r[m] = from.r[j]!;
+  to.w[m] = from.w[j]!;
+  to.nIndex[m] = from.nIndex[j]!;
+  to.kIndex[m] = from.kIndex[j]!;
+}
+
+/** The first `m` cells of `c` (views). */
+const headCells = (c: PackedCells, m: number): PackedCells => ({
+  ...c,
+  r: c.r.subarray(0, m),
+  w: c.w.subarray(0, m),
+  nIndex: c.nIndex.subarray(0, m),
+  kIndex: c.kIndex.subarray(0, m),
+});
 
 /** The joint shape fit of one dtype: coefficients, bootstrap CIs (when stored) and errors. */
 export interface JointShape extends Required<RampCoefficients> {

@@ -24,7 +24,7 @@ import {
   logL1,
   type WorkPoint,
 } from './attention.ts';
-import { DECODE_CONFIG_FIELDS, fitError, fmt, measuredEntry, reduceRepeatsBy } from './common.ts';
+import { fitError, fmt, measuredEntry, reduceDecodeRepeats } from './common.ts';
 import { reduceGemmRepeats } from './gemm.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
@@ -53,7 +53,7 @@ export function memoryBoundReads(
   }
   // Decode repeats (same kernel and configuration) are reduced by their median too, like the GEMM
   // rows (docs/fitting.md "Repeats"); the shipped decode tables have none, so this changes nothing there.
-  for (const r of reduceRepeatsBy(decode, DECODE_CONFIG_FIELDS)) {
+  for (const r of reduceDecodeRepeats(decode)) {
     if (r.window !== 0) continue;
     const bytes = decodeKvBytes(r);
     if (bytes >= min) out.push({ source: 'attention_decode', bytes, latency_us: r.latency_us });

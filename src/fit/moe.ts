@@ -66,71 +66,79 @@ export interface MoePair {
 export const geometryKey = (p: Pick<MoePair, 'hidden' | 'inter' | 'topk' | 'experts'>): string =>
   `h${p.hidden}/i${p.inter}/top${p.topk}/e${p.experts}`;
 
-/**
- * Pair rows of `distribution` with balanced rows of the identical shape and kernel.
- * Repeats on either side are reduced with the median. Pairs come sorted by their shape key.
- */
-export function pairMoe(
-  rows: ReadonlyArray<MoeRow>,
-  distribution: string,
-): {
+/** The pairs of one skewed distribution with the balanced rows (pairMoe, pairMoeAll). */
+export interface MoePairing {
   pairs: MoePair[];
   unpaired_skewed: number;
   unpaired_balanced: number;
   balanced_rows: number;
   skewed_rows: number;
-} {
-  const shapes = new Map<string, { row: MoeRow; bal: number[]; skw: number[] }>();
+}
+
+/**
+ * Pair rows of `distribution` with balanced rows of the identical shape and kernel.
+ * Repeats on either side are reduced with the median. Pairs come sorted by their shape key.
+ */
+export function pairMoe(rows: ReadonlyArray<MoeRow>, distribution: string): MoePairing {
+  return pairMoeAll(rows, [distribution])[0]!;
+}
+
+/**
+ * pairMoe for each of `distributions` (in that order) from one grouping of the rows by shape and
+ * kernel (issue 17: the fit pairs two distributions with the same balanced rows; the shape key string
+ * is built once per row instead of once per row per distribution). Each result is pairMoe's.
+ */
+export function pairMoeAll(rows: ReadonlyArray<MoeRow>, distributions: readonly string[]): MoePairing[] {
+  const shapes = new Map<string, { row: MoeRow; bal: number[]; skw: number[][] }>();
   let balanced_rows = 0;
-  let skewed_rows = 0;
+  const skewed_rows = distributions.map(() => 0);
   for (const r of rows) {
     const isBal = r.distribution === 'balanced';
-    const isSkw = r.distribution === distribution;
-    if (!isBal && !isSkw) continue;
+    const d = isBal ? -1 : distributions.indexOf(r.distribution);
+    if (!isBal && d < 0) continue;
     if (isBal) balanced_rows++;
-    else skewed_rows++;
+    else skewed_rows[d]!++;
     const k = `${r.lane}|${r.kernel_source}|${r.dtype}|${r.tokens}|${r.hidden}|${r.inter}|${r.topk}|${r.experts}|${r.tp}|${r.ep}`;
     let s = shapes.get(k);
     if (!s) {
-      s = { row: r, bal: [], skw: [] };
+      s = { row: r, bal: [], skw: distributions.map(() => []) };
       shapes.set(k, s);
     }
-    (isBal ? s.bal : s.skw).push(r.latency_us);
+    (isBal ? s.bal : s.skw[d]!).push(r.latency_us);
   }
-  const pairs: MoePair[] = [];
-  let unpaired_skewed = 0;
-  let unpaired_balanced = 0;
-  for (const k of [...shapes.keys()].sort()) {
-    const s = shapes.get(k)!;
-    if (!s.bal.length) {
-      unpaired_skewed++;
-      continue;
+  const keys = [...shapes.keys()].sort();
+  return distributions.map((_, d) => {
+    const pairs: MoePair[] = [];
+    let unpaired_skewed = 0;
+    let unpaired_balanced = 0;
+    for (const k of keys) {
+      const s = shapes.get(k)!;
+      const skw = s.skw[d]!;
+      if (!s.bal.length && !skw.length) continue;
+      if (!s.bal.length) unpaired_skewed++;
+      else if (!skw.length) unpaired_balanced++;
+      else pairs.push(moePair(s.row, median(s.bal), median(skw)));
     }
-    if (!s.skw.length) {
-      unpaired_balanced++;
-      continue;
-    }
-    const b = median(s.bal);
-    const w = median(s.skw);
-    const r = s.row;
-    pairs.push({
-      lane: r.lane,
-      kernel_source: r.kernel_source,
-      dtype: r.dtype,
-      tokens: r.tokens,
-      hidden: r.hidden,
-      inter: r.inter,
-      topk: r.topk,
-      experts: r.experts,
-      tp: r.tp,
-      ep: r.ep,
-      balanced_us: b,
-      skewed_us: w,
-      ratio: w / b,
-    });
-  }
-  return { pairs, unpaired_skewed, unpaired_balanced, balanced_rows, skewed_rows };
+    return { pairs, unpaired_skewed, unpaired_balanced, balanced_rows, skewed_rows: skewed_rows[d]! };
+  });
 }
+
+/** The pair of one shape: its key fields from `r`, the balanced and skewed medians (µs) and their ratio. */
+const moePair = (r: MoeRow, b: number, w: number): MoePair => ({
+  lane: r.lane,
+  kernel_source: r.kernel_source,
+  dtype: r.dtype,
+  tokens: r.tokens,
+  hidden: r.hidden,
+  inter: r.inter,
+  topk: r.topk,
+  experts: r.experts,
+  tp: r.tp,
+  ep: r.ep,
+  balanced_us: b,
+  skewed_us: w,
+  ratio: w / b,
+});
 
 /** Median (type-7) and p90 (nearest rank) of the ratios. @throws Error on no pairs. */
 export function imbalanceStats(ratios: readonly number[]): { median: number; p90: number; p10: number } {
@@ -227,7 +235,7 @@ export type MoeResult =
 /** MoE family result. */
 export type MoeFit = FamilyFit & { result: MoeResult };
 
-function refusedMoe(rows: readonly MoeRow[], prim: ReturnType<typeof pairMoe>, chip: string): MoeFit {
+function refusedMoe(rows: readonly MoeRow[], prim: MoePairing, chip: string): MoeFit {
   const lanes = [...new Set(rows.map((r) => r.lane))].sort();
   const reason =
     prim.balanced_rows === 0
@@ -245,8 +253,7 @@ function refusedMoe(rows: readonly MoeRow[], prim: ReturnType<typeof pairMoe>, c
 
 /** Fit the routing-imbalance multiplier (see module doc). Never throws on data problems. */
 export function fitMoe(rows: MoeRow[], ctx: FitContext): MoeFit {
-  const prim = pairMoe(rows, PRIMARY_DISTRIBUTION);
-  const sec = pairMoe(rows, SECONDARY_DISTRIBUTION);
+  const [prim, sec] = pairMoeAll(rows, [PRIMARY_DISTRIBUTION, SECONDARY_DISTRIBUTION]) as [MoePairing, MoePairing];
   if (prim.pairs.length === 0) return refusedMoe(rows, prim, ctx.chip.name);
   const ratios = prim.pairs.map((p) => p.ratio);
   const est = imbalanceStats(ratios);
@@ -270,7 +277,7 @@ export function fitMoe(rows: MoeRow[], ctx: FitContext): MoeFit {
 
 function moeCoefficients(
   r: Extract<MoeResult, { status: 'fitted' }>,
-  prim: ReturnType<typeof pairMoe>,
+  prim: MoePairing,
   ctx: FitContext,
 ): FittedCoefficient[] {
   const filter = `distribution ∈ {balanced, ${PRIMARY_DISTRIBUTION}}, paired on identical (lane, kernel_source, dtype, tokens, hidden, inter, topk, experts, tp, ep); repeats reduced by median`;

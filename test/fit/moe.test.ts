@@ -10,6 +10,7 @@ import {
   imbalanceStats,
   leaveOneGeometryOut,
   pairMoe,
+  pairMoeAll,
 } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
@@ -70,6 +71,26 @@ describe('pairMoe', () => {
     expect(p.pairs[0]!.ratio).toBeCloseTo(1.25, 12);
     expect(p.unpaired_skewed).toBe(1);
     expect(p.unpaired_balanced).toBe(1);
+  });
+});
+
+describe('pairMoeAll', () => {
+  it("pairs two distributions from one grouping, each with pairMoe's pairs and counts", () => {
+    const rows: MoeRow[] = [
+      { ...base, latency_us: 100 },
+      { ...base, distribution: 'power_law_1.01', latency_us: 150 },
+      { ...base, distribution: 'power_law_1.2', latency_us: 170 },
+      { ...base, tokens: 2, distribution: 'power_law_1.2', latency_us: 90 }, // 1.2 only: unpaired for 1.2, absent for 1.01
+      { ...base, tokens: 3, latency_us: 60 }, // balanced only: unpaired for both
+      { ...base, tokens: 3, distribution: 'uniform', latency_us: 70 }, // neither: ignored
+    ];
+    const [a, b] = pairMoeAll(rows, ['power_law_1.01', 'power_law_1.2']);
+    expect(a).toEqual(pairMoe(rows, 'power_law_1.01'));
+    expect(b).toEqual(pairMoe(rows, 'power_law_1.2'));
+    expect(a!.pairs.map((p) => p.ratio)).toEqual([1.5]);
+    expect([a!.unpaired_skewed, a!.unpaired_balanced, a!.skewed_rows]).toEqual([0, 1, 1]);
+    expect(b!.pairs.map((p) => p.ratio)).toEqual([1.7]);
+    expect([b!.unpaired_skewed, b!.unpaired_balanced, b!.skewed_rows, b!.balanced_rows]).toEqual([1, 1, 2, 2]);
   });
 });
 
