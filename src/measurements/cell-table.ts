@@ -280,6 +280,9 @@ export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: 
   let quoted: Map<number, string[]> | undefined;
   let rows = 0;
   let pos = 0;
+  // Whether the block holds a quote at all (one memchr): most do not, and their byte loop skips the test.
+  const firstQuote = buf.indexOf(34);
+  const quotes = firstQuote >= 0 && firstQuote < end;
   while (pos < end) {
     const start = pos;
     let b = rows * stride;
@@ -291,12 +294,21 @@ export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: 
     bounds[b] = start;
     let j = 1;
     let quote = false;
-    for (; pos < end; pos++) {
-      const c = buf[pos]!;
-      if (c === 10) break;
-      if (c === 44) {
-        if (j <= ncol) bounds[b + j++] = pos + 1;
-      } else if (c === 34) quote = true;
+    if (quotes) {
+      for (; pos < end; pos++) {
+        const c = buf[pos]!;
+        if (c === 10) break;
+        if (c === 44) {
+          if (j <= ncol) bounds[b + j++] = pos + 1;
+        } else if (c === 34) quote = true;
+      }
+    } else {
+      for (; pos < end; pos++) {
+        const c = buf[pos]!;
+        if (c === 44) {
+          if (j <= ncol) bounds[b + j++] = pos + 1;
+        } else if (c === 10) break;
+      }
     }
     let stop = pos;
     pos++;

@@ -36,7 +36,7 @@ import {
 import { csvHeader } from '../core/render/csv.ts';
 import { RowColumns, type RowList, type RowSink } from './row-columns.ts';
 import { readTableChunks } from './table.ts';
-import type { CellTable } from './cell-table.ts';
+import { type CellTable, CsvChunk } from './cell-table.ts';
 
 /** The AIConfigurator snapshot the shipped data came from (dataset README). */
 export const AIC_REPOSITORY = 'ai-dynamo/aiconfigurator';
@@ -326,7 +326,9 @@ export function checkDevice(raw: CellTable, chip: string): void {
   const known = new Set(knownChips());
   const verdict = new Map<string, string | undefined>();
   let passed: string | undefined;
-  for (let r = 0; r < raw.length; r++) {
+  // One device throughout a CSV chunk (one byte loop): its first row is the only one to judge.
+  const rows = raw instanceof CsvChunk && raw.sameText(j) !== undefined ? Math.min(1, raw.length) : raw.length;
+  for (let r = 0; r < rows; r++) {
     const device = raw.text(r, j);
     if (device === passed) continue;
     let other = verdict.get(device);
