@@ -315,7 +315,7 @@ function gemmBulk(t: CsvChunk, chip: string, bulk: NonNullable<RowSink['bulk']>,
     number,
     number,
   ];
-  const [f, v, opName, kernel, dtype] = [fw, ver, op, ks, dt].map((j) => t.sameText(j));
+  const [f, v, opName, kernel, dtype] = t.sameTexts([fw, ver, op, ks, dt]);
   if (f === undefined || v === undefined || kernel === undefined || dtype === undefined || opName !== 'gemm')
     return false;
   const d = GEMM_DTYPE_MAP[dtype] ?? GEMM_DTYPE_MAP[dtype.toLowerCase()];

@@ -206,6 +206,40 @@ export class CsvChunk implements CellTable {
   }
 
   /**
+   * `sameText` of each of the columns `js`, through one byte loop per row over the cells from the first
+   * to the last of them (commas included) when that whole span repeats; column by column otherwise.
+   */
+  sameTexts(js: readonly number[]): Array<string | undefined> {
+    const j0 = Math.min(...js);
+    const j1 = Math.max(...js) + 1;
+    const whole = js.every((j) => this.cellLength(j) >= 0) && this.sameSpan(j0, j1);
+    return js.map((j) => (whole ? this.text(0, j) : this.sameText(j)));
+  }
+
+  /** Row 0's cell j length in bytes (−1: missing). */
+  private cellLength(j: number): number {
+    return this.length === 0 ? -1 : this.bounds[j + 1]! - 1 - this.bounds[j]!;
+  }
+
+  /**
+   * Whether the bytes of cells j0…j1−1 (with the commas between them) are the same in every row, so that
+   * each of those cells holds one value throughout. False with a quoted line.
+   */
+  private sameSpan(j0: number, j1: number): boolean {
+    if (this.quoted || this.length === 0) return false;
+    const { bounds, buf, stride } = this;
+    const s0 = bounds[j0]!;
+    const len = bounds[j1]! - 1 - s0;
+    if (len < 0) return false;
+    for (let b = stride; b < this.length * stride; b += stride) {
+      const s = bounds[b + j0]!;
+      if (bounds[b + j1]! - 1 - s !== len) return false;
+      for (let k = 0; k < len; k++) if (buf[s + k] !== buf[s0 + k]) return false;
+    }
+    return true;
+  }
+
+  /**
    * Column j as int32s ≥ min into `out` (one per row): the values `intAt` returns. False, with `out`
    * partly written, when a cell is not `[-]digits[.digits]` (which `num` parses itself), not an integer
    * ≥ min, or not an int32: the caller then reads the rows one by one (their errors).
