@@ -416,7 +416,7 @@ export function irlsFit(
  * Fit the four coefficients of the work-item law on `rows` (mean |ln(pred/meas)|).
  * - 'cold' (`init` = the floor + rate fit of the same rows): IRLS (irlsFit) from two starts, (init
  *   floor, init rate, item_us = floor/1000, p_½ = 1) and (…, floor/100, 4); the lower objective
- *   (ties → the first) wins.
+ *   (ties → the first) wins; a p_½ under 1e-3 items (no ramp) is refitted with p_½ held at 0.
  * - 'warm' (a holdout fold, `init` = the full-data optimum): IRLS from `init`.
  * - 'resample' (a bootstrap resample, `init` = the full-data optimum): IRLS from `init` only.
  * `maxRate`: the rate's upper bound (irlsFit).
@@ -443,8 +443,13 @@ export function fitParallelLaw(
     );
     if (!best || r.objective < best.objective) best = r;
   }
-  return best!;
+  // A half-point under P_HALF_MIN_ITEMS changes no row's read by 0.1 % (every row has p ≥ 1): no ramp,
+  // refitted with p_½ held at 0 (l40s full attention stopped at 1e-22 items).
+  return best!.p_half >= P_HALF_MIN_ITEMS ? best! : irlsFit(rows, { ...best!, p_half: 0 }, 40, maxRate);
 }
+
+/** A fitted p_½ below this many work items is no ramp (fitParallelLaw refits it as 0). */
+const P_HALF_MIN_ITEMS = 1e-3;
 
 /** Predictions of the law for rows (µs). */
 export function predictLaw(points: readonly DecodePoint[], law: DecodeLaw): number[] {

@@ -471,11 +471,12 @@ function decodeCandidates(
 }
 
 /**
- * Decode candidates that may be stored (DECISION, docs/fitting.md "Decode attention"): the staged fit
- * only, until the end-to-end check agrees. The parallel law wins every chip's kernel holdout, but with
- * it stored the Splitwise a100 tier (b) decode median went 15.4% → 27.2% (h100 unchanged).
+ * Decode candidates that may be stored (DECISION, docs/fitting.md "Decode attention"): all three, the
+ * lowest head-geometry holdout wins (the parallel law on every measured chip, both kinds). Measured end
+ * to end (Splitwise tiers and engine profile, h100 and a100) it moves no regime by more than 0.6 pp; the
+ * 15.4% → 27.2% a100 regression reported before did not reproduce.
  */
-const STORABLE_DECODE: ReadonlySet<DecodeMethod> = new Set<DecodeMethod>(['staged']);
+const STORABLE_DECODE: ReadonlySet<DecodeMethod> = new Set<DecodeMethod>(['staged', 'joint', 'parallel']);
 
 /** The storable candidate with the lowest holdout geo (strictly lower replaces; no holdout → the first). */
 function bestCandidate(cs: readonly DecodeCandidate[]): DecodeCandidate {
@@ -620,7 +621,7 @@ function decodeNotes(r: DecodeResult, ctx: FitContext): string[] {
   const cand = (c: DecodeCandidate) =>
     `${c.method}: floor ${fmt(c.law.floor_us)} us, rate ${fmt(c.law.rate)} B/us${c.method === 'parallel' ? `, item ${fmt(c.law.item_us)} us, p_half ${fmt(c.law.p_half)}` : ''}; train geo ${c.train.geo}, holdout geo ${c.holdout?.geo ?? '—'}`;
   return [
-    `law: ${r.method === 'parallel' ? 't = floor + p·item_us + kv_bytes/(rate·p/(p + p_half)), p = batch × n_kv' : 't = floor + kv_bytes/rate'}; stored fit: ${r.method} (candidates below; only the staged fit is storable until the end-to-end check agrees: docs/fitting.md)`,
+    `law: ${r.method === 'parallel' ? 't = floor + p·item_us + kv_bytes/(rate·p/(p + p_half)), p = batch × n_kv' : 't = floor + kv_bytes/rate'}; stored fit: ${r.method} (the lowest holdout geo of the candidates below: docs/fitting.md)`,
     ...r.candidates.map((c) => `candidate ${cand(c)}`),
     `geometric error before (pure KV read at datasheet ${fmt(ctx.chip.hbm_bytes_per_us)} B/us): ${fmt(r.before_geo)}; after: ${r.train.geo}`,
     ...r.per_kernel.map((k) => `kernel ${k.kernel}: geo ${k.err.geo}, MAPE ${k.err.mape_pct}% (n ${k.err.n})`),
@@ -656,11 +657,11 @@ function decodeCoefficients(r: DecodeResult, ctx: FitContext): FittedCoefficient
     entry('attention_decode_floor', r.floor_us, 'us_per_transfer', r.ci_floor),
     entry('attention_decode_rate', r.rate, 'bytes_per_us', r.ci_rate),
   ];
-  if (r.method === 'parallel' && r.ci_item && r.ci_p_half)
-    out.push(
-      entry('attention_decode_item_us', r.item_us, 'us_per_request', r.ci_item),
-      entry('attention_decode_p_half', r.p_half, 'dimensionless', r.ci_p_half),
-    );
+  if (r.method === 'parallel' && r.ci_item)
+    out.push(entry('attention_decode_item_us', r.item_us, 'us_per_request', r.ci_item));
+  // p_half 0 (no ramp, fitParallelLaw) is left out: a measured entry cannot hold 0 and the pricer reads none as 0.
+  if (r.method === 'parallel' && r.ci_p_half && r.p_half > 0)
+    out.push(entry('attention_decode_p_half', r.p_half, 'dimensionless', r.ci_p_half));
   return out;
 }
 
@@ -777,10 +778,14 @@ export function fitAttentionPrefill(rowsIn: readonly AttentionPrefillRow[], ctx:
 /** A fitted per-sequence half-point below this many tokens is refitted as no ramp (s_half = 0). */
 const S_HALF_MIN_TOKENS = 1;
 
-/** The candidate with the strictly lower holdout geo (ties, or a missing holdout → the first: tokens_ramp). */
+/**
+ * The candidate with the strictly lower holdout geo (ties, or a missing holdout → the first: tokens_ramp).
+ * A sequence ramp refitted without a ramp (s_half 0) is not storable: a measured entry cannot hold 0, and
+ * the pricer reads a missing s_half as the GEMM m_half, not as no ramp.
+ */
 function lowerHoldout(cs: readonly PrefillCandidate[]): PrefillCandidate {
   const [a, b] = [cs[0]!, cs[1]];
-  return b?.holdout && a.holdout && b.holdout.geo < a.holdout.geo ? b : a;
+  return b?.holdout && a.holdout && b.law.p_half > 0 && b.holdout.geo < a.holdout.geo ? b : a;
 }
 
 /**

@@ -85,11 +85,34 @@ describe('decode attention: work-item law (issue 16)', () => {
     expect(parallel!.law.item_us / 0.025).toBeCloseTo(1, 2);
     expect(parallel!.law.rate / 4e6).toBeCloseTo(1, 2);
     expect(parallel!.law.floor_us).toBeCloseTo(12, 1);
-    // Stored: the staged fit only (DECISION, docs/fitting.md), so no work-item entries.
-    expect(r.method).toBe('staged');
-    expect(fit.coefficients.some((c) => c.name === 'attention_decode_p_half')).toBe(false);
-    // The plain floor + rate candidates cannot follow the item cost: their holdout is worse.
+    // The plain floor + rate candidates cannot follow the item cost: their holdout is worse, so the
+    // parallel law is stored (lowest holdout, DECISION in docs/fitting.md) with its work-item entries.
     expect(parallel!.holdout!.geo).toBeLessThan(Math.min(staged!.holdout!.geo, joint!.holdout!.geo));
+    expect(r.method).toBe('parallel');
+    const entry = (name: string) => fit.coefficients.find((c) => c.name === name)!.entry;
+    expect(entry('attention_decode_p_half').value / 2.5).toBeCloseTo(1, 2);
+    expect(entry('attention_decode_item_us').value / 0.025).toBeCloseTo(1, 2);
+    expect(entry('attention_decode_item_us').units).toBe('us_per_request');
+    for (const name of [
+      'attention_decode_floor',
+      'attention_decode_rate',
+      'attention_decode_item_us',
+      'attention_decode_p_half',
+    ]) {
+      const e = entry(name);
+      expect(e.ci95![0]).toBeLessThanOrEqual(e.value);
+      expect(e.ci95![1]).toBeGreaterThanOrEqual(e.value);
+    }
+  });
+
+  it('an item cost without a ramp (p_half 0): p_half refitted as exactly 0 and left out of the registry', () => {
+    const fit = fitAttentionDecode(parallelRows({ ...law, p_half: 0 }), ctx());
+    const r = fit.results[0]!;
+    expect(r.method).toBe('parallel');
+    expect(r.p_half).toBe(0);
+    expect(r.item_us / 0.025).toBeCloseTo(1, 2);
+    expect(fit.coefficients.some((c) => c.name === 'attention_decode_p_half')).toBe(false);
+    expect(fit.coefficients.find((c) => c.name === 'attention_decode_item_us')!.entry.value / 0.025).toBeCloseTo(1, 2);
   });
 
   it('the packed objective is the core law row by row; IRLS keeps a left-out term at exactly 0', () => {

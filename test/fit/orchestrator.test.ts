@@ -125,6 +125,8 @@ describe('fitAll orchestrator', () => {
     expect(eps.value).toBeCloseTo(0.9, 2);
     const scale = a.sets[1]!.coefficients.find((c) => c.name === 'attention_prefill_work_scale')!.entry;
     expect(scale.value).toBeGreaterThan(0);
+    // Prefill rows generated without a ramp: the sequence ramp refits to s_half 0, which is not stored.
+    expect(a.sets[1]!.coefficients.some((c) => c.name === 'attention_prefill_s_half')).toBe(false);
     expect(readFileSync(path.join(out.fitsDir, 'README.md'), 'utf8')).toContain(
       '| gemm_eps_max_bf16 | dimensionless |',
     );

@@ -144,7 +144,7 @@ describe('stepcal registry update --json (CLI)', () => {
       let j = JSON.parse(c.out());
       expect(j).toMatchObject({ status: 'refused', gate: { verdict: 'refused_shift' } });
       expect(j.shifted).toEqual([
-        expect.stringMatching(/^attention_decode_rate 1601000 \[1570000, 1627000\] → 1280800 \(no ci95\)$/),
+        expect.stringMatching(/^attention_decode_rate 1646000 \[1618000, 1675000\] → 1316800 \(no ci95\)$/),
       ]);
       vi.restoreAllMocks();
       c = capture();
