@@ -111,7 +111,7 @@ export type RowReader = (cells: ReadonlyArray<string | number>) => Record<string
  * @returns the reader, or undefined when the schema uses anything the compiler does not know (then
  *   the caller validates every row with zod).
  */
-export function compileRowReader(schema: z.ZodType, cols: readonly string[]): RowReader | undefined {
+export function compileRowReader(schema: z.core.$ZodType, cols: readonly string[]): RowReader | undefined {
   const def = (schema as unknown as { _zod: { def: Def } })._zod.def;
   if (def.type !== 'object' || !def.shape || def.catchall?._zod.def.type !== 'never') return undefined;
   const keys = Object.keys(def.shape);
@@ -144,7 +144,7 @@ export function compileRowReader(schema: z.ZodType, cols: readonly string[]): Ro
  * `compileRowReader` for a row given as an object with the keys `cols`: the row in the schema's
  * output form (key order included) when valid, else undefined.
  */
-export function compileRowCheck(schema: z.ZodType, cols: readonly string[]): RowCheck | undefined {
+export function compileRowCheck(schema: z.core.$ZodType, cols: readonly string[]): RowCheck | undefined {
   const read = compileRowReader(schema, cols);
   return read && ((row) => read(cols.map((c) => row[c]!)));
 }
