@@ -323,10 +323,27 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     const from = path.join(base, 'fitted.yaml');
     writeFileSync(from, stringifyCoefficientSets(sets));
 
+    // No held-out steps (a --measurements-dir with none), so the update takes its --no-holdout branch and writes
+    // without scoring the old and the new registry on a100's steps (two validations, ≈ 2.8 s of CPU per run):
+    // what this test kills is the temp write and the rename, which every writing update shares; the gate's
+    // own refusals and merges are test/registry/update.test.ts's.
+    const noSteps = path.join(base, 'no-steps');
+    const update = [
+      'registry',
+      'update',
+      '--chip',
+      CHIP,
+      '--from',
+      from,
+      '--no-holdout',
+      'kill test',
+      '--measurements-dir',
+      noSteps,
+    ];
     const rand = seededRandom(7);
     const pauseMs = 400;
     const points = Array.from({ length: KILLS }, () => rand() * (pauseMs + 300)).sort((a, b) => a - b);
-    const u = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test'], {
+    const u = run(root, update, {
       [PAUSE_ENV]: String(pauseMs),
     });
     const tmpOf = () => readdirSync(path.join(root, 'registry')).find((n) => n.endsWith('.tmp'));
@@ -356,7 +373,7 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
 
     // A real kill between the temp write and the rename, then a real next run.
     writeFileSync(regFile, oldBytes, 'latin1');
-    const k = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test'], {
+    const k = run(root, update, {
       [PAUSE_ENV]: '20000',
     });
     await waitFor(() => tmpOf() !== undefined, 'the registry temp file');
@@ -365,7 +382,7 @@ describe('kill -9 at seeded points, and two runs at once (temp copy of the repos
     expect((await k.exit).signal).toBe('SIGKILL');
     expect(readFileSync(regFile, 'latin1')).toBe(oldBytes);
     expect(tmpOf()).toBeDefined();
-    const next = run(root, ['registry', 'update', '--chip', CHIP, '--from', from, '--no-holdout', 'kill test']);
+    const next = run(root, update);
     expect((await next.exit).code, next.stderr()).toBe(0);
     expect(next.stderr()).toMatch(/removed \d+ stale temp file\(s\) left by a killed run in .*registry/);
     expect(tmpOf()).toBeUndefined();
