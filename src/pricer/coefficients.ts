@@ -71,6 +71,8 @@ export class PricerCoefficients {
   private readonly curves = new Map<string, CollectiveCurve>();
   private readonly collDtype: string;
   private readonly chipKey: string;
+  /** Registry widths by name prefix (`widthsOf`), built on first use. */
+  private widthIndex: Map<string, number[]> | undefined;
 
   /**
    * @param served the served weight dtype (collectives run int8 for int8 weights, else fp16)
@@ -292,13 +294,33 @@ export class PricerCoefficients {
 
   /** Widths with coefficients for `op` (ascending): both a floor and a peak rate. */
   private fittedWidths(op: string): number[] {
-    const re = new RegExp(`^collective_floor_${op}_${this.collDtype}_(\\d+)rank_${this.chipKey}$`);
-    const widths: number[] = [];
-    for (const n of this.reg.names()) {
-      const m = re.exec(n);
-      if (m && this.reg.has(`collective_peak_rate_${this.tail(op, Number(m[1]))}`)) widths.push(Number(m[1]));
+    return this.widthsOf(`collective_floor_${op}_${this.collDtype}`).filter((w) =>
+      this.reg.has(`collective_peak_rate_${this.tail(op, w)}`),
+    );
+  }
+
+  /**
+   * The widths N (ascending) of this chip's entries named `<prefix>_<N>rank_<chip>`; [] when none. Every
+   * name is parsed once per pricer into one index (a pricer asks for several prefixes, each of which
+   * used to sort and scan the registry's ~200 names: 2.2 s of 304 DeepEP pricers in
+   * test/pricer/expert-alltoall.test.ts, docs/performance.md "npm test").
+   */
+  private widthsOf(prefix: string): readonly number[] {
+    if (this.widthIndex === undefined) {
+      const index = new Map<string, number[]>();
+      const suffix = `rank_${this.chipKey}`;
+      for (const n of this.reg.entries.keys()) {
+        if (!n.endsWith(suffix)) continue;
+        const m = /^(.+)_(\d+)$/.exec(n.slice(0, n.length - suffix.length));
+        if (m === null) continue;
+        const list = index.get(m[1]!);
+        if (list === undefined) index.set(m[1]!, [Number(m[2])]);
+        else list.push(Number(m[2]));
+      }
+      for (const list of index.values()) list.sort((a, b) => a - b);
+      this.widthIndex = index;
     }
-    return widths.sort((a, b) => a - b);
+    return this.widthIndex.get(prefix) ?? [];
   }
 
   private tail(op: string, width: number): string {
@@ -358,14 +380,8 @@ export class PricerCoefficients {
   }
 
   /** EP widths (ranks, ascending) with a fitted `mode` `phase` all-to-all curve in the registry; [] when none. */
-  expertAlltoallWidths(mode: A2aMode, phase: 'dispatch' | 'combine'): number[] {
-    const re = new RegExp(`^expert_alltoall_floor_${mode}_${phase}_(\\d+)rank_${this.chipKey}$`);
-    return this.reg
-      .names()
-      .map((n) => re.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
+  expertAlltoallWidths(mode: A2aMode, phase: 'dispatch' | 'combine'): readonly number[] {
+    return this.widthsOf(`expert_alltoall_floor_${mode}_${phase}`);
   }
 
   /**
