@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
+import { textMemo } from '../text-memo.ts';
 import { readText } from '../io/fs.ts';
 import type { GemmDtype } from './dtypes.ts';
 
@@ -120,24 +121,8 @@ export function loadChip(nameOrPath: string, dir = CHIPS_DIR): Chip {
   return chipOfText(readText(file), file);
 }
 
-/**
- * Chips built in this process, by file and text (as `loadModel`'s graphs: a YAML parse and schema check
- * per call, ~3 ms, against a `structuredClone` of plain data on a hit, so a caller may mutate what it
- * gets; an edited file is read afresh). Only successful builds are kept; at most `CHIPS_MAX`.
- */
-const chips = new Map<string, Chip>();
-const CHIPS_MAX = 32;
-
-/** `chipFromObject(parseYaml(text), file)`, memoised (see `chips`). */
-function chipOfText(text: string, file: string): Chip {
-  const key = `${file}\n${text}`;
-  const hit = chips.get(key);
-  if (hit) return structuredClone(hit);
-  const c = chipFromObject(parseYaml(text), file);
-  if (chips.size >= CHIPS_MAX) chips.delete(chips.keys().next().value!);
-  chips.set(key, structuredClone(c));
-  return c;
-}
+/** `chipFromObject(parseYaml(text), file)`, memoised per process (core/text-memo.ts; at most 32 chips). */
+const chipOfText = textMemo(32, (text: string, file: string): Chip => chipFromObject(parseYaml(text), file));
 
 /**
  * Dense peak of a GEMM compute dtype in FLOPs per µs, or undefined when the chip has no native

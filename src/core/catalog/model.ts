@@ -16,6 +16,7 @@ import path from 'node:path';
 import { Document, isMap, isSeq, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { UserError } from '../errors.ts';
+import { textMemo } from '../text-memo.ts';
 import { readText } from '../io/fs.ts';
 import { REPO_ROOT } from './chip.ts';
 import { STORAGE_DTYPES } from './dtypes.ts';
@@ -271,26 +272,11 @@ export function loadModel(nameOrPath: string, dir = MODELS_DIR): ModelGraph {
 }
 
 /**
- * Graphs built in this process, by file and text. A graph's YAML parse and schema check cost 10–20 ms
- * of CPU (the 50 shipped graphs, measured on the 2-core machine under load), and one process builds the same graph many times (a pricer per
- * deployment in validation and serving; the test suite per case: 300 builds in one pricer test). A hit
- * is a `structuredClone` (~0.2 ms; the graph is plain data), so a caller may mutate what it gets; the
- * key holds the text, so an edited file is read afresh. Only successful builds are kept; the oldest
- * entry goes past `GRAPHS_MAX` (more than the shipped catalog's 50 models).
+ * `graphFromObject(parseYaml(text), file)`, memoised per process (core/text-memo.ts): one process builds
+ * the same graph many times (a pricer per deployment in validation and serving; the test suite per case:
+ * 300 builds in one pricer test). At most 64 graphs, more than the shipped catalog's 50 models.
  */
-const graphs = new Map<string, ModelGraph>();
-const GRAPHS_MAX = 64;
-
-/** `graphFromObject(parseYaml(text), file)`, memoised (see `graphs`). */
-function graphOfText(text: string, file: string): ModelGraph {
-  const key = `${file}\n${text}`;
-  const hit = graphs.get(key);
-  if (hit) return structuredClone(hit);
-  const g = graphFromObject(parseYaml(text), file);
-  if (graphs.size >= GRAPHS_MAX) graphs.delete(graphs.keys().next().value!);
-  graphs.set(key, structuredClone(g));
-  return g;
-}
+const graphOfText = textMemo(64, (text: string, file: string): ModelGraph => graphFromObject(parseYaml(text), file));
 
 /** Read a shipped model's `config.json` text. @throws UserError listing known models. */
 export function loadModelConfigText(name: string, dir = MODELS_DIR): string {

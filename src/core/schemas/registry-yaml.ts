@@ -7,6 +7,7 @@
 import { parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import type { z } from 'zod';
 import { UserError } from '../errors.ts';
+import { textMemo } from '../text-memo.ts';
 import { parseBlockYaml } from './block-yaml.ts';
 import { CoefficientSetDocSchema, type CoefficientEntry, type CoefficientSet, type NamedEntry } from './registry.ts';
 
@@ -32,29 +33,14 @@ export function describeSetIssue(source: string, doc: unknown, issue: z.core.$Zo
 }
 
 /**
- * Registries parsed in this process, by source and text: parsing a 230 kB registry (YAML, then the
- * schema) costs ~150 ms of CPU, and one process often reads the same file many times (validation and
- * serving set up a pricer per deployment; the test suite per case). A hit is a `structuredClone` of
- * the stored sets (~4 ms), so a caller may mutate what it gets. Only successful parses are kept; the
- * oldest entry goes past `PARSED_MAX`.
- */
-const parsed = new Map<string, CoefficientSet[]>();
-const PARSED_MAX = 16;
-
-/**
- * Parse one or more YAML documents of CoefficientSets (memoised per process on source and text:
- * `parsed` above; the result is the caller's own copy).
+ * Parse one or more YAML documents of CoefficientSets, memoised per process on source and text
+ * (core/text-memo.ts; at most 16 registries): the result is the caller's own copy.
  * @throws UserError naming `source`, set, entry and field.
  */
-export function parseCoefficientSets(text: string, source: string): CoefficientSet[] {
-  const key = `${source}\n${text}`;
-  const hit = parsed.get(key);
-  if (hit) return structuredClone(hit);
-  const sets = parseSetsUncached(text, source);
-  if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!);
-  parsed.set(key, structuredClone(sets));
-  return sets;
-}
+export const parseCoefficientSets: (text: string, source: string) => CoefficientSet[] = textMemo(
+  16,
+  (text: string, source: string) => parseSetsUncached(text, source),
+);
 
 function parseSetsUncached(text: string, source: string): CoefficientSet[] {
   const sets: CoefficientSet[] = [];

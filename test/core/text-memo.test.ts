@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { textMemo } from '../../src/core/text-memo.ts';
+
+/** A build that counts its calls and throws on the text "bad". */
+function counted() {
+  const calls: string[] = [];
+  const build = (text: string, source: string) => {
+    calls.push(`${source}:${text}`);
+    if (text === 'bad') throw new Error(`${source}: bad`);
+    return { source, words: text.split(' ') };
+  };
+  return { calls, build };
+}
+
+describe('textMemo (the chip, graph and registry memo)', () => {
+  it('builds once per (source, text); each hit is a copy the caller may mutate', () => {
+    const { calls, build } = counted();
+    const get = textMemo(4, build);
+    const a = get('x y', 'f.yaml');
+    a.words.push('mutated');
+    const b = get('x y', 'f.yaml');
+    expect(b).toEqual({ source: 'f.yaml', words: ['x', 'y'] });
+    expect(b).not.toBe(get('x y', 'f.yaml'));
+    expect(calls).toEqual(['f.yaml:x y']);
+    // Another text or another source is another key: an edited file is built afresh.
+    get('x y z', 'f.yaml');
+    get('x y', 'g.yaml');
+    expect(calls).toEqual(['f.yaml:x y', 'f.yaml:x y z', 'g.yaml:x y']);
+  });
+
+  it('keeps no failed build, and past max entries the oldest is built again', () => {
+    const { calls, build } = counted();
+    const get = textMemo(2, build);
+    expect(() => get('bad', 'f.yaml')).toThrow('f.yaml: bad');
+    expect(() => get('bad', 'f.yaml')).toThrow('f.yaml: bad');
+    expect(calls).toEqual(['f.yaml:bad', 'f.yaml:bad']);
+    get('1', 's');
+    get('2', 's');
+    get('3', 's'); // evicts '1'
+    get('3', 's');
+    get('1', 's');
+    expect(calls.slice(2)).toEqual(['s:1', 's:2', 's:3', 's:1']);
+  });
+});
