@@ -140,6 +140,8 @@ const COLL_DTYPE_MAP: Record<string, { dtype: string; bytes: number }> = {
   fp8: { dtype: 'fp8', bytes: 1 },
 };
 const COLL_OPS: ReadonlySet<string> = new Set<CollectiveOp>(['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall']);
+/** A custom all-reduce table's one op. */
+const ALL_REDUCE_ONLY: ReadonlySet<string> = new Set<CollectiveOp>(['all_reduce']);
 const BACKEND_MAP: Record<string, CollectiveBackend> = {
   nccl: 'nccl',
   vllm_graph: 'custom_graph',
@@ -486,18 +488,50 @@ function mapNccl(t: CellTable, chip: string, o: RowSink): void {
   const [ver, op, ks, dt, ng, ms, lat] = NCCL_COLS.map((x) => c.req(x)) as number[];
   // The collector hard-codes framework=TRTLLM; the rows are nccl-tests results and `version` is NCCL's.
   const lane = laneMaker(t, -1, ver!, 'nccl');
+  const cols = { ks: ks!, op: op!, dt: dt!, ng: ng!, ms: ms!, lat: lat! };
+  const dtype = { col: 'nccl_dtype', what: 'collective dtype' };
+  collectiveRows(t, chip, o, lane, cols, COLL_OPS, dtype, { j: ks!, col: 'kernel_source', map: BACKEND_MAP });
+}
+
+/** Column indices of a comm table's collective fields (`CollectiveRow` order of `collectiveRows`). */
+interface CollectiveCols {
+  ks: number;
+  op: number;
+  dt: number;
+  ng: number;
+  ms: number;
+  lat: number;
+}
+
+/**
+ * Every row of a comm table as a CollectiveRow (one node; message_bytes = message_size elements × the
+ * dtype's bytes; latency ms → µs), the nccl-tests and custom all-reduce tables alike. `dtype` names the
+ * dtype column, `be` the backend column and its map. Cells are read and checked in column order, so
+ * the first bad cell of a row is the one named.
+ * @throws InputError naming file, row and column of a bad cell.
+ */
+function collectiveRows(
+  t: CellTable,
+  chip: string,
+  o: RowSink,
+  lane: (r: number) => string,
+  c: CollectiveCols,
+  ops: ReadonlySet<string>,
+  dtype: { col: string; what: string },
+  be: { j: number; col: string; map: Record<string, CollectiveBackend> },
+): void {
   for (let r = 0; r < t.length; r++) {
-    const d = mapped(t, r, dt!, 'nccl_dtype', COLL_DTYPE_MAP, 'collective dtype');
+    const d = mapped(t, r, c.dt, dtype.col, COLL_DTYPE_MAP, dtype.what);
     o.text(0, chip); // chip
     o.text(1, lane(r)); // lane
-    o.text(2, t.text(r, ks!)); // kernel_source
-    o.text(3, checkOp(t, r, op!, COLL_OPS) as CollectiveOp); // op
+    o.text(2, t.text(r, c.ks)); // kernel_source
+    o.text(3, checkOp(t, r, c.op, ops) as CollectiveOp); // op
     o.text(4, d.dtype); // dtype
-    o.int(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
+    o.int(5, intAt(t, r, c.ng, 'num_gpus', 1)); // ranks
     o.int(6, 1); // nodes
-    o.int(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
-    o.text(8, mapped(t, r, ks!, 'kernel_source', BACKEND_MAP, 'collective backend')); // backend
-    o.num(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
+    o.int(7, intAt(t, r, c.ms, 'message_size', 1) * d.bytes); // message_bytes
+    o.text(8, mapped(t, r, be.j, be.col, be.map, 'collective backend')); // backend
+    o.num(9, latencyAt(t, r, c.lat, 'latency') * 1000); // latency_us
     o.end();
   }
 }
@@ -528,21 +562,8 @@ function mapCustomAllreduce(t: CellTable, chip: string, o: RowSink): void {
   const [fw, ver, op, ks, dt, ng, ms, lat] = CUSTOM_AR_COLS.map((x) => c.req(x)) as number[];
   const be = backendColumn(t, c);
   const lane = laneMaker(t, fw!, ver!);
-  const ops = new Set(['all_reduce']);
-  for (let r = 0; r < t.length; r++) {
-    const d = mapped(t, r, dt!, 'allreduce_dtype', COLL_DTYPE_MAP, 'all-reduce dtype');
-    o.text(0, chip); // chip
-    o.text(1, lane(r)); // lane
-    o.text(2, t.text(r, ks!)); // kernel_source
-    o.text(3, checkOp(t, r, op!, ops) as CollectiveOp); // op
-    o.text(4, d.dtype); // dtype
-    o.int(5, intAt(t, r, ng!, 'num_gpus', 1)); // ranks
-    o.int(6, 1); // nodes
-    o.int(7, intAt(t, r, ms!, 'message_size', 1) * d.bytes); // message_bytes
-    o.text(8, mapped(t, r, be.j, be.col, be.map, 'collective backend')); // backend
-    o.num(9, latencyAt(t, r, lat!, 'latency') * 1000); // latency_us
-    o.end();
-  }
+  const cols = { ks: ks!, op: op!, dt: dt!, ng: ng!, ms: ms!, lat: lat! };
+  collectiveRows(t, chip, o, lane, cols, ALL_REDUCE_ONLY, { col: 'allreduce_dtype', what: 'all-reduce dtype' }, be);
 }
 
 /**
