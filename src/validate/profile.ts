@@ -13,7 +13,7 @@
  * (the objective every fit minimises; ties → the earlier of NoOverlap, CMOverlap, Overlap). The scored
  * rows never enter the choice.
  */
-import { type7Sorted } from '../core/numeric/stats.ts';
+import { groupBy, type7Sorted } from '../core/numeric/stats.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import {
   applyHostTerms,
@@ -50,17 +50,11 @@ export class ScaledCmCache {
     private readonly P: Priced,
     private readonly deps: ValidationDeps,
   ) {
-    const byLog = new Map<StepTermsLog | undefined, number[]>();
-    this.groupOf = P.rows.map((_, i) => {
-      const log = P.terms[i];
-      let g = byLog.get(log);
-      if (!g) {
-        g = [];
-        byLog.set(log, g);
-      }
-      g.push(i);
-      return g;
-    });
+    const byLog = groupBy<number, StepTermsLog | undefined>(
+      P.rows.map((_, i) => i),
+      (i) => P.terms[i],
+    );
+    this.groupOf = P.rows.map((_, i) => byLog.get(P.terms[i])!);
   }
 
   private grid(k: number, i: number): number {
