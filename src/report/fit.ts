@@ -24,6 +24,7 @@ import { sparseSection } from './fit-sparse.ts';
 import type { SparseFit } from '../fit/sparse.ts';
 import { mlaSection } from './fit-mla.ts';
 import type { MlaFit } from '../fit/mla.ts';
+import type { CoefficientEntry, CoefficientSet, Evidence } from '../core/schemas/registry.ts';
 
 /** A fit run drawn: README text, figures (sorted by name) and summary lines. */
 export interface FitReport {
@@ -183,4 +184,38 @@ export function fitReportOutputs(
 ): { files: Array<{ file: string; data: string }>; summary: string[] } {
   const report = renderFitReport(result);
   return { files: fitOutputFiles(result, { repoRoot: opts.repoRoot }, report), summary: report.summary };
+}
+
+/** One coefficient as `fit --json` and `calibrate --json` print it (value in its registry units). */
+export interface CoefficientSummary {
+  set: string;
+  name: string;
+  value: CoefficientEntry['value'];
+  units: CoefficientEntry['units'];
+  ci95: CoefficientEntry['ci95'];
+  method?: CoefficientEntry['method'];
+  train_error: Evidence['train_error'] | undefined;
+  holdout_error: Evidence['holdout_error'] | undefined;
+}
+
+/**
+ * Every coefficient of `sets` in registry order, for the commands' `--json` output; `method` is
+ * included when asked (calibrate prints it, `fit --json` does not). Key order is the output's.
+ */
+export function coefficientSummaries(
+  sets: readonly CoefficientSet[],
+  opts: { method?: boolean } = {},
+): CoefficientSummary[] {
+  return sets.flatMap((s) =>
+    s.coefficients.map((c) => ({
+      set: s.name,
+      name: c.name,
+      value: c.entry.value,
+      units: c.entry.units,
+      ci95: c.entry.ci95,
+      ...(opts.method ? { method: c.entry.method } : {}),
+      train_error: c.entry.evidence?.train_error,
+      holdout_error: c.entry.evidence?.holdout_error,
+    })),
+  );
 }

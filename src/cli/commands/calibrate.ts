@@ -34,7 +34,7 @@ import {
   calibrateWarnings,
   type CalibrateOutcome,
 } from '../../report/calibrate-summary.ts';
-import { fitOutputFiles, outputPaths, renderFitReport } from '../../report/fit.ts';
+import { coefficientSummaries, fitOutputFiles, outputPaths, renderFitReport } from '../../report/fit.ts';
 import { reportFiles } from '../../report/write.ts';
 import { parseHostRule } from '../../validate/hostfit.ts';
 import { ENGINE_SM_MODES, type EngineSmMode } from '../../validate/types.ts';
@@ -186,18 +186,7 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
           chip,
           checks,
           registry_file: outcome.registry_file,
-          coefficients: result.sets.flatMap((s) =>
-            s.coefficients.map((c) => ({
-              set: s.name,
-              name: c.name,
-              value: c.entry.value,
-              units: c.entry.units,
-              ci95: c.entry.ci95,
-              method: c.entry.method,
-              train_error: c.entry.evidence?.train_error,
-              holdout_error: c.entry.evidence?.holdout_error,
-            })),
-          ),
+          coefficients: coefficientSummaries(result.sets, { method: true }),
           warnings: calibrateWarnings(outcome),
           held_out: validation
             ? {

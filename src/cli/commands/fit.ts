@@ -14,7 +14,7 @@ import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { note } from '../../core/io/progress.ts';
 import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
 import { fitAll, FIT_FAMILIES, type FitFamily } from '../../fit/index.ts';
-import { fitOutputFiles, type FitOutputOptions, renderFitReport } from '../../report/fit.ts';
+import { coefficientSummaries, fitOutputFiles, type FitOutputOptions, renderFitReport } from '../../report/fit.ts';
 import { checkFitOutputs, writeFitOutputs } from '../fit-outputs.ts';
 import path from 'node:path';
 
@@ -131,17 +131,7 @@ export function register(program: Command): void {
                 refusals: result.refusals,
                 warnings: result.warnings,
                 summary: report.summary,
-                coefficients: result.sets.flatMap((s) =>
-                  s.coefficients.map((c) => ({
-                    set: s.name,
-                    name: c.name,
-                    value: c.entry.value,
-                    units: c.entry.units,
-                    ci95: c.entry.ci95,
-                    train_error: c.entry.evidence?.train_error,
-                    holdout_error: c.entry.evidence?.holdout_error,
-                  })),
-                ),
+                coefficients: coefficientSummaries(result.sets),
               },
               null,
               2,
