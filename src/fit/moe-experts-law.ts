@@ -2,15 +2,16 @@
  * Fitting the expert-time law (src/core/laws/moe-experts.ts) to fused-MoE timings: the numeric
  * part, returning plain data (issue 13 item 1). No I/O, no drawing.
  *
- * With the HBM derate fixed (the `hbm` family's value), the law is linear in five unknowns:
+ * With the HBM derate fixed (the `hbm` family's value), the law is linear in six unknowns:
  *
- *   t − read = floor + c1·A + c2·B + c3·R + c4·D,   A = W·P/peak, B = W·D/peak, R = route bytes,
- *   D = touched experts,  c1 = 1/eps_max,  c2 = m_half/eps_max,  c3 = 1/route_rate,  c4 = expert_us
+ *   t − read = floor + c1·A + c2·B + c3·R + c4·D + c5·Q,   A = W·P/peak, B = W·D/peak, R = route bytes,
+ *   D = touched experts, Q = pair bytes P·H·2,  c1 = 1/eps_max,  c2 = m_half/eps_max,  c3 = 1/route_rate,
+ *   c4 = expert_us,  c5 = 1/pair_rate
  *
  * so it is fitted by least squares on RELATIVE residuals (weights 1/t², the scale the geo error
  * scores), every coefficient kept ≥ 0 (a negative one is pinned at 0 and the rest refitted). Normal
  * equations are accumulated per series (one kernel and shape over tokens), so the bootstrap, which
- * resamples whole series (points of one series are not independent), costs a 5×5 sum per series.
+ * resamples whole series (points of one series are not independent), costs a 6×6 sum per series.
  * The max(read, arith) alternative is not linear and is fitted, like the sum for the comparison, by
  * pattern search on mean |ln(pred/meas)|, so both compositions are scored by their own best fit.
  */
@@ -30,8 +31,8 @@ export interface ExpertPoint {
   work: ExpertWork;
   /** Weight read at the derated HBM rate, µs. */
   read_us: number;
-  /** Design row [1, A, B, R, D] of the linear form. */
-  f: [number, number, number, number, number];
+  /** Design row [1, A, B, R, D, Q] of the linear form. */
+  f: [number, number, number, number, number, number];
 }
 
 /** Points of one kernel and shape over tokens, sorted by tokens. */
@@ -81,7 +82,7 @@ export function expertSeries(
     const work = expertWork(shape, rates.bytes_per_element);
     const read_us = expertTerms(
       work,
-      { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity, expert_us: 0 },
+      { eps_max: 1, m_half: 0, floor_us: 0, route_bytes_per_us: Infinity, expert_us: 0, pair_bytes_per_us: Infinity },
       rates,
     ).read_us;
     const pk = rates.peak_flops_per_us;
@@ -97,6 +98,7 @@ export function expertSeries(
         (work.flops_per_pair * work.touched) / pk,
         work.route_bytes,
         work.touched,
+        work.pair_bytes,
       ],
     };
     const key = [r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|');
@@ -123,11 +125,11 @@ export function expertSeries(
   return { series, screened, skipped_rows };
 }
 
-/** Unknowns of the linear form: floor, c1, c2, c3, c4 (module doc). */
-const K = 5;
-const IDX: readonly number[] = [0, 1, 2, 3, 4];
+/** Unknowns of the linear form: floor, c1, c2, c3, c4, c5 (module doc). */
+const K = 6;
+const IDX: readonly number[] = [0, 1, 2, 3, 4, 5];
 
-/** Weighted normal equations (5×5 matrix and right-hand side) of one series. */
+/** Weighted normal equations (6×6 matrix and right-hand side) of one series. */
 export interface Normal {
   M: number[][];
   v: number[];
@@ -166,9 +168,9 @@ function solve(M: number[][], v: number[]): number[] | undefined {
   return a.map((row, i) => row[n]! / row[i]!);
 }
 
-/** Coefficients from x = (floor, c1, c2, c3, c4); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
+/** Coefficients from x = (floor, c1, c2, c3, c4, c5); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
 export function toCoefficients(x: readonly number[]): ExpertCoefficients | undefined {
-  const [floor, c1, c2, c3, c4] = x as [number, number, number, number, number];
+  const [floor, c1, c2, c3, c4, c5] = x as [number, number, number, number, number, number];
   if (!(c1 > 0)) return undefined;
   return {
     floor_us: floor,
@@ -176,18 +178,19 @@ export function toCoefficients(x: readonly number[]): ExpertCoefficients | undef
     m_half: c2 / c1,
     route_bytes_per_us: c3 > 0 ? 1 / c3 : Infinity,
     expert_us: c4,
+    pair_bytes_per_us: c5 > 0 ? 1 / c5 : Infinity,
   };
 }
 
 /**
- * Lower bounds of x = (floor, c1, c2, c3, c4): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
+ * Lower bounds of x = (floor, c1, c2, c3, c4, c5): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
  * beats the dense peak).
  */
-export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0] as const;
+export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0, 0] as const;
 
 /**
  * Bounded relative least squares from summed normal equations: solve, pin the coefficient furthest
- * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3, c4) or
+ * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3, c4, c5) or
  * undefined when singular.
  */
 export function solveNonNegative(n: Normal): number[] | undefined {
@@ -238,7 +241,7 @@ export function fitExpertSum(series: readonly ExpertSeries[]): ExpertCoefficient
 /** Predicted µs of one point under `c`, as the sum (the law) or the max of read and arithmetic. */
 export function predictExpert(p: ExpertPoint, c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): number {
   const arith = (p.f[1] + p.f[2] * c.m_half) / c.eps_max;
-  const fixed = c.floor_us + p.f[3] / c.route_bytes_per_us + p.f[4] * c.expert_us;
+  const fixed = c.floor_us + p.f[3] / c.route_bytes_per_us + p.f[4] * c.expert_us + p.f[5] / c.pair_bytes_per_us;
   return fixed + (compose === 'sum' ? p.read_us + arith : Math.max(p.read_us, arith));
 }
 
@@ -261,7 +264,7 @@ export function expertError(
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
 }
 
-/** Seeded bootstrap over series of the five coefficients; 2.5/97.5% quantiles (type-7) of each. */
+/** Seeded bootstrap over series of the six coefficients; 2.5/97.5% quantiles (type-7) of each. */
 export function bootstrapExpert(
   series: readonly ExpertSeries[],
   opts: { resamples: number; seed: number },
@@ -271,6 +274,7 @@ export function bootstrapExpert(
   m_half: [number, number];
   route_bytes_per_us: [number, number];
   expert_us: [number, number];
+  pair_bytes_per_us: [number, number];
   ok: number;
 } {
   const normals = series.map(seriesNormal);
@@ -288,6 +292,7 @@ export function bootstrapExpert(
     m_half: ci((c) => c.m_half),
     route_bytes_per_us: ci((c) => c.route_bytes_per_us),
     expert_us: ci((c) => c.expert_us),
+    pair_bytes_per_us: ci((c) => c.pair_bytes_per_us),
     ok: est.length,
   };
 }
@@ -340,7 +345,7 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
 
 /**
  * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
- * the five coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate ≤ 1e12 bytes per µs).
+ * the six coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate and pair_rate ≤ 1e12 bytes per µs).
  */
 export function fitExpertLogL1(
   points: readonly ExpertPoint[],
@@ -353,9 +358,11 @@ export function fitExpertLogL1(
     m_half: Math.exp(x[2]!),
     route_bytes_per_us: Math.exp(x[3]!),
     expert_us: Math.exp(x[4]!),
+    pair_bytes_per_us: Math.exp(x[5]!),
   });
   const n = points.length;
-  const [A, B, R, D, rd, lat] = [0, 1, 2, 3, 4, 5].map(() => new Float64Array(n)) as [
+  const [A, B, R, D, Q, rd, lat] = [0, 1, 2, 3, 4, 5, 6].map(() => new Float64Array(n)) as [
+    Float64Array,
     Float64Array,
     Float64Array,
     Float64Array,
@@ -364,21 +371,22 @@ export function fitExpertLogL1(
     Float64Array,
   ];
   points.forEach((p, i) => {
-    [A[i], B[i], R[i], D[i], rd[i], lat[i]] = [p.f[1], p.f[2], p.f[3], p.f[4], p.read_us, p.latency_us];
+    [A[i], B[i], R[i], D[i], Q[i], rd[i], lat[i]] = [p.f[1], p.f[2], p.f[3], p.f[4], p.f[5], p.read_us, p.latency_us];
   });
   const sum = compose === 'sum';
   const obj = (x: readonly number[]) => {
-    const [fl, inv, mh, invR, ex] = [
+    const [fl, inv, mh, invR, ex, invQ] = [
       Math.exp(x[0]!),
       Math.exp(-x[1]!),
       Math.exp(x[2]!),
       Math.exp(-x[3]!),
       Math.exp(x[4]!),
+      Math.exp(-x[5]!),
     ];
     let s = 0;
     for (let i = 0; i < n; i++) {
       const ar = (A[i]! + B[i]! * mh) * inv;
-      const t = fl + R[i]! * invR + D[i]! * ex + (sum ? rd[i]! + ar : Math.max(rd[i]!, ar));
+      const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + (sum ? rd[i]! + ar : Math.max(rd[i]!, ar));
       s += Math.abs(Math.log(t / lat[i]!));
     }
     return s / n;
@@ -389,7 +397,8 @@ export function fitExpertLogL1(
     start.m_half,
     Math.min(start.route_bytes_per_us, 1e12),
     start.expert_us,
+    Math.min(start.pair_bytes_per_us, 1e12),
   ].map((v) => Math.log(Math.max(v, 1e-3)));
-  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 120 });
+  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 140 });
   return { c: of(r.x), geo: Math.exp(r.value) };
 }

@@ -13,8 +13,9 @@
  * Registry entries (set cost-model-primitives, family `moe_experts`), per dtype d:
  *   moe_expert_floor_<d> (us_per_layer), moe_expert_eps_max_<d> (dimensionless),
  *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us),
- *   moe_expert_per_expert_<d> (us_per_load: µs per touched expert, one load of its weights). A floor,
- *   m_half or per-expert cost pinned at 0, or a route term pinned free, is not written (the registry allows 0 only for
+ *   moe_expert_per_expert_<d> (us_per_load: µs per touched expert, one load of its weights),
+ *   moe_expert_pair_rate_<d> (bytes_per_us: the rank's pairs' activation rows P·H·2). A floor,
+ *   m_half or per-expert cost pinned at 0, or a route or pair term pinned free, is not written (the registry allows 0 only for
  *   not_charged entries); an absent entry prices its term as 0.
  * ci95: seeded bootstrap over series. Holdouts: the largest quarter of token counts; leave one
  * (hidden, inter, experts, topk) shape out. The sum-vs-max comparison (seed footnote 1) is returned as
@@ -65,6 +66,7 @@ export interface ExpertDtypeFit {
     m_half: [number, number];
     route_bytes_per_us: [number, number];
     expert_us: [number, number];
+    pair_bytes_per_us: [number, number];
   };
   /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
   pinned: string[];
@@ -145,6 +147,7 @@ export function fitExpertDtype(
     ...(c.m_half === 0 ? ['m_half (not written)'] : []),
     ...(!Number.isFinite(c.route_bytes_per_us) ? ['route_rate (not written: free)'] : []),
     ...(c.expert_us === 0 ? ['per_expert (not written)'] : []),
+    ...(!Number.isFinite(c.pair_bytes_per_us) ? ['pair_rate (not written: free)'] : []),
   ];
   return {
     dtype,
@@ -176,6 +179,7 @@ function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): Ex
     m_half: w(b.m_half, c.m_half),
     route_bytes_per_us: w(b.route_bytes_per_us, c.route_bytes_per_us),
     expert_us: w(b.expert_us, c.expert_us),
+    pair_bytes_per_us: w(b.pair_bytes_per_us, c.pair_bytes_per_us),
   };
 }
 
@@ -199,7 +203,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
   const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, kernels ${f.kernels.join(' + ')}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
   const notes = [
-    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert (core/laws/moe-experts.ts), charged as a sum`,
+    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate (core/laws/moe-experts.ts), charged as a sum`,
     `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
     ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
     ...(f.holdout_tokens
@@ -235,7 +239,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ),
   });
   const c = f.coefficients;
-  // A term pinned at 0 (floor, m_half) or at "free" (route) is not written: the registry allows 0 only for
+  // A term pinned at 0 (floor, m_half, per_expert) or at "free" (route, pair) is not written: the registry allows 0 only for
   // not_charged entries, and an absent entry prices the term as 0 (the evidence notes say which).
   return [
     ...(c.floor_us > 0 ? [mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us)] : []),
@@ -245,6 +249,9 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
       ? [mk('route_rate', c.route_bytes_per_us, 'bytes_per_us', f.ci95.route_bytes_per_us)]
       : []),
     ...(c.expert_us > 0 ? [mk('per_expert', c.expert_us, 'us_per_load', f.ci95.expert_us)] : []),
+    ...(Number.isFinite(c.pair_bytes_per_us)
+      ? [mk('pair_rate', c.pair_bytes_per_us, 'bytes_per_us', f.ci95.pair_bytes_per_us)]
+      : []),
   ];
 }
 

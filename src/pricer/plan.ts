@@ -108,7 +108,7 @@ export interface ExpertLawPlan {
   arithUsPerTouched: number;
   /** One local expert's weights at the derated HBM rate, µs (HBM). */
   readUsPerTouched: number;
-  /** Routed activations per step token k · H · 2 / route_rate, µs (HBM). */
+  /** Routed activations per step token k · H · 2 / route_rate plus the rank's pair rows (k·L/E) · H · 2 / pair_rate, µs (HBM). */
   routeUsPerToken: number;
 }
 
@@ -285,8 +285,8 @@ function addGemmNode(
 /**
  * The fitted expert law for a GroupedGEMM node (issue 13; core/laws/moe-experts.ts; KNOWN DIVERGENCE 12),
  * folded by calling expertWork/expertTerms once on unit work: floor, per-pair and per-touched-expert
- * arithmetic and fixed cost, per-touched-expert read and per-token route. Needs `moe_expert_eps_max_<dtype>`
- * for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert}_<dtype>` absent price as 0 (the fitter
+ * arithmetic and fixed cost, per-touched-expert read and per-token route and pair rows. Needs `moe_expert_eps_max_<dtype>`
+ * for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert,pair_rate}_<dtype>` absent price as 0 (the fitter
  * writes no term pinned at 0). The law is fitted on balanced rows and prices balanced routing: the
  * imbalance median is not applied to it. Undefined (with a note naming the entry) when the entry or
  * the format's dense peak is missing: the caller falls back to the dense GEMM ramp.
@@ -390,6 +390,7 @@ function foldExpertLaw(
     floor_us: ctx.coef.opt(`moe_expert_floor_${w}`) ?? 0,
     route_bytes_per_us: ctx.coef.opt(`moe_expert_route_rate_${w}`) ?? Infinity,
     expert_us: ctx.coef.opt(`moe_expert_per_expert_${w}`) ?? 0,
+    pair_bytes_per_us: ctx.coef.opt(`moe_expert_pair_rate_${w}`) ?? Infinity,
   };
   const hbm = ctx.coef.chip.hbm_bytes_per_us;
   const r: ExpertRates = {
@@ -411,12 +412,12 @@ function foldExpertLaw(
   };
   const one = expertWork(layer, r.bytes_per_element);
   const perTouched = expertTerms(
-    { ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0 },
+    { ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0, pair_bytes: 0 },
     c,
     r,
   );
   const perPair = expertTerms(
-    { ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes },
+    { ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes, pair_bytes: 0 },
     { ...c, m_half: 0 },
     r,
   );
@@ -427,7 +428,9 @@ function foldExpertLaw(
     // The fixed cost per touched expert (set-up, scales) is charged with the arithmetic, on the SMs.
     arithUsPerTouched: perTouched.arith_us + perTouched.touch_us,
     readUsPerTouched: perTouched.read_us,
-    routeUsPerToken: perPair.route_us,
+    // The rank's pairs' activation rows (P·H·2 bytes per step token) are memory traffic, charged with the route.
+    routeUsPerToken:
+      perPair.route_us + expertTerms({ ...one, touched: 0, weight_bytes: 0, route_bytes: 0 }, c, r).pair_us,
   };
 }
 

@@ -33,15 +33,16 @@ export function sumVsMaxVerdict(
 
 function table(data: MoeExpertsData): string[] {
   const L = [
-    '| dtype | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| dtype | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const f of data.fits) {
     const c = f.coefficients;
     L.push(
       `| ${f.dtype} | ${f.distribution} | ${f4(c.floor_us)} ${ci(f.ci95.floor_us)} | ${f4(c.eps_max)} ${ci(f.ci95.eps_max)} | ${f4(c.m_half)} ${ci(f.ci95.m_half)} | ` +
         `${Number.isFinite(c.route_bytes_per_us) ? `${f4(c.route_bytes_per_us)} ${ci(f.ci95.route_bytes_per_us)}` : 'pinned (free)'} | ` +
-        `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
+        `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ` +
+        `${Number.isFinite(c.pair_bytes_per_us) ? `${f4(c.pair_bytes_per_us)} ${ci(f.ci95.pair_bytes_per_us)}` : 'pinned (free)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
         `${f.holdout_tokens ? `${f4(f.holdout_tokens.geo)} (tokens ≥ ${f.holdout_tokens.min_tokens})` : 'n/a'} | ${f.holdout_shape ? `${f4(f.holdout_shape.geo)} (${f.holdout_shape.geometries} shapes)` : 'n/a'} | ${f.series} (${f.screened.length}) |`,
     );
   }
@@ -130,7 +131,7 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
   const L = [
     `## MoE expert time (${data.chip})`,
     '',
-    'Law (core/laws/moe-experts.ts): t = floor + D·per_expert + D·mats·H·I′·bytes/(HBM·hbm_derate) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate, ' +
+    'Law (core/laws/moe-experts.ts): t = floor + D·per_expert + D·mats·H·I′·bytes/(HBM·hbm_derate) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + P·H·2/pair_rate, ' +
       'charged as a sum; D distinct local experts touched (routing law), P routed pairs on the rank, W FLOPs per pair. ' +
       `HBM derate ${f4(data.hbm_derate)} (${data.hbm_derate_source}). Relative least squares, coefficients bounded (eps_max ≤ 1, the rest ≥ 0); ci95 from a seeded bootstrap over series.`,
     '',

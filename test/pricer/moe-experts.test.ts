@@ -80,6 +80,7 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
       floor_us: reg(`moe_expert_floor_${DTYPE}`) ?? 0,
       route_bytes_per_us: reg(`moe_expert_route_rate_${DTYPE}`) ?? Infinity,
       expert_us: reg(`moe_expert_per_expert_${DTYPE}`) ?? 0,
+      pair_bytes_per_us: reg(`moe_expert_pair_rate_${DTYPE}`) ?? Infinity,
     };
     const r = {
       peak_flops_per_us: chip.peak_tflops.fp8! * 1e6,

@@ -14,16 +14,22 @@
  *   route = T · k · H · 2 / route_rate  µs: every routed copy of a token's bf16 activations is gathered
  *                                       and scattered back (permute, moe_sum) on the rank that routes it
  *   touch = D · expert_us                µs: a fixed cost per touched expert (its scales, its tile set-up)
- *   t     = floor + touch + read + arith + route   (charged as a SUM, seed footnote 1)
- *   t_max = floor + touch + max(read, arith) + route  (the alternative the footnote rejects; kept for the comparison)
+ *   pair  = P · H · 2 / pair_rate        µs: every (token, expert) pair on the rank moves one bf16 activation
+ *                                       row of H elements through the grouped GEMM (gathered in, written out)
+ *   t     = floor + touch + read + arith + route + pair   (charged as a SUM, seed footnote 1)
+ *   t_max = floor + touch + max(read, arith) + route + pair  (the alternative the footnote rejects; kept for the comparison)
  *
  * The fitted coefficients per chip and dtype are eps_max, m_half (tokens per expert), floor (µs per
- * layer: routing, launches), route_rate (bytes per µs) and expert_us (µs per touched expert). The route
- * and touch terms are stepcal's additions to the seed's law (KNOWN DIVERGENCE 12, docs/pricer.md):
+ * layer: routing, launches), route_rate (bytes per µs), expert_us (µs per touched expert) and pair_rate
+ * (bytes per µs). The route, touch and pair terms are stepcal's additions to the seed's law (KNOWN DIVERGENCE 12, docs/pricer.md):
  * without the route term the fused-MoE tables are missed by 1.2–1.6× (geo) at wide ep and tp, where the
  * expert work per rank shrinks but the routed-token traffic does not; without the touch term the
  * per-tensor fp8 CUTLASS experts on h200/h100 are missed by 1.45–1.57× (holdout geo), their time at
- * small batches rising ~10 µs per touched expert whatever its size (docs/fitting.md "Expert time").
+ * small batches rising ~10 µs per touched expert whatever its size; without the pair term the time per pair
+ * at large tokens per expert on narrow experts (I' ≤ 128) is 3–18× what the ramp charges (rtx-pro-6000
+ * fp8), and the law extrapolated past 2,048 tokens is 1.6–1.8× too fast (tokens holdout geo) (docs/fitting.md "MoE expert time"). At ep = 1 the
+ * route and pair bytes coincide (P = T·k); at ep > 1 the route counts every routed copy, the pair term
+ * only the rank's own.
  * Units: µs, bytes, FLOPs; peaks in FLOPs per µs, HBM in bytes per µs. Pure.
  */
 import { expertsTouched } from './moe.ts';
@@ -72,6 +78,8 @@ export interface ExpertCoefficients {
   route_bytes_per_us: number;
   /** Fixed cost per touched expert, µs (0 = none). */
   expert_us: number;
+  /** Rate at which the rank's pairs' activation rows (P·H·2 bytes) pass the grouped GEMM, bytes per µs; Infinity = free. */
+  pair_bytes_per_us: number;
 }
 
 /** The shape-only quantities of the law (no coefficients). */
@@ -88,6 +96,8 @@ export interface ExpertWork {
   weight_bytes: number;
   /** Routed activation bytes T · k · H · 2 (bf16 activations, every routed copy). */
   route_bytes: number;
+  /** Activation bytes of the rank's pairs P · H · 2 (one bf16 row of H per local (token, expert) pair). */
+  pair_bytes: number;
 }
 
 /**
@@ -112,10 +122,11 @@ export function expertWork(s: ExpertLayerShape, bytes_per_element: number): Expe
     flops_per_pair: 2 * mats * s.hidden * interLocal,
     weight_bytes: touched * mats * s.hidden * interLocal * bytes_per_element,
     route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
+    pair_bytes: pairs * s.hidden * 2,
   };
 }
 
-/** The five terms of the law, µs. */
+/** The six terms of the law, µs. */
 export interface ExpertTerms {
   floor_us: number;
   /** Fixed cost of the touched experts, D · expert_us. */
@@ -123,11 +134,13 @@ export interface ExpertTerms {
   read_us: number;
   arith_us: number;
   route_us: number;
+  /** The rank's pairs' activation rows, P·H·2 / pair_rate. */
+  pair_us: number;
 }
 
 /**
  * The law's terms for one layer: floor, fixed cost per touched expert, weight read at the derated HBM rate, grouped-GEMM
- * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic. A batch that
+ * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic, the rank's pairs' activation rows. A batch that
  * touches nothing costs only the floor.
  */
 export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates): ExpertTerms {
@@ -140,17 +153,18 @@ export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates
     read_us,
     arith_us,
     route_us: w.route_bytes / c.route_bytes_per_us,
+    pair_us: w.pair_bytes / c.pair_bytes_per_us,
   };
 }
 
-/** Expert time of one layer charged as the seed does: floor + touch + read + arithmetic + route (µs). */
+/** Expert time of one layer charged as the seed does: floor + touch + read + arithmetic + route + pair (µs). */
 export function expertLayerUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
   const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
-  return t.floor_us + t.touch_us + t.read_us + t.arith_us + t.route_us;
+  return t.floor_us + t.touch_us + t.read_us + t.arith_us + t.route_us + t.pair_us;
 }
 
-/** The rejected alternative: floor + touch + max(read, arithmetic) + route (µs). Used only for the sum-vs-max comparison. */
+/** The rejected alternative: floor + touch + max(read, arithmetic) + route + pair (µs). Used only for the sum-vs-max comparison. */
 export function expertLayerMaxUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
   const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
-  return t.floor_us + t.touch_us + Math.max(t.read_us, t.arith_us) + t.route_us;
+  return t.floor_us + t.touch_us + Math.max(t.read_us, t.arith_us) + t.route_us + t.pair_us;
 }
