@@ -323,11 +323,21 @@ function gemmBulk(t: CsvChunk, chip: string, bulk: NonNullable<RowSink['bulk']>,
   const d = GEMM_DTYPE_MAP[dtype] ?? GEMM_DTYPE_MAP[dtype.toLowerCase()];
   const framework = f.toLowerCase();
   if (d === undefined || !framework || !v) return false;
-  const [ms, ns, kk] = [new Int32Array(t.length), new Int32Array(t.length), new Int32Array(t.length)];
-  const lats = new Float64Array(t.length);
+  const [ms, ns, kk, lats] = bulkScratch(t.length);
   if (!t.ints(m, 1, ms) || !t.ints(n, 1, ns) || !t.ints(k, 1, kk) || !t.latencies(lat, 1000, lats)) return false;
   bulk(t.length, [chip, `${framework}-${v}`, kernel, d, ms, ns, kk, lats]);
   return true;
+}
+
+/** `gemmBulk`'s m, n, k and latency arrays, reused from chunk to chunk (`RowSink.bulk` copies them). */
+let scratch: [Int32Array, Int32Array, Int32Array, Float64Array] | undefined;
+function bulkScratch(rows: number): [Int32Array, Int32Array, Int32Array, Float64Array] {
+  if (!scratch || scratch[3].length < rows) {
+    const n = Math.max(rows, 2 * (scratch?.[3].length ?? 0));
+    scratch = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Float64Array(n)];
+  }
+  const [m, n, k, lat] = scratch;
+  return [m.subarray(0, rows), n.subarray(0, rows), k.subarray(0, rows), lat.subarray(0, rows)];
 }
 
 const ATTN_COLS = [

@@ -49,7 +49,7 @@ export function writeNumber(out: ByteSink, v: number): void {
     const e10 = Math.floor(Math.log10(v));
     // Most values have a short form (a timer's few digits): search up to 7 digits first, then decide
     // 16/17 digits exactly, and only when that finds a shorter form search 8–15 digits.
-    if (shortDecimal(out, v, e10, 0, 7)) return;
+    if (readsBackAt(v, Math.min(22, 6 - e10)) && shortDecimal(out, v, e10, 0, 7)) return;
     const n = longDigits(v, e10);
     if (n > 0) {
       writeDigits(out, n, n - 1 - e10);
@@ -60,6 +60,19 @@ export function writeNumber(out: ByteSink, v: number): void {
   const s = String(v);
   out.reserve(s.length);
   for (let k = 0; k < s.length; k++) out.buf[out.pos++] = s.charCodeAt(k);
+}
+
+/**
+ * Whether round(v·10ᵏ) / 10ᵏ === v (k ≥ 0): `shortDecimal`'s test at one k. Below 10⁸ the test is
+ * monotone in k: if it holds at k with n = round(v·10ᵏ), then v·10ᵏ⁺¹ is within 10n·2.2e-16 < ½ of 10n,
+ * so it rounds to 10n, and 10n / 10ᵏ⁺¹ is the same correctly rounded quotient, v. So when it fails at
+ * the largest k of the ≤ 7-digit search (n ≤ 10⁸ there), every smaller k fails too: one test instead of
+ * seven for a value that needs 16 or 17 digits.
+ */
+function readsBackAt(v: number, k: number): boolean {
+  if (k < 0) return false;
+  const p = POW10[k]!;
+  return Math.round(v * p) / p === v;
 }
 
 /**

@@ -57,24 +57,9 @@ class ByteOut implements ByteSink {
     this.buf.copy(b, 0, 0, this.pos);
     this.buf = b;
   }
-  byte(c: number): void {
-    this.reserve(1);
-    this.buf[this.pos++] = c;
-  }
   bytes(b: Buffer): void {
     this.reserve(b.length);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let k = 0; k < b.length; k++) buf[p++] = b[k]!;
-    this.pos = p;
-  }
-  /** Append a copy of the `len` bytes written at `from`. */
-  copy(from: number, len: number): void {
-    this.reserve(len);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let k = 0; k < len; k++) buf[p++] = buf[from + k]!;
-    this.pos = p;
+    this.putText(b);
   }
   utf8(s: string): void {
     this.reserve(Buffer.byteLength(s, 'utf8'));
@@ -88,8 +73,14 @@ class ByteOut implements ByteSink {
   /** An int32's decimal digits (`String(v)`). */
   int(v: number): void {
     this.reserve(11);
+    this.putInt(v);
+  }
+
+  /** `int` into room already reserved (11 bytes). */
+  putInt(v: number): void {
+    const buf = this.buf;
     if (v < 0) {
-      this.buf[this.pos++] = 45;
+      buf[this.pos++] = 45;
       v = -v;
     }
     let digits = 1;
@@ -97,9 +88,20 @@ class ByteOut implements ByteSink {
     let p = this.pos + digits;
     this.pos = p;
     do {
-      this.buf[--p] = 48 + (v % 10);
-      v = (v / 10) | 0;
+      const t = (v / 10) | 0;
+      buf[--p] = 48 + v - t * 10;
+      v = t;
     } while (v > 0);
+  }
+
+  /** A text cell's bytes into room already reserved; false, writing nothing, for null (needs quoting). */
+  putText(b: Buffer | null): boolean {
+    if (b === null) return false;
+    const buf = this.buf;
+    let p = this.pos;
+    for (let k = 0; k < b.length; k++) buf[p++] = b[k]!;
+    this.pos = p;
+    return true;
   }
 }
 
@@ -209,6 +211,29 @@ class Column {
 
   /** `plainCell` bytes per dictionary id (undefined = not computed yet, null = needs quoting). */
   private textBytes: Array<Buffer | null | undefined> = [];
+  /** The longest of `textBytes` computed so far (bytes). */
+  private textBytesMax = 0;
+
+  /** Dictionary id `id`'s `plainCell` bytes, null when the text needs quoting (computed once per id). */
+  private bytesOf(id: number): Buffer | null {
+    let b = this.textBytes[id];
+    if (b === undefined) {
+      const t = plainCell(this.dict[id]);
+      b = t === undefined ? null : Buffer.from(t, 'utf8');
+      this.textBytes[id] = b;
+      if (b && b.length > this.textBytesMax) this.textBytesMax = b.length;
+    }
+    return b;
+  }
+
+  /**
+   * Every dictionary id's `plainCell` bytes (null: needs quoting) and the longest of them, for a text
+   * column (`csvLines`' fast path reads them by id with no per-cell test).
+   */
+  allTextBytes(): { bytes: ReadonlyArray<Buffer | null>; max: number } {
+    for (let id = this.textBytes.length; id < this.dict.length; id++) this.bytesOf(id);
+    return { bytes: this.textBytes as ReadonlyArray<Buffer | null>, max: this.textBytesMax };
+  }
 
   /**
    * Append row i's cell as CSV text (`plainCell` of the value) to `out`.
@@ -224,13 +249,7 @@ class Column {
       return true;
     }
     if (this.kind === 'str') {
-      const id = this.wide ? this.ints[i]! : this.ids8[i]!;
-      let b = this.textBytes[id];
-      if (b === undefined) {
-        const t = plainCell(this.dict[id]);
-        b = t === undefined ? null : Buffer.from(t, 'utf8');
-        this.textBytes[id] = b;
-      }
+      const b = this.bytesOf(this.wide ? this.ints[i]! : this.ids8[i]!);
       if (b === null) return false;
       out.bytes(b);
       return true;
@@ -432,38 +451,43 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   /**
    * The CSV data lines of rows `start`…`end − 1` under the header `columns`, as UTF-8 bytes, each line
    * ending in `\n`: exactly core/render/csv.ts `csvRowLines` of those rows (`writeCsv`'s lines), with
-   * no row object and no string per cell (text and integers go in as bytes). A row with a cell that
+   * no row object and no string per cell (text and integers go in as bytes). Each column is written by
+   * the writer of its storage kind (`linePlan`), with one room check per line. A row with a cell that
    * needs quoting is written by `csvRowLines` (papaparse).
    */
   csvLines(columns: readonly string[], start: number, end: number): Buffer {
     const cols = columns.map((k) => this.index.get(k) ?? -1);
     // Sized from the last call's bytes per line: one buffer per call instead of doubling into it.
     const out = new ByteOut(Buffer.allocUnsafe(Math.ceil((end - start) * this.lineBytes * 1.05) + 4096));
+    const plan = this.linePlan(cols);
     // The leading text columns every row has (chip, lane, kernel, dtype): while their ids repeat, a
     // line starts with the previous line's bytes of them (copied: one id compare per column instead).
-    const lead = this.leadingText(cols);
+    const lead = plan.lead.length;
     let prevAt = -1;
     let prevLen = 0;
     for (let i = start; i < end; i++) {
+      out.reserve(plan.maxLine);
       const lineAt = out.pos;
       let c = 0;
-      if (prevAt >= 0 && this.sameLead(lead, i)) {
-        out.copy(prevAt, prevLen);
-        c = lead.length;
+      if (prevAt >= 0 && sameLead(plan.lead, i)) {
+        out.buf.copyWithin(lineAt, prevAt, prevAt + prevLen);
+        out.pos += prevLen;
+        c = lead;
       }
       let plain = true;
-      for (; plain && c < cols.length; c++) {
-        if (c > 0) out.byte(44);
-        const at = cols[c]!;
-        if (at < 0 || this.absent[at]?.[i]) continue;
-        plain = this.list[at]!.writeCell(i, out);
-        if (c === lead.length - 1) {
+      for (; c < cols.length; c++) {
+        if (c > 0) out.buf[out.pos++] = 44;
+        if (!this.writePlanned(plan, cols[c]!, c, i, out)) {
+          plain = false;
+          break;
+        }
+        if (c === lead - 1) {
           prevAt = lineAt;
           prevLen = out.pos - lineAt;
         }
       }
       if (plain) {
-        out.byte(10);
+        out.buf[out.pos++] = 10;
         continue;
       }
       prevAt = -1;
@@ -484,22 +508,64 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
   /** Bytes per line of the last `csvLines` (its next buffer's size per row). */
   private lineBytes = 64;
 
-  /** The id arrays of the text columns `cols` starts with that no row lacks (csvLines' line prefix). */
-  private leadingText(cols: readonly number[]): Array<Int32Array | Uint8Array> {
-    const lead: Array<Int32Array | Uint8Array> = [];
-    for (const at of cols) {
-      const col = at >= 0 && !this.absent[at] ? this.list[at]! : undefined;
-      if (col?.kind !== 'str') break;
-      lead.push(col.keyArray() as Int32Array | Uint8Array);
-    }
-    return lead;
+  /**
+   * How `csvLines` writes each of the columns at `cols` (positions in `list`, −1: no row has it): by
+   * storage kind, from the typed array itself; a column some row lacks, or of plain values, through
+   * `Column.writeCell`. `lead`: the id arrays of the text columns `cols` starts with that no row lacks.
+   */
+  private linePlan(cols: readonly number[]): LinePlan {
+    const plan: LinePlan = {
+      kinds: new Uint8Array(cols.length),
+      ints: [],
+      nums: [],
+      ids8: [],
+      texts: [],
+      lead: [],
+      maxLine: cols.length + 1,
+    };
+    cols.forEach((at, c) => {
+      const col = at >= 0 ? this.list[at]! : undefined;
+      const kind = col === undefined ? CELL_EMPTY : this.absent[at] ? CELL_ANY : cellKind(col);
+      plan.kinds[c] = kind;
+      if (kind === CELL_INT || kind === CELL_ID32) plan.ints[c] = col!.ints;
+      if (kind === CELL_NUM) plan.nums[c] = col!.nums;
+      if (kind === CELL_ID8) plan.ids8[c] = col!.ids8;
+      if (kind === CELL_ID8 || kind === CELL_ID32) {
+        const { bytes, max } = col!.allTextBytes();
+        plan.texts[c] = bytes;
+        plan.maxLine += max;
+        if (plan.lead.length === c) plan.lead.push(col!.keyArray() as Int32Array | Uint8Array);
+      }
+      plan.maxLine += kind === CELL_INT ? 11 : kind === CELL_NUM ? NUMBER_BYTES : 0;
+    });
+    return plan;
   }
 
-  /** Whether row i's leading text ids equal row i − 1's. */
-  private sameLead(lead: ReadonlyArray<Int32Array | Uint8Array>, i: number): boolean {
-    if (lead.length === 0) return false;
-    for (let t = 0; t < lead.length; t++) if (lead[t]![i] !== lead[t]![i - 1]) return false;
-    return true;
+  /**
+   * Row i's cell of plan column c (list position `at`) into `out`, whose room for the line's planned
+   * cells is reserved (`LinePlan.maxLine`). @returns false, writing nothing, when the cell needs quoting.
+   */
+  private writePlanned(plan: LinePlan, at: number, c: number, i: number, out: ByteOut): boolean {
+    switch (plan.kinds[c]) {
+      case CELL_EMPTY:
+        return true;
+      case CELL_INT:
+        out.putInt(plan.ints[c]![i]!);
+        return true;
+      case CELL_NUM:
+        writeNumber(out, plan.nums[c]![i]!);
+        return true;
+      case CELL_ID8:
+        return out.putText(plan.texts[c]![plan.ids8[c]![i]!]!);
+      case CELL_ID32:
+        return out.putText(plan.texts[c]![plan.ints[c]![i]!]!);
+      default: {
+        if (this.absent[at]?.[i]) return true;
+        const plain = this.list[at]!.writeCell(i, out);
+        out.reserve(plan.maxLine); // the room the line's remaining planned cells assume
+        return plain;
+      }
+    }
   }
 
   /**
@@ -594,6 +660,48 @@ export class RowColumns<R extends object = Record<string, unknown>> implements R
     }
     a[this.n] = 1;
   }
+}
+
+/** How `RowColumns.csvLines` writes a column (`LinePlan.kinds`). */
+const CELL_EMPTY = 0;
+const CELL_INT = 1;
+const CELL_NUM = 2;
+/** Text by one-byte dictionary id. */
+const CELL_ID8 = 3;
+/** Text by int32 dictionary id. */
+const CELL_ID32 = 4;
+/** Through `Column.writeCell` (plain values, or rows lacking the key). */
+const CELL_ANY = 5;
+/** Room for one number's `String(v)` (at most 25 bytes: 17 digits, sign, point, exponent or zeros). */
+const NUMBER_BYTES = 32;
+
+/** `csvLines`' writers per column: its kind and the typed array it reads (by plan position). */
+interface LinePlan {
+  kinds: Uint8Array;
+  /** CELL_INT values and CELL_ID32 ids. */
+  ints: Array<Int32Array | undefined>;
+  nums: Array<Float64Array | undefined>;
+  ids8: Array<Uint8Array | undefined>;
+  /** Text bytes per dictionary id (null: needs quoting), for CELL_ID8 and CELL_ID32. */
+  texts: Array<ReadonlyArray<Buffer | null> | undefined>;
+  /** Id arrays of the leading text columns no row lacks (the copied line prefix). */
+  lead: Array<Int32Array | Uint8Array>;
+  /** The most bytes a line's planned cells (not CELL_ANY), commas and newline take. */
+  maxLine: number;
+}
+
+function cellKind(col: Column): number {
+  if (col.kind === 'int') return CELL_INT;
+  if (col.kind === 'num') return CELL_NUM;
+  if (col.kind === 'str') return col.wide ? CELL_ID32 : CELL_ID8;
+  return CELL_ANY;
+}
+
+/** Whether row i's leading text ids equal row i − 1's. */
+function sameLead(lead: ReadonlyArray<Int32Array | Uint8Array>, i: number): boolean {
+  if (lead.length === 0) return false;
+  for (let t = 0; t < lead.length; t++) if (lead[t]![i] !== lead[t]![i - 1]) return false;
+  return true;
 }
 
 /**
