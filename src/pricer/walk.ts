@@ -30,15 +30,25 @@ export interface WalkPlan {
   boundedWindow: Float64Array;
   boundedRatio: Float64Array;
   boundedCap: Float64Array;
+  /**
+   * Per bounded reader, 2^-k where its ratio is a power of two 2^k (⌈x / ratio⌉ = ⌈x · 2^-k⌉ exactly, no
+   * division: `ceilRows`), else 0 (divide; also where there is no compressed stream).
+   */
+  boundedInv: Float64Array;
 }
 
 /** The flat per-reader constants of `bounded` (WalkPlan's boundedWindow/Ratio/Cap). */
 export function boundedColumns(
   readers: readonly ReaderSpec[],
   bounded: Int32Array,
-): Pick<WalkPlan, 'boundedWindow' | 'boundedRatio' | 'boundedCap'> {
+): Pick<WalkPlan, 'boundedWindow' | 'boundedRatio' | 'boundedCap' | 'boundedInv'> {
   const col = (f: (r: ReaderSpec) => number) => Float64Array.from(bounded, (i) => f(readers[i]!));
-  return { boundedWindow: col((r) => r.window), boundedRatio: col((r) => r.ratio), boundedCap: col((r) => r.cap) };
+  return {
+    boundedWindow: col((r) => r.window),
+    boundedRatio: col((r) => r.ratio),
+    boundedCap: col((r) => r.cap),
+    boundedInv: col((r) => (r.ratio > 0 && 2 ** Math.round(Math.log2(r.ratio)) === r.ratio ? 1 / r.ratio : 0)),
+  };
 }
 
 /** The walked batch: counts and per-reader sums, reused by every call of one pricer. */
@@ -59,14 +69,17 @@ export class BatchWalk {
   readonly preRaw: Float64Array;
   /** Prefill rows' Σ scheduled, Σ context after the step, Σ ramp-scaled pairs and Σ pairs (unbounded reader). */
   readonly prefill = new Float64Array(4);
-  /** The row loop's counts (walkBatch / walkColumns → finishWalk): uniform rows, other tokens, Σ computed, other rows, prefill rows, bounded decode rows. */
-  readonly rows = new Float64Array(8);
   /**
-   * Decode rows' context after the step, in batch order, as runs of equal contexts (bounded readers
-   * only): decCtx[i] the context of run i, decRuns[i] its rows; grown by doubling.
+   * The row loop's counts (walkBatch / walkColumns → finishWalk, the `rows` slots below): uniform rows,
+   * other tokens, Σ computed, other rows, prefill rows; with bounded readers the decode contexts stored,
+   * the leading equal-context rows and their context, and the least decode context.
+   */
+  readonly rows = new Float64Array(9);
+  /**
+   * Decode rows' context after the step (bounded readers only), in batch order, past the leading rows that
+   * share row 0's context (those are counted, not stored); grown to the batch's rows before a walk.
    */
   decCtx = new Float64Array(256);
-  decRuns = new Float64Array(256);
   /** Prefill rows' scheduled and computed tokens, in batch order (walked after the loop); grown by doubling. */
   preS = new Float64Array(16);
   preC = new Float64Array(16);
@@ -130,57 +143,118 @@ function addPrefillRow(w: BatchWalk, n: number, s: number, c: number): number {
   return n + 1;
 }
 
-/** Double the decode-context buffers (rare: only when a batch outgrows every earlier one). */
-function growDecCtx(w: BatchWalk): void {
-  const next = new Float64Array(w.decCtx.length * 2);
-  next.set(w.decCtx);
-  w.decCtx = next;
-  const runs = new Float64Array(next.length);
-  runs.set(w.decRuns);
-  w.decRuns = runs;
+/**
+ * Room for `n` decode contexts in w.decCtx (grown only when a batch outgrows every earlier one), so the
+ * walk's loops store a row's context with no test. @returns the buffer
+ */
+function decCtxFor(w: BatchWalk, n: number): Float64Array {
+  if (n > w.decCtx.length) w.decCtx = new Float64Array(Math.max(n, 2 * w.decCtx.length));
+  return w.decCtx;
+}
+
+/*
+ * The per-row sums below keep two partial sums (two independent add chains) that start at -0, not 0: from
+ * a Smi 0, V8 speculates the sum is a small integer and checks every add (a double → int32 round trip per
+ * row, ≈ 3× the loop's cost); -0 is a double, so the sum stays one. -0 + k = k, and every sum is an
+ * integer below 2^53, exact in any order.
+ */
+
+/** Σ min(ctx[i], win) over the n stored decode contexts. */
+function windowRows(ctx: Float64Array, n: number, win: number): number {
+  let a = -0;
+  let b = -0;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    a += Math.min(ctx[i]!, win);
+    b += Math.min(ctx[i + 1]!, win);
+  }
+  if (i < n) a += Math.min(ctx[i]!, win);
+  return a + b;
 }
 
 /**
- * Record a run of `len` consecutive decode rows (prefill rows between them do not break it) whose context
- * after the step is `ctx`, for the bounded readers (a batch of equal contexts, such as validation's
- * static batches, becomes one entry). The walk's loop keeps the open run in locals and records it here
- * when it ends: no array load or store per row. @returns the number of runs
+ * Σ ⌈ctx[i] / ratio⌉ over the n stored decode contexts (no cap), each Math.ceil(x / ratio) bit for bit:
+ * with inv = 2^-k for a power-of-two ratio 2^k (WalkPlan.boundedInv) x · inv is the quotient exactly, so
+ * no division; inv = 0 divides.
  */
-function pushRun(w: BatchWalk, runs: number, ctx: number, len: number): number {
-  if (runs === w.decCtx.length) growDecCtx(w);
-  w.decCtx[runs] = ctx;
-  w.decRuns[runs] = len;
-  return runs + 1;
+function ceilRows(ctx: Float64Array, n: number, ratio: number, inv: number): number {
+  let a = -0;
+  let b = -0;
+  let i = 0;
+  if (inv > 0)
+    for (; i + 1 < n; i += 2) {
+      a += Math.ceil(ctx[i]! * inv);
+      b += Math.ceil(ctx[i + 1]! * inv);
+    }
+  else
+    for (; i + 1 < n; i += 2) {
+      a += Math.ceil(ctx[i]! / ratio);
+      b += Math.ceil(ctx[i + 1]! / ratio);
+    }
+  if (i < n) a += inv > 0 ? Math.ceil(ctx[i]! * inv) : Math.ceil(ctx[i]! / ratio);
+  return a + b;
+}
+
+/** Σ min(⌈ctx[i] / ratio⌉, cap) over the n stored decode contexts (as `ceilRows`, with the cap). */
+function cappedRows(ctx: Float64Array, n: number, ratio: number, inv: number, cap: number): number {
+  let sum = -0;
+  for (let i = 0; i < n; i++) {
+    const x = ctx[i]!;
+    sum += Math.min(inv > 0 ? Math.ceil(x * inv) : Math.ceil(x / ratio), cap);
+  }
+  return sum;
 }
 
 /**
- * Per bounded reader, Σ over the decode rows of the tokens it reads (decodeTokensRead, written out on
- * the flat columns: min(ctx, W) + min(⌈ctx / r⌉, cap)), into decRead and allRead, once per run of equal
- * contexts (run length × the row's tokens read). Token counts are integers, so these sums are exact and
- * equal the per-row accumulation in any order.
+ * Σ over the decode rows of min(x, win), x each row's context after the step: with every x ≥ win (the
+ * least, w.rows[DEC_MIN]) rows · win, with no window (win = ∞) the rows' Σ x, else row by row. `lead`
+ * rows of context x0 are not stored (the walk's leading equal-context rows).
  */
-function boundedDecodeSums(p: WalkPlan, w: BatchWalk, nDec: number): void {
-  const ctx = w.decCtx;
-  const run = w.decRuns;
+function windowSum(w: BatchWalk, win: number, rows: number, ctxSum: number, lead: number, x0: number): number {
+  if (w.rows[DEC_MIN]! >= win) return rows * win;
+  if (win === Number.POSITIVE_INFINITY) return ctxSum;
+  return lead * Math.min(x0, win) + windowRows(w.decCtx, w.rows[N_DEC]!, win);
+}
+
+/**
+ * Σ over the decode rows of min(⌈x / ratio⌉, cap): rows · cap where every x ≥ ratio · cap (then x / ratio
+ * ≥ cap exactly: cap is an integer and the division is correctly rounded); ratio 1 with no cap is the rows'
+ * Σ x (token counts are integers); else row by row. `lead`, `x0` as in `windowSum`.
+ */
+function compressedSum(
+  w: BatchWalk,
+  j: number,
+  p: WalkPlan,
+  rows: number,
+  ctxSum: number,
+  lead: number,
+  x0: number,
+): number {
+  const ratio = p.boundedRatio[j]!;
+  const cap = p.boundedCap[j]!;
+  const inv = p.boundedInv[j]!;
+  if (w.rows[DEC_MIN]! >= ratio * cap) return rows * cap;
+  const uncapped = cap === Number.POSITIVE_INFINITY;
+  if (uncapped && ratio === 1) return ctxSum;
+  const n = w.rows[N_DEC]!;
+  const k0 = lead > 0 ? lead * Math.min(inv > 0 ? Math.ceil(x0 * inv) : Math.ceil(x0 / ratio), cap) : 0;
+  return k0 + (uncapped ? ceilRows(w.decCtx, n, ratio, inv) : cappedRows(w.decCtx, n, ratio, inv, cap));
+}
+
+/**
+ * Per bounded reader, Σ over the decode rows of the tokens it reads (decodeTokensRead, written out on the
+ * flat columns: min(x, W) + min(⌈x / r⌉, cap)), into decRead and allRead, as two separable sums: each in
+ * closed form from the least decode context and Σ x where the window or the cap binds on every row (a
+ * long-context batch, or one of equal contexts), else one pass over the stored contexts, with no division
+ * for a power-of-two ratio. Token counts are integers, so every sum is exact and equals the per-row
+ * accumulation in any order. `rows`: the decode rows; `ctxSum`: their Σ x.
+ */
+function boundedDecodeSums(p: WalkPlan, w: BatchWalk, rows: number, ctxSum: number): void {
+  const lead = w.rows[LEAD_K]!;
+  const x0 = w.rows[LEAD_X]!;
   for (let j = 0; j < p.bounded.length; j++) {
-    const win = p.boundedWindow[j]!;
-    const ratio = p.boundedRatio[j]!;
-    const cap = p.boundedCap[j]!;
-    let sum = 0;
-    if (ratio > 0) {
-      // From ctx ≥ sat on, the row reads the whole window and the whole cap: x ≥ ratio·cap gives
-      // x / ratio ≥ cap exactly (cap is an integer and the division is correctly rounded), so no division.
-      const sat = Math.max(win, ratio * cap);
-      const satRead = win + cap;
-      for (let i = 0; i < nDec; i++) {
-        const x = ctx[i]!;
-        if (x >= sat) sum += run[i]! * satRead;
-        else {
-          const k = Math.ceil(x / ratio);
-          sum += run[i]! * ((x < win ? x : win) + (k < cap ? k : cap));
-        }
-      }
-    } else for (let i = 0; i < nDec; i++) sum += run[i]! * (ctx[i]! < win ? ctx[i]! : win);
+    let sum = windowSum(w, p.boundedWindow[j]!, rows, ctxSum, lead, x0);
+    if (p.boundedRatio[j]! > 0) sum += compressedSum(w, j, p, rows, ctxSum, lead, x0);
     const r = p.bounded[j]!;
     w.decRead[r]! += sum;
     w.allRead[r]! += sum;
@@ -209,9 +283,10 @@ const OTHER_TOK = 1; // Σ scheduled over the other rows with s > 0
 const COMPUTED = 2; // Σ computed over rows with s > 0
 const N_OTHER = 3;
 const N_PREFILL = 4;
-const N_DEC = 5; // runs of decode rows whose context the bounded readers read (w.decCtx, w.decRuns)
-const RUN_CTX = 6; // the open run's context and rows after a leading-uniform scan with bounded readers
-const RUN_LEN = 7;
+const N_DEC = 5; // decode contexts stored in w.decCtx (bounded readers)
+const LEAD_K = 6; // leading uniform rows with row 0's context (bounded readers; counted, not stored)
+const LEAD_X = 7; // their context after the step
+const DEC_MIN = 8; // the least decode context (bounded readers; Infinity with no decode row)
 
 /*
  * The common decode step: every row a uniform decode row (s = 1 + num_spec_tokens) and no bounded
@@ -313,33 +388,78 @@ function equalColumns(sched: Float64Array, comp: Float64Array, n: number, width:
 }
 
 /**
- * The leading uniform decode rows when there are bounded readers: Σ computed (in row order, one chain, as
- * the loop adds them) and each row's context after the step into runs of equal contexts (pushRun), the open
- * run left in w.rows[RUN_CTX], w.rows[RUN_LEN] for the loop to continue. A tighter loop than the general
- * one (one test per row instead of four). @returns how many rows it consumed
+ * The leading uniform decode rows when there are bounded readers: Σ computed and each row's context after
+ * the step into w.decCtx, past the leading rows with row 0's context (`equalRequests`: counted in
+ * w.rows[LEAD_K], not stored), with the least context, for the loop to continue
+ * (`leadingRows`). Four rows at a time (`uniformBlocks`), then one at a time up to the first other row.
+ * Token counts are integers, so the partial sums are exact and equal the one-chain sum. @returns how many
+ * rows it consumed
  */
 function uniformRunRequests(reqs: readonly Request[], width: number, w: BatchWalk): number {
-  // Rows 0..k-1 all uniform with row 0's context c0: one open run, Σ computed = k · c0 (exact, as the chain).
+  // Rows 0..k-1 all uniform with row 0's context c0: Σ computed = k · c0 (exact, as the chain).
   const k = equalRequests(reqs, width);
   const c0 = k > 0 ? reqs[0]!.computed_tokens : 0;
-  let computed = k > 0 ? k * c0 : 0;
-  let nDec = 0;
-  let runCtx = k > 0 ? c0 + width : -1;
-  let runLen = k;
-  let i = k;
+  const dec = decCtxFor(w, reqs.length);
+  const rows = w.rows;
+  rows[LEAD_K] = k;
+  rows[LEAD_X] = c0 + width;
+  let i = uniformBlocks(reqs, width, k, dec, rows);
+  let computed = (k > 0 ? k * c0 : 0) + rows[COMPUTED]!;
+  let nDec = i - k;
+  let lo = rows[DEC_MIN]!;
   for (; i < reqs.length; i++) {
     const q = reqs[i]!;
     if (q.scheduled_tokens !== width) break;
     const c = q.computed_tokens;
     computed += c;
-    if (c + width === runCtx) runLen++;
-    else {
-      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
-      runCtx = c + width;
-      runLen = 1;
-    }
+    const x = c + width;
+    dec[nDec++] = x;
+    if (x < lo) lo = x;
   }
-  leadingRun(w.rows, computed, nDec, runCtx, runLen);
+  leadingRows(rows, computed, nDec, lo);
+  return i;
+}
+
+/**
+ * Rows from k (a multiple of 4) on, four at a time while all four schedule `width` tokens: each one's
+ * context after the step into dec[i − k], Σ computed into rows[COMPUTED] (two partial sums), and the least
+ * context (with rows[LEAD_X] when k > 0) into rows[DEC_MIN]. @returns the
+ * first row not consumed
+ */
+function uniformBlocks(
+  reqs: readonly Request[],
+  width: number,
+  k: number,
+  dec: Float64Array,
+  rows: Float64Array,
+): number {
+  let a = 0;
+  let b = 0;
+  let lo = k > 0 ? rows[LEAD_X]! : Infinity;
+  const n4 = reqs.length & ~3;
+  let i = k;
+  for (; i < n4; i += 4) {
+    const q0 = reqs[i]!;
+    const q1 = reqs[i + 1]!;
+    const q2 = reqs[i + 2]!;
+    const q3 = reqs[i + 3]!;
+    if (q0.scheduled_tokens !== width || q1.scheduled_tokens !== width) break;
+    if (q2.scheduled_tokens !== width || q3.scheduled_tokens !== width) break;
+    const x0 = q0.computed_tokens;
+    const x1 = q1.computed_tokens;
+    const x2 = q2.computed_tokens;
+    const x3 = q3.computed_tokens;
+    a += x0 + x1;
+    b += x2 + x3;
+    const j = i - k;
+    dec[j] = x0 + width;
+    dec[j + 1] = x1 + width;
+    dec[j + 2] = x2 + width;
+    dec[j + 3] = x3 + width;
+    const l = Math.min(x0, x1, x2, x3) + width;
+    if (l < lo) lo = l;
+  }
+  blockRows(rows, a + b, lo);
   return i;
 }
 
@@ -347,32 +467,72 @@ function uniformRunRequests(reqs: readonly Request[], width: number, w: BatchWal
 function uniformRunColumns(sched: Float64Array, comp: Float64Array, n: number, width: number, w: BatchWalk): number {
   const k = equalColumns(sched, comp, n, width);
   const c0 = k > 0 ? comp[0]! : 0;
-  let computed = k > 0 ? k * c0 : 0;
-  let nDec = 0;
-  let runCtx = k > 0 ? c0 + width : -1;
-  let runLen = k;
-  let i = k;
+  const dec = decCtxFor(w, n);
+  const rows = w.rows;
+  rows[LEAD_K] = k;
+  rows[LEAD_X] = c0 + width;
+  let i = uniformBlockColumns(sched, comp, n, width, k, dec, rows);
+  let computed = (k > 0 ? k * c0 : 0) + rows[COMPUTED]!;
+  let nDec = i - k;
+  let lo = rows[DEC_MIN]!;
   for (; i < n; i++) {
     if (sched[i] !== width) break;
     const c = comp[i]!;
     computed += c;
-    if (c + width === runCtx) runLen++;
-    else {
-      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
-      runCtx = c + width;
-      runLen = 1;
-    }
+    const x = c + width;
+    dec[nDec++] = x;
+    if (x < lo) lo = x;
   }
-  leadingRun(w.rows, computed, nDec, runCtx, runLen);
+  leadingRows(rows, computed, nDec, lo);
   return i;
 }
 
-/** The leading scan's sums and open run into `rows` (COMPUTED, N_DEC, RUN_CTX, RUN_LEN). */
-function leadingRun(rows: Float64Array, computed: number, nDec: number, runCtx: number, runLen: number): void {
+/** `uniformBlocks` over a ColumnBatch's columns (rows 0..n-1). */
+function uniformBlockColumns(
+  sched: Float64Array,
+  comp: Float64Array,
+  n: number,
+  width: number,
+  k: number,
+  dec: Float64Array,
+  rows: Float64Array,
+): number {
+  let a = 0;
+  let b = 0;
+  let lo = k > 0 ? rows[LEAD_X]! : Infinity;
+  const n4 = n & ~3;
+  let i = k;
+  for (; i < n4; i += 4) {
+    if (sched[i] !== width || sched[i + 1] !== width || sched[i + 2] !== width || sched[i + 3] !== width) break;
+    const x0 = comp[i]!;
+    const x1 = comp[i + 1]!;
+    const x2 = comp[i + 2]!;
+    const x3 = comp[i + 3]!;
+    a += x0 + x1;
+    b += x2 + x3;
+    const j = i - k;
+    dec[j] = x0 + width;
+    dec[j + 1] = x1 + width;
+    dec[j + 2] = x2 + width;
+    dec[j + 3] = x3 + width;
+    const l = Math.min(x0, x1, x2, x3) + width;
+    if (l < lo) lo = l;
+  }
+  blockRows(rows, a + b, lo);
+  return i;
+}
+
+/** `uniformBlocks`' sums into `rows` (COMPUTED, DEC_MIN). */
+function blockRows(rows: Float64Array, computed: number, lo: number): void {
+  rows[COMPUTED] = computed;
+  rows[DEC_MIN] = lo;
+}
+
+/** The leading scan's sums into `rows` (COMPUTED, N_DEC, DEC_MIN). */
+function leadingRows(rows: Float64Array, computed: number, nDec: number, lo: number): void {
   rows[COMPUTED] = computed;
   rows[N_DEC] = nDec;
-  rows[RUN_CTX] = runCtx;
-  rows[RUN_LEN] = runLen;
+  rows[DEC_MIN] = lo;
 }
 
 /** The walk of `n` uniform decode rows, Σ computed already in w.rows[COMPUTED] (no prefill row, no bounded reader). */
@@ -416,11 +576,10 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   let computed = start > 0 ? w.rows[COMPUTED]! : 0;
   let nOther = 0;
   let nPrefill = 0;
-  // A leading scan with bounded readers (start > 0) hands over its runs and its open run.
-  const lead = start > 0 && nBounded > 0;
-  let nDec = lead ? w.rows[N_DEC]! : 0;
-  let runCtx = lead ? w.rows[RUN_CTX]! : -1;
-  let runLen = lead ? w.rows[RUN_LEN]! : 0;
+  // With bounded readers the leading scan (which ran) hands over its stored contexts and their range.
+  const dec = decCtxFor(w, reqs.length);
+  let nDec = nBounded > 0 ? w.rows[N_DEC]! | 0 : 0;
+  let lo = nBounded > 0 ? w.rows[DEC_MIN]! : Infinity;
   for (let i = start; i < reqs.length; i++) {
     const q = reqs[i]!;
     const s = q.scheduled_tokens;
@@ -441,22 +600,14 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
       otherTok += s;
       nOther++;
     }
-    // A decode row's context after the step, into the open run of equal contexts (pushRun).
-    if (c + s === runCtx) runLen++;
-    else {
-      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
-      runCtx = c + s;
-      runLen = 1;
-    }
+    // A decode row's context after the step, for the bounded readers' sums (boundedDecodeSums).
+    const x = c + s;
+    dec[nDec++] = x;
+    if (x < lo) lo = x;
   }
-  if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
-  const rows = w.rows;
-  rows[N_UNIFORM] = nUniform;
-  rows[OTHER_TOK] = otherTok;
-  rows[COMPUTED] = computed;
-  rows[N_OTHER] = nOther;
-  rows[N_PREFILL] = nPrefill;
-  rows[N_DEC] = nDec;
+  loopRows(w.rows, nUniform, otherTok, computed, nOther, nPrefill);
+  w.rows[N_DEC] = nDec;
+  w.rows[DEC_MIN] = lo;
   finishWalk(p, w);
 }
 
@@ -487,11 +638,10 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
   let computed = start > 0 ? w.rows[COMPUTED]! : 0;
   let nOther = 0;
   let nPrefill = 0;
-  // A leading scan with bounded readers (start > 0) hands over its runs and its open run.
-  const lead = start > 0 && nBounded > 0;
-  let nDec = lead ? w.rows[N_DEC]! : 0;
-  let runCtx = lead ? w.rows[RUN_CTX]! : -1;
-  let runLen = lead ? w.rows[RUN_LEN]! : 0;
+  // With bounded readers the leading scan (which ran) hands over its stored contexts and their range.
+  const dec = decCtxFor(w, n);
+  let nDec = nBounded > 0 ? w.rows[N_DEC]! | 0 : 0;
+  let lo = nBounded > 0 ? w.rows[DEC_MIN]! : Infinity;
   for (let i = start; i < n; i++) {
     const s = scheduled[i]!;
     const c = comp[i]!;
@@ -511,23 +661,31 @@ export function walkColumns(p: WalkPlan, batch: ColumnBatch, w: BatchWalk): void
       otherTok += s;
       nOther++;
     }
-    // A decode row's context after the step, into the open run of equal contexts (pushRun).
-    if (c + s === runCtx) runLen++;
-    else {
-      if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
-      runCtx = c + s;
-      runLen = 1;
-    }
+    // A decode row's context after the step, for the bounded readers' sums (boundedDecodeSums).
+    const x = c + s;
+    dec[nDec++] = x;
+    if (x < lo) lo = x;
   }
-  if (runLen > 0) nDec = pushRun(w, nDec, runCtx, runLen);
-  const rows = w.rows;
+  loopRows(w.rows, nUniform, otherTok, computed, nOther, nPrefill);
+  w.rows[N_DEC] = nDec;
+  w.rows[DEC_MIN] = lo;
+  finishWalk(p, w);
+}
+
+/** The general loop's counts into `rows` (N_UNIFORM, OTHER_TOK, COMPUTED, N_OTHER, N_PREFILL). */
+function loopRows(
+  rows: Float64Array,
+  nUniform: number,
+  otherTok: number,
+  computed: number,
+  nOther: number,
+  nPrefill: number,
+): void {
   rows[N_UNIFORM] = nUniform;
   rows[OTHER_TOK] = otherTok;
   rows[COMPUTED] = computed;
   rows[N_OTHER] = nOther;
   rows[N_PREFILL] = nPrefill;
-  rows[N_DEC] = nDec;
-  finishWalk(p, w);
 }
 
 /** The step's counts and the unbounded reader's sums from the row loop's counts (`w.rows`). */
@@ -537,16 +695,16 @@ function finishWalk(p: WalkPlan, w: BatchWalk): void {
   const otherTok = rows[OTHER_TOK]!;
   const nOther = rows[N_OTHER]!;
   const nPrefill = rows[N_PREFILL]!;
-  const nDec = rows[N_DEC]!;
   // Prefill rows first, then the decode rows' sums: the order the per-row walk added them in.
   if (nPrefill > 0) prefillRows(p, w, nPrefill);
-  if (nDec > 0) boundedDecodeSums(p, w, nDec);
   // uniformWidth ≤ threshold (construction), so a uniform row is a decode row.
   const tok = nUniform * p.uniformWidth + otherTok;
   const nReq = nUniform + nOther;
   const ctxSumAll = rows[COMPUTED]! + tok;
   const pre = w.prefill;
   const preTok = pre[PRE_TOK]!;
+  // Decode rows: every row but the prefill rows; Σ their context after the step by difference (exact).
+  if (p.bounded.length > 0 && nReq > nPrefill) boundedDecodeSums(p, w, nReq - nPrefill, ctxSumAll - pre[PRE_CTX]!);
   if (p.fullReader >= 0) {
     // An unbounded reader reads the whole context: decodeTokensRead(ctx, full) = ctx.
     w.decRead[p.fullReader] = ctxSumAll - pre[PRE_CTX]!;
