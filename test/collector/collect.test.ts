@@ -351,39 +351,57 @@ describe.skipIf(!PY)('collector --device cpu --plan tiny', () => {
   });
 });
 
+/**
+ * The quick plan's `--estimate` and the throttle rule share one Python process (each process pays ≈ 2.5 s of
+ * CPU importing torch, which collect.py and stepcal_collector.timing both import): collect.py runs as
+ * `__main__` with the estimate's argv, exactly as `python collect.py --plan quick --estimate` runs it, its
+ * exit status caught; then the verdicts. The last stdout line is a JSON record of both.
+ */
+const PLANS_AND_THROTTLE = [
+  'import json, runpy, sys, traceback',
+  "sys.path.insert(0, 'collector')",
+  "sys.argv = ['collector/collect.py', '--plan', 'quick', '--estimate']",
+  'try:',
+  "  runpy.run_path('collector/collect.py', run_name='__main__')",
+  '  estimate = 0',
+  'except SystemExit as e:',
+  '  estimate = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)',
+  'except Exception:',
+  '  traceback.print_exc()',
+  '  estimate = 1',
+  'from stepcal_collector.timing import throttle_verdict as v',
+  'cases = [',
+  "  [{'sm_mhz': 1980}, {'sm_mhz': 1700}],", // no reasons readable: 14 % drop
+  "  [{'sm_mhz': 2000}, {'sm_mhz': 1800}],", // exactly 10 %: kept
+  "  [{'sm_mhz': 1980}],", // one sample: not checked
+  "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1700, 'throttle_reasons': 4}],", // power cap explains it
+  "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1950, 'throttle_reasons': 0x20}],", // SW thermal: refused
+  "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1500, 'throttle_reasons': 0}],", // unexplained 24 % drop
+  ']',
+  "print('\\n' + json.dumps({'estimate': estimate, 'verdicts': [v(c, 0.10) for c in cases]}))",
+].join('\n');
+
 describe.skipIf(!PY)('collector plans and throttle rule', () => {
+  let run: { status: number | null; stdout: string; stderr: string; record: { estimate: number; verdicts: unknown[] } };
+  beforeAll(() => {
+    const r = spawnSync(PY!, ['-c', PLANS_AND_THROTTLE], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
+    const last = r.stdout.trimEnd().split('\n').at(-1) ?? '';
+    if (r.status !== 0 || !last.startsWith('{'))
+      throw new Error(`python exited ${r.status}:\n${r.stderr.slice(-4000)}`);
+    run = { status: r.status, stdout: r.stdout, stderr: r.stderr, record: JSON.parse(last) };
+  });
+
   it('sizes quick to finish well under 6 minutes on an H200 (--estimate)', () => {
-    const r = spawnSync(PY!, [COLLECT, '--plan', 'quick', '--estimate'], {
-      cwd: REPO,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(r.status).toBe(0);
-    const m = /total ~(\d+) s/.exec(r.stderr);
+    expect(run.record.estimate).toBe(0);
+    const m = /total ~(\d+) s/.exec(run.stderr);
     expect(m).not.toBeNull();
     // timed work plus the stated 30 s start-up must leave room inside 360 s
     expect(Number(m![1]) + 30).toBeLessThan(360);
-    expect(r.stderr).toMatch(/gemm\s+180 points/);
+    expect(run.stderr).toMatch(/gemm\s+180 points/);
   });
 
   it('refuses a sweep whose SM clock dropped more than 10 % (unless idle/power cap explains it) or that hit a thermal slowdown', () => {
-    const code = [
-      'import json, sys',
-      "sys.path.insert(0, 'collector')",
-      'from stepcal_collector.timing import throttle_verdict as v',
-      'cases = [',
-      "  [{'sm_mhz': 1980}, {'sm_mhz': 1700}],", // no reasons readable: 14 % drop
-      "  [{'sm_mhz': 2000}, {'sm_mhz': 1800}],", // exactly 10 %: kept
-      "  [{'sm_mhz': 1980}],", // one sample: not checked
-      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1700, 'throttle_reasons': 4}],", // power cap explains it
-      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1950, 'throttle_reasons': 0x20}],", // SW thermal: refused
-      "  [{'sm_mhz': 1980, 'throttle_reasons': 0}, {'sm_mhz': 1500, 'throttle_reasons': 0}],", // unexplained 24 % drop
-      ']',
-      'print(json.dumps([v(c, 0.10) for c in cases]))',
-    ].join('\n');
-    const r = spawnSync(PY!, ['-c', code], { cwd: REPO, encoding: 'utf8', timeout: 60_000 });
-    expect(r.status).toBe(0);
-    const [dropped, edge, single, powerCap, thermal, unexplained] = JSON.parse(r.stdout) as Array<
+    const [dropped, edge, single, powerCap, thermal, unexplained] = run.record.verdicts as Array<
       Record<string, unknown>
     >;
     expect(dropped).toMatchObject({ checked: true, throttled: true, min_sm_mhz: 1700, max_sm_mhz: 1980, drop: 0.1414 });
