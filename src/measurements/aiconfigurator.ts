@@ -15,6 +15,7 @@
  */
 import path from 'node:path';
 import { InputError, UserError } from '../core/errors.ts';
+import { plainCell } from '../core/render/csv.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, type RawTable } from './table.ts';
@@ -247,6 +248,7 @@ export function mapAicInto(
   chip: string,
   sinkFor: (keys: readonly string[]) => RowSink,
   rows?: RowColumns<object>,
+  stored?: (lines: Buffer) => void,
 ): void {
   if (tableName === 'gdn_perf' || tableName === 'kda_perf' || tableName === 'mamba2_perf') {
     if (!rows) throw new UserError(`recurrent table ${tableName}: map it with mapAicRows`);
@@ -255,12 +257,15 @@ export function mapAicInto(
   }
   const map = MAPPERS[tableName];
   if (!map) throw new UserError(`unsupported table ${String(tableName)}`);
-  map(table, chip, sinkFor(OUT_KEYS[tableName]));
+  map(table, chip, sinkFor(OUT_KEYS[tableName]), stored);
 }
 
 /** The mapper of each non-recurrent table (defined below). */
-const MAPPERS: Record<keyof typeof OUT_KEYS, (t: CellTable, chip: string, o: RowSink) => void> = {
-  gemm_perf: (t, chip, o) => mapGemm(t, chip, o),
+const MAPPERS: Record<
+  keyof typeof OUT_KEYS,
+  (t: CellTable, chip: string, o: RowSink, stored?: (lines: Buffer) => void) => void
+> = {
+  gemm_perf: (t, chip, o, stored) => mapGemm(t, chip, o, stored),
   context_attention_perf: (t, chip, o) => mapPrefill(t, chip, o),
   generation_attention_perf: (t, chip, o) => mapDecode(t, chip, o),
   moe_perf: (t, chip, o) => mapMoe(t, chip, o),
@@ -269,7 +274,7 @@ const MAPPERS: Record<keyof typeof OUT_KEYS, (t: CellTable, chip: string, o: Row
 };
 
 const GEMM_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'gemm_dtype', 'm', 'n', 'k', 'latency'];
-function mapGemm(t: CellTable, chip: string, o: RowSink): void {
+function mapGemm(t: CellTable, chip: string, o: RowSink, stored?: (lines: Buffer) => void): void {
   const c = new Columns(t, GEMM_COLS);
   const [fw, ver, op, ks, dt, m, n, k, lat] = GEMM_COLS.map((x) => c.req(x)) as [
     number,
@@ -282,7 +287,7 @@ function mapGemm(t: CellTable, chip: string, o: RowSink): void {
     number,
     number,
   ];
-  if (o.bulk && t instanceof CsvChunk && gemmBulk(t, chip, o.bulk, [fw, ver, op, ks, dt, m, n, k, lat])) return;
+  if (o.bulk && t instanceof CsvChunk && gemmBulk(t, chip, o.bulk, [fw, ver, op, ks, dt, m, n, k, lat], stored)) return;
   const lane = laneMaker(t, fw, ver);
   const ops = new Set(['gemm']);
   for (let r = 0; r < t.length; r++) {
@@ -302,10 +307,17 @@ function mapGemm(t: CellTable, chip: string, o: RowSink): void {
 /**
  * mapGemm of a whole CSV chunk at once, when its text cells (framework, version, op, kernel, dtype) are
  * each one value throughout and every m, n, k and latency is valid: the same rows, written column by
- * column (`RowSink.bulk`). @returns false, having written nothing, otherwise: the row-by-row mapper then
- * maps the chunk and throws its errors in its order.
+ * column (`RowSink.bulk`). `stored`, when given, receives the chunk's lines of the stored file when they
+ * can be taken from the input's bytes (`storedGemmLines`). @returns false, having written nothing,
+ * otherwise: the row-by-row mapper then maps the chunk and throws its errors in its order.
  */
-function gemmBulk(t: CsvChunk, chip: string, bulk: NonNullable<RowSink['bulk']>, idx: readonly number[]): boolean {
+function gemmBulk(
+  t: CsvChunk,
+  chip: string,
+  bulk: NonNullable<RowSink['bulk']>,
+  idx: readonly number[],
+  stored?: (lines: Buffer) => void,
+): boolean {
   const [fw, ver, op, ks, dt, m, n, k, lat] = idx as [
     number,
     number,
@@ -325,8 +337,32 @@ function gemmBulk(t: CsvChunk, chip: string, bulk: NonNullable<RowSink['bulk']>,
   if (d === undefined || !framework || !v) return false;
   const [ms, ns, kk, lats] = bulkScratch(t.length);
   if (!t.ints(m, 1, ms) || !t.ints(n, 1, ns) || !t.ints(k, 1, kk) || !t.latencies(lat, 1000, lats)) return false;
-  bulk(t.length, [chip, `${framework}-${v}`, kernel, d, ms, ns, kk, lats]);
+  const texts = [chip, `${framework}-${v}`, kernel, d];
+  bulk(t.length, [...texts, ms, ns, kk, lats]);
+  const lines = stored && storedGemmLines(t, texts, [m, n, k], lats);
+  if (lines) stored!(lines);
   return true;
+}
+
+/**
+ * The stored gemm file's lines (FAMILY_COLUMNS.gemm: chip, lane, kernel_source, dtype, m, n, k,
+ * latency_us) of a chunk `gemmBulk` mapped, built from the input's bytes: the four texts (one value each
+ * throughout, so one prefix), then the input's m, n, k cells as they are when they are adjacent and each
+ * is `String` of the int32 stored (`CsvChunk.spanLines`: plain digits, no leading zero), then
+ * `String(latency_us)`. The same bytes `RowColumns.csvLines` writes from the stored columns (a property
+ * test), with no per-cell dispatch and no integer formatting. Undefined when a text needs quoting or
+ * a cell is not in that form (then csvLines writes the lines).
+ */
+function storedGemmLines(
+  t: CsvChunk,
+  texts: readonly string[],
+  [m, n, k]: readonly number[],
+  lats: Float64Array,
+): Buffer | undefined {
+  if (n !== m! + 1 || k !== n + 1) return undefined;
+  const cells = texts.map(plainCell);
+  if (cells.some((c) => c === undefined)) return undefined;
+  return t.spanLines(Buffer.from(`${cells.join(',')},`, 'utf8'), m!, k + 1, lats);
 }
 
 /** `gemmBulk`'s m, n, k and latency arrays, reused from chunk to chunk (`RowSink.bulk` copies them). */
@@ -700,7 +736,12 @@ function strictlyIncreasing(rows: RowList<unknown>, keyCols: readonly string[]):
   if (!(rows instanceof RowColumns)) return false;
   const arrays = keyCols.map((c) => rows.keyArray(c));
   if (arrays.some((a) => a === undefined)) return false;
-  const cols = arrays as ReadonlyArray<Int32Array | Uint8Array | Float64Array>;
+  // A column holding one value throughout (chip, lane, kernel, dtype of one table) is equal in every pair,
+  // so it cannot decide one: left out, the comparison reads the few columns that vary (fewer loads, and
+  // one array type for m, n, k instead of a mix of byte ids and int32s).
+  const cols = (arrays as ReadonlyArray<Int32Array | Uint8Array | Float64Array>).filter(
+    (a) => !oneValue(a, rows.length),
+  );
   for (let i = 1; i < rows.length; i++) {
     let c = 0;
     for (; c < cols.length; c++) {
@@ -712,6 +753,13 @@ function strictlyIncreasing(rows: RowList<unknown>, keyCols: readonly string[]):
     }
     if (c === cols.length) return false;
   }
+  return true;
+}
+
+/** Whether a[0…n−1] all equal a[0] (false for NaN, which equals nothing). */
+function oneValue(a: Int32Array | Uint8Array | Float64Array, n: number): boolean {
+  const v = a[0];
+  for (let i = 0; i < n; i++) if (a[i] !== v) return false;
   return true;
 }
 

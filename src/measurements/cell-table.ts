@@ -9,6 +9,7 @@
  */
 import Papa from 'papaparse';
 import { InputError } from '../core/errors.ts';
+import { type ByteSink, writeNumber } from './number-text.ts';
 
 /** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
 export type Cell = string | number | bigint | boolean | null | undefined;
@@ -91,6 +92,14 @@ export function latencyAt(t: CellTable, r: number, j: number, col: string): numb
     throw new InputError({ file: t.file, row: r + 1, column: col }, `expected a positive number (a latency), got ${v}`);
   }
   return v;
+}
+
+/** `ByteSink.reserve` of a growing buffer (`CsvChunk.spanLines`; its first size leaves room for the usual lines). */
+function reserve(this: ByteSink, n: number): void {
+  if (this.pos + n <= this.buf.length) return;
+  const b = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.pos + n));
+  this.buf.copy(b, 0, 0, this.pos);
+  this.buf = b;
 }
 
 /** Powers of ten exact in float64 (10²² is the largest). */
@@ -269,6 +278,45 @@ export class CsvChunk implements CellTable {
       out[r] = v * scale;
     }
     return true;
+  }
+
+  /**
+   * Lines of text, one per row: `prefix`, the row's bytes of cells j0…j1−1 with the commas between them,
+   * `,`, `String(tail[r])` (number-text.ts `writeNumber`) and `\n`. Undefined when one of those cells is not
+   * a plain positive integer's digits (`[1-9][0-9]*`, what `String` prints for the int32 `ints` reads there),
+   * a cell is missing, or a line was quoted: the caller then writes the lines from the values.
+   */
+  spanLines(prefix: Buffer, j0: number, j1: number, tail: Float64Array): Buffer | undefined {
+    if (this.quoted) return undefined;
+    const { bounds, buf, stride } = this;
+    let spans = 0;
+    for (let b = j0; b < this.length * stride; b += stride) spans += bounds[b + j1 - j0]! - 1 - bounds[b]!;
+    const out: ByteSink = { buf: Buffer.allocUnsafe(spans + this.length * (prefix.length + 34)), pos: 0, reserve };
+    for (let r = 0, b = j0; r < this.length; r++, b += stride) {
+      const o = out.buf;
+      o.set(prefix, out.pos);
+      let p = out.pos + prefix.length;
+      const e = bounds[b + j1 - j0]! - 1;
+      let s = bounds[b]!;
+      if (e <= s) return undefined;
+      // A cell starts at s or after a comma; its first digit is 1–9, the rest 0–9.
+      let first = true;
+      for (; s < e; s++) {
+        const c = buf[s]!;
+        if (c === 44) {
+          if (first) return undefined;
+          first = true;
+        } else if (c < (first ? 49 : 48) || c > 57) return undefined;
+        else first = false;
+        o[p++] = c;
+      }
+      if (first) return undefined;
+      o[p++] = 44;
+      out.pos = p;
+      writeNumber(out, tail[r]!);
+      out.buf[out.pos++] = 10;
+    }
+    return out.buf.subarray(0, out.pos);
   }
 
   cell(r: number, j: number): Cell {

@@ -268,12 +268,23 @@ async function mapStreaming(
   const rows = new RowColumns<object>();
   let sink: RowSink | undefined;
   await readTableChunks(file, async (chunk, offset) => {
+    // This chunk's lines of the stored file when the mapper took them from the input's bytes (GEMM in bulk).
+    let stored: Buffer | undefined;
     try {
       // A file whose name does not say its table (`good.csv`) is recognised by its header columns.
       table ??= aicTableFromHeader(chunk) ?? unknownTable(file, chunk.header);
       checkDevice(chunk, chip);
       // Cells go from the chunk's bytes into the typed columns: no row object (RowColumns.sink).
-      mapAicInto(table, chunk, chip, (keys) => (sink ??= rows.sink(keys)), rows);
+      mapAicInto(
+        table,
+        chunk,
+        chip,
+        (keys) => (sink ??= rows.sink(keys)),
+        rows,
+        (lines) => {
+          stored = lines;
+        },
+      );
     } catch (err) {
       const e = err as InputError;
       if (e instanceof InputError && e.location.row !== undefined && e.location.row > 0)
@@ -284,7 +295,7 @@ async function mapStreaming(
     // This chunk's lines of the stored file, compressed on the thread pool while the next chunk is read.
     const columns = FAMILY_COLUMNS[AIC_TABLES[table!]] as readonly string[];
     if (offset === 0) await gzip.write(csvHeader(columns));
-    await gzip.write(rows.csvLines(columns, offset, rows.length));
+    await gzip.write(stored ?? rows.csvLines(columns, offset, rows.length));
   });
   return { table: table!, rows };
 }
