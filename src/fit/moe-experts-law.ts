@@ -304,7 +304,9 @@ export const TOKENS_HOLDOUT_FRACTION = 0.25;
  * Holdout along tokens: the largest quarter of the distinct token counts (at least one) is held out,
  * the law fitted on the rest and scored on them. Undefined with fewer than 4 distinct counts.
  */
-export function tokensHoldout(series: readonly ExpertSeries[]): (ExpertError & { min_tokens: number }) | undefined {
+export function tokensHoldout(
+  series: readonly ExpertSeries[],
+): (ExpertError & { min_tokens: number; coefficients: ExpertCoefficients }) | undefined {
   const toks = [...new Set(series.flatMap((s) => s.points.map((p) => p.shape.tokens)))].sort((a, b) => a - b);
   if (toks.length < 4) return undefined;
   const min_tokens = toks[toks.length - Math.max(1, Math.round(toks.length * TOKENS_HOLDOUT_FRACTION))]!;
@@ -313,7 +315,27 @@ export function tokensHoldout(series: readonly ExpertSeries[]): (ExpertError & {
   const c = fitExpertSum(part((t) => t < min_tokens));
   if (!c) return undefined;
   const held = part((t) => t >= min_tokens).flatMap((s) => s.points);
-  return { ...expertError(held, c), min_tokens };
+  return { ...expertError(held, c), min_tokens, coefficients: c };
+}
+
+/**
+ * Bias per distinct token count: the geometric mean of predicted ÷ measured over the points at that count
+ * (< 1: the law is too fast there), under `c`. Sorted by tokens.
+ */
+export function biasByTokens(
+  points: readonly ExpertPoint[],
+  c: ExpertCoefficients,
+): Array<{ tokens: number; bias: number; n: number }> {
+  const acc = new Map<number, { s: number; n: number }>();
+  for (const p of points) {
+    const a = acc.get(p.shape.tokens) ?? { s: 0, n: 0 };
+    a.s += Math.log(predictExpert(p, c) / p.latency_us);
+    a.n++;
+    acc.set(p.shape.tokens, a);
+  }
+  return [...acc.entries()]
+    .sort((x, y) => x[0] - y[0])
+    .map(([tokens, a]) => ({ tokens, bias: Math.exp(a.s / a.n), n: a.n }));
 }
 
 /** Holdout along shape: each (hidden, inter, experts, topk) geometry predicted by the law fitted without it. */

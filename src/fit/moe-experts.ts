@@ -36,6 +36,7 @@ import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { MoeRow } from '../measurements/schema.ts';
 import { fmt, measuredEntry } from './common.ts';
 import {
+  biasByTokens,
   bootstrapExpert,
   expertError,
   expertSeries,
@@ -45,6 +46,7 @@ import {
   shapeHoldout,
   tokensHoldout,
   type ExpertError,
+  type ExpertPoint,
   type ExpertSeries,
 } from './moe-experts-law.ts';
 import { PRIMARY_DISTRIBUTION } from './moe.ts';
@@ -71,7 +73,12 @@ export interface ExpertDtypeFit {
   /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
   pinned: string[];
   train: ExpertError;
-  holdout_tokens?: ExpertError & { min_tokens: number };
+  holdout_tokens?: ExpertError & { min_tokens: number; coefficients: ExpertCoefficients };
+  /**
+   * Bias (geometric mean of predicted ÷ measured) per token count under the all-rows fit and, where the tokens
+   * holdout ran, under its fit on the token counts below the cut (extrapolated past it): the residual plot.
+   */
+  bias_by_tokens: Array<{ tokens: number; all_rows: number; below_cut?: number; n: number }>;
   holdout_shape?: ExpertError & { geometries: number };
   /** Seed footnote 1: both compositions at their own best log-L1 fit. */
   sum_vs_max: { sum_geo: number; max_geo: number; sum_better: boolean };
@@ -139,6 +146,7 @@ export function fitExpertDtype(
   const c = fitExpertSum(series);
   if (!c) return 'the arithmetic term vanished (no ramp identifiable)';
   const points = series.flatMap((s) => s.points);
+  const holdoutTokens = tokensHoldout(series);
   const ls = fitExpertLogL1(points, 'sum', c);
   const lm = fitExpertLogL1(points, 'max', c);
   const pinned = [
@@ -158,13 +166,29 @@ export function fitExpertDtype(
     ci95: widen(c, bootstrapExpert(series, ctx.bootstrap)),
     pinned,
     train: expertError(points, c),
-    ...optional('holdout_tokens', tokensHoldout(series)),
+    ...optional('holdout_tokens', holdoutTokens),
+    bias_by_tokens: biasRows(points, c, holdoutTokens?.coefficients),
     ...optional('holdout_shape', shapeHoldout(series)),
     sum_vs_max: { sum_geo: ls.geo, max_geo: lm.geo, sum_better: ls.geo < lm.geo },
     series: series.length,
     screened: screened.map((s) => s.key),
     points: figurePoints(series, c),
   };
+}
+
+/** The residual plot's rows: bias per token count under the all-rows fit and the below-the-cut fit. */
+function biasRows(
+  points: readonly ExpertPoint[],
+  c: ExpertCoefficients,
+  below?: ExpertCoefficients,
+): ExpertDtypeFit['bias_by_tokens'] {
+  const cut = below ? biasByTokens(points, below) : [];
+  return biasByTokens(points, c).map((r, i) => ({
+    tokens: r.tokens,
+    all_rows: r.bias,
+    ...(cut[i] ? { below_cut: cut[i]!.bias } : {}),
+    n: r.n,
+  }));
 }
 
 const optional = <K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } =>

@@ -179,7 +179,17 @@ describe('fitMoeExperts recovers known coefficients', () => {
     const s = moeExpertsSection(fit.data);
     expect(s.md).toContain('| fp8_block | balanced |');
     expect(s.md).toContain('Sum or max?');
-    expect(s.figures.map((x) => x.name)).toEqual(['moe_experts_fp8_block.svg']);
+    expect(s.figures.map((x) => x.name)).toEqual(['moe_experts_fp8_block.svg', 'moe_experts_residuals.svg']);
+    // Data made by the law itself: both holdouts within the goal, and the residual plot's rows near 1.
+    expect(s.md).toContain('| fp8_block | ');
+    expect(s.md).toContain('Met on every dtype.');
+    expect(f.bias_by_tokens.map((r) => r.tokens)).toEqual([
+      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
+    ]);
+    for (const r of f.bias_by_tokens) {
+      expect(Math.abs(Math.log(r.all_rows)), `${r.tokens}`).toBeLessThan(0.03);
+      expect(Math.abs(Math.log(r.below_cut!)), `${r.tokens}`).toBeLessThan(0.05);
+    }
     expect(s.figures[0]!.svg.startsWith('<svg')).toBe(true);
   });
 });
@@ -254,6 +264,10 @@ describe('seed footnote 1 on the shipped tables: does the sum fit the measured e
     const fit = fitMoeExperts(rows, ctx(derateOf(chip), c));
     const v = sumVsMaxVerdict(fit.data)!;
     expect(fit.data.fits.length).toBeGreaterThan(0);
+    // Issue 13's 1.15× goal is missed on every chip (docs/fitting.md): the README section says so with its residual plot.
+    const md = moeExpertsSection(fit.data).md;
+    expect(md).toMatch(/Not met on [1-9]\d* of \d+ dtypes/);
+    expect(md).toContain('![residuals](moe_experts_residuals.svg)');
     const bound = SUM_CLEARLY_BETTER.includes(chip) ? v.max_geo : v.max_geo * (1 + MAX_AHEAD);
     expect(v.sum_geo, `${chip}: sum ${v.sum_geo} vs max ${v.max_geo}`).toBeLessThan(bound);
   });
