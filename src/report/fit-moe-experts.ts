@@ -124,7 +124,7 @@ function goalPanel(data: MoeExpertsData): string[] {
     const last = f.bias_by_tokens[f.bias_by_tokens.length - 1];
     const tail = last?.below_cut !== undefined ? `${f4(last.below_cut)} at ${last.tokens} tokens` : 'n/a';
     L.push(
-      `| ${f.dtype} | ${f4(f.train.geo)} | ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'} | ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'} | ${met ? 'yes' : 'no'} | ${tail} |`,
+      `| ${f.dtype} | ${f4(f.train.geo)} | ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'} | ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'} | ${met ? (f.holdout_shape ? 'yes' : 'yes (one shape: tokens holdout only)') : 'no'} | ${tail} |`,
     );
   }
   L.push(
