@@ -211,12 +211,15 @@ interface IrlsPoint {
 }
 
 /**
- * The distinct (work, items) pairs of packed rows: `pt[i]` is row i's pair, `work`/`items` the pairs
- * in first-seen order. The law's prediction depends on the pair only, so irlsPoint takes one log per
- * pair instead of one per row (h200 decode: 62k rows, 785 pairs).
+ * Rows as the IRLS reads them, grouped by their distinct (work, items) pair: pair k is (`work[k]`,
+ * `items[k]`), pairs in first-seen order, and its rows' ln latencies are lnLat[start[k]] …
+ * lnLat[start[k+1] − 1], in row order. The law's prediction depends on the pair only, so irlsPoint
+ * takes one log per pair instead of one per row (h200 decode: 62k rows, 785 pairs), runs over each
+ * pair's rows in one tight loop and sums the normal equations once per pair.
  */
-interface DistinctPoints {
-  pt: Uint32Array;
+export interface PairedRows {
+  lnLat: Float64Array;
+  start: Uint32Array;
   work: Float64Array;
   items: Float64Array;
 }
@@ -243,8 +246,8 @@ const mixWord = (h: number, k: number): number => {
   return (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) | 0;
 };
 
-/** The distinct (work, items) pairs of `rows` (open addressing on the values' bits, equality by ===). */
-function distinctPoints(rows: PackedRows): DistinctPoints {
+/** Each row's pair (`pt`) and the distinct pairs in first-seen order (open addressing on the values' bits, equality by ===). */
+function pairIds(rows: PackedRows): { pt: Uint32Array; work: Float64Array; items: Float64Array } {
   const n = rows.work.length;
   let size = 16;
   while (size < 2 * n) size *= 2;
@@ -276,15 +279,82 @@ function distinctPoints(rows: PackedRows): DistinctPoints {
   return { pt, work: work.subarray(0, m), items: items.subarray(0, m) };
 }
 
-/** Per distinct pair, the values irlsPoint's row loop reads: pred, ln pred, pred², −(read + extra), p·item, extra. */
-const PAIR_STRIDE = 6;
+/**
+ * Rows i = 0…n−1 (row i's ln latency `lnOf(i)`, its pair `pt[i]` of `m`) grouped by pair, stably
+ * (a counting sort), into `lnLat` and `start` (room for n rows and m + 1 bounds): views.
+ */
+function groupRows(
+  n: number,
+  lnOf: (i: number) => number,
+  pt: Uint32Array,
+  m: number,
+  lnLat: Float64Array,
+  start: Uint32Array,
+): { lnLat: Float64Array; start: Uint32Array } {
+  start.fill(0, 0, m + 1);
+  for (let i = 0; i < n; i++) start[pt[i]! + 1]!++;
+  for (let k = 0; k < m; k++) start[k + 1]! += start[k]!;
+  for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = lnOf(i);
+  // Each bound moved to the next pair's start: shift back.
+  for (let k = m; k > 0; k--) start[k] = start[k - 1]!;
+  start[0] = 0;
+  return { lnLat: lnLat.subarray(0, n), start: start.subarray(0, m + 1) };
+}
+
+/** `rows` grouped by their distinct (work, items) pairs (PairedRows). */
+export function pairRows(rows: PackedRows): PairedRows {
+  const { pt, work, items } = pairIds(rows);
+  const n = pt.length;
+  const ln = rows.lnLat;
+  const g = groupRows(n, (i) => ln[i]!, pt, work.length, new Float64Array(n), new Uint32Array(work.length + 1));
+  return { ...g, work, items };
+}
+
+/**
+ * A resampler of packed rows: `(idx) => rows idx of packed` grouped by pair (pairs in first-seen
+ * order of idx), written into buffers reused across calls (room for `size` rows; read the result
+ * before the next call). The same as pairRows(gatherRows(packed, idx)), with each row's pair found
+ * once per fit (one array lookup per drawn row instead of a hash).
+ */
+export function pairedResampler(packed: PackedRows, size: number): (idx: ArrayLike<number>) => PairedRows {
+  const src = pairIds(packed);
+  const local = new Int32Array(src.work.length).fill(-1);
+  const [lnLat, pt, work, items, ids, start] = [
+    new Float64Array(size),
+    new Uint32Array(size),
+    new Float64Array(size),
+    new Float64Array(size),
+    new Uint32Array(size),
+    new Uint32Array(size + 1),
+  ];
+  return (idx) => {
+    let m = 0;
+    for (let i = 0; i < idx.length; i++) {
+      const s = src.pt[idx[i]!]!;
+      let k = local[s]!;
+      if (k < 0) {
+        k = local[s] = m;
+        work[m] = src.work[s]!;
+        items[m] = src.items[s]!;
+        ids[m++] = s;
+      }
+      pt[i] = k;
+    }
+    for (let k = 0; k < m; k++) local[ids[k]!] = -1;
+    const ln = packed.lnLat;
+    const g = groupRows(idx.length, (i) => ln[idx[i]!]!, pt, m, lnLat, start);
+    return { ...g, work: work.subarray(0, m), items: items.subarray(0, m) };
+  };
+}
+/** Per distinct pair, what the IRLS reads: pred, ln pred, −(read + extra), p·item, extra. */
+const PAIR_STRIDE = 5;
 
 /**
  * Each pair's prediction pred = floor + p·item_us + read + extra, read = work·(1/rate), extra =
- * read·p_½/p (0 without a ramp), its log, pred², and the derivatives of ln pred times pred, into
- * `out` (PAIR_STRIDE per pair): the same expressions, in the same order, as a per-row evaluation.
+ * read·p_½/p (0 without a ramp), its log and the derivatives of ln pred times pred, into `out`
+ * (PAIR_STRIDE per pair).
  */
-function pairTerms(d: DistinctPoints, law: DecodeLaw, out: Float64Array): void {
+function pairTerms(d: PairedRows, law: DecodeLaw, out: Float64Array): void {
   const { floor_us, item_us, p_half } = law;
   const inv = 1 / law.rate;
   for (let k = 0; k < d.work.length; k++) {
@@ -295,54 +365,59 @@ function pairTerms(d: DistinctPoints, law: DecodeLaw, out: Float64Array): void {
     const o = k * PAIR_STRIDE;
     out[o] = pred;
     out[o + 1] = Math.log(pred);
-    out[o + 2] = pred * pred;
-    out[o + 3] = -(read + extra);
-    out[o + 4] = p * item_us;
-    out[o + 5] = extra;
+    out[o + 2] = -(read + extra);
+    out[o + 3] = p * item_us;
+    out[o + 4] = extra;
   }
 }
 
 /**
- * mean |ln(pred/meas)| over packed rows and, in the same pass, the Gauss–Newton normal equations of
+ * mean |ln(pred/meas)| over the rows and, in the same pass, the Gauss–Newton normal equations of
  * the IRLS step at that law: JᵀWJ and JᵀWr, with r_i = ln pred_i − ln meas_i, W_i = 1/max(|r_i|,
  * IRLS_EPS) and J the analytic derivatives of ln pred_i with respect to (ln floor, ln rate, ln
  * item_us, ln p_½). pred_i = floor + p·item_us + read + read·p_½/p with read = work·(1/rate):
- * packedLogL1's prediction to rounding (for a floor + rate law, bit for bit). The prediction and its
- * log are taken once per distinct (work, items) pair (`d`, `terms`: pairTerms's buffer); the sums run
- * over the rows in order, so every value is the per-row evaluation's, bit for bit.
+ * packedLogL1's prediction to rounding (for a floor + rate law, bit for bit). The row pass takes
+ * |r_i| and sums, per pair k, S1_k = Σ 1/max(|r_i|, ε) and S2_k = Σ r_i/max(|r_i|, ε) (`sums`, 2 per
+ * pair); since J_i·pred_i depends on the pair only, JᵀWJ = Σ_k (S1_k/pred_k²)·(pred J)(pred J)ᵀ and
+ * JᵀWr = Σ_k (S2_k/pred_k)·(pred J) (normalEquations): 14 products per pair instead of per row
+ * (docs/fitting.md "Decode attention": the reassociation moves the sums in their last bits).
  */
-function irlsPoint(rows: PackedRows, law: DecodeLaw, d: DistinctPoints, terms: Float64Array): IrlsPoint {
-  pairTerms(d, law, terms);
-  const { lnLat } = rows;
-  const pt = d.pt;
-  const j0 = law.floor_us;
-  // The 10 distinct entries of the symmetric JᵀWJ and the 4 of JᵀWr, kept in locals (hot loop).
-  let a00 = 0,
-    a10 = 0,
-    a11 = 0,
-    a20 = 0,
-    a21 = 0,
-    a22 = 0,
-    a30 = 0,
-    a31 = 0,
-    a32 = 0,
-    a33 = 0;
-  let b0 = 0,
-    b1 = 0,
-    b2 = 0,
-    b3 = 0;
+function irlsPoint(rows: PairedRows, law: DecodeLaw, terms: Float64Array, sums: Float64Array): IrlsPoint {
+  pairTerms(rows, law, terms);
+  const { lnLat, start } = rows;
   let obj = 0;
-  for (let i = 0; i < lnLat.length; i++) {
-    const o = pt[i]! * PAIR_STRIDE;
-    const r = terms[o + 1]! - lnLat[i]!;
-    const ar = Math.abs(r);
-    obj += ar;
-    const w = 1 / (terms[o + 2]! * Math.max(ar, IRLS_EPS));
+  for (let k = 0; k < rows.work.length; k++) {
+    const lnPred = terms[k * PAIR_STRIDE + 1]!;
+    let s1 = 0;
+    let s2 = 0;
+    for (let i = start[k]!, end = start[k + 1]!; i < end; i++) {
+      const r = lnPred - lnLat[i]!;
+      const ar = Math.abs(r);
+      obj += ar;
+      const iw = 1 / Math.max(ar, IRLS_EPS);
+      s1 += iw;
+      s2 += r * iw;
+    }
+    sums[2 * k] = s1;
+    sums[2 * k + 1] = s2;
+  }
+  return { objective: obj / lnLat.length, ...normalEquations(rows.work.length, law.floor_us, terms, sums) };
+}
+
+/** JᵀWJ and JᵀWr from the per-pair sums of irlsPoint (`npairs` pairs; `j0` = floor, pred·∂ln pred/∂ln floor). */
+function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: Float64Array) {
+  // The 10 distinct entries of the symmetric JᵀWJ and the 4 of JᵀWr, kept in locals.
+  let [a00, a10, a11, a20, a21, a22, a30, a31, a32, a33] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+  let [b0, b1, b2, b3] = [0, 0, 0, 0];
+  for (let k = 0; k < npairs; k++) {
+    const o = k * PAIR_STRIDE;
+    const pred = terms[o]!;
+    const w = sums[2 * k]! / (pred * pred);
+    const wr = sums[2 * k + 1]! / pred;
     // Derivatives of ln pred times pred: floor, −(read + extra), p·item, extra.
-    const j1 = terms[o + 3]!;
-    const j2 = terms[o + 4]!;
-    const j3 = terms[o + 5]!;
-    const wr = w * r * terms[o]!;
+    const j1 = terms[o + 2]!;
+    const j2 = terms[o + 3]!;
+    const j3 = terms[o + 4]!;
     b0 += wr * j0;
     b1 += wr * j1;
     b2 += wr * j2;
@@ -364,7 +439,7 @@ function irlsPoint(rows: PackedRows, law: DecodeLaw, d: DistinctPoints, terms: F
     [a20, a21, a22, a32],
     [a30, a31, a32, a33],
   ];
-  return { objective: obj / lnLat.length, A, b: [b0, b1, b2, b3] };
+  return { A, b: [b0, b1, b2, b3] };
 }
 
 /**
@@ -375,10 +450,11 @@ function irlsPoint(rows: PackedRows, law: DecodeLaw, d: DistinctPoints, terms: F
  * the point kept are reused). Stops after `iters` iterations or when a step improves the objective
  * by less than IRLS_STOP. `maxRate` (bytes per µs): the rate is projected onto ≤ maxRate (the
  * datasheet HBM rate: a fitted asymptote above it is an L2 rate, and the registry gates refuse it).
+ * `rows`: packed rows (paired here) or rows already paired (a resample, pairedResampler).
  * Deterministic; 10–40 passes where the derivative-free search needs ~1000.
  */
 export function irlsFit(
-  rows: PackedRows,
+  rows: PackedRows | PairedRows,
   from: DecodeLaw,
   iters = 40,
   maxRate = Infinity,
@@ -387,11 +463,12 @@ export function irlsFit(
     v[1] = Math.min(v[1]!, Math.log(maxRate));
     return v;
   };
-  const pairs = distinctPoints(rows);
+  const pairs = 'start' in rows ? rows : pairRows(rows);
   const terms = new Float64Array(pairs.work.length * PAIR_STRIDE);
+  const sums = new Float64Array(pairs.work.length * 2);
   let x = capRate(toLogs(from));
   let law = toLaw(x, from);
-  let at = irlsPoint(rows, law, pairs, terms);
+  let at = irlsPoint(pairs, law, terms, sums);
   let lambda = 1e-3;
   for (let it = 0; it < iters && lambda < 1e8; it++) {
     const damped = at.A.map((row, u) => row.map((v, k) => (u === k ? v + lambda * (v + 1e-12) : v)));
@@ -401,7 +478,7 @@ export function irlsFit(
     );
     const trial = d ? capRate(x.map((v, k) => v + Math.max(-2, Math.min(2, d[k]!)))) : undefined;
     const tLaw = trial ? toLaw(trial, from) : undefined;
-    const tAt = tLaw ? irlsPoint(rows, tLaw, pairs, terms) : undefined;
+    const tAt = tLaw ? irlsPoint(pairs, tLaw, terms, sums) : undefined;
     if (tAt && tAt.objective < at.objective) {
       const gain = at.objective - tAt.objective;
       [x, law, at] = [trial!, tLaw!, tAt];
@@ -413,21 +490,23 @@ export function irlsFit(
 }
 
 /**
- * Fit the four coefficients of the work-item law on `rows` (mean |ln(pred/meas)|).
+ * Fit the four coefficients of the work-item law on `packed` (mean |ln(pred/meas)|; packed rows are
+ * paired once for every IRLS run here, pairRows).
  * - 'cold' (`init` = the floor + rate fit of the same rows): IRLS (irlsFit) from two starts, (init
  *   floor, init rate, item_us = floor/1000, p_½ = 1) and (…, floor/100, 4); the lower objective
  *   (ties → the first) wins; a p_½ under 1e-3 items (no ramp) is refitted with p_½ held at 0.
  * - 'warm' (a holdout fold, `init` = the full-data optimum): IRLS from `init`.
  * - 'resample' (a bootstrap resample, `init` = the full-data optimum): IRLS from `init` only.
  * `maxRate`: the rate's upper bound (irlsFit).
- * @returns the law and its objective over `rows`
+ * @returns the law and its objective over the rows
  */
 export function fitParallelLaw(
-  rows: PackedRows,
+  packed: PackedRows | PairedRows,
   init: DecodeLaw,
   mode: 'cold' | 'warm' | 'resample' = 'cold',
   maxRate = Infinity,
 ): DecodeLaw & { objective: number } {
+  const rows = 'start' in packed ? packed : pairRows(packed);
   if (mode === 'resample') return irlsFit(rows, init, 25, maxRate);
   if (mode === 'warm') return irlsFit(rows, init, 40, maxRate);
   let best: (DecodeLaw & { objective: number }) | undefined;

@@ -32,6 +32,7 @@ import {
   irlsFit,
   type PackedRows,
   packRows,
+  pairedResampler,
   predictLaw,
   readTimes,
   scratchRows,
@@ -497,13 +498,14 @@ function decodeBootstrap(
 ): Pick<DecodeResult, 'ci_floor' | 'ci_rate' | 'ci_item' | 'ci_p_half' | 'ci_notes'> {
   const law = chosen.law;
   if (chosen.method === 'parallel') {
-    const [packed, scratch] = [packRows(pts), scratchRows(Math.min(pts.length, BOOTSTRAP_ROWS))];
+    const size = Math.min(pts.length, BOOTSTRAP_ROWS);
+    const resample = pairedResampler(packRows(pts), size);
     const fits = resampleEstimates(
       pts.length,
       bootstrap.resamples,
       bootstrap.seed,
-      (idx) => fitParallelLaw(gatherRows(packed, idx, scratch), law, 'resample', maxRate),
-      Math.min(pts.length, BOOTSTRAP_ROWS),
+      (idx) => fitParallelLaw(resample(idx), law, 'resample', maxRate),
+      size,
     );
     const notes: string[] = [];
     const ci = (k: keyof DecodeLaw) => widen(ciFromEstimates(fits.map((f) => f[k])), law[k], k, notes);
@@ -845,12 +847,12 @@ function prefillBootstrap(
 ): { ci_floor: [number, number]; ci_rate: [number, number]; ci_s_half?: [number, number]; notes: string[] } {
   if (c.method === 'tokens_ramp') return bootstrapFloorRate(c.points, c.law, bootstrap);
   const size = Math.min(c.points.length, BOOTSTRAP_ROWS);
-  const [packed, scratch] = [packRows(c.points), scratchRows(size)];
+  const resample = pairedResampler(packRows(c.points), size);
   const fits = resampleEstimates(
     c.points.length,
     bootstrap.resamples,
     bootstrap.seed,
-    (idx) => irlsFit(gatherRows(packed, idx, scratch), c.law, 25),
+    (idx) => irlsFit(resample(idx), c.law, 25),
     size,
   );
   const notes: string[] = [];
