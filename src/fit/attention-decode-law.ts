@@ -280,12 +280,14 @@ function pairIds(rows: PackedRows): { pt: Uint32Array; work: Float64Array; items
 }
 
 /**
- * Rows i = 0…n−1 (row i's ln latency `lnOf(i)`, its pair `pt[i]` of `m`) grouped by pair, stably
- * (a counting sort), into `lnLat` and `start` (room for n rows and m + 1 bounds): views.
+ * Rows i = 0…n−1 (row i's ln latency `ln[idx[i]]`, or `ln[i]` without idx; its pair `pt[i]` of `m`)
+ * grouped by pair, stably (a counting sort), into `lnLat` and `start` (room for n rows and m + 1
+ * bounds): views.
  */
 function groupRows(
   n: number,
-  lnOf: (i: number) => number,
+  ln: Float64Array,
+  idx: ArrayLike<number> | undefined,
   pt: Uint32Array,
   m: number,
   lnLat: Float64Array,
@@ -294,7 +296,8 @@ function groupRows(
   start.fill(0, 0, m + 1);
   for (let i = 0; i < n; i++) start[pt[i]! + 1]!++;
   for (let k = 0; k < m; k++) start[k + 1]! += start[k]!;
-  for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = lnOf(i);
+  if (idx) for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = ln[idx[i]!]!;
+  else for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = ln[i]!;
   // Each bound moved to the next pair's start: shift back.
   for (let k = m; k > 0; k--) start[k] = start[k - 1]!;
   start[0] = 0;
@@ -305,8 +308,7 @@ function groupRows(
 export function pairRows(rows: PackedRows): PairedRows {
   const { pt, work, items } = pairIds(rows);
   const n = pt.length;
-  const ln = rows.lnLat;
-  const g = groupRows(n, (i) => ln[i]!, pt, work.length, new Float64Array(n), new Uint32Array(work.length + 1));
+  const g = groupRows(n, rows.lnLat, undefined, pt, work.length, new Float64Array(n), new Uint32Array(work.length + 1));
   return { ...g, work, items };
 }
 
@@ -341,8 +343,7 @@ export function pairedResampler(packed: PackedRows, size: number): (idx: ArrayLi
       pt[i] = k;
     }
     for (let k = 0; k < m; k++) local[ids[k]!] = -1;
-    const ln = packed.lnLat;
-    const g = groupRows(idx.length, (i) => ln[idx[i]!]!, pt, m, lnLat, start);
+    const g = groupRows(idx.length, packed.lnLat, idx, pt, m, lnLat, start);
     return { ...g, work: work.subarray(0, m), items: items.subarray(0, m) };
   };
 }
