@@ -35,19 +35,31 @@ export interface WalkPlan {
    * division: `ceilRows`), else 0 (divide; also where there is no compressed stream).
    */
   boundedInv: Float64Array;
+  /**
+   * The first two bounded readers (indices into `bounded`) with a whole compressed stream (no cap) of a
+   * power-of-two ratio other than 1, whose per-row sums one pass takes together (`ceilPairRows`); -1, -1
+   * where there are fewer than two. DeepSeek-V4's ÷4 and ÷128 streams.
+   */
+  ceilPair: Int32Array;
 }
 
 /** The flat per-reader constants of `bounded` (WalkPlan's boundedWindow/Ratio/Cap). */
 export function boundedColumns(
   readers: readonly ReaderSpec[],
   bounded: Int32Array,
-): Pick<WalkPlan, 'boundedWindow' | 'boundedRatio' | 'boundedCap' | 'boundedInv'> {
+): Pick<WalkPlan, 'boundedWindow' | 'boundedRatio' | 'boundedCap' | 'boundedInv' | 'ceilPair'> {
   const col = (f: (r: ReaderSpec) => number) => Float64Array.from(bounded, (i) => f(readers[i]!));
+  const pow2 = (r: ReaderSpec) => r.ratio > 0 && 2 ** Math.round(Math.log2(r.ratio)) === r.ratio;
+  const whole = [...bounded.keys()].filter((j) => {
+    const r = readers[bounded[j]!]!;
+    return pow2(r) && r.ratio !== 1 && r.cap === Number.POSITIVE_INFINITY;
+  });
   return {
     boundedWindow: col((r) => r.window),
     boundedRatio: col((r) => r.ratio),
     boundedCap: col((r) => r.cap),
-    boundedInv: col((r) => (r.ratio > 0 && 2 ** Math.round(Math.log2(r.ratio)) === r.ratio ? 1 / r.ratio : 0)),
+    boundedInv: col((r) => (pow2(r) ? 1 / r.ratio : 0)),
+    ceilPair: Int32Array.from(whole.length >= 2 ? whole.slice(0, 2) : [-1, -1]),
   };
 }
 
@@ -80,6 +92,8 @@ export class BatchWalk {
    * share row 0's context (those are counted, not stored); grown to the batch's rows before a walk.
    */
   decCtx = new Float64Array(256);
+  /** Σ ⌈x / ratio⌉ over the stored decode contexts for WalkPlan.ceilPair's two readers (`ceilPairRows`). */
+  readonly pairSums = new Float64Array(2);
   /** Prefill rows' scheduled and computed tokens, in batch order (walked after the loop); grown by doubling. */
   preS = new Float64Array(16);
   preC = new Float64Array(16);
@@ -195,6 +209,40 @@ function ceilRows(ctx: Float64Array, n: number, ratio: number, inv: number): num
   return a + b;
 }
 
+/**
+ * `ceilRows` for two power-of-two ratios at once (inverses invA, invB), into out[0] and out[1]: one pass,
+ * each context loaded once, four partial sums.
+ */
+function ceilPairRows(ctx: Float64Array, n: number, invA: number, invB: number, out: Float64Array): void {
+  let a = -0;
+  let b = -0;
+  let c = -0;
+  let d = -0;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    const x = ctx[i]!;
+    const y = ctx[i + 1]!;
+    a += Math.ceil(x * invA);
+    b += Math.ceil(y * invA);
+    c += Math.ceil(x * invB);
+    d += Math.ceil(y * invB);
+  }
+  if (i < n) {
+    a += Math.ceil(ctx[i]! * invA);
+    c += Math.ceil(ctx[i]! * invB);
+  }
+  out[0] = a + b;
+  out[1] = c + d;
+}
+
+/** Σ ⌈x / ratio⌉ over the stored contexts for bounded reader j: `ceilPairRows`' sum for the pair, else `ceilRows`. */
+function uncappedRows(p: WalkPlan, w: BatchWalk, j: number, ratio: number, inv: number): number {
+  const pair = p.ceilPair;
+  if (j === pair[0]) return w.pairSums[0]!;
+  if (j === pair[1]) return w.pairSums[1]!;
+  return ceilRows(w.decCtx, w.rows[N_DEC]!, ratio, inv);
+}
+
 /** Σ min(⌈ctx[i] / ratio⌉, cap) over the n stored decode contexts (as `ceilRows`, with the cap). */
 function cappedRows(ctx: Float64Array, n: number, ratio: number, inv: number, cap: number): number {
   let sum = -0;
@@ -238,7 +286,7 @@ function compressedSum(
   if (uncapped && ratio === 1) return ctxSum;
   const n = w.rows[N_DEC]!;
   const k0 = lead > 0 ? lead * Math.min(inv > 0 ? Math.ceil(x0 * inv) : Math.ceil(x0 / ratio), cap) : 0;
-  return k0 + (uncapped ? ceilRows(w.decCtx, n, ratio, inv) : cappedRows(w.decCtx, n, ratio, inv, cap));
+  return k0 + (uncapped ? uncappedRows(p, w, j, ratio, inv) : cappedRows(w.decCtx, n, ratio, inv, cap));
 }
 
 /**
@@ -252,6 +300,9 @@ function compressedSum(
 function boundedDecodeSums(p: WalkPlan, w: BatchWalk, rows: number, ctxSum: number): void {
   const lead = w.rows[LEAD_K]!;
   const x0 = w.rows[LEAD_X]!;
+  const pair = p.ceilPair;
+  if (pair[0]! >= 0)
+    ceilPairRows(w.decCtx, w.rows[N_DEC]!, p.boundedInv[pair[0]!]!, p.boundedInv[pair[1]!]!, w.pairSums);
   for (let j = 0; j < p.bounded.length; j++) {
     let sum = windowSum(w, p.boundedWindow[j]!, rows, ctxSum, lead, x0);
     if (p.boundedRatio[j]! > 0) sum += compressedSum(w, j, p, rows, ctxSum, lead, x0);
