@@ -127,6 +127,8 @@ export class CsvChunk implements CellTable {
     readonly length: number,
     /** Cells of the lines that hold a quote (papaparse), by row. */
     private readonly quoted: Map<number, string[]> | undefined,
+    /** Cells 0…leadShared−1 hold the same bytes (and commas) in every row (`splitCsvBlock`; 0: not known). */
+    private readonly leadShared = 0,
   ) {
     this.stride = header.length + 1;
     this.lastAt = new Int32Array(header.length);
@@ -202,6 +204,7 @@ export class CsvChunk implements CellTable {
    */
   sameText(j: number): string | undefined {
     if (this.quoted || this.length === 0) return undefined;
+    if (j < this.leadShared) return this.text(0, j);
     const { bounds, buf, stride } = this;
     const s0 = bounds[j]!;
     const len = bounds[j + 1]! - 1 - s0;
@@ -236,6 +239,7 @@ export class CsvChunk implements CellTable {
    */
   private sameSpan(j0: number, j1: number): boolean {
     if (this.quoted || this.length === 0) return false;
+    if (j1 <= this.leadShared) return true;
     const { bounds, buf, stride } = this;
     const s0 = bounds[j0]!;
     const len = bounds[j1]! - 1 - s0;
@@ -365,6 +369,9 @@ export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: 
   // Whether the block holds a quote at all (one memchr): most do not, and their byte loop skips the test.
   const firstQuote = buf.indexOf(34);
   const quotes = firstQuote >= 0 && firstQuote < end;
+  /** The fewest leading cells a line repeated of the line before (so every line holds row 0's bytes there). */
+  let shared = ncol;
+  let prevStop = 0;
   while (pos < end) {
     const start = pos;
     let b = rows * stride;
@@ -385,6 +392,15 @@ export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: 
         } else if (c === 34) quote = true;
       }
     } else {
+      // The leading cells that repeat the line before are compared, not scanned (one test per byte, no stores).
+      if (rows > 0) {
+        const n = repeatedCells(buf, bounds, b, b - stride, prevStop, end, ncol);
+        if (n < shared) shared = n;
+        if (n > 0) {
+          j = n + 1;
+          pos = bounds[b + n]!;
+        }
+      }
       for (; pos < end; pos++) {
         const c = buf[pos]!;
         if (c === 44) {
@@ -396,6 +412,7 @@ export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: 
     pos++;
     if (stop > start && buf[stop - 1] === 13) stop--;
     if (stop === start) continue;
+    prevStop = stop;
     // The cell after the last comma ends at the line end; cells the line lacks are missing (length −1).
     for (b += j; j <= ncol; j++) bounds[b++] = stop + 1;
     if (quote) {
@@ -404,5 +421,36 @@ export function splitCsvBlock(file: string, header: string[], buf: Buffer, end: 
     }
     rows++;
   }
-  return new CsvChunk(file, header, buf, bounds, rows, quoted);
+  return new CsvChunk(file, header, buf, bounds, rows, quoted, quotes || rows < 2 ? 0 : shared);
+}
+
+/**
+ * How many leading cells of the line at `bounds[b]` hold the same bytes as in the line before (its offsets
+ * at `bounds[pb…]`, its content ending at `prevStop`), each up to and including its comma; their offsets are
+ * written, shifted from the line before's, into `bounds[b + 1…]`. A cell that ends the line before (no
+ * comma) is never counted. `end`: where the block's bytes end.
+ */
+function repeatedCells(
+  buf: Buffer,
+  bounds: Int32Array,
+  b: number,
+  pb: number,
+  prevStop: number,
+  end: number,
+  ncol: number,
+): number {
+  const prevStart = bounds[pb]!;
+  const d = bounds[b]! - prevStart;
+  const lim = Math.min(prevStop, end - d);
+  let q = prevStart;
+  while (q < lim && buf[q] === buf[q + d]) q++;
+  // Bytes before q repeat; a cell counts when its comma is one of them (a cell ending the line, or missing,
+  // ends at prevStop ≥ q: never counted).
+  let n = 0;
+  for (; n < ncol; n++) {
+    const comma = bounds[pb + n + 1]! - 1;
+    if (comma >= q) break;
+    bounds[b + n + 1] = comma + 1 + d;
+  }
+  return n;
 }

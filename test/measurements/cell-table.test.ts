@@ -99,4 +99,37 @@ describe('CsvChunk', () => {
       { numRuns: 200, seed: 11 },
     );
   });
+
+  it('lines that repeat the leading cells of the line before: the same cells, and sameText / sameTexts say which columns hold one value (fast-check)', () => {
+    // A small alphabet, so consecutive lines often share leading cells; ragged lines (missing and extra cells), blank lines.
+    const cell = fc.constantFrom('', 'a', 'ab', 'b', '7', '07', '1.5', ' a');
+    const line = fc.oneof(
+      fc.array(cell, { minLength: 1, maxLength: 5 }).map((cells) => cells.join(',')),
+      fc.constant(''),
+    );
+    // Most lines of a block start with the same one or two cells (as an AIConfigurator sweep's do).
+    const lead = fc.array(cell, { minLength: 0, maxLength: 2 }).map((cells) => cells.map((c) => `${c},`).join(''));
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), lead, fc.nat(3), fc.boolean(), (rest, prefix, plain, crlf) => {
+        const lines = rest.map((l, i) => (i % 4 < plain || l === '' ? l : prefix + l));
+        const text = lines.join(crlf ? '\r\n' : '\n');
+        expectSame(text);
+        const got = chunk(text);
+        const want = reference(text);
+        for (let j = 0; j < header.length; j++) {
+          // The reference: every row has cell j and its bytes are row 0's.
+          const cells = Array.from({ length: want.length }, (_, r) => want.cell(r, j));
+          const one = want.length > 0 && cells.every((c) => c !== undefined && c === cells[0]);
+          expect(got.sameText(j)).toBe(one ? want.text(0, j) : undefined);
+        }
+        for (const js of [
+          [0, 1],
+          [0, 2],
+          [1, 2],
+        ])
+          expect(got.sameTexts(js)).toEqual(js.map((j) => got.sameText(j)));
+      }),
+      { numRuns: 400, seed: 23 },
+    );
+  });
 });
