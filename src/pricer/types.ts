@@ -11,11 +11,14 @@ export { CUDAGRAPH_MODES, type CudagraphMode } from '../core/laws/host.ts';
 export const RESOURCES = ['sm', 'hbm', 'nvlink', 'nic', 'host'] as const;
 export type Resource = (typeof RESOURCES)[number];
 
-/** One request in a batch (seed "What a batch is"). */
+/**
+ * One request in a batch (seed "What a batch is"). Token counts are non-negative integers below 2^53:
+ * the walk sums them in any order and in closed forms (src/pricer/walk.ts), exact only for integers.
+ */
 export interface Request {
-  /** Tokens the request schedules this step. */
+  /** Tokens the request schedules this step (integer ≥ 0). */
   scheduled_tokens: number;
-  /** Tokens it has already computed (cached KV). */
+  /** Tokens it has already computed (cached KV; integer ≥ 0). */
   computed_tokens: number;
   /** Its prompt length. */
   prompt_tokens: number;
