@@ -78,6 +78,8 @@ export function expertSeries(
       experts: r.experts,
       tp: r.tp,
       ep: r.ep,
+      // The tables' balanced rows touch the experts the collector's balanced routing does (not the law's expectation).
+      ...(distribution === 'balanced' ? { routing: 'balanced' as const } : {}),
     };
     const work = expertWork(shape, rates.bytes_per_element);
     const read_us = expertTerms(

@@ -76,6 +76,19 @@ describe('expert law: one layer by hand', () => {
     expect(w.route_bytes).toBe(114_688);
     expect(w.pair_bytes).toBe(14_336);
   });
+  it("balanced routing (the tables' balanced rows) touches distinct experts until all are: D = min(L, max(1, ⌈P⌉))", () => {
+    // ep 8: L = 32 local experts. 4 tokens: P = 4·8·32/256 = 4 pairs on 4 distinct experts; the law expects
+    // 32·(1 − (248/256)^4) = 32·(1 − 0.880738) = 3.8164 (collisions). 64 tokens: P = 64 > L, all 32 touched
+    // (the law: 32·(1 − (248/256)^64) = 32·(1 − 0.131084) = 27.805).
+    const at = (tokens: number, routing?: 'balanced') => expertWork({ ...shape, tokens, tp: 1, ep: 8, routing }, 1);
+    expect(at(4, 'balanced').touched).toBe(4);
+    expect(at(4).touched).toBeCloseTo(3.8164, 3);
+    expect(at(64, 'balanced').touched).toBe(32);
+    expect(at(64).touched).toBeCloseTo(27.805, 2);
+    // A fraction of a pair (ep 256: L = 1, P = 8/256 at one token) still runs its one expert.
+    expect(expertWork({ ...shape, tp: 1, ep: 256, routing: 'balanced' }, 1).touched).toBe(1);
+    expect(at(4, 'balanced').tokens_per_expert).toBe(1);
+  });
 });
 
 /** Synthetic table from known coefficients: 6 shapes × tp/ep × 14 token counts, ±3% seeded noise. */
@@ -103,7 +116,8 @@ function synthetic(c: ExpertCoefficients, derate: number, dtype = 'fp8_block'): 
       [1, 8],
     ] as const)
       for (const tokens of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]) {
-        const t = expertLayerUs({ tokens, hidden, inter, topk, experts, tp, ep }, c, rates);
+        // The tables' balanced rows: the collector's balanced routing, the D the fit uses on them.
+        const t = expertLayerUs({ tokens, hidden, inter, topk, experts, tp, ep, routing: 'balanced' }, c, rates);
         const base = {
           chip: 'h200',
           lane: 'vllm-0.24.0',

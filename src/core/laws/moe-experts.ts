@@ -52,6 +52,24 @@ export interface ExpertLayerShape {
   ep: number;
   /** Gated FFN (three matrices) — default true; false for two. */
   gated?: boolean;
+  /**
+   * How tokens pick experts: 'law' (default) the routing law's expected distinct experts (random top-k,
+   * collisions counted; core/laws/moe.ts expertsTouched), 'balanced' the fused-MoE collector's balanced
+   * routing, which spreads the rank's P pairs over distinct experts until all L are touched:
+   * D = min(L, max(1, ⌈P⌉)) (balancedTouched). The fit uses 'balanced' on the tables' balanced rows; the
+   * pricer prices real traffic with the law.
+   */
+  routing?: 'law' | 'balanced';
+}
+
+/**
+ * Distinct local experts the collector's balanced routing touches on the rank: its P pairs land on distinct
+ * experts until all L are touched, D = min(L, max(1, ⌈P⌉)) for P > 0 (a rank with a fraction of a pair on
+ * average runs one expert), 0 without tokens.
+ */
+export function balancedTouched(pairs: number, local_experts: number): number {
+  if (!(pairs > 0)) return 0;
+  return Math.min(local_experts, Math.max(1, Math.ceil(pairs - 1e-9)));
 }
 
 /** Rates of the chip and format the layer runs on. */
@@ -114,7 +132,8 @@ export function expertWork(s: ExpertLayerShape, bytes_per_element: number): Expe
   const mats = s.gated === false ? 2 : 3;
   const interLocal = s.inter / s.tp;
   const pairs = Math.max(0, s.tokens) * s.topk * (local / s.experts);
-  const touched = expertsTouched(s.tokens, s.experts, s.topk, local);
+  const touched =
+    s.routing === 'balanced' ? balancedTouched(pairs, local) : expertsTouched(s.tokens, s.experts, s.topk, local);
   return {
     touched,
     pairs,
