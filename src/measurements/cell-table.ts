@@ -30,8 +30,8 @@ export interface CellTable {
   /** The cell's text, trimmed ('' when empty or missing): `textCell`'s value. */
   text(r: number, j: number): string;
   /**
-   * The cell as a number: a number cell itself, a bigint converted, a non-blank string through
-   * `Number()`; NaN for anything else (blank, missing). `numCell`'s value before its finite check.
+   * The cell as a number: a number cell itself, a bigint converted, a non-blank decimal string through
+   * `Number()` (a hex, octal or binary literal is NaN); NaN for anything else (blank, missing). `numCell`'s value before its finite check.
    */
   num(r: number, j: number): number;
   /** The cell as read (error messages). */
@@ -57,10 +57,13 @@ function textOfCell(cell: Cell): string {
   return cell === null || cell === undefined ? '' : String(cell).trim();
 }
 
+/** A hex, octal or binary literal (`0x80`, `0o7`, `0b1`): `Number()` reads them, a measured table never means them. */
+const RADIX_LITERAL = /^\s*[+-]?0[xXoObB]/;
+
 function numberOfCell(cell: Cell): number {
   if (typeof cell === 'number') return cell;
   if (typeof cell === 'bigint') return Number(cell);
-  if (typeof cell === 'string' && cell.trim() !== '') return Number(cell);
+  if (typeof cell === 'string' && cell.trim() !== '' && !RADIX_LITERAL.test(cell)) return Number(cell);
   return NaN;
 }
 

@@ -67,6 +67,21 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
   });
 
   it.each([
+    ['hex', '0x80'],
+    ['binary', '0b1000'],
+    ['octal', '0o200'],
+  ])('a %s literal in an integer column is not a number (Number() would read it as 128)', async (_name, value) => {
+    const lines = gemm.lines.slice();
+    lines[6] = setCell(gemm.header, lines[6]!, 'm', value);
+    await expectRejected(
+      'gemm_perf',
+      gemm.header,
+      lines,
+      new RegExp(`row 7 column "m": expected a finite number, got "${value}"`),
+    );
+  });
+
+  it.each([
     ['zero', '0', /row 3 column "latency": expected a positive number \(a latency\), got 0/],
     ['negative', '-0.25', /row 3 column "latency": expected a positive number \(a latency\), got -0.25/],
     ['non-finite', 'inf', /row 3 column "latency": expected a finite number, got "inf"/],
