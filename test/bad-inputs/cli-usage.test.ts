@@ -30,6 +30,13 @@ const CASES: BadInputCase[] = [
     code: 2,
     message: '--tp',
   },
+  {
+    // A positional argument outside its known values is a usage error, like an unknown import format.
+    name: 'unknown fit family',
+    args: ['fit', 'nosuchfam', '--chip', 'h100'],
+    code: 2,
+    message: 'unknown family "nosuchfam" (known: gemm,',
+  },
 ];
 
 describe('bad inputs: CLI usage', () => runCorpus(CASES));

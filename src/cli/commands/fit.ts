@@ -102,7 +102,7 @@ export function register(program: Command): void {
       ) => {
         if (family === 'engine') return runFitEngine(o);
         if (family !== 'all' && !(FIT_FAMILIES as readonly string[]).includes(family)) {
-          throw new UserError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all, engine)`);
+          throw new UsageError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all, engine)`);
         }
         if (!o.chip) throw new UsageError(`fit ${family}: --chip <name> is required`);
         const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
