@@ -187,11 +187,21 @@ export async function readTableChunks(
     await take(true);
   } catch (err) {
     if (err instanceof UserError) throw err;
-    throw new UserError(`cannot read ${file}: ${(err as Error).message}`);
+    throw new UserError(`cannot read ${file}: ${readFailure(err as NodeJS.ErrnoException)}`);
   }
   if (!header) throw new InputError({ file }, 'empty file: expected a header row and data rows');
   if (total === 0) throw new InputError({ file, row: 1 }, 'no data rows: expected at least one row after the header');
   return total;
+}
+
+/**
+ * Why reading a table failed, for the one-line error: a gzip stream that ends early (zlib's
+ * Z_BUF_ERROR, "unexpected end of file") is named as a truncated file; anything else is the system's
+ * message.
+ */
+function readFailure(err: NodeJS.ErrnoException): string {
+  if (err.code === 'Z_BUF_ERROR') return `truncated gzip file (${err.message}): copy or download it again`;
+  return err.message;
 }
 
 /**

@@ -61,6 +61,20 @@ describe('readTableChunks past one block', () => {
   });
 });
 
+describe('a truncated gzip table', () => {
+  it('is refused as a truncated file naming it, in a small file and past the first block', async () => {
+    const dir = tmpDir();
+    for (const rows of [50, 150_000]) {
+      const whole = gzipSync(`${HEADER}\n${gemmLines(rows).join('\n')}\n`);
+      const file = path.join(dir, `gemm_perf_${rows}.csv.gz`);
+      writeFileSync(file, whole.subarray(0, Math.floor(whole.length * 0.8)));
+      await expect(readTableChunks(file, () => {})).rejects.toThrow(
+        `cannot read ${file}: truncated gzip file (unexpected end of file): copy or download it again`,
+      );
+    }
+  });
+});
+
 describe('importAicFiles past one block', () => {
   it('stores the text of the whole table: equal to writing the mapped rows at once', async () => {
     const lines = gemmLines(150_000);
