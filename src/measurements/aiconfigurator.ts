@@ -274,20 +274,23 @@ const MAPPERS: Record<
 };
 
 const GEMM_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'gemm_dtype', 'm', 'n', 'k', 'latency'];
+/** Column indices of GEMM_COLS, in its order. */
+type GemmIdx = [
+  fw: number,
+  ver: number,
+  op: number,
+  ks: number,
+  dt: number,
+  m: number,
+  n: number,
+  k: number,
+  lat: number,
+];
 function mapGemm(t: CellTable, chip: string, o: RowSink, stored?: (lines: Buffer) => void): void {
   const c = new Columns(t, GEMM_COLS);
-  const [fw, ver, op, ks, dt, m, n, k, lat] = GEMM_COLS.map((x) => c.req(x)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  if (o.bulk && t instanceof CsvChunk && gemmBulk(t, chip, o.bulk, [fw, ver, op, ks, dt, m, n, k, lat], stored)) return;
+  const idx = GEMM_COLS.map((x) => c.req(x)) as GemmIdx;
+  const [fw, ver, op, ks, dt, m, n, k, lat] = idx;
+  if (o.bulk && t instanceof CsvChunk && gemmBulk(t, chip, o.bulk, idx, stored)) return;
   const lane = laneMaker(t, fw, ver);
   const ops = new Set(['gemm']);
   for (let r = 0; r < t.length; r++) {
@@ -315,20 +318,10 @@ function gemmBulk(
   t: CsvChunk,
   chip: string,
   bulk: NonNullable<RowSink['bulk']>,
-  idx: readonly number[],
+  idx: Readonly<GemmIdx>,
   stored?: (lines: Buffer) => void,
 ): boolean {
-  const [fw, ver, op, ks, dt, m, n, k, lat] = idx as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const [fw, ver, op, ks, dt, m, n, k, lat] = idx;
   const [f, v, opName, kernel, dtype] = t.sameTexts([fw, ver, op, ks, dt]);
   if (f === undefined || v === undefined || kernel === undefined || dtype === undefined || opName !== 'gemm')
     return false;
