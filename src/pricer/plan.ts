@@ -417,7 +417,7 @@ function foldExpertLaw(
     r,
   );
   const perPair = expertTerms(
-    { ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes, pair_bytes: 0 },
+    { ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes, pair_bytes: one.pair_bytes },
     { ...c, m_half: 0 },
     r,
   );
@@ -429,8 +429,7 @@ function foldExpertLaw(
     arithUsPerTouched: perTouched.arith_us + perTouched.touch_us,
     readUsPerTouched: perTouched.read_us,
     // The rank's pairs' activation rows (P·H·2 bytes per step token) are memory traffic, charged with the route.
-    routeUsPerToken:
-      perPair.route_us + expertTerms({ ...one, touched: 0, weight_bytes: 0, route_bytes: 0 }, c, r).pair_us,
+    routeUsPerToken: perPair.route_us + perPair.pair_us,
   };
 }
 

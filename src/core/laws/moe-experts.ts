@@ -65,7 +65,8 @@ export interface ExpertLayerShape {
 /**
  * Distinct local experts the collector's balanced routing touches on the rank: its P pairs land on distinct
  * experts until all L are touched, D = min(L, max(1, ⌈P⌉)) for P > 0 (a rank with a fraction of a pair on
- * average runs one expert), 0 without tokens.
+ * average runs one expert), 0 without tokens. P = T·k·L/E is a product of ratios, so ⌈P − 10⁻⁹⌉: a
+ * rounding excess of P above an integer (8.000000000000002) does not count one more expert.
  */
 export function balancedTouched(pairs: number, local_experts: number): number {
   if (!(pairs > 0)) return 0;
