@@ -9,7 +9,7 @@
  */
 import Papa from 'papaparse';
 import { InputError } from '../core/errors.ts';
-import { type ByteSink, writeNumber } from './number-text.ts';
+import { GrowingBytes, POW10, writeNumber } from './number-text.ts';
 
 /** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
 export type Cell = string | number | bigint | boolean | null | undefined;
@@ -97,16 +97,6 @@ export function latencyAt(t: CellTable, r: number, j: number, col: string): numb
   return v;
 }
 
-/** `ByteSink.reserve` of a growing buffer (`CsvChunk.spanLines`; its first size leaves room for the usual lines). */
-function reserve(this: ByteSink, n: number): void {
-  if (this.pos + n <= this.buf.length) return;
-  const b = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.pos + n));
-  this.buf.copy(b, 0, 0, this.pos);
-  this.buf = b;
-}
-
-/** Powers of ten exact in float64 (10²² is the largest). */
-const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 const MAX_EXACT = 2 ** 53;
 
 /**
@@ -206,18 +196,7 @@ export class CsvChunk implements CellTable {
    * a cell is missing, or a line was quoted. One tight byte loop over the chunk (bulk mappers).
    */
   sameText(j: number): string | undefined {
-    if (this.quoted || this.length === 0) return undefined;
-    if (j < this.leadShared) return this.text(0, j);
-    const { bounds, buf, stride } = this;
-    const s0 = bounds[j]!;
-    const len = bounds[j + 1]! - 1 - s0;
-    if (len < 0) return undefined;
-    for (let b = stride + j; b < this.length * stride; b += stride) {
-      const s = bounds[b]!;
-      if (bounds[b + 1]! - 1 - s !== len) return undefined;
-      for (let k = 0; k < len; k++) if (buf[s + k] !== buf[s0 + k]) return undefined;
-    }
-    return this.text(0, j);
+    return this.sameSpan(j, j + 1) ? this.text(0, j) : undefined;
   }
 
   /**
@@ -298,7 +277,8 @@ export class CsvChunk implements CellTable {
     const { bounds, buf, stride } = this;
     let spans = 0;
     for (let b = j0; b < this.length * stride; b += stride) spans += bounds[b + j1 - j0]! - 1 - bounds[b]!;
-    const out: ByteSink = { buf: Buffer.allocUnsafe(spans + this.length * (prefix.length + 34)), pos: 0, reserve };
+    // The first size leaves room for the usual lines.
+    const out = new GrowingBytes(Buffer.allocUnsafe(spans + this.length * (prefix.length + 34)));
     for (let r = 0, b = j0; r < this.length; r++, b += stride) {
       const o = out.buf;
       o.set(prefix, out.pos);

@@ -338,7 +338,7 @@ export function checkDevice(raw: CellTable, chip: string): void {
   const verdict = new Map<string, string | undefined>();
   let passed: string | undefined;
   // One device throughout a CSV chunk (one byte loop): its first row is the only one to judge.
-  const rows = raw instanceof CsvChunk && raw.sameText(j) !== undefined ? Math.min(1, raw.length) : raw.length;
+  const rows = raw instanceof CsvChunk && raw.sameText(j) !== undefined ? 1 : raw.length;
   for (let r = 0; r < rows; r++) {
     const device = raw.text(r, j);
     if (device === passed) continue;

@@ -16,7 +16,7 @@
  */
 
 /** Powers of ten exact in float64 (10²² is the largest). */
-const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+export const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 /** Veltkamp's splitter for float64 (2²⁷ + 1): x = hi + lo with both halves of 26 bits. */
 const SPLITTER = 134217729;
 const POW10_HI = POW10.map((p) => {
@@ -35,6 +35,18 @@ export interface ByteSink {
   buf: Buffer;
   pos: number;
   reserve(n: number): void;
+}
+
+/** A ByteSink whose buffer doubles (at least) when a reserve outgrows it; `buf` is its first buffer. */
+export class GrowingBytes implements ByteSink {
+  pos = 0;
+  constructor(public buf: Buffer = Buffer.allocUnsafe(1 << 16)) {}
+  reserve(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const b = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(b, 0, 0, this.pos);
+    this.buf = b;
+  }
 }
 
 /**

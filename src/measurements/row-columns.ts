@@ -7,6 +7,9 @@
  * written for arrays of rows (`length`, `at`, `for … of`) reads a RowColumns unchanged (`RowList`).
  */
 
+import { csvRowLines, plainCell } from '../core/render/csv.ts';
+import { GrowingBytes, writeNumber } from './number-text.ts';
+
 /**
  * Where a mapper writes rows: a value for every column of the row, then `end()`. `int`, `num` and
  * `text` say the value's type (a fast path into a column of that kind; any value still fits).
@@ -47,16 +50,7 @@ export function objectSink<R>(keys: readonly string[], rows: R[]): RowSink {
 const AT = Symbol('row');
 
 /** A growing byte buffer the CSV lines are written into (`RowColumns.csvLines`). */
-class ByteOut implements ByteSink {
-  pos = 0;
-  /** @param size bytes to allocate at first (it doubles past them). */
-  constructor(public buf = Buffer.allocUnsafe(1 << 16)) {}
-  reserve(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    const b = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
-    this.buf.copy(b, 0, 0, this.pos);
-    this.buf = b;
-  }
+class ByteOut extends GrowingBytes {
   bytes(b: Buffer): void {
     this.reserve(b.length);
     this.putText(b);
@@ -113,9 +107,6 @@ export interface RowList<R> {
 }
 
 type Kind = 'int' | 'num' | 'str' | 'any';
-
-import { csvRowLines, plainCell } from '../core/render/csv.ts';
-import { type ByteSink, writeNumber } from './number-text.ts';
 
 const INT_MIN = -(2 ** 31);
 const INT_MAX = 2 ** 31 - 1;
