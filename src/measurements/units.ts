@@ -195,21 +195,47 @@ function memo<T>(f: (key: string) => T): (key: string) => T {
   };
 }
 
+type GemmSample = Sample & { limit?: number };
+
+/**
+ * The GEMM rule for one row, written into `out`: the achieved rate 2·m·n·k / latency (FLOPs per µs) as
+ * a fraction of the dtype's dense peak (`peak`, FLOPs per µs, chip datasheet), judged only when every
+ * dimension is ≥ LARGE_GEMM_DIM, and the same fraction for every row as its `limit`. @returns out
+ */
+function gemmSample(
+  out: GemmSample,
+  group: string,
+  peak: number | undefined,
+  m: number,
+  n: number,
+  k: number,
+  latency_us: number,
+): GemmSample {
+  const large = m >= LARGE_GEMM_DIM && n >= LARGE_GEMM_DIM && k >= LARGE_GEMM_DIM;
+  const rate = (2 * m * n * k) / latency_us;
+  out.group = group;
+  out.rate = peak && large ? rate / peak : undefined;
+  out.latency_us = latency_us;
+  out.limit = peak ? rate / peak : undefined;
+  out.ref = peak || undefined;
+  return out;
+}
+
+/** An empty sample with GemmSample's fields in one order (one hidden class). */
+const emptyGemmSample = (): GemmSample => ({
+  group: '',
+  rate: undefined,
+  latency_us: 0,
+  limit: undefined,
+  ref: undefined,
+});
+
 function gemmJudge(chip: Chip): Judge {
   const groupOf = memo((d) => `dtype ${d}`);
   const peakOf = memo((d) => (TENSOR_DTYPES.has(d) ? peakFlopsPerUs(chip, d as GemmDtype) : undefined));
   return (x) => {
     const r = x as GemmRow;
-    const peak = peakOf(r.dtype);
-    const large = r.m >= LARGE_GEMM_DIM && r.n >= LARGE_GEMM_DIM && r.k >= LARGE_GEMM_DIM;
-    const rate = (2 * r.m * r.n * r.k) / r.latency_us;
-    return {
-      group: groupOf(r.dtype),
-      rate: peak && large ? rate / peak : undefined,
-      latency_us: r.latency_us,
-      limit: peak ? rate / peak : undefined,
-      ref: peak || undefined,
-    };
+    return gemmSample(emptyGemmSample(), groupOf(r.dtype), peakOf(r.dtype), r.m, r.n, r.k, r.latency_us);
   };
 }
 
@@ -500,7 +526,7 @@ function addSample(g: Group, s: Sample & { limit?: number }, i: number, rated: b
  * the same sample values, into one reused object (valid until the next call), with the group name and
  * peak looked up once per dtype id. Undefined when the columns are not stored that way.
  */
-function gemmColumns(rows: RowList<unknown>, chip: Chip): ((i: number) => Sample & { limit?: number }) | undefined {
+function gemmColumns(rows: RowList<unknown>, chip: Chip): ((i: number) => GemmSample) | undefined {
   if (!(rows instanceof RowColumns)) return undefined;
   const cols = rows as RowColumns<object>;
   const kinds = ['dtype', 'm', 'n', 'k', 'latency_us'].map((c) => cols.kindOf(c)).join(' ');
@@ -515,25 +541,8 @@ function gemmColumns(rows: RowList<unknown>, chip: Chip): ((i: number) => Sample
   const dict = cols.dictionary('dtype')!;
   const names = dict.map((d) => `dtype ${d}`);
   const peaks = dict.map((d) => (TENSOR_DTYPES.has(d) ? peakFlopsPerUs(chip, d as GemmDtype) : undefined));
-  const s: Sample & { limit?: number } = {
-    group: '',
-    rate: undefined,
-    latency_us: 0,
-    limit: undefined,
-    ref: undefined,
-  };
-  return (i) => {
-    const peak = peaks[dt[i]!];
-    const large = m[i]! >= LARGE_GEMM_DIM && n[i]! >= LARGE_GEMM_DIM && k[i]! >= LARGE_GEMM_DIM;
-    const latency_us = lat[i]!;
-    const rate = (2 * m[i]! * n[i]! * k[i]!) / latency_us;
-    s.group = names[dt[i]!]!;
-    s.rate = peak && large ? rate / peak : undefined;
-    s.latency_us = latency_us;
-    s.limit = peak ? rate / peak : undefined;
-    s.ref = peak || undefined;
-    return s;
-  };
+  const s = emptyGemmSample();
+  return (i) => gemmSample(s, names[dt[i]!]!, peaks[dt[i]!], m[i]!, n[i]!, k[i]!, lat[i]!);
 }
 
 /** Per-group running state of `checkUnits`: best judged rate, highest rate of any row, fastest call. */
