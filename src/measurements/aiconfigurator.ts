@@ -274,6 +274,8 @@ const MAPPERS: Record<
 };
 
 const GEMM_COLS = ['framework', 'version', 'op_name', 'kernel_source', 'gemm_dtype', 'm', 'n', 'k', 'latency'];
+/** The op a GEMM table's rows name. */
+const GEMM_OPS: ReadonlySet<string> = new Set(['gemm']);
 /** Column indices of GEMM_COLS, in its order. */
 type GemmIdx = [
   fw: number,
@@ -292,9 +294,8 @@ function mapGemm(t: CellTable, chip: string, o: RowSink, stored?: (lines: Buffer
   const [fw, ver, op, ks, dt, m, n, k, lat] = idx;
   if (o.bulk && t instanceof CsvChunk && gemmBulk(t, chip, o.bulk, idx, stored)) return;
   const lane = laneMaker(t, fw, ver);
-  const ops = new Set(['gemm']);
   for (let r = 0; r < t.length; r++) {
-    checkOp(t, r, op, ops);
+    checkOp(t, r, op, GEMM_OPS);
     o.text(0, chip); // chip
     o.text(1, lane(r)); // lane
     o.text(2, t.text(r, ks)); // kernel_source
@@ -313,6 +314,8 @@ function mapGemm(t: CellTable, chip: string, o: RowSink, stored?: (lines: Buffer
  * column (`RowSink.bulk`). `stored`, when given, receives the chunk's lines of the stored file when they
  * can be taken from the input's bytes (`storedGemmLines`). @returns false, having written nothing,
  * otherwise: the row-by-row mapper then maps the chunk and throws its errors in its order.
+ * @throws InputError (row 1) for an op, lane or dtype that one value throughout gets wrong: the row
+ * mapper's first error.
  */
 function gemmBulk(
   t: CsvChunk,
@@ -322,15 +325,16 @@ function gemmBulk(
   stored?: (lines: Buffer) => void,
 ): boolean {
   const [fw, ver, op, ks, dt, m, n, k, lat] = idx;
-  const [f, v, opName, kernel, dtype] = t.sameTexts([fw, ver, op, ks, dt]);
-  if (f === undefined || v === undefined || kernel === undefined || dtype === undefined || opName !== 'gemm')
-    return false;
-  const d = GEMM_DTYPE_MAP[dtype] ?? GEMM_DTYPE_MAP[dtype.toLowerCase()];
-  const framework = f.toLowerCase();
-  if (d === undefined || !framework || !v) return false;
+  const same = t.sameTexts([fw, ver, op, ks, dt]);
+  if (same.includes(undefined)) return false;
+  // Each text column holds one value throughout: row 0's checks are every row's, and throw the row
+  // mapper's first error (its order: op, lane, dtype).
+  checkOp(t, 0, op, GEMM_OPS);
+  const lane = laneMaker(t, fw, ver)(0);
+  const d = mapped(t, 0, dt, 'gemm_dtype', GEMM_DTYPE_MAP, 'GEMM dtype');
   const [ms, ns, kk, lats] = bulkScratch(t.length);
   if (!t.ints(m, 1, ms) || !t.ints(n, 1, ns) || !t.ints(k, 1, kk) || !t.latencies(lat, 1000, lats)) return false;
-  const texts = [chip, `${framework}-${v}`, kernel, d];
+  const texts = [chip, lane, same[3]!, d];
   bulk(t.length, [...texts, ms, ns, kk, lats]);
   const lines = stored && storedGemmLines(t, texts, [m, n, k], lats);
   if (lines) stored!(lines);

@@ -104,6 +104,13 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     );
   });
 
+  it('a dtype or op wrong on every row is named at row 1 (the chunk read whole, one value per text column)', async () => {
+    const dtypes = gemm.lines.map((l) => setCell(gemm.header, l, 'gemm_dtype', 'int3'));
+    await expectRejected('gemm_perf', gemm.header, dtypes, /row 1 column "gemm_dtype": unknown GEMM dtype "int3"/);
+    const ops = gemm.lines.map((l) => setCell(gemm.header, l, 'op_name', 'bmm'));
+    await expectRejected('gemm_perf', gemm.header, ops, /row 1 column "op_name": unknown op "bmm"/);
+  });
+
   it('unknown op', async () => {
     const lines = gemm.lines.slice();
     lines[0] = setCell(gemm.header, lines[0]!, 'op_name', 'bmm');
