@@ -42,6 +42,44 @@ export function checkFitOutputs(
   return driftOfFiles(fitOutputFiles(result, opts, report), result.sets);
 }
 
+/** Every entry of `sets` as `set/name` → its entry's JSON (the form the drift messages compare). */
+function flat(sets: CoefficientSet[]): Map<string, string> {
+  return new Map<string, string>(
+    sets.flatMap((s) => s.coefficients.map((c) => [`${s.name}/${c.name}`, JSON.stringify(c.entry)] as const)),
+  );
+}
+
+/** `set/name: added | changed` for each entry of `after` not equal in `before`; `removed` too when asked. */
+function entryDrift(before: Map<string, string>, after: Map<string, string>, removed: boolean): string[] {
+  const out: string[] = [];
+  for (const [k, v] of after) {
+    if (!before.has(k)) out.push(`${k}: added`);
+    else if (before.get(k) !== v) out.push(`${k}: changed`);
+  }
+  if (removed) for (const k of before.keys()) if (!after.has(k)) out.push(`${k}: removed`);
+  return out;
+}
+
+/**
+ * `fit <family> --check` with the registry not redirected: the family's own entries (and those of
+ * the families it is fitted from, e.g. hbm's gemm and decode entries) against the same entries of the
+ * committed registry. A family-only fit writes nothing there and drops nothing (planFitOutputs), so
+ * the entries it does not fit are not compared, and neither is the report (`fit all --check` checks
+ * both). Returns drift messages (`set/name: added | changed`, or the file missing / unreadable),
+ * empty when the family reproduces its committed entries.
+ */
+export function checkFamilyEntries(result: FitAllResult, opts: FitOutputOptions = {}): string[] {
+  const file = fitOutputFiles(result, { ...opts, fitsDir: null }, { readme: '', figures: [] })[0]!.file;
+  if (!existsSync(file)) return [`${file}: missing`];
+  let before: Map<string, string>;
+  try {
+    before = flat(parseCoefficientSets(readText(file), file));
+  } catch {
+    return [`${file}: unreadable`];
+  }
+  return entryDrift(before, flat(result.sets), false);
+}
+
 /**
  * Compare the files a fit would write (`files`, absolute or cwd-relative paths, with the fit's
  * coefficient `sets`) with what is on disk; the messages of `checkFitOutputs`, empty when clean.
@@ -56,10 +94,6 @@ export function driftOfFiles(files: ReadonlyArray<{ file: string; data: string }
         out.push(`${file}: missing`);
         continue;
       }
-      const flat = (sets: CoefficientSet[]): Map<string, string> =>
-        new Map<string, string>(
-          sets.flatMap((s) => s.coefficients.map((c) => [`${s.name}/${c.name}`, JSON.stringify(c.entry)] as const)),
-        );
       let before: Map<string, string>;
       try {
         before = flat(parseCoefficientSets(old, file));
@@ -67,13 +101,8 @@ export function driftOfFiles(files: ReadonlyArray<{ file: string; data: string }
         out.push(`${file}: unreadable`);
         continue;
       }
-      const after = flat(sets);
       const n0 = out.length;
-      for (const [k, v] of after) {
-        if (!before.has(k)) out.push(`${k}: added`);
-        else if (before.get(k) !== v) out.push(`${k}: changed`);
-      }
-      for (const k of before.keys()) if (!after.has(k)) out.push(`${k}: removed`);
+      out.push(...entryDrift(before, flat(sets), true));
       if (out.length === n0) out.push(`${file}: text differs (formatting or order)`);
     } else {
       out.push(`${file}: ${old === undefined ? 'missing' : 'differs'}`);

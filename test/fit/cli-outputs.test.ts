@@ -1,10 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { sha256File } from '../../src/core/io/fs.ts';
 import { planFitOutputs } from '../../src/cli/commands/fit.ts';
+import { checkFamilyEntries } from '../../src/cli/fit-outputs.ts';
+import { fitAll } from '../../src/fit/index.ts';
 import type { FitAllResult } from '../../src/fit/index.ts';
 import { fitOutputFiles } from '../../src/report/fit.ts';
 import { runCli as cliInProcess } from '../helpers/cli.ts';
@@ -78,5 +80,32 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
     // --check against the scratch outputs is clean (same files, same bytes).
     const c = runCli(['fit', 'host', '--chip', 'h200', '--registry-out', reg, '--fits-out', fitsOut, '--check']);
     expect(c.status, c.stderr).toBe(0);
+  });
+
+  // A family-only --check compares the entries the family fits, not the whole registry: before, every
+  // entry of the other families read "removed" and fits/<chip>/README.md "differs", exit 1.
+  it('CLI: fit host --check compares only the entries host fits with the committed registry', async () => {
+    const a = await cliInProcess(['fit', 'host', '--chip', 'h200', '--check']);
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stderr).toMatch(/the 7 entries host fits match registry\/h200\.yaml/);
+    expect(a.stderr).not.toContain('removed');
+  });
+
+  it('checkFamilyEntries names a changed entry of the family and ignores entries it does not fit', async () => {
+    const result = await fitAll('h200', { families: ['host'], workers: 1 });
+    const text = readFileSync(path.join(REPO_ROOT, 'registry', 'h200.yaml'), 'utf8');
+    const reg = path.join(tmp, 'h200.planted.yaml');
+    // host_launch_per_kernel 3.2 → 3.3 (a host entry); gemm's eps_max_bf16 is left as committed.
+    const planted = text.replace(/(- host_launch_per_kernel:\n\s+value: )3\.2\n/, '$13.3\n');
+    expect(planted).not.toBe(text);
+    writeFileSync(reg, planted);
+    expect(checkFamilyEntries(result, { registryOut: reg })).toEqual([
+      'cost-model-host-overheads/host_launch_per_kernel: changed',
+    ]);
+    writeFileSync(reg, text);
+    expect(checkFamilyEntries(result, { registryOut: reg })).toEqual([]);
+    expect(checkFamilyEntries(result, { registryOut: path.join(tmp, 'absent.yaml') })).toEqual([
+      `${path.join(tmp, 'absent.yaml')}: missing`,
+    ]);
   });
 });
