@@ -84,7 +84,11 @@ export function validationSummaryLines(v: ValidationResult): string[] {
     L.push('validation tiers, median / p90 APE % per regime ((b) is the headline; target median ≤ 6, p90 ≤ 15):');
     for (const t of v.tiers) L.push(`  ${tierShortLine(t)}`);
   }
-  L.push(`headline: ${COMPOSITION_LABEL[v.headline]} — ${v.headline_reason}`);
+  // Not "headline": with tiers, tier (b) is the headline; this line names the composition table's own pick.
+  const proto = v.host_fit ? `host terms fitted by --fit-host ${v.host_fit.rule}` : "the registry's host terms";
+  L.push(
+    `compositions with ${proto} (apart from the tiers), * = ${COMPOSITION_LABEL[v.headline]}: ${v.headline_reason}`,
+  );
   L.push(...compositionTableLines(v));
   if (v.host_fit) {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {

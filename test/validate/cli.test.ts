@@ -81,7 +81,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
       'batch=1',
     ]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^headline: (NoOverlap|CMOverlap|Overlap) — /m);
+    expect(r.stdout).toMatch(/^compositions with .* \(apart from the tiers\), \* = (NoOverlap|CMOverlap|Overlap): /m);
     expect(r.stdout).toMatch(/\*?CMOverlap +decode +\d+/);
     expect(r.stdout).toMatch(/\*?NoOverlap +decode +\d+/);
     expect(r.stdout).toMatch(
