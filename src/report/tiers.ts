@@ -91,7 +91,7 @@ export function tierPicksLine(t: TierSummary): string {
 
 /** The protocol sentence every report prints above the tier table. */
 export const TIER_PROTOCOL =
-  'Each tier scores this chip’s scored rows (no exclusion flag) with an engine profile fitted on rows it never scores: (a) none, (b) the engine’s other deployments on this chip, (c) the other chips’ rows, (d) every k-th row of each group. The composition of (b)–(d) is the one each fold chose on its training rows (lowest training RMS of the relative residual), never on the scored rows.';
+  'Each tier scores this chip’s scored rows (no exclusion flag) with an engine profile fitted on rows it never scores: (a) none, (b) every other deployment of the engine (model × tp × chip: the same model on another chip is another deployment), (b′) the engine’s other deployments on this chip only, (c) the other chips’ rows, (d) every k-th row of each group. The composition of (b)–(d) is the one each fold chose on its training rows (lowest training RMS of the relative residual), never on the scored rows.';
 
 /** One line per tier for the text summary: median / p90 per regime and the folds' picks. */
 export function tierShortLine(t: TierSummary): string {

@@ -6,8 +6,11 @@
  * - (a) `uncalibrated`: no fit; the registry's host terms, CMOverlap (the composition fixed a priori:
  *   the pricer's held-out pick, src/cli/commands/price-run.ts `HELD_OUT_HEADLINE`).
  * - (b) `cross_deployment` (the headline): leave one deployment (model × tp × chip) out: the profile
- *   is fitted on the engine's other deployments on this chip and scores the held-out one; once per
- *   deployment.
+ *   is fitted on every other deployment of the engine (this chip's and every other chip's given: the
+ *   same model × tp on another chip is another deployment) and scores the held-out one; once per
+ *   deployment of this chip.
+ * - (b′) `cross_deployment_same_chip`: (b) trained on this chip's other deployments only (absent when
+ *   no other chip's rows are given: then it is (b)).
  * - (c) `cross_chip`: the profile is fitted on the engine's rows of the other chips given and scores
  *   every row of this chip (absent when no other chip's rows are given).
  * - (d) `in_deployment`: the `fraction=F` rule of `--fit-host` (./hostfit.ts `selectTrainingRows`):
@@ -40,6 +43,7 @@ import type { EngineProfile } from '../core/schemas/engine.ts';
 export const TIER_TITLE: Record<Tier, string> = {
   uncalibrated: '(a) uncalibrated: registry host terms, CMOverlap',
   cross_deployment: '(b) cross-deployment: leave one deployment (model × tp × chip) out',
+  cross_deployment_same_chip: '(b′) cross-deployment, this chip only: trained on its other deployments',
   cross_chip: '(c) cross-chip: profile fitted on another chip’s rows',
   in_deployment: '(d) in-deployment: fraction rule inside each group',
   engine_profile: '(e) the stored engine profile, as it is',
@@ -136,6 +140,28 @@ function runFold(
 }
 
 /**
+ * Leave one deployment out: per deployment of the scored rows `here`, a profile fitted on the rows of
+ * `pool` outside that deployment scores it (tier (b) with `pool` = every chip's eligible rows; the
+ * same-chip variant with `pool` = this chip's).
+ */
+function crossDeployment(tier: Tier, T: TierInput, here: number[], pool: number[]): TierResult {
+  const folds: TierFold[] = [];
+  const fits: Array<ProfileFit | undefined> = [];
+  for (const d of [...new Set(here.map((i) => deploymentOf(T.P.rows[i]!)))]) {
+    const out = (i: number) => deploymentOf(T.P.rows[i]!) !== d;
+    const [f, p] = runFold(
+      T,
+      `without ${d}`,
+      pool.filter(out),
+      here.filter((i) => !out(i)),
+    );
+    folds.push(...f);
+    fits.push(...p);
+  }
+  return tierOf(tier, T, folds, fits);
+}
+
+/**
  * Every tier the rows allow, (a) to (d); (c) only when rows of another chip are given.
  * @throws UserError when the fraction rule is malformed (parseHostRule)
  */
@@ -152,20 +178,8 @@ function computeTiers(T: TierInput): TierResult[] {
       [undefined],
     ),
   );
-  const bF: TierFold[] = [];
-  const bP: Array<ProfileFit | undefined> = [];
-  for (const d of [...new Set(here.map((i) => deploymentOf(T.P.rows[i]!)))]) {
-    const scored = here.filter((i) => deploymentOf(T.P.rows[i]!) === d);
-    const [f, p] = runFold(
-      T,
-      `without ${d}`,
-      here.filter((i) => deploymentOf(T.P.rows[i]!) !== d),
-      scored,
-    );
-    bF.push(...f);
-    bP.push(...p);
-  }
-  out.push(tierOf('cross_deployment', T, bF, bP));
+  out.push(crossDeployment('cross_deployment', T, here, el));
+  if (other.length) out.push(crossDeployment('cross_deployment_same_chip', T, here, here));
   if (other.length) {
     const chips = [...new Set(other.map((i) => T.P.rows[i]!.chip))].join(', ');
     const [f, p] = runFold(T, `fitted on ${chips}`, other, here);

@@ -38,7 +38,14 @@ export const COMPOSITION_NAME: Record<Composition, string> = {
  * Validation tiers (issue 16; src/validate/tiers.ts, docs/validation.md "Tiers"): how much of a score was
  * learned from the rows being scored. `engine_profile` = a stored profile (`--engine`) as it is.
  */
-export const TIERS = ['uncalibrated', 'cross_deployment', 'cross_chip', 'in_deployment', 'engine_profile'] as const;
+export const TIERS = [
+  'uncalibrated',
+  'cross_deployment',
+  'cross_deployment_same_chip',
+  'cross_chip',
+  'in_deployment',
+  'engine_profile',
+] as const;
 export type Tier = (typeof TIERS)[number];
 
 /** The tier every report leads with. */

@@ -144,6 +144,36 @@ describe('validation tiers', () => {
     expect(b.folds.flatMap((f) => f.scored).sort((x, y) => x - y)).toEqual(v.rows.map((_, i) => i));
   });
 
+  it('with another chip, (b) trains on its rows (another chip is another deployment) and (b′) does not', () => {
+    // The other chip's rows are the same generated steps on chip a100, plus a marker deployment there.
+    const onA100 = (rs: LocatedStepRow[]) => rs.map((r) => ({ ...r, chip: 'a100', file: 'a.steps.csv' }));
+    const other = onA100(rows({ marker: true }));
+    const otherMarker = 96; // the marker row is appended after the 96 generated rows
+    const here = rows({ marker: true });
+    const v = validateRows(here, { chip: 'h100', tiers: { otherRows: other } }, deps);
+    const marker = v.rows.findIndex((r) => r.group === 'marker');
+    const b = tierOf(v.tiers, 'cross_deployment');
+    const same = tierOf(v.tiers, 'cross_deployment_same_chip');
+    for (const t of [b, same])
+      for (const f of t.folds) {
+        const train = new Set(f.train);
+        for (const i of f.scored) expect(train.has(i)).toBe(false);
+        // only this chip's rows are scored (indices below this chip's row count)
+        for (const i of f.scored) expect(i).toBeLessThan(here.length);
+      }
+    // this chip's marker: scored by its own fold only, in both variants
+    expect(b.folds.filter((f) => f.scored.includes(marker)).map((f) => f.label)).toEqual(['without m3 tp2 h100']);
+    expect(same.folds.filter((f) => f.scored.includes(marker)).map((f) => f.label)).toEqual(['without m3 tp2 h100']);
+    // the same model × tp on a100 is another deployment: every (b) fold trains on it, no (b′) fold does
+    const a100Marker = here.length + otherMarker;
+    expect(b.folds.every((f) => f.train.includes(a100Marker))).toBe(true);
+    expect(same.folds.some((f) => f.train.some((i) => i >= here.length))).toBe(false);
+    // (b) trains each fold on this chip's other deployments plus all 97 rows of a100
+    const own = b.folds.find((f) => f.label === 'without m1 tp4 h100')!;
+    const ownSame = same.folds.find((f) => f.label === 'without m1 tp4 h100')!;
+    expect(own.train.length).toBe(ownSame.train.length + other.length);
+  });
+
   it('cross-deployment recovers the truth on generated rows; uncalibrated does not', () => {
     const v = validateRows(rows(), { chip: 'h100', tiers: {} }, deps);
     const b = tierOf(v.tiers, 'cross_deployment');
