@@ -1,5 +1,12 @@
 /** One-screen text summaries of a validation (stdout of `validate` and `calibrate`). Pure. */
-import { TIER_PROTOCOL, tierPicksLine, tierShortLine, tierTable } from './tiers.ts';
+import {
+  TIER_OUTLIER_TITLE,
+  TIER_PROTOCOL,
+  tierOutlierTable,
+  tierPicksLine,
+  tierShortLine,
+  tierTable,
+} from './tiers.ts';
 import { COMPOSITIONS, REGIMES, type ValidationResult } from '../validate/types.ts';
 import {
   COMPOSITION_LABEL,
@@ -157,6 +164,8 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
   if (tt) {
     L.push('Validation tiers (the headline is (b), cross-deployment):', '', TIER_PROTOCOL, '', markdownTable(tt));
     L.push(...v.tiers!.map((t) => `- ${tierPicksLine(t)}`), '');
+    const ot = tierOutlierTable(v);
+    if (ot) L.push(TIER_OUTLIER_TITLE, '', markdownTable(ot));
     L.push(
       'The in-file host fit below (`--fit-host`) is tier (d)’s protocol with the composition chosen on the scored rows; kept for comparison.',
       '',

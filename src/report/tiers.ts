@@ -11,6 +11,7 @@ import {
   COMPOSITIONS,
   HEADLINE_TIER,
   REGIMES,
+  TIER_OUTLIER_APE_PCT,
   type RegimeMetrics,
   type TierSummary,
   type ValidationResult,
@@ -74,6 +75,41 @@ export function tierTable(v: ValidationResult): Table | null {
       `target: median ≤ ${TIER_GOAL.median_ape_pct} %, p90 ≤ ${TIER_GOAL.p90_ape_pct} %`,
     ],
     rows,
+  };
+}
+
+const ms = (us: number) => fmtDec(us / 1000, 1);
+
+/** The sentence above the outlier table. */
+export const TIER_OUTLIER_TITLE = `Tier (b) rows priced more than ${TIER_OUTLIER_APE_PCT} % off (ms; SM, HBM, NVLink and NIC are the registry's terms at s = 1, host and s those of the fold that scored the row):`;
+
+/**
+ * The headline tier's rows priced more than TIER_OUTLIER_APE_PCT off, with each resource term
+ * (types.ts `TierOutlier`); null when there are none.
+ */
+export function tierOutlierTable(v: ValidationResult): Table | null {
+  const o = v.tiers?.find((t) => t.tier === HEADLINE_TIER)?.outliers;
+  if (!o?.length) return null;
+  return {
+    header: [
+      'model',
+      'tp',
+      'chip',
+      'regime',
+      'tokens',
+      'batch',
+      'context / request',
+      'measured',
+      'priced',
+      'error (%)',
+    ].concat(['SM', 'HBM', 'NVLink', 'NIC', 'host', 's']),
+    rows: o.map((x) => {
+      const r = v.rows[x.row]!;
+      const R = x.resources_us;
+      return [r.model, String(r.tp), r.chip, r.regime, String(x.tokens), String(r.batch), fmtDec(r.context_tokens, 0)]
+        .concat([ms(x.measured_us), ms(x.predicted_us), f1(x.error_pct)])
+        .concat([ms(R.sm), ms(R.hbm), ms(R.nvlink), ms(R.nic), ms(x.host_us), fmtDec(x.sm_scale, 3)]);
+    }),
   };
 }
 

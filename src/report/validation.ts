@@ -23,7 +23,7 @@ import {
 import { fmtDec } from '../core/render/format.ts';
 import { chart, esc, PALETTE, stackedBars, type Series } from '../core/render/svg.ts';
 import { htmlTable, markdownTable, type Table } from '../core/render/table.ts';
-import { TIER_PROTOCOL, tierCharts, tierPicksLine, tierTable } from './tiers.ts';
+import { TIER_OUTLIER_TITLE, TIER_PROTOCOL, tierCharts, tierOutlierTable, tierPicksLine, tierTable } from './tiers.ts';
 
 /** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
 export const HEADLINE_RULE =
@@ -615,6 +615,8 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     if (tt) {
       L.push('## Validation tiers', '', TIER_PROTOCOL, '', markdownTable(tt));
       L.push(...v.tiers!.map((t) => `- ${tierPicksLine(t)}`), '');
+      const ot = tierOutlierTable(v);
+      if (ot) L.push(TIER_OUTLIER_TITLE, '', markdownTable(ot));
     }
     L.push('## Headline', '', `Headline composition: **${COMPOSITION_LABEL[v.headline]}**. ${v.headline_reason}.`, '');
     L.push(
@@ -709,6 +711,8 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
         htmlTable(tt).replace(/\*\*([^*]+)\*\*/g, '<b>$1</b>'),
         `<ul>${v.tiers!.map((t) => `<li>${esc(tierPicksLine(t))}</li>`).join('')}</ul>`,
       );
+    const ot = tt ? tierOutlierTable(v) : null;
+    if (ot) H.push(`<p>${esc(TIER_OUTLIER_TITLE)}</p>`, htmlTable(ot));
     H.push(
       '<h2>Headline</h2>',
       `<p>Headline composition: <b>${COMPOSITION_LABEL[v.headline]}</b>. ${esc(v.headline_reason)}.</p>`,

@@ -20,12 +20,14 @@
  */
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
 import { fitProfile, predictWithFit, predictWithProfile, type ProfileFit, ScaledCmCache } from './profile.ts';
-import { parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
+import { applyHostTerms, parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
 import { batchSizeOf, stepBatch } from './expand.ts';
 import { priceRows, shapeGroup, type Priced, type ValidationDeps } from './priced.ts';
 import {
   COMPOSITIONS,
+  HEADLINE_TIER,
   REGIMES,
+  TIER_OUTLIER_APE_PCT,
   type Composition,
   type DecodeRate,
   type HostFitEngine,
@@ -34,6 +36,7 @@ import {
   type Tier,
   type TierFold,
   type TierOptions,
+  type TierOutlier,
   type TierSummary,
 } from './types.ts';
 import { ENGINE_HOST_TERMS } from '../core/laws/host.ts';
@@ -57,6 +60,10 @@ interface TierResult {
   folds: TierFold[];
   /** Predicted µs per scored row index (each row scored by exactly one fold). */
   predicted_us: Map<number, number>;
+  /** Per scored row index, the fold that scored it. */
+  foldOf: Map<number, number>;
+  /** Per fold, its profile (undefined: registry host terms; a function: a stored profile). */
+  fits: Array<ProfileFit | Predict | undefined>;
 }
 
 /** Deployment of a row: model × tp × chip. */
@@ -87,10 +94,12 @@ function tierOf(
   fits: Array<ProfileFit | Predict | undefined>,
 ): TierResult {
   const predicted_us = new Map<number, number>();
+  const foldOf = new Map<number, number>();
   const picks = Object.fromEntries(COMPOSITIONS.map((c) => [c, 0])) as Record<Composition, number>;
   folds.forEach((f, j) => {
     const est = fits[j];
     if (est && typeof est !== 'function') picks[est.composition]++;
+    for (const i of f.scored) foldOf.set(i, j);
     for (const i of f.scored)
       predicted_us.set(
         i,
@@ -111,7 +120,7 @@ function tierOf(
   const all = [...predicted_us.keys()].sort((a, b) => a - b);
   const regimes = {} as Record<Regime, RegimeMetrics | null>;
   for (const g of REGIMES) regimes[g] = metricsOrNull(pts(all.filter((i) => T.P.regimes[i] === g)));
-  return { tier, regimes, overall: computeMetrics(pts(all)), picks, folds, predicted_us };
+  return { tier, regimes, overall: computeMetrics(pts(all)), picks, folds, predicted_us, foldOf, fits };
 }
 
 /** A fold from a training and a scored set: the profile fitted per engine of the scored rows. */
@@ -277,8 +286,38 @@ export function validationTiers(
     picks: t.picks,
     folds: t.folds,
     predicted_us: P.rows.map((_, i) => t.predicted_us.get(i) ?? null),
+    ...(t.tier === HEADLINE_TIER ? { outliers: outliersOf(T, t, P.rows.length) } : {}),
   }));
   return { tiers: summaries, decode_rates: decodeRates(P, deps, b.predicted_us) };
+}
+
+/** Tokens a row schedules (TierOutlier.tokens). */
+function tokensOf(r: Priced['rows'][number]): number {
+  return r.kind === 'static_batch' ? r.batch * r.prompt_tokens : r.prefill_tokens + r.decode_requests;
+}
+
+/**
+ * The rows of this chip (indices below `n`) a tier prices more than `TIER_OUTLIER_APE_PCT` off, with
+ * the registry's resource terms at s = 1 and the scoring fold's host and s (types.ts `TierOutlier`).
+ */
+function outliersOf(T: TierInput, t: TierResult, n: number): TierOutlier[] {
+  const out: TierOutlier[] = [];
+  for (const [i, pred] of t.predicted_us) {
+    const r = T.P.rows[i]!;
+    const error_pct = (pred / r.measured_us - 1) * 100;
+    if (i >= n || !(Math.abs(error_pct) > TIER_OUTLIER_APE_PCT)) continue;
+    const j = t.foldOf.get(i)!;
+    const est = t.fits[j];
+    const fit = est && typeof est !== 'function' ? est.fits[est.composition] : undefined;
+    const { sm, hbm, nvlink, nic } = T.P.priced[i]!.resources_us;
+    out.push({
+      ...{ row: i, tokens: tokensOf(r), measured_us: r.measured_us, predicted_us: pred, error_pct },
+      resources_us: { sm, hbm, nvlink, nic },
+      host_us: fit ? applyHostTerms(fit, T.P.features[i]!) : T.P.priced[i]!.host_us,
+      sm_scale: t.folds[j]!.sm_scale,
+    });
+  }
+  return out.sort((a, b) => a.row - b.row);
 }
 
 /**

@@ -301,6 +301,33 @@ export interface TierSummary {
   folds: TierFold[];
   /** Per `ValidationResult.rows` index: the tier's predicted µs, null = not scored in this tier. */
   predicted_us: Array<number | null>;
+  /** The headline tier only: its scored rows with APE above `TIER_OUTLIER_APE_PCT`, by row index. */
+  outliers?: TierOutlier[];
+}
+
+/** APE above which a headline-tier row is listed with its resource terms (issue 16, acc17), %. */
+export const TIER_OUTLIER_APE_PCT = 25;
+
+/**
+ * One headline-tier row priced more than `TIER_OUTLIER_APE_PCT` off, with what its price is made of:
+ * the registry's resource terms at s = 1 (the pricer's NoOverlap parts, µs) and the host and s of the
+ * fold that scored it.
+ */
+export interface TierOutlier {
+  /** Index into `ValidationResult.rows`. */
+  row: number;
+  /** Tokens the row schedules: a step's new prefill tokens + decode requests; a static batch's batch × prompt. */
+  tokens: number;
+  measured_us: number;
+  predicted_us: number;
+  /** predicted / measured − 1, %. */
+  error_pct: number;
+  /** The registry's SM, HBM, NVLink and NIC time of the row at s = 1, µs. */
+  resources_us: { sm: number; hbm: number; nvlink: number; nic: number };
+  /** Host µs under the scoring fold's fit. */
+  host_us: number;
+  /** The scoring fold's s (1 with no fit). */
+  sm_scale: number;
 }
 
 /**

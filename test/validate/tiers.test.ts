@@ -142,6 +142,17 @@ describe('validation tiers', () => {
     expect(b.predicted_us[marker]! / v.rows[marker]!.measured_us).toBeLessThan(0.05);
     // (b) scores every scored row exactly once.
     expect(b.folds.flatMap((f) => f.scored).sort((x, y) => x - y)).toEqual(v.rows.map((_, i) => i));
+    // The outlier list (> 25 % off) is the marker alone: the generated rows are priced exactly, and the
+    // marker is measured 50× its truth, so its error is 1/50 − 1 = −98 %; its resource terms are the
+    // fake pricer's decode HBM c + d · Σ context = 500 + 0.01 · 3600 = 536 µs at s = 1, no SM.
+    expect(b.outliers!.map((o) => o.row)).toEqual([marker]);
+    const o = b.outliers![0]!;
+    expect(o.error_pct).toBeCloseTo((b.predicted_us[marker]! / v.rows[marker]!.measured_us - 1) * 100, 9);
+    expect(o.error_pct).toBeLessThan(-95);
+    expect(o.resources_us.hbm).toBeCloseTo(536, 9);
+    expect(o.resources_us.sm).toBe(0);
+    expect(o.tokens).toBe(4);
+    expect(tierOf(v.tiers, 'uncalibrated').outliers).toBeUndefined();
   });
 
   it('with another chip, (b) trains on its rows (another chip is another deployment) and (b′) does not', () => {
