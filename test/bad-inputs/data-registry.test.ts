@@ -5,7 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { parseCoefficientSets, stringifyCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
 import type { CoefficientEntry, CoefficientSet } from '../../src/core/schemas/registry.ts';
@@ -13,6 +13,18 @@ import { runCorpus, type BadInputCase } from './harness.ts';
 
 const H200 = readFileSync(path.join(REPO_ROOT, 'registry', 'h200.yaml'), 'utf8');
 const fresh = (): CoefficientSet[] => parseCoefficientSets(H200, 'h200.yaml');
+/** Each set of h200's registry as JSON and as the writer's YAML, to tell which sets an edit left alone. */
+const SETS = fresh().map((set) => ({ json: JSON.stringify(set), yaml: stringifyCoefficientSets([set]) }));
+/**
+ * `stringifyCoefficientSets(sets)`, byte for byte (the writer joins one YAML document per set with
+ * `---`), with each set an edit left as it was taken from its text written once above: the YAML writer
+ * is most of each case's set-up (the collectives set alone is 160 kB), and an edit changes one set.
+ */
+function writeSets(sets: readonly CoefficientSet[]): string {
+  return sets
+    .map((set, i) => (SETS[i]?.json === JSON.stringify(set) ? SETS[i].yaml : stringifyCoefficientSets([set])))
+    .join('---\n');
+}
 const entry = (sets: CoefficientSet[], name: string): CoefficientEntry =>
   sets.flatMap((s) => s.coefficients).find((c) => c.name === name)!.entry;
 /** Write an edited copy of h200's registry to `<tmp>/<file>`. */
@@ -21,7 +33,7 @@ const variant =
   (tmp: string) => {
     const s = fresh();
     edit(s);
-    writeFileSync(path.join(tmp, file), stringifyCoefficientSets(s));
+    writeFileSync(path.join(tmp, file), writeSets(s));
   };
 const price = (tmp: string, ...batch: string[]) => [
   'price',
@@ -253,6 +265,17 @@ const LIMITS: BadInputCase[] = [
   },
 ];
 
+describe('the corpus set-up', () => {
+  it('writes an edited registry byte for byte as the registry writer does', () => {
+    const sets = fresh();
+    expect(writeSets(sets)).toBe(H200); // the committed file is the writer's output
+    set(entry(sets, 'hbm_derate'), NaN);
+    sets[2]!.name = sets[1]!.name;
+    const text = writeSets(sets);
+    expect(text).not.toBe(H200);
+    expect(text).toBe(stringifyCoefficientSets(sets));
+  });
+});
 describe('bad inputs: registry schema on every load', () => runCorpus(SCHEMA));
 describe('bad inputs: gates that read evidence', () => runCorpus(GATES));
 describe('bad inputs: held-out steps', () => runCorpus(HELD_OUT));
