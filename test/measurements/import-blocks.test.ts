@@ -26,8 +26,10 @@ const HEADER = 'framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,
  * (inside the second block, which is then mapped row by row instead of in bulk).
  */
 function gemmLines(rows: number): readonly string[] {
-  let lines = built.get(rows);
-  if (!lines) built.set(rows, (lines = buildGemmLines(rows)));
+  const hit = built.get(rows);
+  if (hit) return hit;
+  const lines = buildGemmLines(rows);
+  built.set(rows, lines);
   return lines;
 }
 /** The lines of `gemmLines`, built once per row count: three tests read the same 150k lines, none writes them. */
