@@ -31,6 +31,7 @@ import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
+import { distinctIndex, halvesObjective, type PackedCells } from './gemm-polish.ts';
 import { levenbergMarquardt2 } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
@@ -205,19 +206,6 @@ function polishHalves(
   return polishPacked(packCells(cells), x0, step, maxEvals);
 }
 
-/**
- * Shape cells packed for the polish: residual r and weight w per cell, and each cell's n and k as an
- * index among distinct values (`nValues`, `kValues`).
- */
-interface PackedCells {
-  r: Float64Array;
-  w: Float64Array;
-  nIndex: Int32Array;
-  kIndex: Int32Array;
-  nValues: Float64Array;
-  kValues: Float64Array;
-}
-
 function packCells(cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>): PackedCells {
   const n = distinctIndex(cells.map((c) => c.n));
   const k = distinctIndex(cells.map((c) => c.k));
@@ -232,9 +220,8 @@ function packCells(cells: ReadonlyArray<{ n: number; k: number; r: number; w: nu
 }
 
 /**
- * The polish's compass search on packed cells: each objective evaluation takes ln f(n), ln f(k) once
- * per distinct n and k (the same Math.log of the same quotient as per cell, so the same sum, bit for
- * bit, whichever distinct values are listed), then one pass over the cells in order.
+ * The polish's compass search on packed cells (`halvesObjective`: ln f(n), ln f(k) once per distinct
+ * n and k, and per-axis sums so that a poll costs one pass over the distinct values of its axis).
  */
 function polishPacked(
   c: PackedCells,
@@ -242,42 +229,9 @@ function polishPacked(
   step: number,
   maxEvals: number,
 ): { n_half: number; k_half: number } {
-  const { r, w, nIndex, kIndex } = c;
-  const lnN = new Float64Array(c.nValues.length);
-  const lnK = new Float64Array(c.kValues.length);
-  const sse = ([un, uk]: readonly number[]) => {
-    logShapeFactors(c.nValues, Math.exp(un!), lnN);
-    logShapeFactors(c.kValues, Math.exp(uk!), lnK);
-    let t = 0;
-    for (let i = 0; i < r.length; i++) {
-      const d = lnN[nIndex[i]!]! + lnK[kIndex[i]!]! - r[i]!;
-      t += w[i]! * d * d;
-    }
-    return t;
-  };
-  const pol = patternSearch(sse, x0, [step, step], { minStep: 1e-6, maxEvals });
+  const pol = patternSearch(halvesObjective(c), x0, [step, step], { minStep: 1e-6, maxEvals });
   const [un, uk] = pol.x as [number, number];
   return { n_half: Math.exp(un), k_half: Math.exp(uk) };
-}
-
-/** The distinct values of `xs` (first-seen order) and each element's position among them. */
-function distinctIndex(xs: readonly number[]): { values: Float64Array; index: Int32Array } {
-  const at = new Map<number, number>();
-  const index = new Int32Array(xs.length);
-  for (let i = 0; i < xs.length; i++) {
-    let j = at.get(xs[i]!);
-    if (j === undefined) {
-      j = at.size;
-      at.set(xs[i]!, j);
-    }
-    index[i] = j;
-  }
-  return { values: Float64Array.from(at.keys()), index };
-}
-
-/** out[j] = ln(shapeFactor(values[j], half)) (core/laws shapeFactor). */
-function logShapeFactors(values: Float64Array, half: number, out: Float64Array): void {
-  for (let j = 0; j < values.length; j++) out[j] = Math.log(shapeFactor(values[j]!, half));
 }
 
 interface Pt {

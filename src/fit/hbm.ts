@@ -146,7 +146,9 @@ export function fitHbm(gemm: readonly GemmRow[], decode: readonly AttentionDecod
   // the holdout. Falls back to the KV reads when a chip has fewer than 3 qualifying GEMM reads.
   const primary = g.length >= 3 ? g : a;
   const d = fitDerate(primary, bw, ctx.bootstrap);
-  const alone = (rs: readonly Read[]) => (rs.length >= 3 ? fitFloorRate(asWorkPoints(rs)).rate / bw : NaN);
+  // The primary source's fit alone is d.pf (the same call on the same points): not fitted twice.
+  const alone = (rs: readonly Read[]) =>
+    rs === primary ? d.derate : rs.length >= 3 ? fitFloorRate(asWorkPoints(rs)).rate / bw : NaN;
   const hold = derateHoldout(primary === g ? a : [], d.pf.rate, d.derate, bw);
   const result: HbmResult = {
     derate: d.derate,

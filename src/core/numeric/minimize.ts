@@ -32,10 +32,12 @@ class Visited {
 /**
  * Compass (pattern) search minimiser: tries ±step along each coordinate, keeps improvements, halves
  * the steps when none helps. Derivative-free, so it handles the non-smooth mean |ln(pred/meas)|
- * objective. Deterministic.
+ * objective. Deterministic. `f` is told which coordinate a poll moves (`axis`: the poll point is the
+ * current best point with only that coordinate changed; −1 for the start point), so an objective may
+ * keep sums that do not depend on that coordinate (the GEMM shape-halves polish, src/fit/gemm-polish.ts).
  */
 export function patternSearch(
-  f: (p: readonly number[]) => number,
+  f: (p: readonly number[], axis: number) => number,
   x0: readonly number[],
   step0: readonly number[],
   opts: { minStep?: number; maxEvals?: number } = {},
@@ -45,7 +47,7 @@ export function patternSearch(
   const x = [...x0];
   const step = [...step0];
   const seen = new Visited(x);
-  let best = f(x);
+  let best = f(x, -1);
   let evals = 1;
   while (evals < maxEvals) {
     let improved = false;
@@ -53,7 +55,7 @@ export function patternSearch(
       for (const dir of [1, -1]) {
         const y = [...x];
         y[i] = y[i]! + dir * step[i]!;
-        const v = seen.has(y) ? best : f(y);
+        const v = seen.has(y) ? best : f(y, i);
         evals++;
         if (v < best) {
           best = v;
