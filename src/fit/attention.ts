@@ -138,7 +138,11 @@ export const BOOTSTRAP_ROWS = 3000;
  * Fits (floor, rate) to one resample: the rows `idx` of the packed rows `src` (idx a buffer reused
  * across resamples: read it, do not keep it), warm at `at`.
  */
-type ResampleFitter = (src: PackedRows, idx: Uint32Array, at: [number, number]) => { floor_us: number; rate: number };
+export type ResampleFitter = (
+  src: PackedRows,
+  idx: Uint32Array,
+  at: [number, number],
+) => { floor_us: number; rate: number };
 
 /** The plain resample fitter: the resample's rows gathered into one reused buffer, then warmFit. */
 function gatheredWarmFit(size: number): ResampleFitter {

@@ -25,6 +25,7 @@ import {
   type WorkPoint,
 } from './attention.ts';
 import { fitError, fmt, measuredEntry, reduceDecodeRepeats } from './common.ts';
+import { groupedWarmFit } from './floor-rate-grouped.ts';
 import { reduceGemmRepeats } from './gemm.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
@@ -94,7 +95,9 @@ const predictReads = (rs: readonly Read[], derate: number, t0: number, bw: numbe
 /** Derate and per-call cost of `t0 + bytes/(datasheet·derate)` on the primary reads, with a seeded bootstrap. */
 function fitDerate(primary: readonly Read[], bw: number, bootstrap: FitContext['bootstrap']) {
   const pf = fitFloorRate(asWorkPoints(primary));
-  const boot = bootstrapFloorRate(asWorkPoints(primary), pf, bootstrap);
+  // The reads share few distinct byte counts (h200: 3,168 reads, 39 sizes): each resample's search
+  // runs on per-size sums (floor-rate-grouped.ts).
+  const boot = bootstrapFloorRate(asWorkPoints(primary), pf, bootstrap, groupedWarmFit());
   return {
     pf,
     derate: pf.rate / bw,
