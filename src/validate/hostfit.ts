@@ -69,7 +69,14 @@ export interface HostFitOptions {
    * new target with it (the decomposition does not depend on the target, and ml-matrix's `solve` of a
    * decomposition leaves it unchanged: the same β, bit for bit, as decomposing again).
    */
-  identified?: { columns?: boolean[]; solvers?: Map<string, LeastSquaresSolver> };
+  identified?: { columns?: boolean[]; solvers?: Map<string, LeastSquaresSolver>; design?: HostDesign };
+}
+
+/** The weighted design of one training set (independent of the target, so shared by a search's trials). */
+interface HostDesign {
+  X: number[][];
+  sm: number[];
+  Dw: number[][];
 }
 
 export type HostRule = { kind: 'batch1' } | { kind: 'fraction'; fraction: number; k: number };
@@ -132,39 +139,102 @@ function solveLeastSquares(
   if (!d) {
     // As ml-matrix's `solve(A, b)`: LU when A is square, Householder QR otherwise.
     const A = new Matrix(X());
-    d = A.isSquare() ? new LuDecomposition(A) : new QrDecomposition(A);
+    d = A.isSquare() ? new LuDecomposition(A) : householderOf(new QrDecomposition(A));
     cache?.set(key, d);
   }
-  return d.solve(Matrix.columnVector(y)).getColumn(0);
+  return 'rdiag' in d ? householderSolve(d, y) : d.solve(Matrix.columnVector(y)).getColumn(0);
+}
+
+/** ml-matrix's Householder QR factors, column by column (QR below and on the diagonal, R above). */
+interface Householder {
+  /** QR[·][k] per column k, length m. */
+  cols: Float64Array[];
+  rdiag: Float64Array;
+}
+
+/**
+ * The factors ml-matrix keeps on a QrDecomposition (`QR`, `Rdiag`: fields of its JAMA port that its
+ * typings leave out; ml-matrix 6.x). Without them, the decomposition itself solves (same β).
+ */
+function householderOf(qr: QrDecomposition): Householder | QrDecomposition {
+  const f = qr as unknown as { QR?: Matrix; Rdiag?: Float64Array };
+  if (!qr.isFullRank() || !(f.QR instanceof Matrix) || !(f.Rdiag instanceof Float64Array)) return qr;
+  const Q = f.QR;
+  const cols = Array.from({ length: Q.columns }, (_, k) => Float64Array.from(Q.getColumn(k)));
+  return { cols, rdiag: Float64Array.from(f.Rdiag) };
+}
+
+/**
+ * Least-squares solution for one target y from the stored factors: the same operations in the same
+ * order as ml-matrix's `QrDecomposition.solve` of a one-column matrix (so the same β, bit for bit),
+ * without its per-row matrix copies (issue 17: a fold's s search solves ≈ 37 targets of ≈ 365 rows).
+ */
+function householderSolve(h: Householder, y: readonly number[]): number[] {
+  const m = y.length;
+  const n = h.cols.length;
+  const x = Float64Array.from(y);
+  for (let k = 0; k < n; k++) {
+    const q = h.cols[k]!;
+    let s = 0;
+    for (let i = k; i < m; i++) s += q[i]! * x[i]!;
+    s = -s / q[k]!;
+    for (let i = k; i < m; i++) x[i] = x[i]! + s * q[i]!;
+  }
+  for (let k = n - 1; k >= 0; k--) {
+    x[k] = x[k]! / h.rdiag[k]!;
+    const q = h.cols[k]!;
+    for (let i = 0; i < k; i++) x[i] = x[i]! - x[k]! * q[i]!;
+  }
+  return Array.from(x.subarray(0, n));
 }
 
 /** A decomposition of a design matrix that solves X β ≈ y for any target y. */
-type LeastSquaresSolver = QrDecomposition | LuDecomposition;
-
-/** Norm of the part of `v` that the columns `cols` of X cannot explain (least-squares residual, QR). */
-function residualNorm(X: number[][], cols: readonly number[], v: readonly number[]): number {
-  const A = new Matrix(X.map((r) => cols.map((c) => r[c]!)));
-  const b = Matrix.columnVector([...v]);
-  return Matrix.sub(b, A.mmul(new QrDecomposition(A).solve(b))).norm();
-}
+type LeastSquaresSolver = Householder | QrDecomposition | LuDecomposition;
 
 /**
  * Which columns are identified, admitted greedily in order: a column is admitted when its
  * least-squares residual on the admitted ones keeps more than 1e-9 of its norm. A column with a
- * non-finite entry (kernel counts unknown) is never admitted.
+ * non-finite entry (kernel counts unknown) is never admitted. The residual is the column less its
+ * projection on an orthonormal basis of the admitted columns (Gram–Schmidt, orthogonalised twice, so
+ * the residual is accurate far below the 1e-9 threshold), in plain arrays: cheaper than a QR
+ * per candidate column, and the same decisions (issue 17).
  */
 function identifiedColumns(X: number[][]): boolean[] {
   const p = X[0]?.length ?? 0;
-  const admitted: number[] = [];
+  const basis: Float64Array[] = [];
   const ok: boolean[] = [];
   for (let c = 0; c < p; c++) {
-    const v = X.map((r) => r[c]!);
+    const v = Float64Array.from(X, (r) => r[c]!);
     const norm0 = v.every(Number.isFinite) ? Math.hypot(...v) : 0;
-    const kept = norm0 > 0 && (admitted.length === 0 || residualNorm(X, admitted, v) > 1e-9 * norm0);
-    if (kept) admitted.push(c);
+    let kept = norm0 > 0;
+    if (kept && basis.length) {
+      for (let pass = 0; pass < 2; pass++)
+        for (const q of basis) {
+          let d = 0;
+          for (let i = 0; i < v.length; i++) d += q[i]! * v[i]!;
+          for (let i = 0; i < v.length; i++) v[i] = v[i]! - d * q[i]!;
+        }
+      kept = Math.hypot(...v) > 1e-9 * norm0;
+    }
+    if (kept) {
+      const nv = Math.hypot(...v);
+      basis.push(v.map((x) => x / nv));
+    }
     ok.push(kept);
   }
   return ok;
+}
+
+/**
+ * Design matrix of a training set: host columns, then (engineSm) the SM column, each row weighted by
+ * `w`. The target (fitHostTerms) is the residual, + T_SM when the SM column is fitted, since the
+ * residual was taken against the price that already holds s = 1 · T_SM.
+ */
+function hostDesign(features: readonly HostFeatures[], w: (i: number) => number, engineSm?: boolean): HostDesign {
+  const X = features.map(featureVector);
+  const sm = features.map((f) => f.sm_us ?? 0);
+  const Dw = X.map((r, i) => (engineSm ? [...r, sm[i]!] : r).map((x) => x * w(i)));
+  return { X, sm, Dw };
 }
 
 /**
@@ -187,13 +257,10 @@ export function fitHostTerms(
     throw new Error('fitHostTerms: relative weighting needs measured_us for every training row');
   }
   const w = (i: number): number => (weighting === 'relative' ? 1 / opts.measured_us![i]! : 1);
-  const X = features.map(featureVector);
+  // The design does not depend on the target: a search's trials share it (`identified`).
+  if (opts.identified && !opts.identified.design) opts.identified.design = hostDesign(features, w, opts.engineSm);
+  const { X, sm, Dw } = opts.identified?.design ?? hostDesign(features, w, opts.engineSm);
   const nh = TERM_NAMES.length;
-  // Design matrix: host columns, then (engineSm) the SM column; target: residual (+ T_SM when the SM
-  // column is fitted, since the residual was taken against the price that already holds s = 1 · T_SM).
-  const sm = features.map((f) => f.sm_us ?? 0);
-  const D = X.map((r, i) => (opts.engineSm ? [...r, sm[i]!] : r));
-  const Dw = D.map((r, i) => r.map((x) => x * w(i)));
   const ident = opts.identified?.columns ?? identifiedColumns(Dw);
   if (opts.identified) opts.identified.columns = ident;
   const smIdentified = opts.engineSm ? ident[nh]! : false;
