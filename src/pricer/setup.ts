@@ -7,8 +7,8 @@ import path from 'node:path';
 import { UserError } from '../core/errors.ts';
 import { loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
 import { loadModel, maxPositionEmbeddings, type ModelGraph } from '../core/catalog/model.ts';
-import { loadRegistryFile, resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
-import { assertRegistryUsable } from '../registry/validate.ts';
+import { resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
+import { loadUsableRegistry } from '../registry/validate.ts';
 import type { EngineProfile } from '../core/schemas/engine.ts';
 import { loadEngineProfile, UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
 import { defaultDeployment } from './deployment.ts';
@@ -67,8 +67,7 @@ export function setupPricer(
       `no registry file ${path.relative(process.cwd(), file) || file} for chip ${c.name}; create it with \`stepcal fit all --chip ${c.name}\` or pass --registry <file>`,
     );
   }
-  const sets = loadRegistryFile(file);
-  assertRegistryUsable(sets, file, c.name);
+  const sets = loadUsableRegistry(file, c.name);
   const registry = resolveCoefficients(sets, { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
   const profile = engine !== undefined ? loadEngineProfile(engine) : undefined;
   const inner = createPricer(c, m, d, registry, profile ? { sm_scale: profile.sm_scale.value } : {});

@@ -9,6 +9,8 @@ import { parseAllDocuments } from 'yaml';
 import type { Chip } from '../core/catalog/chip.ts';
 import { loadChip } from '../core/catalog/chip.ts';
 import { readText } from '../core/io/fs.ts';
+import { parseCoefficientSets } from '../core/schemas/registry-yaml.ts';
+import { textMemo } from '../core/text-memo.ts';
 import { entryKey, entryLabel, parseCollectiveName, scopedToChip } from '../core/schemas/names.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { CoefficientEntrySchema, METHODS, UNITS } from '../core/schemas/registry.ts';
@@ -603,6 +605,31 @@ export function errorsOf(problems: readonly Problem[]): Problem[] {
  * duplicate set or an entry scoped to another chip never reaches a price. Warnings pass.
  * @throws UserError listing the first errors (`file: set S: entry E: field F: message`) and how many.
  */
+/** `assertRegistryUsable` once per (file, chip, text) in a process; a hit skips the ≈ 30–100 ms check. */
+const usableText = textMemo(16, (text: string, key: string): true => {
+  const file = key.slice(key.indexOf('\n') + 1);
+  assertRegistryUsable(parseCoefficientSets(text, file), file, key.slice(0, key.indexOf('\n')));
+  return true;
+});
+
+/**
+ * Read `file`'s coefficient sets and check that they are usable for `chip` (`assertRegistryUsable`),
+ * the check memoised per process on the file's text (core/text-memo.ts): a process that sets up many
+ * pricers on one registry (serving, the test suite) checks it once; an edited file is checked afresh.
+ * @returns the caller's own copy of the sets
+ * @throws UserError when the file cannot be read, does not parse, or is not usable (as assertRegistryUsable)
+ */
+export function loadUsableRegistry(file: string, chip: string): CoefficientSet[] {
+  let text: string;
+  try {
+    text = readText(file);
+  } catch {
+    throw new UserError(`cannot read registry file ${file}`);
+  }
+  usableText(text, `${chip}\n${file}`);
+  return parseCoefficientSets(text, file);
+}
+
 export function assertRegistryUsable(sets: readonly CoefficientSet[], file: string, chip: string): void {
   const errors = errorsOf(validateRegistry(sets, file, { fileChip: chip }));
   if (errors.length === 0) return;

@@ -10,7 +10,7 @@ import { UserError } from '../core/errors.ts';
 import { progress } from '../core/io/progress.ts';
 import { listStepFiles } from '../measurements/store.ts';
 import { loadRegistryFile } from '../registry/load.ts';
-import { assertRegistryUsable } from '../registry/validate.ts';
+import { loadUsableRegistry } from '../registry/validate.ts';
 import type { HostWeighting } from './hostfit.ts';
 import { runValidation } from './index.ts';
 import { defaultValidationDeps, multiChipValidationDeps } from './pricing.ts';
@@ -83,8 +83,7 @@ function otherChipRows(chip: string): { rows: LocatedStepRow[]; registries: Reco
  * @throws UserError / InputError as runValidation
  */
 export function validateWithProgress(args: ValidationRun): ValidationResult {
-  const registry = loadRegistryFile(args.registryFile);
-  assertRegistryUsable(registry, args.registryFile, args.chip);
+  const registry = loadUsableRegistry(args.registryFile, args.chip);
   const other = args.tiers ? otherChipRows(args.chip) : { rows: [], registries: {} };
   const deps = args.tiers
     ? multiChipValidationDeps({ ...other.registries, [args.chip]: registry })

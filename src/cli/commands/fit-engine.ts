@@ -15,8 +15,7 @@ import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
 import { stringifyEngineProfile, type EngineProfile } from '../../core/schemas/engine.ts';
 import { readStepsFile } from '../../measurements/store.ts';
 import { engineProfileGates, engineProfilePath } from '../../registry/engine.ts';
-import { loadRegistryFile } from '../../registry/load.ts';
-import { assertRegistryUsable } from '../../registry/validate.ts';
+import { loadUsableRegistry } from '../../registry/validate.ts';
 import { fitEngineProfile } from '../../validate/engine-profile.ts';
 import { stepcalVersion } from '../../validate/pin.ts';
 import { multiChipValidationDeps } from '../../validate/pricing.ts';
@@ -45,14 +44,13 @@ export function runFitEngine(o: FitEngineOpts): void {
     steps.push({ file: displayPath(f), sha256: sha256File(f), rows: r.rows.length });
   }
   const chips = [...new Set(rows.filter((r) => r.engine === o.engine).map((r) => r.chip))].sort();
-  const byChip: Record<string, ReturnType<typeof loadRegistryFile>> = {};
+  const byChip: Record<string, ReturnType<typeof loadUsableRegistry>> = {};
   const registries: EngineProfile['provenance']['registries'] = [];
   for (const chip of chips) {
     const file = path.join(REPO_ROOT, 'registry', `${chip}.yaml`);
     if (!existsSync(file))
       throw new UserError(`no registry/${chip}.yaml for the ${chip} rows; run \`stepcal fit all --chip ${chip}\``);
-    byChip[chip] = loadRegistryFile(file);
-    assertRegistryUsable(byChip[chip], file, chip);
+    byChip[chip] = loadUsableRegistry(file, chip);
     registries.push({ chip, file: displayPath(file), sha256: sha256File(file) });
   }
   note(`fit engine ${o.engine}: pricing ${rows.length} rows on ${chips.join(', ') || 'no chip'} ...`);
