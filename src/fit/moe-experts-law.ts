@@ -199,6 +199,9 @@ export function solveNonNegative(n: Normal): number[] | undefined {
   const lo = EXPERT_LOWER_BOUNDS;
   const x = new Array<number>(K).fill(0);
   const free = new Array<boolean>(K).fill(true);
+  // Rows all at ep 1 (one kernel's set): the pair column Q = P·H·2 is the route column R = T·k·H·2 (P = T·k),
+  // so the two are one unknown; the pair term is pinned free and the route term carries both.
+  if (sameColumn(n, 3, 5)) free[5] = false;
   for (let pass = 0; pass < K; pass++) {
     const cols = IDX.filter((j) => free[j]);
     const fixed = IDX.filter((j) => !free[j]);
@@ -217,6 +220,11 @@ export function solveNonNegative(n: Normal): number[] | undefined {
     free[worst] = false;
   }
   return undefined;
+}
+
+/** Whether columns a and b of the normal equations are one column (identical rows of M and entries of v). */
+function sameColumn(n: Normal, a: number, b: number): boolean {
+  return n.v[a] === n.v[b] && n.M.every((row) => row[a] === row[b]);
 }
 
 /** Sum of series normal equations, each taken `weight[i]` times (a bootstrap resample) or once. */

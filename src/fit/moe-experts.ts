@@ -31,6 +31,15 @@ import {
   WEIGHT_ONLY_EXPERT_ROWS,
 } from '../core/catalog/dtypes.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
+import {
+  EXPERT_EP_MODES,
+  EXPERT_KERNEL_TAGS,
+  expertEpMode,
+  expertKernelSet,
+  expertKernelTag,
+  type ExpertEpMode,
+  type ExpertKernelTag,
+} from '../core/catalog/expert-kernels.ts';
 import { roundSig } from '../core/numeric/stats.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { MoeRow } from '../measurements/schema.ts';
@@ -58,6 +67,10 @@ export const MOE_EXPERTS_FAMILY = 'moe_experts';
 /** The fit of one dtype, as plain data. */
 export interface ExpertDtypeFit {
   dtype: ExpertDtype;
+  /** Registry suffix of the set: the dtype (pooled over its kernels) or `<dtype>_<tag>[_<mode>]` (one kernel). */
+  set: string;
+  /** The kernel of a kernel set, and the ep mode it was chosen (and fitted) at where only one. */
+  kernel?: { tag: ExpertKernelTag; ep_mode?: ExpertEpMode };
   distribution: string;
   kernels: string[];
   rates: ExpertRates;
@@ -80,8 +93,8 @@ export interface ExpertDtypeFit {
    */
   bias_by_tokens: Array<{ tokens: number; all_rows: number; below_cut?: number; n: number }>;
   holdout_shape?: ExpertError & { geometries: number };
-  /** Seed footnote 1: both compositions at their own best log-L1 fit. */
-  sum_vs_max: { sum_geo: number; max_geo: number; sum_better: boolean };
+  /** Seed footnote 1: both compositions at their own best log-L1 fit (pooled sets only). */
+  sum_vs_max?: { sum_geo: number; max_geo: number; sum_better: boolean };
   series: number;
   screened: string[];
   /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
@@ -103,6 +116,8 @@ export interface MoeExpertsData {
   hbm_derate: number;
   hbm_derate_source: string;
   fits: ExpertDtypeFit[];
+  /** One set per kernel the lane runs, for dtypes whose rows come from several kernels (fitKernelSets). */
+  kernel_fits: ExpertDtypeFit[];
   /** Dtypes with rows but no fit, and why. */
   not_fitted: Array<{ dtype: string; why: string }>;
 }
@@ -121,7 +136,7 @@ function derateOf(ctx: FitContext): { value: number; source: string } {
   return { value: 1, source: 'datasheet HBM (no hbm_derate fitted or known)' };
 }
 
-/** Fit one dtype; a string says why it was not fitted. */
+/** Fit one dtype's rows pooled over its kernels; a string says why it was not fitted. */
 export function fitExpertDtype(
   rows: readonly MoeRow[],
   dtype: ExpertDtype,
@@ -130,26 +145,80 @@ export function fitExpertDtype(
 ): ExpertDtypeFit | string {
   const peak = peakFlopsPerUs(ctx.chip, expertComputeDtype(dtype));
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
-  const rowDtype: string = dtype === 'mxfp4' || dtype === 'int4' ? WEIGHT_ONLY_EXPERT_ROWS[dtype] : dtype;
-  const mine = rows.filter((r) => r.dtype === rowDtype);
+  const mine = rows.filter((r) => r.dtype === expertRowDtype(dtype));
   if (!mine.length) return 'no rows';
-  const distribution = mine.some((r) => r.distribution === 'balanced') ? 'balanced' : PRIMARY_DISTRIBUTION;
-  const rates: ExpertRates = {
+  return fitExpertSet(mine, { dtype, set: dtype, distribution: distributionOf(mine), sumVsMax: true }, ctx, {
     peak_flops_per_us: peak,
     hbm_bytes_per_us: ctx.chip.hbm_bytes_per_us,
     hbm_derate: derate,
     bytes_per_element: bytesPerElement(dtype),
-  };
-  const { series, screened } = expertSeries(mine, rowDtype, distribution, rates);
+  });
+}
+
+/** The fused-MoE tables' `moe_dtype` of an expert dtype's rows. */
+const expertRowDtype = (dtype: ExpertDtype): string =>
+  dtype === 'mxfp4' || dtype === 'int4' ? WEIGHT_ONLY_EXPERT_ROWS[dtype] : dtype;
+
+/** The routing distribution fitted: `balanced` where the rows have it, else PRIMARY_DISTRIBUTION. */
+const distributionOf = (rows: readonly MoeRow[]): string =>
+  rows.some((r) => r.distribution === 'balanced') ? 'balanced' : PRIMARY_DISTRIBUTION;
+
+/** What one fitted set is: its dtype, registry suffix, routing rows, kernel (for a kernel set). */
+interface SetSpec {
+  dtype: ExpertDtype;
+  set: string;
+  distribution: string;
+  kernel?: ExpertDtypeFit['kernel'];
+  /** Fit the sum-vs-max comparison (pooled sets only: the footnote's test is per dtype). */
+  sumVsMax: boolean;
+}
+
+/** Fit the law to one set of rows (a dtype pooled, or one kernel's); a string says why it was not fitted. */
+function fitExpertSet(
+  mine: readonly MoeRow[],
+  spec: SetSpec,
+  ctx: FitContext,
+  rates: ExpertRates,
+): ExpertDtypeFit | string {
+  const { distribution } = spec;
+  const { series, screened } = expertSeries(mine, expertRowDtype(spec.dtype), distribution, rates);
   if (!series.length)
     return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
   const c = fitExpertSum(series);
   if (!c) return 'the arithmetic term vanished (no ramp identifiable)';
   const points = series.flatMap((s) => s.points);
   const holdoutTokens = tokensHoldout(series);
+  return {
+    dtype: spec.dtype,
+    set: spec.set,
+    ...(spec.kernel ? { kernel: spec.kernel } : {}),
+    distribution,
+    kernels: [...new Set(series.map((s) => s.points[0]!.kernel_source))].sort(),
+    rates,
+    coefficients: c,
+    ci95: widen(c, bootstrapExpert(series, ctx.bootstrap)),
+    pinned: pinnedOf(c),
+    train: expertError(points, c),
+    ...optional('holdout_tokens', holdoutTokens),
+    bias_by_tokens: biasRows(points, c, holdoutTokens?.coefficients),
+    ...optional('holdout_shape', shapeHoldout(series)),
+    ...(spec.sumVsMax ? { sum_vs_max: sumVsMax(points, c) } : {}),
+    series: series.length,
+    screened: screened.map((s) => s.key),
+    points: figurePoints(series, c),
+  };
+}
+
+/** Seed footnote 1: both compositions at their own best log-L1 fit from the least-squares start. */
+function sumVsMax(points: readonly ExpertPoint[], c: ExpertCoefficients): ExpertDtypeFit['sum_vs_max'] & object {
   const ls = fitExpertLogL1(points, 'sum', c);
   const lm = fitExpertLogL1(points, 'max', c);
-  const pinned = [
+  return { sum_geo: ls.geo, max_geo: lm.geo, sum_better: ls.geo < lm.geo };
+}
+
+/** Which coefficients the bounded fit pinned (and so are not written). */
+function pinnedOf(c: ExpertCoefficients): string[] {
+  return [
     ...(c.floor_us === 0 ? ['floor (not written)'] : []),
     ...(c.eps_max === 1 ? ['eps_max (at its bound 1)'] : []),
     ...(c.m_half === 0 ? ['m_half (not written)'] : []),
@@ -157,23 +226,73 @@ export function fitExpertDtype(
     ...(c.expert_us === 0 ? ['per_expert (not written)'] : []),
     ...(!Number.isFinite(c.pair_bytes_per_us) ? ['pair_rate (not written: free)'] : []),
   ];
+}
+
+/**
+ * The kernel sets of one dtype whose rows come from several kernels (issue 13; DECISION, docs/pricer.md
+ * "Expert kernels"): per ep mode (ep 1, ep > 1) the lane's kernel is the one with the most `distribution`
+ * series at that mode (the kernel vLLM dispatches for the base grid; kernels of a few appended model shapes
+ * lose). A kernel chosen at both modes is fitted on all its rows (set `<dtype>_<tag>`); kernels chosen at
+ * one mode each are fitted on that mode's rows (`<dtype>_<tag>_<mode>`). None when the dtype has one kernel
+ * or a kernel stepcal cannot tag (`not_fitted` says which).
+ */
+function lanesKernels(
+  mine: readonly MoeRow[],
+  distribution: string,
+): { sets: Array<{ tag: ExpertKernelTag; mode?: ExpertEpMode; rows: MoeRow[] }>; unknown: string[] } {
+  if (new Set(mine.map((r) => r.kernel_source)).size < 2) return { sets: [], unknown: [] };
+  const unknown = [...new Set(mine.filter((r) => !expertKernelTag(r.kernel_source)).map((r) => r.kernel_source))];
+  const tags = new Set(mine.map((r) => expertKernelTag(r.kernel_source)));
+  if (unknown.length || tags.size < 2) return { sets: [], unknown };
+  const chosen = new Map<ExpertEpMode, ExpertKernelTag>();
+  for (const mode of EXPERT_EP_MODES) {
+    const count = new Map<ExpertKernelTag, Set<string>>();
+    for (const r of mine) {
+      if (r.distribution !== distribution || expertEpMode(r.ep) !== mode) continue;
+      const tag = expertKernelTag(r.kernel_source)!;
+      const keys = count.get(tag) ?? new Set<string>();
+      keys.add([r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|'));
+      count.set(tag, keys);
+    }
+    const best = EXPERT_KERNEL_TAGS.filter((t) => count.has(t)).sort(
+      (a, b) => count.get(b)!.size - count.get(a)!.size,
+    )[0];
+    if (best) chosen.set(mode, best);
+  }
+  const picks = [...new Set(chosen.values())];
+  const ofTag = (t: ExpertKernelTag) => mine.filter((r) => expertKernelTag(r.kernel_source) === t);
+  if (picks.length === 1) return { sets: [{ tag: picks[0]!, rows: ofTag(picks[0]!) }], unknown };
   return {
-    dtype,
-    distribution,
-    kernels: [...new Set(series.map((s) => s.points[0]!.kernel_source))].sort(),
-    rates,
-    coefficients: c,
-    ci95: widen(c, bootstrapExpert(series, ctx.bootstrap)),
-    pinned,
-    train: expertError(points, c),
-    ...optional('holdout_tokens', holdoutTokens),
-    bias_by_tokens: biasRows(points, c, holdoutTokens?.coefficients),
-    ...optional('holdout_shape', shapeHoldout(series)),
-    sum_vs_max: { sum_geo: ls.geo, max_geo: lm.geo, sum_better: ls.geo < lm.geo },
-    series: series.length,
-    screened: screened.map((s) => s.key),
-    points: figurePoints(series, c),
+    sets: [...chosen.entries()].map(([mode, tag]) => ({
+      tag,
+      mode,
+      rows: ofTag(tag).filter((r) => expertEpMode(r.ep) === mode),
+    })),
+    unknown,
   };
+}
+
+/** Fit the lane's kernel sets of one dtype (lanesKernels) next to its pooled fit `pooled`. */
+function fitKernelSets(
+  rows: readonly MoeRow[],
+  pooled: ExpertDtypeFit,
+  ctx: FitContext,
+): { fits: ExpertDtypeFit[]; not_fitted: MoeExpertsData['not_fitted'] } {
+  const mine = rows.filter((r) => r.dtype === expertRowDtype(pooled.dtype));
+  const { sets, unknown } = lanesKernels(mine, pooled.distribution);
+  const not_fitted: MoeExpertsData['not_fitted'] = unknown.length
+    ? [{ dtype: pooled.dtype, why: `kernels not split (no tag for ${unknown.join(', ')}): pooled only` }]
+    : [];
+  const fits: ExpertDtypeFit[] = [];
+  for (const k of sets) {
+    const set = expertKernelSet(pooled.dtype, k.tag, k.mode);
+    const kernel = { tag: k.tag, ...(k.mode ? { ep_mode: k.mode } : {}) };
+    const spec = { dtype: pooled.dtype, set, distribution: pooled.distribution, kernel, sumVsMax: false };
+    const r = fitExpertSet(k.rows, spec, ctx, pooled.rates);
+    if (typeof r === 'string') not_fitted.push({ dtype: set, why: r });
+    else fits.push(r);
+  }
+  return { fits, not_fitted };
 }
 
 /** The residual plot's rows: bias per token count under the all-rows fit and the below-the-cut fit. */
@@ -225,10 +344,16 @@ function figurePoints(series: readonly ExpertSeries[], c: ExpertCoefficients): E
 function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFit['coefficients'] {
   const rowDtype =
     f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
-  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, kernels ${f.kernels.join(' + ')}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
+  const mode = f.kernel?.ep_mode ? `, ${f.kernel.ep_mode === 'ep1' ? 'ep = 1' : 'ep > 1'} rows only` : '';
+  const kernels = `${f.kernel ? `kernel ${f.kernel.tag}` : 'kernels'} ${f.kernels.join(' + ')}${mode}`;
+  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, ${kernels}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
   const notes = [
     `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate (core/laws/moe-experts.ts), charged as a sum`,
-    `sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`,
+    ...(f.sum_vs_max
+      ? [`sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`]
+      : [
+          `the kernel the lane runs at ${f.kernel?.ep_mode === 'ep1' ? 'ep 1' : f.kernel?.ep_mode === 'epn' ? 'ep > 1' : 'every ep'} (docs/pricer.md "Expert kernels")`,
+        ]),
     ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
     ...(f.holdout_tokens
       ? [
@@ -245,7 +370,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     : undefined;
   const mk = (name: string, value: number, units: Units, ci: [number, number]) => ({
     set: SET_NAMES.primitives,
-    name: `moe_expert_${name}_${f.dtype}`,
+    name: `moe_expert_${name}_${f.set}`,
     entry: measuredEntry(
       {
         value,
@@ -288,6 +413,7 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     hbm_derate: d.value,
     hbm_derate_source: d.source,
     fits: [],
+    kernel_fits: [],
     not_fitted: [],
   };
   for (const dtype of EXPERT_DTYPES) {
@@ -298,6 +424,10 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     }
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
+    const k = fitKernelSets(rows, r, ctx);
+    data.kernel_fits.push(...k.fits);
+    data.not_fitted.push(...k.not_fitted);
+    for (const f of k.fits) out.coefficients.push(...entries(f, ctx, f.points.length));
   }
   for (const n of data.not_fitted)
     out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);

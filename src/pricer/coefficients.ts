@@ -55,6 +55,8 @@ export interface FormatChoice {
   peak_tflops: number;
   /** Bytes per stored weight value, block scales included (core/catalog/dtypes.ts). */
   bytes_per_value: number;
+  /** The fused-MoE kernel whose fitted law prices the experts, and why (experts on a kernel set only). */
+  kernel?: string;
   note?: string;
 }
 

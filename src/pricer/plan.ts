@@ -13,6 +13,7 @@ import {
 } from '../core/catalog/dtypes.ts';
 import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { EXPERT_KERNEL_TAGS, expertEpMode, expertKernelSet } from '../core/catalog/expert-kernels.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
 import { expertTerms, expertWork, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
 import { rampUs, rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
@@ -298,7 +299,8 @@ function expertLawPlan(
   shards: number,
 ): ExpertLawPlan | undefined {
   const law = expertLawDtype(ctx, w);
-  const eps = ctx.coef.opt(`moe_expert_eps_max_${law}`);
+  const ks = expertKernelSetOf(ctx, law);
+  const eps = ctx.coef.opt(`moe_expert_eps_max_${ks.set}`);
   // Grouped four-bit weight-only experts (mxfp4, int4) run at the bf16 peak on their own fitted law (seed "Arithmetic rates").
   const peak = (EXPERT_DTYPES as readonly string[]).includes(law)
     ? peakFlopsPerUs(ctx.coef.chip, expertComputeDtype(law as ExpertDtype))
@@ -311,7 +313,8 @@ function expertLawPlan(
   ctx.coef.expertChoices.set(w, {
     weight_dtype: w,
     use: 'experts',
-    ramp: `moe_expert_${law}`,
+    ramp: `moe_expert_${ks.set}`,
+    ...(ks.kernel ? { kernel: ks.kernel } : {}),
     peak_tflops: peak / 1e6,
     bytes_per_value: bytesPerElement(w),
     ...(law !== w
@@ -324,7 +327,26 @@ function expertLawPlan(
           }
         : {}),
   });
-  return foldExpertLaw(ctx, node, law, bytesPerElement(w), shards, eps, peak);
+  return foldExpertLaw(ctx, node, ks.set, bytesPerElement(w), shards, eps, peak);
+}
+
+/**
+ * The expert law's registry set for dtype `law` at the deployment's ep (DECISION, docs/pricer.md "Expert
+ * kernels"): the kernel the lane runs at this ep mode (`moe_expert_*_<law>_<tag>_<mode>`, a kernel chosen at
+ * one mode), else the kernel it runs at every ep (`_<law>_<tag>`), else the dtype pooled over its kernels
+ * (`_<law>`). Tags in EXPERT_KERNEL_TAGS order; `kernel` says which and why, for `price` to show.
+ */
+function expertKernelSetOf(ctx: PlanContext, law: string): { set: string; kernel?: string } {
+  const has = (set: string) => ctx.coef.opt(`moe_expert_eps_max_${set}`) !== undefined;
+  const mode = expertEpMode(ctx.ep);
+  const at = mode === 'ep1' ? 'ep 1' : 'ep > 1';
+  for (const tag of EXPERT_KERNEL_TAGS)
+    if (has(expertKernelSet(law, tag, mode)))
+      return { set: expertKernelSet(law, tag, mode), kernel: `${tag} (the lane's ${law} kernel at ${at})` };
+  for (const tag of EXPERT_KERNEL_TAGS)
+    if (has(expertKernelSet(law, tag)))
+      return { set: expertKernelSet(law, tag), kernel: `${tag} (the lane's ${law} kernel at every ep)` };
+  return { set: law };
 }
 
 /**
@@ -372,13 +394,13 @@ function noteDenseRampExperts(
 
 /**
  * The expert law's per-step constants (expertLawPlan): expertWork/expertTerms (core/laws/moe-experts.ts)
- * evaluated once on unit work. `w` is the law's dtype (expertLawDtype), `bytesPerValue` the served experts'
+ * evaluated once on unit work. `w` is the law's registry set (expertKernelSetOf: dtype, or dtype and kernel), `bytesPerValue` the served experts'
  * bytes per weight value; `eps` is `moe_expert_eps_max_<w>` (fraction), `peak` the dense peak, FLOPs/µs.
  */
 function foldExpertLaw(
   ctx: PlanContext,
   node: Extract<GraphNode, { op: 'GroupedGEMM' }>,
-  w: StorageDtype,
+  w: string,
   bytesPerValue: number,
   shards: number,
   eps: number,

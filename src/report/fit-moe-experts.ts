@@ -26,20 +26,23 @@ export function sumVsMaxVerdict(
   if (!data.fits.length) return undefined;
   const mean = (f: (x: MoeExpertsData['fits'][number]) => number) =>
     data.fits.reduce((s, x) => s + f(x), 0) / data.fits.length;
-  const sum_geo = mean((x) => x.sum_vs_max.sum_geo);
-  const max_geo = mean((x) => x.sum_vs_max.max_geo);
+  const sum_geo = mean((x) => x.sum_vs_max!.sum_geo);
+  const max_geo = mean((x) => x.sum_vs_max!.max_geo);
   return { sum_geo, max_geo, sum_better: sum_geo < max_geo };
 }
 
+/** Every fitted set: the dtypes pooled, then the lane's kernel sets (labelled by their registry suffix). */
+const allSets = (data: MoeExpertsData): MoeExpertsData['fits'] => [...data.fits, ...data.kernel_fits];
+
 function table(data: MoeExpertsData): string[] {
   const L = [
-    '| dtype | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
+    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
-  for (const f of data.fits) {
+  for (const f of allSets(data)) {
     const c = f.coefficients;
     L.push(
-      `| ${f.dtype} | ${f.distribution} | ${f4(c.floor_us)} ${ci(f.ci95.floor_us)} | ${f4(c.eps_max)} ${ci(f.ci95.eps_max)} | ${f4(c.m_half)} ${ci(f.ci95.m_half)} | ` +
+      `| ${f.set} | ${f.distribution} | ${f4(c.floor_us)} ${ci(f.ci95.floor_us)} | ${f4(c.eps_max)} ${ci(f.ci95.eps_max)} | ${f4(c.m_half)} ${ci(f.ci95.m_half)} | ` +
         `${Number.isFinite(c.route_bytes_per_us) ? `${f4(c.route_bytes_per_us)} ${ci(f.ci95.route_bytes_per_us)}` : 'pinned (free)'} | ` +
         `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ` +
         `${Number.isFinite(c.pair_bytes_per_us) ? `${f4(c.pair_bytes_per_us)} ${ci(f.ci95.pair_bytes_per_us)}` : 'pinned (free)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
@@ -53,7 +56,7 @@ function panel(data: MoeExpertsData): string[] {
   const L = ['#### Sum or max? (seed footnote 1)', '', '| dtype | sum geo | max geo | better |', '|---|---|---|---|'];
   for (const f of data.fits)
     L.push(
-      `| ${f.dtype} | ${f4(f.sum_vs_max.sum_geo)} | ${f4(f.sum_vs_max.max_geo)} | ${f.sum_vs_max.sum_better ? 'sum' : 'max'} |`,
+      `| ${f.dtype} | ${f4(f.sum_vs_max!.sum_geo)} | ${f4(f.sum_vs_max!.max_geo)} | ${f.sum_vs_max!.sum_better ? 'sum' : 'max'} |`,
     );
   const v = sumVsMaxVerdict(data);
   if (v)
@@ -81,10 +84,10 @@ function residualPanel(data: MoeExpertsData): string[] {
     '',
     'Each cell: geo error / bias (geometric mean of predicted ÷ measured; below 1 the law is too fast) over the points in it, with their count.',
     '',
-    `| dtype | ${cols.join(' | ')} |`,
+    `| set | ${cols.join(' | ')} |`,
     `|---|${cols.map(() => '---|').join('')}`,
   ];
-  for (const f of data.fits) {
+  for (const f of allSets(data)) {
     const cells = cols.map(() => ({ abs: 0, sum: 0, n: 0 }));
     for (const p of f.points) {
       const e = Math.log(p.predicted_us / p.measured_us);
@@ -97,7 +100,7 @@ function residualPanel(data: MoeExpertsData): string[] {
     }
     const cell = (c: (typeof cells)[number]) =>
       c.n ? `${f4(Math.exp(c.abs / c.n))} / ${f4(Math.exp(c.sum / c.n))} (${c.n})` : '—';
-    L.push(`| ${f.dtype} | ${cells.map(cell).join(' | ')} |`);
+    L.push(`| ${f.set} | ${cells.map(cell).join(' | ')} |`);
   }
   return L;
 }
@@ -113,24 +116,25 @@ function goalPanel(data: MoeExpertsData): string[] {
   const L = [
     `#### Holdout goal (issue 13: geo ≤ ${EXPERT_HOLDOUT_GOAL}× on both holdouts)`,
     '',
-    '| dtype | train geo | shape holdout | tokens holdout | met | fit below the cut, bias at the largest token count |',
+    '| set | train geo | shape holdout | tokens holdout | met | fit below the cut, bias at the largest token count |',
     '|---|---|---|---|---|---|',
   ];
   let missed = 0;
-  for (const f of data.fits) {
+  const sets = allSets(data);
+  for (const f of sets) {
     const hs = [f.holdout_shape?.geo, f.holdout_tokens?.geo].filter((x): x is number => x !== undefined);
     const met = hs.length > 0 && hs.every((x) => x <= EXPERT_HOLDOUT_GOAL);
     if (!met) missed++;
     const last = f.bias_by_tokens[f.bias_by_tokens.length - 1];
     const tail = last?.below_cut !== undefined ? `${f4(last.below_cut)} at ${last.tokens} tokens` : 'n/a';
     L.push(
-      `| ${f.dtype} | ${f4(f.train.geo)} | ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'} | ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'} | ${met ? (f.holdout_shape ? 'yes' : 'yes (one shape: tokens holdout only)') : 'no'} | ${tail} |`,
+      `| ${f.set} | ${f4(f.train.geo)} | ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'} | ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'} | ${met ? (f.holdout_shape ? 'yes' : 'yes (one shape: tokens holdout only)') : 'no'} | ${tail} |`,
     );
   }
   L.push(
     '',
     missed
-      ? `Not met on ${missed} of ${data.fits.length} dtypes. Why (docs/fitting.md "MoE expert time"): kernel configuration switches along tokens ` +
+      ? `Not met on ${missed} of ${sets.length} sets (dtypes pooled and the lane's kernels). Why (docs/fitting.md "MoE expert time"): kernel configuration switches along tokens ` +
           'and kernels pooled in one dtype that reach different fractions of the rates (the residual table above: the bias moves with ' +
           'tokens per expert and with ep), reads faster than the datasheet HBM at the fitted derate, and, for the tokens holdout, an ' +
           'arithmetic slope that the rows below the cut do not pin: fitted there, the law is too fast past it (the last column, and ' +
@@ -144,10 +148,10 @@ function goalPanel(data: MoeExpertsData): string[] {
 
 /** The residual plot: bias per token count, all-rows fit (solid) and the fit below the tokens cut (dashed). */
 function residualFigure(data: MoeExpertsData): string {
-  const series: Series[] = data.fits.flatMap((f, i) => {
+  const series: Series[] = allSets(data).flatMap((f, i) => {
     const color = PALETTE[i % PALETTE.length]!;
     const all: Series = {
-      label: `${f.dtype} (all rows)`,
+      label: `${f.set} (all rows)`,
       style: 'line',
       color,
       points: f.bias_by_tokens.map((r) => [r.tokens, r.all_rows] as [number, number]),
@@ -157,7 +161,7 @@ function residualFigure(data: MoeExpertsData): string {
     return [
       all,
       {
-        label: `${f.dtype} (fit < ${f.holdout_tokens!.min_tokens})`,
+        label: `${f.set} (fit < ${f.holdout_tokens!.min_tokens})`,
         style: 'line',
         color,
         dash: '4 3',
@@ -194,7 +198,7 @@ function figure(data: MoeExpertsData, f: MoeExpertsData['fits'][number]): string
       .map((p) => [p.measured_us, p.predicted_us] as [number, number]),
   }));
   return chart(series, {
-    title: `${data.chip} MoE experts ${f.dtype}: predicted vs measured per layer (train geo ${f4(f.train.geo)})`,
+    title: `${data.chip} MoE experts ${f.set}: predicted vs measured per layer (train geo ${f4(f.train.geo)})`,
     x_label: 'measured µs',
     y_label: 'predicted µs (sum law)',
     x_log: true,
@@ -219,19 +223,19 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
     ...residualPanel(data),
     '',
     ...(data.fits.length ? [...goalPanel(data), ''] : []),
-    ...data.fits.map((f) => `![${f.dtype}](moe_experts_${f.dtype}.svg)`),
+    ...allSets(data).map((f) => `![${f.set}](moe_experts_${f.set}.svg)`),
     '',
     ...data.not_fitted.map((n) => `- ${n.dtype}: not fitted: ${n.why}`),
   ];
-  const summary = data.fits.map(
+  const summary = allSets(data).map(
     (f) =>
-      `moe_experts ${f.dtype}: train geo ${f4(f.train.geo)}, holdout tokens ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'}, shape ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'}`,
+      `moe_experts ${f.set}: train geo ${f4(f.train.geo)}, holdout tokens ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'}, shape ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'}`,
   );
   return {
     md: L.join('\n') + '\n',
     summary,
     figures: [
-      ...data.fits.map((f) => ({ name: `moe_experts_${f.dtype}.svg`, svg: figure(data, f) })),
+      ...allSets(data).map((f) => ({ name: `moe_experts_${f.set}.svg`, svg: figure(data, f) })),
       ...(data.fits.length ? [{ name: 'moe_experts_residuals.svg', svg: residualFigure(data) }] : []),
     ],
   };

@@ -5,6 +5,7 @@ import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpecs } from '../../pricer/batch.ts';
 import { checkLimits, registryNotes } from '../../pricer/limits.ts';
+import type { FormatChoice } from '../../pricer/coefficients.ts';
 import { engineLine, setupPricer } from '../../pricer/setup.ts';
 import { RESOURCES, type Deployment, type StepPrice } from '../../pricer/types.ts';
 
@@ -68,6 +69,14 @@ function formatNote(model: string, weightDtype: string): string | undefined {
   return servedFormatNote(checkpointFormat(cfg, model, loadHfQuantConfig(model)), weightDtype);
 }
 
+/** One line per expert format priced on one kernel's fitted law (docs/pricer.md "Expert kernels"), each after a newline. */
+function expertKernelLines(formats: readonly FormatChoice[]): string {
+  return formats
+    .filter((f) => f.use === 'experts' && f.kernel)
+    .map((f) => `\nexperts ${f.weight_dtype}: kernel ${f.kernel}, law ${f.ramp}`)
+    .join('');
+}
+
 /**
  * The run of `stepcal price` (the flags are price.ts): set up the pricer, price the batch, print the
  * text table or JSON and the notes.
@@ -113,6 +122,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       `registry ${displayPath(s.registry_file)}\n` +
       `${engineLine(s.engine)}\n` +
       (formatNote(s.model.name, d.weight_dtype) ?? '') +
+      expertKernelLines(s.pricer.info.formats) +
       '\n\n' +
       formatStepPrice(p),
   );
