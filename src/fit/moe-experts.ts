@@ -136,23 +136,36 @@ function derateOf(ctx: FitContext): { value: number; source: string } {
   return { value: 1, source: 'datasheet HBM (no hbm_derate fitted or known)' };
 }
 
-/** Fit one dtype's rows pooled over its kernels; a string says why it was not fitted. */
+/** A set's series (expertSeries): the fitted ones and the screened ones. */
+interface SetSeries {
+  series: ExpertSeries[];
+  screened: ExpertSeries[];
+}
+
+/**
+ * Fit one dtype's rows pooled over its kernels, returned with its series (the kernel sets are subsets of
+ * them: fitKernelSets); a string says why it was not fitted.
+ */
 export function fitExpertDtype(
   rows: readonly MoeRow[],
   dtype: ExpertDtype,
   ctx: FitContext,
   derate: number,
-): ExpertDtypeFit | string {
+): { fit: ExpertDtypeFit; parts: SetSeries } | string {
   const peak = peakFlopsPerUs(ctx.chip, expertComputeDtype(dtype));
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
   const mine = rows.filter((r) => r.dtype === expertRowDtype(dtype));
   if (!mine.length) return 'no rows';
-  return fitExpertSet(mine, { dtype, set: dtype, distribution: distributionOf(mine), sumVsMax: true }, ctx, {
+  const distribution = distributionOf(mine);
+  const rates: ExpertRates = {
     peak_flops_per_us: peak,
     hbm_bytes_per_us: ctx.chip.hbm_bytes_per_us,
     hbm_derate: derate,
     bytes_per_element: bytesPerElement(dtype),
-  });
+  };
+  const parts = expertSeries(mine, expertRowDtype(dtype), distribution, rates);
+  const fit = fitExpertSet(parts, { dtype, set: dtype, distribution, sumVsMax: true }, ctx, rates);
+  return typeof fit === 'string' ? fit : { fit, parts };
 }
 
 /** The fused-MoE tables' `moe_dtype` of an expert dtype's rows. */
@@ -173,15 +186,14 @@ interface SetSpec {
   sumVsMax: boolean;
 }
 
-/** Fit the law to one set of rows (a dtype pooled, or one kernel's); a string says why it was not fitted. */
+/** Fit the law to one set's series (a dtype pooled, or one kernel's); a string says why it was not fitted. */
 function fitExpertSet(
-  mine: readonly MoeRow[],
+  { series, screened }: SetSeries,
   spec: SetSpec,
   ctx: FitContext,
   rates: ExpertRates,
 ): ExpertDtypeFit | string {
   const { distribution } = spec;
-  const { series, screened } = expertSeries(mine, expertRowDtype(spec.dtype), distribution, rates);
   if (!series.length)
     return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
   const c = fitExpertSum(series);
@@ -239,7 +251,7 @@ function pinnedOf(c: ExpertCoefficients): string[] {
 function lanesKernels(
   mine: readonly MoeRow[],
   distribution: string,
-): { sets: Array<{ tag: ExpertKernelTag; mode?: ExpertEpMode; rows: MoeRow[] }>; unknown: string[] } {
+): { sets: Array<{ tag: ExpertKernelTag; mode?: ExpertEpMode }>; unknown: string[] } {
   if (new Set(mine.map((r) => r.kernel_source)).size < 2) return { sets: [], unknown: [] };
   const unknown = [...new Set(mine.filter((r) => !expertKernelTag(r.kernel_source)).map((r) => r.kernel_source))];
   const tags = new Set(mine.map((r) => expertKernelTag(r.kernel_source)));
@@ -260,22 +272,15 @@ function lanesKernels(
     if (best) chosen.set(mode, best);
   }
   const picks = [...new Set(chosen.values())];
-  const ofTag = (t: ExpertKernelTag) => mine.filter((r) => expertKernelTag(r.kernel_source) === t);
-  if (picks.length === 1) return { sets: [{ tag: picks[0]!, rows: ofTag(picks[0]!) }], unknown };
-  return {
-    sets: [...chosen.entries()].map(([mode, tag]) => ({
-      tag,
-      mode,
-      rows: ofTag(tag).filter((r) => expertEpMode(r.ep) === mode),
-    })),
-    unknown,
-  };
+  if (picks.length === 1) return { sets: [{ tag: picks[0]! }], unknown };
+  return { sets: [...chosen.entries()].map(([mode, tag]) => ({ tag, mode })), unknown };
 }
 
 /** Fit the lane's kernel sets of one dtype (lanesKernels) next to its pooled fit `pooled`. */
 function fitKernelSets(
   rows: readonly MoeRow[],
   pooled: ExpertDtypeFit,
+  parts: SetSeries,
   ctx: FitContext,
 ): { fits: ExpertDtypeFit[]; not_fitted: MoeExpertsData['not_fitted'] } {
   const mine = rows.filter((r) => r.dtype === expertRowDtype(pooled.dtype));
@@ -288,7 +293,12 @@ function fitKernelSets(
     const set = expertKernelSet(pooled.dtype, k.tag, k.mode);
     const kernel = { tag: k.tag, ...(k.mode ? { ep_mode: k.mode } : {}) };
     const spec = { dtype: pooled.dtype, set, distribution: pooled.distribution, kernel, sumVsMax: false };
-    const r = fitExpertSet(k.rows, spec, ctx, pooled.rates);
+    // A series is one kernel at one (tp, ep): the set's series are the pooled ones of its kernel (and mode).
+    const mineOf = (x: ExpertSeries) =>
+      expertKernelTag(x.points[0]!.kernel_source) === k.tag &&
+      (k.mode === undefined || expertEpMode(x.points[0]!.shape.ep) === k.mode);
+    const subset = { series: parts.series.filter(mineOf), screened: parts.screened.filter(mineOf) };
+    const r = fitExpertSet(subset, spec, ctx, pooled.rates);
     if (typeof r === 'string') not_fitted.push({ dtype: set, why: r });
     else fits.push(r);
   }
@@ -417,14 +427,15 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     not_fitted: [],
   };
   for (const dtype of EXPERT_DTYPES) {
-    const r = fitExpertDtype(rows, dtype, ctx, d.value);
-    if (typeof r === 'string') {
-      if (r !== 'no rows' && !r.startsWith('no dense')) data.not_fitted.push({ dtype, why: r });
+    const p = fitExpertDtype(rows, dtype, ctx, d.value);
+    if (typeof p === 'string') {
+      if (p !== 'no rows' && !p.startsWith('no dense')) data.not_fitted.push({ dtype, why: p });
       continue;
     }
+    const r = p.fit;
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
-    const k = fitKernelSets(rows, r, ctx);
+    const k = fitKernelSets(rows, r, p.parts, ctx);
     data.kernel_fits.push(...k.fits);
     data.not_fitted.push(...k.not_fitted);
     for (const f of k.fits) out.coefficients.push(...entries(f, ctx, f.points.length));
