@@ -129,7 +129,7 @@ const featureVector = engineHostColumns;
  * X is square). X must have full column rank, which `identifiedColumns` guarantees for the columns
  * passed here.
  */
-function solveLeastSquares(
+export function solveLeastSquares(
   X: () => number[][],
   y: number[],
   cache?: Map<string, LeastSquaresSolver>,
@@ -199,7 +199,7 @@ type LeastSquaresSolver = Householder | QrDecomposition | LuDecomposition;
  * the residual is accurate far below the 1e-9 threshold), in plain arrays: cheaper than a QR
  * per candidate column, and the same decisions (issue 17).
  */
-function identifiedColumns(X: number[][]): boolean[] {
+export function identifiedColumns(X: number[][]): boolean[] {
   const p = X[0]?.length ?? 0;
   const basis: Float64Array[] = [];
   const ok: boolean[] = [];
