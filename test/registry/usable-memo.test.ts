@@ -20,7 +20,7 @@ describe('loadUsableRegistry: the usability check memoised on the file text', ()
     expect(sets.reduce((n, s) => n + s.coefficients.length, 0)).toBeGreaterThan(200);
     writeFileSync(file, withDerate('1.7'));
     expect(() => loadUsableRegistry(file, 'h200')).toThrow(
-      /not usable for h200: 2 error\(s\)[^]*hbm_derate 1\.7 is outside \(0, 1\]/,
+      /not usable for h200: 2 error\(s\)[\s\S]*hbm_derate 1\.7 is outside \(0, 1\]/,
     );
     // A refusal stores nothing: asked again, the same file is refused again.
     expect(() => loadUsableRegistry(file, 'h200')).toThrow(/hbm_derate 1\.7/);
