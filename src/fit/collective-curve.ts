@@ -94,26 +94,78 @@ export function collectiveObjective(
 }
 
 /**
+ * |ln(t(b_i)/meas_i)| of every point at every L = ln r_t that every resample of a curve evaluates:
+ * the bracket ends, the log grid and each point's kink (fitTransitionRate's candidates are these
+ * L restricted to the drawn points). Taken once per curve instead of once per resample (issue 17:
+ * the collective bootstrap's cost); each value is the one resampleObjective computes at that L.
+ */
+interface CandidateTerms {
+  loL: number;
+  hiL: number;
+  /** The bracket ends and grid, in fitTransitionRate's insertion order. */
+  grid: number[];
+  /** Each point's kink L (NaN when outside the open bracket or the point is at or below t0). */
+  kink: Float64Array;
+  terms: Map<number, Float64Array>;
+}
+
+/** Grid points of the r_t bracket (ln units), besides its two ends. */
+const R_T_GRID = 48;
+
+function candidateGrid(t0_us: number, r_peak: number, pts: ReadonlyArray<CurvePoint>) {
+  const hiL = Math.log(r_peak);
+  const loL = Math.log(r_peak * R_T_BRACKET_LOW);
+  const grid = [loL, hiL];
+  for (let i = 1; i < R_T_GRID; i++) grid.push(loL + ((hiL - loL) * i) / R_T_GRID);
+  const kink = Float64Array.from(pts, (p) => {
+    if (!(p.latency_us > t0_us)) return NaN;
+    const L = Math.log(p.message_bytes / (p.latency_us - t0_us));
+    return L > loL && L < hiL ? L : NaN;
+  });
+  return { loL, hiL, grid, kink };
+}
+
+function candidateTerms(pts: ReadonlyArray<CurvePoint>, t0_us: number, r_peak: number): CandidateTerms {
+  const g = candidateGrid(t0_us, r_peak, pts);
+  const terms = new Map<number, Float64Array>();
+  for (const L of [...g.grid, ...g.kink]) {
+    if (Number.isNaN(L) || terms.has(L)) continue;
+    const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
+    terms.set(
+      L,
+      Float64Array.from(pts, (p) => Math.abs(Math.log(collectiveTime(p.message_bytes, c) / p.latency_us))),
+    );
+  }
+  return { ...g, terms };
+}
+
+/**
  * `collectiveObjective` over the resample `idx` as a function of L = ln r_t, the same value bit for
  * bit: each distinct point's |ln ratio| is taken once per L (a resample repeats about a third of its
- * points), then summed in idx order, as the direct loop sums them (issue 17: the bootstrap's cost).
+ * points), or read from `table` at a candidate L, then summed in idx order, as the direct loop sums
+ * them (issue 17: the bootstrap's cost).
  */
 function resampleObjective(
   pts: ReadonlyArray<CurvePoint>,
   t0_us: number,
   r_peak: number,
   idx: ArrayLike<number>,
+  table?: CandidateTerms,
 ): (L: number) => number {
   const used = Int32Array.from(new Set(Array.from(idx)));
   const bytes = Float64Array.from(pts, (p) => p.message_bytes);
   const meas = Float64Array.from(pts, (p) => p.latency_us);
-  const term = new Float64Array(pts.length);
+  const computed = new Float64Array(pts.length);
   const n = idx.length;
   return (L) => {
-    const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
-    for (let u = 0; u < used.length; u++) {
-      const i = used[u]!;
-      term[i] = Math.abs(Math.log(collectiveTime(bytes[i]!, c) / meas[i]!));
+    let term = table?.terms.get(L);
+    if (!term) {
+      const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
+      for (let u = 0; u < used.length; u++) {
+        const i = used[u]!;
+        computed[i] = Math.abs(Math.log(collectiveTime(bytes[i]!, c) / meas[i]!));
+      }
+      term = computed;
     }
     let s = 0;
     for (let j = 0; j < n; j++) s += term[idx[j]!]!;
@@ -126,29 +178,25 @@ function resampleObjective(
  * [ln(r_peak·1e-4), ln r_peak]. The objective is piecewise smooth with kinks where a prediction
  * crosses its measurement (r_t = b_i/(m_i − t0)); we evaluate every kink inside the bracket, the
  * bracket ends and a 48-point log grid, then refine between the best candidate's neighbours with
- * golden-section search. Deterministic.
+ * golden-section search. Deterministic. `table` (the bootstrap: candidateTerms of the same pts, t0
+ * and r_peak) supplies the candidates' terms.
  */
 export function fitTransitionRate(
   pts: ReadonlyArray<CurvePoint>,
   t0_us: number,
   r_peak: number,
   idx?: ArrayLike<number>,
+  table?: CandidateTerms,
 ): { r_t: number; objective: number; at_peak: boolean } {
-  const hiL = Math.log(r_peak);
-  const loL = Math.log(r_peak * R_T_BRACKET_LOW);
+  const { hiL, grid, kink } = table ?? candidateGrid(t0_us, r_peak, pts);
   const f = idx
-    ? resampleObjective(pts, t0_us, r_peak, idx)
+    ? resampleObjective(pts, t0_us, r_peak, idx, table)
     : (L: number) => collectiveObjective(pts, t0_us, Math.exp(L), r_peak);
-  const cand = new Set<number>([loL, hiL]);
-  const G = 48;
-  for (let i = 1; i < G; i++) cand.add(loL + ((hiL - loL) * i) / G);
+  const cand = new Set<number>(grid);
   const n = idx ? idx.length : pts.length;
   for (let j = 0; j < n; j++) {
-    const p = pts[idx ? idx[j]! : j]!;
-    if (p.latency_us > t0_us) {
-      const L = Math.log(p.message_bytes / (p.latency_us - t0_us));
-      if (L > loL && L < hiL) cand.add(L);
-    }
+    const L = kink[idx ? idx[j]! : j]!;
+    if (!Number.isNaN(L)) cand.add(L);
   }
   const { x: bestL, fx: bestF } = gridGoldenMin(
     f,
@@ -212,11 +260,12 @@ export function bootstrapTransitionRate(
   opts: { resamples: number; seed: number },
 ): { ci95: [number, number]; ok: number; widened: boolean } {
   const n = pts.length;
+  const table = candidateTerms(pts, fit.t0_us, fit.r_peak_bytes_per_us);
   const vals = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
     // A resample without any message above the small region cannot identify a rate.
     let any = false;
     for (let i = 0; i < n; i++) if (pts[idx[i]!]!.message_bytes > SMALL_MESSAGE_BYTES) any = true;
-    return any ? fitTransitionRate(pts, fit.t0_us, fit.r_peak_bytes_per_us, idx).r_t : undefined;
+    return any ? fitTransitionRate(pts, fit.t0_us, fit.r_peak_bytes_per_us, idx, table).r_t : undefined;
   });
   if (vals.length === 0) return { ci95: [fit.r_t_bytes_per_us, fit.r_t_bytes_per_us], ok: 0, widened: true };
   let lo = percentileType7(vals, 0.025);

@@ -207,6 +207,29 @@ describe('curve fit', () => {
     expect(a.ci95[1]).toBeGreaterThan(a.ci95[0]);
     expect(a.ok).toBe(200);
   });
+
+  it('the bootstrap (candidate terms taken once per curve) gives the r_t each resample fitted on its own gives, bit for bit', () => {
+    const pts = SIZES.map((b, i) => ({ message_bytes: b, latency_us: H200_NCCL_AR8_US[i]! }));
+    const f = fitCurve(pts);
+    const boot = bootstrapTransitionRate(pts, f, { resamples: 200, seed: 5 });
+    // The same resamples (resampleEstimates: mulberry32 from the seed, n draws each), each fitted alone.
+    const rand = seededRandom(5);
+    const vals: number[] = [];
+    for (let b = 0; b < 200; b++) {
+      const idx = Uint32Array.from(pts, () => Math.floor(rand() * pts.length));
+      if (Array.from(idx).some((i) => pts[i]!.message_bytes > 4096))
+        vals.push(fitTransitionRate(pts, f.t0_us, f.r_peak_bytes_per_us, idx).r_t);
+    }
+    const sorted = [...vals].sort((x, y) => x - y);
+    // type-7 quantiles of the 200 values at 2.5 % and 97.5 %, widened to the estimate
+    const q = (p: number) => {
+      const h = (sorted.length - 1) * p;
+      const lo = Math.floor(h);
+      return sorted[lo]! + (h - lo) * (sorted[Math.min(lo + 1, sorted.length - 1)]! - sorted[lo]!);
+    };
+    expect(boot.ok).toBe(vals.length);
+    expect(boot.ci95).toEqual([Math.min(q(0.025), f.r_t_bytes_per_us), Math.max(q(0.975), f.r_t_bytes_per_us)]);
+  });
 });
 
 describe('width holdout', () => {
