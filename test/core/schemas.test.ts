@@ -35,7 +35,7 @@ describe('registry schema', () => {
     expect(js.required).toEqual(['kind', 'name', 'coefficients']);
   });
 
-  it('every shipped registry loads (222 h200 entries in 4 sets: 157 + 16 sparse + 8 four-bit expert + 12 recurrent + 17 MLA + 12 DeepEP all-to-all)', () => {
+  it('every shipped registry loads (237 h200 entries in 4 sets: 172 + 16 sparse + 8 four-bit expert + 12 recurrent + 17 MLA + 12 DeepEP all-to-all)', () => {
     for (const f of readdirSync(path.join(REPO_ROOT, 'registry')).filter((n) => n.endsWith('.yaml'))) {
       const sets = parseCoefficientSets(readFileSync(path.join(REPO_ROOT, 'registry', f), 'utf8'), f);
       expect(sets.length).toBe(4);
@@ -47,7 +47,11 @@ describe('registry schema', () => {
     // + moe_expert_pair_rate_{fp8,fp8_block,int4,mxfp4} (the expert law's pair term, 453c5fa) and fp8_block's
     // m_half, which fits above 0 again beside it (moe_expert_m_half_fp8_block) = 158;
     // fitted with the balanced routing's distinct experts (experts branch, 2026-12-02) fp8_block's m_half pins at 0 again = 157.
-    expect(parseCoefficientSets(h200Text, 'h200.yaml').reduce((n, s) => n + s.coefficients.length, 0)).toBe(222);
+    // + the lane's expert kernel sets (experts3, docs/pricer.md "Expert kernels"): fp8_block Triton at ep 1
+    // (floor, eps_max, route_rate, per_expert: its pair term pins and m_half fits to 0) 4, fp8_block CUTLASS at
+    // ep > 1 (floor, eps_max, m_half, route_rate, per_expert, pair_rate) 6, mxfp4 gpt-oss Triton (floor, eps_max,
+    // m_half, route_rate, pair_rate) 5 = 172.
+    expect(parseCoefficientSets(h200Text, 'h200.yaml').reduce((n, s) => n + s.coefficients.length, 0)).toBe(237);
   });
 
   it('a string, a NaN and an unknown key are errors naming file, set, entry and field', () => {
