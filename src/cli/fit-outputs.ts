@@ -49,35 +49,75 @@ function flat(sets: CoefficientSet[]): Map<string, string> {
   );
 }
 
-/** `set/name: added | changed` for each entry of `after` not equal in `before`; `removed` too when asked. */
-function entryDrift(before: Map<string, string>, after: Map<string, string>, removed: boolean): string[] {
+/** `set/name` → the family that fitted it (`evidence.family`), for every entry of `sets`. */
+function familyOf(sets: CoefficientSet[]): Map<string, string> {
+  return new Map(
+    sets.flatMap((s) => s.coefficients.map((c) => [`${s.name}/${c.name}`, c.entry.evidence?.family ?? ''] as const)),
+  );
+}
+
+/**
+ * `set/name: added | changed` for each entry of `after` not equal in `before`, and `removed` for each
+ * entry of `before` missing from `after` that `dropped` counts (every one for a whole fit; the fitted
+ * families' own for a family-only check).
+ */
+function entryDrift(
+  before: Map<string, string>,
+  after: Map<string, string>,
+  dropped: (key: string) => boolean,
+): string[] {
   const out: string[] = [];
   for (const [k, v] of after) {
     if (!before.has(k)) out.push(`${k}: added`);
     else if (before.get(k) !== v) out.push(`${k}: changed`);
   }
-  if (removed) for (const k of before.keys()) if (!after.has(k)) out.push(`${k}: removed`);
+  for (const k of before.keys()) if (!after.has(k) && dropped(k)) out.push(`${k}: removed`);
   return out;
 }
 
+/** The registry file a fit writes (`registry/<chip>.yaml` or `--registry-out`). */
+export function registryOutputFile(result: FitAllResult, opts: FitOutputOptions = {}): string {
+  return fitOutputFiles(result, { ...opts, fitsDir: null }, { readme: '', figures: [] })[0]!.file;
+}
+
+/** A registry file's sets, or the one-line drift message saying why it cannot be compared. */
+function setsOnDisk(file: string): CoefficientSet[] | string {
+  if (!existsSync(file)) return `${file}: missing`;
+  try {
+    return parseCoefficientSets(readText(file), file);
+  } catch (e) {
+    return `${file}: unreadable (${(e as Error).message.split('\n')[0]})`;
+  }
+}
+
 /**
- * `fit <family> --check` with the registry not redirected: the family's own entries (and those of
- * the families it is fitted from, e.g. hbm's gemm and decode entries) against the same entries of the
- * committed registry. A family-only fit writes nothing there and drops nothing (planFitOutputs), so
- * the entries it does not fit are not compared, and neither is the report (`fit all --check` checks
- * both). Returns drift messages (`set/name: added | changed`, or the file missing / unreadable),
- * empty when the family reproduces its committed entries.
+ * `fit <family> --check`: the entries the run fits (the family's and those of the families it is fitted
+ * from, e.g. hbm's gemm and decode entries) against the same entries of the registry file
+ * (`registry/<chip>.yaml`, or `--registry-out`). An entry of a fitted family that the file holds and
+ * the run no longer produces is `removed`; the other families' entries are not compared, and neither
+ * is the report (`fit all --check` checks both). Empty when the family reproduces its entries.
  */
 export function checkFamilyEntries(result: FitAllResult, opts: FitOutputOptions = {}): string[] {
-  const file = fitOutputFiles(result, { ...opts, fitsDir: null }, { readme: '', figures: [] })[0]!.file;
-  if (!existsSync(file)) return [`${file}: missing`];
-  let before: Map<string, string>;
-  try {
-    before = flat(parseCoefficientSets(readText(file), file));
-  } catch {
-    return [`${file}: unreadable`];
-  }
-  return entryDrift(before, flat(result.sets), false);
+  const disk = setsOnDisk(registryOutputFile(result, opts));
+  if (typeof disk === 'string') return [disk];
+  const fitted = new Set(familyOf(result.sets).values());
+  const before = familyOf(disk);
+  return entryDrift(flat(disk), flat(result.sets), (k) => fitted.has(before.get(k)!));
+}
+
+/**
+ * The entries of an existing `--registry-out` file that a family-only fit would drop by writing its
+ * partial registry over it (the other families' entries), as `set/name`; empty when the file is absent
+ * or holds only what the run fits. `fit <family>` refuses to write over such a file.
+ * @throws UserError when the file exists but cannot be read as a registry
+ */
+export function partialFitDrops(result: FitAllResult, opts: FitOutputOptions = {}): string[] {
+  const file = registryOutputFile(result, opts);
+  if (!existsSync(file)) return [];
+  const disk = setsOnDisk(file);
+  if (typeof disk === 'string') throw new UserError(`fit ${result.chip}: --registry-out ${disk}; nothing written`);
+  const after = flat(result.sets);
+  return [...flat(disk).keys()].filter((k) => !after.has(k));
 }
 
 /**
@@ -102,7 +142,7 @@ export function driftOfFiles(files: ReadonlyArray<{ file: string; data: string }
         continue;
       }
       const n0 = out.length;
-      out.push(...entryDrift(before, flat(sets), true));
+      out.push(...entryDrift(before, flat(sets), () => true));
       if (out.length === n0) out.push(`${file}: text differs (formatting or order)`);
     } else {
       out.push(`${file}: ${old === undefined ? 'missing' : 'differs'}`);

@@ -87,7 +87,7 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
   it('CLI: fit host --check compares only the entries host fits with the committed registry', async () => {
     const a = await cliInProcess(['fit', 'host', '--chip', 'h200', '--check']);
     expect(a.code, a.stderr).toBe(0);
-    expect(a.stderr).toMatch(/the 7 entries host fits match registry\/h200\.yaml/);
+    expect(a.stderr).toMatch(/the 7 entries of host and the families it is fitted from match registry\/h200\.yaml/);
     expect(a.stderr).not.toContain('removed');
   });
 
@@ -107,5 +107,32 @@ describe('stepcal fit output plan (--registry-out, --fits-out)', () => {
     expect(checkFamilyEntries(result, { registryOut: path.join(tmp, 'absent.yaml') })).toEqual([
       `${path.join(tmp, 'absent.yaml')}: missing`,
     ]);
+  });
+
+  it('checkFamilyEntries names an entry of a fitted family that the run no longer produces as removed', async () => {
+    const result = await fitAll('h200', { families: ['host'], workers: 1 });
+    const text = readFileSync(path.join(REPO_ROOT, 'registry', 'h200.yaml'), 'utf8');
+    const lines = text.split('\n');
+    const at = lines.indexOf('  - host_completion:');
+    let end = at + 1;
+    while (!lines[end]!.startsWith('  - ')) end++;
+    // A stale host entry (family host) and nothing else changed: the check must name it.
+    const stale = ['  - host_stale_term:', ...lines.slice(at + 1, end)];
+    const reg = path.join(tmp, 'h200.stale.yaml');
+    writeFileSync(reg, [...lines.slice(0, end), ...stale, ...lines.slice(end)].join('\n'));
+    expect(checkFamilyEntries(result, { registryOut: reg })).toEqual([
+      'cost-model-host-overheads/host_stale_term: removed',
+    ]);
+  });
+
+  it('CLI: a family-only fit refuses to write over a registry holding other families, and leaves it as it was', async () => {
+    const reg = path.join(tmp, 'h200.full.yaml');
+    const text = readFileSync(path.join(REPO_ROOT, 'registry', 'h200.yaml'), 'utf8');
+    writeFileSync(reg, text);
+    const a = await cliInProcess(['fit', 'host', '--chip', 'h200', '--registry-out', reg]);
+    expect(a.code).toBe(1);
+    expect(a.stderr).toMatch(/holds 230 entries host does not fit .*would drop them, so nothing was written/);
+    expect(a.stderr).toContain('registry update --chip h200');
+    expect(readFileSync(reg, 'utf8')).toBe(text);
   });
 });

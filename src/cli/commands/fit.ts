@@ -15,7 +15,15 @@ import { note } from '../../core/io/progress.ts';
 import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
 import { fitAll, FIT_FAMILIES, type FitFamily } from '../../fit/index.ts';
 import { coefficientSummaries, fitOutputFiles, type FitOutputOptions, renderFitReport } from '../../report/fit.ts';
-import { checkFamilyEntries, checkFitOutputs, writeFitOutputs } from '../fit-outputs.ts';
+import type { FitAllResult } from '../../fit/index.ts';
+import { displayPath } from '../../core/io/paths.ts';
+import {
+  checkFamilyEntries,
+  checkFitOutputs,
+  partialFitDrops,
+  registryOutputFile,
+  writeFitOutputs,
+} from '../fit-outputs.ts';
 import path from 'node:path';
 
 /** What a `stepcal fit` invocation writes (or, with --check, compares). */
@@ -64,6 +72,21 @@ export function planFitOutputs(
 /** How many coefficient entries `sets` hold. */
 const entryCount = (sets: ReadonlyArray<{ coefficients: readonly unknown[] }>): number =>
   sets.reduce((n, s) => n + s.coefficients.length, 0);
+
+/**
+ * A family-only fit writes a registry holding only what it fits; over an existing `--registry-out` that
+ * holds other families' entries it would drop them (an update never drops entries it did not mean to
+ * change), so it refuses and says how to merge instead.
+ * @throws UserError naming the file, how many entries would go and a few of them
+ */
+function refuseDroppingWrite(result: FitAllResult, out: FitOutputOptions, family: string): void {
+  const drops = partialFitDrops(result, out);
+  if (!drops.length) return;
+  const file = displayPath(registryOutputFile(result, out));
+  throw new UserError(
+    `fit ${family} --chip ${result.chip}: --registry-out ${file} holds ${drops.length} entries ${family} does not fit (e.g. ${drops.slice(0, 3).join(', ')}); writing its partial registry there would drop them, so nothing was written. Write to a new file and merge it with \`stepcal registry update --chip ${result.chip} --registry ${file} --from <new file> --only ${family}\`, or run \`fit all\``,
+  );
+}
 
 export function register(program: Command): void {
   program
@@ -147,18 +170,19 @@ export function register(program: Command): void {
         if (result.refusals.length)
           throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
         if (o.check) {
-          const partial = family !== 'all' && !o.registryOut;
+          const partial = family !== 'all';
           const drift = partial ? checkFamilyEntries(result, out) : checkFitOutputs(result, out, report);
           if (drift.length)
             throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);
           note(
             partial
-              ? `fit --check ${o.chip}: the ${entryCount(result.sets)} entries ${family} fits match registry/${o.chip}.yaml (the report is checked by \`fit all --check\`)`
+              ? `fit --check ${o.chip}: the ${entryCount(result.sets)} entries of ${family} and the families it is fitted from match ${displayPath(registryOutputFile(result, out))} (the report is checked by \`fit all --check\`)`
               : `fit --check ${o.chip}: clean`,
           );
           return;
         }
         if (!plan.write) return;
+        if (family !== 'all') refuseDroppingWrite(result, out, family);
         const targets = fitOutputFiles(result, out, report).map((f) => f.file);
         const dirs = [...new Set(targets.map((t) => path.dirname(t)))];
         const written = withOutputLockSync(
