@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { InputError } from '../errors.ts';
 import { commitFiles, sleepSync, tempNameFor, writeError } from './staging.ts';
 
 /**
@@ -42,10 +43,22 @@ export function writeFilesAtomic(files: ReadonlyArray<{ file: string; data: stri
   commitFiles(files);
 }
 
-/** Read a text file, transparently gunzipping names ending in `.gz`. */
+/**
+ * Read a text file, transparently gunzipping names ending in `.gz`.
+ * @throws InputError naming the file when a `.gz` does not decompress (truncated: zlib's Z_BUF_ERROR,
+ *   "unexpected end of file", which an empty file gives too; or corrupt); the system's error when the
+ *   file cannot be read.
+ */
 export function readText(file: string): string {
   const buf = readFileSync(file);
-  return file.endsWith('.gz') ? gunzipSync(buf).toString('utf8') : buf.toString('utf8');
+  if (!file.endsWith('.gz')) return buf.toString('utf8');
+  try {
+    return gunzipSync(buf).toString('utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const what = e.code === 'Z_BUF_ERROR' ? 'truncated gzip file' : 'not a valid gzip file';
+    throw new InputError({ file }, `${what} (${e.message}): copy or download it again`);
+  }
 }
 
 /** Encode text for `file`: gzip (level 9, mtime 0, so output is byte-reproducible) if the name ends in `.gz`. */
