@@ -330,6 +330,9 @@ function expertLawPlan(
   return foldExpertLaw(ctx, node, ks.set, bytesPerElement(w), shards, eps, peak);
 }
 
+/** The expert-law entries a kernel set needs before the pricer uses it (expertKernelSetOf). */
+const KERNEL_SET_CORE = ['floor', 'eps_max'] as const;
+
 /**
  * The expert law's registry set for dtype `law` at the deployment's ep (DECISION, docs/pricer.md "Expert
  * kernels"): the kernel the lane runs at this ep mode (`moe_expert_*_<law>_<tag>_<mode>`, a kernel chosen at
@@ -337,7 +340,10 @@ function expertLawPlan(
  * (`_<law>`). Tags in EXPERT_KERNEL_TAGS order; `kernel` says which and why, for `price` to show.
  */
 function expertKernelSetOf(ctx: PlanContext, law: string): { set: string; kernel?: string } {
-  const has = (set: string) => ctx.coef.opt(`moe_expert_eps_max_${set}`) !== undefined;
+  // A kernel set is used only with its floor and eps_max both present (every fitted set has them: the
+  // fused-MoE timings at one token are tens of µs, so the floor never pins at 0), so one stray entry
+  // of a set never prices that kernel with the rest of its law at 0 or ∞.
+  const has = (set: string) => KERNEL_SET_CORE.every((coef) => ctx.coef.opt(`moe_expert_${coef}_${set}`) !== undefined);
   const mode = expertEpMode(ctx.ep);
   const at = mode === 'ep1' ? 'ep 1' : 'ep > 1';
   for (const tag of EXPERT_KERNEL_TAGS)
