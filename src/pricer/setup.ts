@@ -64,7 +64,9 @@ export function setupPricer(
   const file = registryFile ?? defaultRegistryPath(c.name);
   if (!existsSync(file)) {
     throw new UserError(
-      `no registry file ${path.relative(process.cwd(), file) || file} for chip ${c.name}; create it with \`stepcal fit all --chip ${c.name}\` or pass --registry <file>`,
+      registryFile !== undefined
+        ? `no registry file ${registryFile} (--registry)`
+        : `no registry file ${path.relative(process.cwd(), file) || file} for chip ${c.name}; create it with \`stepcal fit all --chip ${c.name}\` or pass --registry <file>`,
     );
   }
   const sets = loadUsableRegistry(file, c.name);

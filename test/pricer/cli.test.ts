@@ -120,7 +120,9 @@ describe('stepcal price / sweep', () => {
         '/nonexistent.yaml',
       ]),
     ).toBe(1);
-    expect(c.err()).toMatch(/no registry file|cannot read/);
+    // The path as given, and no `fit all` advice: the user named the file.
+    expect(c.err()).toMatch(/no registry file \/nonexistent\.yaml \(--registry\)/);
+    expect(c.err()).not.toContain('fit all');
   });
   it('price says "1 request" and prints the registry relative to the repository root', async () => {
     const c = capture();
