@@ -138,3 +138,17 @@ export function distinctIndex(xs: readonly number[]): { values: Float64Array; in
   }
   return { values: Float64Array.from(at.keys()), index };
 }
+
+/** Shape-half cells as flat arrays: residuals, weights and each cell's index into the distinct n and k values. */
+export function packCells(cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>): PackedCells {
+  const n = distinctIndex(cells.map((c) => c.n));
+  const k = distinctIndex(cells.map((c) => c.k));
+  return {
+    r: Float64Array.from(cells, (c) => c.r),
+    w: Float64Array.from(cells, (c) => c.w),
+    nIndex: n.index,
+    kIndex: k.index,
+    nValues: n.values,
+    kValues: k.values,
+  };
+}

@@ -31,7 +31,7 @@ import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
-import { distinctIndex, halvesObjective, type PackedCells } from './gemm-polish.ts';
+import { distinctIndex, halvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
 import { levenbergMarquardt2 } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
@@ -204,19 +204,6 @@ function polishHalves(
   maxEvals: number,
 ): { n_half: number; k_half: number } {
   return polishPacked(packCells(cells), x0, step, maxEvals);
-}
-
-function packCells(cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>): PackedCells {
-  const n = distinctIndex(cells.map((c) => c.n));
-  const k = distinctIndex(cells.map((c) => c.k));
-  return {
-    r: Float64Array.from(cells, (c) => c.r),
-    w: Float64Array.from(cells, (c) => c.w),
-    nIndex: n.index,
-    kIndex: k.index,
-    nValues: n.values,
-    kValues: k.values,
-  };
 }
 
 /**

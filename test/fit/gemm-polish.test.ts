@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { patternSearch } from '../../src/core/numeric/minimize.ts';
 import { seededRandom } from '../../src/core/numeric/resample.ts';
-import { distinctIndex, halvesObjective, type PackedCells } from '../../src/fit/gemm-polish.ts';
+import { halvesObjective, packCells } from '../../src/fit/gemm-polish.ts';
 
 const NS = [512, 1024, 2048, 4096, 8192, 14336];
 const KS = [256, 1024, 4096, 7168, 16384];
@@ -24,18 +24,7 @@ function cells(seed: number) {
   return out;
 }
 
-function pack(cs: ReturnType<typeof cells>): PackedCells {
-  const n = distinctIndex(cs.map((c) => c.n));
-  const k = distinctIndex(cs.map((c) => c.k));
-  return {
-    r: Float64Array.from(cs, (c) => c.r),
-    w: Float64Array.from(cs, (c) => c.w),
-    nIndex: n.index,
-    kIndex: k.index,
-    nValues: n.values,
-    kValues: k.values,
-  };
-}
+const pack = packCells;
 
 /** The per-cell objective, written out: Σ w·(ln n/(n+e^un) + ln k/(k+e^uk) − r)². */
 const perCell = (cs: ReturnType<typeof cells>, un: number, uk: number) =>

@@ -22,6 +22,9 @@ import { fitMoeExperts } from '../../src/fit/moe-experts.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
+
+/** The expert law's six coefficients, in the order the recovery tests check them. */
+const LAW_COEFS = ['floor_us', 'eps_max', 'm_half', 'route_bytes_per_us', 'expert_us', 'pair_bytes_per_us'] as const;
 import { moeExpertsSection, sumVsMaxVerdict } from '../../src/report/fit-moe-experts.ts';
 
 const H200 = loadChip('h200');
@@ -156,14 +159,7 @@ describe('fitMoeExperts recovers known coefficients', () => {
   const f = fit.data.fits.find((x) => x.dtype === 'fp8_block')!;
   it('each within its ci95 and within 10% of the truth', () => {
     expect(f).toBeDefined();
-    for (const k of [
-      'floor_us',
-      'eps_max',
-      'm_half',
-      'route_bytes_per_us',
-      'expert_us',
-      'pair_bytes_per_us',
-    ] as const) {
+    for (const k of LAW_COEFS) {
       const v = f.coefficients[k];
       expect(f.ci95[k][0], k).toBeLessThanOrEqual(truth[k]);
       expect(f.ci95[k][1], k).toBeGreaterThanOrEqual(truth[k]);
@@ -267,14 +263,7 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
       ['fp8_block_cutlass_epn', cutlass],
     ] as const) {
       const f = set(name);
-      for (const k of [
-        'floor_us',
-        'eps_max',
-        'm_half',
-        'route_bytes_per_us',
-        'expert_us',
-        'pair_bytes_per_us',
-      ] as const) {
+      for (const k of LAW_COEFS) {
         if (!Number.isFinite(truth[k])) {
           expect(f.coefficients[k], `${name} ${k}`).toBe(Infinity);
           continue;
