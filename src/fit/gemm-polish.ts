@@ -90,34 +90,31 @@ function axisValue(s: AxisSums, lnOwn: Float64Array): number {
  * Dimensionless (squared ln-efficiency residuals times cell weights).
  */
 export function halvesObjective(c: PackedCells): (x: readonly number[], axis: number) => number {
-  const lnN = new Float64Array(c.nValues.length);
-  const lnK = new Float64Array(c.kValues.length);
-  const byN = axisSums(c.nValues.length);
-  const byK = axisSums(c.kValues.length);
-  return ([un, uk], axis) => {
-    if (axis === 0) {
-      if (byN.at !== uk) {
-        logShapeFactors(c.kValues, Math.exp(uk!), lnK);
-        foldAxis(c, byN, c.nIndex, c.kIndex, lnK);
-        byN.at = uk;
+  // One entry per axis (0: n, 1: k): its distinct values, their ln f, each cell's index, and the sums
+  // over its values with the other axis held.
+  const axes = [
+    { values: c.nValues, ln: new Float64Array(c.nValues.length), index: c.nIndex, sums: axisSums(c.nValues.length) },
+    { values: c.kValues, ln: new Float64Array(c.kValues.length), index: c.kIndex, sums: axisSums(c.kValues.length) },
+  ] as const;
+  return (x, axis) => {
+    if (axis === 0 || axis === 1) {
+      const moved = axes[axis];
+      const held = axes[1 - axis]!;
+      const at = x[1 - axis]!;
+      if (moved.sums.at !== at) {
+        logShapeFactors(held.values, Math.exp(at), held.ln);
+        foldAxis(c, moved.sums, moved.index, held.index, held.ln);
+        moved.sums.at = at;
       }
-      logShapeFactors(c.nValues, Math.exp(un!), lnN);
-      return axisValue(byN, lnN);
+      logShapeFactors(moved.values, Math.exp(x[axis]!), moved.ln);
+      return axisValue(moved.sums, moved.ln);
     }
-    if (axis === 1) {
-      if (byK.at !== un) {
-        logShapeFactors(c.nValues, Math.exp(un!), lnN);
-        foldAxis(c, byK, c.kIndex, c.nIndex, lnN);
-        byK.at = un;
-      }
-      logShapeFactors(c.kValues, Math.exp(uk!), lnK);
-      return axisValue(byK, lnK);
-    }
-    logShapeFactors(c.nValues, Math.exp(un!), lnN);
-    logShapeFactors(c.kValues, Math.exp(uk!), lnK);
+    const [n, k] = axes;
+    logShapeFactors(n.values, Math.exp(x[0]!), n.ln);
+    logShapeFactors(k.values, Math.exp(x[1]!), k.ln);
     let t = 0;
     for (let i = 0; i < c.r.length; i++) {
-      const d = lnN[c.nIndex[i]!]! + lnK[c.kIndex[i]!]! - c.r[i]!;
+      const d = n.ln[c.nIndex[i]!]! + k.ln[c.kIndex[i]!]! - c.r[i]!;
       t += c.w[i]! * d * d;
     }
     return t;
