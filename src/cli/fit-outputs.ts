@@ -80,15 +80,19 @@ export function registryOutputFile(result: FitAllResult, opts: FitOutputOptions 
   return fitOutputFiles(result, { ...opts, fitsDir: null }, { readme: '', figures: [] })[0]!.file;
 }
 
-/** A registry file's sets, or the one-line drift message saying why it cannot be compared. */
-function setsOnDisk(file: string): CoefficientSet[] | string {
-  if (!existsSync(file)) return `${file}: missing`;
+/** A registry text's sets (`undefined`: the file is absent), or the one-line drift message saying why it cannot be compared. */
+function parsedOrDrift(text: string | undefined, file: string): CoefficientSet[] | string {
+  if (text === undefined) return `${file}: missing`;
   try {
-    return parseCoefficientSets(readText(file), file);
+    return parseCoefficientSets(text, file);
   } catch (e) {
     return `${file}: unreadable (${(e as Error).message.split('\n')[0]})`;
   }
 }
+
+/** A registry file's sets, or the drift message of parsedOrDrift. */
+const setsOnDisk = (file: string): CoefficientSet[] | string =>
+  parsedOrDrift(existsSync(file) ? readText(file) : undefined, file);
 
 /**
  * `fit <family> --check`: the entries the run fits (the family's and those of the families it is fitted
@@ -130,19 +134,13 @@ export function driftOfFiles(files: ReadonlyArray<{ file: string; data: string }
     const old = existsSync(file) ? readText(file) : undefined;
     if (old === data) continue;
     if (file.endsWith('.yaml')) {
-      if (old === undefined) {
-        out.push(`${file}: missing`);
-        continue;
-      }
-      let before: Map<string, string>;
-      try {
-        before = flat(parseCoefficientSets(old, file));
-      } catch {
-        out.push(`${file}: unreadable`);
+      const disk = parsedOrDrift(old, file);
+      if (typeof disk === 'string') {
+        out.push(disk);
         continue;
       }
       const n0 = out.length;
-      out.push(...entryDrift(before, flat(sets), () => true));
+      out.push(...entryDrift(flat(disk), flat(sets), () => true));
       if (out.length === n0) out.push(`${file}: text differs (formatting or order)`);
     } else {
       out.push(`${file}: ${old === undefined ? 'missing' : 'differs'}`);
