@@ -207,6 +207,7 @@ export function identifiedColumns(X: number[][]): boolean[] {
     const v = Float64Array.from(X, (r) => r[c]!);
     const norm0 = v.every(Number.isFinite) ? Math.hypot(...v) : 0;
     let kept = norm0 > 0;
+    let norm = norm0;
     if (kept && basis.length) {
       for (let pass = 0; pass < 2; pass++)
         for (const q of basis) {
@@ -214,12 +215,10 @@ export function identifiedColumns(X: number[][]): boolean[] {
           for (let i = 0; i < v.length; i++) d += q[i]! * v[i]!;
           for (let i = 0; i < v.length; i++) v[i] = v[i]! - d * q[i]!;
         }
-      kept = Math.hypot(...v) > 1e-9 * norm0;
+      norm = Math.hypot(...v);
+      kept = norm > 1e-9 * norm0;
     }
-    if (kept) {
-      const nv = Math.hypot(...v);
-      basis.push(v.map((x) => x / nv));
-    }
+    if (kept) basis.push(v.map((x) => x / norm));
     ok.push(kept);
   }
   return ok;
