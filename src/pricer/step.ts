@@ -287,7 +287,7 @@ function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefine
  */
 export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undefined, out: StepPrice): StepPrice {
   walkBatch(p.walkPlan, batch, p.scratch.walk);
-  return priceWalked(p, popts, out);
+  return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
 }
 
 /** `priceStep` for a ColumnBatch (types.ts): the same walk over two typed-array columns, the same numbers. */
@@ -298,7 +298,54 @@ export function priceColumnsStep(
   out: StepPrice,
 ): StepPrice {
   walkColumns(p.walkPlan, batch, p.scratch.walk);
-  return priceWalked(p, popts, out);
+  return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
+}
+
+/**
+ * A call `pricePlain` prices: no drafter, no per-kind breakdown, no terms sink, at least one token (the
+ * calls of the pricer benches, serve and the CLI's plain `price`).
+ */
+function plainCall(p: StepPlan, popts: PriceOptions | undefined): boolean {
+  return (
+    p.drafter === undefined && p.scratch.walk.tok > 0 && (popts === undefined || (!popts.per_kind && !popts.terms))
+  );
+}
+
+/**
+ * `priceWalked` for a `plainCall` (issue 17, the fixed cost of a call): the target pass's kinds, its head,
+ * its host and the finish, with the drafter, sink and per-kind branches and the calls of `pricePass` and
+ * `priceHead` left out. The same inputs into `inp`, the same compiled kinds in the same order, the same
+ * host slot and the same composition, so the same numbers bit for bit (test/pricer/golden-prices.test.ts;
+ * docs/performance.md "Session 10").
+ */
+function pricePlain(p: StepPlan, out: StepPrice): StepPrice {
+  const sc = p.scratch;
+  const { acc, inp, lays, walk: w } = sc;
+  const tok = w.tok;
+  const nPrefill = w.nPrefill;
+  const anyPrefill = nPrefill > 0;
+  for (let i = 0; i < ACC_LEN; i++) acc[i] = 0;
+  sc.sink = undefined;
+  sc.preSeqs = nPrefill;
+  inp[IN_BIG] = 0;
+  inp[IN_TOK] = tok;
+  inp[IN_DEC_TOK] = w.decTok;
+  inp[IN_DEC_ROWS] = w.nReq - nPrefill;
+  inp[IN_N_PREFILL] = nPrefill;
+  inp[IN_PRE_TOK] = w.prefillTokens();
+  inp[IN_PRE_SEQS] = nPrefill;
+  inp[IN_ANY_DECODE] = w.nReq > nPrefill ? 1 : 0;
+  const code = p.code.target;
+  const fns = anyPrefill ? code.withPrefill : code.decodeOnly;
+  for (let i = 0; i < fns.length; i++) fns[i]!(inp, w.decRead, w.preRead, w.preRaw, acc, lays);
+  inp[IN_TOK] = w.headRows;
+  inp[IN_ALL_TOK] = tok;
+  inp[IN_DEC_TOK] = 0;
+  p.code.head(inp, w.decRead, w.preRead, w.preRaw, acc, lays);
+  sc.host = 0;
+  sc.host += p.targetHost[hostSlot(!w.uniform, tok > p.maxCaptureSize, anyPrefill)]!;
+  composeHost(acc, sc.host);
+  return finishStepInto(acc, stepNotes(p.notes, tok, w.nReq, w.ctxSumAll, w.allRead, inp[IN_BIG]!), out);
 }
 
 /**

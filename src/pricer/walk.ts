@@ -342,7 +342,7 @@ const DEC_MIN = 8; // the least decode context (bounded readers; Infinity with n
 /*
  * The common decode step: every row a uniform decode row (s = 1 + num_spec_tokens) and no bounded
  * reader, so such rows need only their count and Σ computed: the walk takes the batch's leading uniform
- * rows four at a time, checking and summing in one pass, and the general loop walks from the first block
+ * rows eight at a time, checking and summing in one pass, and the general loop walks from the first block
  * with another row on (a mixed step's prefill rows come last). The sum runs on four partial sums
  * (four independent add chains instead of one): token counts are integers and every partial sum is
  * below 2^53, so each partial sum is exact and the total equals the one-chain sum bit for bit (the
@@ -350,33 +350,36 @@ const DEC_MIN = 8; // the least decode context (bounded readers; Infinity with n
  */
 
 /**
- * The leading uniform rows, four at a time: Σ computed_tokens of the first 4·⌊u/4⌋ rows that all
- * schedule exactly `width` tokens into w.rows[COMPUTED] (four partial sums, exact for integer counts).
- * @returns how many rows it consumed (a multiple of 4); the general loop walks the rest
+ * The leading uniform rows, eight at a time: Σ computed_tokens of the first 8·⌊u/8⌋ rows that all
+ * schedule exactly `width` tokens into w.rows[COMPUTED] (four partial sums, each adding two rows, exact
+ * for integer counts). Eight rows per iteration, not four: V8's per-iteration cost (the loop's compare,
+ * its interrupt check, the index's bounds) is then paid once per eight rows (docs/performance.md "Session
+ * 10"). @returns how many rows it consumed (a multiple of 8); the general loop walks the rest
  */
 function uniformRequests(reqs: readonly Request[], width: number, rows: Float64Array): number {
   let a = 0;
   let b = 0;
   let c = 0;
   let d = 0;
-  const n4 = reqs.length & ~3;
+  const n8 = reqs.length & ~7;
   let i = 0;
-  for (; i < n4; i += 4) {
+  for (; i < n8; i += 8) {
     const q0 = reqs[i]!;
     const q1 = reqs[i + 1]!;
     const q2 = reqs[i + 2]!;
     const q3 = reqs[i + 3]!;
-    if (
-      q0.scheduled_tokens !== width ||
-      q1.scheduled_tokens !== width ||
-      q2.scheduled_tokens !== width ||
-      q3.scheduled_tokens !== width
-    )
-      break;
-    a += q0.computed_tokens;
-    b += q1.computed_tokens;
-    c += q2.computed_tokens;
-    d += q3.computed_tokens;
+    const q4 = reqs[i + 4]!;
+    const q5 = reqs[i + 5]!;
+    const q6 = reqs[i + 6]!;
+    const q7 = reqs[i + 7]!;
+    if (q0.scheduled_tokens !== width || q1.scheduled_tokens !== width) break;
+    if (q2.scheduled_tokens !== width || q3.scheduled_tokens !== width) break;
+    if (q4.scheduled_tokens !== width || q5.scheduled_tokens !== width) break;
+    if (q6.scheduled_tokens !== width || q7.scheduled_tokens !== width) break;
+    a += q0.computed_tokens + q4.computed_tokens;
+    b += q1.computed_tokens + q5.computed_tokens;
+    c += q2.computed_tokens + q6.computed_tokens;
+    d += q3.computed_tokens + q7.computed_tokens;
   }
   rows[COMPUTED] = a + b + (c + d);
   return i;
@@ -388,14 +391,15 @@ function uniformColumns(sched: Float64Array, comp: Float64Array, n: number, widt
   let b = 0;
   let c = 0;
   let d = 0;
-  const n4 = n & ~3;
+  const n8 = n & ~7;
   let i = 0;
-  for (; i < n4; i += 4) {
+  for (; i < n8; i += 8) {
     if (sched[i] !== width || sched[i + 1] !== width || sched[i + 2] !== width || sched[i + 3] !== width) break;
-    a += comp[i]!;
-    b += comp[i + 1]!;
-    c += comp[i + 2]!;
-    d += comp[i + 3]!;
+    if (sched[i + 4] !== width || sched[i + 5] !== width || sched[i + 6] !== width || sched[i + 7] !== width) break;
+    a += comp[i]! + comp[i + 4]!;
+    b += comp[i + 1]! + comp[i + 5]!;
+    c += comp[i + 2]! + comp[i + 6]!;
+    d += comp[i + 3]! + comp[i + 7]!;
   }
   rows[COMPUTED] = a + b + (c + d);
   return i;
@@ -615,7 +619,7 @@ export function walkBatch(p: WalkPlan, batch: Batch, w: BatchWalk): void {
   const { threshold, uniformWidth } = p;
   const nBounded = p.bounded.length;
   const reqs = batch.requests;
-  // Without a bounded reader, the leading uniform rows go four at a time (above); the loop walks the rest.
+  // Without a bounded reader, the leading uniform rows go eight at a time (above); the loop walks the rest.
   const start =
     nBounded === 0 ? uniformRequests(reqs, uniformWidth, w.rows) : uniformRunRequests(reqs, uniformWidth, w);
   if (nBounded === 0 && start === reqs.length) {

@@ -29,6 +29,53 @@ describe('priceInto', () => {
 });
 
 /**
+ * A plain call (no drafter, no per_kind, no terms sink) takes step.ts `pricePlain`; a call with a terms
+ * sink takes the general `priceWalked`. The two must give the same StepPrice to the bit, on every batch
+ * shape: decode only, mixed, prefill first, a zero-token row, blocks of 8 and their remainders.
+ */
+describe('the plain path equals the general path', () => {
+  const row = (s: number, c: number) => ({ scheduled_tokens: s, computed_tokens: c, prompt_tokens: c });
+  const batches: Batch[] = [
+    decodeBatch(256, 4095),
+    decodeBatch(1, 4095),
+    decodeBatch(13, 777),
+    mixed,
+    { requests: [...prefillBatch(1, 512).requests, ...decodeBatch(9, 1000).requests] },
+    {
+      requests: [
+        row(1, 10),
+        row(0, 5),
+        row(1, 11),
+        row(3, 12),
+        row(1, 13),
+        row(1, 14),
+        row(1, 15),
+        row(1, 16),
+        row(1, 17),
+      ],
+    },
+    prefillBatch(2, 4096),
+  ];
+  const noSink = { layer: () => {}, head: () => {}, host: () => {} };
+  for (const [model, chip] of [
+    ['llama-3.1-70b', 'h200'],
+    ['gpt-oss-120b', 'b200'],
+    ['deepseek-v3', 'h200'],
+    ['deepseek-v4-flash', 'gb200'],
+  ] as const) {
+    it(`${model} ${chip}: priceInto plain and with a terms sink agree on every batch`, () => {
+      const pricer = makePricer(model, chip, { tp: 8 });
+      for (const b of batches) {
+        const general = { ...pricer.priceInto(b, emptyStepPrice(), { terms: noSink }) };
+        const plain = pricer.priceInto(b, emptyStepPrice());
+        expect(plain).toStrictEqual(general);
+        expect(pricer.priceInto(b, emptyStepPrice(), {})).toStrictEqual(general);
+      }
+    });
+  }
+});
+
+/**
  * Pricers of one graph structure share one compiled script (terms.ts compileKinds), each with its own
  * constants and touched-experts memo: interleaving two such pricers (other chip, other sm_scale) must
  * not change either's prices, and each equals a pricer built and used alone.
