@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { UserError } from '../errors.ts';
 import { textMemo } from '../text-memo.ts';
 import { parseBlockYaml } from './block-yaml.ts';
+import { writeBlockYaml } from './block-yaml-writer.ts';
 import { CoefficientSetDocSchema, type CoefficientEntry, type CoefficientSet, type NamedEntry } from './registry.ts';
 
 /** `file: set S: entry E: field F: message` for the first zod issue of one document. */
@@ -78,14 +79,16 @@ function parseFully(text: string, source: string): Array<Record<string, unknown>
   });
 }
 
-/** Serialize sets as multi-document YAML, in the order given (deterministic output). */
+/**
+ * Serialize sets as multi-document YAML, in the order given (deterministic output): the `yaml`
+ * package's `stringify` with `lineWidth: 0`, written by block-yaml-writer.ts when a set lies inside
+ * its subset (the same bytes; every set the fitters write does) and by the package otherwise.
+ */
 export function stringifyCoefficientSets(sets: readonly CoefficientSet[]): string {
   return sets
-    .map((s) =>
-      stringifyYaml(
-        { kind: s.kind, name: s.name, coefficients: s.coefficients.map((c) => ({ [c.name]: c.entry })) },
-        { lineWidth: 0, aliasDuplicateObjects: false },
-      ),
-    )
+    .map((s) => {
+      const doc = { kind: s.kind, name: s.name, coefficients: s.coefficients.map((c) => ({ [c.name]: c.entry })) };
+      return writeBlockYaml(doc) ?? stringifyYaml(doc, { lineWidth: 0, aliasDuplicateObjects: false });
+    })
     .join('---\n');
 }
