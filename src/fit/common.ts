@@ -36,29 +36,9 @@ export function reduceRepeatsBy<T extends { latency_us: number }>(
   fields: ReadonlyArray<keyof T>,
 ): T[] {
   const ids = new Map<string, number>();
-  const bits = new Float64Array(1);
-  const words = new Int32Array(bits.buffer);
-  const hashOf = (r: T) => {
-    let h = 0x811c9dc5;
-    for (const f of fields) {
-      const v = r[f] as unknown;
-      if (typeof v === 'number') {
-        bits[0] = v === 0 ? 0 : v;
-        h = Math.imul(h ^ words[0]!, 0x01000193);
-        h = Math.imul(h ^ words[1]!, 0x01000193);
-      } else {
-        const t = String(v);
-        let id = ids.get(t);
-        if (id === undefined) {
-          id = ids.size;
-          ids.set(t, id);
-        }
-        h = Math.imul(h ^ id, 0x01000193);
-      }
-    }
-    return h;
-  };
-  const same = (i: number, r: T) => fields.every((f) => out[i]![f] === r[f]);
+  const { hash, equal } = compiledFields(fields as readonly string[]);
+  const hashOf = (r: T) => hash(r, ids);
+  const same = (i: number, r: T) => equal(out[i]!, r);
   // hash → the slot of its first row, or every slot with that hash once two differ
   const slots = new Map<number, number | number[]>();
   const out: T[] = [];
@@ -85,6 +65,43 @@ export function reduceRepeatsBy<T extends { latency_us: number }>(
     if (g) out[s] = { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) };
   }
   return out;
+}
+
+type FieldsHash = (r: unknown, ids: Map<string, number>) => number;
+type FieldsEqual = (a: unknown, b: unknown) => boolean;
+const FIELD_FNS = new Map<string, { hash: FieldsHash; equal: FieldsEqual }>();
+const HASH_BITS = new Float64Array(1);
+const HASH_WORDS = new Int32Array(HASH_BITS.buffer);
+
+/**
+ * reduceRepeatsBy's row hash and equality for one list of fields, compiled once per list with
+ * `new Function` from the field names (each a named property read, where a loop over the names reads
+ * rows through a keyed load per field). The hash is the loop's: FNV-1a's step on each number's two
+ * 32-bit words (0 for ±0) and on each string's id (its first-seen index in `ids`), field by field.
+ */
+function compiledFields(fields: readonly string[]): { hash: FieldsHash; equal: FieldsEqual } {
+  const key = JSON.stringify(fields);
+  let fns = FIELD_FNS.get(key);
+  if (!fns) {
+    const at = fields.map((f) => `[${JSON.stringify(f)}]`);
+    const step = (a: string) =>
+      `v = r${a};\n` +
+      "if (typeof v === 'number') { bits[0] = v === 0 ? 0 : v; h = Math.imul(h ^ words[0], 0x01000193); h = Math.imul(h ^ words[1], 0x01000193); }\n" +
+      'else { t = String(v); id = ids.get(t); if (id === undefined) { id = ids.size; ids.set(t, id); } h = Math.imul(h ^ id, 0x01000193); }\n';
+    const hash = new Function(
+      'bits',
+      'words',
+      `return (r, ids) => { let h = 0x811c9dc5; let v, t, id;\n${at.map(step).join('')}return h; };`,
+    )(HASH_BITS, HASH_WORDS) as FieldsHash;
+    const equal = new Function(
+      'a',
+      'b',
+      `return ${at.map((a) => `a${a} === b${a}`).join(' && ') || 'true'};`,
+    ) as FieldsEqual;
+    fns = { hash, equal };
+    FIELD_FNS.set(key, fns);
+  }
+  return fns;
 }
 
 /**
