@@ -197,18 +197,23 @@ export function leaveOneGeometryOut(
   const keys = pairs.map(geometryKey);
   const geos = [...new Set(keys)].sort();
   if (geos.length < 2) return undefined;
-  // Pair indices by ascending ratio, sorted once: each geometry's "others" read in this order are
-  // already sorted, so their median is type-7 at 0.5 of them, the value median() gives.
+  // Each pair's geometry as its index in `geos`, and each geometry's pairs in pair order.
+  const gid = new Map(geos.map((g, j) => [g, j]));
+  const members: number[][] = geos.map(() => []);
+  for (let i = 0; i < keys.length; i++) members[gid.get(keys[i]!)!]!.push(i);
+  // Ratios by ascending value (with their geometry), sorted once: each geometry's "others" read in this
+  // order are already sorted, so their median is type-7 at 0.5 of them, the value median() gives.
   const byRatio = pairs.map((_, i) => i).sort((a, b) => pairs[a]!.ratio - pairs[b]!.ratio);
+  const ratioSorted = Float64Array.from(byRatio, (i) => pairs[i]!.ratio);
+  const gidSorted = Int32Array.from(byRatio, (i) => gid.get(keys[i]!)!);
   const others = new Float64Array(pairs.length);
   const pred: number[] = [];
   const meas: number[] = [];
-  for (const g of geos) {
+  for (let g = 0; g < geos.length; g++) {
     let n = 0;
-    for (const i of byRatio) if (keys[i] !== g) others[n++] = pairs[i]!.ratio;
+    for (let j = 0; j < ratioSorted.length; j++) if (gidSorted[j] !== g) others[n++] = ratioSorted[j]!;
     const m = type7Sorted(others.subarray(0, n), 0.5);
-    for (let i = 0; i < pairs.length; i++) {
-      if (keys[i] !== g) continue;
+    for (const i of members[g]!) {
       pred.push(m * pairs[i]!.balanced_us);
       meas.push(pairs[i]!.skewed_us);
     }
