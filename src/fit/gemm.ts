@@ -325,6 +325,13 @@ function jointSse(p: JointRows, x: readonly number[], ne?: { A: number[][]; b: n
   const x0 = x[0]!;
   const lnEff = p.lnEff;
   let sse = 0;
+  if (!ne) {
+    for (let i = 0; i < lnEff.length; i++) {
+      const r = x0 + dm.ln[dm.index[i]!]! + dn.ln[dn.index[i]!]! + dk.ln[dk.index[i]!]! - lnEff[i]!;
+      sse += r * r;
+    }
+    return sse;
+  }
   // Jᵀr and the upper triangle of JᵀJ; J = [1, jm, jn, jk], so the 1·r and 1·1 terms are r and 1 exactly.
   let b0 = 0,
     b1 = 0,
@@ -346,7 +353,6 @@ function jointSse(p: JointRows, x: readonly number[], ne?: { A: number[][]; b: n
     const ik = dk.index[i]!;
     const r = x0 + dm.ln[im]! + dn.ln[iN]! + dk.ln[ik]! - lnEff[i]!;
     sse += r * r;
-    if (!ne) continue;
     const j1 = dm.jac[im]!;
     const j2 = dn.jac[iN]!;
     const j3 = dk.jac[ik]!;
@@ -365,15 +371,13 @@ function jointSse(p: JointRows, x: readonly number[], ne?: { A: number[][]; b: n
     a23 += j2 * j3;
     a33 += j3 * j3;
   }
-  if (ne) {
-    ne.b = [b0, b1, b2, b3];
-    ne.A = [
-      [a00, a01, a02, a03],
-      [a01, a11, a12, a13],
-      [a02, a12, a22, a23],
-      [a03, a13, a23, a33],
-    ];
-  }
+  ne.b = [b0, b1, b2, b3];
+  ne.A = [
+    [a00, a01, a02, a03],
+    [a01, a11, a12, a13],
+    [a02, a12, a22, a23],
+    [a03, a13, a23, a33],
+  ];
   return sse;
 }
 
@@ -394,8 +398,8 @@ export function jointShapeFit(
   const packed = packJointRows(rows);
   const clamp = (x: number[]) => x.map((v, u) => Math.min(JOINT_HI[u]!, Math.max(JOINT_LO, v)));
   let x = clamp(init.map((v) => Math.log(Math.max(v, 1e-3))));
-  // The normal equations at x come from the pass that evaluated x (the start, or the accepted trial):
-  // one pass per iteration, each the same sums as a separate pass at x would give.
+  // A trial is scored by its SSE alone (about half of the trials are rejected); the normal equations
+  // at an accepted trial come from a second pass there, the same sums a single pass would give.
   const newNe = () => ({ A: [0, 1, 2, 3].map(() => [0, 0, 0, 0]), b: [0, 0, 0, 0] });
   let ne = newNe();
   let sse = jointSse(packed, x, ne);
@@ -407,13 +411,14 @@ export function jointShapeFit(
       ne.b.map((v) => -v),
     );
     const trial = d ? clamp(x.map((v, u) => v + d[u]!)) : undefined;
-    const tNe = newNe();
-    const tSse = trial ? jointSse(packed, trial, tNe) : Infinity;
+    const tSse = trial ? jointSse(packed, trial) : Infinity;
     if (tSse < sse) {
       const gain = (sse - tSse) / Math.max(sse, 1e-300);
-      [x, sse, ne] = [trial!, tSse, tNe];
+      [x, sse] = [trial!, tSse];
       lambda = Math.max(lambda / 10, 1e-12);
       if (gain < 1e-12) break;
+      ne = newNe();
+      jointSse(packed, x, ne);
     } else lambda *= 10;
   }
   const [eps_max, m_half, n_half, k_half] = x.map(Math.exp) as [number, number, number, number];
