@@ -40,7 +40,7 @@ import {
   type ExpertEpMode,
   type ExpertKernelTag,
 } from '../core/catalog/expert-kernels.ts';
-import { roundSig } from '../core/numeric/stats.ts';
+import { groupBy, roundSig } from '../core/numeric/stats.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { MoeRow } from '../measurements/schema.ts';
 import { fmt, measuredEntry } from './common.ts';
@@ -52,6 +52,7 @@ import {
   fitExpertLogL1,
   fitExpertSum,
   predictExpert,
+  sameSeries,
   shapeHoldout,
   tokensHoldout,
   type ExpertError,
@@ -143,18 +144,17 @@ interface SetSeries {
 }
 
 /**
- * Fit one dtype's rows pooled over its kernels, returned with its series (the kernel sets are subsets of
- * them: fitKernelSets); a string says why it was not fitted.
+ * Fit one dtype's rows (`mine`: the table's rows of its `moe_dtype`, expertRowDtype) pooled over its kernels,
+ * returned with its series (the kernel sets are subsets of them: fitKernelSets); a string says why it was not fitted.
  */
-export function fitExpertDtype(
-  rows: readonly MoeRow[],
+function fitExpertDtype(
+  mine: readonly MoeRow[],
   dtype: ExpertDtype,
   ctx: FitContext,
   derate: number,
 ): { fit: ExpertDtypeFit; parts: SetSeries } | string {
   const peak = peakFlopsPerUs(ctx.chip, expertComputeDtype(dtype));
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
-  const mine = rows.filter((r) => r.dtype === expertRowDtype(dtype));
   if (!mine.length) return 'no rows';
   const distribution = distributionOf(mine);
   const rates: ExpertRates = {
@@ -252,23 +252,29 @@ function lanesKernels(
   mine: readonly MoeRow[],
   distribution: string,
 ): { sets: Array<{ tag: ExpertKernelTag; mode?: ExpertEpMode }>; unknown: string[] } {
-  if (new Set(mine.map((r) => r.kernel_source)).size < 2) return { sets: [], unknown: [] };
-  const unknown = [...new Set(mine.filter((r) => !expertKernelTag(r.kernel_source)).map((r) => r.kernel_source))];
-  const tags = new Set(mine.map((r) => expertKernelTag(r.kernel_source)));
-  if (unknown.length || tags.size < 2) return { sets: [], unknown };
+  const kernels = [...new Set(mine.map((r) => r.kernel_source))];
+  if (kernels.length < 2) return { sets: [], unknown: [] };
+  const tagOf = new Map(kernels.map((k) => [k, expertKernelTag(k)]));
+  const unknown = kernels.filter((k) => !tagOf.get(k));
+  if (unknown.length || new Set(tagOf.values()).size < 2) return { sets: [], unknown };
+  // Distinct (kernel, shape, tp, ep) series of `distribution` per ep mode and tag, in one pass over the rows.
+  const count = new Map(EXPERT_EP_MODES.map((m) => [m, new Map<ExpertKernelTag, Set<string>>()]));
+  let last: MoeRow | undefined;
+  for (const r of mine) {
+    if (r.distribution !== distribution) continue;
+    // A table lists a series' token counts together: a row of the previous row's series adds no key.
+    if (last && sameSeries(r, last)) continue;
+    last = r;
+    const byTag = count.get(expertEpMode(r.ep))!;
+    const tag = tagOf.get(r.kernel_source)!;
+    const keys = byTag.get(tag) ?? new Set<string>();
+    keys.add(`${r.kernel_source}|${r.hidden}|${r.inter}|${r.experts}|${r.topk}|${r.tp}|${r.ep}`);
+    byTag.set(tag, keys);
+  }
   const chosen = new Map<ExpertEpMode, ExpertKernelTag>();
   for (const mode of EXPERT_EP_MODES) {
-    const count = new Map<ExpertKernelTag, Set<string>>();
-    for (const r of mine) {
-      if (r.distribution !== distribution || expertEpMode(r.ep) !== mode) continue;
-      const tag = expertKernelTag(r.kernel_source)!;
-      const keys = count.get(tag) ?? new Set<string>();
-      keys.add([r.kernel_source, r.hidden, r.inter, r.experts, r.topk, r.tp, r.ep].join('|'));
-      count.set(tag, keys);
-    }
-    const best = EXPERT_KERNEL_TAGS.filter((t) => count.has(t)).sort(
-      (a, b) => count.get(b)!.size - count.get(a)!.size,
-    )[0];
+    const c = count.get(mode)!;
+    const best = EXPERT_KERNEL_TAGS.filter((t) => c.has(t)).sort((a, b) => c.get(b)!.size - c.get(a)!.size)[0];
     if (best) chosen.set(mode, best);
   }
   const picks = [...new Set(chosen.values())];
@@ -278,12 +284,11 @@ function lanesKernels(
 
 /** Fit the lane's kernel sets of one dtype (lanesKernels) next to its pooled fit `pooled`. */
 function fitKernelSets(
-  rows: readonly MoeRow[],
+  mine: readonly MoeRow[],
   pooled: ExpertDtypeFit,
   parts: SetSeries,
   ctx: FitContext,
 ): { fits: ExpertDtypeFit[]; not_fitted: MoeExpertsData['not_fitted'] } {
-  const mine = rows.filter((r) => r.dtype === expertRowDtype(pooled.dtype));
   const { sets, unknown } = lanesKernels(mine, pooled.distribution);
   const not_fitted: MoeExpertsData['not_fitted'] = unknown.length
     ? [{ dtype: pooled.dtype, why: `kernels not split (no tag for ${unknown.join(', ')}): pooled only` }]
@@ -426,8 +431,11 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     kernel_fits: [],
     not_fitted: [],
   };
+  // The table's rows by `moe_dtype`, split once (each dtype's fit and its kernel sets read only their own).
+  const byRowDtype = groupBy(rows, (r) => r.dtype);
   for (const dtype of EXPERT_DTYPES) {
-    const p = fitExpertDtype(rows, dtype, ctx, d.value);
+    const mine = byRowDtype.get(expertRowDtype(dtype)) ?? [];
+    const p = fitExpertDtype(mine, dtype, ctx, d.value);
     if (typeof p === 'string') {
       if (p !== 'no rows' && !p.startsWith('no dense')) data.not_fitted.push({ dtype, why: p });
       continue;
@@ -435,7 +443,7 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     const r = p.fit;
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
-    const k = fitKernelSets(rows, r, p.parts, ctx);
+    const k = fitKernelSets(mine, r, p.parts, ctx);
     data.kernel_fits.push(...k.fits);
     data.not_fitted.push(...k.not_fitted);
     for (const f of k.fits) out.coefficients.push(...entries(f, ctx, f.points.length));

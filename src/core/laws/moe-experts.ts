@@ -158,13 +158,18 @@ export interface ExpertTerms {
   pair_us: number;
 }
 
+/** The weight read of the touched experts at the derated HBM rate, µs: weight_bytes / (HBM · hbm_derate). */
+export function expertReadUs(w: ExpertWork, r: ExpertRates): number {
+  return w.weight_bytes / (r.hbm_bytes_per_us * r.hbm_derate);
+}
+
 /**
  * The law's terms for one layer: floor, fixed cost per touched expert, weight read at the derated HBM rate, grouped-GEMM
  * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic, the rank's pairs' activation rows. A batch that
  * touches nothing costs only the floor.
  */
 export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates): ExpertTerms {
-  const read_us = w.weight_bytes / (r.hbm_bytes_per_us * r.hbm_derate);
+  const read_us = expertReadUs(w, r);
   const arith_us =
     w.touched > 0 ? (w.flops_per_pair * (w.pairs + w.touched * c.m_half)) / (r.peak_flops_per_us * c.eps_max) : 0;
   return {
