@@ -354,7 +354,8 @@ const DEC_MIN = 8; // the least decode context (bounded readers; Infinity with n
  * schedule exactly `width` tokens into w.rows[COMPUTED] (four partial sums, each adding two rows, exact
  * for integer counts). Eight rows per iteration, not four: V8's per-iteration cost (the loop's compare,
  * its interrupt check, the index's bounds) is then paid once per eight rows (docs/performance.md "Session
- * 10"). @returns how many rows it consumed (a multiple of 8); the general loop walks the rest
+ * 10"), then the rest one at a time up to the first other row. @returns how many rows it consumed; the
+ * general loop walks the rest
  */
 function uniformRequests(reqs: readonly Request[], width: number, rows: Float64Array): number {
   let a = 0;
@@ -381,6 +382,13 @@ function uniformRequests(reqs: readonly Request[], width: number, rows: Float64A
     c += q2.computed_tokens + q6.computed_tokens;
     d += q3.computed_tokens + q7.computed_tokens;
   }
+  // The last n mod 8 rows (a small batch: all of them) one at a time, so an all-uniform step ends here.
+  if (i === n8)
+    for (; i < reqs.length; i++) {
+      const q = reqs[i]!;
+      if (q.scheduled_tokens !== width) break;
+      a += q.computed_tokens;
+    }
   rows[COMPUTED] = a + b + (c + d);
   return i;
 }
@@ -401,6 +409,11 @@ function uniformColumns(sched: Float64Array, comp: Float64Array, n: number, widt
     c += comp[i + 2]! + comp[i + 6]!;
     d += comp[i + 3]! + comp[i + 7]!;
   }
+  if (i === n8)
+    for (; i < n; i++) {
+      if (sched[i] !== width) break;
+      a += comp[i]!;
+    }
   rows[COMPUTED] = a + b + (c + d);
   return i;
 }
