@@ -40,8 +40,9 @@ export interface NotesPlan {
  */
 class NotesMemo {
   k = -1;
-  kvBytes = 0;
-  big = 0;
+  // NaN, not 0: a double from the first store, so the field never changes representation (see notesPlanOf).
+  kvBytes = Number.NaN;
+  big = Number.NaN;
   notes: readonly string[] = [];
 }
 
@@ -94,17 +95,45 @@ export function buildNotesPlan(
   // A windowed layer keeps Σ_rows min(ctx, W) tokens: exactly what the walk sums into allRead for
   // its reader (window W, no compressed stream), so the capacity check adds nothing per request.
   const kvWindows = [...kvByWindow.keys()].filter((w) => w !== Infinity);
+  const { noteSets, rampMinM } = rampNoteSets(reg, chip, ramps, [...staticNotes]);
+  const plan = notesPlanOf(noteSets, rampMinM, drafterRunsAtRequests, chip.name);
+  plan.kvFullPerToken = kvByWindow.get(Infinity) ?? 0;
+  plan.winReader = Int32Array.from(kvWindows.map((w) => readers.findIndex((r) => r.window === w && r.ratio === 0)));
+  plan.winBytesPerToken = Float64Array.from(kvWindows.map((w) => kvByWindow.get(w)!));
+  plan.weightBytesPerRank = weightBytesPerRank;
+  plan.hbmCapacityBytes = hbmCapacityBytes;
+  plan.weightsOverflow = weightsOverflow;
+  plan.hbmGib = chip.hbm_gib;
+  return plan;
+}
+
+/**
+ * A NotesPlan with its numbers still to set, from one object literal whose number fields start as doubles
+ * (issue 17; docs/performance.md "Session 10"). `stepNotes` reads this plan on every call, and it is
+ * shared code: built by a spread with fields that started as small integers in some pricers and as
+ * doubles in others, the plans of a process pricing many graphs had many hidden classes (each double
+ * stored over a small integer deprecates the map), stepNotes' loads went megamorphic for good, and every
+ * later call of every pricer paid for it (llama decode 1: 231 → 355 ns after 36 other pricers ran).
+ * A field that starts as a double keeps one representation whatever is stored, so every plan has one class.
+ */
+function notesPlanOf(
+  noteSets: ReadonlyArray<readonly string[]>,
+  rampMinM: Float64Array,
+  drafterRunsAtRequests: boolean,
+  chipName: string,
+): NotesPlan {
   return {
-    ...rampNoteSets(reg, chip, ramps, [...staticNotes]),
+    noteSets,
+    rampMinM,
     drafterRunsAtRequests,
-    kvFullPerToken: kvByWindow.get(Infinity) ?? 0,
-    winReader: Int32Array.from(kvWindows.map((w) => readers.findIndex((r) => r.window === w && r.ratio === 0))),
-    winBytesPerToken: Float64Array.from(kvWindows.map((w) => kvByWindow.get(w)!)),
-    weightBytesPerRank,
-    hbmCapacityBytes,
-    weightsOverflow,
-    chipName: chip.name,
-    hbmGib: chip.hbm_gib,
+    kvFullPerToken: Number.NaN,
+    winReader: new Int32Array(0),
+    winBytesPerToken: new Float64Array(0),
+    weightBytesPerRank: Number.NaN,
+    hbmCapacityBytes: Number.NaN,
+    weightsOverflow: false,
+    chipName,
+    hbmGib: Number.NaN,
     memo: new NotesMemo(),
   };
 }
