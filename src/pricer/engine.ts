@@ -1,9 +1,10 @@
 /**
  * A step price under an engine profile (issue 16): the registry's host terms are replaced by the
  * profile's (law: src/core/laws/host.ts `engineHostUs`), and SM time carries the profile's s (the
- * caller builds the pricer with `sm_scale = profile.sm_scale.value`). Pure.
+ * caller builds the pricer with `sm_scale = profile.sm_scale.value`); a step scheduling at least the
+ * profile's `large_step_tokens` pays `large_step_nvlink_factor` × its NVLink µs more, as NVLink. Pure.
  */
-import { ENGINE_HOST_TERMS, engineHostUs } from '../core/laws/host.ts';
+import { ENGINE_HOST_TERMS, engineHostUs, largeStepNvlinkUs } from '../core/laws/host.ts';
 import type { EngineProfile } from '../core/schemas/engine.ts';
 import type { PricerInfo, StepPricer } from './pricer.ts';
 import { bottleneckOf } from './compose.ts';
@@ -19,13 +20,23 @@ export interface EngineHostOutcome {
   registry_host_us: number;
 }
 
-/** A batch's rows and whether any schedules more than `decodeTokens` (a prefill row), either batch form. */
-function rowsOf(batch: Batch | ColumnBatch, decodeTokens: number): { rows: number; hasPrefill: boolean } {
-  if ('requests' in batch)
-    return { rows: batch.requests.length, hasPrefill: batch.requests.some((r) => r.scheduled_tokens > decodeTokens) };
+/**
+ * A batch's rows, whether any schedules more than `decodeTokens` (a prefill row) and the tokens it
+ * schedules, either batch form.
+ */
+function rowsOf(
+  batch: Batch | ColumnBatch,
+  decodeTokens: number,
+): { rows: number; hasPrefill: boolean; tokens: number } {
   let hasPrefill = false;
-  for (let i = 0; i < batch.n; i++) if (batch.scheduled[i]! > decodeTokens) hasPrefill = true;
-  return { rows: batch.n, hasPrefill };
+  let tokens = 0;
+  const n = 'requests' in batch ? batch.requests.length : batch.n;
+  for (let i = 0; i < n; i++) {
+    const t = 'requests' in batch ? batch.requests[i]!.scheduled_tokens : batch.scheduled[i]!;
+    tokens += t;
+    if (t > decodeTokens) hasPrefill = true;
+  }
+  return { rows: n, hasPrefill, tokens };
 }
 
 /**
@@ -44,9 +55,9 @@ export function withEngineProfile(
   profile: EngineProfile,
   decodeTokens = 1,
 ): { price: StepPrice; engine: EngineHostOutcome } {
-  const { rows, hasPrefill } = rowsOf(batch, decodeTokens);
+  const { rows, hasPrefill, tokens } = rowsOf(batch, decodeTokens);
   const host_us = engineHostUs(
-    ENGINE_HOST_TERMS.map((t) => profile.terms[t].value),
+    ENGINE_HOST_TERMS.map((t) => (t === 'large_step_nvlink_factor' ? 0 : profile.terms[t].value)),
     {
       steps: 1,
       request_steps: rows,
@@ -54,9 +65,19 @@ export function withEngineProfile(
       tp,
     },
   );
+  // The large-step collective extra is NVLink time (docs/validation.md "Large-step collective factor").
+  const nvlink_extra_us =
+    profile.large_step_tokens === undefined
+      ? 0
+      : profile.terms.large_step_nvlink_factor.value *
+        largeStepNvlinkUs(tokens, price.resources_us.nvlink, profile.large_step_tokens);
   const registry_host_us = price.resources_us.host;
-  const d = host_us - registry_host_us;
-  const resources_us = { ...price.resources_us, host: host_us };
+  const d = host_us - registry_host_us + nvlink_extra_us;
+  const resources_us = {
+    ...price.resources_us,
+    nvlink: price.resources_us.nvlink + nvlink_extra_us,
+    host: host_us,
+  };
   const bottleneck = bottleneckOf(resources_us);
   return {
     price: {

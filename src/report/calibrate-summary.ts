@@ -418,7 +418,7 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
         L.push(
-          `  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(0) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`,
+          `  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(t.name.endsWith('_us') ? 0 : 2) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`,
         );
       }
     }

@@ -192,7 +192,10 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
       L.push(
         `Host fit (${v.host_fit.rule}, ${f.n_train} training rows, not scored, least squares ${v.host_fit.weighting === 'absolute' ? 'in µs' : 'on relative error'}) for ${f.engine}: ` +
           f.terms
-            .map((t) => `${t.name} = ${t.identified ? t.value_us.toFixed(1) + ' µs' : 'not identified'}`)
+            .map(
+              (t) =>
+                `${t.name} = ${t.identified ? termText(t.name, t.value_us, f.large_step_tokens) : 'not identified'}`,
+            )
             .join(', ') +
           (f.sm_scale ? `, s = ${smScaleText(f.sm_scale)}` : '') +
           '.',
@@ -215,4 +218,10 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
   if (exT) L.push('Extrapolated rows by reason: ' + extrapolationSentence(v), '', markdownTable(exT));
   if (v.double_charge) L.push(`Decode double-charge check: ${v.double_charge.note}.`, '');
   return L.join('\n') + '\n';
+}
+
+/** A fitted term's value with its unit: µs terms to 0.1 µs; the large-step factor × NVLink with its threshold. */
+function termText(name: string, value: number, large_step_tokens: number | undefined): string {
+  if (name.endsWith('_us')) return `${value.toFixed(1)} µs`;
+  return `${value.toFixed(2)} × priced NVLink on steps of ≥ ${large_step_tokens ?? '?'} tokens`;
 }

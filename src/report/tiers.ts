@@ -81,7 +81,7 @@ export function tierTable(v: ValidationResult): Table | null {
 const ms = (us: number) => fmtDec(us / 1000, 1);
 
 /** The sentence above the outlier table. */
-export const TIER_OUTLIER_TITLE = `Tier (b) rows priced more than ${TIER_OUTLIER_APE_PCT} % off (ms; SM, HBM, NVLink and NIC are the registry's terms at s = 1, host and s those of the fold that scored the row):`;
+export const TIER_OUTLIER_TITLE = `Tier (b) rows priced more than ${TIER_OUTLIER_APE_PCT} % off (ms; SM, HBM, NVLink and NIC are the registry's terms at s = 1, host, the large-step NVLink extra (large_step_nvlink_factor × NVLink on steps of at least the fold's threshold) and s those of the fold that scored the row):`;
 
 /**
  * The headline tier's rows priced more than TIER_OUTLIER_APE_PCT off, with each resource term
@@ -102,13 +102,14 @@ export function tierOutlierTable(v: ValidationResult): Table | null {
       'measured',
       'priced',
       'error (%)',
-    ].concat(['SM', 'HBM', 'NVLink', 'NIC', 'host', 's']),
+    ].concat(['SM', 'HBM', 'NVLink', 'NIC', 'host', 'large-step NVLink extra', 's']),
     rows: o.map((x) => {
       const r = v.rows[x.row]!;
       const R = x.resources_us;
       return [r.model, String(r.tp), r.chip, r.regime, String(x.tokens), String(r.batch), fmtDec(r.context_tokens, 0)]
         .concat([ms(x.measured_us), ms(x.predicted_us), f1(x.error_pct)])
-        .concat([ms(R.sm), ms(R.hbm), ms(R.nvlink), ms(R.nic), ms(x.host_us), fmtDec(x.sm_scale, 3)]);
+        .concat([ms(R.sm), ms(R.hbm), ms(R.nvlink), ms(R.nic), ms(x.host_us), ms(x.large_step_us)])
+        .concat([fmtDec(x.sm_scale, 3)]);
     }),
   };
 }
@@ -119,8 +120,13 @@ export function tierPicksLine(t: TierSummary): string {
   if (!fits.length) return `${t.title}: no fit (${t.folds.map((f) => f.label).join('; ')})`;
   const picks = COMPOSITIONS.map((c) => `${COMPOSITION_NAME[c]} ${t.picks[c]}`).join(', ');
   const s = fits.map((f) => f.sm_scale);
+  const ls = fits.filter((f) => f.large_step).map((f) => f.large_step!);
+  const thresholds = [...new Set(ls.map((x) => x.tokens))].sort((a, b) => a - b);
+  const large = ls.length
+    ? `; large-step threshold ${thresholds.map((k) => `${k} tokens ×${ls.filter((x) => x.tokens === k).length}`).join(', ')}, factor ${Math.min(...ls.map((x) => x.factor)).toFixed(2)}–${Math.max(...ls.map((x) => x.factor)).toFixed(2)}`
+    : '';
   return (
-    `${t.title}: ${fits.length} fold(s) picked ${picks} on their training rows; s ${Math.min(...s).toFixed(3)}–${Math.max(...s).toFixed(3)}` +
+    `${t.title}: ${fits.length} fold(s) picked ${picks} on their training rows; s ${Math.min(...s).toFixed(3)}–${Math.max(...s).toFixed(3)}${large}` +
     `; folds: ${t.folds.map((f) => `${f.label} (${f.train.length} train / ${f.scored.length} scored)`).join('; ')}`
   );
 }

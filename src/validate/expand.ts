@@ -16,6 +16,7 @@ import type { Batch, PriceOptions, Pricer, Request, Resource, ResourceTimes, Ste
 import { RESOURCES } from '../pricer/types.ts';
 import { emptyStepPrice } from '../pricer/compose.ts';
 import type { StepTermsLog } from '../pricer/terms-log.ts';
+import { LARGE_STEP_TOKENS_GRID, largeStepNvlinkUs } from '../core/laws/host.ts';
 import type { LocatedStepRow } from './steps.ts';
 import type { Regime } from './types.ts';
 
@@ -90,6 +91,11 @@ export interface RowPrice {
   steps: number;
   /** Σ over steps of the requests in the step (host-fit feature). */
   request_steps: number;
+  /**
+   * Per threshold of `LARGE_STEP_TOKENS_GRID` (same order), Σ priced NVLink µs of the steps scheduling
+   * at least that many tokens (the large-step collective regressor, src/core/laws/host.ts).
+   */
+  large_nvlink_us_by_t: number[];
   extrapolated: boolean;
   notes: string[];
 }
@@ -108,7 +114,7 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog
   if (row.kind === 'static_batch')
     return priceStaticRows(row.batch, row.prompt_tokens, [row.output_tokens], pricer, log)[0]!;
   const acc = new RowAccumulator(pricer, log);
-  acc.add(stepBatch(row));
+  acc.add(stepBatch(row), row.prefill_tokens + row.decode_requests);
   return acc.snapshot();
 }
 
@@ -128,7 +134,7 @@ export function priceStaticRows(
 ): RowPrice[] {
   const acc = new RowAccumulator(pricer, log);
   const out: RowPrice[] = [];
-  acc.add(staticPrefillBatch(batch, prompt_tokens));
+  acc.add(staticPrefillBatch(batch, prompt_tokens), batch * prompt_tokens);
   // One decode batch for every step, its context moved on in place (= staticDecodeBatch(batch,
   // prompt_tokens, i) at step i): a pricer keeps nothing of a batch, and building `batch` new
   // requests per step cost more than pricing them (validate on the Splitwise rows, issue 17).
@@ -137,7 +143,7 @@ export function priceStaticRows(
   for (const o of outputs) {
     for (; i < o - 1; i++) {
       for (const q of dec.requests) q.computed_tokens = prompt_tokens + i;
-      acc.add(dec);
+      acc.add(dec, batch);
     }
     out.push(acc.snapshot());
   }
@@ -154,6 +160,7 @@ class RowAccumulator {
     resources_us: zeroTimes(),
     steps: 0,
     request_steps: 0,
+    large_nvlink_us_by_t: LARGE_STEP_TOKENS_GRID.map(() => 0),
     extrapolated: false,
     notes: [],
   };
@@ -173,7 +180,8 @@ class RowAccumulator {
     this.popts = log ? { terms: log } : undefined;
   }
 
-  add(batch: Batch): void {
+  /** Price one step of `tokens` scheduled tokens (Σ scheduled_tokens of `batch`) and add it. */
+  add(batch: Batch, tokens: number): void {
     const { acc, out, popts } = this;
     const p = out ? this.pricer.priceInto!(batch, out, popts) : this.pricer.price(batch, popts);
     const r = p.resources_us;
@@ -192,6 +200,9 @@ class RowAccumulator {
     sum.host += r.host;
     acc.steps += 1;
     acc.request_steps += batch.requests.length;
+    const large = acc.large_nvlink_us_by_t;
+    for (let k = 0; k < large.length; k++)
+      large[k] = large[k]! + largeStepNvlinkUs(tokens, r.nvlink, LARGE_STEP_TOKENS_GRID[k]!);
     if (p.extrapolated) {
       acc.extrapolated = true;
       if (p.extrapolation_notes !== this.seenNotes)
@@ -203,7 +214,12 @@ class RowAccumulator {
   /** The sums so far, as a RowPrice of its own. */
   snapshot(): RowPrice {
     const a = this.acc;
-    return { ...a, resources_us: { ...a.resources_us }, notes: [...a.notes] };
+    return {
+      ...a,
+      resources_us: { ...a.resources_us },
+      large_nvlink_us_by_t: [...a.large_nvlink_us_by_t],
+      notes: [...a.notes],
+    };
   }
 }
 

@@ -29,13 +29,44 @@ import { LuDecomposition, Matrix, QrDecomposition } from 'ml-matrix';
 import { UsageError } from '../core/errors.ts';
 import type { Composition, HostFitEngine, HostTerm } from './types.ts';
 import { gridGoldenMin } from '../core/numeric/stats.ts';
-import { ENGINE_HOST_TERMS, engineHostColumns, engineHostUs, type EngineHostFeatures } from '../core/laws/host.ts';
+import {
+  ENGINE_HOST_TERMS,
+  engineHostColumns,
+  engineHostUs,
+  LARGE_STEP_TOKENS_GRID,
+  type EngineHostFeatures,
+} from '../core/laws/host.ts';
 
 /** Host-fit features of one row (all summed over the row's steps; the law: src/core/laws/host.ts). */
 export interface HostFeatures extends EngineHostFeatures {
   /** Σ priced SM µs (the regressor of the engine compute-efficiency term); 0 when not used. */
   sm_us?: number;
+  /**
+   * Per threshold of `LARGE_STEP_TOKENS_GRID`, the row's large-step NVLink µs (expand.ts
+   * `RowPrice.large_nvlink_us_by_t`); `atLargeStepTokens` picks one as `large_step_nvlink_us`.
+   */
+  large_nvlink_us_by_t?: readonly number[];
 }
+
+/**
+ * The features with the large-step regressor taken at threshold `tokens` (one of
+ * `LARGE_STEP_TOKENS_GRID`); undefined threshold or no per-threshold sums → the features as given.
+ * @throws Error when `tokens` is not on the grid
+ */
+export function atLargeStepTokens(f: HostFeatures, tokens: number | undefined): HostFeatures {
+  if (tokens === undefined || !f.large_nvlink_us_by_t) return f;
+  const k = LARGE_STEP_TOKENS_GRID.indexOf(tokens);
+  if (k < 0) throw new Error(`large-step threshold ${tokens} is not on the grid ${LARGE_STEP_TOKENS_GRID.join(', ')}`);
+  // One object per row and threshold, made once (every fold and trial reads the same rows again).
+  let byK = AT_THRESHOLD.get(f);
+  if (!byK) {
+    byK = new Array<HostFeatures | undefined>(LARGE_STEP_TOKENS_GRID.length);
+    AT_THRESHOLD.set(f, byK);
+  }
+  return (byK[k] ??= { ...f, large_step_nvlink_us: f.large_nvlink_us_by_t[k]! });
+}
+
+const AT_THRESHOLD = new WeakMap<HostFeatures, Array<HostFeatures | undefined>>();
 
 /**
  * How the training rows are weighted.
@@ -205,7 +236,7 @@ export function identifiedColumns(X: number[][]): boolean[] {
   const ok: boolean[] = [];
   for (let c = 0; c < p; c++) {
     const v = Float64Array.from(X, (r) => r[c]!);
-    const norm0 = v.every(Number.isFinite) ? Math.hypot(...v) : 0;
+    const norm0 = v.every(Number.isFinite) ? norm2(v) : 0;
     let kept = norm0 > 0;
     let norm = norm0;
     if (kept && basis.length) {
@@ -215,13 +246,24 @@ export function identifiedColumns(X: number[][]): boolean[] {
           for (let i = 0; i < v.length; i++) d += q[i]! * v[i]!;
           for (let i = 0; i < v.length; i++) v[i] = v[i]! - d * q[i]!;
         }
-      norm = Math.hypot(...v);
+      norm = norm2(v);
       kept = norm > 1e-9 * norm0;
     }
     if (kept) basis.push(v.map((x) => x / norm));
     ok.push(kept);
   }
   return ok;
+}
+
+/**
+ * Euclidean norm, √Σ v², by a plain loop: `Math.hypot(...v)` spread a few hundred arguments per
+ * call and was most of `identifiedColumns` (acc18). The columns are weighted µs ratios, far from
+ * overflow; the norm only decides admission against the 1e-9 ratio, never a fitted value.
+ */
+function norm2(v: Float64Array): number {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += v[i]! * v[i]!;
+  return Math.sqrt(s);
 }
 
 /**
@@ -358,12 +400,19 @@ export function engineSmExtraUs(fit: HostFitEngine, f: HostFeatures): number {
   return fit.sm_scale ? (fit.sm_scale.value - 1) * (f.sm_us ?? 0) : 0;
 }
 
-/** Host µs of a row under fitted terms. */
+/** Host µs of a row under fitted terms (the large-step term at the fit's threshold). */
 export function applyHostTerms(fit: HostFitEngine, f: HostFeatures): number {
   return engineHostUs(
     fit.terms.map((t) => t.value_us),
-    f,
+    atLargeStepTokens(f, fit.large_step_tokens),
   );
+}
+
+/** The large-step collective extra of a row under fitted terms, µs (part of `applyHostTerms`). */
+export function largeStepExtraUs(fit: HostFitEngine, f: HostFeatures): number {
+  const t = fit.terms.find((x) => x.name === 'large_step_nvlink_factor');
+  const x = atLargeStepTokens(f, fit.large_step_tokens).large_step_nvlink_us ?? 0;
+  return t && t.value_us !== 0 ? t.value_us * x : 0;
 }
 
 /** Bounds of the CMOverlap engine compute-efficiency search, s ∈ [1/4, 4] (DECISION, docs/validation.md). */

@@ -108,7 +108,14 @@ export function featuresOf(r: LocatedStepRow, p: RowPrice, key: PricerKey, deps:
     if (r.kind === 'step') kernel_steps = deps.kernelsPerStep(key, r.prefill_requests > 0);
     else kernel_steps = deps.kernelsPerStep(key, true) + (p.steps - 1) * deps.kernelsPerStep(key, false);
   }
-  return { steps: p.steps, request_steps: p.request_steps, kernel_steps, tp: r.tp, sm_us: p.resources_us.sm };
+  return {
+    steps: p.steps,
+    request_steps: p.request_steps,
+    kernel_steps,
+    tp: r.tp,
+    sm_us: p.resources_us.sm,
+    large_nvlink_us_by_t: p.large_nvlink_us_by_t,
+  };
 }
 
 /**

@@ -9,14 +9,17 @@
  * - CMOverlap: s by the bounded 1-D search of `fitHostTermsWithScaleSearch`, the host terms by
  *   weighted least squares inside each trial; the CMOverlap price at s comes from `ScaledCmCache`;
  * - Overlap: host terms only (s does not enter linearly).
+ * Every composition shares one large-step collective threshold, chosen first (`chooseLargeStepTokens`).
  * DECISION, composition rule: the composition with the lowest training RMS of the relative residual
  * (the objective every fit minimises; ties → the earlier of NoOverlap, CMOverlap, Overlap). The scored
  * rows never enter the choice.
  */
 import { groupBy, type7Sorted } from '../core/numeric/stats.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
+import { LARGE_STEP_TOKENS_GRID } from '../core/laws/host.ts';
 import {
   applyHostTerms,
+  atLargeStepTokens,
   engineSmExtraUs,
   fitHostTerms,
   fitHostTermsWithScaleSearch,
@@ -105,19 +108,47 @@ function fitOne(
   idx: readonly number[],
   c: Composition,
   weighting: HostWeighting,
+  large_step_tokens: number,
 ): HostFitEngine {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
-  const feats = idx.map((i) => P.features[i]!);
+  const feats = idx.map((i) => atLargeStepTokens(P.features[i]!, large_step_tokens));
+  let f: HostFitEngine;
   if (c === 'cm_overlap') {
     const at = (s: number) => idx.map((i) => cache.at(i, s));
-    return fitHostTermsWithScaleSearch(engine, c, feats, measured_us, at, 'fraction', weighting);
+    f = fitHostTermsWithScaleSearch(engine, c, feats, measured_us, at, 'fraction', weighting);
+  } else {
+    const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
+    f = fitHostTerms(engine, c, feats, resid, 'fraction', { weighting, measured_us, engineSm: c === 'no_overlap' });
   }
-  const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
-  return fitHostTerms(engine, c, feats, resid, 'fraction', {
-    weighting,
-    measured_us,
-    engineSm: c === 'no_overlap',
-  });
+  return { ...f, large_step_tokens };
+}
+
+/**
+ * The large-step threshold (tokens per step, one of `LARGE_STEP_TOKENS_GRID`) of a fit on rows `idx`:
+ * the one whose NoOverlap fit with s (linear least squares, cheap: no search) has the lowest training
+ * objective; ties → the smaller threshold. DECISION (docs/validation.md "Large-step collective
+ * factor"): chosen on the training rows only, once per fit, and shared by every composition.
+ */
+export function chooseLargeStepTokens(
+  P: Priced,
+  engine: string,
+  idx: readonly number[],
+  weighting: HostWeighting = 'relative',
+): number {
+  const measured_us = idx.map((i) => P.rows[i]!.measured_us);
+  const resid = idx.map((i) => P.rows[i]!.measured_us - P.priced[i]!.no_overlap_nohost_us);
+  let best = LARGE_STEP_TOKENS_GRID[0]!;
+  let bestV = Infinity;
+  for (const t of LARGE_STEP_TOKENS_GRID) {
+    const feats = idx.map((i) => atLargeStepTokens(P.features[i]!, t));
+    const f = fitHostTerms(engine, 'no_overlap', feats, resid, 'fraction', { weighting, measured_us, engineSm: true });
+    const v = weighting === 'relative' ? f.train_rms_rel_pct! : f.train_rms_us;
+    if (Number.isFinite(v) && v < bestV) {
+      best = t;
+      bestV = v;
+    }
+  }
+  return best;
 }
 
 /**
@@ -135,8 +166,9 @@ export function fitProfile(
   const fits = {} as Record<Composition, HostFitEngine>;
   const objective_rel_pct = {} as Record<Composition, number>;
   let composition: Composition = COMPOSITIONS[0];
+  const large = chooseLargeStepTokens(P, engine, train, weighting);
   for (const c of COMPOSITIONS) {
-    fits[c] = fitOne(P, cache, engine, train, c, weighting);
+    fits[c] = fitOne(P, cache, engine, train, c, weighting, large);
     const v = weighting === 'relative' ? fits[c].train_rms_rel_pct! : fits[c].train_rms_us;
     objective_rel_pct[c] = Number.isFinite(v) ? v : Infinity;
     if (objective_rel_pct[c] < objective_rel_pct[composition]) composition = c;
@@ -174,7 +206,7 @@ export function profileCi95(
   const c = fit.composition;
   const est = resampleEstimates(fit.train.length, resamples, seed, (draw) => {
     const idx = Array.from(draw, (j) => fit.train[j]!);
-    const f = fitOne(P, cache, fit.engine, idx, c, weighting);
+    const f = fitOne(P, cache, fit.engine, idx, c, weighting, fit.fits[c].large_step_tokens!);
     return [...f.terms.map((t) => t.value_us), f.sm_scale?.value ?? 1];
   });
   const names = [...fit.fits[c].terms.map((t) => t.name), 'sm_scale'];

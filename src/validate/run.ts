@@ -6,8 +6,10 @@ import { checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
 import type { ResourceTimes } from '../pricer/types.ts';
 import { batchSizeOf, bottleneckOf, extrapolationReason, type RowPrice } from './expand.ts';
+import { chooseLargeStepTokens } from './profile.ts';
 import {
   applyHostTerms,
+  atLargeStepTokens,
   engineSmExtraUs,
   fitHostTerms,
   fitHostTermsWithScaleSearch,
@@ -136,11 +138,15 @@ function fitEngine(
   o: { weighting: HostWeighting; cmSearch: boolean },
 ): void {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
-  const feats = idx.map((i) => P.features[i]!);
   const weighting = o.weighting;
+  const large_step_tokens = chooseLargeStepTokens(P, engine, idx, weighting);
+  const feats = idx.map((i) => atLargeStepTokens(P.features[i]!, large_step_tokens));
   for (const c of COMPOSITIONS) {
     const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
-    const base = fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us });
+    const base: HostFitEngine = {
+      ...fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us }),
+      large_step_tokens,
+    };
     F.fittedBy.false.set(`${engine}|${c}`, base);
     let withS = base;
     if (c === 'no_overlap')
@@ -161,7 +167,7 @@ function fitEngine(
         F.cmScaled.set(i, at[j]!);
       });
     }
-    F.fittedBy.true.set(`${engine}|${c}`, withS);
+    F.fittedBy.true.set(`${engine}|${c}`, { ...withS, large_step_tokens });
   }
 }
 

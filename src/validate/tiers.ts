@@ -20,7 +20,7 @@
  */
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
 import { fitProfile, predictWithFit, predictWithProfile, type ProfileFit, ScaledCmCache } from './profile.ts';
-import { applyHostTerms, parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
+import { applyHostTerms, largeStepExtraUs, parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
 import { batchSizeOf, stepBatch } from './expand.ts';
 import { priceRows, shapeGroup, type Priced, type ValidationDeps } from './priced.ts';
 import {
@@ -142,6 +142,7 @@ function runFold(
       scored: sc,
       composition: fit ? fit.composition : 'registry',
       sm_scale: fit ? (fit.fits[fit.composition].sm_scale?.value ?? 1) : 1,
+      ...(fit ? { large_step: largeStepOf(fit.fits[fit.composition]) } : {}),
     });
     fits.push(fit);
   }
@@ -210,6 +211,12 @@ function computeTiers(T: TierInput): TierResult[] {
   return out;
 }
 
+/** A fit's large-step threshold and factor (threshold 0 when the fit has none). */
+function largeStepOf(f: HostFitEngine): { tokens: number; factor: number } {
+  const t = f.terms.find((x) => x.name === 'large_step_nvlink_factor');
+  return { tokens: f.large_step_tokens ?? 0, factor: t?.value_us ?? 0 };
+}
+
 /** A stored profile as a host fit of its composition (terms and s as stored). */
 function profileAsFit(p: EngineProfile): HostFitEngine {
   return {
@@ -222,6 +229,7 @@ function profileAsFit(p: EngineProfile): HostFitEngine {
       identified: p.terms[name].identified,
     })),
     sm_scale: { value: p.sm_scale.value, identified: p.sm_scale.identified },
+    ...(p.large_step_tokens !== undefined ? { large_step_tokens: p.large_step_tokens } : {}),
     train_rms_us: NaN,
     notes: [],
   };
@@ -313,7 +321,10 @@ function outliersOf(T: TierInput, t: TierResult, n: number): TierOutlier[] {
     out.push({
       ...{ row: i, tokens: tokensOf(r), measured_us: r.measured_us, predicted_us: pred, error_pct },
       resources_us: { sm, hbm, nvlink, nic },
-      host_us: fit ? applyHostTerms(fit, T.P.features[i]!) : T.P.priced[i]!.host_us,
+      host_us: fit
+        ? applyHostTerms(fit, T.P.features[i]!) - largeStepExtraUs(fit, T.P.features[i]!)
+        : T.P.priced[i]!.host_us,
+      large_step_us: fit ? largeStepExtraUs(fit, T.P.features[i]!) : 0,
       sm_scale: t.folds[j]!.sm_scale,
     });
   }

@@ -149,7 +149,7 @@ export interface GroupMetrics {
 
 /** One host term of the per-engine host fit, µs. */
 export interface HostTerm {
-  /** `per_step_us`, `per_request_step_us`, `per_kernel_us`, `per_step_tp_gt1_us`, `per_step_per_rank_us` (µs per step per tp rank). */
+  /** One of `ENGINE_HOST_TERMS` (`large_step_nvlink_factor` is dimensionless: µs per priced NVLink µs). */
   name: EngineHostTerm;
   value_us: number;
   /** False when the training rows cannot separate it (value then 0 and the term folded, see note). */
@@ -172,6 +172,11 @@ export interface HostFitEngine {
   sm_scale?: { value: number; identified: boolean; note?: string };
   /** Least-squares weighting (`relative` = rows weighted by 1/measured). */
   weighting?: 'relative' | 'absolute';
+  /**
+   * Threshold of the large-step collective term, tokens per step (one of `LARGE_STEP_TOKENS_GRID`,
+   * chosen on the training rows); absent = the features' `large_step_nvlink_us` as given.
+   */
+  large_step_tokens?: number;
   /** RMS of the training residual after the fit, µs. */
   train_rms_us: number;
   /** RMS of the training residual relative to measured, percent. */
@@ -285,6 +290,8 @@ export interface TierFold {
   /** The composition the fold's profile chose on its training rows (`registry`: no fit). */
   composition: Composition | 'registry';
   sm_scale: number;
+  /** The fold's large-step threshold (tokens per step) and factor (absent with no fit). */
+  large_step?: { tokens: number; factor: number };
   /** Indices into the tier's rows: this chip's rows (`ValidationResult.rows` order), then the other chips'. */
   train: number[];
   scored: number[];
@@ -324,8 +331,10 @@ export interface TierOutlier {
   error_pct: number;
   /** The registry's SM, HBM, NVLink and NIC time of the row at s = 1, µs. */
   resources_us: { sm: number; hbm: number; nvlink: number; nic: number };
-  /** Host µs under the scoring fold's fit. */
+  /** Host µs under the scoring fold's fit (without the large-step collective extra). */
   host_us: number;
+  /** The large-step collective extra under the scoring fold's fit, µs (0 with no fit). */
+  large_step_us: number;
   /** The scoring fold's s (1 with no fit). */
   sm_scale: number;
 }

@@ -18,7 +18,9 @@ describe('engine profile pricing', () => {
         per_step_tp_gt1_us: term(50),
         per_kernel_us: term(2),
         per_step_per_rank_us: term(500),
+        large_step_nvlink_factor: term(2),
       },
+      large_step_tokens: 4096,
     };
     const price: StepPrice = {
       overlap_us: 9000,
@@ -51,6 +53,54 @@ describe('engine profile pricing', () => {
     expect(withEngineProfile(price, cols([512], [0]), info, 4, profile).engine.host_us).toBe(
       1000 + 100 + 50 + 1800 + 2000,
     );
+  });
+
+  it('charges the large-step collective factor as NVLink on steps of at least large_step_tokens', () => {
+    const profile = {
+      ...loadEngineProfile('splitwise'),
+      terms: {
+        per_step_us: term(1000),
+        per_request_step_us: term(0),
+        per_step_tp_gt1_us: term(0),
+        per_kernel_us: term(0),
+        per_step_per_rank_us: term(0),
+        large_step_nvlink_factor: term(2),
+      },
+      large_step_tokens: 4096,
+    };
+    const price: StepPrice = {
+      overlap_us: 9000,
+      compute_memory_overlap_us: 10000,
+      no_overlap_us: 11000,
+      bottleneck: 'sm',
+      resources_us: { sm: 8000, hbm: 1000, nvlink: 1500, nic: 0, host: 500 },
+      extrapolated: false,
+      extrapolation_notes: [],
+    };
+    const info = { kernels_with_prefill: 900, kernels_decode_only: 700 };
+    const prompts = (n: number, len: number) => ({
+      requests: Array.from({ length: n }, () => ({ scheduled_tokens: len, computed_tokens: 0, prompt_tokens: len })),
+    });
+    // 8 × 512 = 4096 tokens ≥ 4096: NVLink 1500 + 2 · 1500 = 4500 µs; host 1000 replaces 500:
+    // total + (1000 − 500) + 3000
+    const big = withEngineProfile(price, prompts(8, 512), info, 8, profile);
+    expect(big.price.resources_us.nvlink).toBe(4500);
+    expect(big.price.resources_us.host).toBe(1000);
+    expect(big.price.compute_memory_overlap_us).toBe(10000 + 500 + 3000);
+    expect(big.price.no_overlap_us).toBe(11000 + 500 + 3000);
+    // 4095 tokens: below the threshold, NVLink unchanged
+    const small = withEngineProfile(
+      price,
+      { requests: [...prompts(7, 512).requests, ...prompts(1, 511).requests] },
+      info,
+      8,
+      profile,
+    );
+    expect(small.price.resources_us.nvlink).toBe(1500);
+    expect(small.price.compute_memory_overlap_us).toBe(10000 + 500);
+    // no threshold stored: the factor applies to no step
+    const none = withEngineProfile(price, prompts(8, 512), info, 8, { ...profile, large_step_tokens: undefined });
+    expect(none.price.resources_us.nvlink).toBe(1500);
   });
 
   it('price says which engine priced it: the shipped Splitwise profile, or "uncalibrated engine"', async () => {

@@ -14,9 +14,13 @@ import { parseStepsCsv, type LocatedStepRow } from '../../src/validate/steps.ts'
 import type { TierSummary } from '../../src/validate/types.ts';
 import { BASE, fakePricer, stepsCsv, type FakeCoeffs } from './fake-pricer.ts';
 
-const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, h: 50, overlap_factor: 0.7, cm_factor: 0.85 };
-/** Truth: per_step, per_request_step, tp>1 extra, per_kernel, per_rank (µs), and s. */
-const TRUTH = [3000, 250, 1200, 4, 600];
+const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, e: 0.5, h: 50, overlap_factor: 0.7, cm_factor: 0.85 };
+/**
+ * Truth: per_step, per_request_step, tp>1 extra, per_kernel, per_rank (µs), the large-step NVLink
+ * factor (on prefill steps of ≥ LARGE tokens: 384·16 and 384·32 here, not 384·8 = 3072), and s.
+ */
+const TRUTH = [3000, 250, 1200, 4, 600, 1.5];
+const LARGE = 4096;
 const S = 1.4;
 /** Kernels per step: by model, more with prefill rows. */
 const kernels = (key: Pick<PricerKey, 'model'>, hasPrefill: boolean) =>
@@ -29,7 +33,10 @@ const deps: ValidationDeps = {
 /** measured = S · SM + HBM + engineHostUs(TRUTH) for one step of n requests. */
 function truthUs(model: string, tp: number, prefill: boolean, n: number, units: number): number {
   const work = prefill ? S * (K.a + K.b * units) : K.c + K.d * units;
-  return work + engineHostUs(TRUTH, { steps: 1, request_steps: n, kernel_steps: kernels({ model }, prefill), tp });
+  const nvlink_us = prefill ? K.e! * units : 0;
+  const large_step_nvlink_us = prefill && units >= LARGE ? nvlink_us : 0;
+  const f = { steps: 1, request_steps: n, kernel_steps: kernels({ model }, prefill), tp, large_step_nvlink_us };
+  return work + nvlink_us + engineHostUs(TRUTH, f);
 }
 
 function rows(opts: { marker?: boolean } = {}): LocatedStepRow[] {
@@ -92,6 +99,8 @@ describe('engine profile fit', () => {
       expect(p.terms[t].ci95[1]).toBeGreaterThanOrEqual(p.terms[t].value - 1e-6);
     });
     expect(p.sm_scale.value).toBeCloseTo(S, 3);
+    // the threshold is recovered on the training rows: 2048 would charge the 3072-token steps, 8192 miss 6144
+    expect(p.large_step_tokens).toBe(LARGE);
     // 96 rows: every 4th of each 6-row group held out → 2 per group (rotating offset) = 32 held out.
     expect(p.fit.n_train + p.fit.holdout.n).toBe(96);
     expect(p.fit.holdout.regimes.decode!.median_ape_pct).toBeLessThan(1e-6);
@@ -203,8 +212,10 @@ describe('validation tiers', () => {
       const units = pre ? r.prefill_tokens : r.decode_context_tokens;
       const n = pre ? r.prefill_requests : r.decode_requests;
       const work = K.cm_factor! * (pre ? S * (K.a + K.b * units) : K.c + K.d * units);
-      const host = engineHostUs(TRUTH, { steps: 1, request_steps: n, kernel_steps: kernels(r, pre), tp: r.tp });
-      return { ...r, measured_us: work + host };
+      const nvlink_us = pre ? K.e! * units : 0;
+      const large_step_nvlink_us = pre && units >= LARGE ? nvlink_us : 0;
+      const f = { steps: 1, request_steps: n, kernel_steps: kernels(r, pre), tp: r.tp, large_step_nvlink_us };
+      return { ...r, measured_us: work + nvlink_us + engineHostUs(TRUTH, f) };
     });
     const before = validateRows(cmRows, { chip: 'h100', tiers: {} }, deps);
     const idx = cmRows.map((r, i) => (r.model === 'm2' && r.tp === 4 ? i : -1)).filter((i) => i >= 0);

@@ -85,12 +85,17 @@ function summary(p: EngineProfile): string {
       .map(([c, v]) => `${c} ${v.toFixed(2)}%`)
       .join(', ')} relative RMS)`,
   ];
-  for (const [name, t] of Object.entries(p.terms))
+  for (const [name, t] of Object.entries(p.terms)) {
+    // µs terms to 0.1 µs; the dimensionless large-step factor (× priced NVLink µs) to 0.01
+    const [d, unit] = name.endsWith('_us') ? [1, 'µs'] : [2, '× '];
     lines.push(
-      `  ${name.padEnd(22)} ${t.value.toFixed(1).padStart(9)} µs  ci95 [${t.ci95.map((x) => x.toFixed(1)).join(', ')}]${t.identified ? '' : '  (not identified)'}`,
+      `  ${name.padEnd(24)} ${t.value.toFixed(d).padStart(9)} ${unit}  ci95 [${t.ci95.map((x) => x.toFixed(d)).join(', ')}]${t.identified ? '' : '  (not identified)'}`,
     );
+  }
+  if (p.large_step_tokens !== undefined)
+    lines.push(`  ${'large_step_tokens'.padEnd(24)} ${String(p.large_step_tokens).padStart(9)}     (tokens per step)`);
   lines.push(
-    `  ${'sm_scale s'.padEnd(22)} ${p.sm_scale.value.toFixed(3).padStart(9)}     ci95 [${p.sm_scale.ci95.map((x) => x.toFixed(3)).join(', ')}]`,
+    `  ${'sm_scale s'.padEnd(24)} ${p.sm_scale.value.toFixed(3).padStart(9)}     ci95 [${p.sm_scale.ci95.map((x) => x.toFixed(3)).join(', ')}]`,
   );
   lines.push(`holdout (${p.fit.holdout.rule}, ${p.fit.holdout.n} rows): median / p90 APE, bias`);
   for (const [g, m] of Object.entries(p.fit.holdout.regimes))

@@ -87,8 +87,9 @@ export function passHostUs(launch_us: number, dispatch_us_per_kernel: number, ke
 }
 
 /**
- * The engine host terms of an engine profile (issue 7, issue 16; docs/validation.md "Host overheads"),
- * in the order they are admitted by the fit. All µs.
+ * The engine terms of an engine profile (issue 7, issue 16; docs/validation.md "Host overheads" and
+ * "Large-step collective factor"), in the order they are admitted by the fit. µs per unit of the
+ * regressor; `large_step_nvlink_factor` is dimensionless (µs per priced NVLink µs).
  */
 export const ENGINE_HOST_TERMS = [
   'per_step_us',
@@ -96,7 +97,24 @@ export const ENGINE_HOST_TERMS = [
   'per_step_tp_gt1_us',
   'per_kernel_us',
   'per_step_per_rank_us',
+  'large_step_nvlink_factor',
 ] as const;
+
+/**
+ * Candidate thresholds of the large-step collective term, tokens scheduled in one step (acc18;
+ * docs/validation.md "Large-step collective factor"): a step scheduling at least the threshold pays
+ * `large_step_nvlink_factor` × its priced NVLink µs on top. 1 = every step (a plain factor on the
+ * registry's NVLink law); the others are powers of two. Each fit picks one on its training rows.
+ */
+export const LARGE_STEP_TOKENS_GRID: readonly number[] = [1, 1024, 2048, 4096, 8192, 16384];
+
+/**
+ * Priced NVLink µs a step adds to the large-step regressor: all of it when the step schedules at least
+ * `threshold_tokens` tokens, else 0.
+ */
+export function largeStepNvlinkUs(step_tokens: number, nvlink_us: number, threshold_tokens: number): number {
+  return step_tokens >= threshold_tokens ? nvlink_us : 0;
+}
 export type EngineHostTerm = (typeof ENGINE_HOST_TERMS)[number];
 
 /** What the engine host law reads from a row or a step (every count summed over the row's steps). */
@@ -108,21 +126,34 @@ export interface EngineHostFeatures {
   kernel_steps: number;
   /** Tensor-parallel width. */
   tp: number;
+  /**
+   * Σ priced NVLink µs (registry law, s-independent) of the steps scheduling at least the profile's
+   * `large_step_tokens` (`largeStepNvlinkUs`); absent = 0.
+   */
+  large_step_nvlink_us?: number;
 }
 
 /**
  * Regressors of the engine host law, in `ENGINE_HOST_TERMS` order:
- * [steps, Σ requests, steps · [tp > 1], Σ kernels, steps · tp].
+ * [steps, Σ requests, steps · [tp > 1], Σ kernels, steps · tp, Σ large-step NVLink µs].
  */
 export function engineHostColumns(f: EngineHostFeatures): number[] {
-  return [f.steps, f.request_steps, f.tp > 1 ? f.steps : 0, f.kernel_steps, f.steps * f.tp];
+  return [
+    f.steps,
+    f.request_steps,
+    f.tp > 1 ? f.steps : 0,
+    f.kernel_steps,
+    f.steps * f.tp,
+    f.large_step_nvlink_us ?? 0,
+  ];
 }
 
 /**
  * Engine host time, µs (issue 16; docs/validation.md "Host overheads"; the law the host fit and the
  * pricer's engine profile share):
  *   host = per_step_us · steps + per_request_step_us · Σ requests + per_step_tp_gt1_us · steps · [tp > 1]
- *        + per_kernel_us · Σ kernels + per_step_per_rank_us · steps · tp.
+ *        + per_kernel_us · Σ kernels + per_step_per_rank_us · steps · tp
+ *        + large_step_nvlink_factor · Σ large-step NVLink µs (acc18).
  * A zero term or a non-finite regressor (kernel counts unknown) contributes nothing.
  * @param values_us one value per `ENGINE_HOST_TERMS` entry, µs per unit of its regressor
  */
