@@ -63,7 +63,12 @@ export function atLargeStepTokens(f: HostFeatures, tokens: number | undefined): 
     byK = new Array<HostFeatures | undefined>(LARGE_STEP_TOKENS_GRID.length);
     AT_THRESHOLD.set(f, byK);
   }
-  return (byK[k] ??= { ...f, large_step_nvlink_us: f.large_nvlink_us_by_t[k]! });
+  let at = byK[k];
+  if (!at) {
+    at = { ...f, large_step_nvlink_us: f.large_nvlink_us_by_t[k]! };
+    byK[k] = at;
+  }
+  return at;
 }
 
 const AT_THRESHOLD = new WeakMap<HostFeatures, Array<HostFeatures | undefined>>();
