@@ -16,7 +16,7 @@
  */
 import { groupBy, type7Sorted } from '../core/numeric/stats.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import { LARGE_STEP_TOKENS_GRID } from '../core/laws/host.ts';
+import { engineHostColumns, LARGE_STEP_TOKENS_GRID } from '../core/laws/host.ts';
 import {
   applyHostTerms,
   atLargeStepTokens,
@@ -125,9 +125,14 @@ function fitOne(
 
 /**
  * The large-step threshold (tokens per step, one of `LARGE_STEP_TOKENS_GRID`) of a fit on rows `idx`:
- * the one whose NoOverlap fit with s (linear least squares, cheap: no search) has the lowest training
- * objective; ties → the smaller threshold. DECISION (docs/validation.md "Large-step collective
- * factor"): chosen on the training rows only, once per fit, and shared by every composition.
+ * the one whose large-step column, added alone to the NoOverlap fit with s without it (weighted least
+ * squares, terms ≥ 0), lowers its training objective most: the reduction of the weighted residual sum of
+ * squares by one column x is (x⊥ · r)² / |x⊥|², x⊥ = x less its projection on the fit's active columns,
+ * r the fit's weighted residual; a column whose least-squares coefficient would be negative
+ * (x⊥ · r ≤ 0) lowers nothing. Ties (and no reduction anywhere) → the smaller threshold. One fit and six
+ * projections instead of six fits (validate's cost, docs/performance.md "acc18"). DECISION
+ * (docs/validation.md "Large-step collective factor"): chosen on the training rows only, once per fit,
+ * and shared by every composition.
  */
 export function chooseLargeStepTokens(
   P: Priced,
@@ -136,19 +141,56 @@ export function chooseLargeStepTokens(
   weighting: HostWeighting = 'relative',
 ): number {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
+  const w = measured_us.map((m) => (weighting === 'relative' ? 1 / m : 1));
+  const feats = idx.map((i) => P.features[i]!);
   const resid = idx.map((i) => P.rows[i]!.measured_us - P.priced[i]!.no_overlap_nohost_us);
+  const f = fitHostTerms(engine, 'no_overlap', feats, resid, 'fraction', { weighting, measured_us, engineSm: true });
+  const r = feats.map((x, j) => (resid[j]! - applyHostTerms(f, x) - engineSmExtraUs(f, x)) * w[j]!);
+  const active: number[][] = [];
+  f.terms.forEach((t, k) => {
+    if (t.value_us !== 0) active.push(feats.map((x, j) => engineHostColumns(x)[k]! * w[j]!));
+  });
+  if (f.sm_scale?.identified) active.push(feats.map((x, j) => (x.sm_us ?? 0) * w[j]!));
+  const basis = orthonormalBasis(active);
   let best = LARGE_STEP_TOKENS_GRID[0]!;
-  let bestV = Infinity;
+  let bestGain = 0;
   for (const t of LARGE_STEP_TOKENS_GRID) {
-    const feats = idx.map((i) => atLargeStepTokens(P.features[i]!, t));
-    const f = fitHostTerms(engine, 'no_overlap', feats, resid, 'fraction', { weighting, measured_us, engineSm: true });
-    const v = weighting === 'relative' ? f.train_rms_rel_pct! : f.train_rms_us;
-    if (Number.isFinite(v) && v < bestV) {
+    const x = feats.map((v, j) => (atLargeStepTokens(v, t).large_step_nvlink_us ?? 0) * w[j]!);
+    const norm0 = Math.sqrt(dot(x, x));
+    for (let pass = 0; pass < 2; pass++) for (const q of basis) axpy(-dot(q, x), q, x);
+    const xx = dot(x, x);
+    const c = dot(x, r);
+    const gain = xx > 1e-18 * norm0 * norm0 && c > 0 ? (c * c) / xx : 0;
+    if (gain > bestGain * (1 + 1e-12)) {
       best = t;
-      bestV = v;
+      bestGain = gain;
     }
   }
   return best;
+}
+
+function dot(a: readonly number[], b: readonly number[]): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
+}
+
+/** x ← x + a · q, in place. */
+function axpy(a: number, q: readonly number[], x: number[]): void {
+  for (let i = 0; i < x.length; i++) x[i] = x[i]! + a * q[i]!;
+}
+
+/** An orthonormal basis of the columns (Gram–Schmidt, orthogonalised twice; dependent columns dropped). */
+function orthonormalBasis(cols: readonly number[][]): number[][] {
+  const basis: number[][] = [];
+  for (const c of cols) {
+    const v = [...c];
+    const norm0 = Math.sqrt(dot(v, v));
+    for (let pass = 0; pass < 2; pass++) for (const q of basis) axpy(-dot(q, v), q, v);
+    const norm = Math.sqrt(dot(v, v));
+    if (norm > 1e-9 * norm0) basis.push(v.map((x) => x / norm));
+  }
+  return basis;
 }
 
 /**
