@@ -31,15 +31,15 @@ const deps: ValidationDeps = {
 };
 
 /** measured = S · SM + HBM + engineHostUs(TRUTH) for one step of n requests. */
-function truthUs(model: string, tp: number, prefill: boolean, n: number, units: number): number {
+function truthUs(model: string, tp: number, prefill: boolean, n: number, units: number, large = LARGE): number {
   const work = prefill ? S * (K.a + K.b * units) : K.c + K.d * units;
   const nvlink_us = prefill ? K.e! * units : 0;
-  const large_step_nvlink_us = prefill && units >= LARGE ? nvlink_us : 0;
+  const large_step_nvlink_us = prefill && units >= large ? nvlink_us : 0;
   const f = { steps: 1, request_steps: n, kernel_steps: kernels({ model }, prefill), tp, large_step_nvlink_us };
   return work + nvlink_us + engineHostUs(TRUTH, f);
 }
 
-function rows(opts: { marker?: boolean } = {}): LocatedStepRow[] {
+function rows(opts: { marker?: boolean; large?: number } = {}): LocatedStepRow[] {
   const rs: Array<Record<string, string | number>> = [];
   for (const model of ['m1', 'm2'])
     for (const tp of [1, 2, 4, 8])
@@ -48,13 +48,13 @@ function rows(opts: { marker?: boolean } = {}): LocatedStepRow[] {
         rs.push({
           ...base,
           ...{ prefill_requests: n, prefill_tokens: 384 * n, decode_requests: 0, decode_context_tokens: 0 },
-          measured_us: truthUs(model, tp, true, n, 384 * n),
+          measured_us: truthUs(model, tp, true, n, 384 * n, opts.large),
           group: `${model}-${tp}-pre`,
         });
         rs.push({
           ...base,
           ...{ prefill_requests: 0, prefill_tokens: 0, decode_requests: n, decode_context_tokens: 900 * n },
-          measured_us: truthUs(model, tp, false, n, 900 * n),
+          measured_us: truthUs(model, tp, false, n, 900 * n, opts.large),
           group: `${model}-${tp}-dec`,
         });
       }
@@ -108,6 +108,28 @@ describe('engine profile fit', () => {
     // the registry object round-trips through its YAML and schema
     expect(parseEngineProfile(stringifyEngineProfile(p), 'x.yaml')).toEqual(p);
   });
+
+  it.each([1, 1024, 8192])(
+    'recovers the large-step threshold %i and its factor (the plain NVLink factor is threshold 1)',
+    (large) => {
+      const p = fitEngineProfile(
+        rows({ large }),
+        {
+          engine: 'e',
+          provenance: {
+            stepcal_version: 'test',
+            steps: [{ file: 't.steps.csv', sha256: '0', rows: 96 }],
+            registries: [{ chip: 'h100', file: 'r.yaml', sha256: '0' }],
+          },
+        },
+        deps,
+      );
+      // prefill steps schedule 384·n tokens, n = 1..32: each threshold charges a different set of them
+      expect(p.large_step_tokens).toBe(large);
+      expect(p.terms.large_step_nvlink_factor.value).toBeCloseTo(TRUTH[5]!, 4);
+      expect(p.sm_scale.value).toBeCloseTo(S, 3);
+    },
+  );
 
   it('the schema names the file and field of a bad value; the gate refuses a negative host term', () => {
     expect(() => parseEngineProfile('kind: EngineProfile\nname: Bad Name\n', 'e.yaml')).toThrow(/e\.yaml: field name/);
