@@ -127,6 +127,21 @@ function planContext(
   };
 }
 
+/**
+ * A reader with every field stored as a double from the start (its window, ratio and cap are small
+ * integers in some deployments and Infinity in others), so the readers of every pricer share one hidden
+ * class: the laws read them per prefill row (walk.ts prefillRow), and a field generalised from small
+ * integer to double deprecates the class, which turned those loads megamorphic in a process pricing many
+ * graphs (docs/performance.md "Session 10"; notes.ts `notesPlanOf` is the same fix). Same values.
+ */
+function doubleReader(r: ReaderSpec): ReaderSpec {
+  const o = { window: Number.NaN, ratio: Number.NaN, cap: Number.NaN };
+  o.window = r.window;
+  o.ratio = r.ratio;
+  o.cap = r.cap;
+  return o;
+}
+
 /** The walk's constants: the unbounded reader summed inline, the others looped per request. */
 function walkPlan(
   readers: readonly ReaderSpec[],
@@ -139,7 +154,7 @@ function walkPlan(
   const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
   return {
     // One literal shape for every reader (the walk reads them per prefill row; issue 17).
-    readers: readers.map((r) => ({ window: r.window, ratio: r.ratio, cap: r.cap })),
+    readers: readers.map(doubleReader),
     fullReader,
     bounded,
     ...boundedColumns(readers, bounded),
