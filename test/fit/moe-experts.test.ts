@@ -17,7 +17,15 @@ import { seededRandom } from '../../src/core/numeric/stats.ts';
 import { parseCoefficientSets } from '../../src/core/schemas/registry-yaml.ts';
 import { readText } from '../../src/core/io/fs.ts';
 import { applyGates } from '../../src/fit/index.ts';
-import { expertSeries, solveNonNegative, sumNormals, seriesNormal } from '../../src/fit/moe-experts-law.ts';
+import {
+  expertError,
+  expertSeries,
+  fitExpertLogL1,
+  fitExpertSum,
+  seriesNormal,
+  solveNonNegative,
+  sumNormals,
+} from '../../src/fit/moe-experts-law.ts';
 import { fitMoeExperts } from '../../src/fit/moe-experts.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
@@ -289,6 +297,46 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
     const g = fitMoeExperts(synthetic(triton, 0.86, 'fp8_block', T), ctx(0.86));
     expect(g.data.kernel_fits).toEqual([]);
     expect(g.data.not_fitted).toEqual([]);
+  });
+});
+
+describe('the sum-vs-max search stops a losing poll early without changing its result', () => {
+  // fitExpertLogL1 stops summing |ln(pred/meas)| once a poll's partial mean reaches the search's best (the
+  // terms are ≥ 0, so it cannot be kept). If a partial mean were ever kept, the reported geo would be below
+  // the error of the returned coefficients: recomputed here in full over every point, both compositions.
+  it.each(['sum', 'max'] as const)('%s: the reported geo is the full error of the returned coefficients', (compose) => {
+    const truth: ExpertCoefficients = {
+      floor_us: 30,
+      eps_max: 0.4,
+      m_half: 8,
+      route_bytes_per_us: 3e6,
+      expert_us: 0.3,
+      pair_bytes_per_us: 8e5,
+    };
+    const rates = {
+      peak_flops_per_us: 1.979e9,
+      hbm_bytes_per_us: H200.hbm_bytes_per_us,
+      hbm_derate: 0.86,
+      bytes_per_element: 1,
+    };
+    // Four (tp, ep) modes: 6 shapes × 4 × 14 token counts = 336 points, more than one 256-point chunk between checks.
+    const modes = [
+      [1, 1],
+      [4, 1],
+      [1, 8],
+      [2, 2],
+    ] as const;
+    const { series } = expertSeries(synthetic(truth, 0.86, 'fp8_block', 'k', modes), 'fp8_block', 'balanced', rates);
+    const points = series.flatMap((x) => x.points);
+    expect(points.length).toBe(336);
+    const start = fitExpertSum(series)!;
+    // A start 40 % off in every coefficient, so the search moves (and rejects) many polls.
+    const off: ExpertCoefficients = { ...start };
+    for (const k of LAW_COEFS) off[k] = Math.min(start[k], 1e12) * 1.4;
+    const r = fitExpertLogL1(points, compose, off);
+    const full = expertError(points, r.c, compose).geo;
+    expect(Math.abs(r.geo / full - 1)).toBeLessThan(1e-12);
+    expect(r.geo).toBeLessThan(expertError(points, off, compose).geo); // it did improve on the start
   });
 });
 
