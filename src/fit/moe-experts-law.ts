@@ -337,7 +337,14 @@ export function expertError(
   c: ExpertCoefficients,
   compose: 'sum' | 'max' = 'sum',
 ): ExpertError {
-  const pred = points.map((p) => predictExpert(p, c, compose));
+  return predictedError(
+    points,
+    points.map((p) => predictExpert(p, c, compose)),
+  );
+}
+
+/** Geo error and MAPE of predictions `pred[i]` of `points[i]`, with the points' count. */
+export function predictedError(points: readonly ExpertPoint[], pred: readonly number[]): ExpertError {
   const meas = points.map((p) => p.latency_us);
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
 }
@@ -404,19 +411,20 @@ export function tokensHoldout(
 
 /**
  * Bias per distinct token count: the geometric mean of predicted ÷ measured over the points at that count
- * (< 1: the law is too fast there), under `c`. Sorted by tokens.
+ * (< 1: the law is too fast there), `pred[i]` the prediction for `points[i]` (predictExpert under one
+ * law). Sorted by tokens.
  */
 export function biasByTokens(
   points: readonly ExpertPoint[],
-  c: ExpertCoefficients,
+  pred: readonly number[],
 ): Array<{ tokens: number; bias: number; n: number }> {
   const acc = new Map<number, { s: number; n: number }>();
-  for (const p of points) {
+  points.forEach((p, i) => {
     const a = acc.get(p.shape.tokens) ?? { s: 0, n: 0 };
-    a.s += Math.log(predictExpert(p, c) / p.latency_us);
+    a.s += Math.log(pred[i]! / p.latency_us);
     a.n++;
     acc.set(p.shape.tokens, a);
-  }
+  });
   return [...acc.entries()]
     .sort((x, y) => x[0] - y[0])
     .map(([tokens, a]) => ({ tokens, bias: Math.exp(a.s / a.n), n: a.n }));

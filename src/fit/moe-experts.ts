@@ -47,10 +47,10 @@ import { fmt, measuredEntry } from './common.ts';
 import {
   biasByTokens,
   bootstrapExpert,
-  expertError,
   expertSeries,
   fitExpertLogL1,
   fitExpertSum,
+  predictedError,
   predictExpert,
   sameSeries,
   shapeHoldout,
@@ -199,6 +199,8 @@ function fitExpertSet(
   const c = fitExpertSum(series);
   if (!c) return 'the arithmetic term vanished (no ramp identifiable)';
   const points = series.flatMap((s) => s.points);
+  // The all-rows law's prediction of every point, once: its train error, residual rows and figure share it.
+  const pred = points.map((p) => predictExpert(p, c));
   const holdoutTokens = tokensHoldout(series);
   return {
     dtype: spec.dtype,
@@ -210,14 +212,14 @@ function fitExpertSet(
     coefficients: c,
     ci95: widen(c, bootstrapExpert(series, ctx.bootstrap)),
     pinned: pinnedOf(c),
-    train: expertError(points, c),
+    train: predictedError(points, pred),
     ...optional('holdout_tokens', holdoutTokens),
-    bias_by_tokens: biasRows(points, c, holdoutTokens?.coefficients),
+    bias_by_tokens: biasRows(points, pred, holdoutTokens?.coefficients),
     ...optional('holdout_shape', shapeHoldout(series)),
     ...(spec.sumVsMax ? { sum_vs_max: sumVsMax(points, c) } : {}),
     series: series.length,
     screened: screened.map((s) => s.key),
-    points: figurePoints(series, c),
+    points: figurePoints(series, pred),
   };
 }
 
@@ -310,14 +312,19 @@ function fitKernelSets(
   return { fits, not_fitted };
 }
 
-/** The residual plot's rows: bias per token count under the all-rows fit and the below-the-cut fit. */
+/** The residual plot's rows: bias per token count under the all-rows fit (`pred`) and the below-the-cut fit. */
 function biasRows(
   points: readonly ExpertPoint[],
-  c: ExpertCoefficients,
+  pred: readonly number[],
   below?: ExpertCoefficients,
 ): ExpertDtypeFit['bias_by_tokens'] {
-  const cut = below ? biasByTokens(points, below) : [];
-  return biasByTokens(points, c).map((r, i) => ({
+  const cut = below
+    ? biasByTokens(
+        points,
+        points.map((p) => predictExpert(p, below)),
+      )
+    : [];
+  return biasByTokens(points, pred).map((r, i) => ({
     tokens: r.tokens,
     all_rows: r.bias,
     ...(cut[i] ? { below_cut: cut[i]!.bias } : {}),
@@ -341,13 +348,15 @@ function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): Ex
   };
 }
 
-function figurePoints(series: readonly ExpertSeries[], c: ExpertCoefficients): ExpertDtypeFit['points'] {
+/** The figure's points: every series' points in series order, `pred` their predictions in that order. */
+function figurePoints(series: readonly ExpertSeries[], pred: readonly number[]): ExpertDtypeFit['points'] {
+  let i = 0;
   return series.flatMap((s) =>
     s.points.map((p) => ({
       tokens: p.shape.tokens,
       tokens_per_expert: p.work.tokens_per_expert,
       measured_us: p.latency_us,
-      predicted_us: predictExpert(p, c),
+      predicted_us: pred[i++]!,
       geometry: s.geometry,
       tp: p.shape.tp,
       ep: p.shape.ep,
