@@ -2,9 +2,10 @@
  * A step price under an engine profile (issue 16): the registry's host terms are replaced by the
  * profile's (law: src/core/laws/host.ts `engineHostUs`), and SM time carries the profile's s (the
  * caller builds the pricer with `sm_scale = profile.sm_scale.value`); a step scheduling at least the
- * profile's `large_step_tokens` pays `large_step_nvlink_factor` × its NVLink µs more, as NVLink. Pure.
+ * whose collective message (tokens × `info.collective_message_bytes_per_token`) is at least the profile's
+ * `large_step_message_bytes` pays `large_step_nvlink_factor` × its NVLink µs more, as NVLink. Pure.
  */
-import { ENGINE_HOST_TERMS, engineHostUs, largeStepNvlinkUs } from '../core/laws/host.ts';
+import { collectiveMessageBytes, ENGINE_HOST_TERMS, engineHostUs, largeStepNvlinkUs } from '../core/laws/host.ts';
 import type { EngineProfile } from '../core/schemas/engine.ts';
 import type { PricerInfo, StepPricer } from './pricer.ts';
 import { bottleneckOf } from './compose.ts';
@@ -44,13 +45,13 @@ function rowsOf(
  * get host = engineHostUs(profile terms; steps 1, the batch's requests, the pricer's kernel count for
  * a step with or without prefill rows, tp) instead of the registry's host.
  * @param price the step priced by a pricer built with the profile's sm_scale
- * @param info that pricer's info (kernel counts)
+ * @param info that pricer's info (kernel counts, collective bytes per token)
  * @param decodeTokens tokens a decode row schedules (1 + speculative tokens); more = a prefill row
  */
 export function withEngineProfile(
   price: StepPrice,
   batch: Batch | ColumnBatch,
-  info: Pick<PricerInfo, 'kernels_with_prefill' | 'kernels_decode_only'>,
+  info: Pick<PricerInfo, 'kernels_with_prefill' | 'kernels_decode_only' | 'collective_message_bytes_per_token'>,
   tp: number,
   profile: EngineProfile,
   decodeTokens = 1,
@@ -67,10 +68,14 @@ export function withEngineProfile(
   );
   // The large-step collective extra is NVLink time (docs/validation.md "Large-step collective factor").
   const nvlink_extra_us =
-    profile.large_step_tokens === undefined
+    profile.large_step_message_bytes === undefined
       ? 0
       : profile.terms.large_step_nvlink_factor.value *
-        largeStepNvlinkUs(tokens, price.resources_us.nvlink, profile.large_step_tokens);
+        largeStepNvlinkUs(
+          collectiveMessageBytes(tokens, info.collective_message_bytes_per_token),
+          price.resources_us.nvlink,
+          profile.large_step_message_bytes,
+        );
   const registry_host_us = price.resources_us.host;
   const d = host_us - registry_host_us + nvlink_extra_us;
   const resources_us = {

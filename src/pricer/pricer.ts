@@ -56,6 +56,12 @@ export interface PricerInfo {
   embedding_bytes_per_rank: number;
   /** KV cache per token per rank, bytes (target + drafter). */
   kv_bytes_per_token_per_rank: number;
+  /**
+   * Bytes per scheduled token of the largest collective message of the target pass (hidden · 2 for a
+   * tensor-parallel all-reduce; × top_k when routed); 0 when the pass launches none (tp 1, ep 1). A
+   * step's message is its scheduled tokens × this (the engine profile's large-step threshold, acc19).
+   */
+  collective_message_bytes_per_token: number;
   /** Choices made for this deployment that a reader should know (fallbacks, format choices). */
   assumptions: string[];
   /** Each weight dtype's compute ramp, peak and bytes per value (block scales included), dense and experts. */
@@ -308,6 +314,10 @@ export function createPricer(
     weight_bytes_per_rank: resident.weights,
     embedding_bytes_per_rank: resident.embedding,
     kv_bytes_per_token_per_rank: target.kvBytesPerToken + (drafter?.kvBytesPerToken ?? 0),
+    collective_message_bytes_per_token: Math.max(
+      0,
+      ...target.withPrefill.flatMap((k) => k.colls.map((c) => c.bytesPerToken)),
+    ),
     assumptions: [...new Set(coef.assumptions)],
     formats: coef.formatChoices(),
   };

@@ -24,6 +24,7 @@ import {
   smScaleText,
 } from './validation.ts';
 import { fmtDec } from '../core/render/format.ts';
+import { mibText } from './tiers.ts';
 import { type Column, markdownTable, tableLines } from '../core/render/table.ts';
 
 type Metrics = NonNullable<ValidationResult['regimes'][keyof ValidationResult['regimes']]>;
@@ -194,7 +195,7 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
           f.terms
             .map(
               (t) =>
-                `${t.name} = ${t.identified ? termText(t.name, t.value_us, f.large_step_tokens) : 'not identified'}`,
+                `${t.name} = ${t.identified ? termText(t.name, t.value_us, f.large_step_message_bytes) : 'not identified'}`,
             )
             .join(', ') +
           (f.sm_scale ? `, s = ${smScaleText(f.sm_scale)}` : '') +
@@ -221,7 +222,7 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
 }
 
 /** A fitted term's value with its unit: µs terms to 0.1 µs; the large-step factor × NVLink with its threshold. */
-function termText(name: string, value: number, large_step_tokens: number | undefined): string {
+function termText(name: string, value: number, large_step_message_bytes: number | undefined): string {
   if (name.endsWith('_us')) return `${value.toFixed(1)} µs`;
-  return `${value.toFixed(2)} × priced NVLink on steps of ≥ ${large_step_tokens ?? '?'} tokens`;
+  return `${value.toFixed(2)} × priced NVLink on steps with a collective message of ≥ ${large_step_message_bytes === undefined ? '?' : mibText(large_step_message_bytes)}`;
 }

@@ -81,7 +81,12 @@ export function tierTable(v: ValidationResult): Table | null {
 const ms = (us: number) => fmtDec(us / 1000, 1);
 
 /** The sentence above the outlier table. */
-export const TIER_OUTLIER_TITLE = `Tier (b) rows priced more than ${TIER_OUTLIER_APE_PCT} % off (ms; SM, HBM, NVLink and NIC are the registry's terms at s = 1, host, the large-step NVLink extra (large_step_nvlink_factor × NVLink on steps of at least the fold's threshold) and s those of the fold that scored the row):`;
+/** A collective-message threshold in MiB, e.g. `64 MiB` (`0 B` = every step). */
+export function mibText(bytes: number): string {
+  return bytes === 0 ? '0 B' : `${fmtDec(bytes / (1024 * 1024), 0)} MiB`;
+}
+
+export const TIER_OUTLIER_TITLE = `Tier (b) rows priced more than ${TIER_OUTLIER_APE_PCT} % off (ms; SM, HBM, NVLink and NIC are the registry's terms at s = 1, host, the large-step NVLink extra (large_step_nvlink_factor × NVLink on steps whose collective message is at least the fold's threshold) and s those of the fold that scored the row):`;
 
 /**
  * The headline tier's rows priced more than TIER_OUTLIER_APE_PCT off, with each resource term
@@ -121,9 +126,9 @@ export function tierPicksLine(t: TierSummary): string {
   const picks = COMPOSITIONS.map((c) => `${COMPOSITION_NAME[c]} ${t.picks[c]}`).join(', ');
   const s = fits.map((f) => f.sm_scale);
   const ls = fits.filter((f) => f.large_step).map((f) => f.large_step!);
-  const thresholds = [...new Set(ls.map((x) => x.tokens))].sort((a, b) => a - b);
+  const thresholds = [...new Set(ls.map((x) => x.message_bytes))].sort((a, b) => a - b);
   const large = ls.length
-    ? `; large-step threshold ${thresholds.map((k) => `${k} tokens ×${ls.filter((x) => x.tokens === k).length}`).join(', ')}, factor ${Math.min(...ls.map((x) => x.factor)).toFixed(2)}–${Math.max(...ls.map((x) => x.factor)).toFixed(2)}`
+    ? `; large-step threshold ${thresholds.map((k) => `${mibText(k)} ×${ls.filter((x) => x.message_bytes === k).length}`).join(', ')}, factor ${Math.min(...ls.map((x) => x.factor)).toFixed(2)}–${Math.max(...ls.map((x) => x.factor)).toFixed(2)}`
     : '';
   return (
     `${t.title}: ${fits.length} fold(s) picked ${picks} on their training rows; s ${Math.min(...s).toFixed(3)}–${Math.max(...s).toFixed(3)}${large}` +

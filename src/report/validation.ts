@@ -23,7 +23,15 @@ import {
 import { fmtDec } from '../core/render/format.ts';
 import { chart, esc, PALETTE, stackedBars, type Series } from '../core/render/svg.ts';
 import { htmlTable, markdownTable, type Table } from '../core/render/table.ts';
-import { TIER_OUTLIER_TITLE, TIER_PROTOCOL, tierCharts, tierOutlierTable, tierPicksLine, tierTable } from './tiers.ts';
+import {
+  mibText,
+  TIER_OUTLIER_TITLE,
+  TIER_PROTOCOL,
+  tierCharts,
+  tierOutlierTable,
+  tierPicksLine,
+  tierTable,
+} from './tiers.ts';
 
 /** The headline rule as stated in every report (implemented by headlineChoice, src/validate/run.ts). */
 export const HEADLINE_RULE =
@@ -370,7 +378,7 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
       'per_kernel_us (µs/kernel)',
       'per_step_per_rank_us (µs/step/rank)',
       'large_step_nvlink_factor (× priced NVLink, steps ≥ threshold)',
-      'large-step threshold (tokens per step)',
+      'large-step threshold (collective message)',
       's (× priced SM)',
       'train RMS (µs)',
       'train RMS (% of measured)',
@@ -394,7 +402,7 @@ export function hostFitSection(v: ValidationResult): { tables: Table[]; notes: s
         cell('per_kernel_us'),
         cell('per_step_per_rank_us'),
         cell('large_step_nvlink_factor'),
-        f.large_step_tokens === undefined ? '–' : String(f.large_step_tokens),
+        f.large_step_message_bytes === undefined ? '–' : mibText(f.large_step_message_bytes),
         sCell,
         f.train_rms_us.toFixed(0),
         f1(f.train_rms_rel_pct),

@@ -126,9 +126,11 @@ function profileOf(
       input.description ??
       `${input.engine} engine: host terms and compute-efficiency term s fitted on its step timings`,
     composition: fit.composition,
-    law: 'host_us = per_step_us·steps + per_request_step_us·Σrequests + per_step_tp_gt1_us·steps·[tp>1] + per_kernel_us·Σkernels + per_step_per_rank_us·steps·tp; + large_step_nvlink_factor·(priced NVLink µs of a step scheduling ≥ large_step_tokens tokens), charged as NVLink; SM time × sm_scale (src/core/laws/host.ts engineHostUs)',
+    law: 'host_us = per_step_us·steps + per_request_step_us·Σrequests + per_step_tp_gt1_us·steps·[tp>1] + per_kernel_us·Σkernels + per_step_per_rank_us·steps·tp; + large_step_nvlink_factor·(priced NVLink µs of a step whose collective message, tokens × collective bytes per token, is ≥ large_step_message_bytes), charged as NVLink; SM time × sm_scale (src/core/laws/host.ts engineHostUs)',
     terms,
-    ...(chosen.large_step_tokens !== undefined ? { large_step_tokens: chosen.large_step_tokens } : {}),
+    ...(chosen.large_step_message_bytes !== undefined
+      ? { large_step_message_bytes: chosen.large_step_message_bytes }
+      : {}),
     sm_scale: {
       value: sig(s?.value ?? 1),
       ci95: [sig(ci.sm_scale![0]), sig(ci.sm_scale![1])],

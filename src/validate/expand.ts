@@ -16,7 +16,7 @@ import type { Batch, PriceOptions, Pricer, Request, Resource, ResourceTimes, Ste
 import { RESOURCES } from '../pricer/types.ts';
 import { emptyStepPrice } from '../pricer/compose.ts';
 import type { StepTermsLog } from '../pricer/terms-log.ts';
-import { LARGE_STEP_TOKENS_GRID, largeStepNvlinkUs } from '../core/laws/host.ts';
+import { collectiveMessageBytes, LARGE_STEP_MESSAGE_BYTES_GRID, largeStepNvlinkUs } from '../core/laws/host.ts';
 import type { LocatedStepRow } from './steps.ts';
 import type { Regime } from './types.ts';
 
@@ -92,8 +92,9 @@ export interface RowPrice {
   /** Σ over steps of the requests in the step (host-fit feature). */
   request_steps: number;
   /**
-   * Per threshold of `LARGE_STEP_TOKENS_GRID` (same order), Σ priced NVLink µs of the steps scheduling
-   * at least that many tokens (the large-step collective regressor, src/core/laws/host.ts).
+   * Per threshold of `LARGE_STEP_MESSAGE_BYTES_GRID` (same order), Σ priced NVLink µs of the steps whose
+   * collective message (tokens × collective bytes per token) is at least that many bytes (the large-step
+   * collective regressor, src/core/laws/host.ts).
    */
   large_nvlink_us_by_t: number[];
   extrapolated: boolean;
@@ -109,11 +110,25 @@ function zeroTimes(): ResourceTimes {
  * Host is taken from `resources_us.host` of each step; composition totals are kept without it.
  * With `log`, every step's composition inputs are recorded into it (PriceOptions.terms), for
  * `cmNohostFromLog`; a pricer that does not record leaves it empty.
+ * @param collective_bytes_per_token bytes per scheduled token of the deployment's collective message
+ *   (`PricerInfo.collective_message_bytes_per_token`; 0 = every message is 0 bytes)
  */
-export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog): RowPrice {
+export function priceRow(
+  row: LocatedStepRow,
+  pricer: Pricer,
+  log?: StepTermsLog,
+  collective_bytes_per_token = 0,
+): RowPrice {
   if (row.kind === 'static_batch')
-    return priceStaticRows(row.batch, row.prompt_tokens, [row.output_tokens], pricer, log)[0]!;
-  const acc = new RowAccumulator(pricer, log);
+    return priceStaticRows(
+      row.batch,
+      row.prompt_tokens,
+      [row.output_tokens],
+      pricer,
+      log,
+      collective_bytes_per_token,
+    )[0]!;
+  const acc = new RowAccumulator(pricer, log, collective_bytes_per_token);
   acc.add(stepBatch(row), row.prefill_tokens + row.decode_requests);
   return acc.snapshot();
 }
@@ -124,6 +139,7 @@ export function priceRow(row: LocatedStepRow, pricer: Pricer, log?: StepTermsLog
  * prompt_tokens + i computed), so the longest is walked once and each row's price is the running sum
  * where its own steps end: the sums `priceRow` gives each row alone, bit for bit (same terms, same
  * order). With `log`, the longest row's steps are recorded (each row's are its first `steps`).
+ * @param collective_bytes_per_token as `priceRow`'s
  */
 export function priceStaticRows(
   batch: number,
@@ -131,8 +147,9 @@ export function priceStaticRows(
   outputs: readonly number[],
   pricer: Pricer,
   log?: StepTermsLog,
+  collective_bytes_per_token = 0,
 ): RowPrice[] {
-  const acc = new RowAccumulator(pricer, log);
+  const acc = new RowAccumulator(pricer, log, collective_bytes_per_token);
   const out: RowPrice[] = [];
   acc.add(staticPrefillBatch(batch, prompt_tokens), batch * prompt_tokens);
   // One decode batch for every step, its context moved on in place (= staticDecodeBatch(batch,
@@ -160,7 +177,7 @@ class RowAccumulator {
     resources_us: zeroTimes(),
     steps: 0,
     request_steps: 0,
-    large_nvlink_us_by_t: LARGE_STEP_TOKENS_GRID.map(() => 0),
+    large_nvlink_us_by_t: LARGE_STEP_MESSAGE_BYTES_GRID.map(() => 0),
     extrapolated: false,
     notes: [],
   };
@@ -175,6 +192,7 @@ class RowAccumulator {
   constructor(
     private readonly pricer: Pricer,
     log: StepTermsLog | undefined,
+    private readonly bytesPerToken: number,
   ) {
     this.out = pricer.priceInto ? emptyStepPrice() : undefined;
     this.popts = log ? { terms: log } : undefined;
@@ -201,8 +219,9 @@ class RowAccumulator {
     acc.steps += 1;
     acc.request_steps += batch.requests.length;
     const large = acc.large_nvlink_us_by_t;
+    const message_bytes = collectiveMessageBytes(tokens, this.bytesPerToken);
     for (let k = 0; k < large.length; k++)
-      large[k] = large[k]! + largeStepNvlinkUs(tokens, r.nvlink, LARGE_STEP_TOKENS_GRID[k]!);
+      large[k] = large[k]! + largeStepNvlinkUs(message_bytes, r.nvlink, LARGE_STEP_MESSAGE_BYTES_GRID[k]!);
     if (p.extrapolated) {
       acc.extrapolated = true;
       if (p.extrapolation_notes !== this.seenNotes)

@@ -33,7 +33,7 @@ import {
   ENGINE_HOST_TERMS,
   engineHostColumns,
   engineHostUs,
-  LARGE_STEP_TOKENS_GRID,
+  LARGE_STEP_MESSAGE_BYTES_GRID,
   type EngineHostFeatures,
 } from '../core/laws/host.ts';
 
@@ -42,25 +42,28 @@ export interface HostFeatures extends EngineHostFeatures {
   /** Σ priced SM µs (the regressor of the engine compute-efficiency term); 0 when not used. */
   sm_us?: number;
   /**
-   * Per threshold of `LARGE_STEP_TOKENS_GRID`, the row's large-step NVLink µs (expand.ts
-   * `RowPrice.large_nvlink_us_by_t`); `atLargeStepTokens` picks one as `large_step_nvlink_us`.
+   * Per threshold of `LARGE_STEP_MESSAGE_BYTES_GRID`, the row's large-step NVLink µs (expand.ts
+   * `RowPrice.large_nvlink_us_by_t`); `atLargeStepBytes` picks one as `large_step_nvlink_us`.
    */
   large_nvlink_us_by_t?: readonly number[];
 }
 
 /**
- * The features with the large-step regressor taken at threshold `tokens` (one of
- * `LARGE_STEP_TOKENS_GRID`); undefined threshold or no per-threshold sums → the features as given.
+ * The features with the large-step regressor taken at threshold `message_bytes` (one of
+ * `LARGE_STEP_MESSAGE_BYTES_GRID`); undefined threshold or no per-threshold sums → the features as given.
  * @throws Error when `tokens` is not on the grid
  */
-export function atLargeStepTokens(f: HostFeatures, tokens: number | undefined): HostFeatures {
-  if (tokens === undefined || !f.large_nvlink_us_by_t) return f;
-  const k = LARGE_STEP_TOKENS_GRID.indexOf(tokens);
-  if (k < 0) throw new Error(`large-step threshold ${tokens} is not on the grid ${LARGE_STEP_TOKENS_GRID.join(', ')}`);
+export function atLargeStepBytes(f: HostFeatures, message_bytes: number | undefined): HostFeatures {
+  if (message_bytes === undefined || !f.large_nvlink_us_by_t) return f;
+  const k = LARGE_STEP_MESSAGE_BYTES_GRID.indexOf(message_bytes);
+  if (k < 0)
+    throw new Error(
+      `large-step threshold ${message_bytes} bytes is not on the grid ${LARGE_STEP_MESSAGE_BYTES_GRID.join(', ')}`,
+    );
   // One object per row and threshold, made once (every fold and trial reads the same rows again).
   let byK = AT_THRESHOLD.get(f);
   if (!byK) {
-    byK = new Array<HostFeatures | undefined>(LARGE_STEP_TOKENS_GRID.length);
+    byK = new Array<HostFeatures | undefined>(LARGE_STEP_MESSAGE_BYTES_GRID.length);
     AT_THRESHOLD.set(f, byK);
   }
   let at = byK[k];
@@ -409,14 +412,14 @@ export function engineSmExtraUs(fit: HostFitEngine, f: HostFeatures): number {
 export function applyHostTerms(fit: HostFitEngine, f: HostFeatures): number {
   return engineHostUs(
     fit.terms.map((t) => t.value_us),
-    atLargeStepTokens(f, fit.large_step_tokens),
+    atLargeStepBytes(f, fit.large_step_message_bytes),
   );
 }
 
 /** The large-step collective extra of a row under fitted terms, µs (part of `applyHostTerms`). */
 export function largeStepExtraUs(fit: HostFitEngine, f: HostFeatures): number {
   const t = fit.terms.find((x) => x.name === 'large_step_nvlink_factor');
-  const x = atLargeStepTokens(f, fit.large_step_tokens).large_step_nvlink_us ?? 0;
+  const x = atLargeStepBytes(f, fit.large_step_message_bytes).large_step_nvlink_us ?? 0;
   return t && t.value_us !== 0 ? t.value_us * x : 0;
 }
 

@@ -38,6 +38,11 @@ export interface ValidationDeps {
   kvFacts?(key: PricerKey): { kv_bytes_per_token_per_rank: number; kv_heads_per_gpu: number };
   /** Kernels dispatched per step (prefill steps may run more); NaN when unknown. */
   kernelsPerStep?(key: PricerKey, hasPrefill: boolean): number;
+  /**
+   * Bytes per scheduled token of the deployment's collective message (`PricerInfo.
+   * collective_message_bytes_per_token`), for the large-step threshold. Absent = 0 (every message 0 bytes).
+   */
+  collectiveBytesPerToken?(key: PricerKey): number;
   /** Called after each row is priced (progress display at the edge). */
   onRowPriced?(done: number, total: number): void;
 }
@@ -164,6 +169,7 @@ export function priceRows(
         pricers.set(ks, pricer);
       }
       const log = new StepTermsLog();
+      const bpt = deps.collectiveBytesPerToken?.(key) ?? 0;
       const idx =
         r.kind === 'static_batch'
           ? [...shared.get(i)!].sort((a, b) => rows[a]!.output_tokens - rows[b]!.output_tokens || a - b)
@@ -176,8 +182,9 @@ export function priceRows(
               idx.map((j) => rows[j]!.output_tokens),
               pricer,
               log,
+              bpt,
             )
-          : [priceRow(r, pricer, log)];
+          : [priceRow(r, pricer, log, bpt)];
       const recorded = log.steps === ps[ps.length - 1]!.steps;
       idx.forEach((j, n) => {
         priced[j] = ps[n]!;
@@ -221,7 +228,7 @@ export function cmNohostAt(P: Priced, deps: ValidationDeps, idx: readonly number
       p = deps.pricerFor(P.keys[i]!, { sm_scale: s });
       scaled.set(ks, p);
     }
-    out[j] = priceRow(P.rows[i]!, p).cm_overlap_nohost_us;
+    out[j] = priceRow(P.rows[i]!, p, undefined, deps.collectiveBytesPerToken?.(P.keys[i]!) ?? 0).cm_overlap_nohost_us;
   });
   for (const [log, js] of byLog) {
     const steps = (j: number) => P.priced[idx[j]!]!.steps;

@@ -85,6 +85,7 @@ export function defaultValidationDeps(registry: CoefficientSet[]): ValidationDep
       const info = get(key).info;
       return hasPrefill ? info.kernels_with_prefill : info.kernels_decode_only;
     },
+    collectiveBytesPerToken: (key) => get(key).info.collective_message_bytes_per_token,
   };
 }
 
@@ -103,5 +104,6 @@ export function multiChipValidationDeps(byChip: Readonly<Record<string, Coeffici
     pricerFor: (key, opts) => of(key.chip).pricerFor(key, opts),
     kernelsPerStep: (key, hasPrefill) => of(key.chip).kernelsPerStep!(key, hasPrefill),
     kvFacts: (key) => of(key.chip).kvFacts!(key),
+    collectiveBytesPerToken: (key) => of(key.chip).collectiveBytesPerToken!(key),
   };
 }

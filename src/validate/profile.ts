@@ -9,17 +9,17 @@
  * - CMOverlap: s by the bounded 1-D search of `fitHostTermsWithScaleSearch`, the host terms by
  *   weighted least squares inside each trial; the CMOverlap price at s comes from `ScaledCmCache`;
  * - Overlap: host terms only (s does not enter linearly).
- * Every composition shares one large-step collective threshold, chosen first (`chooseLargeStepTokens`).
+ * Every composition shares one large-step collective threshold, chosen first (`chooseLargeStepBytes`).
  * DECISION, composition rule: the composition with the lowest training RMS of the relative residual
  * (the objective every fit minimises; ties → the earlier of NoOverlap, CMOverlap, Overlap). The scored
  * rows never enter the choice.
  */
 import { groupBy, type7Sorted } from '../core/numeric/stats.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import { engineHostColumns, LARGE_STEP_TOKENS_GRID } from '../core/laws/host.ts';
+import { engineHostColumns, LARGE_STEP_MESSAGE_BYTES_GRID } from '../core/laws/host.ts';
 import {
   applyHostTerms,
-  atLargeStepTokens,
+  atLargeStepBytes,
   engineSmExtraUs,
   fitHostTerms,
   fitHostTermsWithScaleSearch,
@@ -108,10 +108,10 @@ function fitOne(
   idx: readonly number[],
   c: Composition,
   weighting: HostWeighting,
-  large_step_tokens: number,
+  large_step_message_bytes: number,
 ): HostFitEngine {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
-  const feats = idx.map((i) => atLargeStepTokens(P.features[i]!, large_step_tokens));
+  const feats = idx.map((i) => atLargeStepBytes(P.features[i]!, large_step_message_bytes));
   let f: HostFitEngine;
   if (c === 'cm_overlap') {
     const at = (s: number) => idx.map((i) => cache.at(i, s));
@@ -120,11 +120,11 @@ function fitOne(
     const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
     f = fitHostTerms(engine, c, feats, resid, 'fraction', { weighting, measured_us, engineSm: c === 'no_overlap' });
   }
-  return { ...f, large_step_tokens };
+  return { ...f, large_step_message_bytes };
 }
 
 /**
- * The large-step threshold (tokens per step, one of `LARGE_STEP_TOKENS_GRID`) of a fit on rows `idx`:
+ * The large-step threshold (bytes of a step's collective message, one of `LARGE_STEP_MESSAGE_BYTES_GRID`) of a fit on rows `idx`:
  * the one whose large-step column, added alone to the NoOverlap fit with s without it (weighted least
  * squares, terms ≥ 0), lowers its training objective most: the reduction of the weighted residual sum of
  * squares by one column x is (x⊥ · r)² / |x⊥|², x⊥ = x less its projection on the fit's active columns,
@@ -134,7 +134,7 @@ function fitOne(
  * (docs/validation.md "Large-step collective factor"): chosen on the training rows only, once per fit,
  * and shared by every composition.
  */
-export function chooseLargeStepTokens(
+export function chooseLargeStepBytes(
   P: Priced,
   engine: string,
   idx: readonly number[],
@@ -152,10 +152,10 @@ export function chooseLargeStepTokens(
   });
   if (f.sm_scale?.identified) active.push(feats.map((x, j) => (x.sm_us ?? 0) * w[j]!));
   const basis = orthonormalBasis(active);
-  let best = LARGE_STEP_TOKENS_GRID[0]!;
+  let best = LARGE_STEP_MESSAGE_BYTES_GRID[0]!;
   let bestGain = 0;
-  for (const t of LARGE_STEP_TOKENS_GRID) {
-    const x = feats.map((v, j) => (atLargeStepTokens(v, t).large_step_nvlink_us ?? 0) * w[j]!);
+  for (const t of LARGE_STEP_MESSAGE_BYTES_GRID) {
+    const x = feats.map((v, j) => (atLargeStepBytes(v, t).large_step_nvlink_us ?? 0) * w[j]!);
     const norm0 = Math.sqrt(dot(x, x));
     for (let pass = 0; pass < 2; pass++) for (const q of basis) axpy(-dot(q, x), q, x);
     const xx = dot(x, x);
@@ -208,7 +208,7 @@ export function fitProfile(
   const fits = {} as Record<Composition, HostFitEngine>;
   const objective_rel_pct = {} as Record<Composition, number>;
   let composition: Composition = COMPOSITIONS[0];
-  const large = chooseLargeStepTokens(P, engine, train, weighting);
+  const large = chooseLargeStepBytes(P, engine, train, weighting);
   for (const c of COMPOSITIONS) {
     fits[c] = fitOne(P, cache, engine, train, c, weighting, large);
     const v = weighting === 'relative' ? fits[c].train_rms_rel_pct! : fits[c].train_rms_us;
@@ -248,7 +248,7 @@ export function profileCi95(
   const c = fit.composition;
   const est = resampleEstimates(fit.train.length, resamples, seed, (draw) => {
     const idx = Array.from(draw, (j) => fit.train[j]!);
-    const f = fitOne(P, cache, fit.engine, idx, c, weighting, fit.fits[c].large_step_tokens!);
+    const f = fitOne(P, cache, fit.engine, idx, c, weighting, fit.fits[c].large_step_message_bytes!);
     return [...f.terms.map((t) => t.value_us), f.sm_scale?.value ?? 1];
   });
   const names = [...fit.fits[c].terms.map((t) => t.name), 'sm_scale'];

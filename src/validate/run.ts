@@ -6,10 +6,10 @@ import { checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
 import type { ResourceTimes } from '../pricer/types.ts';
 import { batchSizeOf, bottleneckOf, extrapolationReason, type RowPrice } from './expand.ts';
-import { chooseLargeStepTokens } from './profile.ts';
+import { chooseLargeStepBytes } from './profile.ts';
 import {
   applyHostTerms,
-  atLargeStepTokens,
+  atLargeStepBytes,
   engineSmExtraUs,
   fitHostTerms,
   fitHostTermsWithScaleSearch,
@@ -139,13 +139,13 @@ function fitEngine(
 ): void {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
   const weighting = o.weighting;
-  const large_step_tokens = chooseLargeStepTokens(P, engine, idx, weighting);
-  const feats = idx.map((i) => atLargeStepTokens(P.features[i]!, large_step_tokens));
+  const large_step_message_bytes = chooseLargeStepBytes(P, engine, idx, weighting);
+  const feats = idx.map((i) => atLargeStepBytes(P.features[i]!, large_step_message_bytes));
   for (const c of COMPOSITIONS) {
     const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
     const base: HostFitEngine = {
       ...fitHostTerms(engine, c, feats, resid, rule.kind, { weighting, measured_us }),
-      large_step_tokens,
+      large_step_message_bytes,
     };
     F.fittedBy.false.set(`${engine}|${c}`, base);
     let withS = base;
@@ -167,7 +167,7 @@ function fitEngine(
         F.cmScaled.set(i, at[j]!);
       });
     }
-    F.fittedBy.true.set(`${engine}|${c}`, { ...withS, large_step_tokens });
+    F.fittedBy.true.set(`${engine}|${c}`, { ...withS, large_step_message_bytes });
   }
 }
 

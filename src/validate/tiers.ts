@@ -212,9 +212,9 @@ function computeTiers(T: TierInput): TierResult[] {
 }
 
 /** A fit's large-step threshold and factor (threshold 0 when the fit has none). */
-function largeStepOf(f: HostFitEngine): { tokens: number; factor: number } {
+function largeStepOf(f: HostFitEngine): { message_bytes: number; factor: number } {
   const t = f.terms.find((x) => x.name === 'large_step_nvlink_factor');
-  return { tokens: f.large_step_tokens ?? 0, factor: t?.value_us ?? 0 };
+  return { message_bytes: f.large_step_message_bytes ?? 0, factor: t?.value_us ?? 0 };
 }
 
 /** A stored profile as a host fit of its composition (terms and s as stored). */
@@ -229,7 +229,7 @@ function profileAsFit(p: EngineProfile): HostFitEngine {
       identified: p.terms[name].identified,
     })),
     sm_scale: { value: p.sm_scale.value, identified: p.sm_scale.identified },
-    ...(p.large_step_tokens !== undefined ? { large_step_tokens: p.large_step_tokens } : {}),
+    ...(p.large_step_message_bytes !== undefined ? { large_step_message_bytes: p.large_step_message_bytes } : {}),
     train_rms_us: NaN,
     notes: [],
   };

@@ -173,10 +173,10 @@ export interface HostFitEngine {
   /** Least-squares weighting (`relative` = rows weighted by 1/measured). */
   weighting?: 'relative' | 'absolute';
   /**
-   * Threshold of the large-step collective term, tokens per step (one of `LARGE_STEP_TOKENS_GRID`,
+   * Threshold of the large-step collective term, bytes of a step's collective message (one of `LARGE_STEP_MESSAGE_BYTES_GRID`,
    * chosen on the training rows); absent = the features' `large_step_nvlink_us` as given.
    */
-  large_step_tokens?: number;
+  large_step_message_bytes?: number;
   /** RMS of the training residual after the fit, µs. */
   train_rms_us: number;
   /** RMS of the training residual relative to measured, percent. */
@@ -290,8 +290,8 @@ export interface TierFold {
   /** The composition the fold's profile chose on its training rows (`registry`: no fit). */
   composition: Composition | 'registry';
   sm_scale: number;
-  /** The fold's large-step threshold (tokens per step) and factor (absent with no fit). */
-  large_step?: { tokens: number; factor: number };
+  /** The fold's large-step threshold (bytes of a step's collective message) and factor (absent with no fit). */
+  large_step?: { message_bytes: number; factor: number };
   /** Indices into the tier's rows: this chip's rows (`ValidationResult.rows` order), then the other chips'. */
   train: number[];
   scored: number[];

@@ -5,6 +5,8 @@ import { withEngineProfile } from '../../src/pricer/engine.ts';
 import type { StepPrice } from '../../src/pricer/types.ts';
 import { runCli as cli } from '../helpers/cli.ts';
 
+/** 64 MiB: the all-reduce message of 4096 tokens of a hidden-8192 fp16 model (8192 · 2 B per token). */
+const MIB64 = 64 * 1024 * 1024;
 const term = (value: number) => ({ value, ci95: [value, value] as [number, number], identified: true });
 
 describe('engine profile pricing', () => {
@@ -20,7 +22,7 @@ describe('engine profile pricing', () => {
         per_step_per_rank_us: term(500),
         large_step_nvlink_factor: term(2),
       },
-      large_step_tokens: 4096,
+      large_step_message_bytes: MIB64,
     };
     const price: StepPrice = {
       overlap_us: 9000,
@@ -32,7 +34,7 @@ describe('engine profile pricing', () => {
       extrapolation_notes: [],
     };
     const decode = { requests: [1, 2, 3].map(() => ({ scheduled_tokens: 1, computed_tokens: 99, prompt_tokens: 99 })) };
-    const info = { kernels_with_prefill: 900, kernels_decode_only: 700 };
+    const info = { kernels_with_prefill: 900, kernels_decode_only: 700, collective_message_bytes_per_token: 16384 };
     // 1000 + 100·3 + 50·1 + 2·700 + 500·4 = 4750 µs, replacing the registry's 500 µs
     const r = withEngineProfile(price, decode, info, 4, profile);
     expect(r.engine.host_us).toBe(4750);
@@ -55,7 +57,7 @@ describe('engine profile pricing', () => {
     );
   });
 
-  it('charges the large-step collective factor as NVLink on steps of at least large_step_tokens', () => {
+  it('charges the large-step collective factor as NVLink on steps whose collective message is at least large_step_message_bytes', () => {
     const profile = {
       ...loadEngineProfile('splitwise'),
       terms: {
@@ -66,7 +68,7 @@ describe('engine profile pricing', () => {
         per_step_per_rank_us: term(0),
         large_step_nvlink_factor: term(2),
       },
-      large_step_tokens: 4096,
+      large_step_message_bytes: MIB64,
     };
     const price: StepPrice = {
       overlap_us: 9000,
@@ -77,18 +79,18 @@ describe('engine profile pricing', () => {
       extrapolated: false,
       extrapolation_notes: [],
     };
-    const info = { kernels_with_prefill: 900, kernels_decode_only: 700 };
+    const info = { kernels_with_prefill: 900, kernels_decode_only: 700, collective_message_bytes_per_token: 16384 };
     const prompts = (n: number, len: number) => ({
       requests: Array.from({ length: n }, () => ({ scheduled_tokens: len, computed_tokens: 0, prompt_tokens: len })),
     });
-    // 8 × 512 = 4096 tokens ≥ 4096: NVLink 1500 + 2 · 1500 = 4500 µs; host 1000 replaces 500:
+    // 8 × 512 = 4096 tokens × 16384 B = 64 MiB ≥ 64 MiB: NVLink 1500 + 2 · 1500 = 4500 µs; host 1000 replaces 500:
     // total + (1000 − 500) + 3000
     const big = withEngineProfile(price, prompts(8, 512), info, 8, profile);
     expect(big.price.resources_us.nvlink).toBe(4500);
     expect(big.price.resources_us.host).toBe(1000);
     expect(big.price.compute_memory_overlap_us).toBe(10000 + 500 + 3000);
     expect(big.price.no_overlap_us).toBe(11000 + 500 + 3000);
-    // 4095 tokens: below the threshold, NVLink unchanged
+    // 4095 tokens × 16384 B: one token's message below the threshold, NVLink unchanged
     const small = withEngineProfile(
       price,
       { requests: [...prompts(7, 512).requests, ...prompts(1, 511).requests] },
@@ -98,8 +100,20 @@ describe('engine profile pricing', () => {
     );
     expect(small.price.resources_us.nvlink).toBe(1500);
     expect(small.price.compute_memory_overlap_us).toBe(10000 + 500);
+    // a model of another hidden size (14336 · 2 B per token, bloom-176b): 2048 tokens = 56 MiB pays
+    // nothing, 4096 tokens = 112 MiB pays; the threshold follows bytes, not tokens
+    const wide = { ...info, collective_message_bytes_per_token: 28672 };
+    expect(withEngineProfile(price, prompts(4, 512), wide, 8, profile).price.resources_us.nvlink).toBe(1500);
+    expect(withEngineProfile(price, prompts(8, 512), wide, 8, profile).price.resources_us.nvlink).toBe(4500);
+    // and a narrower one (4096 · 2 B): 4096 tokens = 32 MiB pays nothing, 8192 tokens = 64 MiB pays
+    const narrow = { ...info, collective_message_bytes_per_token: 8192 };
+    expect(withEngineProfile(price, prompts(8, 512), narrow, 8, profile).price.resources_us.nvlink).toBe(1500);
+    expect(withEngineProfile(price, prompts(16, 512), narrow, 8, profile).price.resources_us.nvlink).toBe(4500);
     // no threshold stored: the factor applies to no step
-    const none = withEngineProfile(price, prompts(8, 512), info, 8, { ...profile, large_step_tokens: undefined });
+    const none = withEngineProfile(price, prompts(8, 512), info, 8, {
+      ...profile,
+      large_step_message_bytes: undefined,
+    });
     expect(none.price.resources_us.nvlink).toBe(1500);
   });
 

@@ -17,24 +17,31 @@ import { BASE, fakePricer, stepsCsv, type FakeCoeffs } from './fake-pricer.ts';
 const K: FakeCoeffs = { a: 1000, b: 2, c: 500, d: 0.01, e: 0.5, h: 50, overlap_factor: 0.7, cm_factor: 0.85 };
 /**
  * Truth: per_step, per_request_step, tp>1 extra, per_kernel, per_rank (µs), the large-step NVLink
- * factor (on prefill steps of ≥ LARGE tokens: 384·16 and 384·32 here, not 384·8 = 3072), and s.
+ * factor (on prefill steps whose collective message, tokens × bytes per token, is ≥ LARGE bytes), and s.
+ * Bytes per token differ by model (m1 8192 B, a hidden-4096 fp16 all-reduce; m2 16384 B), so at 32 MiB
+ * m1 pays from 4096 tokens (384·16) and m2 from 2048 (384·8 = 3072 pays, 384·4 does not): no token
+ * threshold charges the same steps.
  */
 const TRUTH = [3000, 250, 1200, 4, 600, 1.5];
-const LARGE = 4096;
+const MIB = 1024 * 1024;
+const LARGE = 32 * MIB;
 const S = 1.4;
 /** Kernels per step: by model, more with prefill rows. */
 const kernels = (key: Pick<PricerKey, 'model'>, hasPrefill: boolean) =>
   (key.model === 'm1' ? 500 : 900) + (hasPrefill ? 40 : 0);
+/** Collective bytes per scheduled token, by model. */
+const bytesPerToken = (key: Pick<PricerKey, 'model'>) => (key.model === 'm1' ? 8192 : 16384);
 const deps: ValidationDeps = {
   pricerFor: (_k, o) => fakePricer(K, o?.sm_scale ?? 1),
   kernelsPerStep: kernels,
+  collectiveBytesPerToken: bytesPerToken,
 };
 
 /** measured = S · SM + HBM + engineHostUs(TRUTH) for one step of n requests. */
 function truthUs(model: string, tp: number, prefill: boolean, n: number, units: number, large = LARGE): number {
   const work = prefill ? S * (K.a + K.b * units) : K.c + K.d * units;
   const nvlink_us = prefill ? K.e! * units : 0;
-  const large_step_nvlink_us = prefill && units >= large ? nvlink_us : 0;
+  const large_step_nvlink_us = prefill && units * bytesPerToken({ model }) >= large ? nvlink_us : 0;
   const f = { steps: 1, request_steps: n, kernel_steps: kernels({ model }, prefill), tp, large_step_nvlink_us };
   return work + nvlink_us + engineHostUs(TRUTH, f);
 }
@@ -99,8 +106,9 @@ describe('engine profile fit', () => {
       expect(p.terms[t].ci95[1]).toBeGreaterThanOrEqual(p.terms[t].value - 1e-6);
     });
     expect(p.sm_scale.value).toBeCloseTo(S, 3);
-    // the threshold is recovered on the training rows: 2048 would charge the 3072-token steps, 8192 miss 6144
-    expect(p.large_step_tokens).toBe(LARGE);
+    // the threshold is recovered on the training rows: 16 MiB would charge m1's 3072-token steps (24 MiB),
+    // 64 MiB miss m2's 3072- and 6144-token ones (48 and 96 MiB: 96 pays at 64, 48 does not)
+    expect(p.large_step_message_bytes).toBe(LARGE);
     // 96 rows: every 4th of each 6-row group held out → 2 per group (rotating offset) = 32 held out.
     expect(p.fit.n_train + p.fit.holdout.n).toBe(96);
     expect(p.fit.holdout.regimes.decode!.median_ape_pct).toBeLessThan(1e-6);
@@ -109,8 +117,8 @@ describe('engine profile fit', () => {
     expect(parseEngineProfile(stringifyEngineProfile(p), 'x.yaml')).toEqual(p);
   });
 
-  it.each([1, 1024, 8192])(
-    'recovers the large-step threshold %i and its factor (the plain NVLink factor is threshold 1)',
+  it.each([0, 8 * MIB, 64 * MIB, 128 * MIB])(
+    'recovers the large-step threshold %i bytes and its factor (the plain NVLink factor is threshold 0)',
     (large) => {
       const p = fitEngineProfile(
         rows({ large }),
@@ -124,8 +132,9 @@ describe('engine profile fit', () => {
         },
         deps,
       );
-      // prefill steps schedule 384·n tokens, n = 1..32: each threshold charges a different set of them
-      expect(p.large_step_tokens).toBe(large);
+      // prefill steps schedule 384·n tokens, n = 1..32, × 8192 or 16384 B: each threshold charges a
+      // different set of them
+      expect(p.large_step_message_bytes).toBe(large);
       expect(p.terms.large_step_nvlink_factor.value).toBeCloseTo(TRUTH[5]!, 4);
       expect(p.sm_scale.value).toBeCloseTo(S, 3);
     },
@@ -235,7 +244,7 @@ describe('validation tiers', () => {
       const n = pre ? r.prefill_requests : r.decode_requests;
       const work = K.cm_factor! * (pre ? S * (K.a + K.b * units) : K.c + K.d * units);
       const nvlink_us = pre ? K.e! * units : 0;
-      const large_step_nvlink_us = pre && units >= LARGE ? nvlink_us : 0;
+      const large_step_nvlink_us = pre && units * bytesPerToken(r) >= LARGE ? nvlink_us : 0;
       const f = { steps: 1, request_steps: n, kernel_steps: kernels(r, pre), tp: r.tp, large_step_nvlink_us };
       return { ...r, measured_us: work + nvlink_us + engineHostUs(TRUTH, f) };
     });

@@ -92,8 +92,10 @@ function summary(p: EngineProfile): string {
       `  ${name.padEnd(24)} ${t.value.toFixed(d).padStart(9)} ${unit}  ci95 [${t.ci95.map((x) => x.toFixed(d)).join(', ')}]${t.identified ? '' : '  (not identified)'}`,
     );
   }
-  if (p.large_step_tokens !== undefined)
-    lines.push(`  ${'large_step_tokens'.padEnd(24)} ${String(p.large_step_tokens).padStart(9)}     (tokens per step)`);
+  if (p.large_step_message_bytes !== undefined)
+    lines.push(
+      `  ${'large_step_message_bytes'.padEnd(24)} ${String(p.large_step_message_bytes).padStart(9)}     (bytes of a step's collective message)`,
+    );
   lines.push(
     `  ${'sm_scale s'.padEnd(24)} ${p.sm_scale.value.toFixed(3).padStart(9)}     ci95 [${p.sm_scale.ci95.map((x) => x.toFixed(3)).join(', ')}]`,
   );

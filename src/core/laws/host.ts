@@ -100,20 +100,37 @@ export const ENGINE_HOST_TERMS = [
   'large_step_nvlink_factor',
 ] as const;
 
-/**
- * Candidate thresholds of the large-step collective term, tokens scheduled in one step (acc18;
- * docs/validation.md "Large-step collective factor"): a step scheduling at least the threshold pays
- * `large_step_nvlink_factor` × its priced NVLink µs on top. 1 = every step (a plain factor on the
- * registry's NVLink law); the others are powers of two. Each fit picks one on its training rows.
- */
-export const LARGE_STEP_TOKENS_GRID: readonly number[] = [1, 1024, 2048, 4096, 8192, 16384];
+const MIB = 1024 * 1024;
 
 /**
- * Priced NVLink µs a step adds to the large-step regressor: all of it when the step schedules at least
- * `threshold_tokens` tokens, else 0.
+ * Candidate thresholds of the large-step collective term, bytes of one all-reduce message (acc19;
+ * docs/validation.md "Large-step collective factor"): a step whose collective message (scheduled
+ * tokens × the deployment's collective bytes per token, `collectiveMessageBytes`) is at least the
+ * threshold pays `large_step_nvlink_factor` × its priced NVLink µs on top. 0 = every step (a plain
+ * factor on the registry's NVLink law); the others are powers of two from 8 MiB to 256 MiB. Each fit
+ * picks one on its training rows. Bytes, not tokens, because the mechanism the rows point to is the
+ * engine switching all-reduce implementation above a message size, which a token count does not
+ * carry to a model of another hidden size.
  */
-export function largeStepNvlinkUs(step_tokens: number, nvlink_us: number, threshold_tokens: number): number {
-  return step_tokens >= threshold_tokens ? nvlink_us : 0;
+export const LARGE_STEP_MESSAGE_BYTES_GRID: readonly number[] = [0, 8, 16, 32, 64, 128, 256].map((m) => m * MIB);
+
+/**
+ * Bytes of a step's collective message: scheduled tokens × bytes per token of one collective of the
+ * pass (hidden · activation bytes for a tensor-parallel all-reduce; src/pricer/pricer.ts
+ * `PricerInfo.collective_message_bytes_per_token`).
+ */
+export function collectiveMessageBytes(step_tokens: number, bytes_per_token: number): number {
+  return step_tokens * bytes_per_token;
+}
+
+/**
+ * Priced NVLink µs a step adds to the large-step regressor: all of it when the step's collective
+ * message is at least `threshold_bytes`, else 0. Every collective of a dense tensor-parallel step
+ * carries the same message (the all-reduce after attention and after the MLP), so the whole step's
+ * NVLink time is the time of the collectives over the threshold.
+ */
+export function largeStepNvlinkUs(message_bytes: number, nvlink_us: number, threshold_bytes: number): number {
+  return message_bytes >= threshold_bytes ? nvlink_us : 0;
 }
 export type EngineHostTerm = (typeof ENGINE_HOST_TERMS)[number];
 
@@ -127,8 +144,8 @@ export interface EngineHostFeatures {
   /** Tensor-parallel width. */
   tp: number;
   /**
-   * Σ priced NVLink µs (registry law, s-independent) of the steps scheduling at least the profile's
-   * `large_step_tokens` (`largeStepNvlinkUs`); absent = 0.
+   * Σ priced NVLink µs (registry law, s-independent) of the steps whose collective message is at least
+   * the profile's `large_step_message_bytes` (`largeStepNvlinkUs`); absent = 0.
    */
   large_step_nvlink_us?: number;
 }

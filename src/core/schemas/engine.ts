@@ -10,7 +10,7 @@
  */
 import { parseDocument, stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
-import { ENGINE_HOST_TERMS, LARGE_STEP_TOKENS_GRID } from '../laws/host.ts';
+import { ENGINE_HOST_TERMS, LARGE_STEP_MESSAGE_BYTES_GRID } from '../laws/host.ts';
 import { UserError } from '../errors.ts';
 
 const finite = () => z.number({ error: (i) => `must be a finite number, got ${JSON.stringify(i.input)}` });
@@ -55,12 +55,16 @@ export const EngineProfileSchema = z
     law: z.string(),
     terms: TermsSchema,
     /**
-     * Threshold of `large_step_nvlink_factor`, tokens scheduled in one step (src/core/laws/host.ts
-     * `LARGE_STEP_TOKENS_GRID`, chosen on the training rows). Absent = the term applies to no step.
+     * Threshold of `large_step_nvlink_factor`, bytes of one collective message (a step's scheduled
+     * tokens × its collective bytes per token; src/core/laws/host.ts `LARGE_STEP_MESSAGE_BYTES_GRID`,
+     * chosen on the training rows). Absent = the term applies to no step.
      */
-    large_step_tokens: z
+    large_step_message_bytes: z
       .number()
-      .refine((t) => LARGE_STEP_TOKENS_GRID.includes(t), `must be one of ${LARGE_STEP_TOKENS_GRID.join(', ')}`)
+      .refine(
+        (t) => LARGE_STEP_MESSAGE_BYTES_GRID.includes(t),
+        `must be one of ${LARGE_STEP_MESSAGE_BYTES_GRID.join(', ')}`,
+      )
       .optional(),
     sm_scale: TermSchema,
     fit: z
