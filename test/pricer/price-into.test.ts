@@ -1,8 +1,8 @@
 /** priceInto (the allocation-free entry) gives price's numbers, field for field, into the caller's object. */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { emptyStepPrice } from '../../src/pricer/compose.ts';
-import type { Batch } from '../../src/pricer/types.ts';
+import type { Batch, PriceOptions } from '../../src/pricer/types.ts';
 import { makePricer } from './helpers.ts';
 
 const mixed: Batch = { requests: [...decodeBatch(64, 4095).requests, ...prefillBatch(2, 2048, 1024).requests] };
@@ -57,6 +57,9 @@ describe('the plain path equals the general path', () => {
     prefillBatch(2, 4096),
   ];
   const noSink = { layer: () => {}, head: () => {}, host: () => {} };
+  it('plainCall decides on every PriceOptions field (a new field fails tsc here until step.ts plainCall reads it)', () => {
+    expectTypeOf<keyof PriceOptions>().toEqualTypeOf<'per_kind' | 'terms'>();
+  });
   for (const [model, chip] of [
     ['llama-3.1-70b', 'h200'],
     ['gpt-oss-120b', 'b200'],
