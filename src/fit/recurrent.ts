@@ -23,6 +23,7 @@
  */
 import { l2Bytes } from '../core/catalog/chip.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
+import { weightedNormalSums } from '../core/numeric/unrolled.ts';
 import { groupBy, percentileType7 } from '../core/numeric/stats.ts';
 import { recurrentDecodeBytesPerRow, recurrentPrefillFlopsPerToken } from '../core/laws/recurrent.ts';
 import { SET_NAMES, type FitError, type Units } from '../core/schemas/registry.ts';
@@ -207,23 +208,17 @@ function packPoints(points: readonly LayerPoint[]): Packed {
 
 /**
  * Weighted least squares of t on the active regressors (weights per point), the others held at 0.
- * Sums accumulate point by point in the same order and association as a plain loop over the points.
+ * Sums accumulate point by point in the same order and association as a plain loop over the points
+ * (core/numeric/unrolled.ts: the loop over the active columns unrolled).
  */
 function wls(d: Packed, use: ArrayLike<number>, active: boolean[], w: Float64Array): number[] {
-  const cols = active.flatMap((a, i) => (a ? [i] : []));
+  const cols = Int32Array.from(active.flatMap((a, i): number[] => (a ? [i] : [])));
   const q = cols.length;
   const A = new Float64Array(q * q);
   const rhs = new Float64Array(q);
-  for (let n = 0; n < use.length; n++) {
-    const row = use[n]! * d.k;
-    for (let a = 0; a < q; a++) {
-      const wa = w[n]! * d.x[row + cols[a]!]!;
-      rhs[a]! += wa * d.t[use[n]!]!;
-      for (let b = 0; b < q; b++) A[a * q + b]! += wa * d.x[row + cols[b]!]!;
-    }
-  }
+  if (q > 0) weightedNormalSums(q)(d.x, d.t, d.k, use, w, cols, A, rhs);
   const sol = solveNormal(
-    cols.map((_, a) => Array.from(A.subarray(a * q, a * q + q))),
+    Array.from({ length: q }, (_, a) => Array.from(A.subarray(a * q, a * q + q))),
     Array.from(rhs),
   );
   const c = new Array<number>(active.length).fill(0);
@@ -244,6 +239,18 @@ export function fitLinearLog(points: readonly LayerPoint[]): number[] | undefine
   return fitPacked(packPoints(points), Uint32Array.from(points.keys()));
 }
 
+/** IRLS weights at coefficients `c`: w_n = 1/(t_n·max(pred_n, 1e-9)), pred_n summed over j in order. */
+function reweight(d: Packed, use: ArrayLike<number>, c: Float64Array, w: Float64Array): void {
+  const { x, t, k } = d;
+  for (let n = 0; n < use.length; n++) {
+    const u = use[n]!;
+    const row = u * k;
+    let pred = 0;
+    for (let j = 0; j < k; j++) pred = pred + c[j]! * x[row + j]!;
+    w[n] = 1 / (t[u]! * Math.max(pred, 1e-9));
+  }
+}
+
 /** fitLinearLog on the packed points at `use` (a bootstrap resample: points packed once, not per resample). */
 function fitPacked(d: Packed, use: ArrayLike<number>): number[] | undefined {
   const active = new Array<boolean>(d.k).fill(true);
@@ -255,12 +262,7 @@ function fitPacked(d: Packed, use: ArrayLike<number>): number[] | undefined {
       active[j] = false;
       c = wls(d, use, active, w);
     }
-    for (let n = 0; n < use.length; n++) {
-      const row = use[n]! * d.k;
-      let pred = 0;
-      for (let j = 0; j < d.k; j++) pred = pred + c[j]! * d.x[row + j]!;
-      w[n] = 1 / (d.t[use[n]!]! * Math.max(pred, 1e-9));
-    }
+    reweight(d, use, Float64Array.from(c), w);
     if (pass < 5) c = wls(d, use, active, w);
   }
   return c.slice(1).some((v) => v > 0) && c.every((v) => Number.isFinite(v)) ? c : undefined;
