@@ -27,6 +27,51 @@ export function solveLinear(A: number[][], b: number[]): number[] | undefined {
 }
 
 /**
+ * solveLinear on the subsystem of G (p×p, row-major) and h over the `nf` indices `free`, with the
+ * same arithmetic (partial pivoting, the same eliminations in the same order) in the reused buffer
+ * `M` (room for nf × (nf + 1)); the solution goes to `out`. Returns false when solveLinear would
+ * return undefined (a pivot ≤ 1e-300) or a component is negative, NaN or infinite (nnlsRelative skips it).
+ */
+function solveSubset(
+  G: Float64Array,
+  h: Float64Array,
+  p: number,
+  free: Int32Array,
+  nf: number,
+  M: Float64Array,
+  out: Float64Array,
+): boolean {
+  const w = nf + 1;
+  for (let i = 0; i < nf; i++) {
+    for (let j = 0; j < nf; j++) M[i * w + j] = G[free[i]! * p + free[j]!]!;
+    M[i * w + nf] = h[free[i]!]!;
+  }
+  for (let c = 0; c < nf; c++) {
+    let q = c;
+    for (let r = c + 1; r < nf; r++) if (Math.abs(M[r * w + c]!) > Math.abs(M[q * w + c]!)) q = r;
+    const piv = M[q * w + c]!;
+    if (!(Math.abs(piv) > 1e-300)) return false;
+    if (q !== c)
+      for (let j = 0; j < w; j++) {
+        const t = M[c * w + j]!;
+        M[c * w + j] = M[q * w + j]!;
+        M[q * w + j] = t;
+      }
+    for (let r = 0; r < nf; r++) {
+      if (r === c) continue;
+      const f = M[r * w + c]! / piv;
+      for (let j = c; j < w; j++) M[r * w + j] = M[r * w + j]! - f * M[c * w + j]!;
+    }
+  }
+  for (let i = 0; i < nf; i++) {
+    const v = M[i * w + nf]! / M[i * w + i]!;
+    if (!(v >= 0) || !Number.isFinite(v)) return false;
+    out[i] = v;
+  }
+  return true;
+}
+
+/**
  * One relative least-squares system's per-row terms: for row i (weight w = 1/y_i), the products
  * ((x_a·x_b)·w)·w of the upper triangle a ≤ b, then x_a·w, `stride` numbers a row. The normal
  * equations of any subset of rows are sums of these in row order: the same numbers, in the same
@@ -83,33 +128,33 @@ export function nnlsRelative(
     const o = rows[t]! * stride;
     for (let k = 0; k < stride; k++) acc[k]! += terms[o + k]!;
   }
-  const flat = new Float64Array(p * p);
+  // G (p×p, symmetric, row-major) and h, then every subset of free coefficients solved in place in
+  // reused buffers (solveSubset: solveLinear's arithmetic, without its arrays).
+  const G = new Float64Array(p * p);
   let k = 0;
-  for (let a = 0; a < p; a++) for (let b = a; b < p; b++) flat[a * p + b] = acc[k++]!;
-  const G = Array.from({ length: p }, (_, a) =>
-    Array.from({ length: p }, (_, b) => flat[a <= b ? a * p + b : b * p + a]!),
-  );
-  const h = Array.from(acc.subarray(k));
+  for (let a = 0; a < p; a++) for (let b = a; b < p; b++) G[a * p + b] = G[b * p + a] = acc[k++]!;
+  const h = acc.subarray(k);
+  const free = new Int32Array(p);
+  const M = new Float64Array(p * (p + 1));
+  const sol = new Float64Array(p);
+  const beta = new Float64Array(p);
   let best: number[] | undefined;
   let bestSse = Infinity;
   for (let mask = 1; mask < 1 << p; mask++) {
-    const free = [...Array(p).keys()].filter((a) => mask & (1 << a));
-    const sol = solveLinear(
-      free.map((a) => free.map((b) => G[a]![b]!)),
-      free.map((a) => h[a]!),
-    );
-    if (!sol || sol.some((v) => !(v >= 0) || !Number.isFinite(v))) continue;
-    const beta = new Array<number>(p).fill(0);
-    for (let j = 0; j < free.length; j++) beta[free[j]!] = sol[j]!;
+    let nf = 0;
+    for (let a = 0; a < p; a++) if (mask & (1 << a)) free[nf++] = a;
+    if (!solveSubset(G, h, p, free, nf, M, sol)) continue;
+    beta.fill(0);
+    for (let j = 0; j < nf; j++) beta[free[j]!] = sol[j]!;
     // SSE = n − 2 βᵀh + βᵀGβ (the scaled targets are all 1).
     let sse = rows.length;
     for (let a = 0; a < p; a++) {
       sse -= 2 * beta[a]! * h[a]!;
-      for (let b = 0; b < p; b++) sse += beta[a]! * G[a]![b]! * beta[b]!;
+      for (let b = 0; b < p; b++) sse += beta[a]! * G[a * p + b]! * beta[b]!;
     }
     if (best === undefined || sse < bestSse - 1e-12 * Math.abs(bestSse)) {
       bestSse = sse;
-      best = beta;
+      best = Array.from(beta);
     }
   }
   if (!best) throw new Error('nnlsRelative: no finite non-negative solution');
