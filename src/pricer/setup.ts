@@ -9,7 +9,7 @@ import { loadChip, REPO_ROOT, type Chip } from '../core/catalog/chip.ts';
 import { loadModel, maxPositionEmbeddings, type ModelGraph } from '../core/catalog/model.ts';
 import { resolveCoefficients, type ResolvedCoefficients } from '../registry/load.ts';
 import { loadUsableRegistry } from '../registry/validate.ts';
-import type { EngineProfile } from '../core/schemas/engine.ts';
+import { engineForChip, type EngineProfile } from '../core/schemas/engine.ts';
 import { loadEngineProfile, UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
 import { defaultDeployment } from './deployment.ts';
 import { engineProfiledPricer } from './engine.ts';
@@ -37,7 +37,7 @@ export interface PricerSetup {
 /** The line a price prints about the engine: the profile's host terms, or `UNCALIBRATED_ENGINE_NOTE`. */
 export function engineLine(engine: EngineProfile | undefined): string {
   if (!engine) return UNCALIBRATED_ENGINE_NOTE;
-  return `engine profile ${engine.name} (registry/engines/${engine.name}.yaml): its host terms replace the registry's, SM time × s = ${engine.sm_scale.value}; fitted for ${engine.composition}, the estimate to read`;
+  return `engine profile ${engine.name} (registry/engines/${engine.name}.yaml): its host terms replace the registry's, SM time × s (${engine.sm_scale.note ?? `s = ${engine.sm_scale.value}`}); fitted for ${engine.composition}, the estimate to read`;
 }
 
 /**
@@ -71,7 +71,7 @@ export function setupPricer(
   }
   const sets = loadUsableRegistry(file, c.name);
   const registry = resolveCoefficients(sets, { hardware: c.name, model: m.name, tp: d.tp, ep: d.ep });
-  const profile = engine !== undefined ? loadEngineProfile(engine) : undefined;
+  const profile = engine !== undefined ? engineForChip(loadEngineProfile(engine), c.name) : undefined;
   const inner = createPricer(c, m, d, registry, profile ? { sm_scale: profile.sm_scale.value } : {});
   const decodeTokens = 1 + (d.speculative?.num_spec_tokens ?? 0);
   return {

@@ -55,9 +55,13 @@ export function engineProfileGates(p: EngineProfile): string[] {
     if (!(t.value >= 0)) out.push(`${p.name}: ${name} = ${t.value} µs: a host cost cannot be negative`);
     if (!(t.ci95[0] <= t.ci95[1])) out.push(`${p.name}: ${name} ci95 [${t.ci95.join(', ')}] is not an interval`);
   }
-  const s = p.sm_scale.value;
-  if (!(s >= SM_SCALE_RANGE[0] && s <= SM_SCALE_RANGE[1]))
-    out.push(`${p.name}: sm_scale ${s} outside [${SM_SCALE_RANGE.join(', ')}]`);
+  const scales: Array<[string, number]> = [
+    ['sm_scale', p.sm_scale.value],
+    ...Object.entries(p.sm_scale_by_chip ?? {}).map(([c, t]): [string, number] => [`sm_scale_by_chip.${c}`, t.value]),
+  ];
+  for (const [name, s] of scales)
+    if (!(s >= SM_SCALE_RANGE[0] && s <= SM_SCALE_RANGE[1]))
+      out.push(`${p.name}: ${name} ${s} outside [${SM_SCALE_RANGE.join(', ')}]`);
   for (const [regime, m] of Object.entries(p.fit.holdout.regimes)) {
     if (m.median_ape_pct > ENGINE_HOLDOUT_MEDIAN_APE_MAX_PCT)
       out.push(

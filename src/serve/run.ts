@@ -11,7 +11,7 @@ import { defaultDeployment } from '../pricer/deployment.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
 import { engineProfiledPricer } from '../pricer/engine.ts';
 import { UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
-import type { EngineProfile as EngineProfileDoc } from '../core/schemas/engine.ts';
+import { engineForChip, type EngineProfile as EngineProfileDoc } from '../core/schemas/engine.ts';
 import type { Deployment, Pricer } from '../pricer/types.ts';
 import { resolveCoefficients } from '../registry/load.ts';
 import { kvCapacity, type KvCapacity } from './kv.ts';
@@ -145,7 +145,7 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
     ep: deployment.ep,
     nodes_spanned,
   });
-  const e = i.engine;
+  const e = i.engine && engineForChip(i.engine, chip.name);
   const inner = createPricer(chip, model, deployment, reg, e ? { sm_scale: e.sm_scale.value } : {});
   const specTokens = deployment.speculative?.num_spec_tokens ?? 0;
   const pricer = e ? engineProfiledPricer(inner, e, deployment.tp, 1 + specTokens) : inner;

@@ -51,6 +51,8 @@ export interface ValidationRun {
   tiers?: boolean;
   /** A stored engine profile name (registry/engines/<name>.yaml), scored as tier (e). */
   engine?: string;
+  /** The tiers' CMOverlap s per chip of each fold's training rows (TierOptions.chip_scales). */
+  chipScales?: boolean;
 }
 
 /**
@@ -94,6 +96,7 @@ export function validateWithProgress(args: ValidationRun): ValidationResult {
         ...(args.hostWeighting ? { weighting: args.hostWeighting } : {}),
         ...(other.rows.length ? { otherRows: other.rows } : {}),
         ...(args.engine ? { profile: loadEngineProfile(args.engine) } : {}),
+        ...(args.chipScales ? { chip_scales: true } : {}),
       }
     : undefined;
   let bar: ReturnType<typeof progress> | undefined;

@@ -30,6 +30,8 @@ export interface EngineFitInput {
   engine: string;
   description?: string;
   weighting?: HostWeighting;
+  /** CMOverlap's s per chip of the training rows (`--engine-s per-chip`); default one s. */
+  chip_scales?: boolean;
   provenance: Omit<EngineProfile['provenance'], 'chips' | 'deployments'>;
 }
 
@@ -63,7 +65,7 @@ export function fitEngineProfile(
       `engine ${input.engine}: ${eligible.length} usable row(s); need at least ${ENGINE_HOST_TERMS.length + 2} to fit and hold out`,
     );
   const cache = new ScaledCmCache(P, deps);
-  const fit = fitProfile(P, cache, input.engine, train, weighting);
+  const fit = fitProfile(P, cache, input.engine, train, weighting, input.chip_scales ?? false);
   const ci = profileCi95(P, cache, fit, weighting);
   const regimes = holdoutRegimes(P, cache, fit, holdout);
   return profileOf(input, rows, fit, ci, weighting, { n: holdout.length, regimes });
@@ -141,9 +143,22 @@ function profileOf(
           ? {}
           : { note: `${COMPOSITION_NAME[fit.composition]} is not refitted with s: held at 1` }),
     },
+    ...(chosen.sm_scale_by_chip
+      ? {
+          sm_scale_by_chip: Object.fromEntries(
+            Object.entries(chosen.sm_scale_by_chip).map(([chip, v]) => [
+              chip,
+              {
+                value: sig(v),
+                ci95: [sig(ci[`sm_scale:${chip}`]![0]), sig(ci[`sm_scale:${chip}`]![1])] as [number, number],
+                identified: true,
+              },
+            ]),
+          ),
+        }
+      : {}),
     fit: {
-      method:
-        'weighted least squares of measured − priced-without-host on the host columns, terms ≥ 0 (src/validate/hostfit.ts); s: NoOverlap linear, CMOverlap bounded 1-D search in log s ∈ [0.25, 4]',
+      method: `weighted least squares of measured − priced-without-host on the host columns, terms ≥ 0 (src/validate/hostfit.ts); s: NoOverlap linear, CMOverlap bounded 1-D search in log s ∈ [0.25, 4]${chosen.sm_scale_by_chip ? ', then one s per chip of the training rows (coordinate descent, host terms shared)' : ''}`,
       weighting,
       composition_rule:
         'the composition with the lowest training RMS of the relative residual (training rows only; ties → NoOverlap, CMOverlap, Overlap)',

@@ -408,6 +408,14 @@ export function engineSmExtraUs(fit: HostFitEngine, f: HostFeatures): number {
   return fit.sm_scale ? (fit.sm_scale.value - 1) * (f.sm_us ?? 0) : 0;
 }
 
+/**
+ * The s a fit prices chip `chip` with: the chip's own (`sm_scale_by_chip`) when the fit has one, else
+ * the pooled `sm_scale`, else 1.
+ */
+export function smScaleFor(fit: HostFitEngine | undefined, chip: string): number {
+  return fit?.sm_scale_by_chip?.[chip] ?? fit?.sm_scale?.value ?? 1;
+}
+
 /** Host µs of a row under fitted terms (the large-step term at the fit's threshold). */
 export function applyHostTerms(fit: HostFitEngine, f: HostFeatures): number {
   return engineHostUs(

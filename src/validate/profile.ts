@@ -23,7 +23,9 @@ import {
   engineSmExtraUs,
   fitHostTerms,
   fitHostTermsWithScaleSearch,
+  type HostFeatures,
   type HostWeighting,
+  smScaleFor,
 } from './hostfit.ts';
 import { cmNohostAt, nohostOf, type Priced, type ValidationDeps } from './priced.ts';
 import type { StepTermsLog } from '../pricer/terms-log.ts';
@@ -109,6 +111,7 @@ function fitOne(
   c: Composition,
   weighting: HostWeighting,
   large_step_message_bytes: number,
+  chipScales = false,
 ): HostFitEngine {
   const measured_us = idx.map((i) => P.rows[i]!.measured_us);
   const feats = idx.map((i) => atLargeStepBytes(P.features[i]!, large_step_message_bytes));
@@ -116,11 +119,58 @@ function fitOne(
   if (c === 'cm_overlap') {
     const at = (s: number) => idx.map((i) => cache.at(i, s));
     f = fitHostTermsWithScaleSearch(engine, c, feats, measured_us, at, 'fraction', weighting);
+    if (chipScales) f = withChipScales(P, cache, idx, feats, measured_us, weighting, f);
   } else {
     const resid = idx.map((i) => P.rows[i]!.measured_us - nohostOf(P, i, c));
     f = fitHostTerms(engine, c, feats, resid, 'fraction', { weighting, measured_us, engineSm: c === 'no_overlap' });
   }
   return { ...f, large_step_message_bytes };
+}
+
+/**
+ * Most rounds of the per-chip s coordinate descent, and the relative move of every chip's s below
+ * which it stops (acc19: on the Splitwise folds the third round moves no tier digit; the generated
+ * rows of test/validate/tiers.test.ts need about six).
+ */
+const CHIP_SCALE_TOL = 1e-4;
+const CHIP_SCALE_ROUNDS = 8;
+
+/**
+ * CMOverlap with one s per chip of the training rows (acc19; docs/validation.md "s per chip"): from
+ * the pooled fit, coordinate descent over the chips (sorted), `CHIP_SCALE_ROUNDS` rounds: each chip's
+ * s by the same bounded 1-D search as the pooled one, the other chips' s held, the host terms shared
+ * and refitted at every trial. A chip whose rows do not depend on s keeps the pooled s. Rows of one
+ * chip → the pooled fit unchanged. The result keeps the pooled `sm_scale` (for a chip absent here).
+ */
+function withChipScales(
+  P: Priced,
+  cache: ScaledCmCache,
+  idx: readonly number[],
+  feats: readonly HostFeatures[],
+  measured_us: readonly number[],
+  weighting: HostWeighting,
+  pooled: HostFitEngine,
+): HostFitEngine {
+  const chips = [...new Set(idx.map((i) => P.rows[i]!.chip))].sort();
+  if (chips.length < 2 || !pooled.sm_scale?.identified) return pooled;
+  const s: Record<string, number> = Object.fromEntries(chips.map((c) => [c, pooled.sm_scale!.value]));
+  let f = pooled;
+  for (let round = 0, moved = true; round < CHIP_SCALE_ROUNDS && moved; round++) {
+    moved = false;
+    for (const chip of chips) {
+      const at = (x: number) =>
+        idx.map((i) => {
+          const c = P.rows[i]!.chip;
+          return cache.at(i, c === chip ? x : s[c]!);
+        });
+      const g = fitHostTermsWithScaleSearch(pooled.engine, 'cm_overlap', feats, measured_us, at, 'fraction', weighting);
+      if (!g.sm_scale?.identified) continue;
+      if (Math.abs(g.sm_scale.value / s[chip]! - 1) > CHIP_SCALE_TOL) moved = true;
+      s[chip] = g.sm_scale.value;
+      f = g;
+    }
+  }
+  return { ...f, sm_scale: pooled.sm_scale, sm_scale_by_chip: s };
 }
 
 /**
@@ -197,6 +247,7 @@ function orthonormalBasis(cols: readonly number[][]): number[][] {
  * Fit one engine's profile on the training rows `train` for every composition, and choose the
  * composition with the lowest training objective (module comment).
  * @param train indices into `P` (every one of engine `engine`; at least one)
+ * @param chipScales CMOverlap with an s per chip of the training rows (`withChipScales`; default: one s)
  */
 export function fitProfile(
   P: Priced,
@@ -204,13 +255,14 @@ export function fitProfile(
   engine: string,
   train: readonly number[],
   weighting: HostWeighting = 'relative',
+  chipScales = false,
 ): ProfileFit {
   const fits = {} as Record<Composition, HostFitEngine>;
   const objective_rel_pct = {} as Record<Composition, number>;
   let composition: Composition = COMPOSITIONS[0];
   const large = chooseLargeStepBytes(P, engine, train, weighting);
   for (const c of COMPOSITIONS) {
-    fits[c] = fitOne(P, cache, engine, train, c, weighting, large);
+    fits[c] = fitOne(P, cache, engine, train, c, weighting, large, chipScales);
     const v = weighting === 'relative' ? fits[c].train_rms_rel_pct! : fits[c].train_rms_us;
     objective_rel_pct[c] = Number.isFinite(v) ? v : Infinity;
     if (objective_rel_pct[c] < objective_rel_pct[composition]) composition = c;
@@ -223,7 +275,7 @@ export function predictWithFit(P: Priced, cache: ScaledCmCache, i: number, c: Co
   const feat = P.features[i]!;
   const host = applyHostTerms(f, feat);
   if (c === 'no_overlap') return P.priced[i]!.no_overlap_nohost_us + engineSmExtraUs(f, feat) + host;
-  if (c === 'cm_overlap') return cache.at(i, f.sm_scale?.value ?? 1) + host;
+  if (c === 'cm_overlap') return cache.at(i, smScaleFor(f, P.rows[i]!.chip)) + host;
   return P.priced[i]!.overlap_nohost_us + host;
 }
 
@@ -246,12 +298,13 @@ export function profileCi95(
   seed = 16,
 ): Record<string, [number, number]> {
   const c = fit.composition;
+  const chips = Object.keys(fit.fits[c].sm_scale_by_chip ?? {});
   const est = resampleEstimates(fit.train.length, resamples, seed, (draw) => {
     const idx = Array.from(draw, (j) => fit.train[j]!);
-    const f = fitOne(P, cache, fit.engine, idx, c, weighting, fit.fits[c].large_step_message_bytes!);
-    return [...f.terms.map((t) => t.value_us), f.sm_scale?.value ?? 1];
+    const f = fitOne(P, cache, fit.engine, idx, c, weighting, fit.fits[c].large_step_message_bytes!, chips.length > 0);
+    return [...f.terms.map((t) => t.value_us), f.sm_scale?.value ?? 1, ...chips.map((ch) => smScaleFor(f, ch))];
   });
-  const names = [...fit.fits[c].terms.map((t) => t.name), 'sm_scale'];
+  const names = [...fit.fits[c].terms.map((t) => t.name), 'sm_scale', ...chips.map((ch) => `sm_scale:${ch}`)];
   const out: Record<string, [number, number]> = {};
   names.forEach((n, j) => {
     const v = est.map((e) => e[j]!).sort((a, b) => a - b);

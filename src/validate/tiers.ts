@@ -20,7 +20,14 @@
  */
 import { computeMetrics, metricsOrNull, type ScoredPoint } from './metrics.ts';
 import { fitProfile, predictWithFit, predictWithProfile, type ProfileFit, ScaledCmCache } from './profile.ts';
-import { applyHostTerms, largeStepExtraUs, parseHostRule, selectTrainingRows, type HostWeighting } from './hostfit.ts';
+import {
+  applyHostTerms,
+  largeStepExtraUs,
+  parseHostRule,
+  selectTrainingRows,
+  smScaleFor,
+  type HostWeighting,
+} from './hostfit.ts';
 import { batchSizeOf, stepBatch } from './expand.ts';
 import { priceRows, shapeGroup, type Priced, type ValidationDeps } from './priced.ts';
 import {
@@ -40,7 +47,7 @@ import {
   type TierSummary,
 } from './types.ts';
 import { ENGINE_HOST_TERMS } from '../core/laws/host.ts';
-import type { EngineProfile } from '../core/schemas/engine.ts';
+import { engineForChip, type EngineProfile } from '../core/schemas/engine.ts';
 
 /** Letter and title of each tier, as every report prints them. */
 export const TIER_TITLE: Record<Tier, string> = {
@@ -77,6 +84,8 @@ interface TierInput {
   cache: ScaledCmCache;
   chip: string;
   weighting: HostWeighting;
+  /** TierOptions.chip_scales. */
+  chipScales: boolean;
   /** The `fraction=F` rule of tier (d). */
   fraction: string;
 }
@@ -135,13 +144,14 @@ function runFold(
   for (const engine of [...new Set(scored.map((i) => T.P.rows[i]!.engine))]) {
     const tr = train.filter((i) => T.P.rows[i]!.engine === engine);
     const sc = scored.filter((i) => T.P.rows[i]!.engine === engine);
-    const fit = tr.length ? fitProfile(T.P, T.cache, engine, tr, T.weighting) : undefined;
+    const fit = tr.length ? fitProfile(T.P, T.cache, engine, tr, T.weighting, T.chipScales) : undefined;
     folds.push({
       label: `${label}${tr.length ? '' : ' (no training rows: registry host terms)'}`,
       train: tr,
       scored: sc,
       composition: fit ? fit.composition : 'registry',
-      sm_scale: fit ? (fit.fits[fit.composition].sm_scale?.value ?? 1) : 1,
+      // the scored rows' chip's s (every fold scores one chip's rows)
+      sm_scale: fit ? smScaleFor(fit.fits[fit.composition], T.P.rows[sc[0]!]!.chip) : 1,
       ...(fit ? { large_step: largeStepOf(fit.fits[fit.composition]) } : {}),
     });
     fits.push(fit);
@@ -229,6 +239,9 @@ function profileAsFit(p: EngineProfile): HostFitEngine {
       identified: p.terms[name].identified,
     })),
     sm_scale: { value: p.sm_scale.value, identified: p.sm_scale.identified },
+    ...(p.sm_scale_by_chip
+      ? { sm_scale_by_chip: Object.fromEntries(Object.entries(p.sm_scale_by_chip).map(([c, t]) => [c, t.value])) }
+      : {}),
     ...(p.large_step_message_bytes !== undefined ? { large_step_message_bytes: p.large_step_message_bytes } : {}),
     train_rms_us: NaN,
     notes: [],
@@ -262,6 +275,7 @@ export function validationTiers(
     cache: new ScaledCmCache(all, deps),
     chip,
     weighting: o.weighting ?? 'relative',
+    chipScales: o.chip_scales ?? false,
     fraction: o.fraction ?? 'fraction=0.25',
   };
   const tiers = computeTiers(T);
@@ -277,8 +291,9 @@ export function validationTiers(
           T,
           [
             {
-              label: `${o.profile.name}${inSample ? ' (in-sample: fitted on these files; its own holdout is in the profile)' : ''}`,
-              ...{ composition: o.profile.composition, sm_scale: o.profile.sm_scale.value, train: [], scored },
+              label: `${o.profile.name}${inSample ? ' (in-sample: fitted on these files; its own holdout is in the profile)' : ''}; ${engineForChip(o.profile, all.rows[scored[0]!]!.chip).sm_scale.note}`,
+              ...{ composition: o.profile.composition, sm_scale: smScaleFor(fit, all.rows[scored[0]!]!.chip) },
+              ...{ train: [], scored },
             },
           ],
           [(i) => predictWithFit(all, T.cache, i, o.profile!.composition, fit)],

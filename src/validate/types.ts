@@ -170,6 +170,12 @@ export interface HostFitEngine {
    * its value and says so in the note).
    */
   sm_scale?: { value: number; identified: boolean; note?: string };
+  /**
+   * CMOverlap with training rows of two or more chips: s per chip (acc19; docs/validation.md "s per
+   * chip"), each fitted on the training rows with the host terms shared; `sm_scale` is then the pooled
+   * s, used for a chip absent here (`smScaleFor`).
+   */
+  sm_scale_by_chip?: Record<string, number>;
   /** Least-squares weighting (`relative` = rows weighted by 1/measured). */
   weighting?: 'relative' | 'absolute';
   /**
@@ -282,6 +288,11 @@ export interface TierOptions {
   otherRows?: readonly LocatedStepRow[];
   /** A stored engine profile: scored as it is, on the rows of its engine (tier (e)). */
   profile?: EngineProfile;
+  /**
+   * Fit CMOverlap's s per chip of each fold's training rows (acc19, `--engine-s per-chip`; docs/validation.md
+   * "s per chip"); default one s per engine.
+   */
+  chip_scales?: boolean;
 }
 
 /** One fit of a tier: the rows it trained on and the rows it scored (never the same). */

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ENGINE_HOST_TERMS, engineHostUs } from '../../src/core/laws/host.ts';
-import { parseEngineProfile, stringifyEngineProfile } from '../../src/core/schemas/engine.ts';
+import { engineForChip, parseEngineProfile, stringifyEngineProfile } from '../../src/core/schemas/engine.ts';
 import { engineProfileGates } from '../../src/registry/engine.ts';
 import { fitEngineProfile } from '../../src/validate/engine-profile.ts';
 import type { PricerKey, ValidationDeps } from '../../src/validate/priced.ts';
@@ -139,6 +139,55 @@ describe('engine profile fit', () => {
       expect(p.sm_scale.value).toBeCloseTo(S, 3);
     },
   );
+
+  it('recovers a known s per chip (CMOverlap rows, s 1.4 on h100 and 1.1 on a100) with --engine-s per-chip', () => {
+    // measured = cm_factor · (s_chip · prefill SM or decode HBM) + NVLink + engineHostUs(TRUTH): the fake
+    // pricer's CMOverlap law with each chip's own s; the host terms are shared.
+    const S_BY_CHIP: Record<string, number> = { h100: 1.4, a100: 1.1 };
+    const cmAt = (r: LocatedStepRow, chip: string) => {
+      const pre = r.prefill_requests > 0;
+      const units = pre ? r.prefill_tokens : r.decode_context_tokens;
+      const n = pre ? r.prefill_requests : r.decode_requests;
+      const work = K.cm_factor! * (pre ? S_BY_CHIP[chip]! * (K.a + K.b * units) : K.c + K.d * units);
+      const nvlink_us = pre ? K.e! * units : 0;
+      const large_step_nvlink_us = pre && units * bytesPerToken(r) >= LARGE ? nvlink_us : 0;
+      const f = { steps: 1, request_steps: n, kernel_steps: kernels(r, pre), tp: r.tp, large_step_nvlink_us };
+      return { ...r, chip, measured_us: work + nvlink_us + engineHostUs(TRUTH, f) };
+    };
+    const both = [...rows().map((r) => cmAt(r, 'h100')), ...rows().map((r) => cmAt(r, 'a100'))];
+    const input = (chip_scales: boolean) => ({
+      engine: 'e',
+      chip_scales,
+      provenance: {
+        stepcal_version: 'test',
+        steps: [{ file: 't.steps.csv', sha256: '0', rows: 192 }],
+        registries: [{ chip: 'h100', file: 'r.yaml', sha256: '0' }],
+      },
+    });
+    const p = fitEngineProfile(both, input(true), deps);
+    expect(p.composition).toBe('cm_overlap');
+    expect(p.sm_scale_by_chip!.h100!.value).toBeCloseTo(1.4, 3);
+    expect(p.sm_scale_by_chip!.a100!.value).toBeCloseTo(1.1, 3);
+    ENGINE_HOST_TERMS.forEach((t, j) => {
+      expect(p.terms[t].value).toBeCloseTo(TRUTH[j]!, 3 - String(Math.round(TRUTH[j]!)).length);
+    });
+    expect(p.fit.training_objective_rel_pct.cm_overlap!).toBeLessThan(0.01);
+    expect(engineProfileGates(p)).toEqual([]);
+    expect(parseEngineProfile(stringifyEngineProfile(p), 'x.yaml')).toEqual(p);
+    // one pooled s cannot price both chips: between the two, and a worse training fit
+    const pooled = fitEngineProfile(both, input(false), deps);
+    expect(pooled.sm_scale_by_chip).toBeUndefined();
+    expect(pooled.sm_scale.value).toBeGreaterThan(1.1);
+    expect(pooled.sm_scale.value).toBeLessThan(1.4);
+    expect(pooled.fit.training_objective_rel_pct.cm_overlap!).toBeGreaterThan(
+      p.fit.training_objective_rel_pct.cm_overlap! + 1,
+    );
+    // a chip with rows prices with its own s; one without falls back to the pooled s, and says so
+    expect(engineForChip(p, 'a100').sm_scale.value).toBe(p.sm_scale_by_chip!.a100!.value);
+    expect(engineForChip(p, 'a100').sm_scale.note).toMatch(/a100's own/);
+    expect(engineForChip(p, 'b200').sm_scale.value).toBe(p.sm_scale.value);
+    expect(engineForChip(p, 'b200').sm_scale.note).toMatch(/pooled \(the profile has no b200 rows\)/);
+  });
 
   it('the schema names the file and field of a bad value; the gate refuses a negative host term', () => {
     expect(() => parseEngineProfile('kind: EngineProfile\nname: Bad Name\n', 'e.yaml')).toThrow(/e\.yaml: field name/);

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
-import { UserError } from '../../core/errors.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
 import { readText, sha256File, writeFileAtomic } from '../../core/io/fs.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { note } from '../../core/io/progress.ts';
@@ -28,12 +28,25 @@ export interface FitEngineOpts {
   out?: string;
   check?: boolean;
   json?: boolean;
+  /** `pooled` (default) or `per-chip`. */
+  engineS?: string;
+}
+
+/**
+ * `--engine-s`: true for `per-chip`, false for `pooled` or absent.
+ * @throws UsageError for another value
+ */
+export function engineSPerChip(mode: string | undefined): boolean {
+  if (mode === undefined || mode === 'pooled') return false;
+  if (mode === 'per-chip') return true;
+  throw new UsageError(`--engine-s: expected pooled or per-chip, got "${mode}"`);
 }
 
 /** Read the step files and each chip's registry; fit, gate, print and write (or --check) the profile. */
 export function runFitEngine(o: FitEngineOpts): void {
   if (!o.engine) throw new UserError('fit engine: give --engine <name>');
   if (!o.steps?.length) throw new UserError('fit engine: give --steps <files...> (*.steps.csv)');
+  const chip_scales = engineSPerChip(o.engineS);
   const out = o.out ?? engineProfilePath(o.engine);
   const rows: LocatedStepRow[] = [];
   const steps: EngineProfile['provenance']['steps'] = [];
@@ -56,7 +69,7 @@ export function runFitEngine(o: FitEngineOpts): void {
   note(`fit engine ${o.engine}: pricing ${rows.length} rows on ${chips.join(', ') || 'no chip'} ...`);
   const profile = fitEngineProfile(
     rows,
-    { engine: o.engine, provenance: { stepcal_version: stepcalVersion(), steps, registries } },
+    { engine: o.engine, chip_scales, provenance: { stepcal_version: stepcalVersion(), steps, registries } },
     multiChipValidationDeps(byChip),
   );
   const text = stringifyEngineProfile(profile);
@@ -99,6 +112,10 @@ function summary(p: EngineProfile): string {
   lines.push(
     `  ${'sm_scale s'.padEnd(24)} ${p.sm_scale.value.toFixed(3).padStart(9)}     ci95 [${p.sm_scale.ci95.map((x) => x.toFixed(3)).join(', ')}]`,
   );
+  for (const [chip, t] of Object.entries(p.sm_scale_by_chip ?? {}))
+    lines.push(
+      `  ${`sm_scale s, ${chip}`.padEnd(24)} ${t.value.toFixed(3).padStart(9)}     ci95 [${t.ci95.map((x) => x.toFixed(3)).join(', ')}]`,
+    );
   lines.push(`holdout (${p.fit.holdout.rule}, ${p.fit.holdout.n} rows): median / p90 APE, bias`);
   for (const [g, m] of Object.entries(p.fit.holdout.regimes))
     lines.push(

@@ -100,6 +100,10 @@ export function register(program: Command): void {
       'fit engine: step timings (*.steps.csv; each row priced with registry/<its chip>.yaml)',
     )
     .option('--out <file>', 'fit engine: output file (default registry/engines/<name>.yaml)')
+    .option(
+      '--engine-s <mode>',
+      'fit engine: CMOverlap s "pooled" (one per engine, default) or "per-chip" (one per chip of the rows; docs/validation.md "s per chip")',
+    )
     .option('--lane <lane>', 'measurement lane for gemm/attention/moe (default: the vllm-* lane)')
     .option('--check', 'write nothing; exit 1 naming entries that would change')
     .option('--json', 'print the summary, refusals and coefficients as JSON')

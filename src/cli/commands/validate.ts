@@ -23,6 +23,7 @@ import {
 } from '../../validate/calibrate.ts';
 import { HOST_WEIGHTINGS, type HostWeighting } from '../../validate/hostfit.ts';
 import { runRequestValidation } from './validate-requests.ts';
+import { engineSPerChip } from './fit-engine.ts';
 import { COMPOSITIONS, ENGINE_SM_MODES, type Composition, type EngineSmMode } from '../../validate/types.ts';
 
 interface ValidateOpts {
@@ -40,6 +41,7 @@ interface ValidateOpts {
   out?: string;
   report?: boolean;
   tiers?: boolean;
+  engineS?: string;
   engine?: string;
 }
 
@@ -89,6 +91,10 @@ export function register(program: Command): void {
       '--no-tiers',
       'skip the validation tiers (a) uncalibrated, (b) cross-deployment (the headline), (c) cross-chip, (d) in-deployment (docs/validation.md "Tiers")',
     )
+    .option(
+      '--engine-s <mode>',
+      'tiers: CMOverlap s "pooled" (one per engine, default) or "per-chip" (one per chip of each fold\'s training rows; docs/validation.md "s per chip")',
+    )
     .option('--engine <name>', 'also score a stored engine profile (registry/engines/<name>.yaml) as it is: tier (e)')
     .action((opts: ValidateOpts) => {
       if (opts.composition && !(COMPOSITIONS as readonly string[]).includes(opts.composition)) {
@@ -135,6 +141,7 @@ export function register(program: Command): void {
         ...(opts.composition ? [`--composition ${opts.composition}`] : []),
         ...(opts.scoreFlagged ? ['--score-flagged'] : []),
         ...(opts.engine ? [`--engine ${opts.engine}`] : []),
+        ...(engineSPerChip(opts.engineS) ? ['--engine-s per-chip'] : []),
       ];
       const v = validateWithProgress({
         chip: opts.chip,
@@ -150,6 +157,7 @@ export function register(program: Command): void {
         ...(opts.composition ? { composition: opts.composition as Composition } : {}),
         ...(opts.scoreFlagged ? { scoreFlagged: true } : {}),
         ...(opts.tiers !== false ? { tiers: true } : {}),
+        ...(engineSPerChip(opts.engineS) ? { chipScales: true } : {}),
         ...(opts.engine ? { engine: opts.engine } : {}),
         flags,
       });

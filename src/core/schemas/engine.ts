@@ -67,6 +67,11 @@ export const EngineProfileSchema = z
       )
       .optional(),
     sm_scale: TermSchema,
+    /**
+     * s per chip of the training rows (acc19; docs/validation.md "s per chip"), with ci95; `sm_scale`
+     * is the pooled s, used for a chip absent here. Absent = one s for every chip.
+     */
+    sm_scale_by_chip: z.record(z.string(), TermSchema).optional(),
     fit: z
       .object({
         method: z.string(),
@@ -118,6 +123,21 @@ export function parseEngineProfile(text: string, source: string): EngineProfile 
     throw new UserError(`${source}${where}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+/**
+ * The profile as it prices chip `chip`: `sm_scale` is the chip's own s when the profile has one
+ * (`sm_scale_by_chip`), else the pooled s; its note says which (price, sweep, serve and validate
+ * `--engine` print it).
+ */
+export function engineForChip(p: EngineProfile, chip: string): EngineProfile {
+  const own = p.sm_scale_by_chip?.[chip];
+  const note = own
+    ? `s = ${own.value}: ${chip}'s own, fitted on its rows`
+    : p.sm_scale_by_chip
+      ? `s = ${p.sm_scale.value}: pooled (the profile has no ${chip} rows)`
+      : `s = ${p.sm_scale.value}: one s for every chip`;
+  return { ...p, sm_scale: { ...(own ?? p.sm_scale), note } };
 }
 
 /** Serialise a profile (schema-checked first; key order as the schema's, so output is diffable). */
