@@ -1,8 +1,8 @@
 /**
  * A step price under an engine profile (issue 16): the registry's host terms are replaced by the
  * profile's (law: src/core/laws/host.ts `engineHostUs`), and SM time carries the profile's s (the
- * caller builds the pricer with `sm_scale = profile.sm_scale.value`); a step scheduling at least the
- * whose collective message (tokens × `info.collective_message_bytes_per_token`) is at least the profile's
+ * caller builds the pricer with `sm_scale = profile.sm_scale.value`); a step whose collective message
+ * (tokens × `info.collective_message_bytes_per_token`) is at least the profile's
  * `large_step_message_bytes` pays `large_step_nvlink_factor` × its NVLink µs more, as NVLink. Pure.
  */
 import { collectiveMessageBytes, ENGINE_HOST_TERMS, engineHostUs, largeStepNvlinkUs } from '../core/laws/host.ts';
