@@ -204,7 +204,15 @@ describe('engine profile fit', () => {
       deps,
     );
     const bad = { ...p, terms: { ...p.terms, per_step_us: { ...p.terms.per_step_us, value: -1 } } };
-    expect(engineProfileGates(bad).join('\n')).toMatch(/per_step_us = -1 µs: a host cost cannot be negative/);
+    expect(engineProfileGates(bad).join('\n')).toMatch(
+      /^e: terms\.per_step_us\.value: -1 µs: expected >= 0 \(a host cost cannot be negative\)$/m,
+    );
+    // the large-step factor is dimensionless (× priced NVLink µs), not µs
+    const f = p.terms.large_step_nvlink_factor;
+    const badF = { ...p, terms: { ...p.terms, large_step_nvlink_factor: { ...f, value: -0.5 } } };
+    expect(engineProfileGates(badF).join('\n')).toMatch(
+      /e: terms\.large_step_nvlink_factor\.value: -0\.5 × \(priced NVLink µs\): expected >= 0/,
+    );
   });
 });
 

@@ -30,6 +30,7 @@ import {
   type WidthExtrapolation,
 } from '../../fit/collective-width.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
+import { validateEngineProfileFile } from '../../registry/engine.ts';
 import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
 import { DEFAULT_TOLERANCE_PCT, planUpdate, updateJson, type HoldoutValidator } from '../../registry/update.ts';
 import { errorsOf, formatProblem, validateRegistryFile, type Problem } from '../../registry/validate.ts';
@@ -141,7 +142,9 @@ function loadAllRegistries(dir: string, chips: (n: string) => Chip | undefined):
 function registerValidate(reg: Command): void {
   reg
     .command('validate')
-    .description('schema and physics checks; every failure names file, set, entry and field; exit 1 on any error')
+    .description(
+      'schema and physics checks of chip registries and engine profiles (registry/engines/*.yaml); every failure names file, set, entry and field; exit 1 on any error',
+    )
     .argument('<files...>', 'registry YAML files')
     .addOption(
       new Option('--catalog-dir <dir>', 'chip catalog for the physics bounds').default(
@@ -155,6 +158,11 @@ function registerValidate(reg: Command): void {
       const all: Problem[] = [];
       const chips = chipLookup(o.catalogDir);
       for (const f of files) {
+        // registry/engines/<name>.yaml: an engine profile, checked by the gates `loadEngineProfile` runs
+        if (existsSync(f) && /^kind:\s*EngineProfile\s*$/m.test(readText(f))) {
+          all.push(...validateEngineProfileFile(f));
+          continue;
+        }
         // registry/<chip>.yaml of a catalog chip holds that chip's entries only.
         const base = path.basename(f).replace(/\.ya?ml$/, '');
         const fileChip = chips(base) ? base : undefined;

@@ -116,6 +116,8 @@ export function parseEngineProfile(text: string, source: string): EngineProfile 
   } catch (err) {
     throw new UserError(`${source}: YAML error: ${(err as Error).message}`);
   }
+  const old = preLargeStepProfile(obj);
+  if (old) throw new UserError(`${source}: field terms.large_step_nvlink_factor: absent: ${old}`);
   const parsed = EngineProfileSchema.safeParse(obj);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -123,6 +125,20 @@ export function parseEngineProfile(text: string, source: string): EngineProfile 
     throw new UserError(`${source}${where}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+/**
+ * Why a profile document written before the large-step term (no `terms.large_step_nvlink_factor`) is
+ * refused, with what to do; undefined for any other document. Refused rather than read as factor 0:
+ * its other terms were fitted without the term, so they would price large steps as that older fit did
+ * (docs/validation.md "Profiles written before the large-step term").
+ */
+function preLargeStepProfile(obj: unknown): string | undefined {
+  if (typeof obj !== 'object' || obj === null) return undefined;
+  const o = obj as { name?: unknown; terms?: unknown };
+  if (typeof o.terms !== 'object' || o.terms === null || 'large_step_nvlink_factor' in o.terms) return undefined;
+  const name = typeof o.name === 'string' ? o.name : '<name>';
+  return `the profile was written before the large-step collective term; re-fit it with \`stepcal fit engine --engine ${name} --steps <files...>\` (docs/validation.md)`;
 }
 
 /**
