@@ -485,7 +485,7 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     ...(flagged.length ? { flagged } : {}),
     ...(T ? { tiers: T.tiers } : {}),
     ...(T?.decode_rates.length ? { decode_rates: T.decode_rates } : {}),
-    warnings,
+    warnings: [...warnings, ...(T?.warnings ?? [])],
   };
 }
 

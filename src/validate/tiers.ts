@@ -257,7 +257,7 @@ export function validationTiers(
   chip: string,
   o: TierOptions,
   deps: ValidationDeps,
-): { tiers: TierSummary[]; decode_rates: DecodeRate[] } {
+): { tiers: TierSummary[]; decode_rates: DecodeRate[]; warnings: string[] } {
   const other = o.otherRows?.length ? priceRows([...o.otherRows], {}, deps) : undefined;
   const all: Priced = other
     ? {
@@ -279,12 +279,14 @@ export function validationTiers(
     fraction: o.fraction ?? 'fraction=0.25',
   };
   const tiers = computeTiers(T);
+  const warnings: string[] = [];
   if (o.profile) {
     const fit = profileAsFit(o.profile);
     const scored = eligible(all).filter((i) => all.rows[i]!.chip === chip && all.rows[i]!.engine === o.profile!.name);
     const files = new Set(o.profile.provenance.steps.map((s) => s.file));
     const inSample = scored.some((i) => files.has(all.rows[i]!.file));
-    if (scored.length)
+    if (!scored.length) warnings.push(noProfileRowsLine(all, chip, o.profile.name));
+    else
       tiers.push(
         tierOf(
           'engine_profile',
@@ -311,7 +313,13 @@ export function validationTiers(
     predicted_us: P.rows.map((_, i) => t.predicted_us.get(i) ?? null),
     ...(t.tier === HEADLINE_TIER ? { outliers: outliersOf(T, t, P.rows.length) } : {}),
   }));
-  return { tiers: summaries, decode_rates: decodeRates(P, deps, b.predicted_us) };
+  return { tiers: summaries, decode_rates: decodeRates(P, deps, b.predicted_us), warnings };
+}
+
+/** The line `validate --engine` prints when no row of the profile's engine on `chip` is scored (no tier (e)). */
+function noProfileRowsLine(all: Priced, chip: string, engine: string): string {
+  const engines = [...new Set(all.rows.filter((r) => r.chip === chip).map((r) => r.engine))].sort();
+  return `--engine ${engine}: no rows of engine ${engine} on ${chip} were scored (the rows' engines: ${engines.join(', ') || 'none'}), so there is no tier (e)`;
 }
 
 /** Tokens a row schedules (TierOutlier.tokens). */

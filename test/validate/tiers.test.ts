@@ -214,6 +214,29 @@ describe('engine profile fit', () => {
       /e: terms\.large_step_nvlink_factor\.value: -0\.5 × \(priced NVLink µs\): expected >= 0/,
     );
   });
+
+  it('validate --engine with a profile whose name matches no row: no tier (e), and a warning line says so', () => {
+    const p = fitEngineProfile(
+      rows(),
+      {
+        engine: 'e',
+        provenance: {
+          stepcal_version: 't',
+          steps: [{ file: 'f', sha256: '0', rows: 1 }],
+          registries: [{ chip: 'h100', file: 'r', sha256: '0' }],
+        },
+      },
+      deps,
+    );
+    const hit = validateRows(rows(), { chip: 'h100', tiers: { profile: p } }, deps);
+    expect(hit.tiers!.some((t) => t.tier === 'engine_profile')).toBe(true);
+    expect(hit.warnings).toEqual([]);
+    const miss = validateRows(rows(), { chip: 'h100', tiers: { profile: { ...p, name: 'notok' } } }, deps);
+    expect(miss.tiers!.some((t) => t.tier === 'engine_profile')).toBe(false);
+    expect(miss.warnings).toEqual([
+      "--engine notok: no rows of engine notok on h100 were scored (the rows' engines: e), so there is no tier (e)",
+    ]);
+  });
 });
 
 describe('validation tiers', () => {
