@@ -431,19 +431,21 @@ interface CsvLines {
   line?: (i: number) => string;
 }
 
-/** Characters that make a CSV text more than comma-split lines for papaparse: quotes, CR, other delimiters it may guess. */
-const NOT_PLAIN_CSV = ['"', '\r', '\t', '|', ';', String.fromCharCode(0x1e), String.fromCharCode(0x1f)];
+/**
+ * Characters that make a CSV text more than comma-split lines: quotes and CR. (papaparse is told the
+ * delimiter, so a `|` or `;` inside a cell, as in the `group` column, is plain text.)
+ */
+const NOT_PLAIN_CSV = ['"', '\r'];
 
 /**
- * Lines and cells of `text` as `Papa.parse(text, { skipEmptyLines: true })` gives them. A plain text
- * (no quote, no CR, none of the other delimiters papaparse guesses: what the store itself writes) is
- * split on LF and commas directly, which gives the same cells (papaparse can only pick the comma, and
- * nothing is quoted) at a fraction of the time and garbage: reading the stored tables was ≈ 8 µs per
+ * Lines and cells of `text` as `Papa.parse(text, { delimiter: ',', skipEmptyLines: true })` gives
+ * them. A plain text (no quote, no CR: what the store itself writes) is split on LF and commas
+ * directly, which gives the same cells (nothing is quoted) at a fraction of the time and garbage: reading the stored tables was ≈ 8 µs per
  * row, most of a refit's reading (issue 17). Anything else goes through papaparse.
  */
 function csvLines(text: string): CsvLines {
   if (NOT_PLAIN_CSV.some((c) => text.includes(c))) {
-    const rows = Papa.parse<string[]>(text, { skipEmptyLines: true }).data;
+    const rows = Papa.parse<string[]>(text, { delimiter: ',', skipEmptyLines: true }).data;
     return { length: rows.length, cells: (i) => rows[i]! };
   }
   const lines = text.split('\n').filter((l) => l !== '');
@@ -559,6 +561,17 @@ export const STEP_KIND_REQUIRED: Readonly<Record<'step' | 'static_batch', readon
   static_batch: ['batch', 'prompt_tokens', 'output_tokens'],
 };
 const STEP_KNOWN: ReadonlySet<string> = new Set(FAMILY_COLUMNS.step);
+/** Step columns that count tokens, requests or sequences: whole numbers (tp is checked on its own, ≥ 1). */
+const STEP_COUNT_COLUMNS: ReadonlySet<string> = new Set([
+  'prefill_requests',
+  'prefill_tokens',
+  'prefill_context_tokens',
+  'decode_requests',
+  'decode_context_tokens',
+  'batch',
+  'prompt_tokens',
+  'output_tokens',
+]);
 
 /**
  * Parse held-out step text (format: issue 7; columns `FAMILY_COLUMNS.step`). The one step reader:
@@ -571,13 +584,14 @@ const STEP_KNOWN: ReadonlySet<string> = new Set(FAMILY_COLUMNS.step);
  *   needs it (the header is row 0) and the column: the always-required columns on the first data row,
  *   the per-kind columns on the first row of that kind.
  * @returns the rows (with file and row) and the warnings.
- * @throws InputError naming file, row and column: missing/empty required cell, non-numeric or negative
- *   count, non-integer or zero tp, non-positive measured_us, unknown kind, a step with no request or
+ * @throws InputError naming file and row: a row whose field count differs from the header's; naming
+ *   file, row and column: missing/empty required cell, non-numeric, negative or fractional count,
+ *   non-integer or zero tp, non-positive measured_us, unknown kind, a step with no request or
  *   fewer prefill tokens than prefill requests, a static batch with batch, prompt_tokens or
  *   output_tokens < 1; an empty file.
  */
 export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRow[]; warnings: string[] } {
-  const data = Papa.parse<string[]>(text, { skipEmptyLines: 'greedy' }).data;
+  const data = Papa.parse<string[]>(text, { delimiter: ',', skipEmptyLines: 'greedy' }).data;
   if (data.length < 2) throw new InputError({ file }, 'empty file: expected a header row and at least one data row');
   const header = data[0]!.map((h) => h.trim());
   const warnings: string[] = [];
@@ -589,6 +603,11 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
   const rows: LocatedStepRow[] = [];
   for (let r = 1; r < data.length; r++) {
     const line = data[r]!;
+    if (line.length !== header.length)
+      throw new InputError(
+        { file, row: r },
+        `expected ${header.length} fields (as in the header, row 0), got ${line.length}`,
+      );
     const cell = (name: string): string | undefined => {
       const j = col.get(name);
       return j === undefined ? undefined : (line[j] ?? '').trim();
@@ -623,6 +642,8 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
       if (name === 'measured_us' && !(x > 0))
         throw new InputError({ file, row: r, column: name }, `expected a positive number (µs), got ${v}`);
       if (x < 0) throw new InputError({ file, row: r, column: name }, `expected a non-negative number, got ${v}`);
+      if (STEP_COUNT_COLUMNS.has(name) && !Number.isInteger(x))
+        throw new InputError({ file, row: r, column: name }, `expected a whole number (a count), got ${v}`);
       return x;
     };
     const measured_us = num('measured_us');
@@ -689,8 +710,11 @@ export function readStepsFile(file: string): { rows: LocatedStepRow[]; warnings:
   let text: string;
   try {
     text = readText(file);
-  } catch {
-    throw new InputError({ file }, 'cannot read file');
+  } catch (err) {
+    if (err instanceof InputError) throw err;
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'EISDIR' ? 'is a folder, not a file' : (e.code ?? e.message);
+    throw new InputError({ file }, `cannot read file: ${why}`);
   }
   return parseStepsCsv(text, file);
 }

@@ -29,7 +29,9 @@ export type { Cell, RawTable };
  * @throws InputError for an empty file (no header or no data rows).
  */
 export function csvTable(text: string, file: string): RawTable {
-  const data = text.includes('"') ? Papa.parse<string[]>(text, { skipEmptyLines: true }).data : splitPlainCsv(text);
+  const data = text.includes('"')
+    ? Papa.parse<string[]>(text, { delimiter: ',', skipEmptyLines: true }).data
+    : splitPlainCsv(text);
   if (data.length === 0) throw new InputError({ file }, 'empty file: expected a header row and data rows');
   const header = checkHeader(
     file,
@@ -256,7 +258,7 @@ function firstLine(buf: Buffer, last: boolean): { line: string; next: number } |
 
 /** One CSV line to cells; a line with a quote goes through papaparse. */
 function splitLine(line: string): string[] {
-  return line.includes('"') ? (Papa.parse<string[]>(line).data[0] ?? []) : line.split(',');
+  return line.includes('"') ? (Papa.parse<string[]>(line, { delimiter: ',' }).data[0] ?? []) : line.split(',');
 }
 
 async function parquetChunks(

@@ -89,6 +89,7 @@ const ARRIVAL_COLUMNS = { arrival_ms: 1000, arrival_s: 1e6, arrival_us: 1 } as c
 export function parseReplayCsv(text: string, file: string): RequestSpec[] {
   const parsed = Papa.parse<Record<string, string>>(text.trim(), {
     header: true,
+    delimiter: ',',
     skipEmptyLines: true,
     transformHeader: (h) => h.trim(),
   });

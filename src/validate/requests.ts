@@ -74,6 +74,7 @@ export const REQUEST_CSV_REQUIRED = [
 export function parseRequestsCsv(text: string, file: string): RequestRow[] {
   const parsed = Papa.parse<Record<string, string>>(text.trim(), {
     header: true,
+    delimiter: ',',
     skipEmptyLines: true,
     transformHeader: (h) => h.trim(),
   });

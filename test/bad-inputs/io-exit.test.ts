@@ -160,7 +160,7 @@ const CASES: BadInputCase[] = [
     setup: (t) => write(t, 'file', 'x'),
     args: (t) => [...SWEEP, '--out', path.join(t, 'file', 'plot.svg')],
     code: 1,
-    message: /cannot write .*file\/plot\.svg: a file is in the way/,
+    message: /cannot write .*file\/plot\.svg: a parent of it is a file, not a folder/,
   },
   {
     name: 'sweep --out in a read-only file system (/proc)',

@@ -314,7 +314,7 @@ const CASES: BadInputCase[] = [
       path.join(t, 'out'),
     ],
     code: 1,
-    message: /cannot write .*out: a file is in the way/,
+    message: /cannot write .*out: it is a file, expected a folder/,
   },
 ];
 

@@ -3,11 +3,11 @@
  * `./staging.ts`, of a set of files (all land or none), plus reading, gzip and hashing.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { InputError } from '../errors.ts';
-import { commitFiles, sleepSync, tempNameFor, writeError } from './staging.ts';
+import { commitFiles, makeDirs, sleepSync, tempNameFor, writeError } from './staging.ts';
 
 /**
  * Test hook (environment, milliseconds): sleep after the temp file is complete and before the
@@ -25,7 +25,7 @@ export function writeFileAtomic(file: string, data: string | Uint8Array): void {
   const dir = path.dirname(file);
   let tmp: string | undefined;
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     if (statSync(file, { throwIfNoEntry: false })?.isDirectory())
       throw Object.assign(new Error('is a folder'), { code: 'EISDIR' });
     tmp = tempNameFor(file);

@@ -82,6 +82,45 @@ export function commonFolder(files: readonly string[]): string {
   return first.slice(0, n).join(path.sep) || path.sep;
 }
 
+/**
+ * Create folder `dir` and its missing parents, one level at a time, stopping at the first error that
+ * is not EEXIST. (Node's `mkdirSync(dir, { recursive: true })` loops forever where a parent refuses
+ * children with ENOENT, as /proc does: mkdir(/proc/x) ENOENT, mkdir(/proc) EEXIST, again.)
+ * @throws the system's error (with `path` set) for the first folder that cannot be made; ENOTDIR when
+ *   an existing part of the path is a file.
+ */
+export function makeDirs(dir: string): void {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); ; ) {
+    const st = statOrUndefined(d);
+    if (st) {
+      if (!st.isDirectory()) throw Object.assign(new Error(`${d} is not a folder`), { code: 'ENOTDIR', path: d });
+      break;
+    }
+    missing.push(d);
+    const up = path.dirname(d);
+    if (up === d) break;
+    d = up;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+}
+
+/** `statSync(d)`, or undefined when d or a parent is missing or a parent is a file (the walk up goes on). */
+function statOrUndefined(d: string): ReturnType<typeof statSync> {
+  try {
+    return statSync(d, { throwIfNoEntry: false });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw err;
+  }
+}
+
 /** A user error for a failed file-system call: names the path and the reason (read-only, a folder, …). */
 export function writeError(target: string, err: unknown): UserError {
   const e = err as NodeJS.ErrnoException;
@@ -95,6 +134,9 @@ export function writeError(target: string, err: unknown): UserError {
     EEXIST: 'a file is in the way',
     ENOENT: 'no such file or folder, and it cannot be created there',
   };
+  // makeDirs names the part of the path that is a file: the target itself, or one of its parents.
+  if (e?.code === 'ENOTDIR' && e.path !== undefined && path.resolve(e.path) === path.resolve(target))
+    return new UserError(`cannot write ${target}: it is a file, expected a folder`);
   return new UserError(`cannot write ${target}: ${why[e?.code ?? ''] ?? e?.message ?? String(err)}`);
 }
 
@@ -111,12 +153,12 @@ export function commitFiles(files: ReadonlyArray<{ file: string; data: string | 
   const root = commonFolder(targets);
   const staging = path.join(root, `${STAGING_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
-    mkdirSync(staging, { recursive: true });
+    makeDirs(staging);
     files.forEach((f, i) => {
       writeFileSync(path.join(staging, String(i)), f.data, { flush: true });
     });
     for (const d of new Set(targets.map((t) => path.dirname(t)))) {
-      mkdirSync(d, { recursive: true });
+      makeDirs(d);
       accessSync(d, constants.W_OK);
     }
     // Targets relative to the staging folder's parent, so a moved or copied checkout recovers in place.
@@ -124,7 +166,8 @@ export function commitFiles(files: ReadonlyArray<{ file: string; data: string | 
       flush: true,
     });
   } catch (err) {
-    rmSync(staging, { recursive: true, force: true });
+    // existsSync first: rmSync's force forgives ENOENT only, not a parent that is a file (ENOTDIR).
+    if (existsSync(staging)) rmSync(staging, { recursive: true, force: true });
     throw writeError((err as NodeJS.ErrnoException).path ?? root, err);
   }
   renameSync(path.join(staging, 'COMMIT.tmp'), path.join(staging, 'COMMIT'));
@@ -146,7 +189,7 @@ function applyCommit(staging: string, targets: readonly string[]): number {
     const src = path.join(staging, String(i));
     if (!existsSync(src)) return;
     sleepSync(pause);
-    mkdirSync(path.dirname(t), { recursive: true });
+    makeDirs(path.dirname(t));
     renameSync(src, t);
     moved++;
   });
@@ -261,7 +304,7 @@ export function acquireLock(root: string, command: string): () => void {
   // A root this run creates is removed again if the run leaves it empty (a refused run writes nothing).
   const created = !existsSync(root);
   try {
-    mkdirSync(root, { recursive: true });
+    makeDirs(root);
   } catch (err) {
     throw writeError(root, err);
   }
