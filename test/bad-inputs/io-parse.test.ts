@@ -25,7 +25,9 @@ const stepsText = (f: (cells: string[], r: number) => void = () => {}): string =
       f(c, i + 1);
       return c.join(',');
     }),
-  ].join('\n') + '\n';
+  ]
+    .map((l) => `${l}\n`)
+    .join('');
 const validate = (file: string) => (t: string) => [
   'validate',
   '--chip',
