@@ -16,6 +16,7 @@ import {
   type ExtraSection,
 } from './validation.ts';
 import { REGIMES, type Composition, type ValidationResult } from '../validate/types.ts';
+import { largeStepFactorText } from './tiers.ts';
 
 /** 4 significant digits, exponent form (3 decimals) for |x| ≥ 1e6 or < 1e-3. For the report. */
 const sig = (x: number): string => fmtSigExp(x, 4, { expAbove: 1e6, expBelow: 1e-3, expDigits: 3 });
@@ -418,7 +419,7 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
         L.push(
-          `  host fit ${f.engine} (µs): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${t.identified ? t.value_us.toFixed(t.name.endsWith('_us') ? 0 : 2) : 'n/i'}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`,
+          `  host fit ${f.engine} (µs terms): ${f.terms.map((t) => `${t.name.replace(/_us$/, '')} ${!t.identified ? 'n/i' : t.name.endsWith('_us') ? t.value_us.toFixed(0) : largeStepFactorText(t.value_us, f.large_step_message_bytes)}`).join(', ')}${f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : ''}`,
         );
       }
     }

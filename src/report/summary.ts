@@ -24,7 +24,7 @@ import {
   smScaleText,
 } from './validation.ts';
 import { fmtDec } from '../core/render/format.ts';
-import { mibText } from './tiers.ts';
+import { largeStepFactorText, mibText } from './tiers.ts';
 import { type Column, markdownTable, tableLines } from '../core/render/table.ts';
 
 type Metrics = NonNullable<ValidationResult['regimes'][keyof ValidationResult['regimes']]>;
@@ -102,7 +102,12 @@ export function validationSummaryLines(v: ValidationResult): string[] {
     for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
       L.push(
         `host fit (${v.host_fit.rule}) ${f.engine}: ` +
-          f.terms.map((t) => `${t.name} ${t.identified ? t.value_us.toFixed(1) : 'n/i'}`).join(', ') +
+          f.terms
+            .map(
+              (t) =>
+                `${t.name} ${!t.identified ? 'n/i' : t.name.endsWith('_us') ? t.value_us.toFixed(1) : largeStepFactorText(t.value_us, f.large_step_message_bytes)}`,
+            )
+            .join(', ') +
           (f.sm_scale ? `, s ${smScaleText(f.sm_scale)}` : '') +
           ` (n ${f.n_train})`,
       );

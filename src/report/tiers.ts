@@ -86,6 +86,14 @@ export function mibText(bytes: number): string {
   return bytes === 0 ? '0 B' : `${fmtDec(bytes / (1024 * 1024), 0)} MiB`;
 }
 
+/**
+ * The large-step factor as a short label: dimensionless, × the step's priced NVLink µs, with its
+ * threshold (`2.72× NVLink at ≥ 64 MiB`; `?` when the fit has none).
+ */
+export function largeStepFactorText(factor: number, large_step_message_bytes: number | undefined): string {
+  return `${factor.toFixed(2)}× NVLink at ≥ ${large_step_message_bytes === undefined ? '?' : mibText(large_step_message_bytes)}`;
+}
+
 export const TIER_OUTLIER_TITLE = `Tier (b) rows priced more than ${TIER_OUTLIER_APE_PCT} % off (ms; SM, HBM, NVLink and NIC are the registry's terms at s = 1, host, the large-step NVLink extra (large_step_nvlink_factor × NVLink on steps whose collective message is at least the fold's threshold) and s those of the fold that scored the row):`;
 
 /**

@@ -287,6 +287,9 @@ export function predictWithProfile(P: Priced, cache: ScaledCmCache, i: number, f
 /**
  * Bootstrap ci95 of the chosen composition's terms and s: `resamples` seeded resamples of the
  * training rows (with replacement), each refitted the same way; ci95 = type-7 2.5 / 97.5 percentiles.
+ * Each refit keeps `large_step_message_bytes` at the value chosen on all the training rows (it is not
+ * re-chosen per resample), so every ci95, the large-step factor's above all, is conditional on that
+ * threshold (docs/validation.md "Engine profiles").
  * @returns per term name (and `sm_scale`) its [lo, hi]
  */
 export function profileCi95(

@@ -12,6 +12,7 @@ import {
 } from '../../src/report/validation.ts';
 import { markdownTable } from '../../src/core/render/table.ts';
 import { accuracyMarkdown } from '../../src/report/summary.ts';
+import { largeStepFactorText } from '../../src/report/tiers.ts';
 import { validateRows } from '../../src/validate/run.ts';
 import { parseStepsCsv } from '../../src/validate/steps.ts';
 import type { ValidationResult } from '../../src/validate/types.ts';
@@ -241,5 +242,13 @@ describe('engine compute-efficiency term in the report', () => {
     );
     // truth SM 1.5× and CMOverlap = 0.9 · work: the search lands where 0.9 · s = 1.5 on prefill, i.e. s ≈ 1.667
     expect(core2.engine_sm_cm_overlap!.scales[0]!.value).toBeCloseTo(1.5 / 0.9, 1);
+  });
+});
+
+describe('large-step factor label', () => {
+  it('is dimensionless (× NVLink) and carries its threshold in MiB', () => {
+    // 67108864 B = 64 × 1024 × 1024 B = 64 MiB
+    expect(largeStepFactorText(2.5, 67108864)).toBe('2.50× NVLink at ≥ 64 MiB');
+    expect(largeStepFactorText(2.717, undefined)).toBe('2.72× NVLink at ≥ ?');
   });
 });
