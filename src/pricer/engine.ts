@@ -19,6 +19,40 @@ export interface EngineHostOutcome {
   sm_scale: number;
   host_us: number;
   registry_host_us: number;
+  /** This step's collective message, bytes (scheduled tokens × collective bytes per token). */
+  message_bytes: number;
+  /** The profile's large-step threshold, bytes of a collective message; null = the term applies to no step. */
+  large_step_message_bytes: number | null;
+  /** Whether this step's message reached the threshold (it pays the large-step extra). */
+  large_step_crossed: boolean;
+  /** The large-step extra this step pays, µs of NVLink (`large_step_nvlink_factor` × its priced NVLink µs; 0 when not crossed). */
+  large_step_nvlink_extra_us: number;
+}
+
+/** Bytes as MiB for a note (64 MiB; 0.5 MiB). */
+function mib(bytes: number): string {
+  return `${Number((bytes / (1024 * 1024)).toPrecision(3))} MiB`;
+}
+
+/**
+ * The profile's large-step term in words (the engine line of price and sweep, serve's header):
+ * `large-step collective: 2.717 × priced NVLink on steps whose collective message is ≥ 64 MiB`.
+ */
+export function largeStepLine(profile: EngineProfile): string {
+  const t = profile.large_step_message_bytes;
+  const f = profile.terms.large_step_nvlink_factor.value;
+  return t === undefined || f === 0
+    ? 'large-step collective: none'
+    : `large-step collective: + ${f} × priced NVLink on steps whose collective message is ≥ ${mib(t)}`;
+}
+
+/**
+ * The note a price under a profile prints when its step paid the large-step extra: how much, on what
+ * NVLink, and that `--per-kind` does not include it (it is added per step, not per layer kind).
+ */
+export function largeStepNote(e: EngineHostOutcome, factor: number): string {
+  const ms = (us: number) => `${(us / 1000).toFixed(1)} ms`;
+  return `engine ${e.engine}: this step's collective message ${mib(e.message_bytes)} ≥ ${mib(e.large_step_message_bytes ?? 0)}: + ${ms(e.large_step_nvlink_extra_us)} NVLink (large_step_nvlink_factor ${factor} × ${ms(e.large_step_nvlink_extra_us / factor)} priced NVLink), in the nvlink line and every estimate, not in --per-kind`;
 }
 
 /**
@@ -67,15 +101,13 @@ export function withEngineProfile(
     },
   );
   // The large-step collective extra is NVLink time (docs/validation.md "Large-step collective factor").
+  const message_bytes = collectiveMessageBytes(tokens, info.collective_message_bytes_per_token);
+  const threshold = profile.large_step_message_bytes;
   const nvlink_extra_us =
-    profile.large_step_message_bytes === undefined
+    threshold === undefined
       ? 0
       : profile.terms.large_step_nvlink_factor.value *
-        largeStepNvlinkUs(
-          collectiveMessageBytes(tokens, info.collective_message_bytes_per_token),
-          price.resources_us.nvlink,
-          profile.large_step_message_bytes,
-        );
+        largeStepNvlinkUs(message_bytes, price.resources_us.nvlink, threshold);
   const registry_host_us = price.resources_us.host;
   const d = host_us - registry_host_us + nvlink_extra_us;
   const resources_us = {
@@ -99,6 +131,10 @@ export function withEngineProfile(
       sm_scale: profile.sm_scale.value,
       host_us,
       registry_host_us,
+      message_bytes,
+      large_step_message_bytes: threshold ?? null,
+      large_step_crossed: threshold !== undefined && message_bytes >= threshold,
+      large_step_nvlink_extra_us: nvlink_extra_us,
     },
   };
 }

@@ -12,9 +12,9 @@ import { loadUsableRegistry } from '../registry/validate.ts';
 import { engineForChip, type EngineProfile } from '../core/schemas/engine.ts';
 import { loadEngineProfile, UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
 import { defaultDeployment } from './deployment.ts';
-import { engineProfiledPricer } from './engine.ts';
+import { engineProfiledPricer, largeStepLine, withEngineProfile, type EngineHostOutcome } from './engine.ts';
 import { createPricer, type StepPricer } from './pricer.ts';
-import type { Deployment } from './types.ts';
+import type { Batch, Deployment, PriceOptions, StepPrice } from './types.ts';
 
 /** Default registry file of a chip: `registry/<chip>.yaml`. */
 function defaultRegistryPath(chip: string): string {
@@ -32,12 +32,17 @@ export interface PricerSetup {
   max_positions: number | undefined;
   /** The engine profile the pricer prices with (absent = uncalibrated: the registry's host terms). */
   engine?: EngineProfile;
+  /**
+   * Price one step with the engine profile and say what it did (host, large-step extra, threshold):
+   * `withEngineProfile` on the profile-free pricer; absent without a profile. The price equals `pricer.price`'s.
+   */
+  priceWithEngine?: (batch: Batch, opts?: PriceOptions) => { price: StepPrice; engine: EngineHostOutcome };
 }
 
 /** The line a price prints about the engine: the profile's host terms, or `UNCALIBRATED_ENGINE_NOTE`. */
 export function engineLine(engine: EngineProfile | undefined): string {
   if (!engine) return UNCALIBRATED_ENGINE_NOTE;
-  return `engine profile ${engine.name} (registry/engines/${engine.name}.yaml): its host terms replace the registry's, SM time × s (${engine.sm_scale.note ?? `s = ${engine.sm_scale.value}`}); fitted for ${engine.composition}, the estimate to read`;
+  return `engine profile ${engine.name} (registry/engines/${engine.name}.yaml): its host terms replace the registry's, SM time × s (${engine.sm_scale.note ?? `s = ${engine.sm_scale.value}`}); ${largeStepLine(engine)}; fitted for ${engine.composition}, the estimate to read`;
 }
 
 /**
@@ -82,6 +87,12 @@ export function setupPricer(
     registry_file: file,
     pricer: profile ? engineProfiledPricer(inner, profile, d.tp, decodeTokens) : inner,
     max_positions: maxPositionEmbeddings(model),
-    ...(profile ? { engine: profile } : {}),
+    ...(profile
+      ? {
+          engine: profile,
+          priceWithEngine: (batch: Batch, opts?: PriceOptions) =>
+            withEngineProfile(inner.price(batch, opts), batch, inner.info, d.tp, profile, decodeTokens),
+        }
+      : {}),
   };
 }

@@ -9,7 +9,7 @@ import { UserError } from '../core/errors.ts';
 import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { defaultDeployment } from '../pricer/deployment.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
-import { engineProfiledPricer } from '../pricer/engine.ts';
+import { engineProfiledPricer, largeStepLine } from '../pricer/engine.ts';
 import { UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
 import { engineForChip, type EngineProfile as EngineProfileDoc } from '../core/schemas/engine.ts';
 import type { Deployment, Pricer } from '../pricer/types.ts';
@@ -39,7 +39,7 @@ export const UNCALIBRATED: EngineProfile = {
 function fittedProfile(e: EngineProfileDoc): EngineProfile {
   return {
     name: e.name,
-    description: `engine profile ${e.name}: fitted host terms and s = ${e.sm_scale.value} (fitted for ${e.composition})`,
+    description: `engine profile ${e.name}: fitted host terms and s = ${e.sm_scale.value}; ${largeStepLine(e)} (fitted for ${e.composition})`,
     step_host_us: () => 0,
   };
 }

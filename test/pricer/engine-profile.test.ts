@@ -1,7 +1,7 @@
 /** Pricing under an engine profile (issue 16): host terms replaced by the profile's, s on SM time. */
 import { describe, expect, it } from 'vitest';
 import { loadEngineProfile } from '../../src/registry/engine.ts';
-import { withEngineProfile } from '../../src/pricer/engine.ts';
+import { largeStepNote, withEngineProfile } from '../../src/pricer/engine.ts';
 import type { StepPrice } from '../../src/pricer/types.ts';
 import { runCli as cli } from '../helpers/cli.ts';
 
@@ -90,6 +90,16 @@ describe('engine profile pricing', () => {
     expect(big.price.resources_us.host).toBe(1000);
     expect(big.price.compute_memory_overlap_us).toBe(10000 + 500 + 3000);
     expect(big.price.no_overlap_us).toBe(11000 + 500 + 3000);
+    // the outcome says so: message, threshold, crossed, the extra (2 · 1500 µs)
+    expect(big.engine).toMatchObject({
+      message_bytes: MIB64,
+      large_step_message_bytes: MIB64,
+      large_step_crossed: true,
+      large_step_nvlink_extra_us: 3000,
+    });
+    expect(largeStepNote(big.engine, 2)).toBe(
+      "engine splitwise: this step's collective message 64 MiB ≥ 64 MiB: + 3.0 ms NVLink (large_step_nvlink_factor 2 × 1.5 ms priced NVLink), in the nvlink line and every estimate, not in --per-kind",
+    );
     // 4095 tokens × 16384 B: one token's message below the threshold, NVLink unchanged
     const small = withEngineProfile(
       price,
@@ -99,6 +109,11 @@ describe('engine profile pricing', () => {
       profile,
     );
     expect(small.price.resources_us.nvlink).toBe(1500);
+    expect(small.engine).toMatchObject({
+      message_bytes: 4095 * 16384,
+      large_step_crossed: false,
+      large_step_nvlink_extra_us: 0,
+    });
     expect(small.price.compute_memory_overlap_us).toBe(10000 + 500);
     // a model of another hidden size (14336 · 2 B per token, bloom-176b): 2048 tokens = 56 MiB pays
     // nothing, 4096 tokens = 112 MiB pays; the threshold follows bytes, not tokens
@@ -126,7 +141,15 @@ describe('engine profile pricing', () => {
     expect(withE.code).toBe(0);
     const j = JSON.parse(withE.stdout);
     const p = loadEngineProfile('splitwise');
-    expect(j.engine).toEqual({ name: 'splitwise', composition: p.composition, sm_scale: p.sm_scale.value });
+    expect(j.engine).toMatchObject({ name: 'splitwise', composition: p.composition, sm_scale: p.sm_scale.value });
+    // decode: 8 tokens × 8192 · 2 B = 128 KiB, far below the 64 MiB threshold: no large-step extra, no note
+    expect(j.engine).toMatchObject({
+      message_bytes: 8 * 16384,
+      large_step_message_bytes: p.large_step_message_bytes,
+      large_step_crossed: false,
+      large_step_nvlink_extra_us: 0,
+    });
+    expect(j.notes.join('\n')).not.toMatch(/large_step_nvlink_factor/);
     // decode at tp 4 with 8 requests: per_request · 8 + per_kernel · kernels + per_rank · 4 (+ per_step)
     const t = p.terms;
     const host =
@@ -136,6 +159,22 @@ describe('engine profile pricing', () => {
       j.info.kernels_decode_only * t.per_kernel_us.value +
       4 * t.per_step_per_rank_us.value;
     expect(j.price.resources_us.host).toBeCloseTo(host, 6);
+    // tp 8 prefill of 4096 tokens: 4096 × 16384 B = 64 MiB reaches the threshold; the extra is the
+    // factor × the step's priced NVLink, which is the nvlink line less the extra
+    const bigArgs = ['price', '--model', 'llama-2-70b', '--chip', 'h100', '--tp', '8', '--batch', 'prefill:1x4096'];
+    const bigE = await cli([...bigArgs, '--engine', 'splitwise', '--json']);
+    const jb = JSON.parse(bigE.stdout);
+    const factor = p.terms.large_step_nvlink_factor.value;
+    expect(jb.engine.message_bytes).toBe(4096 * 16384);
+    expect(jb.engine.large_step_crossed).toBe(true);
+    const priced_nvlink = jb.price.resources_us.nvlink - jb.engine.large_step_nvlink_extra_us;
+    expect(jb.engine.large_step_nvlink_extra_us).toBeCloseTo(factor * priced_nvlink, 6);
+    expect(jb.notes.some((n: string) => /collective message 64 MiB ≥ 64 MiB: \+ [0-9.]+ ms NVLink/.test(n))).toBe(true);
+    const text = await cli([...bigArgs, '--engine', 'splitwise', '--per-kind']);
+    expect(text.stdout).toMatch(
+      /large-step collective: \+ [0-9.]+ × priced NVLink on steps whose collective message is ≥ 64 MiB/,
+    );
+    expect(text.stdout).toMatch(/in the nvlink line and every estimate, not in --per-kind/);
     const missing = await cli([...args, '--engine', 'nope']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no engine profile registry\/engines\/nope\.yaml; fit one with `stepcal fit engine/);

@@ -6,6 +6,7 @@ import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpecs } from '../../pricer/batch.ts';
 import { checkLimits, registryNotes } from '../../pricer/limits.ts';
 import type { FormatChoice } from '../../pricer/coefficients.ts';
+import { largeStepNote } from '../../pricer/engine.ts';
 import { engineLine, setupPricer } from '../../pricer/setup.ts';
 import { RESOURCES, type Deployment, type StepPrice } from '../../pricer/types.ts';
 
@@ -86,10 +87,16 @@ function expertKernelLines(formats: readonly FormatChoice[]): string {
 export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
   const s = setupPricer(o.model!, o.chip!, deployment, o.registry, o.engine);
   const batch = parseBatchSpecs(o.batch);
-  const p = s.pricer.price(batch, { per_kind: Boolean(o.perKind) });
+  const opts = { per_kind: Boolean(o.perKind) };
+  const priced = s.priceWithEngine?.(batch, opts);
+  const p = priced ? priced.price : s.pricer.price(batch, opts);
+  const e = priced?.engine;
   const notes = [
     ...checkLimits(s.model.name, batch, p, s.max_positions, Boolean(o.allowOverCapacity)),
     ...registryNotes(s.registry),
+    ...(e && s.engine && e.large_step_nvlink_extra_us > 0
+      ? [largeStepNote(e, s.engine.terms.large_step_nvlink_factor.value)]
+      : []),
   ];
   if (o.json) {
     const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
@@ -103,9 +110,20 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
           batch: o.batch,
           ...(served_format ? { served_format } : {}),
           info: s.pricer.info,
-          engine: s.engine
-            ? { name: s.engine.name, composition: s.engine.composition, sm_scale: s.engine.sm_scale.value }
-            : null,
+          engine:
+            s.engine && e
+              ? {
+                  name: s.engine.name,
+                  composition: s.engine.composition,
+                  sm_scale: s.engine.sm_scale.value,
+                  host_us: e.host_us,
+                  registry_host_us: e.registry_host_us,
+                  message_bytes: e.message_bytes,
+                  large_step_message_bytes: e.large_step_message_bytes,
+                  large_step_crossed: e.large_step_crossed,
+                  large_step_nvlink_extra_us: e.large_step_nvlink_extra_us,
+                }
+              : null,
           engine_note: engineLine(s.engine),
           price: p,
           notes,
@@ -130,7 +148,9 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
     process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');
   if (notes.length)
     process.stdout.write(
-      '\nnotes (limits and coefficients not measured on this chip):\n' + notes.map((n) => `  - ${n}`).join('\n') + '\n',
+      '\nnotes (limits, coefficients not measured on this chip, the engine profile):\n' +
+        notes.map((n) => `  - ${n}`).join('\n') +
+        '\n',
     );
 }
 
