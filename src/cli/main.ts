@@ -102,7 +102,7 @@ function addStubs(program: Command): void {
 export const VERSION = '0.1.0';
 
 /** Flags whose value is a name joined to a folder (chip, model, registry copy source and target). */
-const NAME_FLAGS = ['chip', 'model', 'from', 'to'] as const;
+const NAME_FLAGS = ['chip', 'model', 'engine', 'from', 'to'] as const;
 
 let pipeGuardInstalled = false;
 

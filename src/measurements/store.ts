@@ -244,9 +244,15 @@ export function guardOverwrite(targets: readonly string[], force: boolean): stri
     lines.push(`${file} (${what})`);
   }
   if (lines.length && !force) {
+    // Targets in several folders are several chips' (a multi-chip Splitwise file): one --out folder
+    // takes one chip, so the hint names --chip too (import refuses --out alone there).
+    const elsewhere =
+      new Set(targets.map((t) => path.dirname(t))).size > 1
+        ? '--chip <chip> --out <dir> to write one chip elsewhere'
+        : '--out <dir> to write elsewhere';
     throw new UserError(
       `refusing to overwrite ${lines.length === 1 ? 'an existing curated file' : `${lines.length} existing curated files`}: ${lines.join('; ')}. ` +
-        'Pass --force to replace (stepcal then lists what it replaced), or --out <dir> to write elsewhere',
+        `Pass --force to replace (stepcal then lists what it replaced), or ${elsewhere}`,
     );
   }
   return lines;

@@ -78,6 +78,13 @@ const CASES: BadInputCase[] = [
     message: /refusing to overwrite .*splitwise\.steps\.csv/,
   },
   {
+    // --out alone refuses a multi-chip file, so the way out names --chip as well
+    name: 'splitwise refusal over two chips suggests --chip with --out',
+    args: ['import', 'splitwise', SPLITWISE],
+    code: 1,
+    message: 'or --chip <chip> --out <dir> to write one chip elsewhere',
+  },
+  {
     name: 'system descriptor would replace the catalog chip file',
     args: ['import', 'system', path.join(AIC, 'systems', 'h200_sxm.yaml')],
     code: 1,

@@ -56,7 +56,8 @@ export function runFitEngine(o: FitEngineOpts): void {
     rows.push(...r.rows.map((row) => ({ ...row, file: displayPath(f) })));
     steps.push({ file: displayPath(f), sha256: sha256File(f), rows: r.rows.length });
   }
-  const chips = [...new Set(rows.filter((r) => r.engine === o.engine).map((r) => r.chip))].sort();
+  const mine = rows.filter((r) => r.engine === o.engine);
+  const chips = [...new Set(mine.map((r) => r.chip))].sort();
   const byChip: Record<string, ReturnType<typeof loadUsableRegistry>> = {};
   const registries: EngineProfile['provenance']['registries'] = [];
   for (const chip of chips) {
@@ -66,7 +67,8 @@ export function runFitEngine(o: FitEngineOpts): void {
     byChip[chip] = loadUsableRegistry(file, chip);
     registries.push({ chip, file: displayPath(file), sha256: sha256File(file) });
   }
-  note(`fit engine ${o.engine}: pricing ${rows.length} rows on ${chips.join(', ') || 'no chip'} ...`);
+  // With no row of the engine, fitEngineProfile's error (which names the engines found) is the only line.
+  if (mine.length) note(`fit engine ${o.engine}: pricing ${mine.length} rows on ${chips.join(', ')} ...`);
   const profile = fitEngineProfile(
     rows,
     { engine: o.engine, chip_scales, provenance: { stepcal_version: stepcalVersion(), steps, registries } },

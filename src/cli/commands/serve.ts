@@ -3,9 +3,9 @@
  * scheduler on the step pricer and print TTFT, ITL/TPOT, E2E and throughput (src/serve; docs/serving.md).
  */
 import path from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
-import { UsageError, UserError } from '../../core/errors.ts';
+import { UsageError } from '../../core/errors.ts';
 import { readText, writeFileAtomic } from '../../core/io/fs.ts';
 import { oneOf, parseList, parseNonNegative, parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
@@ -113,16 +113,32 @@ function parseDeploymentSpec(spec: string): Record<string, string> {
   return out;
 }
 
+/**
+ * The `--engine-profile` value: a built-in profile name (ENGINE_PROFILES).
+ * @throws InvalidArgumentError (a usage error, exit 2) for any other name, saying that a fitted profile
+ *   from registry/engines/ is given with `--engine`.
+ */
+function engineProfileArg(name: string): string {
+  if (Object.hasOwn(ENGINE_PROFILES, name)) return name;
+  throw new InvalidArgumentError(
+    `expected a built-in profile (${Object.keys(ENGINE_PROFILES).join(', ')}), got "${name}"; a fitted profile registry/engines/${name}.yaml is given with --engine ${name}`,
+  );
+}
+
+/** A length-distribution flag whose help shows its default as typed (`1024`), not as the parsed object. */
+function distOption(flags: string, what: string, tokens: number): Option {
+  const flag = flags.split(' ')[0]!;
+  return new Option(flags, `${what}: N | fixed:N | uniform:LO-HI | exp:MEAN`)
+    .argParser(distArg(flag))
+    .default({ kind: 'fixed', value: tokens } satisfies LengthDist, String(tokens));
+}
+
 /** One deployment's setup from the flags (plus a --deployment override). */
 function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
   const flags = { ...(o as unknown as Record<string, string | undefined>), ...override };
   const dp = Number(override['dp'] ?? o.dp);
   if (!Number.isInteger(dp) || dp < 1) throw new UsageError(`dp must be a positive integer, got "${override['dp']}"`);
-  const profile = ENGINE_PROFILES[o.engineProfile];
-  if (!profile)
-    throw new UserError(
-      `unknown engine profile "${o.engineProfile}" (known: ${Object.keys(ENGINE_PROFILES).join(', ')})`,
-    );
+  const profile = ENGINE_PROFILES[engineProfileArg(o.engineProfile)]!;
   const file = o.registry ?? path.join(REPO_ROOT, 'registry', `${o.chip}.yaml`);
   const engine = o.engine !== undefined ? loadEngineProfile(o.engine) : undefined;
   return setupServe({
@@ -295,7 +311,12 @@ export function register(program: Command): void {
     .option('--block-size <n>', 'KV block size, tokens', parsePositiveInt, DEFAULT_SCHEDULER.block_size)
     .option('--kv-blocks <n>', 'KV blocks per replica (default: from HBM − weights)', parsePositiveInt)
     .option('--gpu-memory-utilization <f>', 'share of HBM the engine uses', parsePositive, 0.9)
-    .option('--engine-profile <name>', `engine profile (${Object.keys(ENGINE_PROFILES).join(', ')})`, 'uncalibrated')
+    .option(
+      '--engine-profile <name>',
+      `built-in scheduler-side profile (${Object.keys(ENGINE_PROFILES).join(', ')}), used when no --engine is given; a fitted profile (registry/engines/<name>.yaml) is --engine`,
+      engineProfileArg,
+      'uncalibrated',
+    )
     .option(
       '--composition <c>',
       `estimate that advances the clock (${STEP_COMPOSITIONS.join(', ')})`,
@@ -312,14 +333,8 @@ export function register(program: Command): void {
     )
     .option('--trace <file>', 'replay CSV: arrival_ms|arrival_s|arrival_us, isl, osl[, id, accepted_per_step]')
     .option('--requests <n>', 'requests to issue (closed and open loop)', parsePositiveInt, 200)
-    .option('--isl <dist>', 'prompt tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--isl'), {
-      kind: 'fixed',
-      value: 1024,
-    } as LengthDist)
-    .option('--osl <dist>', 'output tokens: N | fixed:N | uniform:LO-HI | exp:MEAN', distArg('--osl'), {
-      kind: 'fixed',
-      value: 256,
-    } as LengthDist)
+    .addOption(distOption('--isl <dist>', 'prompt tokens', 1024))
+    .addOption(distOption('--osl <dist>', 'output tokens', 256))
     .option(
       '--acceptance <a>',
       'mean accepted draft tokens per verification step (with --spec-tokens)',
