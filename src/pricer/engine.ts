@@ -75,6 +75,26 @@ function rowsOf(
 }
 
 /**
+ * Extrapolation notes of a step outside the profile's training steps (`training_range`): more tokens
+ * than its largest training step, or a pure-decode step of more rows than its largest one. Empty
+ * inside them or for a profile without a recorded range.
+ */
+function rangeNotes(profile: EngineProfile, rows: number, hasPrefill: boolean, tokens: number): string[] {
+  const r = profile.training_range;
+  if (!r) return [];
+  const out: string[] = [];
+  if (tokens > r.max_step_tokens)
+    out.push(
+      `engine profile ${profile.name}: the step schedules ${tokens} tokens, beyond its training steps (at most ${r.max_step_tokens}): host terms and large-step factor extrapolated`,
+    );
+  if (!hasPrefill && rows > r.max_decode_rows)
+    out.push(
+      `engine profile ${profile.name}: a decode step of ${rows} rows, beyond its training decode steps (at most ${r.max_decode_rows} rows): host terms and large-step factor extrapolated`,
+    );
+  return out;
+}
+
+/**
  * Re-price the host of one step with an engine profile: every composition total and the host resource
  * get host = engineHostUs(profile terms; steps 1, the batch's requests, the pricer's kernel count for
  * a step with or without prefill rows, tp) instead of the registry's host.
@@ -116,9 +136,13 @@ export function withEngineProfile(
     host: host_us,
   };
   const bottleneck = bottleneckOf(resources_us);
+  const outside = rangeNotes(profile, rows, hasPrefill, tokens);
   return {
     price: {
       ...price,
+      ...(outside.length
+        ? { extrapolated: true, extrapolation_notes: [...price.extrapolation_notes, ...outside] }
+        : {}),
       no_overlap_us: price.no_overlap_us + d,
       compute_memory_overlap_us: price.compute_memory_overlap_us + d,
       overlap_us: price.overlap_us + d,

@@ -99,6 +99,23 @@ function holdoutRegimes(
   return regimes;
 }
 
+/**
+ * The steps the training rows span (EngineProfile.training_range): the most tokens one step schedules
+ * (a static batch's prefill: batch × prompt) and the most rows of a pure-decode step (a decode row
+ * without prefill requests: its decode requests; a static batch's decode steps: batch).
+ */
+function trainingRange(train: readonly LocatedStepRow[]): NonNullable<EngineProfile['training_range']> {
+  let max_step_tokens = 0;
+  let max_decode_rows = 0;
+  for (const r of train) {
+    const tokens = r.kind === 'static_batch' ? r.batch * r.prompt_tokens : r.prefill_tokens + r.decode_requests;
+    const decodeRows = r.kind === 'static_batch' ? r.batch : r.prefill_requests === 0 ? r.decode_requests : 0;
+    max_step_tokens = Math.max(max_step_tokens, tokens);
+    max_decode_rows = Math.max(max_decode_rows, decodeRows);
+  }
+  return { max_step_tokens, max_decode_rows };
+}
+
 /** The registry object of a fitted profile. */
 function profileOf(
   input: EngineFitInput,
@@ -157,6 +174,7 @@ function profileOf(
           ),
         }
       : {}),
+    training_range: trainingRange(fit.train.map((i) => rows[i]!)),
     fit: {
       method: `weighted least squares of measured − priced-without-host on the host columns, terms ≥ 0 (src/validate/hostfit.ts); s: NoOverlap linear, CMOverlap bounded 1-D search in log s ∈ [0.25, 4]${chosen.sm_scale_by_chip ? ', then one s per chip of the training rows (coordinate descent, host terms shared)' : ''}`,
       weighting,

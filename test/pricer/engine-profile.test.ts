@@ -132,6 +132,41 @@ describe('engine profile pricing', () => {
     expect(none.price.resources_us.nvlink).toBe(1500);
   });
 
+  it('a step beyond the profile training steps carries an extrapolation note (rows of a decode step, tokens of any step)', () => {
+    const shipped = loadEngineProfile('splitwise');
+    // Splitwise's decode steps are batches of at most 64 requests; its largest step a 16 × 2048 static-batch prefill
+    expect(shipped.training_range).toEqual({ max_step_tokens: 32768, max_decode_rows: 64 });
+    const price: StepPrice = {
+      overlap_us: 9000,
+      compute_memory_overlap_us: 10000,
+      no_overlap_us: 11000,
+      bottleneck: 'hbm',
+      resources_us: { sm: 1000, hbm: 8000, nvlink: 1500, nic: 0, host: 500 },
+      extrapolated: false,
+      extrapolation_notes: [],
+    };
+    const info = { kernels_with_prefill: 900, kernels_decode_only: 700, collective_message_bytes_per_token: 16384 };
+    const decode = (n: number) => ({
+      requests: Array.from({ length: n }, () => ({ scheduled_tokens: 1, computed_tokens: 128, prompt_tokens: 128 })),
+    });
+    const inside = withEngineProfile(price, decode(64), info, 8, shipped).price;
+    expect(inside.extrapolated).toBe(false);
+    expect(inside.extrapolation_notes).toEqual([]);
+    const beyond = withEngineProfile(price, decode(65), info, 8, shipped).price;
+    expect(beyond.extrapolated).toBe(true);
+    expect(beyond.extrapolation_notes).toEqual([
+      'engine profile splitwise: a decode step of 65 rows, beyond its training decode steps (at most 64 rows): host terms and large-step factor extrapolated',
+    ]);
+    // a prefill row of 32769 tokens: beyond the largest training step, whatever its rows
+    const big = { requests: [{ scheduled_tokens: 32769, computed_tokens: 0, prompt_tokens: 32769 }] };
+    expect(withEngineProfile(price, big, info, 8, shipped).price.extrapolation_notes).toEqual([
+      'engine profile splitwise: the step schedules 32769 tokens, beyond its training steps (at most 32768): host terms and large-step factor extrapolated',
+    ]);
+    // a profile without a recorded range: no note
+    const { training_range: _, ...bare } = shipped;
+    expect(withEngineProfile(price, decode(4096), info, 8, bare).price.extrapolated).toBe(false);
+  });
+
   it('price says which engine priced it: the shipped Splitwise profile, or "uncalibrated engine"', async () => {
     const args = ['price', '--model', 'llama-2-70b', '--chip', 'h100', '--tp', '4', '--batch', 'decode:8@1024'];
     const plain = await cli(args);

@@ -72,6 +72,19 @@ export const EngineProfileSchema = z
      * is the pooled s, used for a chip absent here. Absent = one s for every chip.
      */
     sm_scale_by_chip: z.record(z.string(), TermSchema).optional(),
+    /**
+     * The steps the training rows span: the most tokens one step scheduled, and the most rows of a
+     * pure-decode step (a static batch's decode steps count `batch` rows). A price of a step beyond
+     * either carries an extrapolation note (src/pricer/engine.ts). Absent = not recorded (profiles
+     * written before it): no note.
+     */
+    training_range: z
+      .object({
+        max_step_tokens: z.number().int().positive(),
+        max_decode_rows: z.number().int().nonnegative(),
+      })
+      .strict()
+      .optional(),
     fit: z
       .object({
         method: z.string(),
