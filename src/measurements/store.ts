@@ -710,7 +710,9 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
 
 /**
  * Read and parse one held-out step file (`*.steps.csv` or `.steps.csv.gz`). @see parseStepsCsv
- * @throws InputError naming the file when it cannot be read, else as parseStepsCsv.
+ * @throws InputError naming the file and the reason when it cannot be read (readText's "truncated
+ *   gzip file" / "not a valid gzip file" as it is; "is a folder, not a file"; else the system's code,
+ *   e.g. ENOENT), else as parseStepsCsv.
  */
 export function readStepsFile(file: string): { rows: LocatedStepRow[]; warnings: string[] } {
   let text: string;
