@@ -8,7 +8,7 @@
  * Each (deduplicated) configuration becomes three rows:
  * - prompt_time → `kind=step` prefill: prefill_requests = batch, prefill_tokens = batch·prompt;
  * - token_time  → `kind=step` decode at the mean context prompt + output/2: decode_requests = batch,
- *   decode_context_tokens = batch·(prompt + output/2);
+ *   decode_context_tokens = round(batch·(prompt + output/2)) (whole tokens: a count);
  * - e2e_time    → `kind=static_batch` with batch, prompt_tokens, output_tokens.
  * Times: ms × 1000 → µs. Repeats of a configuration are collapsed to their median per column.
  *
@@ -216,7 +216,9 @@ export function splitwiseStepRows(configs: readonly SplitwiseConfig[], source: s
       ...common,
       kind: 'step',
       decode_requests: c.batch,
-      decode_context_tokens: c.batch * (c.prompt + c.output / 2),
+      // A count (the schema's integer): batch · output / 2 is a half when both are odd, so rounded to
+      // the nearest token (half up); exact, so unchanged, on every shipped row.
+      decode_context_tokens: Math.round(c.batch * (c.prompt + c.output / 2)),
       measured_us: c.token_us,
       group: group('decode'),
     });

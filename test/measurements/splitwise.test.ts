@@ -264,3 +264,13 @@ describe('step file reader', () => {
     });
   });
 });
+
+describe('splitwiseStepRows: decode context is a whole count', () => {
+  it('odd batch × odd output (a half token before rounding) gives a count the steps schema accepts', () => {
+    const base = parseSplitwise(text, SPLITWISE_CSV).configs[0]!;
+    // batch 3, prompt 512, output 5: 3 · (512 + 5/2) = 1543.5 → 1544 (half up).
+    const rows = splitwiseStepRows([{ ...base, batch: 3, prompt: 512, output: 5 }], 'x.csv');
+    const decode = rows.find((r) => r.kind === 'step' && r.decode_requests === 3)!;
+    expect(decode.decode_context_tokens).toBe(1544);
+  });
+});
