@@ -22,6 +22,9 @@ import type { LocatedStepRow } from './steps.ts';
 import { COMPOSITION_NAME, DEFAULT_EXCLUDED_FLAGS, REGIMES } from './types.ts';
 import { deploymentOf } from './tiers.ts';
 
+/** Bootstrap resamples behind every shipped engine profile's ci95. */
+export const ENGINE_CI95_RESAMPLES = 200;
+
 /** The holdout rule of `fit engine`. */
 export const ENGINE_HOLDOUT_RULE = 'fraction=0.25';
 
@@ -32,6 +35,11 @@ export interface EngineFitInput {
   weighting?: HostWeighting;
   /** CMOverlap's s per chip of the training rows (`--engine-s per-chip`); default one s. */
   chip_scales?: boolean;
+  /**
+   * Bootstrap resamples of the ci95 (default `ENGINE_CI95_RESAMPLES`; the CLI always uses the default,
+   * recovery tests that check point values use fewer).
+   */
+  resamples?: number;
   provenance: Omit<EngineProfile['provenance'], 'chips' | 'deployments'>;
 }
 
@@ -66,7 +74,7 @@ export function fitEngineProfile(
     );
   const cache = new ScaledCmCache(P, deps);
   const fit = fitProfile(P, cache, input.engine, train, weighting, input.chip_scales ?? false);
-  const ci = profileCi95(P, cache, fit, weighting);
+  const ci = profileCi95(P, cache, fit, weighting, input.resamples ?? ENGINE_CI95_RESAMPLES);
   const regimes = holdoutRegimes(P, cache, fit, holdout);
   return profileOf(input, rows, fit, ci, weighting, { n: holdout.length, regimes });
 }
@@ -185,8 +193,7 @@ function profileOf(
       ),
       n_train: fit.train.length,
       train_rms_rel_pct: sig(chosen.train_rms_rel_pct ?? NaN),
-      ci95_method:
-        'bootstrap: 200 seeded resamples of the training rows (seed 16), each refitted; type-7 2.5 / 97.5 percentiles',
+      ci95_method: `bootstrap: ${input.resamples ?? ENGINE_CI95_RESAMPLES} seeded resamples of the training rows (seed 16), each refitted; type-7 2.5 / 97.5 percentiles`,
       holdout: { rule: `${ENGINE_HOLDOUT_RULE} (held out, not trained)`, ...holdout },
     },
     provenance: {

@@ -158,6 +158,7 @@ describe('engine profile fit', () => {
     const input = (chip_scales: boolean) => ({
       engine: 'e',
       chip_scales,
+      resamples: 24, // point values are what this test checks; 24 resamples keep the ci95 gates meaningful
       provenance: {
         stepcal_version: 'test',
         steps: [{ file: 't.steps.csv', sha256: '0', rows: 192 }],
