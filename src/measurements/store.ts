@@ -567,17 +567,14 @@ export const STEP_KIND_REQUIRED: Readonly<Record<'step' | 'static_batch', readon
   static_batch: ['batch', 'prompt_tokens', 'output_tokens'],
 };
 const STEP_KNOWN: ReadonlySet<string> = new Set(FAMILY_COLUMNS.step);
-/** Step columns that count tokens, requests or sequences: whole numbers (tp is checked on its own, ≥ 1). */
-const STEP_COUNT_COLUMNS: ReadonlySet<string> = new Set([
-  'prefill_requests',
-  'prefill_tokens',
-  'prefill_context_tokens',
-  'decode_requests',
-  'decode_context_tokens',
-  'batch',
-  'prompt_tokens',
-  'output_tokens',
-]);
+/**
+ * Step columns that count tokens, requests or sequences: whole numbers (tp is checked on its own, ≥ 1).
+ * By the naming rule (the unit in the name): every `*_tokens` and `*_requests` column of the step
+ * family, and `batch`.
+ */
+const STEP_COUNT_COLUMNS: ReadonlySet<string> = new Set(
+  FAMILY_COLUMNS.step.filter((c) => c === 'batch' || c.endsWith('_tokens') || c.endsWith('_requests')),
+);
 
 /**
  * Parse held-out step text (format: issue 7; columns `FAMILY_COLUMNS.step`). The one step reader:
