@@ -28,3 +28,20 @@ export function textMemo<T>(
     return value;
   };
 }
+
+/**
+ * Memoise a pure `compute(key)` per key object (a WeakMap: an entry lives as long as its key). For
+ * derived data computed once per rows array or per fitted object that several callers read (the GEMM
+ * and HBM fitters reducing the same rows, validation regrouping one priced set's notes). The caller
+ * must not mutate the key's contents after the first call, or the memo goes stale.
+ * @returns the memoised function; it throws whatever `compute` throws (a throw stores nothing).
+ */
+export function memoByObject<K extends object, V>(compute: (key: K) => V): (key: K) => V {
+  const memo = new WeakMap<K, V>();
+  return (key) => {
+    if (memo.has(key)) return memo.get(key)!;
+    const value = compute(key);
+    memo.set(key, value);
+    return value;
+  };
+}

@@ -10,6 +10,7 @@
  */
 import type { CoefficientEntry, FitError, Units } from '../core/schemas/registry.ts';
 import { geometricError, mapePct, median, percentileType7, roundSig } from '../core/numeric/stats.ts';
+import { memoByObject } from '../core/text-memo.ts';
 import type { AttentionDecodeRow, AttentionPrefillRow } from '../measurements/schema.ts';
 import type { FitContext } from './types.ts';
 
@@ -223,15 +224,9 @@ export const DECODE_CONFIG_FIELDS = [
  * each decode kind its own (issue 17: the same 62k rows were reduced twice). `window` is one of the
  * fields, so a kind's rows taken from this list are the reduction of that kind's rows.
  */
-export function reduceDecodeRepeats(rows: readonly AttentionDecodeRow[]): AttentionDecodeRow[] {
-  let out = DECODE_REDUCED.get(rows);
-  if (!out) {
-    out = reduceRepeatsBy(rows, DECODE_CONFIG_FIELDS);
-    DECODE_REDUCED.set(rows, out);
-  }
-  return out;
-}
-const DECODE_REDUCED = new WeakMap<readonly AttentionDecodeRow[], AttentionDecodeRow[]>();
+export const reduceDecodeRepeats: (rows: readonly AttentionDecodeRow[]) => AttentionDecodeRow[] = memoByObject((rows) =>
+  reduceRepeatsBy(rows, DECODE_CONFIG_FIELDS),
+);
 
 /** The fields that make one prefill-attention configuration (window 0 and bf16 compute are selected before the reduction). */
 export const PREFILL_CONFIG_FIELDS = [

@@ -30,6 +30,7 @@ import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
+import { memoByObject } from '../core/text-memo.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
 import { distinctIndex, halvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
 import { levenbergMarquardt2 } from './lm2.ts';
@@ -459,15 +460,9 @@ interface RampSplit {
  * GEMM rows with repeats (same dtype, m, n, k, kernel) reduced to their median (`reduceRepeatsBy`),
  * computed once per rows array: the GEMM and HBM fitters both reduce the same rows.
  */
-export function reduceGemmRepeats(rows: readonly GemmRow[]): GemmRow[] {
-  let out = REDUCED.get(rows);
-  if (!out) {
-    out = reduceRepeatsBy(rows, ['dtype', 'm', 'n', 'k', 'kernel_source']);
-    REDUCED.set(rows, out);
-  }
-  return out;
-}
-const REDUCED = new WeakMap<readonly GemmRow[], GemmRow[]>();
+export const reduceGemmRepeats: (rows: readonly GemmRow[]) => GemmRow[] = memoByObject((rows) =>
+  reduceRepeatsBy(rows, ['dtype', 'm', 'n', 'k', 'kernel_source']),
+);
 
 function splitRampPoints(
   rowsIn: readonly GemmRow[],

@@ -20,6 +20,7 @@ import { expertReadUs, expertWork } from '../core/laws/moe-experts.ts';
 import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, mapePct } from '../core/numeric/stats.ts';
+import { memoByObject } from '../core/text-memo.ts';
 import type { MoeRow } from '../measurements/schema.ts';
 import { ciFromEstimates, reduceRepeatsBy } from './common.ts';
 
@@ -185,15 +186,7 @@ function pointsNormal(points: readonly ExpertPoint[]): Normal {
  * not changed after expertSeries returns it): the pooled fit, its bootstrap, its shape holdout and the
  * kernel sets (subsets of the pooled series) share them.
  */
-function normalOf(s: ExpertSeries): Normal {
-  let n = NORMALS.get(s);
-  if (!n) {
-    n = seriesNormal(s);
-    NORMALS.set(s, n);
-  }
-  return n;
-}
-const NORMALS = new WeakMap<ExpertSeries, Normal>();
+const normalOf: (s: ExpertSeries) => Normal = memoByObject(seriesNormal);
 
 /** Scratch of solveInto: the augmented system, at most 6 rows of 7. */
 const AUG = new Float64Array(K * (K + 1));

@@ -10,6 +10,7 @@ import { createGunzip, type ZlibOptions } from 'node:zlib';
 import type { AsyncBuffer, FileMetaData } from 'hyparquet';
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
+import { memoByObject } from '../core/text-memo.ts';
 import {
   type Cell,
   type CellTable,
@@ -330,15 +331,7 @@ export class Columns {
 }
 
 /** The CellTable view of each RawTable given to the cell readers below (made once per table, not per call). */
-const views = new WeakMap<RawTable, CellTable>();
-function viewOf(table: RawTable): CellTable {
-  let v = views.get(table);
-  if (!v) {
-    v = cellsOf(table);
-    views.set(table, v);
-  }
-  return v;
-}
+const viewOf: (table: RawTable) => CellTable = memoByObject(cellsOf);
 
 /** A finite number from a cell (cell-table.ts `numberAt`). @throws InputError naming file, row and column when empty or non-numeric. */
 export function numCell(table: RawTable, r: number, j: number, col: string): number {

@@ -38,6 +38,7 @@ import {
   type TierOptions,
 } from './types.ts';
 import { groupBy } from '../core/numeric/stats.ts';
+import { memoByObject } from '../core/text-memo.ts';
 import { validationTiers } from './tiers.ts';
 import {
   aggregationKey,
@@ -289,15 +290,9 @@ function contextTokensOf(r: LocatedStepRow): number {
  * per priced set: every buildResults call of a validation reads the same (a static batch carries one
  * note per priced step, so regrouping them on each call cost ≈ 0.1 s of a validation).
  */
-const reasonsOfPriced = new WeakMap<Priced, string[][]>();
-function reasonsOf(P: Priced): string[][] {
-  let r = reasonsOfPriced.get(P);
-  if (!r) {
-    r = P.priced.map((p) => [...new Set(p.notes.map(extrapolationReason))]);
-    reasonsOfPriced.set(P, r);
-  }
-  return r;
-}
+const reasonsOf: (P: Priced) => string[][] = memoByObject((P) =>
+  P.priced.map((p) => [...new Set(p.notes.map(extrapolationReason))]),
+);
 
 /** Every row's result under `use`, reporting `resFor`'s resources (rowResult). */
 function buildResults(P: Priced, F: HostFits, use: Use, resFor: Composition = 'no_overlap'): RowResult[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { textMemo } from '../../src/core/text-memo.ts';
+import { memoByObject, textMemo } from '../../src/core/text-memo.ts';
 
 /** A build that counts its calls and throws on the text "bad". */
 function counted() {
@@ -40,5 +40,27 @@ describe('textMemo (the chip, graph and registry memo)', () => {
     get('3', 's');
     get('1', 's');
     expect(calls.slice(2)).toEqual(['s:1', 's:2', 's:3', 's:1']);
+  });
+});
+
+describe('memoByObject (derived data once per key object)', () => {
+  it('computes once per key object, the same value each time; another object, even equal, computes again; a throw stores nothing', () => {
+    const calls: number[][] = [];
+    const sum = memoByObject((xs: number[]) => {
+      calls.push(xs);
+      if (xs.length === 0) throw new Error('empty');
+      return { total: xs.reduce((a, b) => a + b, 0) };
+    });
+    const a = [1, 2, 3];
+    const first = sum(a);
+    expect(first).toEqual({ total: 6 });
+    expect(sum(a)).toBe(first);
+    expect(calls).toHaveLength(1);
+    expect(sum([1, 2, 3])).not.toBe(first);
+    expect(calls).toHaveLength(2);
+    const empty: number[] = [];
+    expect(() => sum(empty)).toThrow('empty');
+    expect(() => sum(empty)).toThrow('empty');
+    expect(calls).toHaveLength(4);
   });
 });
