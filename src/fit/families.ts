@@ -11,6 +11,7 @@ import { sha256File } from '../core/io/fs.ts';
 import type { Family, FamilyRow } from '../measurements/schema.ts';
 import { laneSlug, listMeasurementFiles, readMeasurements } from '../measurements/store.ts';
 import { checkUnits } from '../measurements/units.ts';
+import { cachedCheck, cachedRows } from '../measurements/decoded-cache.ts';
 import {
   DECODE_KINDS,
   type DecodeFit,
@@ -158,14 +159,28 @@ export class MeasurementStore {
   inputsFor(family: Family, lane?: string): FitContext['inputs'] {
     return this.files
       .filter((f) => f.family === family && (lane === undefined || f.lane === lane))
-      .map((f) => {
-        let sha256 = this.hashes.get(f.file);
-        if (sha256 === undefined) {
-          sha256 = sha256File(f.file);
-          this.hashes.set(f.file, sha256);
-        }
-        return { file: path.relative(this.job.root, f.file).split(path.sep).join('/'), sha256, lane: f.lane };
-      });
+      .map((f) => ({
+        file: path.relative(this.job.root, f.file).split(path.sep).join('/'),
+        sha256: this.sha256Of(f.file),
+        lane: f.lane,
+      }));
+  }
+
+  /** sha256 of a stored file's bytes, read once per store. */
+  private sha256Of(file: string): string {
+    let sha256 = this.hashes.get(file);
+    if (sha256 === undefined) {
+      sha256 = sha256File(file);
+      this.hashes.set(file, sha256);
+    }
+    return sha256;
+  }
+
+  private chipText: string | undefined;
+  /** The chip datasheet as JSON, the units-check cache's key. */
+  private chipJson(): string {
+    this.chipText ??= JSON.stringify(this.job.chip);
+    return this.chipText;
   }
 
   /**
@@ -179,8 +194,13 @@ export class MeasurementStore {
       rows = this.files
         .filter((f) => f.family === family && (lane === undefined || f.lane === laneSlug(lane)))
         .flatMap((f) => {
-          const fileRows = readMeasurements(this.job.dir, family, { lane: f.lane });
-          checkUnits(family, fileRows, this.job.chip, f.file);
+          // The files readMeasurements reads for this lane, by content: the decoded-table cache's key.
+          const key = this.files
+            .filter((g) => g.family === family && g.lane === f.lane)
+            .map((g) => this.sha256Of(g.file))
+            .join(',');
+          const fileRows = cachedRows(key, () => readMeasurements(this.job.dir, family, { lane: f.lane }));
+          cachedCheck(key, this.chipJson(), () => checkUnits(family, fileRows, this.job.chip, f.file));
           return fileRows;
         });
       this.tables.set(key, rows);
