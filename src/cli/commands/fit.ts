@@ -25,6 +25,7 @@ import {
   writeFitOutputs,
 } from '../fit-outputs.ts';
 import path from 'node:path';
+import v8 from 'node:v8';
 
 /** What a `stepcal fit` invocation writes (or, with --check, compares). */
 export interface FitOutputPlan {
@@ -67,6 +68,25 @@ export function planFitOutputs(
       `fit ${family}: partial fit; use --registry-out <file> to write it (registry/${chip}.yaml holds every family)`,
     );
   return { write, out, notes };
+}
+
+/**
+ * V8's old-generation growth in a fit process, in per cent over the live heap after each full GC
+ * (DECISION, issue 17, fit7: docs/performance.md "fit all, session 12"). By default V8 lets the old
+ * generation grow up to 4× what survived the last full GC before it collects again; a fit's garbage
+ * (bootstrap buffers, per-family working arrays) is promoted faster than it dies, so h200's one-thread
+ * heap reached 169 MB over 40–66 MB live and the process peaked at 255–265 MiB RSS. At 50 % it peaks at
+ * 184–189 MiB for about the same GC time (≈ 0.5 s either way). `STEPCAL_FIT_HEAP_GROWING_PERCENT`
+ * overrides it (0: V8's own rule); a `--heap-growing-percent` given to node itself is left alone.
+ * V8 flags are per process, so the fit's worker threads grow by the same rule.
+ */
+const FIT_HEAP_GROWING_PERCENT = 50;
+
+function setFitHeapGrowth(): void {
+  if ([...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('heap-growing-percent'))) return;
+  const env = process.env.STEPCAL_FIT_HEAP_GROWING_PERCENT;
+  const percent = env !== undefined && /^\d+$/.test(env) ? Number(env) : FIT_HEAP_GROWING_PERCENT;
+  v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
 
 /** How many coefficient entries `sets` hold. */
@@ -138,6 +158,7 @@ export function register(program: Command): void {
         if (!o.chip) throw new UsageError(`fit ${family}: --chip <name> is required`);
         const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
         const families = family === 'all' ? undefined : [family as FitFamily];
+        setFitHeapGrowth();
         const result = await fitAll(o.chip, {
           ...(families ? { families } : {}),
           ...(o.lane ? { lane: o.lane } : {}),
