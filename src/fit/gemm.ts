@@ -308,31 +308,69 @@ function packJointRows(rows: readonly Pt[]): JointRows {
   };
 }
 
+/** ln(x/(x+h)) and −h/(x+h) per distinct value of each axis at log-coefficients x (into the dims' buffers). */
+function jointTables(p: JointRows, x: readonly number[]): void {
+  for (let u = 0; u < 3; u++) {
+    const d = p.dims[u]!;
+    const h = Math.exp(x[u + 1]!);
+    const values = d.values;
+    const ln = d.ln;
+    const jac = d.jac;
+    for (let j = 0; j < values.length; j++) {
+      const v = values[j]!;
+      ln[j] = Math.log(v / (v + h));
+      jac[j] = -h / (v + h);
+    }
+  }
+}
+
 /**
  * Σ (ln ε(m,n,k) − ln eff)² at log-coefficients x, and (when `ne`) the normal equations JᵀJ, Jᵀr.
  * ln(x/(x+h)) and the Jacobian −h/(x+h) are taken once per distinct m, n and k (the same values as
  * per row), and the sums run over the rows in order, so every sum is the per-row one, bit for bit.
+ * The two loops are two functions (`jointSseOnly`, `jointSseNormal`): one function holding both
+ * was deoptimised ≈ 40 times per h200 fit (each branch's first run after the other's optimisation),
+ * and ran boxed in between (≈ 100 MB of heap numbers).
  */
 function jointSse(p: JointRows, x: readonly number[], ne?: { A: number[][]; b: number[] }) {
-  const [dm, dn, dk] = p.dims as [JointRows['dims'][0], JointRows['dims'][0], JointRows['dims'][0]];
-  for (const [u, d] of [dm, dn, dk].entries()) {
-    const h = Math.exp(x[u + 1]!);
-    for (let j = 0; j < d.values.length; j++) {
-      const v = d.values[j]!;
-      d.ln[j] = Math.log(v / (v + h));
-      d.jac[j] = -h / (v + h);
-    }
-  }
-  const x0 = x[0]!;
+  jointTables(p, x);
+  if (!ne) return jointSseOnly(p, x[0]!);
+  const t = NORMAL_SUMS;
+  jointSseNormal(p, x[0]!, t);
+  ne.b = [t[1]!, t[2]!, t[3]!, t[4]!];
+  ne.A = [
+    [t[5]!, t[6]!, t[7]!, t[8]!],
+    [t[6]!, t[9]!, t[10]!, t[11]!],
+    [t[7]!, t[10]!, t[12]!, t[13]!],
+    [t[8]!, t[11]!, t[13]!, t[14]!],
+  ];
+  return t[0]!;
+}
+
+/** jointSseNormal's sums: sse, b0–b3, then a00 a01 a02 a03 a11 a12 a13 a22 a23 a33. */
+const NORMAL_SUMS = new Float64Array(15);
+
+function jointSseOnly(p: JointRows, x0: number): number {
   const lnEff = p.lnEff;
+  const [dm, dn, dk] = p.dims as [JointRows['dims'][0], JointRows['dims'][0], JointRows['dims'][0]];
+  const mi = dm.index;
+  const ni = dn.index;
+  const ki = dk.index;
+  const ml = dm.ln;
+  const nl = dn.ln;
+  const kl = dk.ln;
   let sse = 0;
-  if (!ne) {
-    for (let i = 0; i < lnEff.length; i++) {
-      const r = x0 + dm.ln[dm.index[i]!]! + dn.ln[dn.index[i]!]! + dk.ln[dk.index[i]!]! - lnEff[i]!;
-      sse += r * r;
-    }
-    return sse;
+  for (let i = 0; i < lnEff.length; i++) {
+    const r = x0 + ml[mi[i]!]! + nl[ni[i]!]! + kl[ki[i]!]! - lnEff[i]!;
+    sse += r * r;
   }
+  return sse;
+}
+
+function jointSseNormal(p: JointRows, x0: number, out: Float64Array): void {
+  const lnEff = p.lnEff;
+  const [dm, dn, dk] = p.dims as [JointRows['dims'][0], JointRows['dims'][0], JointRows['dims'][0]];
+  let sse = 0;
   // Jᵀr and the upper triangle of JᵀJ; J = [1, jm, jn, jk], so the 1·r and 1·1 terms are r and 1 exactly.
   let b0 = 0,
     b1 = 0,
@@ -372,14 +410,21 @@ function jointSse(p: JointRows, x: readonly number[], ne?: { A: number[][]; b: n
     a23 += j2 * j3;
     a33 += j3 * j3;
   }
-  ne.b = [b0, b1, b2, b3];
-  ne.A = [
-    [a00, a01, a02, a03],
-    [a01, a11, a12, a13],
-    [a02, a12, a22, a23],
-    [a03, a13, a23, a33],
-  ];
-  return sse;
+  out[0] = sse;
+  out[1] = b0;
+  out[2] = b1;
+  out[3] = b2;
+  out[4] = b3;
+  out[5] = a00;
+  out[6] = a01;
+  out[7] = a02;
+  out[8] = a03;
+  out[9] = a11;
+  out[10] = a12;
+  out[11] = a13;
+  out[12] = a22;
+  out[13] = a23;
+  out[14] = a33;
 }
 
 /**
