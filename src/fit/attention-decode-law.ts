@@ -385,6 +385,16 @@ function pairTerms(d: PairedRows, law: DecodeLaw, out: Float64Array): void {
  */
 function irlsPoint(rows: PairedRows, law: DecodeLaw, terms: Float64Array, sums: Float64Array): IrlsPoint {
   pairTerms(rows, law, terms);
+  const obj = irlsPairSums(rows, terms, sums);
+  return { objective: obj / rows.lnLat.length, ...normalEquations(rows.work.length, law.floor_us, terms, sums) };
+}
+
+/**
+ * Σ |r| over the rows and, per pair, Σ w and Σ w·r into `sums` (irlsPoint's loops, in their own
+ * function: with the normal equations after them in one function, the loop-entry (OSR) code reached
+ * that call without its feedback and was deoptimised ≈ 70 times per h200 fit).
+ */
+function irlsPairSums(rows: PairedRows, terms: Float64Array, sums: Float64Array): number {
   const { lnLat, start } = rows;
   let obj = 0;
   for (let k = 0; k < rows.work.length; k++) {
@@ -402,7 +412,7 @@ function irlsPoint(rows: PairedRows, law: DecodeLaw, terms: Float64Array, sums: 
     sums[2 * k] = s1;
     sums[2 * k + 1] = s2;
   }
-  return { objective: obj / lnLat.length, ...normalEquations(rows.work.length, law.floor_us, terms, sums) };
+  return obj;
 }
 
 /** JᵀWJ and JᵀWr from the per-pair sums of irlsPoint (`npairs` pairs; `j0` = floor, pred·∂ln pred/∂ln floor). */

@@ -428,6 +428,23 @@ function jointSseNormal(p: JointRows, x0: number, out: Float64Array): void {
 }
 
 /**
+ * One call of jointSseNormal on a one-row table when the module loads, so that its stores after the
+ * loop have feedback before any call is long enough for V8 to compile the loop on entry (OSR): code
+ * compiled there without that feedback was deoptimised at the loop's end on ≈ 60 calls per h200 fit.
+ * Writes only NORMAL_SUMS, which every caller overwrites first.
+ */
+function warmJointSseNormal(): void {
+  const dim = () => ({
+    values: new Float64Array(1),
+    index: new Int32Array(1),
+    ln: new Float64Array(1),
+    jac: new Float64Array(1),
+  });
+  jointSseNormal({ lnEff: new Float64Array(1), dims: [dim(), dim(), dim()] }, 0, NORMAL_SUMS);
+}
+warmJointSseNormal();
+
+/**
  * Joint shape-aware fit (issue 16 piece 5): eps_max, m_half, n_half and k_half together, least
  * squares on ln(efficiency) over every row given (each row's ln error weighs the same, as in the
  * geometric error the holdout reports), by Levenberg–Marquardt with the analytic Jacobian in log

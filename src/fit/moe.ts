@@ -145,6 +145,24 @@ export function imbalanceStats(ratios: readonly number[]): { median: number; p90
   return { median: median(ratios), p90: percentileNearestRank(ratios, 0.9), p10: percentileNearestRank(ratios, 0.1) };
 }
 
+/**
+ * A resample's sorted sample by counting: every sorted ratio repeated as often as the resample `idx`
+ * drew it (`place`: each pair's index among the sorted ratios). Its own function, loops only: as part
+ * of the resample closure, the calls after the loops were reached by loop-entry (OSR) code compiled
+ * without their feedback, and the closure was deoptimised at every one of the 200 resamples.
+ */
+function sortedResample(
+  idx: ArrayLike<number>,
+  place: Int32Array,
+  sorted: Float64Array,
+  counts: Int32Array,
+  sample: Float64Array,
+): void {
+  const n = counts.length;
+  counts.fill(0);
+  for (let i = 0; i < n; i++) counts[place[idx[i]!]!]!++;
+  for (let j = 0, k = 0; j < n; j++) for (let c = counts[j]!; c > 0; c--) sample[k++] = sorted[j]!;
+}
 /** Seeded bootstrap over pairs of the median and the p90; intervals widened to contain the estimates if needed. */
 export function bootstrapImbalance(
   ratios: readonly number[],
@@ -163,9 +181,7 @@ export function bootstrapImbalance(
   const counts = new Int32Array(n);
   const sample = new Float64Array(n);
   const boot = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
-    counts.fill(0);
-    for (let i = 0; i < n; i++) counts[place[idx[i]!]!]!++;
-    for (let j = 0, k = 0; j < n; j++) for (let c = counts[j]!; c > 0; c--) sample[k++] = sorted[j]!;
+    sortedResample(idx, place, sorted, counts, sample);
     return [type7Sorted(sample, 0.5), nearestRankSorted(sample, 0.9)] as const;
   });
   const meds = boot.map((b) => b[0]);
