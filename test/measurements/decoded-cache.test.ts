@@ -95,7 +95,9 @@ describe('decoded measurement cache', () => {
       if (name.startsWith(sha.slice(0, 32))) writeFileSync(path.join(DECODED_CACHE_DIR, name), 'garbage');
     expect(cachedRows(sha, decode)).toEqual(rows);
     expect(decoded).toBe(2);
-    expect(cachedRows(fakeSha(), decode)).toEqual(rows);
+    const other = fakeSha();
+    made.push(other);
+    expect(cachedRows(other, decode)).toEqual(rows);
     expect(decoded).toBe(3);
   });
 
