@@ -187,5 +187,11 @@ export function engineProfiledPricer(
       inner.priceColumnsInto(batch, out, opts);
       return Object.assign(out, apply(batch, out));
     },
+    liveBatch: () => inner.liveBatch(),
+    // The profile's host terms read the rows (engine.ts rowsOf): from the live batch's columns (allocates, as the rest of this path).
+    priceLiveInto(live, out, opts) {
+      inner.priceLiveInto(live, out, opts);
+      return Object.assign(out, apply(live.columns(), out));
+    },
   };
 }

@@ -24,7 +24,16 @@ import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat
 import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
 import { compileKinds, type KindFn, type KindJob, LAY_LEN } from './terms.ts';
-import { passHostTable, priceColumnsStep, priceStep, type StepCode, StepScratch, type StepPlan } from './step.ts';
+import { LiveBatch } from './live.ts';
+import {
+  passHostTable,
+  priceColumnsStep,
+  priceLiveStep,
+  priceStep,
+  type StepCode,
+  StepScratch,
+  type StepPlan,
+} from './step.ts';
 import type { Batch, ColumnBatch, Deployment, PriceOptions, Pricer, StepPrice } from './types.ts';
 import { boundedColumns, type WalkPlan } from './walk.ts';
 
@@ -77,6 +86,17 @@ export interface StepPricer extends Pricer {
   priceInto(batch: Batch, out: StepPrice, opts?: PriceOptions): StepPrice;
   /** `priceInto` for a ColumnBatch (types.ts): the same numbers, with no request objects to read. */
   priceColumnsInto(batch: ColumnBatch, out: StepPrice, opts?: PriceOptions): StepPrice;
+  /**
+   * A new, empty live batch for this pricer (live.ts LiveBatch: its owner adds, changes, removes and
+   * advances rows, and it keeps their sums), to price with `priceLiveInto`.
+   */
+  liveBatch(): LiveBatch;
+  /**
+   * `priceInto` for a live batch of this pricer: the same numbers as its rows' Batch (LiveBatch.batch()),
+   * read from its kept sums and its prefill rows, with no pass over its decode rows.
+   * @throws UserError for a live batch another pricer made
+   */
+  priceLiveInto(live: LiveBatch, out: StepPrice, opts?: PriceOptions): StepPrice;
   readonly info: PricerInfo;
 }
 
@@ -325,6 +345,8 @@ export function createPricer(
     price: (batch, popts) => priceStep(plan, batch, popts, emptyStepPrice()),
     priceInto: (batch, out, popts) => priceStep(plan, batch, popts, out),
     priceColumnsInto: (batch, out, popts) => priceColumnsStep(plan, batch, popts, out),
+    liveBatch: () => new LiveBatch(plan.walkPlan),
+    priceLiveInto: (live, out, popts) => priceLiveStep(plan, live, popts, out),
     info,
   };
 }

@@ -12,6 +12,7 @@ import {
   launchUs,
   passHostUs,
 } from '../core/laws/host.ts';
+import { UserError } from '../core/errors.ts';
 import type { HostCoefficients } from './coefficients.ts';
 import { ACC_LEN, composeHost, finishStepInto } from './compose.ts';
 import { stepNotes, type NotesPlan } from './notes.ts';
@@ -31,6 +32,7 @@ import {
 } from './terms.ts';
 import { LAY_EXPERT_HBM, LAY_EXPERT_SM, LAY_HBM, LAY_LEN, LAY_NIC, LAY_NVLINK, LAY_SM } from './terms.ts';
 import type { Batch, ColumnBatch, PriceOptions, StepPrice, StepTermsSink } from './types.ts';
+import type { LiveBatch } from './live.ts';
 import { BatchWalk, walkBatch, walkColumns, type WalkPlan } from './walk.ts';
 
 /** Everything `priceStep` reads, resolved at construction, and its preallocated scratch. */
@@ -298,6 +300,22 @@ export function priceColumnsStep(
   out: StepPrice,
 ): StepPrice {
   walkColumns(p.walkPlan, batch, p.scratch.walk);
+  return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
+}
+
+/**
+ * `priceStep` for a live batch (live.ts): its kept row sums walked with no pass over its decode rows
+ * (walk.ts walkRowSums), the same numbers as the Batch of its rows (LiveBatch.batch()).
+ * @throws UserError when the live batch was made by another pricer (its walk plan differs)
+ */
+export function priceLiveStep(
+  p: StepPlan,
+  live: LiveBatch,
+  popts: PriceOptions | undefined,
+  out: StepPrice,
+): StepPrice {
+  if (live.plan !== p.walkPlan) throw new UserError('priceLiveInto: this LiveBatch was made by another pricer');
+  live.walkInto(p.scratch.walk);
   return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
 }
 

@@ -756,8 +756,42 @@ function loopRows(
   rows[N_PREFILL] = nPrefill;
 }
 
-/** The step's counts and the unbounded reader's sums from the row loop's counts (`w.rows`). */
-function finishWalk(p: WalkPlan, w: BatchWalk): void {
+/**
+ * Walk a batch whose row sums its owner keeps (live.ts LiveBatch) into `w`, with no pass over its decode
+ * rows: the counts the row loop would produce (`nUniform` uniform decode rows; `otherTok`, Σ scheduled over
+ * the other rows with s > 0; `computed`, Σ computed over every row with s > 0; `nOther` other rows, of which
+ * `nPrefill` prefill rows, already in w.preS / w.preC in batch order, `prefillSlots`) and, per bounded reader
+ * in WalkPlan.bounded order, Σ decodeTokensRead over the decode rows (`decodeSums`). Every input is an
+ * integer sum, so the walk equals `walkBatch`'s on the same rows bit for bit (test/pricer/live.test.ts).
+ */
+export function walkRowSums(p: WalkPlan, w: BatchWalk, counts: Float64Array, decodeSums: Float64Array): void {
+  resetWalk(w);
+  loopRows(w.rows, counts[0]!, counts[1]!, counts[2]!, counts[3]!, counts[4]!);
+  finishWalk(p, w, decodeSums);
+}
+
+/** Room for `n` prefill rows in w.preS / w.preC (grown only when a batch outgrows every earlier one). */
+export function prefillSlots(w: BatchWalk, n: number): void {
+  if (n <= w.preS.length) return;
+  const m = Math.max(n, 2 * w.preS.length);
+  w.preS = new Float64Array(m);
+  w.preC = new Float64Array(m);
+}
+
+/** Per bounded reader, the owner-kept decode sums (`walkRowSums`) into decRead and allRead, as boundedDecodeSums adds its own. */
+function addDecodeSums(p: WalkPlan, w: BatchWalk, sums: Float64Array): void {
+  for (let j = 0; j < p.bounded.length; j++) {
+    const r = p.bounded[j]!;
+    w.decRead[r]! += sums[j]!;
+    w.allRead[r]! += sums[j]!;
+  }
+}
+
+/**
+ * The step's counts and the unbounded reader's sums from the row loop's counts (`w.rows`); the bounded
+ * readers' decode sums from the stored contexts, or `decodeSums` where the caller keeps them (`walkRowSums`).
+ */
+function finishWalk(p: WalkPlan, w: BatchWalk, decodeSums?: Float64Array): void {
   const rows = w.rows;
   const nUniform = rows[N_UNIFORM]!;
   const otherTok = rows[OTHER_TOK]!;
@@ -772,7 +806,10 @@ function finishWalk(p: WalkPlan, w: BatchWalk): void {
   const pre = w.prefill;
   const preTok = pre[PRE_TOK]!;
   // Decode rows: every row but the prefill rows; Σ their context after the step by difference (exact).
-  if (p.bounded.length > 0 && nReq > nPrefill) boundedDecodeSums(p, w, nReq - nPrefill, ctxSumAll - pre[PRE_CTX]!);
+  if (p.bounded.length > 0 && nReq > nPrefill) {
+    if (decodeSums === undefined) boundedDecodeSums(p, w, nReq - nPrefill, ctxSumAll - pre[PRE_CTX]!);
+    else addDecodeSums(p, w, decodeSums);
+  }
   if (p.fullReader >= 0) {
     // An unbounded reader reads the whole context: decodeTokensRead(ctx, full) = ctx.
     w.decRead[p.fullReader] = ctxSumAll - pre[PRE_CTX]!;

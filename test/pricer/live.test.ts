@@ -1,0 +1,201 @@
+/**
+ * The live batch (src/pricer/live.ts, issue 17): a batch whose owner adds, changes, removes and advances
+ * rows while it keeps their integer sums must walk and price exactly as the Batch of its rows, to the bit.
+ * Random sequences of joins, changes (decode ↔ prefill ↔ no tokens, speculative verify rows of every
+ * width), removals and whole-batch advances, on every reader shape the walk knows (windows, compressed
+ * streams with and without a cap, full context), compared after every operation: every field of the walk
+ * (so one mis-kept sum fails), and every field of the price through real pricers.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ReaderSpec } from '../../src/core/laws/attention.ts';
+import { emptyStepPrice } from '../../src/pricer/compose.ts';
+import { LiveBatch } from '../../src/pricer/live.ts';
+import type { StepPrice } from '../../src/pricer/types.ts';
+import { BatchWalk, boundedColumns, walkBatch, type WalkPlan } from '../../src/pricer/walk.ts';
+import { makePricer } from './helpers.ts';
+
+/** DeepSeek-V4-Flash's readers, then every other shape (walk-readers.test.ts). */
+const READERS: ReaderSpec[] = [
+  { window: 128, ratio: 0, cap: Infinity },
+  { window: 0, ratio: 4, cap: Infinity },
+  { window: 128, ratio: 4, cap: 512 },
+  { window: 128, ratio: 128, cap: Infinity },
+  { window: Infinity, ratio: 0, cap: Infinity },
+  { window: 0, ratio: 1, cap: 2048 },
+  { window: 1024, ratio: 0, cap: Infinity },
+  { window: 64, ratio: 3, cap: 700 },
+];
+
+function plan(readers: ReaderSpec[], threshold: number, specTokens: number): WalkPlan {
+  const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
+  const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
+  return {
+    readers,
+    fullReader,
+    bounded,
+    ...boundedColumns(readers, bounded),
+    threshold: Math.max(threshold, 1 + specTokens),
+    uniformWidth: 1 + specTokens,
+    attnMHalf: 512,
+  };
+}
+
+/** A seeded uniform generator on [0, 1) (mulberry32), so every run walks the same sequences. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The bits of every number, so +0 and −0 (and any last-bit difference) differ. */
+const bits = (xs: ArrayLike<number>) =>
+  Array.from(new Float64Array(Array.from(xs)), (x) => (Object.is(x, -0) ? '-0' : x.toString(16)));
+
+/** Every field a walk writes, as bits. */
+function walkState(w: BatchWalk) {
+  return {
+    counts: bits([w.tok, w.nReq, w.nPrefill, w.decTok, w.headRows, w.ctxSumAll]),
+    uniform: w.uniform,
+    decRead: bits(w.decRead),
+    preRead: bits(w.preRead),
+    allRead: bits(w.allRead),
+    preRaw: bits(w.preRaw),
+    prefill: bits(w.prefill),
+  };
+}
+
+/** What the operations exercised, so a generator that stopped reaching a case fails. */
+interface Coverage {
+  [op: string]: number;
+}
+
+/**
+ * One random operation on `live` (its rows tracked in `handles`): a join, a change, a removal or an
+ * advance, with token counts around the readers' windows and saturation points, the decode width and
+ * threshold, no tokens, and prefill chunks.
+ */
+function step(live: LiveBatch, handles: number[], r: () => number, cov: Coverage): void {
+  const p = live.plan;
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
+  const sched = () =>
+    pick([
+      p.uniformWidth,
+      p.uniformWidth,
+      0,
+      1 + Math.floor(r() * p.threshold),
+      p.threshold + 1 + Math.floor(r() * 3000),
+    ]);
+  const ctx = () => Math.max(0, pick([0, 5, 127, 128, 1024, 2048, 2100, 8191, 65_536]) + Math.floor(r() * 9) - 4);
+  const u = r();
+  if (u < 0.4 || handles.length === 0) {
+    handles.push(live.add(sched(), ctx()));
+    cov.add = (cov.add ?? 0) + 1;
+  } else if (u < 0.6) {
+    const h = pick(handles);
+    live.set(h, sched(), r() < 0.5 ? live.computed(h) + live.scheduled(h) : ctx());
+    cov.set = (cov.set ?? 0) + 1;
+  } else if (u < 0.75) {
+    const i = Math.floor(r() * handles.length);
+    live.remove(handles[i]!);
+    handles.splice(i, 1);
+    cov.remove = (cov.remove ?? 0) + 1;
+  } else {
+    // a rewind only where every decode row has computed a token (contexts stay ≥ 0)
+    const canRewind = live
+      .batch()
+      .requests.every((q) => !(q.scheduled_tokens > 0 && q.scheduled_tokens <= p.threshold) || q.computed_tokens >= 2);
+    const d = canRewind && r() < 0.2 ? -1 : 1 + Math.floor(r() * 3);
+    live.advanceDecodes(d);
+    cov[d < 0 ? 'rewind' : 'advance'] = (cov[d < 0 ? 'rewind' : 'advance'] ?? 0) + 1;
+  }
+  for (const q of live.batch().requests) {
+    const s = q.scheduled_tokens;
+    const kind = s === 0 ? 'zero' : s > p.threshold ? 'prefill' : s === p.uniformWidth ? 'uniform' : 'other';
+    cov[kind] = (cov[kind] ?? 0) + 1;
+  }
+}
+
+describe('LiveBatch', () => {
+  for (const [label, threshold, spec] of [
+    ['one-token decode', 1, 0],
+    ['speculative verify rows (width 3, threshold 4: narrower and wider decode rows)', 4, 2],
+  ] as const)
+    it(`${label}: after every operation the walk equals walkBatch over its rows, field by field`, () => {
+      for (const readers of [READERS, READERS.slice(0, 4), [READERS[4]!]]) {
+        const p = plan(readers, threshold, spec);
+        const live = new LiveBatch(p);
+        const handles: number[] = [];
+        const r = rng(17 + readers.length + threshold);
+        const cov: Coverage = {};
+        const a = new BatchWalk(readers.length);
+        const b = new BatchWalk(readers.length);
+        for (let i = 0; i < 400; i++) {
+          step(live, handles, r, cov);
+          live.walkInto(a);
+          walkBatch(p, live.batch(), b);
+          expect(walkState(a), `operation ${i}`).toStrictEqual(walkState(b));
+        }
+        expect(live.size).toBe(handles.length);
+        for (const k of ['add', 'set', 'remove', 'advance', 'rewind', 'zero', 'prefill', 'uniform'])
+          expect(cov[k] ?? 0, k).toBeGreaterThan(0);
+        if (threshold > 1) expect(cov.other ?? 0).toBeGreaterThan(0);
+      }
+    });
+
+  for (const [model, chip, d] of [
+    ['llama-3.1-70b', 'h200', { tp: 8 }], // one full-context reader
+    ['mistral-7b', 'h200', { tp: 1 }], // a sliding window
+    ['deepseek-v4-flash', 'b200', { tp: 8 }], // compressed streams (÷4, ÷128, top-512) and windows
+    ['deepseek-v3', 'h200', { tp: 8, speculative: { num_spec_tokens: 3 } }], // a drafter, verify rows 4 wide
+  ] as const)
+    it(`${model}: priceLiveInto gives the price of its rows' Batch, bit for bit`, () => {
+      const pricer = makePricer(model, chip, d);
+      const live = pricer.liveBatch();
+      const handles: number[] = [];
+      const r = rng(5);
+      const cov: Coverage = {};
+      const a = emptyStepPrice();
+      const numbers = (x: StepPrice) =>
+        bits([x.overlap_us, x.compute_memory_overlap_us, x.no_overlap_us, ...Object.values(x.resources_us)]);
+      for (let i = 0; i < 120; i++) {
+        step(live, handles, r, cov);
+        const want = pricer.price(live.batch());
+        const got = pricer.priceLiveInto(live, a);
+        expect(got).toStrictEqual(want);
+        expect(numbers(got)).toStrictEqual(numbers(want));
+      }
+      const withKinds = pricer.price(live.batch(), { per_kind: true });
+      expect(pricer.priceLiveInto(live, emptyStepPrice(), { per_kind: true })).toStrictEqual(withKinds);
+    });
+
+  it('a 256-row decode batch advanced one token a step prices as the Batch at each step', () => {
+    const pricer = makePricer('llama-3.1-70b', 'h200', { tp: 8 });
+    const live = pricer.liveBatch();
+    for (let i = 0; i < 256; i++) live.add(1, 4095);
+    const out = emptyStepPrice();
+    for (let t = 0; t < 5; t++) {
+      const batch = live.batch();
+      expect(batch.requests.every((q) => q.computed_tokens === 4095 + t)).toBe(true);
+      expect(pricer.priceLiveInto(live, out)).toStrictEqual(pricer.price(batch));
+      live.advanceDecodes();
+    }
+  });
+
+  it('refuses a handle not in the batch, bad token counts and another pricer', () => {
+    const pricer = makePricer('llama-3.1-70b', 'h200', { tp: 8 });
+    const live = pricer.liveBatch();
+    const h = live.add(1, 10);
+    live.remove(h);
+    expect(() => live.remove(h)).toThrow(/not a row of this batch/);
+    expect(() => live.set(7, 1, 1)).toThrow(/not a row of this batch/);
+    expect(() => live.add(1.5, 0)).toThrow(/integers ≥ 0/);
+    expect(() => live.add(1, -1)).toThrow(/integers ≥ 0/);
+    const other = makePricer('llama-3.1-70b', 'h200', { tp: 8 });
+    expect(() => other.priceLiveInto(live, emptyStepPrice())).toThrow(/another pricer/);
+  });
+});
