@@ -3,7 +3,10 @@
  * pricer.bench.ts (BLIS H200 fixture), each priced in its own fresh pricer after a long fixed warm-up
  * (200,000 calls, well past V8's last tier-up), then 9 timed rounds of 20,000 calls: median CPU ns per
  * call with the rounds' min and max, and heap bytes per call. Both batch forms where the build has
- * them: the object `Batch` (`priceInto`) and the columnar `ColumnBatch` (`priceColumnsInto`).
+ * them: the object `Batch` (`priceInto`) and the columnar `ColumnBatch` (`priceColumnsInto`), the per-row
+ * paths; and the live batch (`priceLiveInto`, bench/live-step.ts), each call advancing every decode row
+ * a token and each prefill row a chunk before it prices (the step a scheduler takes), its price checked
+ * against `priceInto`'s bit for bit on the fixed case.
  * Then the slowest issue-14 graphs of pricer.bench.ts (tp 8 on their chip's registry, 64 decodes at 8,192
  * plus one 2,048-token prefill chunk; for DeepSeek-V4-Flash also with 64 distinct contexts), goal < 2 µs,
  * both forms.
@@ -22,6 +25,7 @@ import { defaultDeployment } from '../src/pricer/deployment.ts';
 import { createPricer } from '../src/pricer/pricer.ts';
 import type { Batch, StepPrice } from '../src/pricer/types.ts';
 import { loadRegistryFile, resolveCoefficients } from '../src/registry/load.ts';
+import { liveStep } from './live-step.ts';
 
 type Call = () => StepPrice;
 
@@ -107,18 +111,30 @@ export default async function bench(): Promise<void> {
   for (const [label, batch, goal, build] of cases) {
     if (!label.includes(only)) continue;
     const forms: Array<[string, (p: ReturnType<typeof build>, out: StepPrice) => Call]> = [
-      ['Batch', (p, out) => () => p.priceInto(batch, out)],
+      ['Batch (per-row walk)', (p, out) => () => p.priceInto(batch, out)],
     ];
     if (cols) {
       const cb = cols(batch);
       forms.push([
-        'ColumnBatch',
+        'ColumnBatch (per-row walk)',
         (p, out) => () =>
           (p as unknown as { priceColumnsInto: (b: unknown, o: StepPrice) => StepPrice }).priceColumnsInto(cb, out),
       ]);
     }
+    // The live batch (issue 17): every decode row advanced a token and each prefill row moved a chunk, then
+    // priced, in one timed call (bench/live-step.ts); where this build has it.
+    forms.push([
+      'LiveBatch (advance every row + price)',
+      (p, out) => {
+        const step = liveStep(p, batch, out);
+        if (step && !step.sameAsBatch()) process.stdout.write(`focus ${label}: LIVE PRICE DIFFERS FROM priceInto\n`);
+        return step ? step.call : () => out;
+      },
+    ]);
     for (const [form, bind] of forms) {
-      const fn = bind(build(), emptyStepPrice());
+      const p0 = build();
+      if (form.startsWith('LiveBatch') && typeof (p0 as { liveBatch?: unknown }).liveBatch !== 'function') continue;
+      const fn = bind(p0, emptyStepPrice());
       const t = cpuNsPerCall(fn);
       const h = heapPerCall(fn, gc);
       const g = goal > 0 ? `; goal ${goal === 2000 ? '<' : '≤'} ${goal} ns (${t.med <= goal ? 'met' : 'not met'})` : '';

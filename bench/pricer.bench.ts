@@ -4,7 +4,8 @@
  * chunks), with the BLIS H200 fixture coefficients (test/fixtures/registry/blis-h200.yaml). Goals
  * (issue 17): ≤ 300 ns per decode-256 step, ≤ 400 ns mixed, no allocation per call. `price` allocates
  * its result; `priceInto` writes into the caller's; `priceColumnsInto` reads the same rows from a
- * ColumnBatch (two typed-array columns, no request objects). Prints each figure beside its goal; never fails.
+ * ColumnBatch (two typed-array columns, no request objects): the per-row paths. `priceLiveInto` prices a
+ * LiveBatch (its owner keeps the row sums; bench/live-step.ts times "advance every row + price"). Prints each figure beside its goal; never fails.
  * A MoE line (issue 13): deepseek-v3 tp 8 decode 256 on the measured registry/h200.yaml, experts on the
  * fitted law against the same pricer with the law's entries removed (the dense-ramp path); goal within 10%.
  * New graphs (issue 14): every sparse (DeepSeek-V3.2/V4, GLM-5) and hybrid (Qwen3.5, Nemotron, gemma-4) graph on h200,
@@ -23,6 +24,7 @@ import { emptyStepPrice } from '../src/pricer/compose.ts';
 import { defaultDeployment } from '../src/pricer/deployment.ts';
 import { createPricer } from '../src/pricer/pricer.ts';
 import type { Batch } from '../src/pricer/types.ts';
+import { liveStep } from './live-step.ts';
 
 const GOAL_DECODE_NS = 300;
 const GOAL_MIXED_NS = 400;
@@ -108,6 +110,24 @@ function moeBench(root: string, gc: () => void): void {
     `deepseek-v3 tp8 h200 fp8_block, decode 256 @ 4096: priceInto ${a.cpu.toFixed(0)} ns CPU with the fitted expert law, ` +
       `${b.cpu.toFixed(0)} ns on the dense ramp (ratio ${ratio.toFixed(3)}; goal ≤ 1.10, ${ratio <= 1.1 ? 'met' : 'not met'}); ` +
       `heap per call ${h.toFixed(0)} B with the law, ${hr.toFixed(0)} B on the ramp\n`,
+  );
+}
+
+/**
+ * The live batch (issue 17, docs/pricer.md "Live batches"): one timed call advances every decode row a
+ * token and each prefill row a chunk, then prices (bench/live-step.ts), against the same goal; its price
+ * of the fixed case checked against priceInto's bit for bit.
+ */
+function liveLine(pricer: ReturnType<typeof createPricer>, batch: Batch, goal: number, gc: () => void): void {
+  const out = emptyStepPrice();
+  const step = liveStep(pricer, batch, out);
+  if (!step) return;
+  const t = medianNsPerCall(() => step.call().no_overlap_us);
+  const h = heapBytesPerCall(step.call, gc);
+  process.stdout.write(
+    `  LiveBatch priceLiveInto (advance every row + price): ${t.wall.toFixed(0)} ns wall (${t.cpu.toFixed(0)} ns CPU / goal ${goal} ns: ` +
+      `${t.cpu <= goal ? 'met' : 'not met'}, IQR ${t.cpu_q1.toFixed(0)}–${t.cpu_q3.toFixed(0)}); heap ${h.toFixed(0)} B / goal 0 B: ` +
+      `${h < 1 ? 'met' : 'not met'}; price of the fixed case = priceInto's bit for bit: ${step.sameAsBatch() ? 'yes' : 'NO'}\n`,
   );
 }
 
@@ -216,7 +236,7 @@ export default async function bench(): Promise<void> {
     const c = medianNsPerCall(() => pricer.priceColumnsInto(cols, out).no_overlap_us);
     const met = (x: number) => `${x.toFixed(0)} ns CPU / goal ${goal} ns: ${x <= goal ? 'met' : 'not met'}`;
     process.stdout.write(
-      `llama-3.1-70b tp8 h200, ${label}: price ${a.wall.toFixed(0)} ns/step wall (${a.cpu.toFixed(0)} ns CPU); ` +
+      `llama-3.1-70b tp8 h200, ${label}, per-row walk: price ${a.wall.toFixed(0)} ns/step wall (${a.cpu.toFixed(0)} ns CPU); ` +
         `priceInto (Batch) ${b.wall.toFixed(0)} ns wall (${met(b.cpu)}, IQR ${b.cpu_q1.toFixed(0)}–${b.cpu_q3.toFixed(0)}); ` +
         `priceColumnsInto (ColumnBatch) ${c.wall.toFixed(0)} ns wall (${met(c.cpu)}, IQR ${c.cpu_q1.toFixed(0)}–${c.cpu_q3.toFixed(0)})\n`,
     );
@@ -227,6 +247,7 @@ export default async function bench(): Promise<void> {
     process.stdout.write(
       `  heap per call: price ${ha.toFixed(0)} B (its result); priceInto ${zero(hb)}; priceColumnsInto ${zero(hc)}\n`,
     );
+    liveLine(pricer, batch, goal, gc);
   }
   const small = decodeBatch(1, 4095);
   const one = medianNsPerCall(() => pricer.priceInto(small, out).no_overlap_us);

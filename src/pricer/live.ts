@@ -77,6 +77,12 @@ export class LiveBatch {
   set(h: number, scheduled: number, computed: number): void {
     this.check(h);
     checkTokens(scheduled, computed);
+    if (this.kind[h] === PREFILL && scheduled > this.plan.threshold) {
+      // A prefill row's next chunk: it keeps its place among the prefill rows, and no sum reads it.
+      this.sched[h] = scheduled;
+      this.comp[h] = computed;
+      return;
+    }
     this.unplace(h);
     this.place(h, scheduled, computed);
   }
@@ -251,9 +257,12 @@ export class LiveBatch {
 
   /** Delete prefill handle h from the ascending list. */
   private deletePrefill(h: number): void {
-    const i = this.pre.indexOf(h);
-    this.pre.copyWithin(i, i + 1, this.nPre);
-    this.nPre--;
+    const pre = this.pre;
+    const n = this.nPre;
+    let i = 0;
+    while (pre[i] !== h) i++;
+    for (; i + 1 < n; i++) pre[i] = pre[i + 1]!;
+    this.nPre = n - 1;
   }
 }
 

@@ -3,14 +3,16 @@
  * rows while it keeps their integer sums must walk and price exactly as the Batch of its rows, to the bit.
  * Random sequences of joins, changes (decode ↔ prefill ↔ no tokens, speculative verify rows of every
  * width), removals and whole-batch advances, on every reader shape the walk knows (windows, compressed
- * streams with and without a cap, full context), compared after every operation: every field of the walk
- * (so one mis-kept sum fails), and every field of the price through real pricers.
+ * streams with and without a cap, full context), compared after every operation with the Batch of the
+ * test's own copy of the rows (kept apart from the live batch, so a row the live batch stores wrongly
+ * fails too): every field of the walk (so one mis-kept sum fails), and every field of the price through
+ * real pricers.
  */
 import { describe, expect, it } from 'vitest';
 import type { ReaderSpec } from '../../src/core/laws/attention.ts';
 import { emptyStepPrice } from '../../src/pricer/compose.ts';
 import { LiveBatch } from '../../src/pricer/live.ts';
-import type { StepPrice } from '../../src/pricer/types.ts';
+import type { Batch, StepPrice } from '../../src/pricer/types.ts';
 import { BatchWalk, boundedColumns, walkBatch, type WalkPlan } from '../../src/pricer/walk.ts';
 import { makePricer } from './helpers.ts';
 
@@ -74,13 +76,30 @@ interface Coverage {
   [op: string]: number;
 }
 
+/** The rows as the test keeps them, apart from the live batch: handle → scheduled and computed tokens. */
+type Shadow = Map<number, { s: number; c: number }>;
+
+/** The shadow's rows as a Batch, in handle order (the order a live batch prices its rows in). */
+function shadowBatch(rows: Shadow): Batch {
+  const hs = [...rows.keys()].sort((a, b) => a - b);
+  return {
+    requests: hs.map((h) => {
+      const { s, c } = rows.get(h)!;
+      return { scheduled_tokens: s, computed_tokens: c, prompt_tokens: c + s };
+    }),
+  };
+}
+
 /**
- * One random operation on `live` (its rows tracked in `handles`): a join, a change, a removal or an
+ * One random operation on `live` and on the shadow `rows` alike: a join, a change, a removal or an
  * advance, with token counts around the readers' windows and saturation points, the decode width and
  * threshold, no tokens, and prefill chunks.
  */
-function step(live: LiveBatch, handles: number[], r: () => number, cov: Coverage): void {
+function step(live: LiveBatch, rows: Shadow, r: () => number, cov: Coverage): void {
   const p = live.plan;
+  const count = (k: string) => {
+    cov[k] = (cov[k] ?? 0) + 1;
+  };
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   const sched = () =>
     pick([
@@ -91,33 +110,36 @@ function step(live: LiveBatch, handles: number[], r: () => number, cov: Coverage
       p.threshold + 1 + Math.floor(r() * 3000),
     ]);
   const ctx = () => Math.max(0, pick([0, 5, 127, 128, 1024, 2048, 2100, 8191, 65_536]) + Math.floor(r() * 9) - 4);
+  const isDecode = (s: number) => s > 0 && s <= p.threshold;
+  const handles = [...rows.keys()];
   const u = r();
   if (u < 0.4 || handles.length === 0) {
-    handles.push(live.add(sched(), ctx()));
-    cov.add = (cov.add ?? 0) + 1;
+    const row = { s: sched(), c: ctx() };
+    rows.set(live.add(row.s, row.c), row);
+    count('add');
   } else if (u < 0.6) {
     const h = pick(handles);
-    live.set(h, sched(), r() < 0.5 ? live.computed(h) + live.scheduled(h) : ctx());
-    cov.set = (cov.set ?? 0) + 1;
+    const old = rows.get(h)!;
+    // the row's next chunk or step (computed += scheduled), or anything else
+    const row = { s: sched(), c: r() < 0.5 ? old.c + old.s : ctx() };
+    live.set(h, row.s, row.c);
+    rows.set(h, row);
+    count(old.s > p.threshold && row.s > p.threshold ? 'set prefill → prefill' : 'set');
   } else if (u < 0.75) {
-    const i = Math.floor(r() * handles.length);
-    live.remove(handles[i]!);
-    handles.splice(i, 1);
-    cov.remove = (cov.remove ?? 0) + 1;
+    const h = pick(handles);
+    live.remove(h);
+    rows.delete(h);
+    count('remove');
   } else {
     // a rewind only where every decode row has computed a token (contexts stay ≥ 0)
-    const canRewind = live
-      .batch()
-      .requests.every((q) => !(q.scheduled_tokens > 0 && q.scheduled_tokens <= p.threshold) || q.computed_tokens >= 2);
+    const canRewind = [...rows.values()].every((q) => !isDecode(q.s) || q.c >= 1);
     const d = canRewind && r() < 0.2 ? -1 : 1 + Math.floor(r() * 3);
     live.advanceDecodes(d);
-    cov[d < 0 ? 'rewind' : 'advance'] = (cov[d < 0 ? 'rewind' : 'advance'] ?? 0) + 1;
+    for (const q of rows.values()) if (isDecode(q.s)) q.c += d;
+    count(d < 0 ? 'rewind' : 'advance');
   }
-  for (const q of live.batch().requests) {
-    const s = q.scheduled_tokens;
-    const kind = s === 0 ? 'zero' : s > p.threshold ? 'prefill' : s === p.uniformWidth ? 'uniform' : 'other';
-    cov[kind] = (cov[kind] ?? 0) + 1;
-  }
+  for (const q of rows.values())
+    count(q.s === 0 ? 'zero' : q.s > p.threshold ? 'prefill' : q.s === p.uniformWidth ? 'uniform' : 'other');
 }
 
 describe('LiveBatch', () => {
@@ -129,20 +151,32 @@ describe('LiveBatch', () => {
       for (const readers of [READERS, READERS.slice(0, 4), [READERS[4]!]]) {
         const p = plan(readers, threshold, spec);
         const live = new LiveBatch(p);
-        const handles: number[] = [];
+        const rows: Shadow = new Map();
         const r = rng(17 + readers.length + threshold);
         const cov: Coverage = {};
         const a = new BatchWalk(readers.length);
         const b = new BatchWalk(readers.length);
         for (let i = 0; i < 400; i++) {
-          step(live, handles, r, cov);
+          step(live, rows, r, cov);
+          const want = shadowBatch(rows);
           live.walkInto(a);
-          walkBatch(p, live.batch(), b);
+          walkBatch(p, want, b);
           expect(walkState(a), `operation ${i}`).toStrictEqual(walkState(b));
+          expect(live.batch()).toStrictEqual(want);
         }
-        expect(live.size).toBe(handles.length);
-        for (const k of ['add', 'set', 'remove', 'advance', 'rewind', 'zero', 'prefill', 'uniform'])
-          expect(cov[k] ?? 0, k).toBeGreaterThan(0);
+        expect(live.size).toBe(rows.size);
+        const ops = [
+          'add',
+          'set',
+          'set prefill → prefill',
+          'remove',
+          'advance',
+          'rewind',
+          'zero',
+          'prefill',
+          'uniform',
+        ];
+        for (const k of ops) expect(cov[k] ?? 0, k).toBeGreaterThan(0);
         if (threshold > 1) expect(cov.other ?? 0).toBeGreaterThan(0);
       }
     });
@@ -156,20 +190,20 @@ describe('LiveBatch', () => {
     it(`${model}: priceLiveInto gives the price of its rows' Batch, bit for bit`, () => {
       const pricer = makePricer(model, chip, d);
       const live = pricer.liveBatch();
-      const handles: number[] = [];
+      const rows: Shadow = new Map();
       const r = rng(5);
       const cov: Coverage = {};
       const a = emptyStepPrice();
       const numbers = (x: StepPrice) =>
         bits([x.overlap_us, x.compute_memory_overlap_us, x.no_overlap_us, ...Object.values(x.resources_us)]);
       for (let i = 0; i < 120; i++) {
-        step(live, handles, r, cov);
-        const want = pricer.price(live.batch());
+        step(live, rows, r, cov);
+        const want = pricer.price(shadowBatch(rows));
         const got = pricer.priceLiveInto(live, a);
         expect(got).toStrictEqual(want);
         expect(numbers(got)).toStrictEqual(numbers(want));
       }
-      const withKinds = pricer.price(live.batch(), { per_kind: true });
+      const withKinds = pricer.price(shadowBatch(rows), { per_kind: true });
       expect(pricer.priceLiveInto(live, emptyStepPrice(), { per_kind: true })).toStrictEqual(withKinds);
     });
 
