@@ -5,8 +5,8 @@
  * (StepPricer.priceLiveInto). Token counts are integers below 2^53, so every kept sum is exact, and a
  * live batch prices as the Batch of its rows (`batch()`) bit for bit.
  */
-import { decodeTokensRead, type ReaderSpec } from '../core/laws/attention.ts';
 import { UserError } from '../core/errors.ts';
+import { DecodeReads } from './live-reads.ts';
 import type { Batch, ColumnBatch, Request } from './types.ts';
 import { type BatchWalk, prefillSlots, type WalkPlan, walkRowSums } from './walk.ts';
 
@@ -47,14 +47,12 @@ export class LiveBatch {
   private readonly counts = new Float64Array(7);
   /** The walk's counts (walkRowSums), written at each walk. */
   private readonly walkCounts = new Float64Array(5);
-  /** Per bounded reader (WalkPlan.bounded order), Σ decodeTokensRead over the decode rows. */
-  private readonly decodeSums: Float64Array;
-  private readonly boundedReaders: ReaderSpec[];
+  /** Per bounded reader (WalkPlan.bounded order), Σ decodeTokensRead over the decode rows, and what advances it. */
+  private readonly reads: DecodeReads;
 
   constructor(plan: WalkPlan) {
     this.plan = plan;
-    this.decodeSums = new Float64Array(plan.bounded.length);
-    this.boundedReaders = Array.from(plan.bounded, (r) => plan.readers[r]!);
+    this.reads = new DecodeReads(Array.from(plan.bounded, (r) => plan.readers[r]!));
   }
 
   /** Rows in the batch (those scheduling nothing included). */
@@ -97,12 +95,24 @@ export class LiveBatch {
 
   /**
    * Every decode row (0 < scheduled ≤ the decode threshold) has computed `tokens` more (a decode step's
-   * advance; negative rewinds): O(1) without a bounded reader, else one pass over the rows for their
-   * sums. Contexts must stay ≥ 0 (not checked).
+   * advance; negative rewinds): O(1) without a bounded reader; with them O(readers) a token for up to 8
+   * tokens either way (live-reads.ts), else (or for a reader with a fractional window, ratio or cap) one
+   * pass over the rows. Contexts must stay ≥ 0 (not checked).
    */
   advanceDecodes(tokens = 1): void {
-    if (this.decodeSums.length > 0) this.advanceBounded(tokens);
+    const reads = this.reads;
+    if (reads.sums.length === 0) {
+      this.clock += tokens;
+      return;
+    }
+    if (reads.counted && Number.isInteger(tokens) && Math.abs(tokens) <= 8) {
+      for (let i = 0; i < tokens; i++) reads.forward(this.clock++);
+      for (let i = 0; i > tokens; i--) reads.back(this.clock--);
+      return;
+    }
+    this.advanceRows(tokens);
     this.clock += tokens;
+    reads.recount(this.clock);
   }
 
   /** Tokens row `h` schedules. */
@@ -161,7 +171,7 @@ export class LiveBatch {
     wc[2] = k[DEC_COMP]! + k[N_DEC]! * this.clock + preComp;
     wc[3] = k[N_OTHER_DEC]! + n;
     wc[4] = n;
-    walkRowSums(this.plan, w, wc, this.decodeSums);
+    walkRowSums(this.plan, w, wc, this.reads.sums);
   }
 
   /** A new slot at the top, the columns doubled when full. */
@@ -208,7 +218,7 @@ export class LiveBatch {
     }
     k[N_DEC]! += 1;
     k[DEC_COMP]! += c - this.clock;
-    this.addReads(c + s, 1);
+    this.reads.join(c - this.clock + s, c + s, 1);
   }
 
   /** Take row h out of the sums (its slot keeps its numbers until overwritten). */
@@ -225,25 +235,14 @@ export class LiveBatch {
     }
     k[N_DEC]! -= 1;
     k[DEC_COMP]! -= this.comp[h]!;
-    this.addReads(this.comp[h]! + this.clock + s, -1);
+    this.reads.join(this.comp[h]! + s, this.comp[h]! + this.clock + s, -1);
   }
 
-  /** sign · decodeTokensRead(x) into each bounded reader's decode sum. */
-  private addReads(x: number, sign: number): void {
-    const sums = this.decodeSums;
-    for (let j = 0; j < sums.length; j++) sums[j]! += sign * decodeTokensRead(x, this.boundedReaders[j]!);
-  }
-
-  /** advanceDecodes' pass: each decode row's tokens read at its context + `tokens`, less at its context. */
-  private advanceBounded(tokens: number): void {
-    const sums = this.decodeSums;
-    const readers = this.boundedReaders;
+  /** advanceDecodes row by row: each decode row's tokens read at its context + `tokens`, less at its context. */
+  private advanceRows(tokens: number): void {
     for (let h = 0; h < this.high; h++) {
       const kind = this.kind[h]!;
-      if (kind !== UNIFORM && kind !== OTHER) continue;
-      const x = this.comp[h]! + this.clock + this.sched[h]!;
-      for (let j = 0; j < sums.length; j++)
-        sums[j]! += decodeTokensRead(x + tokens, readers[j]!) - decodeTokensRead(x, readers[j]!);
+      if (kind === UNIFORM || kind === OTHER) this.reads.moveRow(this.comp[h]! + this.clock + this.sched[h]!, tokens);
     }
   }
 

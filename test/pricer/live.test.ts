@@ -26,7 +26,11 @@ const READERS: ReaderSpec[] = [
   { window: 0, ratio: 1, cap: 2048 },
   { window: 1024, ratio: 0, cap: Infinity },
   { window: 64, ratio: 3, cap: 700 },
+  { window: 0, ratio: 1, cap: Infinity },
+  { window: Infinity, ratio: 4, cap: Infinity },
 ];
+/** A reader the counted advance does not keep (live-reads.ts): the batch advances row by row. */
+const FRACTIONAL: ReaderSpec = { window: 96, ratio: 2.5, cap: 300 };
 
 function plan(readers: ReaderSpec[], threshold: number, specTokens: number): WalkPlan {
   const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
@@ -132,11 +136,14 @@ function step(live: LiveBatch, rows: Shadow, r: () => number, cov: Coverage): vo
     count('remove');
   } else {
     // a rewind only where every decode row has computed a token (contexts stay ≥ 0)
-    const canRewind = [...rows.values()].every((q) => !isDecode(q.s) || q.c >= 1);
-    const d = canRewind && r() < 0.2 ? -1 : 1 + Math.floor(r() * 3);
+    // 1 to 3 tokens on or back (the counted advance), or 9 to 40 on (row by row)
+    const back = 1 + Math.floor(r() * 3);
+    const canRewind = [...rows.values()].every((q) => !isDecode(q.s) || q.c >= back);
+    const u2 = r();
+    const d = canRewind && u2 < 0.25 ? -back : u2 < 0.35 ? 9 + Math.floor(r() * 32) : 1 + Math.floor(r() * 3);
     live.advanceDecodes(d);
     for (const q of rows.values()) if (isDecode(q.s)) q.c += d;
-    count(d < 0 ? 'rewind' : 'advance');
+    count(d < 0 ? 'rewind' : d > 8 ? 'advance row by row' : 'advance');
   }
   for (const q of rows.values())
     count(q.s === 0 ? 'zero' : q.s > p.threshold ? 'prefill' : q.s === p.uniformWidth ? 'uniform' : 'other');
@@ -148,7 +155,7 @@ describe('LiveBatch', () => {
     ['speculative verify rows (width 3, threshold 4: narrower and wider decode rows)', 4, 2],
   ] as const)
     it(`${label}: after every operation the walk equals walkBatch over its rows, field by field`, () => {
-      for (const readers of [READERS, READERS.slice(0, 4), [READERS[4]!]]) {
+      for (const readers of [READERS, READERS.slice(0, 4), [READERS[4]!], [READERS[0]!, FRACTIONAL]]) {
         const p = plan(readers, threshold, spec);
         const live = new LiveBatch(p);
         const rows: Shadow = new Map();
@@ -165,17 +172,8 @@ describe('LiveBatch', () => {
           expect(live.batch()).toStrictEqual(want);
         }
         expect(live.size).toBe(rows.size);
-        const ops = [
-          'add',
-          'set',
-          'set prefill → prefill',
-          'remove',
-          'advance',
-          'rewind',
-          'zero',
-          'prefill',
-          'uniform',
-        ];
+        const ops = ['add', 'set', 'set prefill → prefill', 'remove', 'advance', 'advance row by row', 'rewind'];
+        ops.push('zero', 'prefill', 'uniform');
         for (const k of ops) expect(cov[k] ?? 0, k).toBeGreaterThan(0);
         if (threshold > 1) expect(cov.other ?? 0).toBeGreaterThan(0);
       }
