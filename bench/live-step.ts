@@ -1,10 +1,13 @@
 /**
  * The live-batch step the pricer benches time (issue 17, docs/pricer.md "Live batches"): what a scheduler
  * does each step on a LiveBatch, then the price. Each call advances every decode row by one token and
- * moves each prefill row on to its next chunk (computed += its chunk), then prices with `priceLiveInto`;
- * every other call rewinds both (decode rows one token back, prefill rows to their first chunk), so the
- * batch is the bench's fixed case on every second call and one token later on the others, and the
- * contexts do not grow through a run of millions of calls. The advance is inside the timed call.
+ * moves each prefill row on to its next chunk (computed += its chunk), then undoes both (decode rows one
+ * token back, prefill rows to their chunk), then prices with `priceLiveInto`: so every call prices the
+ * bench's fixed case, as the per-row lines do, and pays for two advances and two changes per prefill row,
+ * twice a real step's bookkeeping. DECISION: undo before pricing rather than price the advanced batch on
+ * every other call: a step whose contexts change formats its memory note again where one applies (GLM-5
+ * on b200: 0.2-0.7 kB a call in both paths, notes.ts NotesMemo holds the last inputs), which would time
+ * the note, not the walk, and the per-row lines price one fixed batch.
  */
 import type { Batch, StepPrice } from '../src/pricer/types.ts';
 
@@ -39,19 +42,16 @@ export function liveStep(
     if (q.scheduled_tokens > threshold) pre.push(h, q.scheduled_tokens, q.computed_tokens);
   }
   const preRows = Int32Array.from(pre);
-  let dir = 1;
   const call = () => {
-    live.advanceDecodes(dir);
-    for (let i = 0; i < preRows.length; i += 3) {
-      const s = preRows[i + 1]!;
-      live.set(preRows[i]!, s, dir > 0 ? preRows[i + 2]! + s : preRows[i + 2]!);
-    }
-    dir = -dir;
+    live.advanceDecodes(1);
+    for (let i = 0; i < preRows.length; i += 3)
+      live.set(preRows[i]!, preRows[i + 1]!, preRows[i + 2]! + preRows[i + 1]!);
+    live.advanceDecodes(-1);
+    for (let i = 0; i < preRows.length; i += 3) live.set(preRows[i]!, preRows[i + 1]!, preRows[i + 2]!);
     return api.priceLiveInto!(live, out);
   };
   const sameAsBatch = () => {
-    if (dir < 0) call(); // back to the fixed case
-    const a = { ...api.priceLiveInto!(live, out) };
+    const a = { ...call() };
     const b = { ...api.priceInto(batch, out) };
     return (
       JSON.stringify(a) === JSON.stringify(b) && a.no_overlap_us === b.no_overlap_us && a.overlap_us === b.overlap_us

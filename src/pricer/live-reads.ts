@@ -7,7 +7,8 @@
  * window term iff x < W, and 1 to the compressed term iff x ≡ 0 (mod r) and x ≤ L = r · (cap − 1) (past
  * L the cap binds). So a unit advance adds, per reader, the rows below the window plus the unsaturated
  * rows of one residue class mod r, then moves the rows that cross W or L (those of one key) out of the
- * counts. Rows are stored by key k = x − clock (an advance moves the clock, not the keys), counted per key
+ * counts; each distinct crossing context is looked up once an advance, and each reader's residue class
+ * of the clock is kept, not divided for. Rows are stored by key k = x − clock (an advance moves the clock, not the keys), counted per key
  * in `keys`. Every count and sum is an integer, so the sums equal the per-row sums exactly. A reader whose
  * window, ratio or cap is not a whole number (or whose ratio is over 4,096) is not kept this way: such a
  * batch advances row by row (LiveBatch.advanceDecodes).
@@ -41,6 +42,18 @@ export class DecodeReads {
   private readonly histAt: Int32Array;
   /** Decode rows per key k = x − clock. */
   private readonly keys = new Map<number, number>();
+  /**
+   * The distinct crossing contexts of the readers (W − 1 for a window, r · (cap − 1) for a cap): a unit
+   * advance moves the rows at x = c out of a count (x = c + 1 back in), looked up once per distinct c.
+   */
+  private readonly cross: Float64Array;
+  /** The rows at each crossing context in this advance (`cross` order). */
+  private readonly crossRows: Float64Array;
+  /** Per reader, its window's and its cap's index in `cross`; −1 for none. */
+  private readonly windowCross: Int32Array;
+  private readonly lastCross: Int32Array;
+  /** Per reader with a ratio, (−clock) mod r: the residue class a unit advance reads (no division per step). */
+  private readonly clockClass: Float64Array;
 
   constructor(readers: ReaderSpec[]) {
     this.readers = readers;
@@ -57,6 +70,14 @@ export class DecodeReads {
       if (readers[j]!.ratio > 0) size += Math.min(readers[j]!.ratio, MAX_RATIO);
     }
     this.hist = new Float64Array(size);
+    const cs: number[] = [];
+    const at = (c: number) => (cs.includes(c) ? cs.indexOf(c) : cs.push(c) - 1);
+    const finite = (x: number) => x < Number.POSITIVE_INFINITY;
+    this.windowCross = Int32Array.from(readers, (r) => (r.window > 0 && finite(r.window) ? at(r.window - 1) : -1));
+    this.lastCross = Int32Array.from(this.last, (l, j) => (readers[j]!.ratio > 0 && finite(l) ? at(l) : -1));
+    this.cross = Float64Array.from(cs);
+    this.crossRows = new Float64Array(cs.length);
+    this.clockClass = new Float64Array(n);
     this.counted = readers.every(
       (r) =>
         wholeOrInfinite(r.window, 0) &&
@@ -85,40 +106,53 @@ export class DecodeReads {
     }
   }
 
-  /** How many decode rows have key k. */
-  private rowsAt(k: number): number {
-    return this.keys.get(k) ?? 0;
+  /** The rows at each crossing context + `shift`, at clock t, into crossRows. */
+  private crossings(t: number, shift: number): void {
+    const { cross, crossRows } = this;
+    for (let u = 0; u < cross.length; u++) crossRows[u] = this.keys.get(cross[u]! + shift - t) ?? 0;
   }
 
-  /** Every decode row one token on (the clock at `t` before): the sums, then the rows that cross W or L. */
+  /**
+   * Every decode row one token on (the clock at `t` before): per reader the rows under its window plus its
+   * unsaturated rows of the residue class x ≡ 0 (mod r), then out of those counts the rows at W − 1 and
+   * at r · (cap − 1) (whose class is that same one: r · (cap − 1) ≡ 0).
+   */
   forward(t: number): void {
-    const { sums, window, ratio, last, below, hist, histAt } = this;
+    const { sums, ratio, below, hist, histAt, windowCross, lastCross, crossRows, clockClass } = this;
+    this.crossings(t, 0);
     for (let j = 0; j < sums.length; j++) {
       let d = below[j]!;
-      const w = window[j]!;
-      if (w > 0 && w < Number.POSITIVE_INFINITY) below[j]! -= this.rowsAt(w - 1 - t);
+      const wc = windowCross[j]!;
+      if (wc >= 0) below[j]! -= crossRows[wc]!;
       const r = ratio[j]!;
       if (r > 0) {
-        d += hist[histAt[j]! + mod(-t, r)]!;
-        const l = last[j]!;
-        if (l < Number.POSITIVE_INFINITY) hist[histAt[j]! + mod(l - t, r)]! -= this.rowsAt(l - t);
+        const idx = clockClass[j]!;
+        const at = histAt[j]! + idx;
+        d += hist[at]!;
+        const lc = lastCross[j]!;
+        if (lc >= 0) hist[at]! -= crossRows[lc]!;
+        clockClass[j] = idx === 0 ? r - 1 : idx - 1;
       }
       sums[j]! += d;
     }
   }
 
-  /** Every decode row one token back (the clock at `t` before): the rows that come back under W or L, then the sums. */
+  /** Every decode row one token back (the clock at `t` before): `forward` undone, in reverse order. */
   back(t: number): void {
-    const { sums, window, ratio, last, below, hist, histAt } = this;
+    const { sums, ratio, below, hist, histAt, windowCross, lastCross, crossRows, clockClass } = this;
+    this.crossings(t, 1);
     for (let j = 0; j < sums.length; j++) {
-      const w = window[j]!;
-      if (w > 0 && w < Number.POSITIVE_INFINITY) below[j]! += this.rowsAt(w - t);
+      const wc = windowCross[j]!;
+      if (wc >= 0) below[j]! += crossRows[wc]!;
       let d = below[j]!;
       const r = ratio[j]!;
       if (r > 0) {
-        const l = last[j]!;
-        if (l < Number.POSITIVE_INFINITY) hist[histAt[j]! + mod(l + 1 - t, r)]! += this.rowsAt(l + 1 - t);
-        d += hist[histAt[j]! + mod(1 - t, r)]!;
+        const idx = clockClass[j]! + 1 === r ? 0 : clockClass[j]! + 1;
+        clockClass[j] = idx;
+        const at = histAt[j]! + idx;
+        const lc = lastCross[j]!;
+        if (lc >= 0) hist[at]! += crossRows[lc]!;
+        d += hist[at]!;
       }
       sums[j]! -= d;
     }
@@ -130,6 +164,7 @@ export class DecodeReads {
     this.below.fill(0);
     this.hist.fill(0);
     for (const [k, n] of this.keys) this.count(k, k + t, n);
+    for (let j = 0; j < this.ratio.length; j++) this.clockClass[j] = this.ratio[j]! > 0 ? mod(-t, this.ratio[j]!) : 0;
   }
 
   /** One decode row at context x moved by `tokens` (an advance done row by row). */
