@@ -17,12 +17,12 @@ const UNIFORM = 2;
 const OTHER = 3;
 const PREFILL = 4;
 
-/** Slots of LiveBatch's `counts` (walkRowSums' order), then the decode rows and their Σ stored computed. */
+/** Slots of LiveBatch's `counts`: uniform and other decode rows, the others' Σ scheduled, decode rows, their Σ stored computed. */
 const N_UNIFORM = 0;
 const OTHER_DEC_TOK = 1; // Σ scheduled over the other decode rows (prefill rows' added at the walk)
-const N_OTHER_DEC = 3;
-const N_DEC = 5;
-const DEC_COMP = 6; // Σ over the decode rows of computed − clock
+const N_OTHER_DEC = 2;
+const N_DEC = 3;
+const DEC_COMP = 4; // Σ over the decode rows of computed − clock
 
 /**
  * One pricer's live batch (StepPricer.liveBatch): rows named by the handle `add` returns (a handle is
@@ -44,7 +44,7 @@ export class LiveBatch {
   /** The prefill rows' handles, ascending (the order the Batch lists them in), and how many. */
   private pre = new Int32Array(16);
   private nPre = 0;
-  private readonly counts = new Float64Array(7);
+  private readonly counts = new Float64Array(5);
   /** The walk's counts (walkRowSums), written at each walk. */
   private readonly walkCounts = new Float64Array(5);
   /** Per bounded reader (WalkPlan.bounded order), Σ decodeTokensRead over the decode rows, and what advances it. */

@@ -11,9 +11,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ReaderSpec } from '../../src/core/laws/attention.ts';
 import { emptyStepPrice } from '../../src/pricer/compose.ts';
+import { engineProfiledPricer } from '../../src/pricer/engine.ts';
 import { LiveBatch } from '../../src/pricer/live.ts';
 import type { Batch, StepPrice } from '../../src/pricer/types.ts';
 import { BatchWalk, boundedColumns, walkBatch, type WalkPlan } from '../../src/pricer/walk.ts';
+import { loadEngineProfile } from '../../src/registry/engine.ts';
 import { makePricer } from './helpers.ts';
 
 /** DeepSeek-V4-Flash's readers, then every other shape (walk-readers.test.ts). */
@@ -216,6 +218,19 @@ describe('LiveBatch', () => {
       expect(pricer.priceLiveInto(live, out)).toStrictEqual(pricer.price(batch));
       live.advanceDecodes();
     }
+  });
+
+  it('an engine-profiled pricer prices a live batch as it prices the Batch of its rows', () => {
+    const inner = makePricer('llama-3.1-70b', 'h200', { tp: 4 });
+    const pricer = engineProfiledPricer(inner, loadEngineProfile('splitwise'), 4);
+    const live = pricer.liveBatch();
+    for (let i = 0; i < 40; i++) live.add(1, 1000 + 37 * i);
+    live.add(0, 5);
+    live.add(700, 2048);
+    live.advanceDecodes(3);
+    const want = pricer.price(live.batch());
+    expect(want.resources_us.host).not.toBe(inner.price(live.batch()).resources_us.host);
+    expect(pricer.priceLiveInto(live, emptyStepPrice())).toStrictEqual(want);
   });
 
   it('refuses a handle not in the batch, bad token counts and another pricer', () => {
