@@ -204,7 +204,7 @@ export function applyGates(chip: Chip, coefficients: readonly FittedCoefficient[
       out.push(`${name}: eps_max ${e.value} outside (0, 1.05]`);
     if (name.startsWith('moe_expert_eps_max_') && !(e.value > 0 && e.value <= 1))
       out.push(`${name}: eps_max ${e.value} outside (0, 1]`);
-    if (/^moe_expert_(floor|m_half|route_rate|per_expert)_/.test(name) && !(e.value >= 0))
+    if (/^moe_expert_(floor|m_half|route_rate|per_expert|reread)_/.test(name) && !(e.value >= 0))
       out.push(`${name}: ${e.value} must be ≥ 0`);
     if (/^gemm_(m|n|k)_half_/.test(name) && !(e.value > 0)) out.push(`${name}: ${e.value} must be > 0`);
     if (name === 'hbm_derate' && !(e.value > 0 && e.value <= 1)) out.push(`hbm_derate: ${e.value} outside (0, 1]`);

@@ -2,16 +2,17 @@
  * Fitting the expert-time law (src/core/laws/moe-experts.ts) to fused-MoE timings: the numeric
  * part, returning plain data (issue 13 item 1). No I/O, no drawing.
  *
- * With the HBM derate fixed (the `hbm` family's value), the law is linear in six unknowns:
+ * With the HBM derate fixed (the `hbm` family's value), the law is linear in seven unknowns:
  *
- *   t − read = floor + c1·A + c2·B + c3·R + c4·D + c5·Q,   A = W·P/peak, B = W·D/peak, R = route bytes,
- *   D = touched experts, Q = pair bytes P·H·2,  c1 = 1/eps_max,  c2 = m_half/eps_max,  c3 = 1/route_rate,
- *   c4 = expert_us,  c5 = 1/pair_rate
+ *   t − read = floor + c1·A + c2·B + c3·R + c4·D + c5·Q + c6·G,   A = W·P/peak, B = W·D/peak, R = route bytes,
+ *   D = touched experts, Q = pair bytes P·H·2, G = re-read bytes / (HBM·derate) (µs),  c1 = 1/eps_max,
+ *   c2 = m_half/eps_max,  c3 = 1/route_rate,  c4 = expert_us,  c5 = 1/pair_rate,  c6 = reread
  *
  * so it is fitted by least squares on RELATIVE residuals (weights 1/t², the scale the geo error
  * scores), every coefficient kept ≥ 0 (a negative one is pinned at 0 and the rest refitted). Normal
  * equations are accumulated per series (one kernel and shape over tokens), so the bootstrap, which
- * resamples whole series (points of one series are not independent), costs a 6×6 sum per series.
+ * resamples whole series (points of one series are not independent), costs a 7×7 sum per series. A column
+ * that is zero on every row fitted (G where no expert outgrows L2 or no m passes one tile) is pinned at its bound.
  * The max(read, arith) alternative is not linear and is fitted, like the sum for the comparison, by
  * pattern search on mean |ln(pred/meas)|, so both compositions are scored by their own best fit.
  */
@@ -32,8 +33,8 @@ export interface ExpertPoint {
   work: ExpertWork;
   /** Weight read at the derated HBM rate, µs. */
   read_us: number;
-  /** Design row [1, A, B, R, D, Q] of the linear form. */
-  f: [number, number, number, number, number, number];
+  /** Design row [1, A, B, R, D, Q, G] of the linear form. */
+  f: [number, number, number, number, number, number, number];
 }
 
 /** Points of one kernel and shape over tokens, sorted by tokens. */
@@ -65,7 +66,7 @@ function expertPoint(r: MoeRow, balanced: boolean, rates: ExpertRates): ExpertPo
     ep: r.ep,
   };
   if (balanced) shape.routing = 'balanced';
-  const work = expertWork(shape, rates.bytes_per_element);
+  const work = expertWork(shape, rates.bytes_per_element, rates.l2_bytes);
   const pk = rates.peak_flops_per_us;
   return {
     shape,
@@ -80,6 +81,7 @@ function expertPoint(r: MoeRow, balanced: boolean, rates: ExpertRates): ExpertPo
       work.route_bytes,
       work.touched,
       work.pair_bytes,
+      work.reread_bytes / (rates.hbm_bytes_per_us * rates.hbm_derate),
     ],
   };
 }
@@ -146,16 +148,16 @@ export const sameSeries = (a: MoeRow, b: MoeRow): boolean =>
   a.tp === b.tp &&
   a.ep === b.ep;
 
-/** Unknowns of the linear form: floor, c1, c2, c3, c4, c5 (module doc). */
-const K = 6;
+/** Unknowns of the linear form: floor, c1, c2, c3, c4, c5, c6 (module doc). */
+const K = 7;
 
-/** Offset of the right-hand side v in a Normal's array (the 6×6 matrix M fills a[0…35], row-major). */
+/** Offset of the right-hand side v in a Normal's array (the 7×7 matrix M fills a[0…48], row-major). */
 const V_AT = K * K;
 
 /**
- * Weighted normal equations of one series, flat: the 6×6 matrix M row-major in a[6i + j] and the
- * right-hand side v in a[36 + i] (one Float64Array, so the bootstrap's and the holdouts' sums are one
- * loop over 42 numbers per series).
+ * Weighted normal equations of one series, flat: the 7×7 matrix M row-major in a[7i + j] and the
+ * right-hand side v in a[49 + i] (one Float64Array, so the bootstrap's and the holdouts' sums are one
+ * loop over 56 numbers per series).
  */
 export interface Normal {
   a: Float64Array;
@@ -188,7 +190,7 @@ function pointsNormal(points: readonly ExpertPoint[]): Normal {
  */
 const normalOf: (s: ExpertSeries) => Normal = memoByObject(seriesNormal);
 
-/** Scratch of solveInto: the augmented system, at most 6 rows of 7. */
+/** Scratch of solveInto: the augmented system, at most 7 rows of 8. */
 const AUG = new Float64Array(K * (K + 1));
 
 /**
@@ -218,9 +220,9 @@ function solveInto(n: number, out: Float64Array): boolean {
   return true;
 }
 
-/** Coefficients from x = (floor, c1, c2, c3, c4, c5); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
+/** Coefficients from x = (floor, c1, c2, c3, c4, c5, c6); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
 export function toCoefficients(x: readonly number[]): ExpertCoefficients | undefined {
-  const [floor, c1, c2, c3, c4, c5] = x as [number, number, number, number, number, number];
+  const [floor, c1, c2, c3, c4, c5, c6] = x as [number, number, number, number, number, number, number];
   if (!(c1 > 0)) return undefined;
   return {
     floor_us: floor,
@@ -229,18 +231,19 @@ export function toCoefficients(x: readonly number[]): ExpertCoefficients | undef
     route_bytes_per_us: c3 > 0 ? 1 / c3 : Infinity,
     expert_us: c4,
     pair_bytes_per_us: c5 > 0 ? 1 / c5 : Infinity,
+    reread: c6,
   };
 }
 
 /**
- * Lower bounds of x = (floor, c1, c2, c3, c4, c5): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
+ * Lower bounds of x = (floor, c1, c2, c3, c4, c5, c6): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
  * beats the dense peak).
  */
-export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0, 0] as const;
+export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0, 0, 0] as const;
 
 /**
  * Bounded relative least squares from summed normal equations: solve, pin the coefficient furthest
- * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3, c4, c5) or
+ * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3, c4, c5, c6) or
  * undefined when singular.
  */
 export function solveNonNegative(n: Normal): number[] | undefined {
@@ -252,6 +255,8 @@ export function solveNonNegative(n: Normal): number[] | undefined {
   // Rows all at ep 1 (one kernel's set): the pair column Q = P·H·2 is the route column R = T·k·H·2 (P = T·k),
   // so the two are one unknown; the pair term is pinned free and the route term carries both.
   if (sameColumn(a, 3, 5)) free[5] = 0;
+  // A column zero on every row (the re-read G where no expert outgrows L2 or no m passes one tile) is pinned.
+  for (let j = 0; j < K; j++) if (!(a[K * j + j]! > 0)) free[j] = 0;
   for (let pass = 0; pass < K; pass++) {
     let m = 0;
     for (let j = 0; j < K; j++) if (free[j]) cols[m++] = j;
@@ -313,7 +318,8 @@ export function fitExpertSum(series: readonly ExpertSeries[]): ExpertCoefficient
 export function predictExpert(p: ExpertPoint, c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): number {
   const arith = (p.f[1] + p.f[2] * c.m_half) / c.eps_max;
   const fixed = c.floor_us + p.f[3] / c.route_bytes_per_us + p.f[4] * c.expert_us + p.f[5] / c.pair_bytes_per_us;
-  return fixed + (compose === 'sum' ? p.read_us + arith : Math.max(p.read_us, arith));
+  const read = p.read_us + p.f[6] * (c.reread ?? 0);
+  return fixed + (compose === 'sum' ? read + arith : Math.max(read, arith));
 }
 
 /** Errors of a law on points. */
@@ -342,7 +348,7 @@ export function predictedError(points: readonly ExpertPoint[], pred: readonly nu
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
 }
 
-/** Seeded bootstrap over series of the six coefficients; 2.5/97.5% quantiles (type-7) of each. */
+/** Seeded bootstrap over series of the seven coefficients; 2.5/97.5% quantiles (type-7) of each. */
 export function bootstrapExpert(
   series: readonly ExpertSeries[],
   opts: { resamples: number; seed: number },
@@ -353,6 +359,7 @@ export function bootstrapExpert(
   route_bytes_per_us: [number, number];
   expert_us: [number, number];
   pair_bytes_per_us: [number, number];
+  reread: [number, number];
   ok: number;
 } {
   const normals = series.map(normalOf);
@@ -371,6 +378,7 @@ export function bootstrapExpert(
     route_bytes_per_us: ci((c) => c.route_bytes_per_us),
     expert_us: ci((c) => c.expert_us),
     pair_bytes_per_us: ci((c) => c.pair_bytes_per_us),
+    reread: ci((c) => c.reread ?? 0),
     ok: est.length,
   };
 }
@@ -455,7 +463,7 @@ const ABANDON_CHUNK = 256;
 
 /**
  * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
- * the six coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate and pair_rate ≤ 1e12 bytes per µs).
+ * the seven coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate and pair_rate ≤ 1e12 bytes per µs).
  */
 export function fitExpertLogL1(
   points: readonly ExpertPoint[],
@@ -469,9 +477,11 @@ export function fitExpertLogL1(
     route_bytes_per_us: Math.exp(x[3]!),
     expert_us: Math.exp(x[4]!),
     pair_bytes_per_us: Math.exp(x[5]!),
+    reread: Math.exp(x[6]!),
   });
   const n = points.length;
-  const [A, B, R, D, Q, rd, lat] = [0, 1, 2, 3, 4, 5, 6].map(() => new Float64Array(n)) as [
+  const [A, B, R, D, Q, G, rd, lat] = [0, 1, 2, 3, 4, 5, 6, 7].map(() => new Float64Array(n)) as [
+    Float64Array,
     Float64Array,
     Float64Array,
     Float64Array,
@@ -481,7 +491,16 @@ export function fitExpertLogL1(
     Float64Array,
   ];
   points.forEach((p, i) => {
-    [A[i], B[i], R[i], D[i], Q[i], rd[i], lat[i]] = [p.f[1], p.f[2], p.f[3], p.f[4], p.f[5], p.read_us, p.latency_us];
+    [A[i], B[i], R[i], D[i], Q[i], G[i], rd[i], lat[i]] = [
+      p.f[1],
+      p.f[2],
+      p.f[3],
+      p.f[4],
+      p.f[5],
+      p.f[6],
+      p.read_us,
+      p.latency_us,
+    ];
   });
   const sum = compose === 'sum';
   // patternSearch keeps a poll only when it is strictly below its best, and its best is the least value
@@ -490,13 +509,14 @@ export function fitExpertLogL1(
   // returns is ≥ the best, so the search's path and result are the full evaluation's, bit for bit).
   let least = Infinity;
   const obj = (x: readonly number[]) => {
-    const [fl, inv, mh, invR, ex, invQ] = [
+    const [fl, inv, mh, invR, ex, invQ, rr] = [
       Math.exp(x[0]!),
       Math.exp(-x[1]!),
       Math.exp(x[2]!),
       Math.exp(-x[3]!),
       Math.exp(x[4]!),
       Math.exp(-x[5]!),
+      Math.exp(x[6]!),
     ];
     let s = 0;
     for (let i0 = 0; i0 < n; i0 += ABANDON_CHUNK) {
@@ -505,13 +525,13 @@ export function fitExpertLogL1(
       if (sum)
         for (let i = i0; i < end; i++) {
           const ar = (A[i]! + B[i]! * mh) * inv;
-          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + (rd[i]! + ar);
+          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + (rd[i]! + G[i]! * rr + ar);
           s += Math.abs(Math.log(t / lat[i]!));
         }
       else
         for (let i = i0; i < end; i++) {
           const ar = (A[i]! + B[i]! * mh) * inv;
-          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + Math.max(rd[i]!, ar);
+          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + Math.max(rd[i]! + G[i]! * rr, ar);
           s += Math.abs(Math.log(t / lat[i]!));
         }
       if (s / n >= least) return s / n;
@@ -527,7 +547,8 @@ export function fitExpertLogL1(
     Math.min(start.route_bytes_per_us, 1e12),
     start.expert_us,
     Math.min(start.pair_bytes_per_us, 1e12),
+    start.reread ?? 0,
   ].map((v) => Math.log(Math.max(v, 1e-3)));
-  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 140 });
+  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 160 });
   return { c: of(r.x), geo: Math.exp(r.value) };
 }

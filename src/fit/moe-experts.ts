@@ -14,15 +14,16 @@
  *   moe_expert_floor_<d> (us_per_layer), moe_expert_eps_max_<d> (dimensionless),
  *   moe_expert_m_half_<d> (tokens per expert), moe_expert_route_rate_<d> (bytes_per_us),
  *   moe_expert_per_expert_<d> (us_per_load: µs per touched expert, one load of its weights),
- *   moe_expert_pair_rate_<d> (bytes_per_us: the rank's pairs' activation rows P·H·2). A floor,
- *   m_half or per-expert cost pinned at 0, or a route or pair term pinned free, is not written (the registry allows 0 only for
+ *   moe_expert_pair_rate_<d> (bytes_per_us: the rank's pairs' activation rows P·H·2),
+ *   moe_expert_reread_<d> (dimensionless: HBM passes over a touched expert's L2-missing weights per m-tile past
+ *   its first). A floor, m_half, per-expert cost or re-read pinned at 0, or a route or pair term pinned free, is not written (the registry allows 0 only for
  *   not_charged entries); an absent entry prices its term as 0.
  * ci95: seeded bootstrap over series. Holdouts: the largest quarter of token counts; leave one
  * (hidden, inter, experts, topk) shape out. The sum-vs-max comparison (seed footnote 1) is returned as
  * data: both compositions fitted by pattern search on mean |ln(pred/meas)| from the same start.
  * Returns data; src/report/fit-moe-experts.ts draws it.
  */
-import type { ExpertCoefficients, ExpertRates } from '../core/laws/moe-experts.ts';
+import { EXPERT_TILE_M, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
 import {
   bytesPerElement,
   EXPERT_DTYPES,
@@ -30,7 +31,7 @@ import {
   type ExpertDtype,
   WEIGHT_ONLY_EXPERT_ROWS,
 } from '../core/catalog/dtypes.ts';
-import { peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import {
   EXPERT_EP_MODES,
   EXPERT_KERNEL_TAGS,
@@ -83,6 +84,7 @@ export interface ExpertDtypeFit {
     route_bytes_per_us: [number, number];
     expert_us: [number, number];
     pair_bytes_per_us: [number, number];
+    reread: [number, number];
   };
   /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
   pinned: string[];
@@ -162,6 +164,7 @@ function fitExpertDtype(
     hbm_bytes_per_us: ctx.chip.hbm_bytes_per_us,
     hbm_derate: derate,
     bytes_per_element: bytesPerElement(dtype),
+    l2_bytes: l2Bytes(ctx.chip.l2_mib),
   };
   const parts = expertSeries(mine, expertRowDtype(dtype), distribution, rates);
   const fit = fitExpertSet(parts, { dtype, set: dtype, distribution, sumVsMax: true }, ctx, rates);
@@ -239,6 +242,7 @@ function pinnedOf(c: ExpertCoefficients): string[] {
     ...(!Number.isFinite(c.route_bytes_per_us) ? ['route_rate (not written: free)'] : []),
     ...(c.expert_us === 0 ? ['per_expert (not written)'] : []),
     ...(!Number.isFinite(c.pair_bytes_per_us) ? ['pair_rate (not written: free)'] : []),
+    ...(!c.reread ? ['reread (not written)'] : []),
   ];
 }
 
@@ -345,6 +349,7 @@ function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): Ex
     route_bytes_per_us: w(b.route_bytes_per_us, c.route_bytes_per_us),
     expert_us: w(b.expert_us, c.expert_us),
     pair_bytes_per_us: w(b.pair_bytes_per_us, c.pair_bytes_per_us),
+    reread: w(b.reread, c.reread ?? 0),
   };
 }
 
@@ -372,7 +377,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
   const kernels = `${f.kernel ? `kernel ${f.kernel.tag}` : 'kernels'} ${f.kernels.join(' + ')}${mode}`;
   const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, ${kernels}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
   const notes = [
-    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate (core/laws/moe-experts.ts), charged as a sum`,
+    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate + reread·(weights re-read past the first m-tile of ${EXPERT_TILE_M}, L2-missing part)/(HBM·${fmt(f.rates.hbm_derate)}) (core/laws/moe-experts.ts), charged as a sum`,
     ...(f.sum_vs_max
       ? [`sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`]
       : [
@@ -412,7 +417,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ),
   });
   const c = f.coefficients;
-  // A term pinned at 0 (floor, m_half, per_expert) or at "free" (route, pair) is not written: the registry allows 0 only for
+  // A term pinned at 0 (floor, m_half, per_expert, reread) or at "free" (route, pair) is not written: the registry allows 0 only for
   // not_charged entries, and an absent entry prices the term as 0 (the evidence notes say which).
   return [
     ...(c.floor_us > 0 ? [mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us)] : []),
@@ -425,6 +430,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ...(Number.isFinite(c.pair_bytes_per_us)
       ? [mk('pair_rate', c.pair_bytes_per_us, 'bytes_per_us', f.ci95.pair_bytes_per_us)]
       : []),
+    ...(c.reread ? [mk('reread', c.reread, 'dimensionless', f.ci95.reread)] : []),
   ];
 }
 

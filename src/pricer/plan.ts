@@ -12,10 +12,16 @@ import {
   type StorageDtype,
 } from '../core/catalog/dtypes.ts';
 import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
-import { peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { EXPERT_KERNEL_TAGS, expertEpMode, expertKernelSet } from '../core/catalog/expert-kernels.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
-import { expertTerms, expertWork, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
+import {
+  expertTerms,
+  expertWork,
+  l2MissFraction,
+  type ExpertCoefficients,
+  type ExpertRates,
+} from '../core/laws/moe-experts.ts';
 import { rampUs, rampUsPerToken, shapeFactor } from '../core/laws/gemm.ts';
 import {
   chunkedScanFlopsPerToken,
@@ -111,6 +117,12 @@ export interface ExpertLawPlan {
   readUsPerTouched: number;
   /** Routed activations per step token k · H · 2 / route_rate plus the rank's pair rows (k·L/E) · H · 2 / pair_rate, µs (HBM). */
   routeUsPerToken: number;
+  /**
+   * One touched expert's weights streamed again per m-tile past its first, reread · (L2-missing bytes) / (HBM · derate),
+   * µs (HBM); 0 = no `moe_expert_reread_<set>` (or the expert fits in L2): the step multiplies it by
+   * touched · expertRereadPasses(P / touched).
+   */
+  rereadUsPerPass: number;
 }
 
 /** A collective launched by a layer kind. */
@@ -286,8 +298,8 @@ function addGemmNode(
 /**
  * The fitted expert law for a GroupedGEMM node (issue 13; core/laws/moe-experts.ts; KNOWN DIVERGENCE 12),
  * folded by calling expertWork/expertTerms once on unit work: floor, per-pair and per-touched-expert
- * arithmetic and fixed cost, per-touched-expert read and per-token route and pair rows. Needs `moe_expert_eps_max_<dtype>`
- * for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert,pair_rate}_<dtype>` absent price as 0 (the fitter
+ * arithmetic and fixed cost, per-touched-expert read and re-read per extra m-tile, per-token route and pair rows. Needs `moe_expert_eps_max_<dtype>`
+ * for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert,pair_rate,reread}_<dtype>` absent price as 0 (the fitter
  * writes no term pinned at 0). The law is fitted on balanced rows and prices balanced routing: the
  * imbalance median is not applied to it. Undefined (with a note naming the entry) when the entry or
  * the format's dense peak is missing: the caller falls back to the dense GEMM ramp.
@@ -419,6 +431,7 @@ function foldExpertLaw(
     route_bytes_per_us: ctx.coef.opt(`moe_expert_route_rate_${w}`) ?? Infinity,
     expert_us: ctx.coef.opt(`moe_expert_per_expert_${w}`) ?? 0,
     pair_bytes_per_us: ctx.coef.opt(`moe_expert_pair_rate_${w}`) ?? Infinity,
+    reread: ctx.coef.opt(`moe_expert_reread_${w}`) ?? 0,
   };
   const hbm = ctx.coef.chip.hbm_bytes_per_us;
   const r: ExpertRates = {
@@ -426,6 +439,7 @@ function foldExpertLaw(
     hbm_bytes_per_us: hbm,
     hbm_derate: ctx.coef.hbmDerate,
     bytes_per_element: bytesPerValue,
+    l2_bytes: l2Bytes(ctx.coef.chip.l2_mib),
   };
   // One step token: P = k·L/E pairs and k·H·2 route bytes; the weight bytes of the touched experts divided back to one.
   const layer = {
@@ -438,14 +452,25 @@ function foldExpertLaw(
     ep: ctx.ep,
     gated: node.gated !== false,
   };
-  const one = expertWork(layer, r.bytes_per_element);
+  const one = expertWork(layer, r.bytes_per_element, r.l2_bytes);
+  const expertBytes = one.weight_bytes / one.touched;
+  // One pass over one touched expert's L2-missing weights (the step counts the passes: core/laws expertRereadPasses).
+  const reread_bytes = expertBytes * l2MissFraction(expertBytes, r.l2_bytes);
   const perTouched = expertTerms(
-    { ...one, touched: 1, pairs: 0, weight_bytes: one.weight_bytes / one.touched, route_bytes: 0, pair_bytes: 0 },
+    { ...one, touched: 1, pairs: 0, weight_bytes: expertBytes, route_bytes: 0, pair_bytes: 0, reread_bytes },
     c,
     r,
   );
   const perPair = expertTerms(
-    { ...one, touched: 1, pairs: 1, weight_bytes: 0, route_bytes: one.route_bytes, pair_bytes: one.pair_bytes },
+    {
+      ...one,
+      touched: 1,
+      pairs: 1,
+      weight_bytes: 0,
+      route_bytes: one.route_bytes,
+      pair_bytes: one.pair_bytes,
+      reread_bytes: 0,
+    },
     { ...c, m_half: 0 },
     r,
   );
@@ -458,6 +483,7 @@ function foldExpertLaw(
     readUsPerTouched: perTouched.read_us,
     // The rank's pairs' activation rows (P·H·2 bytes per step token) are memory traffic, charged with the route.
     routeUsPerToken: perPair.route_us + perPair.pair_us,
+    rereadUsPerPass: perTouched.reread_us,
   };
 }
 
@@ -967,6 +993,7 @@ function canonicalKind(kp: KindPlan): KindPlan {
       arithUsPerTouched: law.arithUsPerTouched,
       readUsPerTouched: law.readUsPerTouched,
       routeUsPerToken: law.routeUsPerToken,
+      rereadUsPerPass: law.rereadUsPerPass,
     };
   return kp;
 }

@@ -27,6 +27,7 @@ import { collectiveUs } from '../core/laws/collective.ts';
 import { floorPlusUnits } from '../core/laws/floor-rate.ts';
 import { rampUs } from '../core/laws/gemm.ts';
 import { expertsTouched } from '../core/laws/moe.ts';
+import { expertRereadPasses } from '../core/laws/moe-experts.ts';
 import { prefillFormUs, type PrefillForm } from '../core/laws/sparse.ts';
 import { composeHead, composeLayers } from './compose.ts';
 import type { AttnPlan, CollPlan, KindPlan, RecPlan } from './plan.ts';
@@ -84,6 +85,7 @@ const LAWS = {
   prefillFormUs,
   collectiveUs,
   expertsTouched,
+  expertRereadPasses,
   composeLayers,
   composeHead,
 };
@@ -212,7 +214,13 @@ function expertCode(kp: KindPlan, s: string, k: Consts): string[] {
     out.push(
       `const esm = (${k.c(law.floorUs)} + tok * ${k.c(law.pairsPerToken)} * ${k.c(law.arithUsPerPair)} + touched * ${k.c(law.arithUsPerTouched)}) * ${s};`,
     );
-    out.push(`const ehbm = touched * ${k.c(law.readUsPerTouched)} + tok * ${k.c(law.routeUsPerToken)};`);
+    // Weights re-read past each touched expert's first m-tile (core/laws/moe-experts.ts): emitted only where fitted
+    // and the expert outgrows L2, so every other law's code is as before.
+    const reread =
+      law.rereadUsPerPass > 0
+        ? ` + (touched > 0 ? touched * ${k.c(law.rereadUsPerPass)} * expertRereadPasses((tok * ${k.c(law.pairsPerToken)}) / touched) : 0)`
+        : '';
+    out.push(`const ehbm = touched * ${k.c(law.readUsPerTouched)} + tok * ${k.c(law.routeUsPerToken)}${reread};`);
   }
   return out;
 }

@@ -36,8 +36,8 @@ const allSets = (data: MoeExpertsData): MoeExpertsData['fits'] => [...data.fits,
 
 function table(data: MoeExpertsData): string[] {
   const L = [
-    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | re-read (passes) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const f of allSets(data)) {
     const c = f.coefficients;
@@ -45,7 +45,8 @@ function table(data: MoeExpertsData): string[] {
       `| ${f.set} | ${f.distribution} | ${f4(c.floor_us)} ${ci(f.ci95.floor_us)} | ${f4(c.eps_max)} ${ci(f.ci95.eps_max)} | ${f4(c.m_half)} ${ci(f.ci95.m_half)} | ` +
         `${Number.isFinite(c.route_bytes_per_us) ? `${f4(c.route_bytes_per_us)} ${ci(f.ci95.route_bytes_per_us)}` : 'pinned (free)'} | ` +
         `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ` +
-        `${Number.isFinite(c.pair_bytes_per_us) ? `${f4(c.pair_bytes_per_us)} ${ci(f.ci95.pair_bytes_per_us)}` : 'pinned (free)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
+        `${Number.isFinite(c.pair_bytes_per_us) ? `${f4(c.pair_bytes_per_us)} ${ci(f.ci95.pair_bytes_per_us)}` : 'pinned (free)'} | ` +
+        `${c.reread ? `${f4(c.reread)} ${ci(f.ci95.reread)}` : 'pinned (0)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
         `${f.holdout_tokens ? `${f4(f.holdout_tokens.geo)} (tokens ≥ ${f.holdout_tokens.min_tokens})` : 'n/a'} | ${f.holdout_shape ? `${f4(f.holdout_shape.geo)} (${f.holdout_shape.geometries} shapes)` : 'n/a'} | ${f.series} (${f.screened.length}) |`,
     );
   }

@@ -6,11 +6,13 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { l2Bytes, loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import {
   expertLayerMaxUs,
   expertLayerUs,
+  expertRereadPasses,
   expertWork,
+  l2MissFraction,
   type ExpertCoefficients,
 } from '../../src/core/laws/moe-experts.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
@@ -31,8 +33,16 @@ import type { FitContext } from '../../src/fit/types.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
 
-/** The expert law's six coefficients, in the order the recovery tests check them. */
-const LAW_COEFS = ['floor_us', 'eps_max', 'm_half', 'route_bytes_per_us', 'expert_us', 'pair_bytes_per_us'] as const;
+/** The expert law's seven coefficients, in the order the recovery tests check them. */
+const LAW_COEFS = [
+  'floor_us',
+  'eps_max',
+  'm_half',
+  'route_bytes_per_us',
+  'expert_us',
+  'pair_bytes_per_us',
+  'reread',
+] as const;
 import { moeExpertsSection, sumVsMaxVerdict } from '../../src/report/fit-moe-experts.ts';
 
 const H200 = loadChip('h200');
@@ -41,6 +51,53 @@ const ctx = (derate: number, chip = H200): FitContext => ({
   inputs: [{ file: `measurements/${chip.name}/moe.vllm-0.24.0.csv.gz`, sha256: 'c'.repeat(64), lane: 'vllm-0.24.0' }],
   bootstrap: { resamples: 200, seed: 7 },
   prior: new Map([['hbm_derate', derate]]),
+});
+
+describe('expert law: the weight re-read past the first m-tile, by hand', () => {
+  // Mixtral-8x7B's layer at tp 1 in bf16, 2,048 tokens, balanced routing: P = 2,048·2 = 4,096 pairs on D = 8 experts,
+  // m = 512 tokens per expert = 4 tiles of 128: 3 passes past the first. One expert is 3·4096·14336·2 B = 352,321,536 B;
+  // with 50 MiB = 52,428,800 B of L2 the part that misses is 1 − 52,428,800/352,321,536 = 0.851190476.
+  //   reread_bytes = 8 · 352,321,536 · 3 · 0.851190476 = 7,197,425,664 B
+  //   reread_us    = 0.5 · 7,197,425,664 / (4.8e6 · 0.86) = 871.781 µs
+  const shape = {
+    tokens: 2048,
+    hidden: 4096,
+    inter: 14336,
+    topk: 2,
+    experts: 8,
+    tp: 1,
+    ep: 1,
+    routing: 'balanced' as const,
+  };
+  const rates = { peak_flops_per_us: 0.989e9, hbm_bytes_per_us: 4.8e6, hbm_derate: 0.86, bytes_per_element: 2 };
+  const c: ExpertCoefficients = {
+    floor_us: 30,
+    eps_max: 0.7,
+    m_half: 0,
+    route_bytes_per_us: Infinity,
+    expert_us: 0,
+    pair_bytes_per_us: Infinity,
+    reread: 0.5,
+  };
+  it('passes, L2 miss and bytes', () => {
+    expect(expertRereadPasses(128)).toBe(0);
+    expect(expertRereadPasses(128.0000000001)).toBe(0); // a rounding excess does not start a tile
+    expect(expertRereadPasses(129)).toBe(1);
+    expect(expertRereadPasses(512)).toBe(3);
+    expect(l2MissFraction(352_321_536, 52_428_800)).toBeCloseTo(0.851190476, 9);
+    expect(l2MissFraction(5_505_024, 52_428_800)).toBe(0); // DeepSeek-V3's fp8 expert at tp 8 fits
+    expect(l2MissFraction(352_321_536, undefined)).toBe(0);
+    expect(expertWork(shape, 2, 52_428_800).reread_bytes).toBeCloseTo(7_197_425_664, 0);
+    expect(expertWork(shape, 2).reread_bytes).toBe(0); // no L2 size: nothing re-read
+  });
+  it('charged as a read, added to the sum and to the read side of the max', () => {
+    const l2 = { ...rates, l2_bytes: 52_428_800 };
+    expect(expertLayerUs(shape, c, l2) - expertLayerUs(shape, { ...c, reread: 0 }, l2)).toBeCloseTo(871.781, 3);
+    expect(expertLayerUs(shape, c, rates)).toBe(expertLayerUs(shape, { ...c, reread: 0 }, rates));
+    // Arithmetic 6·4096·14336·4096 / (0.989e9·0.7) = 2,085.1 µs exceeds read 8·352,321,536/(4.8e6·0.86) = 682.8 µs plus the
+    // re-read 871.8 µs, so the max is floor + arithmetic either way.
+    expect(expertLayerMaxUs(shape, c, l2)).toBeCloseTo(expertLayerMaxUs(shape, { ...c, reread: 0 }, l2), 9);
+  });
 });
 
 describe('expert law: one layer by hand', () => {
@@ -102,7 +159,7 @@ describe('expert law: one layer by hand', () => {
   });
 });
 
-/** Synthetic table from known coefficients: 6 shapes × tp/ep × 14 token counts, ±3% seeded noise. */
+/** Synthetic table from known coefficients: 6 shapes × tp/ep × 15 token counts, ±3% seeded noise. */
 function synthetic(
   c: ExpertCoefficients,
   derate: number,
@@ -120,6 +177,7 @@ function synthetic(
     hbm_bytes_per_us: H200.hbm_bytes_per_us,
     hbm_derate: derate,
     bytes_per_element: 1,
+    l2_bytes: l2Bytes(H200.l2_mib),
   };
   const rows: MoeRow[] = [];
   const shapes = [
@@ -132,7 +190,7 @@ function synthetic(
   ] as const;
   for (const [hidden, inter, topk, experts] of shapes)
     for (const [tp, ep] of modes)
-      for (const tokens of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]) {
+      for (const tokens of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]) {
         // The tables' balanced rows: the collector's balanced routing, the D the fit uses on them.
         const t = expertLayerUs({ tokens, hidden, inter, topk, experts, tp, ep, routing: 'balanced' }, c, rates);
         const base = {
@@ -162,23 +220,27 @@ describe('fitMoeExperts recovers known coefficients', () => {
     route_bytes_per_us: 2e6,
     expert_us: 1.5,
     pair_bytes_per_us: 1.5e6,
+    // (4096, 14336) fp8 experts (176 MB each, past h200's 50 MiB L2) at tp 1 run m up to 4,096: 31 passes re-read, the
+    // first (m = 256 at 1,024 tokens) below the tokens holdout's cut (2,048).
+    reread: 0.8,
   };
   const fit = fitMoeExperts(synthetic(truth, 0.86), ctx(0.86));
   const f = fit.data.fits.find((x) => x.dtype === 'fp8_block')!;
   it('each within its ci95 and within 10% of the truth', () => {
     expect(f).toBeDefined();
     for (const k of LAW_COEFS) {
-      const v = f.coefficients[k];
-      expect(f.ci95[k][0], k).toBeLessThanOrEqual(truth[k]);
-      expect(f.ci95[k][1], k).toBeGreaterThanOrEqual(truth[k]);
-      expect(Math.abs(v / truth[k] - 1), k).toBeLessThan(0.1);
+      const v = f.coefficients[k]!;
+      const t = truth[k]!;
+      expect(f.ci95[k][0], k).toBeLessThanOrEqual(t);
+      expect(f.ci95[k][1], k).toBeGreaterThanOrEqual(t);
+      expect(Math.abs(v / t - 1), k).toBeLessThan(0.1);
     }
     expect(f.train.geo).toBeLessThan(1.03);
     expect(f.holdout_tokens!.geo).toBeLessThan(1.05);
     expect(f.holdout_shape!.geo).toBeLessThan(1.05);
     expect(f.distribution).toBe('balanced');
   });
-  it('writes six entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
+  it('writes seven entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
     expect(fit.coefficients.map((c) => c.name)).toEqual([
       'moe_expert_floor_fp8_block',
       'moe_expert_eps_max_fp8_block',
@@ -186,6 +248,7 @@ describe('fitMoeExperts recovers known coefficients', () => {
       'moe_expert_route_rate_fp8_block',
       'moe_expert_per_expert_fp8_block',
       'moe_expert_pair_rate_fp8_block',
+      'moe_expert_reread_fp8_block',
     ]);
     expect(applyGates(H200, fit.coefficients)).toEqual([]);
     expect(f.sum_vs_max!.sum_better).toBe(true);
@@ -208,7 +271,7 @@ describe('fitMoeExperts recovers known coefficients', () => {
     expect(s.md).toContain('| fp8_block | ');
     expect(s.md).toContain('Met on every dtype.');
     expect(f.bias_by_tokens.map((r) => r.tokens)).toEqual([
-      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
+      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
     ]);
     for (const r of f.bias_by_tokens) {
       expect(Math.abs(Math.log(r.all_rows)), `${r.tokens}`).toBeLessThan(0.03);
@@ -227,6 +290,7 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
     route_bytes_per_us: 2e6,
     expert_us: 0.5,
     pair_bytes_per_us: 3e6,
+    reread: 0.5,
   };
   const cutlass: ExpertCoefficients = {
     floor_us: 45,
@@ -235,6 +299,7 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
     route_bytes_per_us: 1.5e6,
     expert_us: 2,
     pair_bytes_per_us: 1e6,
+    reread: 1.2,
   };
   const T = 'vllm_fp8moe_triton_tritonexperts';
   const C = 'vllm_fp8moe_flashinfer_cutlass_flashinferexperts';
@@ -272,13 +337,14 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
     ] as const) {
       const f = set(name);
       for (const k of LAW_COEFS) {
-        if (!Number.isFinite(truth[k])) {
+        const t = truth[k]!;
+        if (!Number.isFinite(t)) {
           expect(f.coefficients[k], `${name} ${k}`).toBe(Infinity);
           continue;
         }
-        expect(f.ci95[k][0], `${name} ${k}`).toBeLessThanOrEqual(truth[k]);
-        expect(f.ci95[k][1], `${name} ${k}`).toBeGreaterThanOrEqual(truth[k]);
-        expect(Math.abs(f.coefficients[k] / truth[k] - 1), `${name} ${k}`).toBeLessThan(0.1);
+        expect(f.ci95[k][0], `${name} ${k}`).toBeLessThanOrEqual(t);
+        expect(f.ci95[k][1], `${name} ${k}`).toBeGreaterThanOrEqual(t);
+        expect(Math.abs(f.coefficients[k]! / t - 1), `${name} ${k}`).toBeLessThan(0.1);
       }
       expect(f.holdout_shape!.geo, name).toBeLessThan(1.05);
       expect(f.holdout_tokens!.geo, name).toBeLessThan(1.05);
@@ -318,8 +384,9 @@ describe('the sum-vs-max search stops a losing poll early without changing its r
       hbm_bytes_per_us: H200.hbm_bytes_per_us,
       hbm_derate: 0.86,
       bytes_per_element: 1,
+      l2_bytes: l2Bytes(H200.l2_mib),
     };
-    // Four (tp, ep) modes: 6 shapes × 4 × 14 token counts = 336 points, more than one 256-point chunk between checks.
+    // Four (tp, ep) modes: 6 shapes × 4 × 15 token counts = 360 points, more than one 256-point chunk between checks.
     const modes = [
       [1, 1],
       [4, 1],
@@ -328,11 +395,11 @@ describe('the sum-vs-max search stops a losing poll early without changing its r
     ] as const;
     const { series } = expertSeries(synthetic(truth, 0.86, 'fp8_block', 'k', modes), 'fp8_block', 'balanced', rates);
     const points = series.flatMap((x) => x.points);
-    expect(points.length).toBe(336);
+    expect(points.length).toBe(360);
     const start = fitExpertSum(series)!;
     // A start 40 % off in every coefficient, so the search moves (and rejects) many polls.
     const off: ExpertCoefficients = { ...start };
-    for (const k of LAW_COEFS) off[k] = Math.min(start[k], 1e12) * 1.4;
+    for (const k of LAW_COEFS) off[k] = Math.min(start[k]!, 1e12) * 1.4;
     const r = fitExpertLogL1(points, compose, off);
     const full = expertError(points, r.c, compose).geo;
     expect(Math.abs(r.geo / full - 1)).toBeLessThan(1e-12);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { l2Bytes, loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { expertLayerUs } from '../../src/core/laws/moe-experts.ts';
 import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
@@ -118,6 +118,54 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     );
   });
 
+  it('the weight re-read past the first m-tile: mixtral-8x7b tp 1 bf16 prices the law at every token count (fast-check)', () => {
+    // Mixtral's experts at tp 1 are 3·4096·14336·2 B = 352 MB each, past h200's 50 MiB L2 (miss 0.851): from m = P/D
+    // above 128 tokens per expert (T > 512: P = 2T, D = 8) each further m-tile re-reads them at the fitted
+    // moe_expert_reread_bf16 (core/laws/moe-experts.ts). The pricer's step code must charge what the law does.
+    const chip = loadChip('h200');
+    const reg = (name: string) => H200.flatMap((s) => s.coefficients).find((c) => c.name === name)?.entry.value;
+    const reread = reg('moe_expert_reread_bf16')!;
+    expect(reread).toBeGreaterThan(0);
+    const c = {
+      eps_max: reg('moe_expert_eps_max_bf16')!,
+      m_half: reg('moe_expert_m_half_bf16') ?? 0,
+      floor_us: reg('moe_expert_floor_bf16') ?? 0,
+      route_bytes_per_us: reg('moe_expert_route_rate_bf16') ?? Infinity,
+      expert_us: reg('moe_expert_per_expert_bf16') ?? 0,
+      pair_bytes_per_us: reg('moe_expert_pair_rate_bf16') ?? Infinity,
+      reread,
+    };
+    const r = {
+      peak_flops_per_us: chip.peak_tflops.bf16! * 1e6,
+      hbm_bytes_per_us: chip.hbm_bytes_per_us,
+      hbm_derate: reg('hbm_derate')!,
+      bytes_per_element: 2,
+      l2_bytes: l2Bytes(chip.l2_mib),
+    };
+    const p = makePricer('mixtral-8x7b', 'h200', { tp: 1, weight_dtype: 'bf16' }, H200);
+    const layerUs = (n: number) => {
+      const requests = Array.from({ length: n }, () => ({
+        scheduled_tokens: 1,
+        computed_tokens: 64,
+        prompt_tokens: 64,
+      }));
+      const k = p.price({ requests }, { per_kind: true }).per_kind!.find((x) => x.kind === 'gqa_moe')!;
+      return k.experts_us / k.count;
+    };
+    const shape = { hidden: 4096, inter: 14336, topk: 2, experts: 8, tp: 1, ep: 1 };
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4096 }), (n) => {
+        const law = expertLayerUs({ tokens: n, ...shape }, c, r);
+        expect(Math.abs(layerUs(n) / law - 1)).toBeLessThan(1e-12);
+      }),
+      { numRuns: 25 },
+    );
+    // At 2,048 tokens (m = 512: 3 passes past the first tile) the term is charged; without the entry it is not.
+    const without = expertLayerUs({ tokens: 2048, ...shape }, { ...c, reread: 0 }, r);
+    const passes = 3 * 8 * 352_321_536 * (1 - l2Bytes(chip.l2_mib) / 352_321_536);
+    expect(layerUs(2048) - without).toBeCloseTo((reread * passes) / (chip.hbm_bytes_per_us * r.hbm_derate), 6);
+  });
+
   it('priced expert time at 1 and 256 tokens against the rows: each within 5% of the widest recorded holdout error (256 tokens once the read overshoot is set apart)', () => {
     // Measured: the balanced fp8_block rows of measurements/h200/moe.vllm-0.24.0.csv.gz for (7168, 2048, 256, 8) at tp 8, ep 1.
     const text = zlib
@@ -139,24 +187,25 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     expect(measured(1)).toBeCloseTo(55.24, 2); // the issue's 55 µs
     expect(measured(256)).toBeCloseTo(291.78, 2); // the issue's 292 µs
     // The widest holdout error the fit records for the law the pricer uses here (Triton's, ep 1): the shape holdout
-    // (evidence.holdout_error) or the tokens holdout (its note). On the shipped registry (2026-12-02, kernel sets):
-    // shape 1.135, tokens 1.287.
+    // (evidence.holdout_error) or the tokens holdout (its note). On the shipped registry (2026-12-02, kernel sets and
+    // the weight re-read term): shape 1.132, tokens 1.271.
     const ev = H200.flatMap((s) => s.coefficients).find((c) => c.name === `moe_expert_eps_max_${KERNEL_SET[1]}`)!.entry
       .evidence!;
     const tokensNote = (ev.notes ?? []).map((n) => /tokens holdout .*geo ([\d.]+)/.exec(n)).find((m) => m);
     const bound = Math.max(ev.holdout_error!.geo, tokensNote ? Number(tokensNote[1]) : 0);
     const p = makePricer('deepseek-v3', 'h200', deployment, H200);
-    // 1 token: 49.59 / 55.24 = 0.898 (1/0.898 = 1.114), inside the bound. On Triton's own law (floor 38.53 µs,
-    // 0.01243 µs per touched expert) the pooled law's 41.06 µs (0.743, 2.7% past its bound) is gone: the pooled
-    // floor was pulled down by the CUTLASS rows at ep > 1.
+    // 1 token: 49.81 / 55.24 = 0.902 (1/0.902 = 1.109), inside the bound. On Triton's own law (floor 38.76 µs,
+    // 0.009846 µs per touched expert) the pooled law's 41.06 µs (0.743, 2.7% past its bound) is gone: the pooled
+    // floor was pulled down by the CUTLASS rows at ep > 1. (DeepSeek-V3's experts at tp 8, 5.5 MB each, fit in
+    // h200's L2: the re-read term charges nothing here.)
     const r1 = expertUsPerLayer(p, 1) / measured(1);
-    expect(r1).toBeCloseTo(0.8977, 3);
+    expect(r1).toBeCloseTo(0.9016, 3);
     expect(1 / r1).toBeLessThanOrEqual(bound * 1.05);
     // 256 tokens: the law's weight read alone overshoots the row. D = 256·(1 − (248/256)^256) = 255.93 experts ×
     // 3·7168·256 B = 5,505,024 B each at 4.8e6 B/µs × hbm_derate 0.8576 = 342.3 µs > 291.8 µs measured (the
     // kernel streams faster than the dense-GEMM derate: docs/pricer.md "DeepSeek-V3 on H200"). The rest of
-    // the error, the ratio over that overshoot, is 1.320, inside the bound (1.287 × 1.05): Triton's law has no
-    // pair term (at ep 1 it is the route term) and routes at 669,800 B/µs; on the pooled law it was 1.356, 3.5%
+    // the error, the ratio over that overshoot, is 1.322, inside the bound (1.271 × 1.05): Triton's law has no
+    // pair term (at ep 1 it is the route term) and routes at 623,300 B/µs; on the pooled law it was 1.356, 3.5%
     // past. docs/pricer.md "DeepSeek-V3 on H200".
     const derate = H200.flatMap((s) => s.coefficients).find((c) => c.name === 'hbm_derate')!.entry.value;
     const read256 = (256 * (1 - (248 / 256) ** 256) * 5_505_024) / (loadChip('h200').hbm_bytes_per_us * derate);

@@ -16,12 +16,18 @@
  *   touch = D · expert_us                µs: a fixed cost per touched expert (its scales, its tile set-up)
  *   pair  = P · H · 2 / pair_rate        µs: every (token, expert) pair on the rank moves one bf16 activation
  *                                       row of H elements through the grouped GEMM (gathered in, written out)
- *   t     = floor + touch + read + arith + route + pair   (charged as a SUM, seed footnote 1)
- *   t_max = floor + touch + max(read, arith) + route + pair  (the alternative the footnote rejects; kept for the comparison)
+ *   reread = reread · D · mats·H·I'·bytes · (⌈m / 128⌉ − 1) · max(0, 1 − L2 / (mats·H·I'·bytes)) / (HBM · hbm_derate)
+ *                                       µs: every m-tile of 128 rows past a touched expert's first streams its
+ *                                       weights again, and the part of one expert's weights that does not fit in
+ *                                       L2 comes from HBM (EXPERT_TILE_M; l2MissFraction)
+ *   t     = floor + touch + read + reread + arith + route + pair   (charged as a SUM, seed footnote 1)
+ *   t_max = floor + touch + max(read + reread, arith) + route + pair  (the alternative the footnote rejects; kept for the comparison)
  *
  * The fitted coefficients per chip and dtype are eps_max, m_half (tokens per expert), floor (µs per
- * layer: routing, launches), route_rate (bytes per µs), expert_us (µs per touched expert) and pair_rate
- * (bytes per µs). The route, touch and pair terms are stepcal's additions to the seed's law (KNOWN DIVERGENCE 12, docs/pricer.md):
+ * layer: routing, launches), route_rate (bytes per µs), expert_us (µs per touched expert), pair_rate
+ * (bytes per µs) and reread (dimensionless: HBM passes over the L2-missing weights per extra m-tile). The
+ * re-read term (stepcal's, 2026-12-02, docs/fitting.md "Weights re-read past the first m-tile") is the ramp's
+ * fall past m ≈ 512 on large experts: without it the law is 0.45–0.8× the measured there. The route, touch and pair terms are stepcal's additions to the seed's law (KNOWN DIVERGENCE 12, docs/pricer.md):
  * without the route term the fused-MoE tables are missed by 1.2–1.6× (geo) at wide ep and tp, where the
  * expert work per rank shrinks but the routed-token traffic does not; without the touch term the
  * per-tensor fp8 CUTLASS experts on h200/h100 are missed by 1.45–1.57× (holdout geo), their time at
@@ -73,6 +79,26 @@ export function balancedTouched(pairs: number, local_experts: number): number {
   return Math.min(local_experts, Math.max(1, Math.ceil(pairs - 1e-9)));
 }
 
+/**
+ * Rows of one m-tile of the grouped GEMM (tokens per tile): an a-priori 128 (the CUTLASS / TRT-LLM / Triton
+ * large-batch tile), not fitted; 64 and 256 give the same verdict (docs/fitting.md).
+ */
+export const EXPERT_TILE_M = 128;
+
+/**
+ * Extra passes over a touched expert's weights: m-tiles past the first, max(0, ⌈m / EXPERT_TILE_M⌉ − 1) for m
+ * tokens per touched expert (m = P / D; 10⁻⁹ absorbs a rounding excess of P / D above a whole tile).
+ */
+export function expertRereadPasses(tokens_per_expert: number): number {
+  return Math.max(0, Math.ceil(tokens_per_expert / EXPERT_TILE_M - 1e-9) - 1);
+}
+
+/** Fraction of one expert's weights (bytes) that does not fit in L2 (bytes): max(0, 1 − L2 / bytes); 0 without an L2 size. */
+export function l2MissFraction(expert_bytes: number, l2_bytes: number | undefined): number {
+  if (!(expert_bytes > 0) || l2_bytes === undefined) return 0;
+  return Math.max(0, 1 - l2_bytes / expert_bytes);
+}
+
 /** Rates of the chip and format the layer runs on. */
 export interface ExpertRates {
   /** Dense peak of the compute format, FLOPs per µs (datasheet). */
@@ -83,6 +109,8 @@ export interface ExpertRates {
   hbm_derate: number;
   /** Weight bytes per element of the format (bf16 2, fp8 1, nvfp4 0.5). */
   bytes_per_element: number;
+  /** L2 cache of the chip, bytes (catalog `l2_mib`); absent: no weight re-read is charged. */
+  l2_bytes?: number;
 }
 
 /** Fitted coefficients of the expert law for one (chip, dtype). */
@@ -99,6 +127,8 @@ export interface ExpertCoefficients {
   expert_us: number;
   /** Rate at which the rank's pairs' activation rows (P·H·2 bytes) pass the grouped GEMM, bytes per µs; Infinity = free. */
   pair_bytes_per_us: number;
+  /** HBM passes over a touched expert's L2-missing weights per m-tile past its first (dimensionless); absent or 0 = none. */
+  reread?: number;
 }
 
 /** The shape-only quantities of the law (no coefficients). */
@@ -117,13 +147,18 @@ export interface ExpertWork {
   route_bytes: number;
   /** Activation bytes of the rank's pairs P · H · 2 (one bf16 row of H per local (token, expert) pair). */
   pair_bytes: number;
+  /**
+   * Weight bytes streamed again past each touched expert's first m-tile, from HBM:
+   * weight_bytes · expertRereadPasses(m) · l2MissFraction(one expert's bytes, L2) (0 without an L2 size).
+   */
+  reread_bytes: number;
 }
 
 /**
  * The work of one layer on one rank (see the module doc).
  * @throws Error when ep does not divide E or a size is not positive (a caller's bug, not data).
  */
-export function expertWork(s: ExpertLayerShape, bytes_per_element: number): ExpertWork {
+export function expertWork(s: ExpertLayerShape, bytes_per_element: number, l2_bytes?: number): ExpertWork {
   if (!(s.hidden > 0 && s.inter > 0 && s.topk > 0 && s.experts > 0 && s.tp >= 1 && s.ep >= 1)) {
     throw new Error(
       `expertWork: sizes must be positive (hidden ${s.hidden}, inter ${s.inter}, topk ${s.topk}, experts ${s.experts}, tp ${s.tp}, ep ${s.ep})`,
@@ -135,23 +170,28 @@ export function expertWork(s: ExpertLayerShape, bytes_per_element: number): Expe
   const pairs = Math.max(0, s.tokens) * s.topk * (local / s.experts);
   const touched =
     s.routing === 'balanced' ? balancedTouched(pairs, local) : expertsTouched(s.tokens, s.experts, s.topk, local);
+  const expertBytes = mats * s.hidden * interLocal * bytes_per_element;
+  const m = touched > 0 ? pairs / touched : 0;
   return {
     touched,
     pairs,
-    tokens_per_expert: touched > 0 ? pairs / touched : 0,
+    tokens_per_expert: m,
     flops_per_pair: 2 * mats * s.hidden * interLocal,
-    weight_bytes: touched * mats * s.hidden * interLocal * bytes_per_element,
+    weight_bytes: touched * expertBytes,
+    reread_bytes: touched * expertBytes * expertRereadPasses(m) * l2MissFraction(expertBytes, l2_bytes),
     route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
     pair_bytes: pairs * s.hidden * 2,
   };
 }
 
-/** The six terms of the law, µs. */
+/** The seven terms of the law, µs. */
 export interface ExpertTerms {
   floor_us: number;
   /** Fixed cost of the touched experts, D · expert_us. */
   touch_us: number;
   read_us: number;
+  /** Weights streamed again past the first m-tile, reread · reread_bytes / (HBM · hbm_derate). */
+  reread_us: number;
   arith_us: number;
   route_us: number;
   /** The rank's pairs' activation rows, P·H·2 / pair_rate. */
@@ -176,20 +216,24 @@ export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates
     floor_us: c.floor_us,
     touch_us: w.touched * c.expert_us,
     read_us,
+    reread_us: c.reread ? (c.reread * w.reread_bytes) / (r.hbm_bytes_per_us * r.hbm_derate) : 0,
     arith_us,
     route_us: w.route_bytes / c.route_bytes_per_us,
     pair_us: w.pair_bytes / c.pair_bytes_per_us,
   };
 }
 
-/** Expert time of one layer charged as the seed does: floor + touch + read + arithmetic + route + pair (µs). */
+/** Expert time of one layer charged as the seed does: floor + touch + read + re-read + arithmetic + route + pair (µs). */
 export function expertLayerUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
-  const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
-  return t.floor_us + t.touch_us + t.read_us + t.arith_us + t.route_us + t.pair_us;
+  const t = expertTerms(expertWork(s, r.bytes_per_element, r.l2_bytes), c, r);
+  return t.floor_us + t.touch_us + t.read_us + t.reread_us + t.arith_us + t.route_us + t.pair_us;
 }
 
-/** The rejected alternative: floor + touch + max(read, arithmetic) + route + pair (µs). Used only for the sum-vs-max comparison. */
+/**
+ * The rejected alternative: floor + touch + max(read + re-read, arithmetic) + route + pair (µs). Used only for the
+ * sum-vs-max comparison.
+ */
 export function expertLayerMaxUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
-  const t = expertTerms(expertWork(s, r.bytes_per_element), c, r);
-  return t.floor_us + t.touch_us + Math.max(t.read_us, t.arith_us) + t.route_us + t.pair_us;
+  const t = expertTerms(expertWork(s, r.bytes_per_element, r.l2_bytes), c, r);
+  return t.floor_us + t.touch_us + Math.max(t.read_us + t.reread_us, t.arith_us) + t.route_us + t.pair_us;
 }
