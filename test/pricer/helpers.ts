@@ -8,6 +8,8 @@ import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { defaultDeployment } from '../../src/pricer/deployment.ts';
 import { createPricer, type PricerOptions } from '../../src/pricer/pricer.ts';
 import type { Deployment } from '../../src/pricer/types.ts';
+import { boundedColumns, type WalkPlan } from '../../src/pricer/walk.ts';
+import type { ReaderSpec } from '../../src/core/laws/attention.ts';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'registry');
 export const BLIS_H200 = path.join(FIXTURES, 'blis-h200.yaml');
@@ -65,4 +67,22 @@ export function inflate(sets: readonly CoefficientSet[], name: string, factor: n
       c.name === name ? { name: c.name, entry: { ...c.entry, value: c.entry.value * factor } } : c,
     ),
   }));
+}
+
+/**
+ * A walk plan over `readers` as the pricer builds one (the full-attention reader, if any, kept out
+ * of the bounded list), for tests of the walk and of LiveBatch.
+ */
+export function walkPlanOf(readers: ReaderSpec[], threshold = 1, specTokens = 0): WalkPlan {
+  const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
+  const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
+  return {
+    readers,
+    fullReader,
+    bounded,
+    ...boundedColumns(readers, bounded),
+    threshold: Math.max(threshold, 1 + specTokens),
+    uniformWidth: 1 + specTokens,
+    attnMHalf: 512,
+  };
 }

@@ -10,13 +10,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ReaderSpec } from '../../src/core/laws/attention.ts';
+import { seededRandom as rng } from '../../src/core/numeric/resample.ts';
 import { emptyStepPrice } from '../../src/pricer/compose.ts';
 import { engineProfiledPricer } from '../../src/pricer/engine.ts';
 import { LiveBatch } from '../../src/pricer/live.ts';
 import type { Batch, StepPrice } from '../../src/pricer/types.ts';
-import { BatchWalk, boundedColumns, walkBatch, type WalkPlan } from '../../src/pricer/walk.ts';
+import { BatchWalk, walkBatch } from '../../src/pricer/walk.ts';
 import { loadEngineProfile } from '../../src/registry/engine.ts';
-import { makePricer } from './helpers.ts';
+import { makePricer, walkPlanOf as plan } from './helpers.ts';
 
 /** DeepSeek-V4-Flash's readers, then every other shape (walk-readers.test.ts). */
 const READERS: ReaderSpec[] = [
@@ -33,32 +34,6 @@ const READERS: ReaderSpec[] = [
 ];
 /** A reader the counted advance does not keep (live-reads.ts): the batch advances row by row. */
 const FRACTIONAL: ReaderSpec = { window: 96, ratio: 2.5, cap: 300 };
-
-function plan(readers: ReaderSpec[], threshold: number, specTokens: number): WalkPlan {
-  const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
-  const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
-  return {
-    readers,
-    fullReader,
-    bounded,
-    ...boundedColumns(readers, bounded),
-    threshold: Math.max(threshold, 1 + specTokens),
-    uniformWidth: 1 + specTokens,
-    attnMHalf: 512,
-  };
-}
-
-/** A seeded uniform generator on [0, 1) (mulberry32), so every run walks the same sequences. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The bits of every number, so +0 and −0 (and any last-bit difference) differ. */
 const bits = (xs: ArrayLike<number>) =>

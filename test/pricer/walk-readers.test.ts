@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { decodeTokensRead, type ReaderSpec } from '../../src/core/laws/attention.ts';
 import { columnsOf } from '../../src/pricer/batch.ts';
 import type { Batch } from '../../src/pricer/types.ts';
-import { BatchWalk, boundedColumns, walkBatch, walkColumns, type WalkPlan } from '../../src/pricer/walk.ts';
+import { BatchWalk, walkBatch, walkColumns, type WalkPlan } from '../../src/pricer/walk.ts';
+import { walkPlanOf as plan } from './helpers.ts';
 
 const row = (s: number, c: number) => ({ scheduled_tokens: s, computed_tokens: c, prompt_tokens: c });
 
@@ -32,20 +33,6 @@ const OTHERS: ReaderSpec[] = [
   { window: 64, ratio: 3, cap: 700 },
   { window: 0, ratio: 3, cap: Infinity },
 ];
-
-function plan(readers: ReaderSpec[], threshold = 1, specTokens = 0): WalkPlan {
-  const fullReader = readers.findIndex((r) => r.window === Infinity && r.ratio === 0);
-  const bounded = Int32Array.from(readers.map((_, i) => i).filter((i) => i !== fullReader));
-  return {
-    readers,
-    fullReader,
-    bounded,
-    ...boundedColumns(readers, bounded),
-    threshold: Math.max(threshold, 1 + specTokens),
-    uniformWidth: 1 + specTokens,
-    attnMHalf: 512,
-  };
-}
 
 /** Per reader, Σ over the decode rows (0 < s ≤ threshold) of the tokens read, row by row in batch order. */
 function reference(p: WalkPlan, batch: Batch): number[] {
