@@ -48,8 +48,8 @@ export interface FitOptions {
   repoRoot?: string;
   bootstrap?: { resamples: number; seed: number };
   /**
-   * Worker threads (default STEPCAL_FIT_WORKERS, else the machine's parallelism, at most 4; 0 or 1 = in
-   * this thread). The results are the same either way (src/fit/parallel.ts).
+   * Worker threads (default STEPCAL_FIT_WORKERS, else the machine's parallelism from 4 cores and one
+   * thread below, at most 4; 0 or 1 = in this thread). The results are the same either way (src/fit/parallel.ts).
    */
   workers?: number;
   /** Called with family names as they start and finish (progress goes to stderr in the CLI). */

@@ -50,12 +50,24 @@ const SCHEDULE: readonly FitFamily[] = [
 const MAX_WORKERS = 4;
 
 /**
+ * Fewest cores on which a run uses workers by default (DECISION, session 12): on 2 cores, with the
+ * decoded-table cache, `fit all --chip h200 --check` in this thread took 3.43–3.54 s wall, 4.9–5.1 s
+ * CPU, 182–198 MiB against 3.72–3.85 s, 6.7–7.1 s CPU, 265–283 MiB on two workers (alternating, load
+ * ≈ 1.9; docs/performance.md "fit all, session 12"): each worker loads the modules and its tables
+ * again, and the main thread shares the cores. Not measured on 3 cores, so workers start at 4.
+ */
+const MIN_CORES_FOR_WORKERS = 4;
+
+/**
  * Workers for a run: `requested` (FitOptions.workers), else STEPCAL_FIT_WORKERS, else the machine's
- * parallelism, at most MAX_WORKERS. 0 or 1 means in this thread.
+ * parallelism when it has at least MIN_CORES_FOR_WORKERS cores (else 1); at most MAX_WORKERS. 0 or 1
+ * means in this thread.
  */
 export function workerCount(requested: number | undefined): number {
   const env = process.env.STEPCAL_FIT_WORKERS;
-  const n = requested ?? (env !== undefined && env !== '' ? Number(env) : availableParallelism());
+  const cores = availableParallelism();
+  const byDefault = cores >= MIN_CORES_FOR_WORKERS ? cores : 1;
+  const n = requested ?? (env !== undefined && env !== '' ? Number(env) : byDefault);
   return Number.isInteger(n) && n > 1 ? Math.min(n, MAX_WORKERS) : 1;
 }
 
