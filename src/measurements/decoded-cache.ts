@@ -67,14 +67,21 @@ const enabled = () => process.env.STEPCAL_NO_MEASUREMENT_CACHE !== '1';
  */
 export function cachedRows<R>(sha256: string, decode: () => R[]): R[] {
   if (!enabled()) return decode();
-  const file = path.join(DECODED_CACHE_DIR, `${sha256.slice(0, 32)}-${codeKey('./store')}.rows`);
+  const file = path.join(DECODED_CACHE_DIR, `${keyOf(sha256)}-${codeKey('./store')}.rows`);
   const hit = readEntry<R>(file);
   if (hit) return hit;
   const rows = decode();
   const bytes = encodeRows(rows as unknown as ReadonlyArray<Record<string, unknown>>);
-  if (bytes) writeEntry(file, bytes);
+  if (bytes) writeEntry(file, Buffer.concat([bytes, digestOf(bytes)]));
   return rows;
 }
+
+/** The entry names' prefix for a table key (every file's hash counts, however many the key joins). */
+export const keyOf = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 32);
+
+/** Length of the sha256 trailer each `.rows` entry ends with (of the bytes before it). */
+const DIGEST_BYTES = 32;
+const digestOf = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest();
 
 /**
  * Run `check` (a units check that throws on a bad table) unless it already passed for this table
@@ -86,7 +93,7 @@ export function cachedCheck(sha256: string, chipJson: string, check: () => void)
     return;
   }
   const chipKey = createHash('sha256').update(chipJson).digest('hex').slice(0, 16);
-  const file = path.join(DECODED_CACHE_DIR, `${sha256.slice(0, 32)}-${chipKey}-${codeKey('./units')}.units-ok`);
+  const file = path.join(DECODED_CACHE_DIR, `${keyOf(sha256)}-${chipKey}-${codeKey('./units')}.units-ok`);
   if (existsSync(file)) return;
   check();
   writeEntry(file, Buffer.from('ok\n'));
@@ -174,8 +181,12 @@ function readEntry<R>(file: string): R[] | undefined {
   } catch {
     return undefined;
   }
+  // A flipped bit anywhere (a bad disk, an edit) fails the trailer: the table is decoded again.
+  if (buf.length < DIGEST_BYTES) return undefined;
+  const body = buf.subarray(0, buf.length - DIGEST_BYTES);
+  if (!digestOf(body).equals(buf.subarray(buf.length - DIGEST_BYTES))) return undefined;
   try {
-    return decodeRows<R>(buf);
+    return decodeRows<R>(body);
   } catch {
     return undefined;
   }

@@ -62,7 +62,7 @@ export class LiveBatch {
 
   /**
    * Add a row scheduling `scheduled` tokens after `computed` cached. @returns its handle
-   * @throws UserError unless both are integers ≥ 0
+   * @throws UserError unless both are integers in [0, 2^32]
    */
   add(scheduled: number, computed: number): number {
     checkTokens(scheduled, computed);
@@ -98,8 +98,10 @@ export class LiveBatch {
    * advance; negative rewinds): O(1) without a bounded reader; with them O(readers) a token for up to 8
    * tokens either way (live-reads.ts), else (or for a reader with a fractional window, ratio or cap) one
    * pass over the rows. Contexts must stay ≥ 0 (not checked).
+   * @throws UserError unless `tokens` is an integer in [-2^32, 2^32]
    */
   advanceDecodes(tokens = 1): void {
+    checkAdvance(tokens);
     const reads = this.reads;
     if (reads.sums.length === 0) {
       this.clock += tokens;
@@ -271,10 +273,23 @@ function grown<T extends Uint8Array | Int32Array | Float64Array>(from: T, to: T)
   return to;
 }
 
-/** @throws UserError unless both token counts are integers ≥ 0 */
+/**
+ * Most tokens one row may schedule or hold (2^32, far past any context): with fewer than 2^20 rows every
+ * kept sum then stays an integer below 2^53, exact in any order (docs/pricer.md "Live batches").
+ */
+const MAX_ROW_TOKENS = 2 ** 32;
+
+/** @throws UserError unless both token counts are integers in [0, MAX_ROW_TOKENS] */
 function checkTokens(scheduled: number, computed: number): void {
-  if (!(Number.isInteger(scheduled) && scheduled >= 0 && Number.isInteger(computed) && computed >= 0))
+  const ok = (t: number) => Number.isInteger(t) && t >= 0 && t <= MAX_ROW_TOKENS;
+  if (!(ok(scheduled) && ok(computed)))
     throw new UserError(
-      `LiveBatch: a row's scheduled and computed tokens must be integers ≥ 0 (got ${scheduled} and ${computed})`,
+      `LiveBatch: a row's scheduled and computed tokens must be integers in [0, 2^32] (got ${scheduled} and ${computed})`,
     );
+}
+
+/** @throws UserError unless `tokens` is an integer of magnitude ≤ MAX_ROW_TOKENS */
+function checkAdvance(tokens: number): void {
+  if (!(Number.isInteger(tokens) && Math.abs(tokens) <= MAX_ROW_TOKENS))
+    throw new UserError(`LiveBatch: advanceDecodes takes an integer number of tokens in [-2^32, 2^32] (got ${tokens})`);
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readText } from '../../src/core/io/fs.ts';
@@ -9,6 +9,7 @@ import {
   DECODED_CACHE_DIR,
   decodeRows,
   encodeRows,
+  keyOf,
 } from '../../src/measurements/decoded-cache.ts';
 import { parseCanonicalCsv } from '../../src/measurements/store.ts';
 import { MEASUREMENTS } from './helpers.ts';
@@ -19,7 +20,7 @@ const made: string[] = [];
 afterAll(() => {
   if (!existsSync(DECODED_CACHE_DIR)) return;
   for (const name of readdirSync(DECODED_CACHE_DIR))
-    if (made.some((k) => name.startsWith(k.slice(0, 32)))) rmSync(path.join(DECODED_CACHE_DIR, name));
+    if (made.some((k) => name.startsWith(keyOf(k)))) rmSync(path.join(DECODED_CACHE_DIR, name));
 });
 
 /** Every row equal, key for key in the same order, each value Object.is-equal. */
@@ -91,14 +92,24 @@ describe('decoded measurement cache', () => {
     expect(cachedRows(sha, decode)).toEqual(rows);
     expect(cachedRows(sha, decode)).toEqual(rows);
     expect(decoded).toBe(1);
-    for (const name of readdirSync(DECODED_CACHE_DIR))
-      if (name.startsWith(sha.slice(0, 32))) writeFileSync(path.join(DECODED_CACHE_DIR, name), 'garbage');
+    const entries = () => readdirSync(DECODED_CACHE_DIR).filter((n) => n.startsWith(keyOf(sha)));
+    for (const name of entries()) writeFileSync(path.join(DECODED_CACHE_DIR, name), 'garbage');
     expect(cachedRows(sha, decode)).toEqual(rows);
     expect(decoded).toBe(2);
+    // One flipped bit in a number column: well-formed, but not what was stored (the sha256 trailer).
+    for (const name of entries()) {
+      const file = path.join(DECODED_CACHE_DIR, name);
+      const bytes = readFileSync(file);
+      const at = bytes.length - 32 - 9;
+      bytes.writeUInt8(bytes.readUInt8(at) ^ 0x01, at);
+      writeFileSync(file, bytes);
+    }
+    expect(cachedRows(sha, decode)).toEqual(rows);
+    expect(decoded).toBe(3);
     const other = fakeSha();
     made.push(other);
     expect(cachedRows(other, decode)).toEqual(rows);
-    expect(decoded).toBe(3);
+    expect(decoded).toBe(4);
   });
 
   it('runs the units check until it passes once for that table and datasheet; a failure is not remembered', () => {

@@ -77,15 +77,18 @@ export function planFitOutputs(
  * (bootstrap buffers, per-family working arrays) is promoted faster than it dies, so h200's one-thread
  * heap reached 169 MB over 40–66 MB live and the process peaked at 255–265 MiB RSS. At 50 % it peaks at
  * 184–189 MiB for about the same GC time (≈ 0.5 s either way). `STEPCAL_FIT_HEAP_GROWING_PERCENT`
- * overrides it (0: V8's own rule); a `--heap-growing-percent` given to node itself is left alone.
+ * overrides it (an integer 0–1000; 0: V8's own rule; anything else exits 2); a `--heap-growing-percent`
+ * given to node itself is left alone.
  * V8 flags are per process, so the fit's worker threads grow by the same rule.
  */
 const FIT_HEAP_GROWING_PERCENT = 50;
 
 function setFitHeapGrowth(): void {
   if ([...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('heap-growing-percent'))) return;
-  const env = process.env.STEPCAL_FIT_HEAP_GROWING_PERCENT;
-  const percent = env !== undefined && /^\d+$/.test(env) ? Number(env) : FIT_HEAP_GROWING_PERCENT;
+  const env = process.env.STEPCAL_FIT_HEAP_GROWING_PERCENT || undefined; // '' = unset
+  if (env !== undefined && !(/^\d{1,4}$/.test(env) && Number(env) <= 1000))
+    throw new UsageError(`STEPCAL_FIT_HEAP_GROWING_PERCENT must be an integer from 0 to 1000 (got "${env}")`);
+  const percent = env !== undefined ? Number(env) : FIT_HEAP_GROWING_PERCENT;
   v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
 
