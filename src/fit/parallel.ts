@@ -61,11 +61,10 @@ const MIN_CORES_FOR_WORKERS = 4;
 /**
  * Workers for a run: `requested` (FitOptions.workers), else STEPCAL_FIT_WORKERS, else the machine's
  * parallelism when it has at least MIN_CORES_FOR_WORKERS cores (else 1); at most MAX_WORKERS. 0 or 1
- * means in this thread.
+ * means in this thread. `cores` is the machine's parallelism (a parameter for tests).
  */
-export function workerCount(requested: number | undefined): number {
+export function workerCount(requested: number | undefined, cores = availableParallelism()): number {
   const env = process.env.STEPCAL_FIT_WORKERS;
-  const cores = availableParallelism();
   const byDefault = cores >= MIN_CORES_FOR_WORKERS ? cores : 1;
   const n = requested ?? (env !== undefined && env !== '' ? Number(env) : byDefault);
   return Number.isInteger(n) && n > 1 ? Math.min(n, MAX_WORKERS) : 1;
