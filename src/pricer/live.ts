@@ -279,10 +279,14 @@ function grown<T extends Uint8Array | Int32Array | Float64Array>(from: T, to: T)
  */
 const MAX_ROW_TOKENS = 2 ** 32;
 
+/** Whether `t` is a row's legal token count: an integer in [0, MAX_ROW_TOKENS]. */
+function rowTokensOk(t: number): boolean {
+  return Number.isInteger(t) && t >= 0 && t <= MAX_ROW_TOKENS;
+}
+
 /** @throws UserError unless both token counts are integers in [0, MAX_ROW_TOKENS] */
 function checkTokens(scheduled: number, computed: number): void {
-  const ok = (t: number) => Number.isInteger(t) && t >= 0 && t <= MAX_ROW_TOKENS;
-  if (!(ok(scheduled) && ok(computed)))
+  if (!(rowTokensOk(scheduled) && rowTokensOk(computed)))
     throw new UserError(
       `LiveBatch: a row's scheduled and computed tokens must be integers in [0, 2^32] (got ${scheduled} and ${computed})`,
     );
