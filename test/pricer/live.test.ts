@@ -205,6 +205,23 @@ describe('LiveBatch', () => {
     live.advanceDecodes(3);
     const want = pricer.price(live.batch());
     expect(want.resources_us.host).not.toBe(inner.price(live.batch()).resources_us.host);
+    expect(pricer.priceLiveInto(live, emptyStepPrice())).toStrictEqual(want);
+  });
+
+  it('refuses a handle not in the batch, bad token counts and another pricer', () => {
+    const pricer = makePricer('llama-3.1-70b', 'h200', { tp: 8 });
+    const live = pricer.liveBatch();
+    const h = live.add(1, 10);
+    live.remove(h);
+    expect(() => live.remove(h)).toThrow(/not a row of this batch/);
+    expect(() => live.set(7, 1, 1)).toThrow(/not a row of this batch/);
+    expect(() => live.add(1.5, 0)).toThrow(/integers in \[0, 2\^32\]/);
+    expect(() => live.add(1, -1)).toThrow(/integers in \[0, 2\^32\]/);
+    expect(() => live.add(1, 2 ** 32 + 1)).toThrow(/integers in \[0, 2\^32\]/);
+    for (const bad of [Number.NaN, 0.5, Number.POSITIVE_INFINITY, -(2 ** 33)])
+      expect(() => live.advanceDecodes(bad)).toThrow(/advanceDecodes takes an integer/);
+    live.add(1, 10);
+    live.advanceDecodes(2 ** 20); // a large legal advance still prices as the Batch of its rows
     expect(pricer.priceLiveInto(live, emptyStepPrice())).toEqual(pricer.priceInto(live.batch(), emptyStepPrice()));
     const other = makePricer('llama-3.1-70b', 'h200', { tp: 8 });
     expect(() => other.priceLiveInto(live, emptyStepPrice())).toThrow(/another pricer/);
