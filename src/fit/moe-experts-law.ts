@@ -461,37 +461,32 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
 /** Points between two checks of fitExpertLogL1's early stop (a poll that cannot beat the search's best). */
 const ABANDON_CHUNK = 256;
 
-/**
- * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
- * the seven coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate and pair_rate ≤ 1e12 bytes per µs).
- */
-export function fitExpertLogL1(
-  points: readonly ExpertPoint[],
-  compose: 'sum' | 'max',
-  start: ExpertCoefficients,
-): { c: ExpertCoefficients; geo: number } {
-  const of = (x: readonly number[]): ExpertCoefficients => ({
-    floor_us: Math.exp(x[0]!),
-    eps_max: Math.exp(x[1]!),
-    m_half: Math.exp(x[2]!),
-    route_bytes_per_us: Math.exp(x[3]!),
-    expert_us: Math.exp(x[4]!),
-    pair_bytes_per_us: Math.exp(x[5]!),
-    reread: Math.exp(x[6]!),
-  });
+/** The points' term columns for fitExpertLogL1 (law columns 1–6, the read µs and the measured µs), one array each. */
+interface ExpertColumns {
+  A: Float64Array;
+  B: Float64Array;
+  R: Float64Array;
+  D: Float64Array;
+  Q: Float64Array;
+  G: Float64Array;
+  rd: Float64Array;
+  lat: Float64Array;
+}
+
+function expertColumns(points: readonly ExpertPoint[]): ExpertColumns {
   const n = points.length;
-  const [A, B, R, D, Q, G, rd, lat] = [0, 1, 2, 3, 4, 5, 6, 7].map(() => new Float64Array(n)) as [
-    Float64Array,
-    Float64Array,
-    Float64Array,
-    Float64Array,
-    Float64Array,
-    Float64Array,
-    Float64Array,
-    Float64Array,
-  ];
+  const c: ExpertColumns = {
+    A: new Float64Array(n),
+    B: new Float64Array(n),
+    R: new Float64Array(n),
+    D: new Float64Array(n),
+    Q: new Float64Array(n),
+    G: new Float64Array(n),
+    rd: new Float64Array(n),
+    lat: new Float64Array(n),
+  };
   points.forEach((p, i) => {
-    [A[i], B[i], R[i], D[i], Q[i], G[i], rd[i], lat[i]] = [
+    [c.A[i], c.B[i], c.R[i], c.D[i], c.Q[i], c.G[i], c.rd[i], c.lat[i]] = [
       p.f[1],
       p.f[2],
       p.f[3],
@@ -502,13 +497,21 @@ export function fitExpertLogL1(
       p.latency_us,
     ];
   });
-  const sum = compose === 'sum';
-  // patternSearch keeps a poll only when it is strictly below its best, and its best is the least value
-  // the objective has returned. The terms |ln(pred/meas)| are ≥ 0, so the running sum only grows: a poll
-  // whose partial mean already reaches that least value cannot be kept and stops there (the value it
-  // returns is ≥ the best, so the search's path and result are the full evaluation's, bit for bit).
+  return c;
+}
+
+/**
+ * Mean |ln(pred/meas)| over the columns as a function of the seven log-coefficients, for patternSearch.
+ * patternSearch keeps a poll only when it is strictly below its best, and its best is the least value
+ * the objective has returned. The terms |ln(pred/meas)| are ≥ 0, so the running sum only grows: a poll
+ * whose partial mean already reaches that least value cannot be kept and stops there (the value it
+ * returns is ≥ the best, so the search's path and result are the full evaluation's, bit for bit).
+ */
+function expertLogL1Objective(cols: ExpertColumns, sum: boolean): (x: readonly number[]) => number {
+  const { A, B, R, D, Q, G, rd, lat } = cols;
+  const n = lat.length;
   let least = Infinity;
-  const obj = (x: readonly number[]) => {
+  return (x: readonly number[]) => {
     const [fl, inv, mh, invR, ex, invQ, rr] = [
       Math.exp(x[0]!),
       Math.exp(-x[1]!),
@@ -540,6 +543,27 @@ export function fitExpertLogL1(
     if (v < least) least = v;
     return v;
   };
+}
+
+/**
+ * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
+ * the seven coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate and pair_rate ≤ 1e12 bytes per µs).
+ */
+export function fitExpertLogL1(
+  points: readonly ExpertPoint[],
+  compose: 'sum' | 'max',
+  start: ExpertCoefficients,
+): { c: ExpertCoefficients; geo: number } {
+  const of = (x: readonly number[]): ExpertCoefficients => ({
+    floor_us: Math.exp(x[0]!),
+    eps_max: Math.exp(x[1]!),
+    m_half: Math.exp(x[2]!),
+    route_bytes_per_us: Math.exp(x[3]!),
+    expert_us: Math.exp(x[4]!),
+    pair_bytes_per_us: Math.exp(x[5]!),
+    reread: Math.exp(x[6]!),
+  });
+  const obj = expertLogL1Objective(expertColumns(points), compose === 'sum');
   const x0 = [
     start.floor_us,
     start.eps_max,
