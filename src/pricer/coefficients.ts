@@ -57,7 +57,34 @@ export interface FormatChoice {
   bytes_per_value: number;
   /** The fused-MoE kernel whose fitted law prices the experts, and why (experts on a kernel set only). */
   kernel?: string;
+  /** The fitted law's weight re-read past the first m-tile (experts on the fitted law only; plan.ts foldExpertLaw). */
+  reread?: ExpertRereadChoice;
   note?: string;
+}
+
+/**
+ * Whether and how the expert law's re-read term applies (core/laws/moe-experts.ts expertRereadPasses,
+ * l2MissFraction): a step charges touched · us_per_pass · ⌈(tokens per touched expert) / tile_m − 1⌉ per layer.
+ */
+export interface ExpertRereadChoice {
+  /** `moe_expert_reread_<set>` (HBM passes per extra m-tile, dimensionless); 0 when the registry has none. */
+  passes_per_tile: number;
+  /** One touched expert's weights on one rank, bytes (block scales included). */
+  expert_bytes_per_rank: number;
+  /** The chip's L2, bytes; undefined when the chip table has none (no re-read then). */
+  l2_bytes: number | undefined;
+  /** Share of one expert's weights that does not fit in L2, max(0, 1 − L2 / expert bytes). */
+  l2_miss_fraction: number;
+  /** One re-read pass over one touched expert, µs (HBM at the derate); 0 = never charged. */
+  us_per_pass: number;
+  /** Tokens per m-tile (EXPERT_TILE_M). */
+  tile_m: number;
+  /** The layer's routing: experts E, top_k k, experts on the rank L (core/laws/moe.ts expertsTouched). */
+  experts: number;
+  top_k: number;
+  local_experts: number;
+  /** Routed (token, expert) pairs on the rank per step token, k · L / E. */
+  pairs_per_token: number;
 }
 
 /** Registry lookups for one chip, model, tp and ep; caches per format and per collective. */

@@ -18,6 +18,8 @@ import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
 import {
   expertTerms,
   expertWork,
+  EXPERT_TILE_M,
+  expertRereadPasses,
   l2MissFraction,
   type ExpertCoefficients,
   type ExpertRates,
@@ -38,8 +40,9 @@ import {
   type PrefillForm,
 } from '../core/laws/sparse.ts';
 import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
+import { expertsTouched } from '../core/laws/moe.ts';
 import { deepepMessageBytes, mnnvlMessageBytes } from '../core/laws/expert-alltoall.ts';
-import type { CollectiveCurve, PricerCoefficients, RampFormat } from './coefficients.ts';
+import type { CollectiveCurve, ExpertRereadChoice, PricerCoefficients, RampFormat } from './coefficients.ts';
 import { computeFormat, type ComputeFormat } from './deployment.ts';
 
 /** Kernels per primitive (reference §3.2; gives llama-3.1-8b's 258 kernels at tp 1). */
@@ -339,7 +342,9 @@ function expertLawPlan(
           }
         : {}),
   });
-  return foldExpertLaw(ctx, node, ks.set, bytesPerElement(w), shards, eps, peak);
+  const folded = foldExpertLaw(ctx, node, ks.set, bytesPerElement(w), shards, eps, peak);
+  ctx.coef.expertChoices.get(w)!.reread = folded.reread;
+  return folded.plan;
 }
 
 /** The expert-law entries a kernel set needs before the pricer uses it (expertKernelSetOf). */
@@ -414,6 +419,7 @@ function noteDenseRampExperts(
  * The expert law's per-step constants (expertLawPlan): expertWork/expertTerms (core/laws/moe-experts.ts)
  * evaluated once on unit work. `w` is the law's registry set (expertKernelSetOf: dtype, or dtype and kernel), `bytesPerValue` the served experts'
  * bytes per weight value; `eps` is `moe_expert_eps_max_<w>` (fraction), `peak` the dense peak, FLOPs/µs.
+ * Returns the plan and the re-read term's facts (`price` states whether it applies).
  */
 function foldExpertLaw(
   ctx: PlanContext,
@@ -423,7 +429,7 @@ function foldExpertLaw(
   shards: number,
   eps: number,
   peak: number,
-): ExpertLawPlan {
+): { plan: ExpertLawPlan; reread: ExpertRereadChoice } {
   const c: ExpertCoefficients = {
     eps_max: eps,
     m_half: ctx.coef.opt(`moe_expert_m_half_${w}`) ?? 0,
@@ -474,7 +480,7 @@ function foldExpertLaw(
     { ...c, m_half: 0 },
     r,
   );
-  return {
+  const plan: ExpertLawPlan = {
     floorUs: perTouched.floor_us,
     pairsPerToken: one.pairs,
     arithUsPerPair: perPair.arith_us,
@@ -485,6 +491,45 @@ function foldExpertLaw(
     routeUsPerToken: perPair.route_us + perPair.pair_us,
     rereadUsPerPass: perTouched.reread_us,
   };
+  const reread: ExpertRereadChoice = {
+    passes_per_tile: c.reread ?? 0,
+    expert_bytes_per_rank: expertBytes,
+    l2_bytes: r.l2_bytes,
+    l2_miss_fraction: l2MissFraction(expertBytes, r.l2_bytes),
+    us_per_pass: perTouched.reread_us,
+    tile_m: EXPERT_TILE_M,
+    experts: node.experts,
+    top_k: node.top_k,
+    local_experts: node.experts / ctx.ep,
+    pairs_per_token: one.pairs,
+  };
+  return { plan, reread };
+}
+
+/** The expert re-read at one step (expertRereadAt): what the pricer's expert term charges for it per layer. */
+export interface ExpertRereadAt {
+  /** Distinct local experts touched (core/laws/moe.ts expertsTouched). */
+  touched: number;
+  /** Routed pairs per touched expert, tokens. */
+  tokens_per_touched: number;
+  /** m-tiles past the first (core/laws/moe-experts.ts expertRereadPasses). */
+  passes: number;
+  /** touched · us_per_pass · passes, µs per MoE layer (HBM). */
+  us_per_layer: number;
+}
+
+/**
+ * The re-read term of a fitted expert law at a step of `step_tokens` scheduled tokens (the walk's tok),
+ * with the same arithmetic as the compiled expert term (terms.ts expertCode). Pure; not on the hot path.
+ * @param r the choice's re-read facts (`info.formats[].reread`)
+ * @param step_tokens tokens the step schedules (≥ 0)
+ */
+export function expertRereadAt(r: ExpertRereadChoice, step_tokens: number): ExpertRereadAt {
+  const touched = expertsTouched(step_tokens, r.experts, r.top_k, r.local_experts);
+  const tokens_per_touched = touched > 0 ? (step_tokens * r.pairs_per_token) / touched : 0;
+  const passes = expertRereadPasses(tokens_per_touched);
+  const us_per_layer = r.us_per_pass > 0 && touched > 0 ? touched * r.us_per_pass * passes : 0;
+  return { touched, tokens_per_touched, passes, us_per_layer };
 }
 
 /** Routed experts on the dense GEMM ramp (the path before the fitted law; reference §4.6): routed FLOPs·imbalance, one expert's read. */

@@ -13,6 +13,7 @@ import { expertLayerUs } from '../../src/core/laws/moe-experts.ts';
 import type { CoefficientSet } from '../../src/core/schemas/registry.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 import type { Request } from '../../src/pricer/types.ts';
+import { expertRereadAt } from '../../src/pricer/plan.ts';
 import { makePricer } from './helpers.ts';
 
 const H200 = loadRegistryFile(path.join(REPO_ROOT, 'registry', 'h200.yaml'));
@@ -164,6 +165,40 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     const without = expertLayerUs({ tokens: 2048, ...shape }, { ...c, reread: 0 }, r);
     const passes = 3 * 8 * 352_321_536 * (1 - l2Bytes(chip.l2_mib) / 352_321_536);
     expect(layerUs(2048) - without).toBeCloseTo((reread * passes) / (chip.hbm_bytes_per_us * r.hbm_derate), 6);
+  });
+
+  it('the re-read `price` states (info.formats[].reread, expertRereadAt) is the µs the step charges, and none where the expert fits in L2', () => {
+    const p = makePricer('mixtral-8x7b', 'h200', { tp: 1, weight_dtype: 'bf16' }, H200);
+    const off = makePricer(
+      'mixtral-8x7b',
+      'h200',
+      { tp: 1, weight_dtype: 'bf16' },
+      withValues(H200, { moe_expert_reread_bf16: undefined }),
+    );
+    const r = p.info.formats.find((f) => f.use === 'experts')!.reread!;
+    // Hand arithmetic: one expert 3·4096·14336·2 = 352,321,536 B; L2 50 MiB = 52,428,800 B, so 1 − 52.43/352.32 = 0.8512
+    // misses; one pass = reread · 0.8512 · 352.3 MB / (HBM · derate).
+    expect(r.expert_bytes_per_rank).toBe(352_321_536);
+    expect(r.l2_miss_fraction).toBeCloseTo(1 - 52_428_800 / 352_321_536, 12);
+    expect(r.tile_m).toBe(128);
+    // 2,048 prefill tokens, top-2 of 8: every expert touched (8.0), 512 tokens each → ⌈512/128⌉ − 1 = 3 extra passes.
+    const batch = { requests: [{ scheduled_tokens: 2048, computed_tokens: 0, prompt_tokens: 2048 }] };
+    const at = expertRereadAt(r, 2048);
+    expect(at.touched).toBeCloseTo(8, 9);
+    expect(at.tokens_per_touched).toBeCloseTo(512, 6);
+    expect(at.passes).toBe(3);
+    expect(at.us_per_layer).toBeCloseTo(8 * 3 * r.us_per_pass, 9);
+    const hbm = (q: typeof p) => q.price(batch, { per_kind: true }).per_kind!.find((x) => x.kind === 'gqa_moe')!;
+    const [on, without] = [hbm(p), hbm(off)];
+    expect((on.resources_us.hbm - without.resources_us.hbm) / on.count).toBeCloseTo(at.us_per_layer, 6);
+    // Within one m-tile (64 tokens → 16 per expert) nothing is charged.
+    expect(expertRereadAt(r, 64).us_per_layer).toBe(0);
+    // DeepSeek-V3 at tp 8: one expert 3·7168·2048/8 B plus block scales, far under 50 MiB: fitted, never charged.
+    const ds = makePricer('deepseek-v3', 'h200', deployment, H200).info.formats.find((f) => f.use === 'experts')!;
+    expect(ds.reread!.passes_per_tile).toBeGreaterThan(0);
+    expect(ds.reread!.l2_miss_fraction).toBe(0);
+    expect(ds.reread!.us_per_pass).toBe(0);
+    expect(expertRereadAt(ds.reread!, 8192).us_per_layer).toBe(0);
   });
 
   it('priced expert time at 1 and 256 tokens against the rows: each within 5% of the widest recorded holdout error (256 tokens once the read overshoot is set apart)', () => {

@@ -5,10 +5,11 @@ import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpecs } from '../../pricer/batch.ts';
 import { checkLimits, registryNotes } from '../../pricer/limits.ts';
-import type { FormatChoice } from '../../pricer/coefficients.ts';
+import type { ExpertRereadChoice, FormatChoice } from '../../pricer/coefficients.ts';
+import { expertRereadAt } from '../../pricer/plan.ts';
 import { largeStepNote } from '../../pricer/engine.ts';
 import { engineLine, setupPricer } from '../../pricer/setup.ts';
-import { RESOURCES, type Deployment, type StepPrice } from '../../pricer/types.ts';
+import { RESOURCES, type Batch, type Deployment, type StepPrice } from '../../pricer/types.ts';
 
 const f1 = (v: number) => fmtDec(v, 1);
 
@@ -70,12 +71,38 @@ function formatNote(model: string, weightDtype: string): string | undefined {
   return servedFormatNote(checkpointFormat(cfg, model, loadHfQuantConfig(model)), weightDtype);
 }
 
-/** One line per expert format priced on one kernel's fitted law (docs/pricer.md "Expert kernels"), each after a newline. */
-function expertKernelLines(formats: readonly FormatChoice[]): string {
+/**
+ * Per expert format on the fitted law: its kernel (docs/pricer.md "Expert kernels") and whether the law's
+ * re-read term applies at this step of `step_tokens` tokens, with its µs (rereadLine); each after a newline.
+ */
+function expertKernelLines(formats: readonly FormatChoice[], step_tokens: number): string {
   return formats
-    .filter((f) => f.use === 'experts' && f.kernel)
-    .map((f) => `\nexperts ${f.weight_dtype}: kernel ${f.kernel}, law ${f.ramp}`)
+    .filter((f) => f.use === 'experts' && (f.kernel || f.reread))
+    .map(
+      (f) =>
+        (f.kernel ? `\nexperts ${f.weight_dtype}: kernel ${f.kernel}, law ${f.ramp}` : '') +
+        (f.reread ? `\nexperts ${f.weight_dtype} re-read: ${rereadLine(f.ramp, f.reread, step_tokens)}` : ''),
+    )
     .join('');
+}
+
+const mb = (bytes: number) => `${fmtDec(bytes / 2 ** 20, 2)} MiB`;
+
+/**
+ * The expert law's re-read term (core/laws/moe-experts.ts): not fitted, not charged (the expert fits in L2,
+ * or the step stays within one m-tile per expert), or charged, with its µs per MoE layer at this step.
+ */
+function rereadLine(law: string, r: ExpertRereadChoice, step_tokens: number): string {
+  const entry = law.replace(/^moe_expert_/, 'moe_expert_reread_');
+  if (!(r.passes_per_tile > 0)) return `none (no ${entry}: the fit pinned it at 0)`;
+  const l2 = r.l2_bytes === undefined ? 'the chip table gives no L2' : `L2 ${mb(r.l2_bytes)}`;
+  const facts = `${entry} ${fmtDec(r.passes_per_tile, 3)} passes per m-tile of ${r.tile_m} tokens past the first; one expert ${mb(r.expert_bytes_per_rank)} per rank, ${l2}`;
+  if (!(r.us_per_pass > 0)) return `not charged: ${facts}, so no weights miss L2`;
+  const at = expertRereadAt(r, step_tokens);
+  const step = `this step: ${step_tokens} tokens → ${fmtDec(at.touched, 1)} touched experts per rank, ${fmtDec(at.tokens_per_touched, 1)} tokens each`;
+  if (at.passes === 0)
+    return `not charged at this step: ${facts}, ${fmtDec(r.us_per_pass, 2)} µs per pass per touched expert; ${step}, within one m-tile`;
+  return `charged: ${facts}, ${fmtDec(r.us_per_pass, 2)} µs per pass per touched expert; ${step} → ${at.passes} extra passes → ${fmtDec(at.us_per_layer, 1)} µs per MoE layer (HBM)`;
 }
 
 /**
@@ -140,7 +167,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       `registry ${displayPath(s.registry_file)}\n` +
       `${engineLine(s.engine)}\n` +
       (formatNote(s.model.name, d.weight_dtype) ?? '') +
-      expertKernelLines(s.pricer.info.formats) +
+      expertKernelLines(s.pricer.info.formats, stepTokens(batch)) +
       '\n\n' +
       formatStepPrice(p),
   );
@@ -152,6 +179,11 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
         notes.map((n) => `  - ${n}`).join('\n') +
         '\n',
     );
+}
+
+/** Tokens the step schedules, Σ scheduled_tokens (the pricer's walk tok). */
+function stepTokens(batch: Batch): number {
+  return batch.requests.reduce((a, r) => a + r.scheduled_tokens, 0);
 }
 
 /**
