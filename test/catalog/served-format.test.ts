@@ -51,6 +51,21 @@ describe('checkpointFormat refuses what it does not understand', () => {
     const q = { quant_method: 'compressed-tensors', config_groups: { g: { weights: { num_bits: 8, type: 'float' } } } };
     expect(() => checkpointFormat({ quantization_config: q }, 'm')).toThrow(/not a layout stepcal understands/);
   });
+  it('a quantisation field it does not know is refused naming it, not dropped (issue 13 item 5)', () => {
+    const q = { quant_method: 'fp8', weight_block_size: [128, 128], bogus_q: 1 };
+    expect(() => checkpointFormat({ quantization_config: q }, 'm')).toThrow(
+      /m: config.json quantization_config field "bogus_q" is not one the graph deriver understands/,
+    );
+    expect(() =>
+      checkpointFormat({ text_config: { quantization_config: { quant_method: 'mxfp4', x: 1 } } }, 'm'),
+    ).toThrow(/quantization_config field "x"/);
+    expect(() => checkpointFormat({}, 'm', { quantization: { quant_algo: 'NVFP4', kv_cache_dtype: 'fp8' } })).toThrow(
+      /m: hf_quant_config.json quantization field "kv_cache_dtype"/,
+    );
+    expect(() => checkpointFormat({}, 'm', { quantization: { quant_algo: 'NVFP4' }, extra: {} })).toThrow(
+      /m: hf_quant_config.json field "extra"/,
+    );
+  });
   it('an unknown ModelOpt algorithm', () => {
     expect(() => checkpointFormat({}, 'm', { quantization: { quant_algo: 'W4A8_AWQ' } })).toThrow(
       /quant_algo "W4A8_AWQ" not understood/,

@@ -67,6 +67,56 @@ function fourBit(groups: Obj, where: string): { dtype: StorageDtype; what: strin
 }
 
 /**
+ * Every `quantization_config` field stepcal knows (issue 13 item 5: a config field the deriver does not understand is
+ * refused, never dropped). Read: quant_method, weight_block_size, config_groups, ignore, moe_quant_algo
+ * (model-derive-sparse.ts). No effect on a step's price: activation_scheme, fmt, scale_fmt (fp8 numerics: dynamic
+ * activation scales are in the measured GEMM rows), producer, format, quantization_status, global_compression_ratio
+ * (metadata), group_size and quantized_layers (ModelOpt restatements of config_groups / moe_quant_algo), and
+ * modules_to_not_convert (the shipped lists name routers/gates, norms, embeddings, lm_head and, for mxfp4, attention:
+ * the graph prices routers and lm_head in bf16, and mxfp4 quantises the routed experts only). Not modelled, a
+ * KNOWN DIVERGENCE 32 (docs/pricer.md): kv_cache_scheme and kv_cache_quant_algo (the KV cache follows the
+ * deployment's --kv-dtype, not the checkpoint).
+ */
+const QUANT_CONFIG_FIELDS: ReadonlySet<string> = new Set([
+  'quant_method',
+  'weight_block_size',
+  'config_groups',
+  'ignore',
+  'moe_quant_algo',
+  'quant_algo',
+  'activation_scheme',
+  'fmt',
+  'scale_fmt',
+  'producer',
+  'format',
+  'quantization_status',
+  'global_compression_ratio',
+  'group_size',
+  'quantized_layers',
+  'modules_to_not_convert',
+  'kv_cache_scheme',
+  'kv_cache_quant_algo',
+]);
+
+/** `hf_quant_config.json` fields (ModelOpt exports), top level and under `quantization`; the same rules. */
+const HF_QUANT_FIELDS: ReadonlySet<string> = new Set(['producer', 'quantization']);
+const HF_QUANTIZATION_FIELDS: ReadonlySet<string> = new Set([
+  'quant_algo',
+  'exclude_modules',
+  'group_size',
+  'quantized_layers',
+  'kv_cache_quant_algo',
+]);
+
+function refuseUnknown(o: Obj, known: ReadonlySet<string>, what: string, where: string): void {
+  for (const k of Object.keys(o))
+    if (!known.has(k))
+      throw new UserError(
+        `${where}: ${what} field "${k}" is not one the graph deriver understands (src/core/catalog/served-format.ts lists them); refusing rather than dropping it`,
+      );
+}
+
+/**
  * Serve format of a checkpoint (see the module doc).
  * @param config parsed config.json
  * @param where name used in errors (model or file)
@@ -77,6 +127,9 @@ export function checkpointFormat(config: Obj, where: string, hfQuant?: Obj): Che
   const base = torchDtype(config);
   const q = obj(config.quantization_config) ?? obj(obj(config.text_config)?.quantization_config);
   const hq = obj(hfQuant?.quantization);
+  if (q) refuseUnknown(q, QUANT_CONFIG_FIELDS, 'config.json quantization_config', where);
+  if (hfQuant) refuseUnknown(hfQuant, HF_QUANT_FIELDS, 'hf_quant_config.json', where);
+  if (hq) refuseUnknown(hq, HF_QUANTIZATION_FIELDS, 'hf_quant_config.json quantization', where);
   if (!q && !hq) return { global: base, reason: `no quantization_config: the checkpoint's torch_dtype (${base})` };
   if (!q && hq) {
     // ModelOpt exports: NVFP4, or FP8 (per-tensor scales, Nemotron-3 Super / Ultra FP8) → fp8.
