@@ -21,9 +21,10 @@ const HOOK = `data:text/javascript,process.on('exit',()=>{const c=process.cpuUsa
 
 /**
  * One whole `fit all --chip h200 --check` process: wall s, CPU s, peak MiB and its last stderr line.
- * `workers` sets STEPCAL_FIT_WORKERS (undefined: the default, one thread under 4 cores, else min(cores, 4) workers).
+ * `workers` sets STEPCAL_FIT_WORKERS (undefined: the default, one worker beside the main thread on 2–3 cores,
+ * else min(cores, 4) workers; src/fit/parallel.ts).
  */
-function wholeProcess(workers?: number) {
+function wholeProcess(workers?: number | 'beside') {
   const t0 = performance.now();
   const r = spawnSync(
     process.execPath,
@@ -47,11 +48,13 @@ export default async function bench(): Promise<void> {
     `fit all --chip h200 --check, whole process: ${w.wall_s.toFixed(1)} s wall, ${w.cpu_s.toFixed(1)} s CPU; goal ${GOAL_S} s (ratio ${(w.wall_s / GOAL_S).toFixed(2)} wall, ${(w.cpu_s / GOAL_S).toFixed(2)} CPU; ≤ 1 meets it) [${w.check}]\n` +
       `  peak memory ${w.peak_mib.toFixed(0)} MiB; goal ${GOAL_MIB} MiB (ratio ${(w.peak_mib / GOAL_MIB).toFixed(2)})\n`,
   );
-  // The same on two worker threads (STEPCAL_FIT_WORKERS=2), to show what the workers change.
-  const two = wholeProcess(2);
-  process.stdout.write(
-    `  on two workers (STEPCAL_FIT_WORKERS=2): ${two.wall_s.toFixed(1)} s wall, ${two.cpu_s.toFixed(1)} s CPU, peak ${two.peak_mib.toFixed(0)} MiB [${two.check}]\n`,
-  );
+  // The same in one thread (STEPCAL_FIT_WORKERS=1) and on two worker threads (=2), to show what the default's worker changes.
+  for (const workers of [1, 2]) {
+    const o = wholeProcess(workers);
+    process.stdout.write(
+      `  ${workers === 1 ? 'in one thread' : 'on two workers'} (STEPCAL_FIT_WORKERS=${workers}): ${o.wall_s.toFixed(1)} s wall, ${o.cpu_s.toFixed(1)} s CPU, peak ${o.peak_mib.toFixed(0)} MiB [${o.check}]\n`,
+    );
+  }
   const cpu = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;

@@ -29,7 +29,15 @@ import {
   priorFor,
   RESULT_ORDER,
 } from './families.ts';
-import { fitInWorkers, type WorkerFit, WorkerUnavailable, workerCount } from './parallel.ts';
+import {
+  besideByDefault,
+  besidePlan,
+  fitBeside,
+  fitInWorkers,
+  type WorkerFit,
+  WorkerUnavailable,
+  workerCount,
+} from './parallel.ts';
 import type { FittedCoefficient } from './types.ts';
 
 export { defaultLane, FIT_FAMILIES, type FitFamily, type FitFamilyResult } from './families.ts';
@@ -48,10 +56,12 @@ export interface FitOptions {
   repoRoot?: string;
   bootstrap?: { resamples: number; seed: number };
   /**
-   * Worker threads (default STEPCAL_FIT_WORKERS, else the machine's parallelism from 4 cores and one
-   * thread below, at most 4; 0 or 1 = in this thread). The results are the same either way (src/fit/parallel.ts).
+   * Worker threads: a count (0 or 1 = in this thread; 2–4 a pool, parallel.ts fitInWorkers) or `beside`
+   * (one worker beside this thread, fitBeside). Default STEPCAL_FIT_WORKERS (a count or `beside`), else
+   * `beside` on 2–3 cores and min(cores, 4) workers from 4 (docs/performance.md). The results are the
+   * same either way (src/fit/parallel.ts).
    */
-  workers?: number;
+  workers?: number | 'beside';
   /** Called with family names as they start and finish (progress goes to stderr in the CLI). */
   onFamily?: (family: string, phase: 'start' | 'done', ms?: number) => void;
 }
@@ -89,10 +99,18 @@ function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   return want;
 }
 
-/** Fit `families` one after another in this thread (in the order given), each with its dependencies' coefficients as `prior`. */
-function fitInThread(store: MeasurementStore, families: readonly FitFamily[], opts: FitOptions) {
+/**
+ * Fit `families` one after another in this thread (in the order given), each with its dependencies'
+ * coefficients as `prior`, taken from `earlier` (families already fitted) or from this run.
+ */
+function fitInThread(
+  store: MeasurementStore,
+  families: readonly FitFamily[],
+  opts: FitOptions,
+  earlier: ReadonlyMap<FitFamily, WorkerFit> = new Map(),
+) {
   const done = new Map<FitFamily, WorkerFit>();
-  const results = new Map<FitFamily, FitFamilyResult>();
+  const results = new Map<FitFamily, FitFamilyResult>([...earlier].map(([f, w]) => [f, w.result]));
   for (const [i, family] of families.entries()) {
     opts.onFamily?.(family, 'start');
     const t0 = performance.now();
@@ -107,13 +125,38 @@ function fitInThread(store: MeasurementStore, families: readonly FitFamily[], op
 }
 
 /**
+ * One worker beside this thread (parallel.ts fitBeside; 2–3 cores): the worker's plan there, the rest
+ * here, then its replies. A worker that cannot start or dies leaves its families to this thread,
+ * fitted after the rest (their priors are on the worker's side of the split: besidePlan).
+ */
+async function fitWithOneBeside(store: MeasurementStore, families: readonly FitFamily[], opts: FitOptions) {
+  const split = besidePlan(families);
+  if (!split.worker.length || !split.main.length) return undefined;
+  const beside = fitBeside(store.job, split.worker, opts.onFamily);
+  let here: Map<FitFamily, WorkerFit>;
+  try {
+    here = fitInThread(store, split.main, opts);
+  } catch (e) {
+    beside.stop();
+    throw e;
+  }
+  try {
+    const away = await beside.results;
+    return { done: new Map([...here, ...away]), workers: 1 };
+  } catch (e) {
+    if (!(e instanceof WorkerUnavailable)) throw e;
+    return { done: new Map([...here, ...fitInThread(store, split.worker, opts, here)]), workers: 0 };
+  }
+}
+
+/**
  * Run the requested families (worker threads when more than one is allowed, else in this thread; a
  * worker that cannot start falls back to this thread). Returns the fits in RESULT_ORDER and
  * milliseconds per family.
  */
 async function runFamilies(store: MeasurementStore, want: ReadonlySet<FitFamily>, opts: FitOptions) {
   const families = RESULT_ORDER.filter((f) => want.has(f));
-  const count = workerCount(opts.workers);
+  const count = opts.workers === 'beside' ? 1 : workerCount(opts.workers);
   let done: Map<FitFamily, WorkerFit> | undefined;
   let workers = 0;
   if (count > 1) {
@@ -122,6 +165,9 @@ async function runFamilies(store: MeasurementStore, want: ReadonlySet<FitFamily>
     } catch (e) {
       if (!(e instanceof WorkerUnavailable)) throw e;
     }
+  } else if (besideByDefault(opts.workers)) {
+    const beside = await fitWithOneBeside(store, families, opts);
+    if (beside) ({ done, workers } = beside);
   }
   done ??= fitInThread(store, families, opts);
   const timings: Record<string, number> = {};

@@ -25,7 +25,7 @@ import {
   type MeasurementStore,
   mergeParts,
 } from './families.ts';
-import type { FitRequest } from './worker.ts';
+import type { FitPlanRequest, FitRequest } from './worker.ts';
 
 /**
  * Order in which idle workers take families (DECISION, issue 17): the longest chains first. gemm
@@ -68,6 +68,87 @@ export function workerCount(requested: number | undefined, cores = availablePara
   const byDefault = cores >= MIN_CORES_FOR_WORKERS ? cores : 1;
   const n = requested ?? (env !== undefined && env !== '' ? Number(env) : byDefault);
   return Number.isInteger(n) && n > 1 ? Math.min(n, MAX_WORKERS) : 1;
+}
+
+/**
+ * Families one worker fits beside the main thread on 2–3 cores (DECISION, session 14, fitBeside): the GEMM
+ * fit and the two families fitted on its coefficients (prefill attention, MLA), and the collectives: on
+ * h200 (quiet, one thread) gemm 730 + attention_prefill 465 + mla 83 + collective 345 ms against the main
+ * thread's attention_decode 575 + moe 328 + moe_experts 273 + hbm 228 + recurrent 150 + sparse 140 +
+ * expert_alltoall 23 ms, the worker also paying its start and its own JIT warm-up. A family whose
+ * dependency (FAMILY_DEPS) is in the worker's plan goes there too, so neither side waits on the other.
+ */
+const BESIDE_FAMILIES: ReadonlySet<FitFamily> = new Set(['gemm', 'attention_prefill', 'mla', 'collective']);
+
+/**
+ * Whether a run fits one worker beside the main thread (fitBeside): when the caller asks for `beside`;
+ * else when STEPCAL_FIT_WORKERS is `beside`; else by default on 2 or 3 cores (MIN_CORES_FOR_WORKERS starts
+ * a pool from 4). Never when the caller or STEPCAL_FIT_WORKERS gives a worker count. `cores` is the
+ * machine's parallelism (a parameter for tests).
+ */
+export function besideByDefault(requested: number | 'beside' | undefined, cores = availableParallelism()): boolean {
+  if (requested !== undefined) return requested === 'beside';
+  const env = process.env.STEPCAL_FIT_WORKERS;
+  if (env !== undefined && env !== '') return env === 'beside';
+  return cores >= 2 && cores < MIN_CORES_FOR_WORKERS;
+}
+
+/**
+ * Split `families` (RESULT_ORDER) into the worker's plan and the main thread's: BESIDE_FAMILIES and
+ * every family depending on one of them go to the worker, the rest stay, each side in the order given.
+ */
+export function besidePlan(families: readonly FitFamily[]): { worker: FitFamily[]; main: FitFamily[] } {
+  const away = new Set(families.filter((f) => BESIDE_FAMILIES.has(f)));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const f of families)
+      if (!away.has(f) && FAMILY_DEPS[f].some((d) => away.has(d))) {
+        away.add(f);
+        grew = true;
+      }
+  }
+  return { worker: families.filter((f) => away.has(f)), main: families.filter((f) => !away.has(f)) };
+}
+
+/**
+ * Fit `plan` on one worker while the caller fits the rest in its own thread (2–3 cores; DECISION above
+ * BESIDE_FAMILIES): the plan goes in one message and the worker fits it in order from its own tables, so
+ * it never waits for the main thread, whose synchronous fits hold its event loop. Replies collect as
+ * the main thread yields.
+ * @returns `results` (each family's result and ms; rejects with the first fitting error, same class and
+ *   location, or WorkerUnavailable when the worker could not start or died) and `stop` to end the worker.
+ */
+export function fitBeside(
+  job: FitJob,
+  plan: readonly FitFamily[],
+  onFamily?: OnFamily,
+): { results: Promise<Map<FitFamily, WorkerFit>>; stop: () => void } {
+  const worker = startWorker();
+  const done = new Map<FitFamily, WorkerFit>();
+  const stop = () => void worker.terminate();
+  const results = new Promise<Map<FitFamily, WorkerFit>>((resolve, reject) => {
+    let settled = false;
+    const finish = (err?: Error) => {
+      if (settled) return;
+      settled = true;
+      stop();
+      if (err) reject(err);
+      else resolve(done);
+    };
+    worker.on('message', (m: { family: FitFamily; ms: number; result?: FitFamilyResult; error?: never }) => {
+      if (m.error) return finish(rebuildError(m.error));
+      onFamily?.(m.family, 'done', m.ms);
+      done.set(m.family, { result: m.result!, ms: m.ms });
+      if (done.size === plan.length) finish();
+    });
+    worker.on('error', (e) => finish(new WorkerUnavailable(`fit worker failed: ${e.message}`)));
+    worker.on('exit', (code) => finish(new WorkerUnavailable(`fit worker exited (code ${code})`)));
+  });
+  // Handled by the caller's await; this keeps a rejection that lands before it from reading as unhandled.
+  results.catch(() => undefined);
+  for (const f of plan) onFamily?.(f, 'start');
+  worker.postMessage({ job, plan: [...plan] } satisfies FitPlanRequest);
+  return { results, stop };
 }
 
 /** A worker failed to start or died (not a fitting error): the caller fits in this thread instead. */

@@ -5,7 +5,14 @@
  * family's result (structured-cloned) or its error (name, message, stack, and an InputError's location).
  */
 import { parentPort } from 'node:worker_threads';
-import { type FitFamily, type FitJob, fitFamily, MeasurementStore } from './families.ts';
+import {
+  type FitFamily,
+  type FitFamilyResult,
+  type FitJob,
+  fitFamily,
+  MeasurementStore,
+  priorFor,
+} from './families.ts';
 
 /** One request: fit `family` (or its `part`) with `prior`; afterwards keep only the tables in `keep`. */
 export interface FitRequest {
@@ -16,21 +23,55 @@ export interface FitRequest {
   keep: string[];
 }
 
+/**
+ * A whole plan beside the main thread (parallel.ts fitBeside): fit `plan` in order, each family with
+ * the coefficients of its dependencies fitted earlier in the same plan as `prior` (the plan holds
+ * them: FAMILY_DEPS), one reply per family; stop at the first error.
+ */
+export interface FitPlanRequest {
+  job: FitJob;
+  plan: FitFamily[];
+}
+
 let store: MeasurementStore | undefined;
 
-parentPort?.on('message', (req: FitRequest) => {
+/** The reply for an error: its name, message, stack, and an InputError's location and problem. */
+function errorReply(family: FitFamily, t0: number, e: unknown) {
+  const err = e as Error & { location?: unknown; problem?: unknown };
+  return {
+    family,
+    ms: Math.round(performance.now() - t0),
+    error: { name: err.name, message: err.message, stack: err.stack, location: err.location, problem: err.problem },
+  };
+}
+
+/** Fit every family of a plan in order; false at the first error (already replied). */
+function runPlan(req: FitPlanRequest): boolean {
+  const results = new Map<FitFamily, FitFamilyResult>();
+  for (const [i, family] of req.plan.entries()) {
+    const t0 = performance.now();
+    try {
+      const result = fitFamily(store!, family, priorFor(family, results));
+      store!.retain(new Set(req.plan.slice(i + 1).flatMap((f) => store!.tablesOf(f))));
+      results.set(family, result);
+      parentPort!.postMessage({ family, ms: Math.round(performance.now() - t0), result });
+    } catch (e) {
+      parentPort!.postMessage(errorReply(family, t0, e));
+      return false;
+    }
+  }
+  return true;
+}
+
+parentPort?.on('message', (req: FitRequest | FitPlanRequest) => {
   store ??= new MeasurementStore(req.job);
+  if ('plan' in req) return void runPlan(req);
   const t0 = performance.now();
   try {
     const result = fitFamily(store, req.family, new Map(req.prior), req.part);
     store.retain(new Set(req.keep));
     parentPort!.postMessage({ family: req.family, ms: Math.round(performance.now() - t0), result });
   } catch (e) {
-    const err = e as Error & { location?: unknown; problem?: unknown };
-    parentPort!.postMessage({
-      family: req.family,
-      ms: Math.round(performance.now() - t0),
-      error: { name: err.name, message: err.message, stack: err.stack, location: err.location, problem: err.problem },
-    });
+    parentPort!.postMessage(errorReply(req.family, t0, e));
   }
 });

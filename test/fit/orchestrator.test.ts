@@ -176,6 +176,23 @@ describe('fitAll orchestrator', () => {
     expect(scale(parallel)).toBe(scale(serial));
   });
 
+  it('gives the same results with one worker beside this thread (the default on 2–3 cores)', async () => {
+    const serial = await fitAll('h200', { ...opts, workers: 1 });
+    const done: string[] = [];
+    const beside = await fitAll('h200', {
+      ...opts,
+      workers: 'beside',
+      onFamily: (f, p) => p === 'done' && done.push(f),
+    });
+    expect(beside.workers).toBe(1);
+    expect([...done].sort()).toEqual(serial.families.map((f) => f.family).sort());
+    expect(beside.families.map((f) => f.family)).toEqual(serial.families.map((f) => f.family));
+    expect(beside.registry_text).toBe(serial.registry_text);
+    expect(beside.coefficients).toEqual(serial.coefficients);
+    expect(beside.warnings).toEqual(serial.warnings);
+    expect(renderFitReport(beside).readme).toBe(renderFitReport(serial).readme);
+  });
+
   it("rethrows a worker's input error as the same InputError (file, row, column)", async () => {
     const bad = path.join(tmp, 'bad', 'measurements', 'h200');
     makeStore(bad);
@@ -183,13 +200,17 @@ describe('fitAll orchestrator', () => {
     const lines = gunzipSync(readFileSync(file)).toString('utf8').split('\n');
     lines[3] = lines[3]!.replace(/,[^,]+$/, ',-1');
     writeFileSync(file, gzipSync(lines.join('\n')));
-    const run = (workers: number) => fitAll('h200', { ...opts, measurementsDir: bad, workers });
+    const run = (workers: number | 'beside') => fitAll('h200', { ...opts, measurementsDir: bad, workers });
     const inThread = await run(1).catch((e: unknown) => e);
     const onWorker = await run(2).catch((e: unknown) => e);
+    // The GEMM table is read on the worker beside this thread (besidePlan), while this thread fits the rest.
+    const beside = await run('beside').catch((e: unknown) => e);
     expect(inThread).toBeInstanceOf(InputError);
-    expect(onWorker).toBeInstanceOf(InputError);
-    expect((onWorker as InputError).message).toBe((inThread as InputError).message);
-    expect((onWorker as InputError).location).toEqual({ file, row: 3, column: 'latency_us' });
+    for (const e of [onWorker, beside]) {
+      expect(e).toBeInstanceOf(InputError);
+      expect((e as InputError).message).toBe((inThread as InputError).message);
+      expect((e as InputError).location).toEqual({ file, row: 3, column: 'latency_us' });
+    }
   });
 
   it('picks the vllm lane by default', () => {

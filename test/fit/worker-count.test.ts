@@ -1,6 +1,7 @@
 /** How many fit workers a run starts (src/fit/parallel.ts workerCount; DECISION in docs/performance.md). */
 import { afterEach, describe, expect, it } from 'vitest';
-import { workerCount } from '../../src/fit/parallel.ts';
+import { FAMILY_DEPS, RESULT_ORDER } from '../../src/fit/families.ts';
+import { besideByDefault, besidePlan, workerCount } from '../../src/fit/parallel.ts';
 
 describe('workerCount', () => {
   const saved = process.env.STEPCAL_FIT_WORKERS;
@@ -26,5 +27,36 @@ describe('workerCount', () => {
     expect(workerCount(undefined, 8)).toBe(4);
     expect(workerCount(2, 8)).toBe(2);
     expect(workerCount(0, 8)).toBe(1);
+  });
+
+  it('besideByDefault: one worker beside this thread on 2–3 cores, unless a count or the variable says otherwise', () => {
+    delete process.env.STEPCAL_FIT_WORKERS;
+    expect([1, 2, 3, 4, 16].map((n) => besideByDefault(undefined, n))).toEqual([false, true, true, false, false]);
+    expect(besideByDefault(1, 2)).toBe(false);
+    expect(besideByDefault('beside', 16)).toBe(true);
+    process.env.STEPCAL_FIT_WORKERS = '1';
+    expect(besideByDefault(undefined, 2)).toBe(false);
+    process.env.STEPCAL_FIT_WORKERS = 'beside';
+    expect(besideByDefault(undefined, 1)).toBe(true);
+    expect(besideByDefault(2, 1)).toBe(false);
+  });
+});
+
+describe('besidePlan', () => {
+  it('sends the GEMM fit, the families fitted on it and the collectives to the worker; the rest stay', () => {
+    const { worker, main } = besidePlan(RESULT_ORDER);
+    expect(worker).toEqual(RESULT_ORDER.filter((f) => ['gemm', 'attention_prefill', 'mla', 'collective'].includes(f)));
+    expect(main).toEqual(RESULT_ORDER.filter((f) => !worker.includes(f)));
+  });
+
+  it('every subset: the two sides partition it in order, and no main-side family depends on a worker-side one', () => {
+    // Every one of the 2^12 subsets of the families (in RESULT_ORDER).
+    for (let mask = 0; mask < 1 << RESULT_ORDER.length; mask++) {
+      const families = RESULT_ORDER.filter((_, i) => mask & (1 << i));
+      const { worker, main } = besidePlan(families);
+      expect([...worker, ...main].sort()).toEqual([...families].sort());
+      expect(worker).toEqual(families.filter((f) => worker.includes(f)));
+      for (const f of main) for (const d of FAMILY_DEPS[f]) expect(worker).not.toContain(d);
+    }
   });
 });
