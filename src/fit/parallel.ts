@@ -50,11 +50,12 @@ const SCHEDULE: readonly FitFamily[] = [
 const MAX_WORKERS = 4;
 
 /**
- * Fewest cores on which a run uses workers by default (DECISION, session 12): on 2 cores, with the
- * decoded-table cache, `fit all --chip h200 --check` in this thread took 3.43–3.54 s wall, 4.9–5.1 s
+ * Fewest cores on which a run uses a pool of workers by default (DECISION, session 12): on 2 cores, with
+ * the decoded-table cache, `fit all --chip h200 --check` in this thread took 3.43–3.54 s wall, 4.9–5.1 s
  * CPU, 182–198 MiB against 3.72–3.85 s, 6.7–7.1 s CPU, 265–283 MiB on two workers (alternating, load
  * ≈ 1.9; docs/performance.md "fit all, session 12"): each worker loads the modules and its tables
- * again, and the main thread shares the cores. Not measured on 3 cores, so workers start at 4.
+ * again, and the main thread idles. Below it, one worker beside the main thread (besideByDefault,
+ * session 14). Not measured on 3 cores, so the pool starts at 4.
  */
 const MIN_CORES_FOR_WORKERS = 4;
 
