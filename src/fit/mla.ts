@@ -132,7 +132,20 @@ export interface MlaLawFit {
   names: string[];
   train_geo: number;
   holdout_geo: { all: number; context: number; batch: number };
-  points: Array<{ measured_us: number; predicted_us: number; holdout: boolean }>;
+  /** The holdout's context axis: `past_tokens` (decode) or `query_tokens` (prefill). */
+  context_name: string;
+  /**
+   * Every row of the law: latency (µs), whether held out, its context (tokens, `context_name`), batch
+   * (requests) and per-GPU query heads.
+   */
+  points: Array<{
+    measured_us: number;
+    predicted_us: number;
+    holdout: boolean;
+    context: number;
+    batch: number;
+    heads: number;
+  }>;
 }
 
 export interface MlaFit extends FamilyFit {
@@ -196,8 +209,18 @@ function solveLaw(law: MlaLaw, all: readonly MlaRow[], out: MlaFit): Solved | un
     measured_us: r.latency_us,
     predicted_us: dot(law.design(r), beta),
     holdout: isHold(r),
+    context: law.context(r),
+    batch: r.batch,
+    heads: r.heads,
   }));
-  const fit = { what: law.what, priced: false, beta, names: law.terms.map((t) => t.name), train_geo: errs.train.geo };
+  const fit = {
+    what: law.what,
+    priced: false,
+    beta,
+    names: law.terms.map((t) => t.name),
+    train_geo: errs.train.geo,
+    context_name: law.contextName,
+  };
   return { law, beta, X, y, train, errs, notes, fit: { ...fit, holdout_geo, points } };
 }
 

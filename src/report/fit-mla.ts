@@ -1,14 +1,16 @@
 /**
  * The MLA family's fit drawn (issue 13 item 2; src/fit/mla.ts): the module-versus-kernel comparison of every
- * law (train and holdout geo along context and batch), the registry's coefficients with ci95, and one
- * residual figure per law the registry takes. Where a law misses the 1.15× holdout goal the section says so
- * next to its residual plot. Pure: no I/O.
+ * law (train and holdout geo along context and batch), the registry's coefficients with ci95, and per law the
+ * registry takes a predicted-vs-measured figure and two residual plots (along context and batch;
+ * src/report/fit-mla-residuals.ts). Where a law misses the 1.15× holdout goal the section says why, from its
+ * rows, above its residual plots. Pure: no I/O.
  */
 import type { Chip } from '../core/catalog/chip.ts';
 import { chart, PALETTE } from '../core/render/svg.ts';
 import { fmt } from '../fit/common.ts';
 import type { MlaFit, MlaLawFit } from '../fit/mla.ts';
 import { type FitSection, thin } from './fit-common.ts';
+import { mlaMissReason, mlaResidualFigure, mlaResidualFigureName } from './fit-mla-residuals.ts';
 
 /** Holdout geo the issue asks of MLA decode and prefill. */
 const MLA_HOLDOUT_GOAL = 1.15;
@@ -35,7 +37,7 @@ function figure(chip: Chip, law: MlaLawFit): string {
   });
 }
 
-/** The section for fits/<chip>/README.md, the summary lines and one residual figure per priced law. */
+/** The section for fits/<chip>/README.md, the summary lines and three figures per priced law. */
 export function mlaSection(f: MlaFit, chip: Chip): FitSection {
   if (!f.mla.length) return { md: '', summary: [], figures: [] };
   const L = [
@@ -64,12 +66,17 @@ export function mlaSection(f: MlaFit, chip: Chip): FitSection {
   const summary: string[] = [];
   for (const law of f.mla.filter((l) => l.priced)) {
     const name = `mla_${slug(law.what)}.svg`;
-    figures.push({ name, svg: figure(chip, law) });
+    const residuals = (['context', 'batch'] as const).map((axis) => ({
+      name: mlaResidualFigureName(slug(law.what), axis),
+      svg: mlaResidualFigure(chip.name, law, axis, MLA_HOLDOUT_GOAL),
+    }));
+    figures.push({ name, svg: figure(chip, law) }, ...residuals);
     summary.push(`mla ${law.what}: train geo ${g(law.train_geo)}, holdout ${g(law.holdout_geo.all)}`);
     L.push(`### ${law.what}`, '');
     if (law.holdout_geo.all > MLA_HOLDOUT_GOAL)
-      L.push(`- **above the ${MLA_HOLDOUT_GOAL}× goal**: see the residual plot.`, '');
+      L.push(`- **above the ${MLA_HOLDOUT_GOAL}× goal.** ${mlaMissReason(law, MLA_HOLDOUT_GOAL)}`, '');
     L.push(`![${law.what}](${name})`, '');
+    for (const r of residuals) L.push(`![${law.what}: residuals](${r.name})`, '');
   }
   for (const w of f.warnings) L.push(`- ${w}`);
   return { md: `${L.join('\n')}\n`, summary, figures };
