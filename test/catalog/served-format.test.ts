@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
-import { checkpointFormat } from '../../src/core/catalog/served-format.ts';
+import { knownModels, loadHfQuantConfig, loadModelConfigText, parseConfigJson } from '../../src/core/catalog/model.ts';
+import { checkpointFormat, declaredKvFormat, kvFormatNote } from '../../src/core/catalog/served-format.ts';
 import { readText } from '../../src/core/io/fs.ts';
 
 const CONFIGS = path.join(REPO_ROOT, '..', 'shared', 'datasets', 'model-configs');
@@ -70,5 +71,65 @@ describe('checkpointFormat refuses what it does not understand', () => {
     expect(() => checkpointFormat({}, 'm', { quantization: { quant_algo: 'W4A8_AWQ' } })).toThrow(
       /quant_algo "W4A8_AWQ" not understood/,
     );
+  });
+});
+
+/** declaredKvFormat of a model in catalog/models (its config.json and hf_quant_config.json when shipped). */
+const shippedKv = (m: string) => declaredKvFormat(parseConfigJson(loadModelConfigText(m)), m, loadHfQuantConfig(m));
+
+describe('declaredKvFormat: the KV-cache format a checkpoint declares (KNOWN DIVERGENCE 32)', () => {
+  it('on the shipped catalog configs, naming the fields that said so', () => {
+    expect(shippedKv('minimax-m2.5-nvfp4')).toEqual({
+      kv_dtype: 'fp8',
+      source:
+        'config.json quantization_config kv_cache_scheme 8-bit float; hf_quant_config.json kv_cache_quant_algo FP8',
+    });
+    expect(shippedKv('qwen3-235b-a22b-nvfp4')).toEqual({
+      kv_dtype: 'fp8',
+      source: 'hf_quant_config.json kv_cache_quant_algo FP8',
+    });
+    expect(shippedKv('nemotron-3-super-120b-a12b-fp8')?.kv_dtype).toBe('fp8');
+    // kv_cache_quant_algo null (deepseek-v4-flash-nvfp4), kv_cache_scheme null (kimi-k2.5), no quantisation at all.
+    expect(shippedKv('deepseek-v4-flash-nvfp4')).toBeUndefined();
+    expect(shippedKv('kimi-k2.5')).toBeUndefined();
+    expect(shippedKv('llama-3.1-8b')).toBeUndefined();
+    expect(shippedKv('deepseek-v3')).toBeUndefined();
+  });
+  it('every shipped model parses (none is refused), and only 8-bit float caches are declared', () => {
+    const declared = knownModels()
+      .map((m) => [m, shippedKv(m)?.kv_dtype] as const)
+      .filter(([, d]) => d !== undefined);
+    expect(new Set(declared.map(([, d]) => d))).toEqual(new Set(['fp8']));
+    expect(declared.map(([m]) => m)).toContain('kimi-k2.5-nvfp4');
+  });
+  it('refuses a value it does not understand and fields that disagree', () => {
+    const q = (kv: unknown) => ({ quantization_config: { quant_method: 'fp8', kv_cache_scheme: kv } });
+    expect(declaredKvFormat(q({ num_bits: 8, type: 'int' }), 'm')?.kv_dtype).toBe('int8');
+    expect(() => declaredKvFormat(q({ num_bits: 4, type: 'float' }), 'm')).toThrow(
+      /m: config.json quantization_config.kv_cache_scheme .* not understood/,
+    );
+    expect(() => declaredKvFormat({}, 'm', { quantization: { kv_cache_quant_algo: 'FP4' } })).toThrow(
+      /m: hf_quant_config.json kv_cache_quant_algo "FP4" not understood/,
+    );
+    expect(() =>
+      declaredKvFormat(q({ num_bits: 8, type: 'float' }), 'm', { quantization: { kv_cache_quant_algo: 'NVFP4' } }),
+    ).toThrow(
+      /declares different KV-cache dtypes: .*8-bit float → fp8; hf_quant_config.json kv_cache_quant_algo NVFP4 → nvfp4/,
+    );
+  });
+});
+
+describe('kvFormatNote: price says when the checkpoint declares another KV format', () => {
+  const fp8 = { kv_dtype: 'fp8' as const, source: 'hf_quant_config.json kv_cache_quant_algo FP8' };
+  it('declared fp8, priced a 2-byte bf16 cache under auto: the line', () => {
+    expect(kvFormatNote(fp8, { kv_dtype: undefined, bytes_per_element: 2, name: 'bf16' })).toBe(
+      "KV cache: checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8); priced bf16 (KV dtype auto follows the weights, sub-byte → bf16: vLLM's default); pass --kv-dtype fp8 to price the checkpoint's",
+    );
+    expect(kvFormatNote(fp8, { kv_dtype: 'auto', bytes_per_element: 2, name: 'bf16' })).toContain('priced bf16');
+  });
+  it('nothing when they agree (1 B/element), when --kv-dtype is given, or when nothing is declared', () => {
+    expect(kvFormatNote(fp8, { kv_dtype: undefined, bytes_per_element: 1, name: 'fp8' })).toBeUndefined();
+    expect(kvFormatNote(fp8, { kv_dtype: 'bf16', bytes_per_element: 2, name: 'bf16' })).toBeUndefined();
+    expect(kvFormatNote(undefined, { kv_dtype: undefined, bytes_per_element: 2, name: 'bf16' })).toBeUndefined();
   });
 });

@@ -162,6 +162,26 @@ describe('stepcal price / sweep', () => {
     ).toBe(0);
     expect(JSON.parse(j.out()).registry).toBe('test/fixtures/registry/blis-h200.yaml');
   });
+  it("price states the checkpoint's declared KV format when it prices another (KNOWN DIVERGENCE 32), and not with --kv-dtype fp8", async () => {
+    // qwen3-235b-a22b-nvfp4's hf_quant_config.json declares an fp8 cache; auto prices NVFP4 weights with bf16.
+    const run = async (...extra: string[]) => {
+      vi.restoreAllMocks();
+      const c = capture();
+      const args = ['price', '--model', 'qwen3-235b-a22b-nvfp4', '--chip', 'b200', '--tp', '8'];
+      expect(await main(['node', 'stepcal', ...args, '--batch', 'decode:64@8192', ...extra])).toBe(0);
+      return c.out();
+    };
+    const line =
+      "KV cache: checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8); priced bf16 (KV dtype auto follows the weights, sub-byte → bf16: vLLM's default); pass --kv-dtype fp8 to price the checkpoint's";
+    const auto = await run();
+    expect(auto.split('\n')[0]).toContain('KV auto (2 B/element)');
+    expect(auto.split('\n')).toContain(line);
+    expect(JSON.parse(await run('--json')).kv_cache_note).toBe(line);
+    const fp8 = await run('--kv-dtype', 'fp8');
+    expect(fp8.split('\n')[0]).toContain('KV fp8 (1 B/element)');
+    expect(fp8).not.toContain('KV cache: checkpoint declares');
+    expect(JSON.parse(await run('--kv-dtype', 'fp8', '--json'))).not.toHaveProperty('kv_cache_note');
+  });
   it('a batch spec that schedules nothing is a usage error (exit 2); an impossible tp a user error (exit 1)', async () => {
     let c = capture();
     expect(

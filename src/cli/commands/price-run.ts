@@ -1,6 +1,12 @@
 /** The run of `stepcal price` (module comment of price.ts): loaded only when the command runs. */
 import { knownModels, loadHfQuantConfig, loadModelConfigText, parseConfigJson } from '../../core/catalog/model.ts';
-import { checkpointFormat, servedFormatNote } from '../../core/catalog/served-format.ts';
+import {
+  checkpointFormat,
+  declaredKvFormat,
+  kvFormatNote,
+  servedFormatNote,
+} from '../../core/catalog/served-format.ts';
+import type { StorageDtype } from '../../core/catalog/dtypes.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpecs } from '../../pricer/batch.ts';
@@ -72,6 +78,26 @@ function formatNote(model: string, weightDtype: string): string | undefined {
 }
 
 /**
+ * The KV-cache line (served-format.ts kvFormatNote): the checkpoint's declared KV format beside the priced one, when
+ * they differ under KV dtype auto; undefined for a model given by path, one that declares none, or when they agree.
+ * @param kvDtype the deployment's --kv-dtype (undefined = auto)
+ * @param info the pricer's priced cache bytes per element and served weight dtype
+ */
+function kvNote(
+  model: string,
+  kvDtype: string | undefined,
+  info: { kv_bytes_per_element: number; served_dtype: StorageDtype },
+): string | undefined {
+  const bytes = info.kv_bytes_per_element;
+  const served = info.served_dtype;
+  if (!knownModels().includes(model)) return undefined;
+  const declared = declaredKvFormat(parseConfigJson(loadModelConfigText(model)), model, loadHfQuantConfig(model));
+  // The priced width's name: auto's rule (deployment.ts kvBytesPerElement) gives 1 B (8-bit weights) or 2 B.
+  const name = bytes === 1 ? 'fp8' : bytes === 2 ? (served === 'fp16' ? 'fp16' : 'bf16') : `${bytes} B/element`;
+  return kvFormatNote(declared, { kv_dtype: kvDtype, bytes_per_element: bytes, name });
+}
+
+/**
  * Per expert format on the fitted law: its kernel (docs/pricer.md "Expert kernels") and whether the law's
  * re-read term applies at this step of `step_tokens` tokens, with its µs (rereadLine); each after a newline.
  */
@@ -125,6 +151,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       ? [largeStepNote(e, s.engine.terms.large_step_nvlink_factor.value)]
       : []),
   ];
+  const kv_cache_note = kvNote(s.model.name, s.deployment.kv_dtype, s.pricer.info);
   if (o.json) {
     const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
     process.stdout.write(
@@ -136,6 +163,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
           registry: displayPath(s.registry_file),
           batch: o.batch,
           ...(served_format ? { served_format } : {}),
+          ...(kv_cache_note ? { kv_cache_note } : {}),
           info: s.pricer.info,
           engine:
             s.engine && e
@@ -167,6 +195,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       `registry ${displayPath(s.registry_file)}\n` +
       `${engineLine(s.engine)}\n` +
       (formatNote(s.model.name, d.weight_dtype) ?? '') +
+      (kv_cache_note ? `\n${kv_cache_note}` : '') +
       expertKernelLines(s.pricer.info.formats, stepTokens(batch)) +
       '\n\n' +
       formatStepPrice(p),

@@ -14,10 +14,11 @@
  *     routed experts carry the 4-bit format and the rest stays torch_dtype.
  *   - any other quant_method or group layout is refused (UserError naming the field): a format the
  *     deriver does not understand is never silently served as bf16.
- * Pure.
+ * The KV-cache format the checkpoint declares (`declaredKvFormat`) is read for `price`'s note only
+ * (`kvFormatNote`): the cache is priced by --kv-dtype (KNOWN DIVERGENCE 32). Pure.
  */
 import { UserError } from '../errors.ts';
-import type { StorageDtype } from './dtypes.ts';
+import { bytesPerElement, type StorageDtype } from './dtypes.ts';
 
 /** What the checkpoint serves: the global weight format, the routed experts' when different, and why. */
 export interface CheckpointFormat {
@@ -75,7 +76,7 @@ function fourBit(groups: Obj, where: string): { dtype: StorageDtype; what: strin
  * modules_to_not_convert (the shipped lists name routers/gates, norms, embeddings, lm_head and, for mxfp4, attention:
  * the graph prices routers and lm_head in bf16, and mxfp4 quantises the routed experts only). Not modelled, a
  * KNOWN DIVERGENCE 32 (docs/pricer.md): kv_cache_scheme and kv_cache_quant_algo (the KV cache follows the
- * deployment's --kv-dtype, not the checkpoint).
+ * deployment's --kv-dtype, not the checkpoint; `declaredKvFormat` reads them so `price` states the difference).
  */
 const QUANT_CONFIG_FIELDS: ReadonlySet<string> = new Set([
   'quant_method',
@@ -187,4 +188,81 @@ export function servedFormatNote(checkpoint: CheckpointFormat, weightDtype: stri
   const ck = `${checkpoint.global}${checkpoint.experts ? ` (routed experts ${checkpoint.experts})` : ''}`;
   if (weightDtype === 'auto') return `served format ${ck}: ${checkpoint.reason}`;
   return `served format ${weightDtype}: set by the deployment (--weight-dtype); the checkpoint's is ${ck}: ${checkpoint.reason}`;
+}
+
+/** The KV-cache format a checkpoint declares (KNOWN DIVERGENCE 32) and the field or fields that said so. */
+export interface DeclaredKvFormat {
+  kv_dtype: 'fp8' | 'int8' | 'nvfp4';
+  /** e.g. `hf_quant_config.json kv_cache_quant_algo FP8`; several fields joined by "; ". */
+  source: string;
+}
+
+/** A ModelOpt `kv_cache_quant_algo` value as a KV dtype; null states none. @throws UserError for another value */
+function kvAlgo(v: unknown, field: string, where: string): DeclaredKvFormat['kv_dtype'] | undefined {
+  if (v === null || v === undefined) return undefined;
+  const m = { FP8: 'fp8', INT8: 'int8', NVFP4: 'nvfp4' } as const;
+  if (typeof v === 'string' && v in m) return m[v as keyof typeof m];
+  throw new UserError(`${where}: ${field} ${JSON.stringify(v)} not understood (FP8, INT8, NVFP4 or null are)`);
+}
+
+/** A compressed-tensors `kv_cache_scheme` as a KV dtype; null states none. @throws UserError for another layout */
+function kvScheme(v: unknown, where: string): DeclaredKvFormat['kv_dtype'] | undefined {
+  if (v === null || v === undefined) return undefined;
+  const s = obj(v);
+  if (s?.num_bits === 8 && (s.type === 'float' || s.type === 'int')) return s.type === 'float' ? 'fp8' : 'int8';
+  throw new UserError(
+    `${where}: config.json quantization_config.kv_cache_scheme ${JSON.stringify(v)} not understood (8-bit float or int)`,
+  );
+}
+
+/**
+ * The KV-cache dtype a checkpoint declares, or undefined when it declares none (absent or null): config.json
+ * `quantization_config.kv_cache_scheme` (compressed-tensors: 8-bit float → fp8, 8-bit int → int8) or
+ * `.kv_cache_quant_algo`, and `hf_quant_config.json` `quantization.kv_cache_quant_algo` (ModelOpt: FP8, INT8, NVFP4).
+ * Pure; stepcal prices the cache by `--kv-dtype`, not by this (KNOWN DIVERGENCE 32), and `price` states the difference.
+ * @param config parsed config.json
+ * @param where name used in errors (model or file)
+ * @param hfQuant parsed hf_quant_config.json, when the checkpoint ships one
+ * @throws UserError for a value it does not understand, or fields that declare different dtypes
+ */
+export function declaredKvFormat(config: Obj, where: string, hfQuant?: Obj): DeclaredKvFormat | undefined {
+  const q = obj(config.quantization_config) ?? obj(obj(config.text_config)?.quantization_config);
+  const hq = obj(hfQuant?.quantization);
+  const found: Array<{ kv_dtype: DeclaredKvFormat['kv_dtype']; field: string }> = [];
+  const scheme = kvScheme(q?.kv_cache_scheme, where);
+  if (scheme) {
+    const s = obj(q!.kv_cache_scheme)!;
+    found.push({ kv_dtype: scheme, field: `config.json quantization_config kv_cache_scheme 8-bit ${String(s.type)}` });
+  }
+  for (const [v, file] of [
+    [q?.kv_cache_quant_algo, 'config.json quantization_config'],
+    [hq?.kv_cache_quant_algo, 'hf_quant_config.json'],
+  ] as const) {
+    const d = kvAlgo(v, `${file} kv_cache_quant_algo`, where);
+    if (d) found.push({ kv_dtype: d, field: `${file} kv_cache_quant_algo ${String(v)}` });
+  }
+  if (!found.length) return undefined;
+  if (found.some((f) => f.kv_dtype !== found[0]!.kv_dtype))
+    throw new UserError(
+      `${where}: the checkpoint declares different KV-cache dtypes: ${found.map((f) => `${f.field} → ${f.kv_dtype}`).join('; ')}`,
+    );
+  return { kv_dtype: found[0]!.kv_dtype, source: found.map((f) => f.field).join('; ') };
+}
+
+/**
+ * One line for `price` when the checkpoint declares a KV-cache format other than the one priced under KV dtype
+ * auto; undefined when the checkpoint declares none, when they agree (same bytes per element), or when the
+ * deployment gives its own KV dtype (`kvDtype` other than auto: the user chose).
+ * @param priced the priced cache: its KV dtype flag (undefined = auto), bytes per element and a name for that width
+ */
+export function kvFormatNote(
+  declared: DeclaredKvFormat | undefined,
+  priced: { kv_dtype: string | undefined; bytes_per_element: number; name: string },
+): string | undefined {
+  if (!declared || (priced.kv_dtype !== undefined && priced.kv_dtype.toLowerCase() !== 'auto')) return undefined;
+  if (bytesPerElement(declared.kv_dtype) === priced.bytes_per_element) return undefined;
+  return (
+    `KV cache: checkpoint declares ${declared.kv_dtype} (${declared.source}); priced ${priced.name} ` +
+    `(KV dtype auto follows the weights, sub-byte → bf16: vLLM's default); pass --kv-dtype ${declared.kv_dtype} to price the checkpoint's`
+  );
 }
