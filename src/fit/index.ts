@@ -100,6 +100,33 @@ function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
 }
 
 /**
+ * Fit `families[i]` in this thread with its dependencies' coefficients from `results` as `prior`, then
+ * keep only the tables `families[i + 1…]` read; adds the result to `results` and `done`.
+ */
+function fitNext(
+  store: MeasurementStore,
+  families: readonly FitFamily[],
+  i: number,
+  results: Map<FitFamily, FitFamilyResult>,
+  done: Map<FitFamily, WorkerFit>,
+  opts: FitOptions,
+): void {
+  const family = families[i]!;
+  opts.onFamily?.(family, 'start');
+  const t0 = performance.now();
+  const result = fitFamily(store, family, priorFor(family, results));
+  store.retain(new Set(families.slice(i + 1).flatMap((f) => store.tablesOf(f))));
+  const ms = Math.round(performance.now() - t0);
+  opts.onFamily?.(family, 'done', ms);
+  results.set(family, result);
+  done.set(family, { result, ms });
+}
+
+/** The results of fits so far, by family (fitNext's `results`). */
+const resultsOf = (done: ReadonlyMap<FitFamily, WorkerFit>) =>
+  new Map<FitFamily, FitFamilyResult>([...done].map(([f, w]) => [f, w.result]));
+
+/**
  * Fit `families` one after another in this thread (in the order given), each with its dependencies'
  * coefficients as `prior`, taken from `earlier` (families already fitted) or from this run.
  */
@@ -110,32 +137,31 @@ function fitInThread(
   earlier: ReadonlyMap<FitFamily, WorkerFit> = new Map(),
 ) {
   const done = new Map<FitFamily, WorkerFit>();
-  const results = new Map<FitFamily, FitFamilyResult>([...earlier].map(([f, w]) => [f, w.result]));
-  for (const [i, family] of families.entries()) {
-    opts.onFamily?.(family, 'start');
-    const t0 = performance.now();
-    const result = fitFamily(store, family, priorFor(family, results));
-    store.retain(new Set(families.slice(i + 1).flatMap((f) => store.tablesOf(f))));
-    const ms = Math.round(performance.now() - t0);
-    opts.onFamily?.(family, 'done', ms);
-    results.set(family, result);
-    done.set(family, { result, ms });
-  }
+  const results = resultsOf(earlier);
+  for (let i = 0; i < families.length; i++) fitNext(store, families, i, results, done, opts);
   return done;
 }
 
 /**
  * One worker beside this thread (parallel.ts fitBeside; 2–3 cores): the worker's plan there, the rest
- * here, then its replies. A worker that cannot start or dies leaves its families to this thread,
- * fitted after the rest (their priors are on the worker's side of the split: besidePlan).
+ * here, then its replies. Between two families this thread yields once, so the worker's replies are
+ * taken as they come (its progress shows in time) and a fitting error there stops this thread's
+ * fits at once. A worker that cannot start or dies leaves its families to this thread, fitted after
+ * the rest (their priors are on the worker's side of the split: besidePlan).
  */
 async function fitWithOneBeside(store: MeasurementStore, families: readonly FitFamily[], opts: FitOptions) {
   const split = besidePlan(families);
   if (!split.worker.length || !split.main.length) return undefined;
   const beside = fitBeside(store.job, split.worker, opts.onFamily);
-  let here: Map<FitFamily, WorkerFit>;
+  const here = new Map<FitFamily, WorkerFit>();
+  const results = new Map<FitFamily, FitFamilyResult>();
   try {
-    here = fitInThread(store, split.main, opts);
+    for (let i = 0; i < split.main.length; i++) {
+      fitNext(store, split.main, i, results, here, opts);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const failed = beside.failure();
+      if (failed && !(failed instanceof WorkerUnavailable)) throw failed;
+    }
   } catch (e) {
     beside.stop();
     throw e;

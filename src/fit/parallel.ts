@@ -95,15 +95,19 @@ export function besideByDefault(requested: number | 'beside' | undefined, cores 
 }
 
 /**
- * Split `families` (RESULT_ORDER) into the worker's plan and the main thread's: BESIDE_FAMILIES and
- * every family depending on one of them go to the worker, the rest stay, each side in the order given.
+ * Split `families` (RESULT_ORDER) into the worker's plan and the main thread's: BESIDE_FAMILIES, every
+ * family depending on one of the worker's (its prior is there) and every dependency of one (so the
+ * worker never needs a prior from the main thread) go to the worker; the rest stay, each side in the
+ * order given. Dependencies come before their dependents in RESULT_ORDER, so each side's order fits them first.
  */
 export function besidePlan(families: readonly FitFamily[]): { worker: FitFamily[]; main: FitFamily[] } {
   const away = new Set(families.filter((f) => BESIDE_FAMILIES.has(f)));
+  const pulled = (f: FitFamily) =>
+    FAMILY_DEPS[f].some((d) => away.has(d)) || families.some((g) => away.has(g) && FAMILY_DEPS[g].includes(f));
   for (let grew = true; grew; ) {
     grew = false;
     for (const f of families)
-      if (!away.has(f) && FAMILY_DEPS[f].some((d) => away.has(d))) {
+      if (!away.has(f) && pulled(f)) {
         away.add(f);
         grew = true;
       }
@@ -117,15 +121,17 @@ export function besidePlan(families: readonly FitFamily[]): { worker: FitFamily[
  * it never waits for the main thread, whose synchronous fits hold its event loop. Replies collect as
  * the main thread yields.
  * @returns `results` (each family's result and ms; rejects with the first fitting error, same class and
- *   location, or WorkerUnavailable when the worker could not start or died) and `stop` to end the worker.
+ *   location, or WorkerUnavailable when the worker could not start or died), `failure` (that error once
+ *   it has arrived, else undefined) and `stop` to end the worker.
  */
 export function fitBeside(
   job: FitJob,
   plan: readonly FitFamily[],
   onFamily?: OnFamily,
-): { results: Promise<Map<FitFamily, WorkerFit>>; stop: () => void } {
+): { results: Promise<Map<FitFamily, WorkerFit>>; failure: () => Error | undefined; stop: () => void } {
   const worker = startWorker();
   const done = new Map<FitFamily, WorkerFit>();
+  let failed: Error | undefined;
   const stop = () => void worker.terminate();
   const results = new Promise<Map<FitFamily, WorkerFit>>((resolve, reject) => {
     let settled = false;
@@ -133,6 +139,7 @@ export function fitBeside(
       if (settled) return;
       settled = true;
       stop();
+      failed = err;
       if (err) reject(err);
       else resolve(done);
     };
@@ -140,16 +147,18 @@ export function fitBeside(
       if (m.error) return finish(rebuildError(m.error));
       onFamily?.(m.family, 'done', m.ms);
       done.set(m.family, { result: m.result!, ms: m.ms });
-      if (done.size === plan.length) finish();
+      if (done.size === plan.length) return finish();
+      // The worker fits its plan in order: the next family started when this one ended.
+      onFamily?.(plan[done.size]!, 'start');
     });
     worker.on('error', (e) => finish(new WorkerUnavailable(`fit worker failed: ${e.message}`)));
     worker.on('exit', (code) => finish(new WorkerUnavailable(`fit worker exited (code ${code})`)));
   });
   // Handled by the caller's await; this keeps a rejection that lands before it from reading as unhandled.
   results.catch(() => undefined);
-  for (const f of plan) onFamily?.(f, 'start');
+  onFamily?.(plan[0]!, 'start');
   worker.postMessage({ job, plan: [...plan] } satisfies FitPlanRequest);
-  return { results, stop };
+  return { results, failure: () => failed, stop };
 }
 
 /** A worker failed to start or died (not a fitting error): the caller fits in this thread instead. */

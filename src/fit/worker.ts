@@ -45,8 +45,8 @@ function errorReply(family: FitFamily, t0: number, e: unknown) {
   };
 }
 
-/** Fit every family of a plan in order; false at the first error (already replied). */
-function runPlan(req: FitPlanRequest): boolean {
+/** Fit every family of a plan in order, one reply each; at the first error, its reply and no more. */
+function runPlan(req: FitPlanRequest): void {
   const results = new Map<FitFamily, FitFamilyResult>();
   for (const [i, family] of req.plan.entries()) {
     const t0 = performance.now();
@@ -57,15 +57,14 @@ function runPlan(req: FitPlanRequest): boolean {
       parentPort!.postMessage({ family, ms: Math.round(performance.now() - t0), result });
     } catch (e) {
       parentPort!.postMessage(errorReply(family, t0, e));
-      return false;
+      return;
     }
   }
-  return true;
 }
 
 parentPort?.on('message', (req: FitRequest | FitPlanRequest) => {
   store ??= new MeasurementStore(req.job);
-  if ('plan' in req) return void runPlan(req);
+  if ('plan' in req) return runPlan(req);
   const t0 = performance.now();
   try {
     const result = fitFamily(store, req.family, new Map(req.prior), req.part);

@@ -203,13 +203,31 @@ describe('fitAll orchestrator', () => {
     const run = (workers: number | 'beside') => fitAll('h200', { ...opts, measurementsDir: bad, workers });
     const inThread = await run(1).catch((e: unknown) => e);
     const onWorker = await run(2).catch((e: unknown) => e);
-    // The GEMM table is read on the worker beside this thread (besidePlan), while this thread fits the rest.
+    // Beside: the GEMM table is read on both sides (gemm on the worker, hbm here); hbm, first here, meets the row.
     const beside = await run('beside').catch((e: unknown) => e);
     expect(inThread).toBeInstanceOf(InputError);
     for (const e of [onWorker, beside]) {
       expect(e).toBeInstanceOf(InputError);
       expect((e as InputError).message).toBe((inThread as InputError).message);
       expect((e as InputError).location).toEqual({ file, row: 3, column: 'latency_us' });
+    }
+  });
+
+  it("beside: an input error on the worker's side (prefill) or on this thread's (decode) is the same InputError as in one thread", async () => {
+    for (const family of ['attention_prefill', 'attention_decode'] as const) {
+      const bad = path.join(tmp, `bad-${family}`, 'measurements', 'h200');
+      makeStore(bad);
+      const file = path.join(bad, `${family}.${lane}.csv.gz`);
+      const lines = gunzipSync(readFileSync(file)).toString('utf8').split('\n');
+      lines[2] = lines[2]!.replace(/,[^,]+$/, ',-1');
+      writeFileSync(file, gzipSync(lines.join('\n')));
+      const run = (workers: number | 'beside') => fitAll('h200', { ...opts, measurementsDir: bad, workers });
+      const inThread = await run(1).catch((e: unknown) => e);
+      const beside = await run('beside').catch((e: unknown) => e);
+      expect(inThread).toBeInstanceOf(InputError);
+      expect(beside).toBeInstanceOf(InputError);
+      expect((beside as InputError).message).toBe((inThread as InputError).message);
+      expect((beside as InputError).location).toEqual({ file, row: 2, column: 'latency_us' });
     }
   });
 
