@@ -64,19 +64,22 @@ export interface FormatChoice {
 
 /**
  * Whether and how the expert law's re-read term applies (core/laws/moe-experts.ts expertRereadPasses,
- * l2MissFraction): a step charges touched · us_per_pass · ⌈(tokens per touched expert) / tile_m − 1⌉ per layer.
+ * l2MissFraction): a step charges touched · us_per_extra_tile · (⌈(tokens per touched expert) / tile_m⌉ − 1) per layer.
  */
 export interface ExpertRereadChoice {
-  /** `moe_expert_reread_<set>` (HBM passes per extra m-tile, dimensionless); 0 when the registry has none. */
-  passes_per_tile: number;
+  /**
+   * `moe_expert_reread_<set>`: reads of one touched expert's L2-missing weights per m-tile past its first (a
+   * fraction of one full read, dimensionless); 0 when the registry has none.
+   */
+  reads_per_extra_tile: number;
   /** One touched expert's weights on one rank, bytes (block scales included). */
   expert_bytes_per_rank: number;
   /** The chip's L2, bytes; undefined when the chip table has none (no re-read then). */
   l2_bytes: number | undefined;
   /** Share of one expert's weights that does not fit in L2, max(0, 1 − L2 / expert bytes). */
   l2_miss_fraction: number;
-  /** One re-read pass over one touched expert, µs (HBM at the derate); 0 = never charged. */
-  us_per_pass: number;
+  /** What one extra m-tile costs one touched expert, reads_per_extra_tile · L2-missing bytes / (HBM · derate), µs; 0 = never charged. */
+  us_per_extra_tile: number;
   /** Tokens per m-tile (EXPERT_TILE_M). */
   tile_m: number;
   /** The layer's routing: experts E, top_k k, experts on the rank L (core/laws/moe.ts expertsTouched). */

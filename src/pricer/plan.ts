@@ -492,11 +492,11 @@ function foldExpertLaw(
     rereadUsPerPass: perTouched.reread_us,
   };
   const reread: ExpertRereadChoice = {
-    passes_per_tile: c.reread ?? 0,
+    reads_per_extra_tile: c.reread ?? 0,
     expert_bytes_per_rank: expertBytes,
     l2_bytes: r.l2_bytes,
     l2_miss_fraction: l2MissFraction(expertBytes, r.l2_bytes),
-    us_per_pass: perTouched.reread_us,
+    us_per_extra_tile: perTouched.reread_us,
     tile_m: EXPERT_TILE_M,
     experts: node.experts,
     top_k: node.top_k,
@@ -512,9 +512,9 @@ export interface ExpertRereadAt {
   touched: number;
   /** Routed pairs per touched expert, tokens. */
   tokens_per_touched: number;
-  /** m-tiles past the first (core/laws/moe-experts.ts expertRereadPasses). */
-  passes: number;
-  /** touched · us_per_pass · passes, µs per MoE layer (HBM). */
+  /** m-tiles past the first per touched expert (core/laws/moe-experts.ts expertRereadPasses). */
+  extra_tiles: number;
+  /** touched · us_per_extra_tile · extra_tiles, µs per MoE layer (HBM). */
   us_per_layer: number;
 }
 
@@ -527,9 +527,9 @@ export interface ExpertRereadAt {
 export function expertRereadAt(r: ExpertRereadChoice, step_tokens: number): ExpertRereadAt {
   const touched = expertsTouched(step_tokens, r.experts, r.top_k, r.local_experts);
   const tokens_per_touched = touched > 0 ? (step_tokens * r.pairs_per_token) / touched : 0;
-  const passes = expertRereadPasses(tokens_per_touched);
-  const us_per_layer = r.us_per_pass > 0 && touched > 0 ? touched * r.us_per_pass * passes : 0;
-  return { touched, tokens_per_touched, passes, us_per_layer };
+  const extra_tiles = expertRereadPasses(tokens_per_touched);
+  const us_per_layer = r.us_per_extra_tile > 0 && touched > 0 ? touched * r.us_per_extra_tile * extra_tiles : 0;
+  return { touched, tokens_per_touched, extra_tiles, us_per_layer };
 }
 
 /** Routed experts on the dense GEMM ramp (the path before the fitted law; reference §4.6): routed FLOPs·imbalance, one expert's read. */

@@ -186,8 +186,8 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     const at = expertRereadAt(r, 2048);
     expect(at.touched).toBeCloseTo(8, 9);
     expect(at.tokens_per_touched).toBeCloseTo(512, 6);
-    expect(at.passes).toBe(3);
-    expect(at.us_per_layer).toBeCloseTo(8 * 3 * r.us_per_pass, 9);
+    expect(at.extra_tiles).toBe(3);
+    expect(at.us_per_layer).toBeCloseTo(8 * 3 * r.us_per_extra_tile, 9);
     const hbm = (q: typeof p) => q.price(batch, { per_kind: true }).per_kind!.find((x) => x.kind === 'gqa_moe')!;
     const [on, without] = [hbm(p), hbm(off)];
     expect((on.resources_us.hbm - without.resources_us.hbm) / on.count).toBeCloseTo(at.us_per_layer, 6);
@@ -195,9 +195,9 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     expect(expertRereadAt(r, 64).us_per_layer).toBe(0);
     // DeepSeek-V3 at tp 8: one expert 3·7168·2048/8 B plus block scales, far under 50 MiB: fitted, never charged.
     const ds = makePricer('deepseek-v3', 'h200', deployment, H200).info.formats.find((f) => f.use === 'experts')!;
-    expect(ds.reread!.passes_per_tile).toBeGreaterThan(0);
+    expect(ds.reread!.reads_per_extra_tile).toBeGreaterThan(0);
     expect(ds.reread!.l2_miss_fraction).toBe(0);
-    expect(ds.reread!.us_per_pass).toBe(0);
+    expect(ds.reread!.us_per_extra_tile).toBe(0);
     expect(expertRereadAt(ds.reread!, 8192).us_per_layer).toBe(0);
   });
 

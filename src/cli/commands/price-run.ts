@@ -120,15 +120,16 @@ const mb = (bytes: number) => `${fmtDec(bytes / 2 ** 20, 2)} MiB`;
  */
 function rereadLine(law: string, r: ExpertRereadChoice, step_tokens: number): string {
   const entry = law.replace(/^moe_expert_/, 'moe_expert_reread_');
-  if (!(r.passes_per_tile > 0)) return `none (no ${entry}: the fit pinned it at 0)`;
-  const l2 = r.l2_bytes === undefined ? 'the chip table gives no L2' : `L2 ${mb(r.l2_bytes)}`;
-  const facts = `${entry} ${fmtDec(r.passes_per_tile, 3)} passes per m-tile of ${r.tile_m} tokens past the first; one expert ${mb(r.expert_bytes_per_rank)} per rank, ${l2}`;
-  if (!(r.us_per_pass > 0)) return `not charged: ${facts}, so no weights miss L2`;
+  if (!(r.reads_per_extra_tile > 0)) return `none (no ${entry}: the fit pinned it at 0)`;
+  const fitted = `${entry} ${fmtDec(r.reads_per_extra_tile, 3)} reads of the L2-missing weights per m-tile of ${r.tile_m} tokens past the first`;
+  if (r.l2_bytes === undefined) return `not charged: ${fitted}, but the chip table gives no L2 size to miss`;
+  const facts = `${fitted}; one expert ${mb(r.expert_bytes_per_rank)} per rank, L2 ${mb(r.l2_bytes)}`;
+  if (!(r.us_per_extra_tile > 0)) return `not charged: ${facts}, so its weights stay in L2`;
   const at = expertRereadAt(r, step_tokens);
+  const cost = `${fmtDec(r.us_per_extra_tile, 2)} µs per touched expert per extra m-tile`;
   const step = `this step: ${step_tokens} tokens → ${fmtDec(at.touched, 1)} touched experts per rank, ${fmtDec(at.tokens_per_touched, 1)} tokens each`;
-  if (at.passes === 0)
-    return `not charged at this step: ${facts}, ${fmtDec(r.us_per_pass, 2)} µs per pass per touched expert; ${step}, within one m-tile`;
-  return `charged: ${facts}, ${fmtDec(r.us_per_pass, 2)} µs per pass per touched expert; ${step} → ${at.passes} extra passes → ${fmtDec(at.us_per_layer, 1)} µs per MoE layer (HBM)`;
+  if (at.extra_tiles === 0) return `not charged at this step: ${facts}, ${cost}; ${step}, within one m-tile`;
+  return `charged: ${facts}, ${cost}; ${step} → ${at.extra_tiles} extra m-tiles → ${fmtDec(at.us_per_layer, 1)} µs per MoE layer (HBM)`;
 }
 
 /**
