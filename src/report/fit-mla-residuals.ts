@@ -5,6 +5,7 @@
  * floor-bound rows measure against the fitted floor, how much of the error sits in rows off by more than 1.5×,
  * and the context, batch and heads values where the error is largest. Pure: no I/O.
  */
+import { groupBy } from '../core/numeric/stats.ts';
 import { chart, PALETTE, type Series } from '../core/render/svg.ts';
 import { fmt } from '../fit/common.ts';
 import type { MlaLawFit } from '../fit/mla.ts';
@@ -35,9 +36,9 @@ const stats = (ps: readonly Point[]) => ({
 
 /** Every distinct value of one axis with its rows' stats, in ascending value order. */
 function bins(points: readonly Point[], axis: Axis) {
-  const by = new Map<number, Point[]>();
-  for (const p of points) by.set(p[axis], [...(by.get(p[axis]) ?? []), p]);
-  return [...by.entries()].sort((a, b) => a[0] - b[0]).map(([value, ps]) => ({ value, ...stats(ps) }));
+  return [...groupBy(points, (p) => p[axis]).entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([value, ps]) => ({ value, ...stats(ps) }));
 }
 
 /** Quantile (type 7) of sorted values. */

@@ -67,16 +67,17 @@ export function mlaSection(f: MlaFit, chip: Chip): FitSection {
   for (const law of f.mla.filter((l) => l.priced)) {
     const name = `mla_${slug(law.what)}.svg`;
     const residuals = (['context', 'batch'] as const).map((axis) => ({
+      axis,
       name: mlaResidualFigureName(slug(law.what), axis),
       svg: mlaResidualFigure(chip.name, law, axis, MLA_HOLDOUT_GOAL),
     }));
-    figures.push({ name, svg: figure(chip, law) }, ...residuals);
+    figures.push({ name, svg: figure(chip, law) }, ...residuals.map(({ name, svg }) => ({ name, svg })));
     summary.push(`mla ${law.what}: train geo ${g(law.train_geo)}, holdout ${g(law.holdout_geo.all)}`);
     L.push(`### ${law.what}`, '');
     if (law.holdout_geo.all > MLA_HOLDOUT_GOAL)
       L.push(`- **above the ${MLA_HOLDOUT_GOAL}× goal.** ${mlaMissReason(law, MLA_HOLDOUT_GOAL)}`, '');
     L.push(`![${law.what}](${name})`, '');
-    for (const r of residuals) L.push(`![${law.what}: residuals](${r.name})`, '');
+    for (const r of residuals) L.push(`![${law.what}: residuals along ${r.axis}](${r.name})`, '');
   }
   for (const w of f.warnings) L.push(`- ${w}`);
   return { md: `${L.join('\n')}\n`, summary, figures };
