@@ -139,10 +139,24 @@ export function servedDtype(weightDtype: string, checkpoint: StorageDtype): Stor
   return m === 'checkpoint' ? checkpoint : m;
 }
 
-/** Bytes per cached element: `auto`/undefined follows the served weights, sub-byte widths fall back to bf16 (reference §4.2). */
-export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype): number {
+/**
+ * Bytes per cached element. An explicit KV dtype always wins. Under `auto`/undefined: the checkpoint's declared
+ * KV-cache dtype when its graph carries one (`global.kv_dtype`, served-format.ts kvDeclaration), as vLLM does
+ * (PR #29980: hf_quant_config.json kv_cache_quant_algo and compressed-tensors kv_cache_scheme give an fp8 cache);
+ * else the served weights' width, sub-byte widths falling back to bf16 (reference §4.2).
+ * @param kvDtype the deployment's kv_dtype
+ * @param served the served weight dtype
+ * @param declared the graph's `global.kv_dtype`
+ * @throws UserError for an unknown KV dtype, or under auto for a declaration stepcal could not read
+ */
+export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype, declared?: KvDeclared): number {
   const k = (kvDtype ?? 'auto').toLowerCase();
   if (k === 'auto' || k === '') {
+    if (declared && 'not_understood' in declared)
+      throw new UserError(
+        `KV dtype auto follows the checkpoint's KV-cache declaration, which is not understood: ${declared.not_understood}; pass --kv-dtype to choose the cache`,
+      );
+    if (declared) return kvBytesPerElement(declared.dtype, served);
     // The value width without block scales (mxfp8 weights → an 8-bit cache, as fp8's).
     const b = Math.floor(bytesPerElement(served));
     return b < 1 ? 2 : Math.min(b, 2);
@@ -154,6 +168,21 @@ export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDt
   throw new UserError(
     `unknown KV-cache dtype "${kvDtype}" (known: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, nvfp4, fp32)`,
   );
+}
+
+/** A graph's `global.kv_dtype` (the checkpoint's declared KV-cache dtype). */
+export type KvDeclared = NonNullable<ModelGraph['global']['kv_dtype']>;
+
+/**
+ * The checkpoint's declaration when KV dtype auto priced it (for headers: `price`, `serve`), else undefined (an
+ * explicit KV dtype, or nothing declared).
+ */
+export function kvFromCheckpoint(
+  kvDtype: string | undefined,
+  declared: KvDeclared | undefined,
+): { dtype: string; source: string } | undefined {
+  const auto = kvDtype === undefined || kvDtype === '' || kvDtype.toLowerCase() === 'auto';
+  return auto && declared && 'dtype' in declared ? { dtype: declared.dtype, source: declared.source } : undefined;
 }
 
 /** The compute format of a GEMM: which ramp coefficients (suffix) and which chip peak. */

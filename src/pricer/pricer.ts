@@ -20,7 +20,13 @@ import type { ResolvedCoefficients } from '../registry/load.ts';
 import { graphModeFor } from '../core/laws/host.ts';
 import { type FormatChoice, PricerCoefficients } from './coefficients.ts';
 import { emptyStepPrice } from './compose.ts';
-import { kvBytesPerElement, servedDtype, validateParallelism, type ComputeFormat } from './deployment.ts';
+import {
+  kvBytesPerElement,
+  kvFromCheckpoint,
+  servedDtype,
+  validateParallelism,
+  type ComputeFormat,
+} from './deployment.ts';
 import { buildNotesPlan } from './notes.ts';
 import { buildHead, buildPass, type HeadPlan, type PassPlan, type PlanContext } from './plan.ts';
 import { compileKinds, type KindFn, type KindJob, LAY_LEN } from './terms.ts';
@@ -53,6 +59,11 @@ export interface PricerOptions {
 export interface PricerInfo {
   served_dtype: StorageDtype;
   kv_bytes_per_element: number;
+  /**
+   * Set when KV dtype auto priced the checkpoint's declared KV-cache dtype (graph `global.kv_dtype`; vLLM PR
+   * #29980): that dtype and the config field(s) that declare it. Absent under an explicit KV dtype or none declared.
+   */
+  kv_from_checkpoint?: { dtype: string; source: string };
   total_layers: number;
   /** Kernels of one target pass with / without prefill-only nodes (head included). */
   kernels_with_prefill: number;
@@ -276,7 +287,8 @@ export function createPricer(
   opts: PricerOptions = {},
 ): StepPricer {
   const served = servedDtype(deployment.weight_dtype, model.global.weight_dtype);
-  const kvB = kvBytesPerElement(deployment.kv_dtype, served);
+  const kvB = kvBytesPerElement(deployment.kv_dtype, served, model.global.kv_dtype);
+  const kvCk = kvFromCheckpoint(deployment.kv_dtype, model.global.kv_dtype);
   validateParallelism(opts.drafter ? [model, opts.drafter] : [model], deployment.tp, deployment.ep);
   const smScale = opts.sm_scale ?? 1;
   if (!(smScale > 0 && Number.isFinite(smScale)))
@@ -327,6 +339,7 @@ export function createPricer(
   const info: PricerInfo = {
     served_dtype: served,
     kv_bytes_per_element: kvB,
+    ...(kvCk ? { kv_from_checkpoint: kvCk } : {}),
     total_layers: target.layers,
     kernels_with_prefill: target.kernelsWithPrefill + head.kernels,
     kernels_decode_only: target.kernelsDecodeOnly + head.kernels,

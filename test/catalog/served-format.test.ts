@@ -4,7 +4,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { knownModels, loadHfQuantConfig, loadModelConfigText, parseConfigJson } from '../../src/core/catalog/model.ts';
-import { checkpointFormat, declaredKvFormat, kvFormatNote } from '../../src/core/catalog/served-format.ts';
+import {
+  checkpointFormat,
+  declaredKvFormat,
+  kvDeclaration,
+  kvFormatNote,
+} from '../../src/core/catalog/served-format.ts';
 import { readText } from '../../src/core/io/fs.ts';
 
 const CONFIGS = path.join(REPO_ROOT, '..', 'shared', 'datasets', 'model-configs');
@@ -77,7 +82,7 @@ describe('checkpointFormat refuses what it does not understand', () => {
 /** declaredKvFormat of a model in catalog/models (its config.json and hf_quant_config.json when shipped). */
 const shippedKv = (m: string) => declaredKvFormat(parseConfigJson(loadModelConfigText(m)), m, loadHfQuantConfig(m));
 
-describe('declaredKvFormat: the KV-cache format a checkpoint declares (KNOWN DIVERGENCE 32)', () => {
+describe('declaredKvFormat: the KV-cache format a checkpoint declares (what KV dtype auto prices)', () => {
   it('on the shipped catalog configs, naming the fields that said so', () => {
     expect(shippedKv('minimax-m2.5-nvfp4')).toEqual({
       kv_dtype: 'fp8',
@@ -119,17 +124,35 @@ describe('declaredKvFormat: the KV-cache format a checkpoint declares (KNOWN DIV
   });
 });
 
-describe('kvFormatNote: price says when the checkpoint declares another KV format', () => {
-  const fp8 = { kv_dtype: 'fp8' as const, source: 'hf_quant_config.json kv_cache_quant_algo FP8' };
-  it('declared fp8, priced a 2-byte bf16 cache under auto: the line', () => {
-    expect(kvFormatNote(fp8, { kv_dtype: undefined, bytes_per_element: 2, name: 'bf16' })).toBe(
-      "KV cache: checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8); priced bf16 (KV dtype auto follows the weights, sub-byte → bf16: vLLM's default); pass --kv-dtype fp8 to price the checkpoint's",
-    );
-    expect(kvFormatNote(fp8, { kv_dtype: 'auto', bytes_per_element: 2, name: 'bf16' })).toContain('priced bf16');
+describe('kvDeclaration: the graph carries the declaration, or the refusal instead of throwing', () => {
+  it('the declaration as the graph stores it; a value stepcal cannot read kept as not_understood', () => {
+    const q = (kv: unknown) => ({ quantization_config: { quant_method: 'fp8', kv_cache_scheme: kv } });
+    expect(kvDeclaration(q({ num_bits: 8, type: 'float' }), 'm')).toEqual({
+      dtype: 'fp8',
+      source: 'config.json quantization_config kv_cache_scheme 8-bit float',
+    });
+    expect(kvDeclaration(q({ num_bits: 4, type: 'float' }), 'm')).toEqual({
+      not_understood:
+        'm: config.json quantization_config.kv_cache_scheme {"num_bits":4,"type":"float"} not understood (8-bit float or int)',
+    });
+    expect(kvDeclaration(q(null), 'm')).toBeUndefined();
   });
-  it('nothing when they agree (1 B/element), when --kv-dtype is given, or when nothing is declared', () => {
-    expect(kvFormatNote(fp8, { kv_dtype: undefined, bytes_per_element: 1, name: 'fp8' })).toBeUndefined();
-    expect(kvFormatNote(fp8, { kv_dtype: 'bf16', bytes_per_element: 2, name: 'bf16' })).toBeUndefined();
-    expect(kvFormatNote(undefined, { kv_dtype: undefined, bytes_per_element: 2, name: 'bf16' })).toBeUndefined();
+});
+
+describe('kvFormatNote: price says when --kv-dtype prices another width than the checkpoint declares', () => {
+  const fp8 = { dtype: 'fp8' as const, source: 'hf_quant_config.json kv_cache_quant_algo FP8' };
+  it('declared fp8, --kv-dtype bf16 (2 B/element): the line; an unreadable declaration is named', () => {
+    expect(kvFormatNote(fp8, { kv_dtype: 'bf16', bytes_per_element: 2 })).toBe(
+      'KV cache: priced bf16 as --kv-dtype asks; the checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8), which KV dtype auto prices',
+    );
+    expect(kvFormatNote({ not_understood: 'm: x not understood' }, { kv_dtype: 'fp8', bytes_per_element: 1 })).toBe(
+      "KV cache: priced fp8 as --kv-dtype asks; the checkpoint's declaration is not understood (m: x not understood), so KV dtype auto would refuse",
+    );
+  });
+  it('nothing under auto (the header says), when they agree (1 B/element), or when nothing is declared', () => {
+    expect(kvFormatNote(fp8, { kv_dtype: undefined, bytes_per_element: 1 })).toBeUndefined();
+    expect(kvFormatNote(fp8, { kv_dtype: 'auto', bytes_per_element: 1 })).toBeUndefined();
+    expect(kvFormatNote(fp8, { kv_dtype: 'fp8_e4m3', bytes_per_element: 1 })).toBeUndefined();
+    expect(kvFormatNote(undefined, { kv_dtype: 'bf16', bytes_per_element: 2 })).toBeUndefined();
   });
 });

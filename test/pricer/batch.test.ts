@@ -43,5 +43,15 @@ describe('deployment', () => {
     expect(kvBytesPerElement(undefined, 'nvfp4')).toBe(2);
     expect(kvBytesPerElement('fp8_e4m3', 'bf16')).toBe(1);
     expect(kvBytesPerElement(undefined, 'fp8')).toBe(1);
+    // auto follows the checkpoint's declaration (graph global.kv_dtype); an explicit KV dtype wins.
+    const fp8 = { dtype: 'fp8' as const, source: 'hf_quant_config.json kv_cache_quant_algo FP8' };
+    expect(kvBytesPerElement(undefined, 'nvfp4', fp8)).toBe(1);
+    expect(kvBytesPerElement('auto', 'bf16', fp8)).toBe(1);
+    expect(kvBytesPerElement('bf16', 'nvfp4', fp8)).toBe(2);
+    expect(kvBytesPerElement(undefined, 'bf16', { dtype: 'nvfp4', source: 's' })).toBe(0.5625);
+    expect(() => kvBytesPerElement(undefined, 'bf16', { not_understood: 'm: FP4 not understood' })).toThrow(
+      /not understood: m: FP4 not understood; pass --kv-dtype/,
+    );
+    expect(kvBytesPerElement('fp8', 'bf16', { not_understood: 'm: FP4 not understood' })).toBe(1);
   });
 });

@@ -162,8 +162,8 @@ describe('stepcal price / sweep', () => {
     ).toBe(0);
     expect(JSON.parse(j.out()).registry).toBe('test/fixtures/registry/blis-h200.yaml');
   });
-  it("price states the checkpoint's declared KV format when it prices another (KNOWN DIVERGENCE 32), and not with --kv-dtype fp8", async () => {
-    // qwen3-235b-a22b-nvfp4's hf_quant_config.json declares an fp8 cache; auto prices NVFP4 weights with bf16.
+  it("price's header says KV auto priced the checkpoint's declared format and where it is declared; --kv-dtype bf16 notes it", async () => {
+    // qwen3-235b-a22b-nvfp4's hf_quant_config.json declares an fp8 cache: auto prices it (vLLM PR #29980).
     const run = async (...extra: string[]) => {
       vi.restoreAllMocks();
       const c = capture();
@@ -171,16 +171,27 @@ describe('stepcal price / sweep', () => {
       expect(await main(['node', 'stepcal', ...args, '--batch', 'decode:64@8192', ...extra])).toBe(0);
       return c.out();
     };
-    const line =
-      "KV cache: checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8); priced bf16 (KV dtype auto follows the weights, sub-byte → bf16: vLLM's default); pass --kv-dtype fp8 to price the checkpoint's";
     const auto = await run();
-    expect(auto.split('\n')[0]).toContain('KV auto (2 B/element)');
-    expect(auto.split('\n')).toContain(line);
-    expect(JSON.parse(await run('--json')).kv_cache_note).toBe(line);
+    expect(auto.split('\n')[0]).toContain(
+      'weights nvfp4, KV auto → fp8 (checkpoint: hf_quant_config.json kv_cache_quant_algo FP8), 1 B/element,',
+    );
+    expect(auto).not.toContain('KV cache:');
+    const json = JSON.parse(await run('--json'));
+    expect(json).not.toHaveProperty('kv_cache_note');
+    expect(json.info.kv_from_checkpoint).toEqual({
+      dtype: 'fp8',
+      source: 'hf_quant_config.json kv_cache_quant_algo FP8',
+    });
+    expect(json.info.kv_bytes_per_element).toBe(1);
     const fp8 = await run('--kv-dtype', 'fp8');
     expect(fp8.split('\n')[0]).toContain('KV fp8 (1 B/element)');
-    expect(fp8).not.toContain('KV cache: checkpoint declares');
-    expect(JSON.parse(await run('--kv-dtype', 'fp8', '--json'))).not.toHaveProperty('kv_cache_note');
+    expect(fp8).not.toContain('KV cache:');
+    const line =
+      'KV cache: priced bf16 as --kv-dtype asks; the checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8), which KV dtype auto prices';
+    expect((await run('--kv-dtype', 'bf16')).split('\n')).toContain(line);
+    const bf16 = JSON.parse(await run('--kv-dtype', 'bf16', '--json'));
+    expect(bf16.kv_cache_note).toBe(line);
+    expect(bf16.info).not.toHaveProperty('kv_from_checkpoint');
   });
   it('a batch spec that schedules nothing is a usage error (exit 2); an impossible tp a user error (exit 1)', async () => {
     let c = capture();

@@ -1,12 +1,6 @@
 /** The run of `stepcal price` (module comment of price.ts): loaded only when the command runs. */
 import { knownModels, loadHfQuantConfig, loadModelConfigText, parseConfigJson } from '../../core/catalog/model.ts';
-import {
-  checkpointFormat,
-  declaredKvFormat,
-  kvFormatNote,
-  servedFormatNote,
-} from '../../core/catalog/served-format.ts';
-import type { StorageDtype } from '../../core/catalog/dtypes.ts';
+import { checkpointFormat, kvFormatNote, servedFormatNote } from '../../core/catalog/served-format.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
 import { parseBatchSpecs } from '../../pricer/batch.ts';
@@ -78,26 +72,6 @@ function formatNote(model: string, weightDtype: string): string | undefined {
 }
 
 /**
- * The KV-cache line (served-format.ts kvFormatNote): the checkpoint's declared KV format beside the priced one, when
- * they differ under KV dtype auto; undefined for a model given by path, one that declares none, or when they agree.
- * @param kvDtype the deployment's --kv-dtype (undefined = auto)
- * @param info the pricer's priced cache bytes per element and served weight dtype
- */
-function kvNote(
-  model: string,
-  kvDtype: string | undefined,
-  info: { kv_bytes_per_element: number; served_dtype: StorageDtype },
-): string | undefined {
-  const bytes = info.kv_bytes_per_element;
-  const served = info.served_dtype;
-  if (!knownModels().includes(model)) return undefined;
-  const declared = declaredKvFormat(parseConfigJson(loadModelConfigText(model)), model, loadHfQuantConfig(model));
-  // The priced width's name: auto's rule (deployment.ts kvBytesPerElement) gives 1 B (8-bit weights) or 2 B.
-  const name = bytes === 1 ? 'fp8' : bytes === 2 ? (served === 'fp16' ? 'fp16' : 'bf16') : `${bytes} B/element`;
-  return kvFormatNote(declared, { kv_dtype: kvDtype, bytes_per_element: bytes, name });
-}
-
-/**
  * Per expert format on the fitted law: its kernel (docs/pricer.md "Expert kernels") and whether the law's
  * re-read term applies at this step of `step_tokens` tokens, with its µs (rereadLine); each after a newline.
  */
@@ -152,7 +126,11 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       ? [largeStepNote(e, s.engine.terms.large_step_nvlink_factor.value)]
       : []),
   ];
-  const kv_cache_note = kvNote(s.model.name, s.deployment.kv_dtype, s.pricer.info);
+  // The deployment's own --kv-dtype beside a checkpoint that declares another width (served-format.ts kvFormatNote).
+  const kv_cache_note = kvFormatNote(s.model.global.kv_dtype, {
+    kv_dtype: s.deployment.kv_dtype,
+    bytes_per_element: s.pricer.info.kv_bytes_per_element,
+  });
   if (o.json) {
     const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
     process.stdout.write(
@@ -192,7 +170,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
   }
   const d = s.deployment;
   process.stdout.write(
-    `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${kvLabel(d.kv_dtype, s.pricer.info.kv_bytes_per_element)}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
+    `${s.model.name} on ${s.chip.name}, tp ${d.tp}, ep ${d.ep}, weights ${s.pricer.info.served_dtype}, ${kvLabel(d.kv_dtype, s.pricer.info)}, ${d.cudagraph_mode}; batch ${o.batch.join(' + ')} (${batch.requests.length} ${batch.requests.length === 1 ? 'request' : 'requests'})\n` +
       `registry ${displayPath(s.registry_file)}\n` +
       `${engineLine(s.engine)}\n` +
       (formatNote(s.model.name, d.weight_dtype) ?? '') +
@@ -217,9 +195,16 @@ function stepTokens(batch: Batch): number {
 }
 
 /**
- * The KV-cache dtype for a header line: the one asked for, or "auto" (follows the weights, sub-byte →
- * bf16; src/pricer/deployment.ts kvBytesPerElement), with its bytes per element.
+ * The KV-cache dtype for a header line: the one asked for, or "auto" with its bytes per element. When auto priced
+ * the checkpoint's declared dtype (PricerInfo.kv_from_checkpoint; vLLM PR #29980) the line says so and which
+ * field declares it, e.g. `KV auto → fp8 (checkpoint: hf_quant_config.json kv_cache_quant_algo FP8), 1 B/element`;
+ * otherwise auto follows the weights, sub-byte → bf16 (src/pricer/deployment.ts kvBytesPerElement).
  */
-export function kvLabel(kvDtype: string | undefined, bytesPerElement: number): string {
-  return `KV ${kvDtype ?? 'auto'} (${bytesPerElement} B/element)`;
+export function kvLabel(
+  kvDtype: string | undefined,
+  info: { kv_bytes_per_element: number; kv_from_checkpoint?: { dtype: string; source: string } },
+): string {
+  const ck = info.kv_from_checkpoint;
+  if (ck) return `KV auto → ${ck.dtype} (checkpoint: ${ck.source}), ${info.kv_bytes_per_element} B/element`;
+  return `KV ${kvDtype ?? 'auto'} (${info.kv_bytes_per_element} B/element)`;
 }

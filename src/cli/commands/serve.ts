@@ -196,7 +196,7 @@ function headerOf(s: ServeSetup, o: Opts, workload: string): string[] {
   const d = s.deployment;
   const c = s.config.scheduler;
   return [
-    `${s.model.name} on ${s.chip.name}: tp ${d.tp}, ep ${d.ep}, dp ${s.config.dp}, weights ${s.pricer.info.served_dtype}, ${kvLabel(d.kv_dtype, s.pricer.info.kv_bytes_per_element)}, ${d.cudagraph_mode}` +
+    `${s.model.name} on ${s.chip.name}: tp ${d.tp}, ep ${d.ep}, dp ${s.config.dp}, weights ${s.pricer.info.served_dtype}, ${kvLabel(d.kv_dtype, s.pricer.info)}, ${d.cudagraph_mode}` +
       (s.config.spec_tokens ? `, ${s.config.spec_tokens} speculative tokens` : ''),
     `scheduler: max_num_seqs ${c.max_num_seqs}, max_num_batched_tokens ${c.max_num_batched_tokens}, ` +
       `chunked prefill ${c.chunked_prefill ? 'on' : 'off'}, ${c.priority}`,

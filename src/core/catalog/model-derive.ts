@@ -44,7 +44,7 @@
 import { UserError } from '../errors.ts';
 import { sha256 } from '../io/fs.ts';
 import { checkConfigFields } from './config-fields.ts';
-import { checkpointFormat } from './served-format.ts';
+import { checkpointFormat, kvDeclaration } from './served-format.ts';
 import {
   compressRatios,
   dsaBlock,
@@ -145,6 +145,7 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
   const vocab = req(config, name, 'vocab_size');
   const tie = config.tie_word_embeddings === undefined ? modelType === 'bloom' : Boolean(config.tie_word_embeddings);
   const dt = checkpointFormat(config, name, hfQuant);
+  const kvDecl = kvDeclaration(file, name, hfQuant);
   const expertsDt = (config.compress_ratios !== undefined ? v4ExpertFormat(config, name) : undefined) ?? dt.experts;
   const isBloom = modelType === 'bloom';
   const inter =
@@ -395,7 +396,13 @@ export function deriveGraph(file: HfConfig, name: string, configText: string, hf
       deriver_version: DERIVER_VERSION,
       ...(notModelled.length ? { not_modelled: notModelled } : {}),
     },
-    global: { hidden_size: hidden, vocab_size: vocab, tie_word_embeddings: tie, weight_dtype: dt.global },
+    global: {
+      hidden_size: hidden,
+      vocab_size: vocab,
+      tie_word_embeddings: tie,
+      weight_dtype: dt.global,
+      ...(kvDecl ? { kv_dtype: kvDecl } : {}),
+    },
     layer_kinds: [...kinds].map(([id, nodes]) => ({ id, nodes })),
     stack: compressStack(seq),
     head: [

@@ -185,6 +185,17 @@ export const ModelGraphSchema = z
         tie_word_embeddings: z.boolean(),
         /** Checkpoint weight dtype (what `weight_dtype: auto` serves). */
         weight_dtype: dtype,
+        /**
+         * The KV-cache dtype the checkpoint declares, with the config field(s) that say so (served-format.ts
+         * kvDeclaration): what KV dtype `auto` prices (vLLM PR #29980); `not_understood` keeps a declaration
+         * stepcal cannot read (auto refuses it, an explicit --kv-dtype prices). Absent: none declared.
+         */
+        kv_dtype: z
+          .union([
+            z.object({ dtype: z.enum(['fp8', 'int8', 'nvfp4']), source: z.string() }).strict(),
+            z.object({ not_understood: z.string() }).strict(),
+          ])
+          .optional(),
       })
       .strict(),
     layer_kinds: z.array(z.object({ id: z.string(), nodes: z.array(NodeSchema).min(1) }).strict()).min(1),

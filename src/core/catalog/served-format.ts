@@ -14,8 +14,9 @@
  *     routed experts carry the 4-bit format and the rest stays torch_dtype.
  *   - any other quant_method or group layout is refused (UserError naming the field): a format the
  *     deriver does not understand is never silently served as bf16.
- * The KV-cache format the checkpoint declares (`declaredKvFormat`) is read for `price`'s note only
- * (`kvFormatNote`): the cache is priced by --kv-dtype (KNOWN DIVERGENCE 32). Pure.
+ * The KV-cache format the checkpoint declares (`declaredKvFormat`, carried into the graph by `kvDeclaration`) is
+ * what KV dtype `auto` prices, as vLLM does (PR #29980; docs/pricer.md DECISION "KV dtype auto follows the
+ * checkpoint"); an explicit --kv-dtype wins. Pure.
  */
 import { UserError } from '../errors.ts';
 import { bytesPerElement, type StorageDtype } from './dtypes.ts';
@@ -74,9 +75,8 @@ function fourBit(groups: Obj, where: string): { dtype: StorageDtype; what: strin
  * activation scales are in the measured GEMM rows), producer, format, quantization_status, global_compression_ratio
  * (metadata), group_size and quantized_layers (ModelOpt restatements of config_groups / moe_quant_algo), and
  * modules_to_not_convert (the shipped lists name routers/gates, norms, embeddings, lm_head and, for mxfp4, attention:
- * the graph prices routers and lm_head in bf16, and mxfp4 quantises the routed experts only). Not modelled, a
- * KNOWN DIVERGENCE 32 (docs/pricer.md): kv_cache_scheme and kv_cache_quant_algo (the KV cache follows the
- * deployment's --kv-dtype, not the checkpoint; `declaredKvFormat` reads them so `price` states the difference).
+ * the graph prices routers and lm_head in bf16, and mxfp4 quantises the routed experts only). kv_cache_scheme and
+ * kv_cache_quant_algo: the cache's format, read by `declaredKvFormat` (what KV dtype auto prices).
  */
 const QUANT_CONFIG_FIELDS: ReadonlySet<string> = new Set([
   'quant_method',
@@ -190,7 +190,7 @@ export function servedFormatNote(checkpoint: CheckpointFormat, weightDtype: stri
   return `served format ${weightDtype}: set by the deployment (--weight-dtype); the checkpoint's is ${ck}: ${checkpoint.reason}`;
 }
 
-/** The KV-cache format a checkpoint declares (KNOWN DIVERGENCE 32) and the field or fields that said so. */
+/** The KV-cache format a checkpoint declares and the field or fields that said so. */
 export interface DeclaredKvFormat {
   kv_dtype: 'fp8' | 'int8' | 'nvfp4';
   /** e.g. `hf_quant_config.json kv_cache_quant_algo FP8`; several fields joined by "; ". */
@@ -219,7 +219,7 @@ function kvScheme(v: unknown, where: string): DeclaredKvFormat['kv_dtype'] | und
  * The KV-cache dtype a checkpoint declares, or undefined when it declares none (absent or null): config.json
  * `quantization_config.kv_cache_scheme` (compressed-tensors: 8-bit float → fp8, 8-bit int → int8) or
  * `.kv_cache_quant_algo`, and `hf_quant_config.json` `quantization.kv_cache_quant_algo` (ModelOpt: FP8, INT8, NVFP4).
- * Pure; stepcal prices the cache by `--kv-dtype`, not by this (KNOWN DIVERGENCE 32), and `price` states the difference.
+ * Pure; KV dtype auto prices the cache at this dtype (vLLM PR #29980), an explicit --kv-dtype overrides it.
  * @param config parsed config.json
  * @param where name used in errors (model or file)
  * @param hfQuant parsed hf_quant_config.json, when the checkpoint ships one
@@ -250,19 +250,42 @@ export function declaredKvFormat(config: Obj, where: string, hfQuant?: Obj): Dec
 }
 
 /**
- * One line for `price` when the checkpoint declares a KV-cache format other than the one priced under KV dtype
- * auto; undefined when the checkpoint declares none, when they agree (same bytes per element), or when the
- * deployment gives its own KV dtype (`kvDtype` other than auto: the user chose).
- * @param priced the priced cache: its KV dtype flag (undefined = auto), bytes per element and a name for that width
+ * The graph's `global.kv_dtype` (model.ts): the declaration (`declaredKvFormat`), or `{ not_understood }` with the
+ * refusal's message when the checkpoint declares a value stepcal cannot read or fields that disagree. The refusal is
+ * kept, not thrown, so a deployment that names its own --kv-dtype still prices; KV dtype auto refuses it
+ * (deployment.ts kvBytesPerElement). Undefined when nothing is declared.
+ * @param config parsed config.json (the whole file: multimodal checkpoints keep quantization_config at its top)
+ * @param where name used in the message
+ * @param hfQuant parsed hf_quant_config.json, when the checkpoint ships one
+ */
+export function kvDeclaration(config: Obj, where: string, hfQuant?: Obj): KvDeclaration | undefined {
+  try {
+    const d = declaredKvFormat(config, where, hfQuant);
+    return d && { dtype: d.kv_dtype, source: d.source };
+  } catch (err) {
+    if (err instanceof UserError) return { not_understood: err.message };
+    throw err;
+  }
+}
+
+/** A graph's record of the checkpoint's KV-cache declaration (model.ts `global.kv_dtype`). */
+export type KvDeclaration = { dtype: DeclaredKvFormat['kv_dtype']; source: string } | { not_understood: string };
+
+/**
+ * One line for `price` when the deployment's own --kv-dtype prices a cache of another width than the checkpoint
+ * declares (or the declaration could not be read); undefined under KV dtype auto (the header says what auto
+ * priced and why), when nothing is declared, or when they agree (same bytes per element).
+ * @param declared the graph's `global.kv_dtype`
+ * @param priced the priced cache: its KV dtype flag (undefined = auto) and bytes per element
  */
 export function kvFormatNote(
-  declared: DeclaredKvFormat | undefined,
-  priced: { kv_dtype: string | undefined; bytes_per_element: number; name: string },
+  declared: KvDeclaration | undefined,
+  priced: { kv_dtype: string | undefined; bytes_per_element: number },
 ): string | undefined {
-  if (!declared || (priced.kv_dtype !== undefined && priced.kv_dtype.toLowerCase() !== 'auto')) return undefined;
-  if (bytesPerElement(declared.kv_dtype) === priced.bytes_per_element) return undefined;
-  return (
-    `KV cache: checkpoint declares ${declared.kv_dtype} (${declared.source}); priced ${priced.name} ` +
-    `(KV dtype auto follows the weights, sub-byte → bf16: vLLM's default); pass --kv-dtype ${declared.kv_dtype} to price the checkpoint's`
-  );
+  const flag = priced.kv_dtype;
+  if (!declared || flag === undefined || flag.toLowerCase() === 'auto') return undefined;
+  if ('not_understood' in declared)
+    return `KV cache: priced ${flag} as --kv-dtype asks; the checkpoint's declaration is not understood (${declared.not_understood}), so KV dtype auto would refuse`;
+  if (bytesPerElement(declared.dtype) === priced.bytes_per_element) return undefined;
+  return `KV cache: priced ${flag} as --kv-dtype asks; the checkpoint declares ${declared.dtype} (${declared.source}), which KV dtype auto prices`;
 }
