@@ -9,7 +9,7 @@ import { CUDAGRAPH_MODES, type Deployment } from './types.ts';
 
 /**
  * A full deployment from a partial one. Defaults: tp 1, ep 1, weight_dtype `auto` (the checkpoint's),
- * KV cache follows the weights, FULL_AND_PIECEWISE (vLLM's default), max capture 512 tokens (vLLM's
+ * KV cache auto (kvBytesPerElement: the checkpoint's declared dtype, else the weights'), FULL_AND_PIECEWISE (vLLM's default), max capture 512 tokens (vLLM's
  * default `max_cudagraph_capture_size`), decode threshold 1 (vLLM's default), no speculation.
  * @throws UserError on a non-positive width or an unknown CUDA-graph mode.
  */

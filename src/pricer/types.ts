@@ -51,7 +51,7 @@ export interface Deployment {
   ep: number;
   /** Served weight dtype or quantization (bf16, fp8, nvfp4, mxfp4, int8, int4, ...). */
   weight_dtype: string;
-  /** KV-cache dtype; undefined = follow the weights (sub-byte → bf16). */
+  /** KV-cache dtype; undefined or auto = the checkpoint's declared one (graph global.kv_dtype), else follow the weights (sub-byte → bf16). */
   kv_dtype?: string;
   cudagraph_mode: CudagraphMode;
   /**

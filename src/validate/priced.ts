@@ -17,7 +17,7 @@ export interface PricerKey {
   model: string;
   tp: number;
   weight_dtype: string;
-  /** '' = follow the weights. */
+  /** '' = auto: the checkpoint's declared KV dtype, else follow the weights. */
   kv_dtype: string;
   /** '' = FULL_AND_PIECEWISE. */
   cudagraph_mode: string;

@@ -23,7 +23,7 @@ export function addDeploymentOptions(cmd: Command): Command {
       'engine profile (registry/engines/<name>.yaml, `stepcal fit engine`): its host terms and s; default: uncalibrated engine, registry host terms',
     )
     .option('--weight-dtype <d>', 'served weight dtype or quantization (auto = checkpoint)', 'auto')
-    .option('--kv-dtype <d>', 'KV-cache dtype (default: follows the weights)')
+    .option('--kv-dtype <d>', "KV-cache dtype (default auto: the checkpoint's declared one, else follows the weights)")
     .option('--cudagraph-mode <m>', `CUDA-graph mode (${CUDAGRAPH_MODES.join(', ')})`, 'FULL_AND_PIECEWISE')
     .option('--max-capture-size <n>', 'largest captured batch, tokens', '512')
     .option('--decode-threshold <n>', 'rows scheduling more tokens than this are prefills', '1')
