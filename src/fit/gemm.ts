@@ -453,6 +453,29 @@ warmJointSseNormal();
  * staged fit fixes eps_max and m_half at the envelope (the best shape per m), which leaves every other
  * shape below its ramp; the joint fit trades the asymptote against the halves. Deterministic.
  */
+/**
+ * The damped Gauss–Newton step of jointShapeFit at `x`, with a coefficient held at its bound while the
+ * step would push it past it (an active set: the step of the others is then the constrained one, not a
+ * clamped projection of the free step, which stalls the search along a bound).
+ */
+function jointStep(ne: { A: number[][]; b: number[] }, lambda: number, x: readonly number[]): number[] | undefined {
+  const damped = (free: readonly number[]) =>
+    solveLinear(
+      free.map((u) => free.map((k) => (u === k ? ne.A[u]![k]! * (1 + lambda) + 1e-12 : ne.A[u]![k]!))),
+      free.map((u) => -ne.b[u]!),
+    );
+  let free = [0, 1, 2, 3];
+  for (let pass = 0; pass < 4; pass++) {
+    const d = damped(free);
+    if (!d) return undefined;
+    const out = free.filter((u, i) => (x[u]! <= JOINT_LO && d[i]! < 0) || (x[u]! >= JOINT_HI[u]! && d[i]! > 0));
+    if (!out.length) return [0, 1, 2, 3].map((u) => (free.includes(u) ? d[free.indexOf(u)]! : 0));
+    free = free.filter((u) => !out.includes(u));
+    if (!free.length) return undefined;
+  }
+  return undefined;
+}
+
 export function jointShapeFit(
   rows: readonly Pt[],
   init: [number, number, number, number],
@@ -468,11 +491,7 @@ export function jointShapeFit(
   let sse = jointSse(packed, x, ne);
   let lambda = 1e-3;
   for (let it = 0; it < iterations && lambda < 1e10; it++) {
-    const A = ne.A.map((row, u) => row.map((v, k) => (u === k ? v * (1 + lambda) + 1e-12 : v)));
-    const d = solveLinear(
-      A,
-      ne.b.map((v) => -v),
-    );
+    const d = jointStep(ne, lambda, x);
     const trial = d ? clamp(x.map((v, u) => v + d[u]!)) : undefined;
     const tSse = trial ? jointSse(packed, trial) : Infinity;
     if (tSse < sse) {

@@ -57,8 +57,12 @@ describe('mlaSection', () => {
   it('a law above 1.15×: the reason and both residual plots are linked and drawn', () => {
     const s = mlaSection(familyFit(law(1.3)), chip);
     expect(s.md).toContain('- **above the 1.15× goal.** Holdout geo 1.3 (along past_tokens 1.25');
-    expect(s.md).toContain('![kernel decode, bf16 KV: residuals](mla_kernel_decode_bf16_kv_residuals_context.svg)');
-    expect(s.md).toContain('![kernel decode, bf16 KV: residuals](mla_kernel_decode_bf16_kv_residuals_batch.svg)');
+    expect(s.md).toContain(
+      '![kernel decode, bf16 KV: residuals along context](mla_kernel_decode_bf16_kv_residuals_context.svg)',
+    );
+    expect(s.md).toContain(
+      '![kernel decode, bf16 KV: residuals along batch](mla_kernel_decode_bf16_kv_residuals_batch.svg)',
+    );
     expect(s.figures.map((f) => f.name)).toEqual([
       'mla_kernel_decode_bf16_kv.svg',
       'mla_kernel_decode_bf16_kv_residuals_context.svg',
