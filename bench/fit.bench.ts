@@ -21,8 +21,8 @@ const HOOK = `data:text/javascript,process.on('exit',()=>{const c=process.cpuUsa
 
 /**
  * One whole `fit all --chip h200 --check` process: wall s, CPU s, peak MiB and its last stderr line.
- * `workers` sets STEPCAL_FIT_WORKERS (undefined: the default, one worker beside the main thread on 2–3 cores,
- * else min(cores, 4) workers; src/fit/parallel.ts).
+ * `workers` sets STEPCAL_FIT_WORKERS (undefined: the default, one thread under 4 cores, else min(cores, 4)
+ * workers; `beside`: one worker beside the main thread; src/fit/parallel.ts).
  */
 function wholeProcess(workers?: number | 'beside') {
   const t0 = performance.now();
@@ -65,11 +65,11 @@ export default async function bench(): Promise<void> {
     `fit all --chip h200 --check, whole process: ${w.wall_s.toFixed(1)} s wall, ${w.cpu_s.toFixed(1)} s CPU; goal ${GOAL_S} s (ratio ${(w.wall_s / GOAL_S).toFixed(2)} wall, ${(w.cpu_s / GOAL_S).toFixed(2)} CPU; ≤ 1 meets it) [${w.check}]\n` +
       `  peak memory ${w.peak_mib.toFixed(0)} MiB; goal ${GOAL_MIB} MiB (ratio ${(w.peak_mib / GOAL_MIB).toFixed(2)})\n`,
   );
-  // The same in one thread (STEPCAL_FIT_WORKERS=1) and on two worker threads (=2), to show what the default's worker changes.
-  for (const workers of [1, 2]) {
+  // The same with one worker beside the main thread (STEPCAL_FIT_WORKERS=beside) and on two worker threads (=2).
+  for (const workers of ['beside', 2] as const) {
     const o = wholeProcess(workers);
     process.stdout.write(
-      `  ${workers === 1 ? 'in one thread' : 'on two workers'} (STEPCAL_FIT_WORKERS=${workers}): ${o.wall_s.toFixed(1)} s wall, ${o.cpu_s.toFixed(1)} s CPU, peak ${o.peak_mib.toFixed(0)} MiB [${o.check}]\n`,
+      `  ${workers === 'beside' ? 'one worker beside the main thread' : 'on two workers'} (STEPCAL_FIT_WORKERS=${workers}): ${o.wall_s.toFixed(1)} s wall, ${o.cpu_s.toFixed(1)} s CPU, peak ${o.peak_mib.toFixed(0)} MiB [${o.check}]\n`,
     );
   }
   const cpu = () => {

@@ -30,7 +30,7 @@ import {
   RESULT_ORDER,
 } from './families.ts';
 import {
-  besideByDefault,
+  besideAsked,
   besidePlan,
   fitBeside,
   fitInWorkers,
@@ -58,7 +58,7 @@ export interface FitOptions {
   /**
    * Worker threads: a count (0 or 1 = in this thread; 2–4 a pool, parallel.ts fitInWorkers) or `beside`
    * (one worker beside this thread, fitBeside). Default STEPCAL_FIT_WORKERS (a count or `beside`), else
-   * `beside` on 2–3 cores and min(cores, 4) workers from 4 (docs/performance.md). The results are the
+   * this thread under 4 cores and min(cores, 4) workers from 4 (docs/performance.md). The results are the
    * same either way (src/fit/parallel.ts).
    */
   workers?: number | 'beside';
@@ -143,7 +143,7 @@ function fitInThread(
 }
 
 /**
- * One worker beside this thread (parallel.ts fitBeside; 2–3 cores): the worker's plan there, the rest
+ * One worker beside this thread (parallel.ts fitBeside; on request): the worker's plan there, the rest
  * here, then its replies. Between two families this thread yields once, so the worker's replies are
  * taken as they come (its progress shows in time) and a fitting error there stops this thread's
  * fits at once. A worker that cannot start or dies leaves its families to this thread, fitted after
@@ -191,7 +191,7 @@ async function runFamilies(store: MeasurementStore, want: ReadonlySet<FitFamily>
     } catch (e) {
       if (!(e instanceof WorkerUnavailable)) throw e;
     }
-  } else if (besideByDefault(opts.workers)) {
+  } else if (besideAsked(opts.workers)) {
     const beside = await fitWithOneBeside(store, families, opts);
     if (beside) ({ done, workers } = beside);
   }

@@ -54,8 +54,8 @@ const MAX_WORKERS = 4;
  * the decoded-table cache, `fit all --chip h200 --check` in this thread took 3.43–3.54 s wall, 4.9–5.1 s
  * CPU, 182–198 MiB against 3.72–3.85 s, 6.7–7.1 s CPU, 265–283 MiB on two workers (alternating, load
  * ≈ 1.9; docs/performance.md "fit all, session 12"): each worker loads the modules and its tables
- * again, and the main thread idles. Below it, one worker beside the main thread (besideByDefault,
- * session 14). Not measured on 3 cores, so the pool starts at 4.
+ * again, and the main thread idles. Below it, one thread (one worker beside it on request: besideAsked).
+ * Not measured on 3 cores, so the pool starts at 4.
  */
 const MIN_CORES_FOR_WORKERS = 4;
 
@@ -72,7 +72,7 @@ export function workerCount(requested: number | undefined, cores = availablePara
 }
 
 /**
- * Families one worker fits beside the main thread on 2–3 cores (DECISION, session 14, fitBeside): the GEMM
+ * Families one worker fits beside the main thread when a run asks for it (besideAsked; session 14, fitBeside): the GEMM
  * fit and the two families fitted on its coefficients (prefill attention, MLA), and the collectives: on
  * h200 (quiet, one thread) gemm 730 + attention_prefill 465 + mla 83 + collective 345 ms against the main
  * thread's attention_decode 575 + moe 328 + moe_experts 273 + hbm 228 + recurrent 150 + sparse 140 +
@@ -82,16 +82,14 @@ export function workerCount(requested: number | undefined, cores = availablePara
 const BESIDE_FAMILIES: ReadonlySet<FitFamily> = new Set(['gemm', 'attention_prefill', 'mla', 'collective']);
 
 /**
- * Whether a run fits one worker beside the main thread (fitBeside): when the caller asks for `beside`;
- * else when STEPCAL_FIT_WORKERS is `beside`; else by default on 2 or 3 cores (MIN_CORES_FOR_WORKERS starts
- * a pool from 4). Never when the caller or STEPCAL_FIT_WORKERS gives a worker count. `cores` is the
- * machine's parallelism (a parameter for tests).
+ * Whether a run fits one worker beside the main thread (fitBeside): when the caller asks for `beside`, or
+ * gives no count and STEPCAL_FIT_WORKERS is `beside`. Not a default (DECISION, session 14, docs/performance.md):
+ * on this 2-core machine it ties one thread on wall time (median 3.60 vs 3.66 s, five alternating pairs)
+ * for 1.1 s more CPU and ≈ 45 MiB more memory, once the GEMM fit's faster joint step shortened the worker's side.
  */
-export function besideByDefault(requested: number | 'beside' | undefined, cores = availableParallelism()): boolean {
+export function besideAsked(requested: number | 'beside' | undefined): boolean {
   if (requested !== undefined) return requested === 'beside';
-  const env = process.env.STEPCAL_FIT_WORKERS;
-  if (env !== undefined && env !== '') return env === 'beside';
-  return cores >= 2 && cores < MIN_CORES_FOR_WORKERS;
+  return process.env.STEPCAL_FIT_WORKERS === 'beside';
 }
 
 /**
@@ -116,8 +114,8 @@ export function besidePlan(families: readonly FitFamily[]): { worker: FitFamily[
 }
 
 /**
- * Fit `plan` on one worker while the caller fits the rest in its own thread (2–3 cores; DECISION above
- * BESIDE_FAMILIES): the plan goes in one message and the worker fits it in order from its own tables, so
+ * Fit `plan` on one worker while the caller fits the rest in its own thread (on request: besideAsked;
+ * the split: BESIDE_FAMILIES): the plan goes in one message and the worker fits it in order from its own tables, so
  * it never waits for the main thread, whose synchronous fits hold its event loop. Replies collect as
  * the main thread yields.
  * @returns `results` (each family's result and ms; rejects with the first fitting error, same class and

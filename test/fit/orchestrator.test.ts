@@ -176,7 +176,7 @@ describe('fitAll orchestrator', () => {
     expect(scale(parallel)).toBe(scale(serial));
   });
 
-  it('gives the same results with one worker beside this thread (the default on 2–3 cores)', async () => {
+  it('gives the same results with one worker beside this thread (STEPCAL_FIT_WORKERS=beside)', async () => {
     const serial = await fitAll('h200', { ...opts, workers: 1 });
     const done: string[] = [];
     const beside = await fitAll('h200', {

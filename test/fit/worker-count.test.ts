@@ -1,7 +1,7 @@
 /** How many fit workers a run starts (src/fit/parallel.ts workerCount; DECISION in docs/performance.md). */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FAMILY_DEPS, RESULT_ORDER } from '../../src/fit/families.ts';
-import { besideByDefault, besidePlan, workerCount } from '../../src/fit/parallel.ts';
+import { besideAsked, besidePlan, workerCount } from '../../src/fit/parallel.ts';
 
 describe('workerCount', () => {
   const saved = process.env.STEPCAL_FIT_WORKERS;
@@ -29,16 +29,19 @@ describe('workerCount', () => {
     expect(workerCount(0, 8)).toBe(1);
   });
 
-  it('besideByDefault: one worker beside this thread on 2–3 cores, unless a count or the variable says otherwise', () => {
+  it('besideAsked: only when the caller or STEPCAL_FIT_WORKERS says beside; a count never', () => {
     delete process.env.STEPCAL_FIT_WORKERS;
-    expect([1, 2, 3, 4, 16].map((n) => besideByDefault(undefined, n))).toEqual([false, true, true, false, false]);
-    expect(besideByDefault(1, 2)).toBe(false);
-    expect(besideByDefault('beside', 16)).toBe(true);
-    process.env.STEPCAL_FIT_WORKERS = '1';
-    expect(besideByDefault(undefined, 2)).toBe(false);
+    expect([undefined, 1, 2, 'beside'].map((w) => besideAsked(w as number | 'beside' | undefined))).toEqual([
+      false,
+      false,
+      false,
+      true,
+    ]);
     process.env.STEPCAL_FIT_WORKERS = 'beside';
-    expect(besideByDefault(undefined, 1)).toBe(true);
-    expect(besideByDefault(2, 1)).toBe(false);
+    expect(besideAsked(undefined)).toBe(true);
+    expect(besideAsked(2)).toBe(false);
+    process.env.STEPCAL_FIT_WORKERS = '2';
+    expect(besideAsked(undefined)).toBe(false);
   });
 });
 
