@@ -464,7 +464,12 @@ function jointStep(ne: { A: number[][]; b: number[] }, lambda: number, x: readon
       free.map((u) => free.map((k) => (u === k ? ne.A[u]![k]! * (1 + lambda) + 1e-12 : ne.A[u]![k]!))),
       free.map((u) => -ne.b[u]!),
     );
-  let free = [0, 1, 2, 3];
+  // Held from the start: a coefficient at a bound whose gradient points past it (its descent direction −b
+  // leaves the box); then any the coupled step would still push past.
+  let free = [0, 1, 2, 3].filter(
+    (u) => !((x[u]! <= JOINT_LO && ne.b[u]! > 0) || (x[u]! >= JOINT_HI[u]! && ne.b[u]! < 0)),
+  );
+  if (!free.length) return undefined;
   for (let pass = 0; pass < 4; pass++) {
     const d = damped(free);
     if (!d) return undefined;

@@ -117,10 +117,15 @@ describe('declaredKvFormat: the KV-cache format a checkpoint declares (what KV d
       /m: hf_quant_config.json kv_cache_quant_algo "FP4" not understood/,
     );
     expect(() =>
-      declaredKvFormat(q({ num_bits: 8, type: 'float' }), 'm', { quantization: { kv_cache_quant_algo: 'NVFP4' } }),
+      declaredKvFormat(q({ num_bits: 8, type: 'int' }), 'm', { quantization: { kv_cache_quant_algo: 'FP8' } }),
     ).toThrow(
-      /declares different KV-cache dtypes: .*8-bit float → fp8; hf_quant_config.json kv_cache_quant_algo NVFP4 → nvfp4/,
+      /declares different KV-cache dtypes: .*8-bit int → int8; hf_quant_config.json kv_cache_quant_algo FP8 → fp8/,
     );
+  });
+  it('ModelOpt kv_cache_quant_algo in any case; only FP8 gives a cache dtype (vLLM serves INT8 and NVFP4 at the model dtype)', () => {
+    const algo = (v: string) => declaredKvFormat({}, 'm', { quantization: { kv_cache_quant_algo: v } })?.kv_dtype;
+    expect(['FP8', 'fp8', 'Fp8'].map(algo)).toEqual(['fp8', 'fp8', 'fp8']);
+    expect(['INT8', 'nvfp4', 'NVFP4'].map(algo)).toEqual([undefined, undefined, undefined]);
   });
 });
 

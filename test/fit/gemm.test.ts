@@ -8,9 +8,10 @@ import {
   fitRamp,
   fitRampForDtype,
   isMemoryBound,
+  jointShapeFit,
   memoryBoundThresholdM,
 } from '../../src/fit/gemm.ts';
-import { gemmEfficiency } from '../../src/core/laws/gemm.ts';
+import { gemmEfficiency, shapeEfficiency } from '../../src/core/laws/gemm.ts';
 
 const chip = loadChip('h200');
 const peak = peakFlopsPerUs(chip, 'bf16')!;
@@ -126,5 +127,45 @@ describe('GEMM ramp', () => {
     expect(r.envelope_fit.m_half).toBeLessThan(300);
     // the large-m bias is shown, not hidden
     expect(r.large_m.map((p) => p.m)).toContain(8192);
+  });
+});
+
+describe('jointShapeFit: the bound-aware step', () => {
+  // Rows on a grid of m, n, k from known coefficients, with a deterministic ±3 % ripple (so the optimum is not exact).
+  const rows = (c: { eps_max: number; m_half: number; n_half: number; k_half: number }) => {
+    const out = [];
+    let i = 0;
+    for (const m of [16, 64, 256, 1024, 4096])
+      for (const n of [256, 1024, 4096, 16384])
+        for (const k of [256, 2048, 8192]) {
+          const ripple = 1 + 0.03 * Math.sin(1.7 * i++);
+          out.push({ m, n, k, eff: shapeEfficiency(m, n, k, c) * ripple, latency_us: 1, kernel_source: 'k' });
+        }
+    return out;
+  };
+
+  it('recovers known coefficients inside the box to within the ripple', () => {
+    const truth = { eps_max: 0.8, m_half: 120, n_half: 300, k_half: 500 };
+    const f = jointShapeFit(rows(truth), [0.5, 50, 100, 100]);
+    expect(f.eps_max).toBeCloseTo(0.8, 1);
+    for (const key of ['m_half', 'n_half', 'k_half'] as const) expect(f[key] / truth[key]).toBeGreaterThan(0.8);
+    for (const key of ['m_half', 'n_half', 'k_half'] as const) expect(f[key] / truth[key]).toBeLessThan(1.25);
+  });
+
+  it('on the shipped h200 bf16 rows (eps_max at its bound) it ends at the constrained optimum: no free coefficient ±0.1 % lowers the sum', () => {
+    // The clamped free step this replaced stalled along the bound at m_half 279.2 (the constrained optimum is
+    // 275.7): there, scaling m_half or a half down lowered the sum of squared log errors.
+    const chip = loadChip('h200');
+    const peak = peakFlopsPerUs(chip, 'bf16')!;
+    const data = readMeasurements('measurements/h200', 'gemm', { lane: 'vllm-0.24.0' })
+      .filter((r) => r.dtype === 'bf16' && !isMemoryBound(r, 'bf16', chip))
+      .map((r) => ({ ...r, eff: (2 * r.m * r.n * r.k) / (r.latency_us * peak) }));
+    const sse = (c: { eps_max: number; m_half: number; n_half: number; k_half: number }) =>
+      data.reduce((a, r) => a + Math.log(shapeEfficiency(r.m, r.n, r.k, c) / r.eff) ** 2, 0);
+    const f = jointShapeFit(data, [0.92, 18, 100, 100]);
+    expect(f.eps_max).toBe(1);
+    const at = sse(f);
+    for (const key of ['m_half', 'n_half', 'k_half'] as const)
+      for (const s of [0.999, 1.001]) expect(sse({ ...f, [key]: f[key] * s })).toBeGreaterThan(at * (1 - 1e-12));
   });
 });

@@ -197,11 +197,16 @@ export interface DeclaredKvFormat {
   source: string;
 }
 
-/** A ModelOpt `kv_cache_quant_algo` value as a KV dtype; null states none. @throws UserError for another value */
+/**
+ * A ModelOpt `kv_cache_quant_algo` value as the KV dtype vLLM serves for it (any case, as vLLM lowercases it): FP8
+ * → fp8; INT8 and NVFP4 → undefined, since vLLM maps only FP8 (its ModelOpt KV map) and otherwise warns and keeps
+ * `auto` at the model dtype; null states none. @throws UserError for another value
+ */
 function kvAlgo(v: unknown, field: string, where: string): DeclaredKvFormat['kv_dtype'] | undefined {
   if (v === null || v === undefined) return undefined;
-  const m = { FP8: 'fp8', INT8: 'int8', NVFP4: 'nvfp4' } as const;
-  if (typeof v === 'string' && v in m) return m[v as keyof typeof m];
+  const u = typeof v === 'string' ? v.toUpperCase() : undefined;
+  if (u === 'FP8') return 'fp8';
+  if (u === 'INT8' || u === 'NVFP4') return undefined;
   throw new UserError(`${where}: ${field} ${JSON.stringify(v)} not understood (FP8, INT8, NVFP4 or null are)`);
 }
 
@@ -218,7 +223,8 @@ function kvScheme(v: unknown, where: string): DeclaredKvFormat['kv_dtype'] | und
 /**
  * The KV-cache dtype a checkpoint declares, or undefined when it declares none (absent or null): config.json
  * `quantization_config.kv_cache_scheme` (compressed-tensors: 8-bit float → fp8, 8-bit int → int8) or
- * `.kv_cache_quant_algo`, and `hf_quant_config.json` `quantization.kv_cache_quant_algo` (ModelOpt: FP8, INT8, NVFP4).
+ * `.kv_cache_quant_algo`, and `hf_quant_config.json` `quantization.kv_cache_quant_algo` (ModelOpt: FP8 → fp8; INT8 and
+NVFP4 are read and give none, as vLLM serves them at the model dtype).
  * Pure; KV dtype auto prices the cache at this dtype (vLLM PR #29980), an explicit --kv-dtype overrides it.
  * @param config parsed config.json
  * @param where name used in errors (model or file)
