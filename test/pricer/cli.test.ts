@@ -193,6 +193,26 @@ describe('stepcal price / sweep', () => {
     expect(bf16.kv_cache_note).toBe(line);
     expect(bf16.info).not.toHaveProperty('kv_from_checkpoint');
   });
+  it("sweep's title and serve's header say the same of the checkpoint's KV cache as price", async () => {
+    const run = async (args: string[]) => {
+      vi.restoreAllMocks();
+      const c = capture();
+      expect(await main(['node', 'stepcal', ...args])).toBe(0);
+      return c.out();
+    };
+    const model = ['--model', 'qwen3-235b-a22b-nvfp4', '--chip', 'b200', '--tp', '8'];
+    const svg = path.join(mkdtempSync(path.join(os.tmpdir(), 'stepcal-sweep-')), 'sweep.svg');
+    const sweep = await run(['sweep', ...model, '--batches', '1,8', '--out', svg]);
+    expect(sweep.split('\n')[0]).toBe(
+      "qwen3-235b-a22b-nvfp4 nvfp4 (KV fp8, the checkpoint's, 1 B/element) on 8×b200 (tp 8), decode @ 4096",
+    );
+    const sweepJson = JSON.parse(await run(['sweep', ...model, '--batches', '1', '--out', svg, '--json']));
+    expect([sweepJson.kv_bytes_per_element, sweepJson.kv_from_checkpoint?.dtype]).toEqual([1, 'fp8']);
+    const serve = await run(['serve', ...model, '--kv-dtype', 'bf16', '--requests', '8', '--concurrency', '2']);
+    expect(serve.split('\n')[1]).toBe(
+      'KV cache: priced bf16 as --kv-dtype asks; the checkpoint declares fp8 (hf_quant_config.json kv_cache_quant_algo FP8), which KV dtype auto prices',
+    );
+  });
   it('a batch spec that schedules nothing is a usage error (exit 2); an impossible tp a user error (exit 1)', async () => {
     let c = capture();
     expect(

@@ -69,7 +69,11 @@ export function register(program: Command): void {
       const sizes = parseFlagList('--batches', String(o.batches), { integer: true, min: 1 });
       // Under --spec-tokens k every decode row verifies 1 + k tokens (vLLM schedules the drafts with the token).
       const rows = sweepDecode(s.pricer, sizes, ctx, 1 + (s.deployment.speculative?.num_spec_tokens ?? 0));
-      const title = `${s.model.name} ${s.pricer.info.served_dtype} on ${s.deployment.tp}×${s.chip.name} (tp ${s.deployment.tp}), decode @ ${ctx}`;
+      const info = s.pricer.info;
+      const kv = info.kv_from_checkpoint
+        ? `${info.kv_from_checkpoint.dtype}, the checkpoint's`
+        : (s.deployment.kv_dtype ?? 'auto');
+      const title = `${s.model.name} ${info.served_dtype} (KV ${kv}, ${info.kv_bytes_per_element} B/element) on ${s.deployment.tp}×${s.chip.name} (tp ${s.deployment.tp}), decode @ ${ctx}`;
       const out = o.out ?? path.join(REPO_ROOT, 'fits', s.chip.name, `sweep-${s.model.name}.svg`);
       writeFileAtomic(out, sweepSvg(rows, title));
       if (o.json) {
@@ -81,6 +85,8 @@ export function register(program: Command): void {
               deployment: s.deployment,
               registry: displayPath(s.registry_file),
               engine_note: engineLine(s.engine),
+              kv_bytes_per_element: info.kv_bytes_per_element,
+              ...(info.kv_from_checkpoint ? { kv_from_checkpoint: info.kv_from_checkpoint } : {}),
               context: ctx,
               svg: out,
               rows,
