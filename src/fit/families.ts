@@ -246,6 +246,27 @@ export function priorFor(family: FitFamily, done: ReadonlyMap<string, FitFamilyR
   return prior;
 }
 
+/**
+ * One step of fitting `families` in order in one thread (index.ts in the main thread, worker.ts's plan): fit
+ * `families[i]` with its dependencies' coefficients from `results` as `prior`, keep only the tables
+ * `families[i + 1…]` read, and add the result to `results`.
+ * @returns the family's result and its milliseconds (rounded)
+ * @throws InputError / UserError from fitFamily
+ */
+export function fitInOrderAt(
+  store: MeasurementStore,
+  families: readonly FitFamily[],
+  i: number,
+  results: Map<FitFamily, FitFamilyResult>,
+): { result: FitFamilyResult; ms: number } {
+  const family = families[i]!;
+  const t0 = performance.now();
+  const result = fitFamily(store, family, priorFor(family, results));
+  store.retain(new Set(families.slice(i + 1).flatMap((f) => store.tablesOf(f))));
+  results.set(family, result);
+  return { result, ms: Math.round(performance.now() - t0) };
+}
+
 const missing = (family: string, why: string): FamilyFit => ({
   ...emptyFamilyFit(family),
   warnings: [`${family}: not fitted: ${why}`],

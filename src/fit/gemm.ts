@@ -445,18 +445,12 @@ function warmJointSseNormal(): void {
 warmJointSseNormal();
 
 /**
- * Joint shape-aware fit (issue 16 piece 5): eps_max, m_half, n_half and k_half together, least
- * squares on ln(efficiency) over every row given (each row's ln error weighs the same, as in the
- * geometric error the holdout reports), by Levenberg–Marquardt with the analytic Jacobian in log
- * coefficients (a step is taken only when it lowers the sum; projected onto the bounds: eps_max ≤
- * JOINT_EPS_MAX_BOUND, every coefficient in [1e-3, 1e6]), started from the staged fit (`init`). The
- * staged fit fixes eps_max and m_half at the envelope (the best shape per m), which leaves every other
- * shape below its ramp; the joint fit trades the asymptote against the halves. Deterministic.
- */
-/**
  * The damped Gauss–Newton step of jointShapeFit at `x`, with a coefficient held at its bound while the
  * step would push it past it (an active set: the step of the others is then the constrained one, not a
  * clamped projection of the free step, which stalls the search along a bound).
+ * @param ne the normal equations JᵀJ (4 × 4) and Jᵀr at `x`, in log coefficients (ln eps_max, ln m_half, ln n_half, ln k_half)
+ * @param lambda Levenberg–Marquardt damping (dimensionless)
+ * @returns the step in log coefficients (0 on a held one), or undefined when every coefficient is held or a solve fails
  */
 function jointStep(ne: { A: number[][]; b: number[] }, lambda: number, x: readonly number[]): number[] | undefined {
   const damped = (free: readonly number[]) =>
@@ -481,6 +475,15 @@ function jointStep(ne: { A: number[][]; b: number[] }, lambda: number, x: readon
   return undefined;
 }
 
+/**
+ * Joint shape-aware fit (issue 16 piece 5): eps_max, m_half, n_half and k_half together, least
+ * squares on ln(efficiency) over every row given (each row's ln error weighs the same, as in the
+ * geometric error the holdout reports), by Levenberg–Marquardt with the analytic Jacobian in log
+ * coefficients (a step is taken only when it lowers the sum; bounds eps_max ≤ JOINT_EPS_MAX_BOUND and every
+ * coefficient in [1e-3, 1e6], held by jointStep's active set), started from the staged fit (`init`). The
+ * staged fit fixes eps_max and m_half at the envelope (the best shape per m), which leaves every other
+ * shape below its ramp; the joint fit trades the asymptote against the halves. Deterministic.
+ */
 export function jointShapeFit(
   rows: readonly Pt[],
   init: [number, number, number, number],

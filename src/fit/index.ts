@@ -24,9 +24,8 @@ import {
   type FitFamily,
   type FitFamilyResult,
   type FitJob,
-  fitFamily,
+  fitInOrderAt,
   MeasurementStore,
-  priorFor,
   RESULT_ORDER,
 } from './families.ts';
 import {
@@ -99,10 +98,7 @@ function expandFamilies(req: readonly FitFamily[] | undefined): Set<FitFamily> {
   return want;
 }
 
-/**
- * Fit `families[i]` in this thread with its dependencies' coefficients from `results` as `prior`, then
- * keep only the tables `families[i + 1…]` read; adds the result to `results` and `done`.
- */
+/** fitInOrderAt (families.ts) with the progress callbacks; records the result and ms in `done`. */
 function fitNext(
   store: MeasurementStore,
   families: readonly FitFamily[],
@@ -113,13 +109,9 @@ function fitNext(
 ): void {
   const family = families[i]!;
   opts.onFamily?.(family, 'start');
-  const t0 = performance.now();
-  const result = fitFamily(store, family, priorFor(family, results));
-  store.retain(new Set(families.slice(i + 1).flatMap((f) => store.tablesOf(f))));
-  const ms = Math.round(performance.now() - t0);
-  opts.onFamily?.(family, 'done', ms);
-  results.set(family, result);
-  done.set(family, { result, ms });
+  const fit = fitInOrderAt(store, families, i, results);
+  opts.onFamily?.(family, 'done', fit.ms);
+  done.set(family, fit);
 }
 
 /** The results of fits so far, by family (fitNext's `results`). */

@@ -10,8 +10,8 @@ import {
   type FitFamilyResult,
   type FitJob,
   fitFamily,
+  fitInOrderAt,
   MeasurementStore,
-  priorFor,
 } from './families.ts';
 
 /** One request: fit `family` (or its `part`) with `prior`; afterwards keep only the tables in `keep`. */
@@ -45,16 +45,14 @@ function errorReply(family: FitFamily, t0: number, e: unknown) {
   };
 }
 
-/** Fit every family of a plan in order, one reply each; at the first error, its reply and no more. */
+/** Fit every family of a plan in order (families.ts fitInOrderAt), one reply each; at the first error, its reply and no more. */
 function runPlan(req: FitPlanRequest): void {
   const results = new Map<FitFamily, FitFamilyResult>();
   for (const [i, family] of req.plan.entries()) {
     const t0 = performance.now();
     try {
-      const result = fitFamily(store!, family, priorFor(family, results));
-      store!.retain(new Set(req.plan.slice(i + 1).flatMap((f) => store!.tablesOf(f))));
-      results.set(family, result);
-      parentPort!.postMessage({ family, ms: Math.round(performance.now() - t0), result });
+      const { result, ms } = fitInOrderAt(store!, req.plan, i, results);
+      parentPort!.postMessage({ family, ms, result });
     } catch (e) {
       parentPort!.postMessage(errorReply(family, t0, e));
       return;

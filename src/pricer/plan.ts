@@ -461,7 +461,8 @@ function foldExpertLaw(
   const one = expertWork(layer, r.bytes_per_element, r.l2_bytes);
   const expertBytes = one.weight_bytes / one.touched;
   // One pass over one touched expert's L2-missing weights (the step counts the passes: core/laws expertRereadPasses).
-  const reread_bytes = expertBytes * l2MissFraction(expertBytes, r.l2_bytes);
+  const l2_miss_fraction = l2MissFraction(expertBytes, r.l2_bytes);
+  const reread_bytes = expertBytes * l2_miss_fraction;
   const perTouched = expertTerms(
     { ...one, touched: 1, pairs: 0, weight_bytes: expertBytes, route_bytes: 0, pair_bytes: 0, reread_bytes },
     c,
@@ -495,7 +496,7 @@ function foldExpertLaw(
     reads_per_extra_tile: c.reread ?? 0,
     expert_bytes_per_rank: expertBytes,
     l2_bytes: r.l2_bytes,
-    l2_miss_fraction: l2MissFraction(expertBytes, r.l2_bytes),
+    l2_miss_fraction,
     us_per_extra_tile: perTouched.reread_us,
     tile_m: EXPERT_TILE_M,
     experts: node.experts,

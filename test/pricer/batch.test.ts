@@ -48,7 +48,7 @@ describe('deployment', () => {
     expect(kvBytesPerElement(undefined, 'nvfp4', fp8)).toBe(1);
     expect(kvBytesPerElement('auto', 'bf16', fp8)).toBe(1);
     expect(kvBytesPerElement('bf16', 'nvfp4', fp8)).toBe(2);
-    expect(kvBytesPerElement(undefined, 'bf16', { dtype: 'nvfp4', source: 's' })).toBe(0.5625);
+    expect(kvBytesPerElement(undefined, 'bf16', { dtype: 'int8', source: 's' })).toBe(1);
     expect(() => kvBytesPerElement(undefined, 'bf16', { not_understood: 'm: FP4 not understood' })).toThrow(
       /not understood: m: FP4 not understood; pass --kv-dtype/,
     );

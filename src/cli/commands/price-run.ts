@@ -1,5 +1,11 @@
 /** The run of `stepcal price` (module comment of price.ts): loaded only when the command runs. */
-import { knownModels, loadHfQuantConfig, loadModelConfigText, parseConfigJson } from '../../core/catalog/model.ts';
+import {
+  knownModels,
+  loadHfQuantConfig,
+  loadModelConfigText,
+  type ModelGraph,
+  parseConfigJson,
+} from '../../core/catalog/model.ts';
 import { checkpointFormat, kvFormatNote, servedFormatNote } from '../../core/catalog/served-format.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { fmtDec } from '../../core/render/format.ts';
@@ -126,11 +132,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       ? [largeStepNote(e, s.engine.terms.large_step_nvlink_factor.value)]
       : []),
   ];
-  // The deployment's own --kv-dtype beside a checkpoint that declares another width (served-format.ts kvFormatNote).
-  const kv_cache_note = kvFormatNote(s.model.global.kv_dtype, {
-    kv_dtype: s.deployment.kv_dtype,
-    bytes_per_element: s.pricer.info.kv_bytes_per_element,
-  });
+  const kv_cache_note = kvCacheNote(s.model, s.deployment.kv_dtype, s.pricer.info);
   if (o.json) {
     const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
     process.stdout.write(
@@ -192,6 +194,18 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
 /** Tokens the step schedules, Σ scheduled_tokens (the pricer's walk tok). */
 function stepTokens(batch: Batch): number {
   return batch.requests.reduce((a, r) => a + r.scheduled_tokens, 0);
+}
+
+/**
+ * The line `price` and `serve` print when the deployment's own --kv-dtype prices another width than the checkpoint
+ * declares (served-format.ts kvFormatNote); undefined otherwise.
+ */
+export function kvCacheNote(
+  model: ModelGraph,
+  kvDtype: string | undefined,
+  info: { kv_bytes_per_element: number },
+): string | undefined {
+  return kvFormatNote(model.global.kv_dtype, { kv_dtype: kvDtype, bytes_per_element: info.kv_bytes_per_element });
 }
 
 /**

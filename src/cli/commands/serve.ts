@@ -19,8 +19,7 @@ import {
 } from '../../serve/run.ts';
 import { sweepConcurrency } from '../../serve/sweep.ts';
 import { toRecord } from '../../serve/metrics.ts';
-import { kvFormatNote } from '../../core/catalog/served-format.ts';
-import { kvLabel } from './price-run.ts';
+import { kvCacheNote, kvLabel } from './price-run.ts';
 import {
   PRIORITIES,
   STEP_COMPOSITIONS,
@@ -196,11 +195,7 @@ function workloadFrom(o: Opts): { workload: Workload; text: string } {
 function headerOf(s: ServeSetup, o: Opts, workload: string): string[] {
   const d = s.deployment;
   const c = s.config.scheduler;
-  // The deployment's own --kv-dtype beside a checkpoint that declares another width, as `price` says it.
-  const kvNote = kvFormatNote(s.model.global.kv_dtype, {
-    kv_dtype: d.kv_dtype,
-    bytes_per_element: s.pricer.info.kv_bytes_per_element,
-  });
+  const kvNote = kvCacheNote(s.model, d.kv_dtype, s.pricer.info);
   return [
     `${s.model.name} on ${s.chip.name}: tp ${d.tp}, ep ${d.ep}, dp ${s.config.dp}, weights ${s.pricer.info.served_dtype}, ${kvLabel(d.kv_dtype, s.pricer.info)}, ${d.cudagraph_mode}` +
       (s.config.spec_tokens ? `, ${s.config.spec_tokens} speculative tokens` : ''),

@@ -192,7 +192,7 @@ export const ModelGraphSchema = z
          */
         kv_dtype: z
           .union([
-            z.object({ dtype: z.enum(['fp8', 'int8', 'nvfp4']), source: z.string() }).strict(),
+            z.object({ dtype: z.enum(['fp8', 'int8']), source: z.string() }).strict(),
             z.object({ not_understood: z.string() }).strict(),
           ])
           .optional(),

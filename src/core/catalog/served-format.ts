@@ -117,6 +117,14 @@ function refuseUnknown(o: Obj, known: ReadonlySet<string>, what: string, where: 
       );
 }
 
+/** The checkpoint's `quantization_config` (top level, else under `text_config`) and hf_quant_config.json's `quantization`. */
+function quantConfigs(config: Obj, hfQuant: Obj | undefined): { q: Obj | undefined; hq: Obj | undefined } {
+  return {
+    q: obj(config.quantization_config) ?? obj(obj(config.text_config)?.quantization_config),
+    hq: obj(hfQuant?.quantization),
+  };
+}
+
 /**
  * Serve format of a checkpoint (see the module doc).
  * @param config parsed config.json
@@ -126,8 +134,7 @@ function refuseUnknown(o: Obj, known: ReadonlySet<string>, what: string, where: 
  */
 export function checkpointFormat(config: Obj, where: string, hfQuant?: Obj): CheckpointFormat {
   const base = torchDtype(config);
-  const q = obj(config.quantization_config) ?? obj(obj(config.text_config)?.quantization_config);
-  const hq = obj(hfQuant?.quantization);
+  const { q, hq } = quantConfigs(config, hfQuant);
   if (q) refuseUnknown(q, QUANT_CONFIG_FIELDS, 'config.json quantization_config', where);
   if (hfQuant) refuseUnknown(hfQuant, HF_QUANT_FIELDS, 'hf_quant_config.json', where);
   if (hq) refuseUnknown(hq, HF_QUANTIZATION_FIELDS, 'hf_quant_config.json quantization', where);
@@ -192,7 +199,7 @@ export function servedFormatNote(checkpoint: CheckpointFormat, weightDtype: stri
 
 /** The KV-cache format a checkpoint declares and the field or fields that said so. */
 export interface DeclaredKvFormat {
-  kv_dtype: 'fp8' | 'int8' | 'nvfp4';
+  kv_dtype: 'fp8' | 'int8';
   /** e.g. `hf_quant_config.json kv_cache_quant_algo FP8`; several fields joined by "; ". */
   source: string;
 }
@@ -223,8 +230,8 @@ function kvScheme(v: unknown, where: string): DeclaredKvFormat['kv_dtype'] | und
 /**
  * The KV-cache dtype a checkpoint declares, or undefined when it declares none (absent or null): config.json
  * `quantization_config.kv_cache_scheme` (compressed-tensors: 8-bit float → fp8, 8-bit int → int8) or
- * `.kv_cache_quant_algo`, and `hf_quant_config.json` `quantization.kv_cache_quant_algo` (ModelOpt: FP8 → fp8; INT8 and
-NVFP4 are read and give none, as vLLM serves them at the model dtype).
+ * `.kv_cache_quant_algo`, and `hf_quant_config.json` `quantization.kv_cache_quant_algo` (ModelOpt: FP8 → fp8; INT8
+ * and NVFP4 are read and give none, as vLLM serves them at the model dtype).
  * Pure; KV dtype auto prices the cache at this dtype (vLLM PR #29980), an explicit --kv-dtype overrides it.
  * @param config parsed config.json
  * @param where name used in errors (model or file)
@@ -232,8 +239,7 @@ NVFP4 are read and give none, as vLLM serves them at the model dtype).
  * @throws UserError for a value it does not understand, or fields that declare different dtypes
  */
 export function declaredKvFormat(config: Obj, where: string, hfQuant?: Obj): DeclaredKvFormat | undefined {
-  const q = obj(config.quantization_config) ?? obj(obj(config.text_config)?.quantization_config);
-  const hq = obj(hfQuant?.quantization);
+  const { q, hq } = quantConfigs(config, hfQuant);
   const found: Array<{ kv_dtype: DeclaredKvFormat['kv_dtype']; field: string }> = [];
   const scheme = kvScheme(q?.kv_cache_scheme, where);
   if (scheme) {
