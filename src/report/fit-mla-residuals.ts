@@ -5,7 +5,7 @@
  * floor-bound rows measure against the fitted floor, how much of the error sits in rows off by more than 1.5×,
  * and the context, batch and heads values where the error is largest. Pure: no I/O.
  */
-import { groupBy } from '../core/numeric/stats.ts';
+import { groupBy, mean, type7Sorted } from '../core/numeric/stats.ts';
 import { chart, PALETTE, type Series } from '../core/render/svg.ts';
 import { fmt } from '../fit/common.ts';
 import type { MlaLawFit } from '../fit/mla.ts';
@@ -26,7 +26,6 @@ const WORST_PER_AXIS = 2;
 const RESIDUAL_FIGURE_POINTS = 1500;
 
 const ln = (p: Point) => Math.log(p.predicted_us / p.measured_us);
-const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 /** Geo error (exp of mean |ln ratio|) and bias (exp of mean ln ratio; < 1: the law is too fast). */
 const stats = (ps: readonly Point[]) => ({
   n: ps.length,
@@ -41,14 +40,6 @@ function bins(points: readonly Point[], axis: Axis) {
     .map(([value, ps]) => ({ value, ...stats(ps) }));
 }
 
-/** Quantile (type 7) of sorted values. */
-function quantile(sorted: readonly number[], q: number): number {
-  const h = (sorted.length - 1) * q;
-  const lo = Math.floor(h);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!);
-}
-
 /** What the floor-bound rows measure against the fitted floor (µs, `beta[0]`), or '' with fewer than 10. */
 function floorClause(law: MlaLawFit): string {
   const floor_us = law.beta[0]!;
@@ -57,8 +48,8 @@ function floorClause(law: MlaLawFit): string {
   const m = bound.map((p) => p.measured_us).sort((a, b) => a - b);
   return (
     ` ${bound.length} rows are floor-bound (the fitted floor ${fmt(floor_us)} µs is ≥ ${FLOOR_BOUND_SHARE * 100} % of ` +
-    `their prediction): they measure median ${fmt(quantile(m, 0.5))} µs (p10 ${fmt(quantile(m, 0.1))}, p90 ` +
-    `${fmt(quantile(m, 0.9))}, max ${fmt(m[m.length - 1]!)}), geo ${fmt(stats(bound).geo)}.`
+    `their prediction): they measure median ${fmt(type7Sorted(m, 0.5))} µs (p10 ${fmt(type7Sorted(m, 0.1))}, p90 ` +
+    `${fmt(type7Sorted(m, 0.9))}, max ${fmt(m[m.length - 1]!)}), geo ${fmt(stats(bound).geo)}.`
   );
 }
 
