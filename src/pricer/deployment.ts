@@ -5,6 +5,7 @@ import { UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import type { GraphNode, ModelGraph } from '../core/catalog/model.ts';
+import type { KvDeclaration } from '../core/catalog/served-format.ts';
 import { CUDAGRAPH_MODES, type Deployment } from './types.ts';
 
 /**
@@ -149,7 +150,7 @@ export function servedDtype(weightDtype: string, checkpoint: StorageDtype): Stor
  * @param declared the graph's `global.kv_dtype`
  * @throws UserError for an unknown KV dtype, or under auto for a declaration stepcal could not read
  */
-export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype, declared?: KvDeclared): number {
+export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype, declared?: KvDeclaration): number {
   const k = (kvDtype ?? 'auto').toLowerCase();
   if (k === 'auto' || k === '') {
     if (declared && 'not_understood' in declared)
@@ -170,16 +171,13 @@ export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDt
   );
 }
 
-/** A graph's `global.kv_dtype` (the checkpoint's declared KV-cache dtype). */
-export type KvDeclared = NonNullable<ModelGraph['global']['kv_dtype']>;
-
 /**
  * The checkpoint's declaration when KV dtype auto priced it (for headers: `price`, `serve`), else undefined (an
  * explicit KV dtype, or nothing declared).
  */
 export function kvFromCheckpoint(
   kvDtype: string | undefined,
-  declared: KvDeclared | undefined,
+  declared: KvDeclaration | undefined,
 ): { dtype: string; source: string } | undefined {
   const auto = kvDtype === undefined || kvDtype === '' || kvDtype.toLowerCase() === 'auto';
   return auto && declared && 'dtype' in declared ? { dtype: declared.dtype, source: declared.source } : undefined;
