@@ -128,6 +128,21 @@ function ratioAbsLogSum(a: Float64Array, scale: number, invLat: Float64Array, fl
   return acc + Math.log(hi) - Math.log(lo);
 }
 
+/**
+ * Calls of ratioAbsLogSum when the module loads on 400 ratios alternating 1e3 and 1e-3, so that both
+ * flushes (product above 1e150, below 1e-150) have feedback before V8 optimises the function. Compiled
+ * before a fit's rows had reached a flush, it was deoptimised at the first one, and the code compiled
+ * again boxed its doubles: 163 MB of heap numbers per h200 decode fit (an allocation profile,
+ * docs/performance.md "session 15"). The result is discarded.
+ */
+function warmRatioAbsLogSum(): void {
+  const n = 400;
+  const a = new Float64Array(n).fill(1);
+  const invLat = Float64Array.from({ length: n }, (_, i) => (i % 2 ? 1e-3 : 1e3));
+  for (let k = 0; k < 3; k++) ratioAbsLogSum(a, 1, invLat, 0);
+}
+warmRatioAbsLogSum();
+
 /** ratioAbsLogSum row by row (one log per row): its fallback outside the products' range. */
 function rowAbsLogSum(a: Float64Array, scale: number, invLat: Float64Array, floor_us: number): number {
   let s = 0;
