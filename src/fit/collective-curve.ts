@@ -107,6 +107,9 @@ interface CandidateTerms {
   /** Each point's kink L (NaN when outside the open bracket or the point is at or below t0). */
   kink: Float64Array;
   terms: Map<number, Float64Array>;
+  /** Each point's message bytes and measured µs, as resampleObjective reads them. */
+  bytes: Float64Array;
+  meas: Float64Array;
 }
 
 /** Grid points of the r_t bracket (ln units), besides its two ends. */
@@ -136,7 +139,35 @@ function candidateTerms(pts: ReadonlyArray<CurvePoint>, t0_us: number, r_peak: n
       Float64Array.from(pts, (p) => Math.abs(Math.log(collectiveTime(p.message_bytes, c) / p.latency_us))),
     );
   }
-  return { ...g, terms };
+  return { ...g, terms, ...pointColumns(pts) };
+}
+
+/** The points' message bytes and measured µs as typed columns (a plain loop: `from` with a map function iterates). */
+function pointColumns(pts: ReadonlyArray<CurvePoint>): { bytes: Float64Array; meas: Float64Array } {
+  const bytes = new Float64Array(pts.length);
+  const meas = new Float64Array(pts.length);
+  for (let i = 0; i < pts.length; i++) {
+    bytes[i] = pts[i]!.message_bytes;
+    meas[i] = pts[i]!.latency_us;
+  }
+  return { bytes, meas };
+}
+
+/**
+ * The distinct values of `idx` (each in 0…n−1) in first-seen order: what a Set of them iterates,
+ * without the Set and its iterator's result objects (≈ 20 MB per h200 fit in the bootstrap).
+ */
+function distinctInOrder(idx: ArrayLike<number>, n: number): Int32Array {
+  const seen = new Uint8Array(n);
+  const out = new Int32Array(Math.min(n, idx.length));
+  let m = 0;
+  for (let j = 0; j < idx.length; j++) {
+    const i = idx[j]!;
+    if (seen[i]) continue;
+    seen[i] = 1;
+    out[m++] = i;
+  }
+  return out.subarray(0, m);
 }
 
 /**
@@ -152,9 +183,8 @@ function resampleObjective(
   idx: ArrayLike<number>,
   table?: CandidateTerms,
 ): (L: number) => number {
-  const used = Int32Array.from(new Set(Array.from(idx)));
-  const bytes = Float64Array.from(pts, (p) => p.message_bytes);
-  const meas = Float64Array.from(pts, (p) => p.latency_us);
+  const used = distinctInOrder(idx, pts.length);
+  const { bytes, meas } = table ?? pointColumns(pts);
   const computed = new Float64Array(pts.length);
   const n = idx.length;
   return (L) => {
@@ -171,6 +201,19 @@ function resampleObjective(
     for (let j = 0; j < n; j++) s += term[idx[j]!]!;
     return s / n;
   };
+}
+
+/**
+ * `values` sorted ascending with repeats dropped (in place; returns `values`): the sorted values of a Set of
+ * them, without the Set's iterator (the sort is stable, so of equal values the first kept is the
+ * first inserted, as in the Set).
+ */
+function sortedDistinct(values: number[]): number[] {
+  values.sort((a, b) => a - b);
+  let m = 0;
+  for (let i = 0; i < values.length; i++) if (m === 0 || values[i] !== values[m - 1]) values[m++] = values[i]!;
+  values.length = m;
+  return values;
 }
 
 /**
@@ -192,16 +235,13 @@ export function fitTransitionRate(
   const f = idx
     ? resampleObjective(pts, t0_us, r_peak, idx, table)
     : (L: number) => collectiveObjective(pts, t0_us, Math.exp(L), r_peak);
-  const cand = new Set<number>(grid);
+  const cand = [...grid];
   const n = idx ? idx.length : pts.length;
   for (let j = 0; j < n; j++) {
     const L = kink[idx ? idx[j]! : j]!;
-    if (!Number.isNaN(L)) cand.add(L);
+    if (!Number.isNaN(L)) cand.push(L);
   }
-  const { x: bestL, fx: bestF } = gridGoldenMin(
-    f,
-    [...cand].sort((a, b) => a - b),
-  );
+  const { x: bestL, fx: bestF } = gridGoldenMin(f, sortedDistinct(cand));
   const r_t = Math.min(Math.exp(bestL), r_peak);
   return { r_t, objective: bestF, at_peak: hiL - bestL < 1e-9 };
 }

@@ -87,7 +87,10 @@ export function fitRamp(
     },
     ([e, u]) => {
       const h = Math.exp(u!);
-      return (m) => [m / (m + h), (-e! * m * h) / ((m + h) * (m + h))];
+      return (m, out) => {
+        out[0] = m / (m + h);
+        out[1] = (-e! * m * h) / ((m + h) * (m + h));
+      };
     },
     {
       initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
@@ -177,9 +180,10 @@ export function fitShapeHalves(
     ([un, uk]) => {
       const nh = Math.exp(un!);
       const kh = Math.exp(uk!);
-      return (i) => {
+      return (i, out) => {
         const c = cells[i]!;
-        return [-nh / (c.n + nh), -kh / (c.k + kh)];
+        out[0] = -nh / (c.n + nh);
+        out[1] = -kh / (c.k + kh);
       };
     },
     {
