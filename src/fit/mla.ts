@@ -8,12 +8,17 @@
  *     module: t = floor + per_request · B + per_request_head · B · H + keys · (E / rate + H · head_token)
  *     kernel: t = floor + keys · (E / rate + H · head_token)
  *   prefill (bf16 KV), work = Σ pairs · 640 · H · ε_max/ε(s) / (bf16 peak · ε_max), tokens T = B · s:
- *     module: t = floor + per_token · T + per_token_head · T · H + work / work_scale
+ *     module: t = floor + per_token · T + per_token_head · T · H + per_token_sq · T² + work / work_scale
  *     kernel: t = floor + work / work_scale
  *
  * E = 576 latent elements × the cache dtype's bytes; H = per-GPU query heads. Module rows are the
  * DeepSeek-V3 checkpoint's format (gemm_type fp8_block): the attention terms do not depend on the linear
  * layers' format, the projection terms (per_request*, per_token*) do, and the pricer charges only the former.
+ * per_token_sq (µs per token per token of the step) lets the projections' cost per token rise with the step's
+ * tokens T (the module runs its GEMMs at m = T): on l40s the residuals of the law without it are a function
+ * of T alone (equal along batch × prompt = T) and the chip's own GEMM rows lose efficiency past m ≈ 8192
+ * (bf16 8192 × 8192: 0.65–0.73 at m 2048–4096, 0.48–0.55 at 8192–32768); where the rows do not ask for it
+ * the non-negative fit leaves it at or near 0 (docs/fitting.md "MLA").
  * Holdout along context (every 4th distinct past length, prefill: prompt length) and along batch (every 4th
  * distinct batch); fitted on rows in neither, scored on rows in either; ci95 from a seeded bootstrap.
  * Pure: rows in, FamilyFit out.
@@ -106,7 +111,7 @@ function prefillLaw(op: 'prefill_module' | 'prefill_kernel', peak: number, eps: 
     priced: module,
     rows: (r) =>
       r.op === op && r.kv_dtype === 'bf16' && r.query_tokens > 1 && (!module || r.gemm_dtype === MLA_MODULE_GEMM),
-    design: module ? (r) => [1, r.heads, T(r), T(r) * r.heads, w(r)] : (r) => [1, w(r)],
+    design: module ? (r) => [1, r.heads, T(r), T(r) * r.heads, T(r) * T(r), w(r)] : (r) => [1, w(r)],
     terms: [
       term('mla_prefill_floor', 'us_per_layer', false, CHARGE.attention),
       ...(module
@@ -114,6 +119,7 @@ function prefillLaw(op: 'prefill_module' | 'prefill_kernel', peak: number, eps: 
             term('mla_prefill_per_head', 'us_per_layer', false, CHARGE.weights),
             term('mla_prefill_per_token', 'us_per_token', false, CHARGE.projection),
             term('mla_prefill_per_token_head', 'us_per_token', false, CHARGE.projection),
+            term('mla_prefill_per_token_sq', 'us_per_token', false, CHARGE.projection),
           ]
         : []),
       term('mla_prefill_work_scale', 'dimensionless', true, CHARGE.attention),

@@ -45,7 +45,7 @@ export function mlaSection(f: MlaFit, chip: Chip): FitSection {
     '',
     'Laws (src/core/laws/mla.ts): decode t = floor + keys·(latent bytes / rate + heads·head_token), module rows ' +
       'add per_head·heads + per_request·B + per_request_head·B·heads (the projections); prefill t = floor + work / ' +
-      'work_scale on the bf16 ramp, module rows add per_head·heads + per_token·T + per_token_head·T·heads. The ' +
+      'work_scale on the bf16 ramp, module rows add per_head·heads + per_token·T + per_token_head·T·heads + per_token_sq·T². The ' +
       'registry takes the vLLM module law (the kernel law where a chip has no module table); the pricer charges ' +
       'rate, head_token and work_scale only (docs/pricer.md "MLA"). Holdout: every 4th distinct context and batch.',
     '',

@@ -19,16 +19,14 @@ const rampJac = ([e, u]: P) => {
   return (m: number) => [m / (m + h), (-e! * m * h) / ((m + h) * (m + h))];
 };
 /** A Jacobian returning an array per point (the library's form) as levenbergMarquardt2 takes it: written into `out`. */
-const into =
-  (jac: (p: P) => (x: number) => number[]) =>
-  (p: P) => {
-    const j = jac(p);
-    return (x: number, out: Float64Array) => {
-      const v = j(x);
-      out[0] = v[0]!;
-      out[1] = v[1]!;
-    };
+const into = (jac: (p: P) => (x: number) => number[]) => (p: P) => {
+  const j = jac(p);
+  return (x: number, out: Float64Array) => {
+    const v = j(x);
+    out[0] = v[0]!;
+    out[1] = v[1]!;
   };
+};
 const logs = ([a, b]: P) => {
   const [ha, hb] = [Math.exp(a!), Math.exp(b!)];
   return (x: number) => Math.log(x / (x + ha)) + Math.log((x % 7) + 1 / ((x % 7) + 1 + hb));
