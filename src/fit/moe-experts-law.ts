@@ -91,13 +91,17 @@ function expertPoint(r: MoeRow, balanced: boolean, rates: ExpertRates): ExpertPo
  * their median; rows whose ep does not divide the expert count are skipped. A series in which the
  * latency falls below NON_MONOTONE_RATIO × the latency at a smaller token count (more work in much
  * less time: a kernel switch or a broken configuration, not the law's physics) is set apart in `screened`.
+ * A `balanced` series of a geometry in `groupRouted` (geometry key → the model routing it by groups,
+ * core/catalog/group-routing.ts) is set apart in `group_routed`: the collector's balanced routing is not
+ * balanced under a grouped router, so the law's balanced routing does not describe those rows.
  */
 export function expertSeries(
   rows: readonly MoeRow[],
   dtype: string,
   distribution: string,
   rates: ExpertRates,
-): { series: ExpertSeries[]; screened: ExpertSeries[]; skipped_rows: number } {
+  groupRouted: ReadonlyMap<string, string> = new Map(),
+): { series: ExpertSeries[]; screened: ExpertSeries[]; group_routed: ExpertSeries[]; skipped_rows: number } {
   const sel = rows.filter((r) => r.dtype === dtype && r.distribution === distribution && r.tokens > 0);
   const red = reduceRepeatsBy(sel, ['kernel_source', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'tp', 'ep']);
   const byKey = new Map<string, ExpertSeries>();
@@ -124,9 +128,14 @@ export function expertSeries(
   }
   const series: ExpertSeries[] = [];
   const screened: ExpertSeries[] = [];
+  const group_routed: ExpertSeries[] = [];
   for (const key of [...byKey.keys()].sort()) {
     const s = byKey.get(key)!;
     s.points.sort((a, b) => a.shape.tokens - b.shape.tokens);
+    if (distribution === 'balanced' && groupRouted.has(s.geometry)) {
+      group_routed.push(s);
+      continue;
+    }
     let max = 0;
     let ok = true;
     for (const p of s.points) {
@@ -135,7 +144,7 @@ export function expertSeries(
     }
     (ok ? series : screened).push(s);
   }
-  return { series, screened, skipped_rows };
+  return { series, screened, group_routed, skipped_rows };
 }
 
 /** Whether two rows are of one series (kernel, shape, tp, ep): the series key of expertSeries. */

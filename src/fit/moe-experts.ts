@@ -32,6 +32,7 @@ import {
   WEIGHT_ONLY_EXPERT_ROWS,
 } from '../core/catalog/dtypes.ts';
 import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
+import { groupRoutedModels } from '../core/catalog/group-routing.ts';
 import {
   EXPERT_EP_MODES,
   EXPERT_KERNEL_TAGS,
@@ -48,6 +49,7 @@ import { fmt, measuredEntry } from './common.ts';
 import {
   biasByTokens,
   bootstrapExpert,
+  expertGeometryKey,
   expertSeries,
   fitExpertLogL1,
   fitExpertSum,
@@ -100,6 +102,11 @@ export interface ExpertDtypeFit {
   sum_vs_max?: { sum_geo: number; max_geo: number; sum_better: boolean };
   series: number;
   screened: string[];
+  /**
+   * Keys of the `balanced` series of group-routed geometries left out (expertSeries: the collector's balanced
+   * routing is not balanced under DeepSeek's grouped top-k).
+   */
+  group_routed: string[];
   /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
   points: Array<{
     tokens: number;
@@ -123,6 +130,8 @@ export interface MoeExpertsData {
   kernel_fits: ExpertDtypeFit[];
   /** Dtypes with rows but no fit, and why. */
   not_fitted: Array<{ dtype: string; why: string }>;
+  /** Geometries whose balanced series are left out (groupRoutedGeometries): key → the models routing it by groups. */
+  group_routed_geometries: Array<{ geometry: string; models: string }>;
 }
 
 /** A FamilyFit carrying its data for the report. */
@@ -139,10 +148,26 @@ function derateOf(ctx: FitContext): { value: number; source: string } {
   return { value: 1, source: 'datasheet HBM (no hbm_derate fitted or known)' };
 }
 
-/** A set's series (expertSeries): the fitted ones and the screened ones. */
+/** A set's series (expertSeries): the fitted ones, the screened ones and the group-routed ones left out. */
 interface SetSeries {
   series: ExpertSeries[];
   screened: ExpertSeries[];
+  group_routed: ExpertSeries[];
+}
+
+/**
+ * Geometry key → the shipped models routing it by groups (core/catalog/group-routing.ts), e.g.
+ * `h7168/i2048/e256/top8` → `deepseek-r1, deepseek-v3, … (n_group 8, topk_group 4)`.
+ */
+function groupRoutedGeometries(): Map<string, string> {
+  const by = new Map<string, { models: string[]; groups: string }>();
+  for (const m of groupRoutedModels()) {
+    const key = expertGeometryKey(m);
+    const e = by.get(key) ?? { models: [], groups: `n_group ${m.n_group}, topk_group ${m.topk_group}` };
+    e.models.push(m.model);
+    by.set(key, e);
+  }
+  return new Map([...by].map(([k, e]) => [k, `${e.models.join(', ')} (${e.groups})`]));
 }
 
 /**
@@ -154,6 +179,7 @@ function fitExpertDtype(
   dtype: ExpertDtype,
   ctx: FitContext,
   derate: number,
+  groupRouted: ReadonlyMap<string, string>,
 ): { fit: ExpertDtypeFit; parts: SetSeries } | string {
   const peak = peakFlopsPerUs(ctx.chip, expertComputeDtype(dtype));
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
@@ -166,7 +192,7 @@ function fitExpertDtype(
     bytes_per_element: bytesPerElement(dtype),
     l2_bytes: l2Bytes(ctx.chip.l2_mib),
   };
-  const parts = expertSeries(mine, expertRowDtype(dtype), distribution, rates);
+  const parts = expertSeries(mine, expertRowDtype(dtype), distribution, rates, groupRouted);
   const fit = fitExpertSet(parts, { dtype, set: dtype, distribution, sumVsMax: true }, ctx, rates);
   return typeof fit === 'string' ? fit : { fit, parts };
 }
@@ -191,14 +217,14 @@ interface SetSpec {
 
 /** Fit the law to one set's series (a dtype pooled, or one kernel's); a string says why it was not fitted. */
 function fitExpertSet(
-  { series, screened }: SetSeries,
+  { series, screened, group_routed }: SetSeries,
   spec: SetSpec,
   ctx: FitContext,
   rates: ExpertRates,
 ): ExpertDtypeFit | string {
   const { distribution } = spec;
   if (!series.length)
-    return `every one of ${screened.length} ${distribution} series is non-monotone in tokens (screened)`;
+    return `no ${distribution} series left: ${screened.length} non-monotone in tokens (screened), ${group_routed.length} of group-routed geometries (left out)`;
   const c = fitExpertSum(series);
   if (!c) return 'the arithmetic term vanished (no ramp identifiable)';
   const points = series.flatMap((s) => s.points);
@@ -222,6 +248,7 @@ function fitExpertSet(
     ...(spec.sumVsMax ? { sum_vs_max: sumVsMax(points, c) } : {}),
     series: series.length,
     screened: screened.map((s) => s.key),
+    group_routed: group_routed.map((s) => s.key),
     points: figurePoints(series, pred),
   };
 }
@@ -308,7 +335,11 @@ function fitKernelSets(
     const mineOf = (x: ExpertSeries) =>
       expertKernelTag(x.points[0]!.kernel_source) === k.tag &&
       (k.mode === undefined || expertEpMode(x.points[0]!.shape.ep) === k.mode);
-    const subset = { series: parts.series.filter(mineOf), screened: parts.screened.filter(mineOf) };
+    const subset = {
+      series: parts.series.filter(mineOf),
+      screened: parts.screened.filter(mineOf),
+      group_routed: parts.group_routed.filter(mineOf),
+    };
     const r = fitExpertSet(subset, spec, ctx, pooled.rates);
     if (typeof r === 'string') not_fitted.push({ dtype: set, why: r });
     else fits.push(r);
@@ -375,7 +406,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
   const mode = f.kernel?.ep_mode ? `, ${f.kernel.ep_mode === 'ep1' ? 'ep = 1' : 'ep > 1'} rows only` : '';
   const kernels = `${f.kernel ? `kernel ${f.kernel.tag}` : 'kernels'} ${f.kernels.join(' + ')}${mode}`;
-  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, ${kernels}; repeats median-reduced; ${f.screened.length} non-monotone series screened out`;
+  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, ${kernels}; repeats median-reduced; ${f.screened.length} non-monotone series screened out${f.group_routed.length ? `; ${f.group_routed.length} balanced series of group-routed geometries left out` : ''}`;
   const notes = [
     `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate + reread·(weights re-read past the first m-tile of ${EXPERT_TILE_M}, L2-missing part)/(HBM·${fmt(f.rates.hbm_derate)}) (core/laws/moe-experts.ts), charged as a sum`,
     ...(f.sum_vs_max
@@ -445,17 +476,21 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     fits: [],
     kernel_fits: [],
     not_fitted: [],
+    group_routed_geometries: [],
   };
+  const groupRouted = groupRoutedGeometries();
+  const left = new Set<string>();
   // The table's rows by `moe_dtype`, split once (each dtype's fit and its kernel sets read only their own).
   const byRowDtype = groupBy(rows, (r) => r.dtype);
   for (const dtype of EXPERT_DTYPES) {
     const mine = byRowDtype.get(expertRowDtype(dtype)) ?? [];
-    const p = fitExpertDtype(mine, dtype, ctx, d.value);
+    const p = fitExpertDtype(mine, dtype, ctx, d.value, groupRouted);
     if (typeof p === 'string') {
       if (p !== 'no rows' && !p.startsWith('no dense')) data.not_fitted.push({ dtype, why: p });
       continue;
     }
     const r = p.fit;
+    for (const x of p.parts.group_routed) left.add(x.geometry);
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
     const k = fitKernelSets(mine, r, p.parts, ctx);
@@ -465,5 +500,8 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
   }
   for (const n of data.not_fitted)
     out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
+  data.group_routed_geometries = [...groupRouted]
+    .filter(([g]) => left.has(g))
+    .map(([geometry, models]) => ({ geometry, models }));
   return { ...out, data };
 }

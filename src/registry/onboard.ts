@@ -451,7 +451,8 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
       resolved,
       scan,
       coverage,
-      imported: summaries,
+      // Where each imported table is written (the output root), not the private work folder it was staged in.
+      imported: summaries.map((x) => ({ ...x, file: path.join(root, path.relative(work, x.file)) })),
       fitted: fit.sets,
       sets,
       refused: scoped.refused,
@@ -521,7 +522,7 @@ function outputFiles(
       registry,
       report: reportFile,
       coverage: coverageFile,
-      measurements: r.imported.map((s) => path.join(root, path.relative(work, s.file))),
+      measurements: r.imported.map((s) => s.file),
       fit_report: drawn.map((f) => f.file).filter((f) => f !== registry),
     },
   };

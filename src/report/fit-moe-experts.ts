@@ -36,7 +36,7 @@ const allSets = (data: MoeExpertsData): MoeExpertsData['fits'] => [...data.fits,
 
 function table(data: MoeExpertsData): string[] {
   const L = [
-    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | re-read (passes) | n | train geo | holdout tokens geo | holdout shape geo | series (screened) |',
+    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | re-read (passes) | n | train geo | holdout tokens geo | holdout shape geo | series (screened, group-routed left out) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const f of allSets(data)) {
@@ -47,7 +47,7 @@ function table(data: MoeExpertsData): string[] {
         `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ` +
         `${Number.isFinite(c.pair_bytes_per_us) ? `${f4(c.pair_bytes_per_us)} ${ci(f.ci95.pair_bytes_per_us)}` : 'pinned (free)'} | ` +
         `${c.reread ? `${f4(c.reread)} ${ci(f.ci95.reread)}` : 'pinned (0)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
-        `${f.holdout_tokens ? `${f4(f.holdout_tokens.geo)} (tokens ≥ ${f.holdout_tokens.min_tokens})` : 'n/a'} | ${f.holdout_shape ? `${f4(f.holdout_shape.geo)} (${f.holdout_shape.geometries} shapes)` : 'n/a'} | ${f.series} (${f.screened.length}) |`,
+        `${f.holdout_tokens ? `${f4(f.holdout_tokens.geo)} (tokens ≥ ${f.holdout_tokens.min_tokens})` : 'n/a'} | ${f.holdout_shape ? `${f4(f.holdout_shape.geo)} (${f.holdout_shape.geometries} shapes)` : 'n/a'} | ${f.series} (${f.screened.length}, ${f.group_routed.length}) |`,
     );
   }
   return L;
@@ -137,7 +137,7 @@ function goalPanel(data: MoeExpertsData): string[] {
     missed
       ? `Not met on ${missed} of ${sets.length} sets (dtypes pooled and the lane's kernels). Why (docs/fitting.md "MoE expert time"): kernel configuration switches along tokens ` +
           'and kernels pooled in one dtype that reach different fractions of the rates (the residual table above: the bias moves with ' +
-          'tokens per expert and with ep), reads faster than the datasheet HBM at the fitted derate, and, for the tokens holdout, an ' +
+          'tokens per expert and with ep), and, for the tokens holdout, an ' +
           'arithmetic slope that the rows below the cut do not pin: fitted there, the law is too fast past it (the last column, and ' +
           'the dashed lines of the residual plot below).'
       : 'Met on every dtype.',
@@ -208,6 +208,22 @@ function figure(data: MoeExpertsData, f: MoeExpertsData['fits'][number]): string
   });
 }
 
+/** The paragraph on the balanced series left out for a grouped router (expertSeries), one line per geometry. */
+function groupRoutedLines(data: MoeExpertsData): string[] {
+  if (!data.group_routed_geometries.length) return [];
+  const counts = data.fits.map((f) => `${f.set} ${f.group_routed.length}`).filter((t) => !t.endsWith(' 0'));
+  return [
+    'Left out of every set: the `balanced` series of geometries whose shipped models route each token to a few ' +
+      "expert groups. The collector's balanced routing gives each token one expert per group, so every group ties, " +
+      'the grouped top-k takes the first groups and the lowest-index experts, and the rows labelled balanced are the ' +
+      'table\'s most skewed routing (docs/fitting.md "MoE expert time"). Series left out per pooled set: ' +
+      `${counts.join(', ')}.`,
+    '',
+    ...data.group_routed_geometries.map((g) => `- ${g.geometry}: ${g.models}`),
+    '',
+  ];
+}
+
 /** The section for fits/<chip>/README.md, the summary lines and the figures. */
 export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
   const L = [
@@ -219,6 +235,7 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
     '',
     ...table(data),
     '',
+    ...groupRoutedLines(data),
     ...panel(data),
     '',
     ...residualPanel(data),

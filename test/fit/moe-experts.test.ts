@@ -3,10 +3,12 @@
  * coefficients within their ci95, the series screen, the holdouts, and the seed footnote's sum-vs-max
  * comparison on every shipped chip with fused-MoE tables.
  */
-import { readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { l2Bytes, loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { groupRoutedModels } from '../../src/core/catalog/group-routing.ts';
 import {
   expertLayerMaxUs,
   expertLayerUs,
@@ -181,7 +183,7 @@ function synthetic(
   };
   const rows: MoeRow[] = [];
   const shapes = [
-    [7168, 2048, 8, 256],
+    [7168, 2048, 8, 384], // Kimi-K2 (DeepSeek-V3's 256-expert geometry routes by groups: its balanced series are left out, below)
     [4096, 1536, 8, 128],
     [2048, 768, 8, 128],
     [6144, 2560, 8, 160],
@@ -211,6 +213,68 @@ function synthetic(
       }
   return rows;
 }
+
+describe('balanced series of a geometry routed by groups are left out (core/catalog/group-routing.ts)', () => {
+  it('the shipped catalog: DeepSeek-V3, R1 and V3.2 route by groups (n_group 8, topk_group 4); Kimi-K2 (n_group 1) does not', () => {
+    const g = groupRoutedModels();
+    expect(g.map((m) => m.model)).toEqual(['deepseek-r1', 'deepseek-v3', 'deepseek-v3.2', 'deepseek-v3.2-nvfp4']);
+    for (const m of g)
+      expect([m.hidden, m.inter, m.experts, m.topk, m.n_group, m.topk_group]).toEqual([7168, 2048, 256, 8, 8, 4]);
+  });
+  it('a config in text_config counts; topk_group = n_group (no limit) and a dense config do not', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'stepcal-groups-'));
+    const put = (name: string, config: object) => {
+      mkdirSync(path.join(dir, name));
+      writeFileSync(path.join(dir, name, 'graph.yaml'), '');
+      writeFileSync(path.join(dir, name, 'config.json'), JSON.stringify(config));
+    };
+    const moe = { hidden_size: 1024, moe_intermediate_size: 256, n_routed_experts: 64, num_experts_per_tok: 4 };
+    put('nested', { text_config: { ...moe, n_group: 4, topk_group: 2 } });
+    put('unlimited', { ...moe, n_group: 4, topk_group: 4 });
+    put('dense', { hidden_size: 1024 });
+    expect(groupRoutedModels(dir)).toEqual([
+      { model: 'nested', hidden: 1024, inter: 256, experts: 64, topk: 4, n_group: 4, topk_group: 2 },
+    ]);
+  });
+  it('expertSeries: the balanced series of the geometry go to group_routed, its power-law series stay', () => {
+    const rates = {
+      peak_flops_per_us: 1.979e9,
+      hbm_bytes_per_us: H200.hbm_bytes_per_us,
+      hbm_derate: 0.86,
+      bytes_per_element: 1,
+    };
+    const row = (distribution: string, experts: number, tokens: number): MoeRow => ({
+      chip: 'h200',
+      lane: 'vllm-0.24.0',
+      kernel_source: 'k',
+      tokens,
+      hidden: 7168,
+      inter: 2048,
+      topk: 8,
+      experts,
+      tp: 1,
+      ep: 8,
+      dtype: 'fp8_block',
+      distribution,
+      latency_us: 100 + tokens,
+    });
+    const rows = [256, 384].flatMap((e) =>
+      ['balanced', 'power_law_1.01'].flatMap((d) => [16, 64, 256].map((t) => row(d, e, t))),
+    );
+    const grouped = new Map([['h7168/i2048/e256/top8', 'deepseek-v3 (n_group 8, topk_group 4)']]);
+    const bal = expertSeries(rows, 'fp8_block', 'balanced', rates, grouped);
+    expect(bal.group_routed.map((s) => s.geometry)).toEqual(['h7168/i2048/e256/top8']);
+    expect(bal.series.map((s) => s.geometry)).toEqual(['h7168/i2048/e384/top8']);
+    const skew = expertSeries(rows, 'fp8_block', 'power_law_1.01', rates, grouped);
+    expect(skew.group_routed).toEqual([]);
+    expect(skew.series.map((s) => s.geometry).sort()).toEqual(['h7168/i2048/e256/top8', 'h7168/i2048/e384/top8']);
+  });
+  it('the shipped h200 fp8_block fit leaves out the DeepSeek-V3 balanced series and says so in the evidence', () => {
+    const reg = parseCoefficientSets(readText(path.join(REPO_ROOT, 'registry', 'h200.yaml')), 'h200.yaml');
+    const e = reg.flatMap((s) => s.coefficients).find((c) => c.name === 'moe_expert_floor_fp8_block')!.entry;
+    expect(e.evidence!.inputs![0]!.filter).toMatch(/; (\d+) balanced series of group-routed geometries left out/);
+  });
+});
 
 describe('fitMoeExperts recovers known coefficients', () => {
   const truth: ExpertCoefficients = {
