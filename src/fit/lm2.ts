@@ -45,7 +45,11 @@ function sse(x: readonly number[], y: readonly number[], model: Model, p: number
   return error;
 }
 
-/** The Jacobian's output at one point, reused by every step (read before the next point's call). */
+/**
+ * The Jacobian's output at one point, reused by every step (read before the next point's call). Module-level, so
+ * levenbergMarquardt2 is not re-entrant: a model or Jacobian must not call it (none does; JavaScript runs one
+ * call at a time per thread, and each worker thread has its own module instance).
+ */
 const PARTIALS = new Float64Array(2);
 
 /** One damped Gauss–Newton step: δ and g (null when H is not positive definite). */

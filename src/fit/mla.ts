@@ -64,6 +64,8 @@ const CHARGE = {
   attention: 'charged by the pricer as the MLA attention term',
   weights: "not charged: the projections' weight reads (∝ local heads), charged as the graph's GEMMs",
   projection: "not charged: the projections' arithmetic, charged as the graph's GEMMs",
+  projectionSq:
+    "not charged: the projections' cost per token rising with the step's tokens T, in µs per token per token of the step (T²; us_per_token is BLIS's nearest unit); the graph's GEMMs do not charge this rise (docs/pricer.md KNOWN DIVERGENCE 33)",
 } as const;
 
 function decodeLaw(op: 'decode_module' | 'decode_kernel', kv: 'bf16' | 'fp8'): MlaLaw {
@@ -119,7 +121,7 @@ function prefillLaw(op: 'prefill_module' | 'prefill_kernel', peak: number, eps: 
             term('mla_prefill_per_head', 'us_per_layer', false, CHARGE.weights),
             term('mla_prefill_per_token', 'us_per_token', false, CHARGE.projection),
             term('mla_prefill_per_token_head', 'us_per_token', false, CHARGE.projection),
-            term('mla_prefill_per_token_sq', 'us_per_token', false, CHARGE.projection),
+            term('mla_prefill_per_token_sq', 'us_per_token', false, CHARGE.projectionSq),
           ]
         : []),
       term('mla_prefill_work_scale', 'dimensionless', true, CHARGE.attention),

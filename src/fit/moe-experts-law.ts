@@ -17,7 +17,7 @@
  * pattern search on mean |ln(pred/meas)|, so both compositions are scored by their own best fit.
  */
 import type { ExpertCoefficients, ExpertLayerShape, ExpertRates, ExpertWork } from '../core/laws/moe-experts.ts';
-import { expertReadUs, expertWork } from '../core/laws/moe-experts.ts';
+import { expertGeometryKey, expertReadUs, expertWork } from '../core/laws/moe-experts.ts';
 import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, mapePct } from '../core/numeric/stats.ts';
@@ -43,10 +43,6 @@ export interface ExpertSeries {
   geometry: string;
   points: ExpertPoint[];
 }
-
-/** (hidden, inter, experts, topk): the model geometry the shape holdout leaves out. */
-export const expertGeometryKey = (s: Pick<ExpertLayerShape, 'hidden' | 'inter' | 'experts' | 'topk'>): string =>
-  `h${s.hidden}/i${s.inter}/e${s.experts}/top${s.topk}`;
 
 /** A series is screened out when a larger token count runs this much faster than a smaller one. */
 export const NON_MONOTONE_RATIO = 0.7;

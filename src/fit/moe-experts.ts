@@ -23,7 +23,12 @@
  * data: both compositions fitted by pattern search on mean |ln(pred/meas)| from the same start.
  * Returns data; src/report/fit-moe-experts.ts draws it.
  */
-import { EXPERT_TILE_M, type ExpertCoefficients, type ExpertRates } from '../core/laws/moe-experts.ts';
+import {
+  EXPERT_TILE_M,
+  type ExpertCoefficients,
+  type ExpertRates,
+  expertGeometryKey,
+} from '../core/laws/moe-experts.ts';
 import {
   bytesPerElement,
   EXPERT_DTYPES,
@@ -49,7 +54,6 @@ import { fmt, measuredEntry } from './common.ts';
 import {
   biasByTokens,
   bootstrapExpert,
-  expertGeometryKey,
   expertSeries,
   fitExpertLogL1,
   fitExpertSum,
@@ -107,6 +111,8 @@ export interface ExpertDtypeFit {
    * routing is not balanced under DeepSeek's grouped top-k).
    */
   group_routed: string[];
+  /** Per geometry left out: `<geometry>: <models> (n_group …, topk_group …)`, from catalog/models/<model>/config.json. */
+  group_routed_why: string[];
   /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
   points: Array<{
     tokens: number;
@@ -156,18 +162,19 @@ interface SetSeries {
 }
 
 /**
- * Geometry key → the shipped models routing it by groups (core/catalog/group-routing.ts), e.g.
- * `h7168/i2048/e256/top8` → `deepseek-r1, deepseek-v3, … (n_group 8, topk_group 4)`.
+ * Geometry key → the shipped models routing it by groups, each with the config it was read from (path and sha256
+ * prefix; core/catalog/group-routing.ts), e.g. `h7168/i2048/e256/top8` → `deepseek-r1 (catalog/models/deepseek-r1/
+ * config.json sha256 3c5d…), … (n_group 8, topk_group 4)`.
  */
 function groupRoutedGeometries(): Map<string, string> {
   const by = new Map<string, { models: string[]; groups: string }>();
   for (const m of groupRoutedModels()) {
     const key = expertGeometryKey(m);
     const e = by.get(key) ?? { models: [], groups: `n_group ${m.n_group}, topk_group ${m.topk_group}` };
-    e.models.push(m.model);
+    e.models.push(`${m.model} (catalog/models/${m.model}/config.json sha256 ${m.config_sha256.slice(0, 12)})`);
     by.set(key, e);
   }
-  return new Map([...by].map(([k, e]) => [k, `${e.models.join(', ')} (${e.groups})`]));
+  return new Map([...by].map(([k, e]) => [k, `${e.models.join(', ')}; ${e.groups}`]));
 }
 
 /**
@@ -193,7 +200,7 @@ function fitExpertDtype(
     l2_bytes: l2Bytes(ctx.chip.l2_mib),
   };
   const parts = expertSeries(mine, expertRowDtype(dtype), distribution, rates, groupRouted);
-  const fit = fitExpertSet(parts, { dtype, set: dtype, distribution, sumVsMax: true }, ctx, rates);
+  const fit = fitExpertSet(parts, { dtype, set: dtype, distribution, sumVsMax: true, groupRouted }, ctx, rates);
   return typeof fit === 'string' ? fit : { fit, parts };
 }
 
@@ -213,6 +220,8 @@ interface SetSpec {
   kernel?: ExpertDtypeFit['kernel'];
   /** Fit the sum-vs-max comparison (pooled sets only: the footnote's test is per dtype). */
   sumVsMax: boolean;
+  /** Geometry key → the models routing it by groups (groupRoutedGeometries), for the evidence's note. */
+  groupRouted: ReadonlyMap<string, string>;
 }
 
 /** Fit the law to one set's series (a dtype pooled, or one kernel's); a string says why it was not fitted. */
@@ -249,6 +258,9 @@ function fitExpertSet(
     series: series.length,
     screened: screened.map((s) => s.key),
     group_routed: group_routed.map((s) => s.key),
+    group_routed_why: [...new Set(group_routed.map((s) => s.geometry))].map(
+      (g) => `${g} = ${spec.groupRouted.get(g) ?? 'group-routed'}`,
+    ),
     points: figurePoints(series, pred),
   };
 }
@@ -321,6 +333,7 @@ function fitKernelSets(
   pooled: ExpertDtypeFit,
   parts: SetSeries,
   ctx: FitContext,
+  groupRouted: ReadonlyMap<string, string>,
 ): { fits: ExpertDtypeFit[]; not_fitted: MoeExpertsData['not_fitted'] } {
   const { sets, unknown } = lanesKernels(mine, pooled.distribution);
   const not_fitted: MoeExpertsData['not_fitted'] = unknown.length
@@ -330,7 +343,7 @@ function fitKernelSets(
   for (const k of sets) {
     const set = expertKernelSet(pooled.dtype, k.tag, k.mode);
     const kernel = { tag: k.tag, ...(k.mode ? { ep_mode: k.mode } : {}) };
-    const spec = { dtype: pooled.dtype, set, distribution: pooled.distribution, kernel, sumVsMax: false };
+    const spec = { dtype: pooled.dtype, set, distribution: pooled.distribution, kernel, sumVsMax: false, groupRouted };
     // A series is one kernel at one (tp, ep): the set's series are the pooled ones of its kernel (and mode).
     const mineOf = (x: ExpertSeries) =>
       expertKernelTag(x.points[0]!.kernel_source) === k.tag &&
@@ -415,6 +428,10 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
           `the kernel the lane runs at ${f.kernel?.ep_mode === 'ep1' ? 'ep 1' : f.kernel?.ep_mode === 'epn' ? 'ep > 1' : 'every ep'} (docs/pricer.md "Expert kernels")`,
         ]),
     ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
+    ...f.group_routed_why.map(
+      (w) =>
+        `balanced series left out, routed by groups (catalog/models/<model>/config.json; docs/fitting.md, MoE expert time) for ${w}`,
+    ),
     ...(f.holdout_tokens
       ? [
           `tokens holdout (tokens ≥ ${f.holdout_tokens.min_tokens}): geo ${fmt(f.holdout_tokens.geo)} over ${f.holdout_tokens.n}`,
@@ -493,7 +510,7 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     for (const x of p.parts.group_routed) left.add(x.geometry);
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
-    const k = fitKernelSets(mine, r, p.parts, ctx);
+    const k = fitKernelSets(mine, r, p.parts, ctx, groupRouted);
     data.kernel_fits.push(...k.fits);
     data.not_fitted.push(...k.not_fitted);
     for (const f of k.fits) out.coefficients.push(...entries(f, ctx, f.points.length));

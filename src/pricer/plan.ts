@@ -16,6 +16,7 @@ import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { EXPERT_KERNEL_TAGS, expertEpMode, expertKernelSet } from '../core/catalog/expert-kernels.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
 import {
+  expertGeometryKey,
   expertTerms,
   expertWork,
   EXPERT_TILE_M,
@@ -342,9 +343,31 @@ function expertLawPlan(
           }
         : {}),
   });
+  noteGroupRoutedLeftOut(ctx, node, ks.set);
   const folded = foldExpertLaw(ctx, node, ks.set, bytesPerElement(w), shards, eps, peak);
   ctx.coef.expertChoices.get(w)!.reread = folded.reread;
   return folded.plan;
+}
+
+/** The evidence note the expert fit writes for the geometries whose balanced rows it left out (src/fit/moe-experts.ts). */
+const LEFT_OUT_NOTE = 'balanced series left out, routed by groups';
+
+/**
+ * A note when the expert law `set` was fitted without this node's own geometry (its `moe_expert_eps_max_<set>`
+ * evidence lists the geometry among the balanced series left out as group-routed: DeepSeek-V3's, docs/fitting.md
+ * "MoE expert time"): the model's shape is then outside the fit and its holdouts, and priced by the law's reach
+ * across the other shapes (its shape holdout).
+ */
+function noteGroupRoutedLeftOut(ctx: PlanContext, node: Extract<GraphNode, { op: 'GroupedGEMM' }>, set: string): void {
+  const entry = ctx.coef.reg.entries.get(`moe_expert_eps_max_${set}`)?.entry;
+  const key = expertGeometryKey({ hidden: node.k, inter: node.n, experts: node.experts, topk: node.top_k });
+  if (!entry?.evidence?.notes?.some((n) => n.startsWith(LEFT_OUT_NOTE) && n.includes(` for ${key} = `))) return;
+  const shape = entry.evidence.holdout_error?.geo;
+  const note =
+    `experts: moe_expert_*_${set} was fitted without ${key}'s balanced rows (this geometry routes by groups, so the ` +
+    `collector's balanced rows are not balanced; docs/fitting.md "MoE expert time"): the model's own shape is outside ` +
+    `the fit, priced on the law's reach across the other shapes${shape !== undefined ? ` (shape holdout geo ${shape})` : ''}`;
+  if (!ctx.coef.assumptions.includes(note)) ctx.coef.assumptions.push(note);
 }
 
 /** The expert-law entries a kernel set needs before the pricer uses it (expertKernelSetOf). */

@@ -452,7 +452,7 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
       scan,
       coverage,
       // Where each imported table is written (the output root), not the private work folder it was staged in.
-      imported: summaries.map((x) => ({ ...x, file: path.join(root, path.relative(work, x.file)) })),
+      imported: summaries.map((x) => ({ ...x, file: inRoot(root, work, x.file) })),
       fitted: fit.sets,
       sets,
       refused: scoped.refused,
@@ -484,6 +484,9 @@ export async function onboardChip(o: OnboardOptions): Promise<OnboardResult> {
 
 type Partial_ = Omit<OnboardResult, 'report' | 'files'>;
 
+/** Where a file staged in the private work folder is written under the output root (the same relative path). */
+const inRoot = (root: string, work: string, file: string) => path.join(root, path.relative(work, file));
+
 /** The output set: catalog (new entry, or on request), measurements, registry, fit report, onboarding report, coverage. */
 function outputFiles(
   o: OnboardOptions,
@@ -505,7 +508,7 @@ function outputFiles(
     chipOut = rootCatalog;
     all.push({ file: chipOut, data: r.resolved.source === 'descriptor' ? r.resolved.updated!.yaml : r.resolved.yaml });
   }
-  const meas = measured.map((f) => ({ file: path.join(root, path.relative(work, f.file)), data: f.data }));
+  const meas = measured.map((f) => ({ file: inRoot(root, work, f.file), data: f.data }));
   all.push(...meas, ...drawn);
   const reportFile = path.join(root, 'fits', o.chip, 'onboard.md');
   const coverageFile = path.join(root, 'fits', o.chip, 'coverage.json');

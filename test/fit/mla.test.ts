@@ -174,6 +174,7 @@ describe('fitMla recovers known module-prefill coefficients, the T² projection 
     );
     const sq = f.coefficients.find((c) => c.name === 'mla_prefill_per_token_sq')!.entry;
     expect(sq.value).toBeLessThan(1e-12);
+    expect(sq.method).toBe('not_charged');
     expect(f.coefficients.find((c) => c.name === 'mla_prefill_work_scale')!.entry.value / truth.scale).toBeCloseTo(
       1,
       4,

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { l2Bytes, loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { groupRoutedModels } from '../../src/core/catalog/group-routing.ts';
+import { UserError } from '../../src/core/errors.ts';
 import {
   expertLayerMaxUs,
   expertLayerUs,
@@ -214,6 +215,13 @@ function synthetic(
   return rows;
 }
 
+/** A model folder in `dir` with a graph.yaml (what knownModels lists) and this config.json. */
+function putModel(dir: string, name: string, config: unknown): void {
+  mkdirSync(path.join(dir, name));
+  writeFileSync(path.join(dir, name, 'graph.yaml'), '');
+  writeFileSync(path.join(dir, name, 'config.json'), JSON.stringify(config));
+}
+
 describe('balanced series of a geometry routed by groups are left out (core/catalog/group-routing.ts)', () => {
   it('the shipped catalog: DeepSeek-V3, R1 and V3.2 route by groups (n_group 8, topk_group 4); Kimi-K2 (n_group 1) does not', () => {
     const g = groupRoutedModels();
@@ -223,18 +231,47 @@ describe('balanced series of a geometry routed by groups are left out (core/cata
   });
   it('a config in text_config counts; topk_group = n_group (no limit) and a dense config do not', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'stepcal-groups-'));
-    const put = (name: string, config: object) => {
-      mkdirSync(path.join(dir, name));
-      writeFileSync(path.join(dir, name, 'graph.yaml'), '');
-      writeFileSync(path.join(dir, name, 'config.json'), JSON.stringify(config));
-    };
     const moe = { hidden_size: 1024, moe_intermediate_size: 256, n_routed_experts: 64, num_experts_per_tok: 4 };
-    put('nested', { text_config: { ...moe, n_group: 4, topk_group: 2 } });
-    put('unlimited', { ...moe, n_group: 4, topk_group: 4 });
-    put('dense', { hidden_size: 1024 });
+    putModel(dir, 'nested', { text_config: { ...moe, n_group: 4, topk_group: 2 } });
+    putModel(dir, 'unlimited', { ...moe, n_group: 4, topk_group: 4 });
+    putModel(dir, 'dense', { hidden_size: 1024 });
+    mkdirSync(path.join(dir, 'no-config'));
+    writeFileSync(path.join(dir, 'no-config', 'graph.yaml'), '');
     expect(groupRoutedModels(dir)).toEqual([
-      { model: 'nested', hidden: 1024, inter: 256, experts: 64, topk: 4, n_group: 4, topk_group: 2 },
+      expect.objectContaining({
+        model: 'nested',
+        hidden: 1024,
+        inter: 256,
+        experts: 64,
+        topk: 4,
+        n_group: 4,
+        topk_group: 2,
+      }),
     ]);
+    expect(groupRoutedModels(dir)[0]!.config_sha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+  it('bad configs are refused naming the file: not an object, a malformed routing field, sizes missing, not a file', () => {
+    const cases: Array<[string, unknown, RegExp]> = [
+      ['null', null, /config\.json: expected a JSON object, got null/],
+      ['list', [], /expected a JSON object, got \[\]/],
+      ['text-group', { n_group: '8', topk_group: 4 }, /config\.json: n_group must be a positive integer, got "8"/],
+      [
+        'no-sizes',
+        { n_group: 8, topk_group: 4, hidden_size: 7168 },
+        /routes by groups \(n_group 8, topk_group 4\) but has no moe_intermediate_size, n_routed_experts, num_experts_per_tok/,
+      ],
+    ];
+    for (const [name, config, want] of cases) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'stepcal-groups-bad-'));
+      putModel(dir, name, config);
+      expect(() => groupRoutedModels(dir), name).toThrow(UserError);
+      expect(() => groupRoutedModels(dir), name).toThrow(want);
+      expect(() => groupRoutedModels(dir), name).toThrow(path.join(dir, name, 'config.json'));
+    }
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'stepcal-groups-dir-'));
+    mkdirSync(path.join(dir, 'm', 'config.json'), { recursive: true });
+    writeFileSync(path.join(dir, 'm', 'graph.yaml'), '');
+    expect(() => groupRoutedModels(dir)).toThrow(/m\/config\.json: cannot read it \(not a file\)/);
   });
   it('expertSeries: the balanced series of the geometry go to group_routed, its power-law series stay', () => {
     const rates = {

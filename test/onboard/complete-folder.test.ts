@@ -161,6 +161,12 @@ describe('stepcal onboard on the reduced complete folder', () => {
       { kind: 'reuse_pointer', files: 1, rows: 0 },
       { kind: 'unfitted_table', files: 1, rows: 50 },
     ]);
+    // Imported tables are named where they were written (under --out-root, relative), never the private work folder.
+    expect(cov.imported.length).toBeGreaterThan(0);
+    for (const t of cov.imported as Array<{ file: string }>)
+      expect(t.file).toMatch(/^measurements\/rtx-pro-6000\/[^/]+\.csv\.gz$/);
+    for (const f of r.files.measurements)
+      expect(f.startsWith(path.join(out, 'measurements', 'rtx-pro-6000'))).toBe(true);
     expect(cov.families.find((f: { family: string }) => f.family === 'collective').tables[1]).toMatchObject({
       table: 'custom_allreduce_perf',
       lane_chosen: 'vllm-0.24.0',

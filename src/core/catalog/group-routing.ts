@@ -3,17 +3,19 @@
  * grouped top-k: config.json `n_group` 8, `topk_group` 4), read from `catalog/models/<name>/config.json`.
  *
  * Why the fit needs them (docs/fitting.md "MoE expert time", session 15): the fused-MoE collector's `balanced`
- * routing gives each token one selected expert per group (token i picks experts (i + j·⌈E/k⌉) mod E), so
- * under a grouped router every group scores the same, the first `topk_group` groups win the tie, and the
- * token's remaining picks go to the lowest-index experts of those groups. The rows of such a geometry
- * labelled `balanced` are the table's most skewed routing, not its balanced one: the h200 fp8_block
- * DeepSeek-V3 rows take the same time at ep 1 and ep 2 (5020 µs at 4096 tokens) and ≈ 4.8× the time of
- * ep 256 at ep 8, where balanced routing would put 1/8 of the pairs on each rank.
+ * routing gives each token one selected expert per group (token i picks experts (i + j·⌈E/k⌉) mod E, the
+ * collector's `balanced_logits`), so under a grouped router every group scores the same; the rows say the first
+ * `topk_group` groups win the tie and the token's other picks go to the lowest-index experts of those groups
+ * (inferred from the rows, not from the collector's source). The rows of such a geometry labelled `balanced`
+ * are then the table's most skewed routing: on the h200 fp8_block DeepSeek-V3 rows at 4096 tokens the ep 2 … 256
+ * rows (CUTLASS) take 7.76, 5.67, 4.63, 4.04, 3.87, 3.65, 1.92 and 1 × the ep-256 time, against 8, 6, 5, 4.5,
+ * 4.25, ≈ 4, 2, 1 × T pairs for that routing and 1/ep of the work for balanced routing.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors.ts';
-import { knownModels, loadModelConfigText, MODELS_DIR, parseConfigJson } from './model.ts';
+import { sha256 } from '../io/fs.ts';
+import { knownModels, MODELS_DIR, parseConfigJson } from './model.ts';
 
 /** One group-routed model's MoE geometry (model-level sizes, as the fused-MoE tables give them). */
 export interface GroupRoutedModel {
@@ -28,51 +30,83 @@ export interface GroupRoutedModel {
   topk: number;
   n_group: number;
   topk_group: number;
+  /** sha256 of the config.json read (hex), for the evidence that cites it. */
+  config_sha256: string;
 }
 
 const cache = new Map<string, GroupRoutedModel[]>();
 
-/** A config's (or its text_config's) positive integer field, else undefined. */
-function int(c: Record<string, unknown>, key: string): number | undefined {
+type Config = Record<string, unknown>;
+const isObject = (v: unknown): v is Config => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A config's field as a positive integer; undefined when absent.
+ * @throws UserError naming the file and field when present but not a positive integer
+ */
+function int(file: string, c: Config, key: string): number | undefined {
   const v = c[key];
-  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
+  throw new UserError(`${file}: ${key} must be a positive integer, got ${JSON.stringify(v)}`);
 }
 
-/** The group-routed MoE of one parsed config (top level or `text_config`), else undefined. */
-function groupRouted(model: string, root: Record<string, unknown>): GroupRoutedModel | undefined {
+/**
+ * The group-routed MoE of one parsed config (top level or `text_config`), else undefined.
+ * @throws UserError when a config routes by groups but lacks one of its MoE sizes, or a field is malformed
+ */
+function groupRouted(file: string, model: string, root: Config, config_sha256: string): GroupRoutedModel | undefined {
   const text = root.text_config;
-  for (const c of [root, ...(text && typeof text === 'object' ? [text as Record<string, unknown>] : [])]) {
-    const [n_group, topk_group] = [int(c, 'n_group'), int(c, 'topk_group')];
+  for (const c of [root, ...(isObject(text) ? [text] : [])]) {
+    const [n_group, topk_group] = [int(file, c, 'n_group'), int(file, c, 'topk_group')];
     if (n_group === undefined || topk_group === undefined || !(n_group > 1 && topk_group < n_group)) continue;
-    const [hidden, inter, experts, topk] = [
-      'hidden_size',
-      'moe_intermediate_size',
-      'n_routed_experts',
-      'num_experts_per_tok',
-    ].map((k) => int(c, k));
-    if (hidden && inter && experts && topk) return { model, hidden, inter, experts, topk, n_group, topk_group };
+    const keys = ['hidden_size', 'moe_intermediate_size', 'n_routed_experts', 'num_experts_per_tok'] as const;
+    const [hidden, inter, experts, topk] = keys.map((k) => int(file, c, k));
+    if (!(hidden && inter && experts && topk)) {
+      const missing = keys.filter((k) => c[k] === undefined);
+      throw new UserError(
+        `${file}: routes by groups (n_group ${n_group}, topk_group ${topk_group}) but has no ${missing.join(', ')}`,
+      );
+    }
+    return { model, hidden, inter, experts, topk, n_group, topk_group, config_sha256 };
   }
   return undefined;
 }
 
+/** Read and parse one config.json. @throws UserError naming the file: unreadable, not JSON, or not an object */
+function readConfig(file: string): { config: Config; text: string } {
+  let text: string;
+  try {
+    if (!statSync(file).isFile()) throw new Error('not a file');
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UserError(`${file}: cannot read it (${(e as Error).message})`);
+  }
+  let config: unknown;
+  try {
+    config = parseConfigJson(text);
+  } catch (e) {
+    throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  if (!isObject(config)) throw new UserError(`${file}: expected a JSON object, got ${JSON.stringify(config)}`);
+  return { config, text };
+}
+
 /**
- * Every shipped model with a config.json (catalog/models/<name>/config.json) routed by groups: n_group > 1 and topk_group < n_group, with
- * its MoE sizes. Read once per directory.
- * @throws UserError when a config.json is not valid JSON (naming the model)
+ * Every shipped model whose config.json (catalog/models/<name>/config.json, top level or `text_config`) routes
+ * by groups (n_group > 1 and topk_group < n_group), with its MoE sizes; a model without a config.json is
+ * skipped. Read once per directory.
+ * @throws UserError naming the file when a config.json cannot be read, is not a JSON object, has a routing or
+ *   size field that is not a positive integer, or routes by groups without its MoE sizes
  */
 export function groupRoutedModels(dir = MODELS_DIR): GroupRoutedModel[] {
   const hit = cache.get(dir);
   if (hit) return hit;
   const out: GroupRoutedModel[] = [];
   for (const name of knownModels(dir)) {
-    if (!existsSync(path.join(dir, name, 'config.json'))) continue;
-    let config: Record<string, unknown>;
-    try {
-      config = parseConfigJson(loadModelConfigText(name, dir));
-    } catch (e) {
-      throw new UserError(`catalog/models/${name}/config.json: not valid JSON (${(e as Error).message})`);
-    }
-    const g = groupRouted(name, config);
+    const file = path.join(dir, name, 'config.json');
+    if (!existsSync(file)) continue;
+    const { config, text } = readConfig(file);
+    const g = groupRouted(file, name, config, sha256(text));
     if (g) out.push(g);
   }
   cache.set(dir, out);

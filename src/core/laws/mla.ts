@@ -11,7 +11,8 @@
  *   the general prefill-attention law (core/laws/gemm.ts rampUsPerToken, rampSlowdown) with the kind's own
  *   floor and work_scale; flops_per_pair = 4 · heads · prefill_d_h (2 · heads · (qk_head_dim + v_head_dim)).
  * - A module row (the whole vLLM module) adds the projections: decode + per_request · B + per_request_head · B ·
- *   heads; prefill + per_token · T + per_token_head · T · heads + per_token_sq · T². The pricer charges the projections as the
+ *   heads; prefill + per_token · T + per_token_head · T · heads + per_token_sq · T² (the T² rise is charged nowhere:
+ *   KNOWN DIVERGENCE 33). The pricer charges the projections as the
  *   graph's GEMMs, so it never charges these terms (docs/pricer.md "MLA").
  */
 

@@ -69,6 +69,13 @@ export interface ExpertLayerShape {
 }
 
 /**
+ * (hidden, inter, experts, topk), model-level: the geometry key of a MoE layer, `h<H>/i<I>/e<E>/top<k>` (the shape
+ * the fit's shape holdout leaves out, and the key of the geometries whose balanced rows it leaves out).
+ */
+export const expertGeometryKey = (s: Pick<ExpertLayerShape, 'hidden' | 'inter' | 'experts' | 'topk'>): string =>
+  `h${s.hidden}/i${s.inter}/e${s.experts}/top${s.topk}`;
+
+/**
  * Distinct local experts the collector's balanced routing touches on the rank: its P pairs land on distinct
  * experts until all L are touched, D = min(L, max(1, ⌈P⌉)) for P > 0 (a rank with a fraction of a pair on
  * average runs one expert), 0 without tokens. P = T·k·L/E is a product of ratios, so ⌈P − 10⁻⁹⌉: a
