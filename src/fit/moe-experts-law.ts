@@ -24,6 +24,7 @@ import { geometricError, mapePct } from '../core/numeric/stats.ts';
 import { memoByObject } from '../core/text-memo.ts';
 import type { MoeRow } from '../measurements/schema.ts';
 import { ciFromEstimates, reduceRepeatsBy } from './common.ts';
+import { type GroupRouting, groupedWork } from './moe-grouped-routing.ts';
 
 /** One measured layer timing with its shape-only quantities precomputed. */
 export interface ExpertPoint {
@@ -63,11 +64,22 @@ function expertPoint(r: MoeRow, balanced: boolean, rates: ExpertRates): ExpertPo
   };
   if (balanced) shape.routing = 'balanced';
   const work = expertWork(shape, rates.bytes_per_element, rates.l2_bytes);
+  return pointOf(shape, r.kernel_source, r.latency_us, work, rates);
+}
+
+/** A point from its work: the weight read at the derated HBM rate and the design row [1, A, B, R, D, Q, G]. */
+function pointOf(
+  shape: ExpertLayerShape,
+  kernel_source: string,
+  latency_us: number,
+  work: ExpertWork,
+  rates: ExpertRates,
+): ExpertPoint {
   const pk = rates.peak_flops_per_us;
   return {
     shape,
-    kernel_source: r.kernel_source,
-    latency_us: r.latency_us,
+    kernel_source,
+    latency_us,
     work,
     read_us: expertReadUs(work, rates),
     f: [
@@ -82,21 +94,27 @@ function expertPoint(r: MoeRow, balanced: boolean, rates: ExpertRates): ExpertPo
   };
 }
 
+/** A geometry routed by groups (core/catalog/group-routing.ts): its router and the text naming its models. */
+export interface GroupRoutedGeometry extends GroupRouting {
+  why: string;
+}
+
 /**
  * Series of one dtype and routing distribution: repeats of one (kernel, shape, tokens) reduced by
  * their median; rows whose ep does not divide the expert count are skipped. A series in which the
  * latency falls below NON_MONOTONE_RATIO × the latency at a smaller token count (more work in much
  * less time: a kernel switch or a broken configuration, not the law's physics) is set apart in `screened`.
- * A `balanced` series of a geometry in `groupRouted` (geometry key → the model routing it by groups,
- * core/catalog/group-routing.ts) is set apart in `group_routed`: the collector's balanced routing is not
- * balanced under a grouped router, so the law's balanced routing does not describe those rows.
+ * A `balanced` series of a geometry in `groupRouted` (geometry key → the router of the models routing it by
+ * groups, core/catalog/group-routing.ts) is set apart in `group_routed`, its points carrying the work of the
+ * collector's routing under that router (moe-grouped-routing.ts groupedWork): the law's balanced routing does not
+ * describe those rows, and the caller scores them with the law fitted without them.
  */
 export function expertSeries(
   rows: readonly MoeRow[],
   dtype: string,
   distribution: string,
   rates: ExpertRates,
-  groupRouted: ReadonlyMap<string, string> = new Map(),
+  groupRouted: ReadonlyMap<string, GroupRoutedGeometry> = new Map(),
 ): { series: ExpertSeries[]; screened: ExpertSeries[]; group_routed: ExpertSeries[]; skipped_rows: number } {
   const sel = rows.filter((r) => r.dtype === dtype && r.distribution === distribution && r.tokens > 0);
   const red = reduceRepeatsBy(sel, ['kernel_source', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'tp', 'ep']);
@@ -128,7 +146,18 @@ export function expertSeries(
   for (const key of [...byKey.keys()].sort()) {
     const s = byKey.get(key)!;
     s.points.sort((a, b) => a.shape.tokens - b.shape.tokens);
-    if (distribution === 'balanced' && groupRouted.has(s.geometry)) {
+    const g = distribution === 'balanced' ? groupRouted.get(s.geometry) : undefined;
+    if (g) {
+      // Its points carry the work of the collector's routing under the grouped router (moe-grouped-routing.ts).
+      s.points = s.points.map((p) =>
+        pointOf(
+          p.shape,
+          p.kernel_source,
+          p.latency_us,
+          groupedWork(p.shape, g, rates.bytes_per_element, rates.l2_bytes),
+          rates,
+        ),
+      );
       group_routed.push(s);
       continue;
     }

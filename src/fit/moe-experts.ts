@@ -65,7 +65,9 @@ import {
   type ExpertError,
   type ExpertPoint,
   type ExpertSeries,
+  type GroupRoutedGeometry,
 } from './moe-experts-law.ts';
+import type { GroupRouting } from './moe-grouped-routing.ts';
 import { PRIMARY_DISTRIBUTION } from './moe.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
@@ -111,8 +113,14 @@ export interface ExpertDtypeFit {
    * routing is not balanced under DeepSeek's grouped top-k).
    */
   group_routed: string[];
-  /** Per geometry left out: `<geometry>: <models> (n_group …, topk_group …)`, from catalog/models/<model>/config.json. */
+  /** Per geometry left out: `<geometry> = <models>; n_group …, topk_group …`, from catalog/models/<model>/config.json. */
   group_routed_why: string[];
+  /**
+   * The left-out rows scored with this set's law (fitted without them), their work that of the collector's routing
+   * under the grouped router (moe-grouped-routing.ts): a cross-geometry check; bias = geometric mean of predicted ÷
+   * measured. Absent when none were left out.
+   */
+  group_routed_check?: ExpertError & { bias: number };
   /** Figure data: tokens, measured µs, predicted µs (sum) and geometry per point, thinned by the report. */
   points: Array<{
     tokens: number;
@@ -166,15 +174,20 @@ interface SetSeries {
  * prefix; core/catalog/group-routing.ts), e.g. `h7168/i2048/e256/top8` → `deepseek-r1 (catalog/models/deepseek-r1/
  * config.json sha256 3c5d…), … (n_group 8, topk_group 4)`.
  */
-function groupRoutedGeometries(): Map<string, string> {
-  const by = new Map<string, { models: string[]; groups: string }>();
+function groupRoutedGeometries(): Map<string, GroupRoutedGeometry> {
+  const by = new Map<string, { models: string[]; g: GroupRouting }>();
   for (const m of groupRoutedModels()) {
     const key = expertGeometryKey(m);
-    const e = by.get(key) ?? { models: [], groups: `n_group ${m.n_group}, topk_group ${m.topk_group}` };
+    const e = by.get(key) ?? { models: [], g: { n_group: m.n_group, topk_group: m.topk_group } };
     e.models.push(`${m.model} (catalog/models/${m.model}/config.json sha256 ${m.config_sha256.slice(0, 12)})`);
     by.set(key, e);
   }
-  return new Map([...by].map(([k, e]) => [k, `${e.models.join(', ')}; ${e.groups}`]));
+  return new Map(
+    [...by].map(([k, e]) => [
+      k,
+      { ...e.g, why: `${e.models.join(', ')}; n_group ${e.g.n_group}, topk_group ${e.g.topk_group}` },
+    ]),
+  );
 }
 
 /**
@@ -186,7 +199,7 @@ function fitExpertDtype(
   dtype: ExpertDtype,
   ctx: FitContext,
   derate: number,
-  groupRouted: ReadonlyMap<string, string>,
+  groupRouted: ReadonlyMap<string, GroupRoutedGeometry>,
 ): { fit: ExpertDtypeFit; parts: SetSeries } | string {
   const peak = peakFlopsPerUs(ctx.chip, expertComputeDtype(dtype));
   if (peak === undefined) return `no dense ${dtype} peak on ${ctx.chip.name}`;
@@ -221,7 +234,7 @@ interface SetSpec {
   /** Fit the sum-vs-max comparison (pooled sets only: the footnote's test is per dtype). */
   sumVsMax: boolean;
   /** Geometry key → the models routing it by groups (groupRoutedGeometries), for the evidence's note. */
-  groupRouted: ReadonlyMap<string, string>;
+  groupRouted: ReadonlyMap<string, GroupRoutedGeometry>;
 }
 
 /** Fit the law to one set's series (a dtype pooled, or one kernel's); a string says why it was not fitted. */
@@ -259,10 +272,23 @@ function fitExpertSet(
     screened: screened.map((s) => s.key),
     group_routed: group_routed.map((s) => s.key),
     group_routed_why: [...new Set(group_routed.map((s) => s.geometry))].map(
-      (g) => `${g} = ${spec.groupRouted.get(g) ?? 'group-routed'}`,
+      (g) => `${g} = ${spec.groupRouted.get(g)?.why ?? 'group-routed'}`,
     ),
+    ...optional('group_routed_check', groupRoutedCheck(group_routed, c)),
     points: figurePoints(series, pred),
   };
+}
+
+/** The left-out group-routed series scored with the fitted law `c` (ExpertDtypeFit.group_routed_check). */
+function groupRoutedCheck(
+  group_routed: readonly ExpertSeries[],
+  c: ExpertCoefficients,
+): (ExpertError & { bias: number }) | undefined {
+  const points = group_routed.flatMap((s) => s.points);
+  if (!points.length) return undefined;
+  const pred = points.map((p) => predictExpert(p, c));
+  const bias = Math.exp(points.reduce((a, p, i) => a + Math.log(pred[i]! / p.latency_us), 0) / points.length);
+  return { ...predictedError(points, pred), bias };
 }
 
 /** Seed footnote 1: both compositions at their own best log-L1 fit from the least-squares start. */
@@ -333,7 +359,7 @@ function fitKernelSets(
   pooled: ExpertDtypeFit,
   parts: SetSeries,
   ctx: FitContext,
-  groupRouted: ReadonlyMap<string, string>,
+  groupRouted: ReadonlyMap<string, GroupRoutedGeometry>,
 ): { fits: ExpertDtypeFit[]; not_fitted: MoeExpertsData['not_fitted'] } {
   const { sets, unknown } = lanesKernels(mine, pooled.distribution);
   const not_fitted: MoeExpertsData['not_fitted'] = unknown.length
@@ -432,6 +458,11 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
       (w) =>
         `balanced series left out, routed by groups (catalog/models/<model>/config.json; docs/fitting.md, MoE expert time) for ${w}`,
     ),
+    ...(f.group_routed_check
+      ? [
+          `left-out group-routed rows scored with this law, the collector's routing under the grouped router emulated (src/fit/moe-grouped-routing.ts): geo ${fmt(f.group_routed_check.geo)}, bias ${fmt(f.group_routed_check.bias)} over ${f.group_routed_check.n}`,
+        ]
+      : []),
     ...(f.holdout_tokens
       ? [
           `tokens holdout (tokens ≥ ${f.holdout_tokens.min_tokens}): geo ${fmt(f.holdout_tokens.geo)} over ${f.holdout_tokens.n}`,
@@ -519,6 +550,6 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
   data.group_routed_geometries = [...groupRouted]
     .filter(([g]) => left.has(g))
-    .map(([geometry, models]) => ({ geometry, models }));
+    .map(([geometry, g]) => ({ geometry, models: g.why }));
   return { ...out, data };
 }

@@ -221,6 +221,18 @@ function groupRoutedLines(data: MoeExpertsData): string[] {
     '',
     ...data.group_routed_geometries.map((g) => `- ${g.geometry}: ${g.models}`),
     '',
+    "The rows left out, scored with each set's law fitted without them and the collector's routing under the grouped " +
+      'router emulated (src/fit/moe-grouped-routing.ts: P pairs and D experts of the measured rank from which experts ' +
+      'each token lands on), a check across geometries: ' +
+      allSets(data)
+        .filter((f) => f.group_routed_check)
+        .map(
+          (f) =>
+            `${f.set} geo ${f4(f.group_routed_check!.geo)}, bias ${f4(f.group_routed_check!.bias)} (${f.group_routed_check!.n} rows)`,
+        )
+        .join('; ') +
+      '.',
+    '',
   ];
 }
 

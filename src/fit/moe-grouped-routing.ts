@@ -1,0 +1,141 @@
+/**
+ * The fused-MoE collector's `balanced` routing as a grouped router sees it (docs/fitting.md "MoE expert time",
+ * session 15): which experts each token lands on, and so the work of the measured rank, for the rows the expert
+ * fit leaves out (a geometry whose shipped model routes by groups, core/catalog/group-routing.ts). Used to score
+ * those rows with the law fitted without them, a cross-geometry check; not to fit.
+ *
+ * Per token i of T, the collector's balanced logits select experts ⌊i·s/T + j·s⌋ mod E (T < s) or (i + j·s) mod E
+ * (T ≥ s), j = 0…k−1, s = ⌈E/k⌉ (aiconfigurator's `balanced_logits`, public source). The grouped top-k then scores
+ * each of the n_group groups by its top-2 logits, keeps the topk_group best (ties: the lower group index), and
+ * takes the k best experts inside them (ties: the lower expert index): the token's selected experts there, then
+ * the lowest-index others. The tie order is read off the rows (h200 DeepSeek-V3 fp8_block, ep 2 … 256: the rank
+ * holds 8, 6, 5, 4.5, 4.25, ≈ 4, 2, 1 × T pairs), not from the collector's source. The measured rank holds experts
+ * 0 … E/ep − 1.
+ */
+import {
+  type ExpertLayerShape,
+  type ExpertWork,
+  expertRereadPasses,
+  l2MissFraction,
+} from '../core/laws/moe-experts.ts';
+
+/** A grouped router: n_group groups of E/n_group experts, topk_group of them kept per token. */
+export interface GroupRouting {
+  n_group: number;
+  topk_group: number;
+}
+
+const memo = new Map<string, Int32Array>();
+
+/** The experts one token selects under the collector's balanced logits, into `out` (distinct); returns how many. */
+function selected(i: number, tokens: number, experts: number, topk: number, out: Int32Array): number {
+  const s = Math.ceil(experts / topk);
+  let n = 0;
+  for (let j = 0; j < topk; j++) {
+    const e = tokens >= s ? (i + j * s) % experts : Math.floor((i * s) / tokens + j * s) % experts;
+    let seen = false;
+    for (let x = 0; x < n; x++) if (out[x] === e) seen = true;
+    if (!seen) out[n++] = e;
+  }
+  return n;
+}
+
+/** Buffers of one counting run (groupedBalancedCounts): selected experts, membership, group counts, group order. */
+interface Scratch {
+  sel: Int32Array;
+  isSel: Uint8Array;
+  groupCount: Int32Array;
+  order: number[];
+}
+
+/**
+ * Add one token's k picks under the grouped top-k to `counts` (module comment): the topk_group groups with the
+ * most selected experts (capped at 2, the top-2 score; ties: the lower group), the selected experts inside them,
+ * then the lowest-index others, k in all. `n` selected experts are in w.sel.
+ */
+function addPicks(n: number, experts: number, topk: number, g: GroupRouting, w: Scratch, counts: Int32Array): void {
+  const size = experts / g.n_group;
+  w.groupCount.fill(0);
+  for (let x = 0; x < n; x++) {
+    w.isSel[w.sel[x]!] = 1;
+    w.groupCount[Math.floor(w.sel[x]! / size)]!++;
+  }
+  const score = (grp: number) => Math.min(w.groupCount[grp]!, 2);
+  const kept = w.order
+    .sort((a, b) => score(b) - score(a) || a - b)
+    .slice(0, g.topk_group)
+    .sort((a, b) => a - b);
+  let left = topk;
+  const high = Array.from(w.sel.subarray(0, n))
+    .filter((e) => kept.includes(Math.floor(e / size)))
+    .sort((a, b) => a - b);
+  for (const e of high)
+    if (left > 0) {
+      counts[e]!++;
+      left--;
+    }
+  for (const grp of kept)
+    for (let e = grp * size; e < (grp + 1) * size && left > 0; e++)
+      if (!w.isSel[e]) {
+        counts[e]!++;
+        left--;
+      }
+  for (let x = 0; x < n; x++) w.isSel[w.sel[x]!] = 0;
+}
+
+/**
+ * Tokens per expert (length E) of the collector's balanced routing of `tokens` tokens under grouped routing `g`.
+ * @throws Error when E is not a multiple of n_group or topk_group ≥ n_group (not a grouped router)
+ */
+export function groupedBalancedCounts(tokens: number, experts: number, topk: number, g: GroupRouting): Int32Array {
+  if (experts % g.n_group !== 0 || !(g.topk_group < g.n_group))
+    throw new Error(`groupedBalancedCounts: ${experts} experts in ${g.n_group} groups, ${g.topk_group} kept`);
+  const key = `${tokens}|${experts}|${topk}|${g.n_group}|${g.topk_group}`;
+  const hit = memo.get(key);
+  if (hit) return hit;
+  const counts = new Int32Array(experts);
+  const w: Scratch = {
+    sel: new Int32Array(topk),
+    isSel: new Uint8Array(experts),
+    groupCount: new Int32Array(g.n_group),
+    order: Array.from({ length: g.n_group }, (_, grp) => grp),
+  };
+  for (let i = 0; i < tokens; i++) addPicks(selected(i, tokens, experts, topk, w.sel), experts, topk, g, w, counts);
+  memo.set(key, counts);
+  return counts;
+}
+
+/**
+ * The law's work (core/laws/moe-experts.ts ExpertWork) of the measured rank under grouped routing `g`: P pairs and
+ * D touched experts from groupedBalancedCounts on experts 0 … E/ep − 1, the weight re-read per touched expert from
+ * its own token count (not the mean m).
+ */
+export function groupedWork(
+  s: ExpertLayerShape,
+  g: GroupRouting,
+  bytes_per_element: number,
+  l2_bytes?: number,
+): ExpertWork {
+  const counts = groupedBalancedCounts(s.tokens, s.experts, s.topk, g).subarray(0, s.experts / s.ep);
+  const mats = s.gated === false ? 2 : 3;
+  const expertBytes = mats * s.hidden * (s.inter / s.tp) * bytes_per_element;
+  let pairs = 0;
+  let touched = 0;
+  let passes = 0;
+  for (const c of counts) {
+    if (c === 0) continue;
+    pairs += c;
+    touched++;
+    passes += expertRereadPasses(c);
+  }
+  return {
+    touched,
+    pairs,
+    tokens_per_expert: touched > 0 ? pairs / touched : 0,
+    flops_per_pair: 2 * mats * s.hidden * (s.inter / s.tp),
+    weight_bytes: touched * expertBytes,
+    reread_bytes: expertBytes * passes * l2MissFraction(expertBytes, l2_bytes),
+    route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
+    pair_bytes: pairs * s.hidden * 2,
+  };
+}

@@ -1,0 +1,51 @@
+/** The collector's balanced routing under a grouped top-k (src/fit/moe-grouped-routing.ts), worked by hand. */
+import { describe, expect, it } from 'vitest';
+import { expertWork } from '../../src/core/laws/moe-experts.ts';
+import { groupedBalancedCounts, groupedWork } from '../../src/fit/moe-grouped-routing.ts';
+
+const DSV3 = { n_group: 8, topk_group: 4 };
+
+describe('groupedBalancedCounts: DeepSeek-V3 (E 256, k 8, 8 groups of 32, 4 kept), 4096 tokens', () => {
+  const T = 4096;
+  const c = groupedBalancedCounts(T, 256, 8, DSV3);
+  const onRank = (L: number) => c.slice(0, L).reduce((a, x) => a + x, 0) / T;
+  it('every token lands in groups 0-3; experts 0-3 take every token', () => {
+    // Token i selects i mod 32 + 32·j (stride ⌈256/8⌉ = 32), one expert per group: every group ties, groups 0-3
+    // are kept, the token's 4 experts there are taken and its other 4 picks are the lowest-index experts, 0-3
+    // (0-4 less its own when i mod 32 < 4). So experts 0-3 get all T tokens; 128 experts are touched.
+    expect(Array.from(c.slice(0, 4))).toEqual([T, T, T, T]);
+    // Expert 4: its own tokens (i mod 32 = 4, T/32 = 128) and the ties of i mod 32 ∈ {0, 1, 2, 3} (4 × 128).
+    expect(c[4]).toBe(640);
+    expect(c.filter((x) => x > 0).length).toBe(128);
+    expect(c.slice(128).every((x) => x === 0)).toBe(true);
+    expect(c.reduce((a, x) => a + x, 0)).toBe(8 * T);
+  });
+  it('the measured rank (experts 0 … 256/ep − 1) holds 8, 8, 6, 5, 4.5, 4.25, 4, 2, 1 × T pairs at ep 1 … 256', () => {
+    // ep 8 (experts 0-31, group 0): each token's own expert of group 0 (T) + its 4 tie picks there (4T) = 5T;
+    // ep 4 (groups 0-1): 2T + 4T = 6T; ep 2 (groups 0-3): 4T + 4T = 8T, as at ep 1.
+    expect([256, 128, 64, 32, 16, 8, 4, 2, 1].map(onRank)).toEqual([8, 8, 6, 5, 4.5, 4.25, 4, 2, 1]);
+  });
+  it('groupedWork: P, D and the re-read from the rank-0 counts; balanced routing would give T·k/ep on 32 experts', () => {
+    const s = { tokens: T, hidden: 7168, inter: 2048, topk: 8, experts: 256, tp: 1, ep: 8 };
+    // L2 16 MiB, so part of each 44 MB expert misses it and the re-read term has bytes to count.
+    const w = groupedWork(s, DSV3, 1, 16 * 2 ** 20);
+    expect(w.pairs).toBe(5 * T);
+    expect(w.touched).toBe(32);
+    expect(w.weight_bytes).toBe(32 * 3 * 7168 * 2048);
+    // Re-read passes: experts 0-3 at 4096 tokens, ⌈4096/128⌉ − 1 = 31 each; expert 4 at 640 tokens, 4; experts 5-31
+    // at 128 tokens (one m-tile), none: 128 in all.
+    const passes = Array.from(groupedBalancedCounts(T, 256, 8, DSV3).slice(0, 32)).reduce(
+      (a, x) => a + (x > 0 ? Math.max(0, Math.ceil(x / 128) - 1) : 0),
+      0,
+    );
+    const expertBytes = 3 * 7168 * 2048;
+    expect(passes).toBe(4 * 31 + 4);
+    expect(w.reread_bytes).toBeCloseTo(expertBytes * passes * (1 - (16 * 2 ** 20) / expertBytes), 0);
+    const balanced = expertWork({ ...s, routing: 'balanced' }, 1, 16 * 2 ** 20);
+    expect(balanced.pairs).toBe(T);
+    expect(w.pairs / balanced.pairs).toBe(5);
+  });
+  it('a router that keeps every group is refused (not grouped)', () => {
+    expect(() => groupedBalancedCounts(16, 256, 8, { n_group: 8, topk_group: 8 })).toThrow(/not|kept/);
+  });
+});
