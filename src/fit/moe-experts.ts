@@ -171,8 +171,8 @@ interface SetSeries {
 
 /**
  * Geometry key → the shipped models routing it by groups, each with the config it was read from (path and sha256
- * prefix; core/catalog/group-routing.ts), e.g. `h7168/i2048/e256/top8` → `deepseek-r1 (catalog/models/deepseek-r1/
- * config.json sha256 3c5d…), … (n_group 8, topk_group 4)`.
+ * prefix; core/catalog/group-routing.ts) and its router, e.g. `h7168/i2048/e256/top8` → why `deepseek-r1
+ * (catalog/models/deepseek-r1/config.json sha256 79ddea672a62), …; n_group 8, topk_group 4`, n_group 8, topk_group 4.
  */
 function groupRoutedGeometries(): Map<string, GroupRoutedGeometry> {
   const by = new Map<string, { models: string[]; g: GroupRouting }>();
@@ -439,14 +439,9 @@ function figurePoints(series: readonly ExpertSeries[], pred: readonly number[]):
   );
 }
 
-/** Registry entries of one dtype's fit. */
-function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFit['coefficients'] {
-  const rowDtype =
-    f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
-  const mode = f.kernel?.ep_mode ? `, ${f.kernel.ep_mode === 'ep1' ? 'ep = 1' : 'ep > 1'} rows only` : '';
-  const kernels = `${f.kernel ? `kernel ${f.kernel.tag}` : 'kernels'} ${f.kernels.join(' + ')}${mode}`;
-  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, ${kernels}; repeats median-reduced; ${f.screened.length} non-monotone series screened out${f.group_routed.length ? `; ${f.group_routed.length} balanced series of group-routed geometries left out` : ''}`;
-  const notes = [
+/** The notes every entry of a set carries: the law, sum vs max or the kernel, pins, tokens holdout, the left-out rows. */
+function entryNotes(f: ExpertDtypeFit): string[] {
+  return [
     `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate + reread·(weights re-read past the first m-tile of ${EXPERT_TILE_M}, L2-missing part)/(HBM·${fmt(f.rates.hbm_derate)}) (core/laws/moe-experts.ts), charged as a sum`,
     ...(f.sum_vs_max
       ? [`sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`]
@@ -469,6 +464,16 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
         ]
       : []),
   ];
+}
+
+/** Registry entries of one dtype's fit. */
+function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFit['coefficients'] {
+  const rowDtype =
+    f.dtype === 'mxfp4' || f.dtype === 'int4' ? ` (rows ${WEIGHT_ONLY_EXPERT_ROWS[f.dtype]}, bf16 peak)` : '';
+  const mode = f.kernel?.ep_mode ? `, ${f.kernel.ep_mode === 'ep1' ? 'ep = 1' : 'ep > 1'} rows only` : '';
+  const kernels = `${f.kernel ? `kernel ${f.kernel.tag}` : 'kernels'} ${f.kernels.join(' + ')}${mode}`;
+  const filter = `dtype ${f.dtype}${rowDtype}, distribution ${f.distribution}, ${kernels}; repeats median-reduced; ${f.screened.length} non-monotone series screened out${f.group_routed.length ? `; ${f.group_routed.length} balanced series of group-routed geometries left out` : ''}`;
+  const notes = entryNotes(f);
   const err = (e: ExpertError) => ({ geo: roundSig(e.geo, 4), mape_pct: roundSig(e.mape_pct, 4), n: e.n });
   const holdout = f.holdout_shape
     ? {
