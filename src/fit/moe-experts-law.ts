@@ -148,17 +148,7 @@ export function expertSeries(
     s.points.sort((a, b) => a.shape.tokens - b.shape.tokens);
     const g = distribution === 'balanced' ? groupRouted.get(s.geometry) : undefined;
     if (g) {
-      // Its points carry the work of the collector's routing under the grouped router (moe-grouped-routing.ts).
-      s.points = s.points.map((p) =>
-        pointOf(
-          p.shape,
-          p.kernel_source,
-          p.latency_us,
-          groupedWork(p.shape, g, rates.bytes_per_element, rates.l2_bytes),
-          rates,
-        ),
-      );
-      group_routed.push(s);
+      group_routed.push(groupRoutedSeries(s, g, rates));
       continue;
     }
     let max = 0;
@@ -170,6 +160,12 @@ export function expertSeries(
     (ok ? series : screened).push(s);
   }
   return { series, screened, group_routed, skipped_rows };
+}
+
+/** A group-routed series with its points' work that of the collector's routing under router `g` (moe-grouped-routing.ts). */
+function groupRoutedSeries(s: ExpertSeries, g: GroupRouting, rates: ExpertRates): ExpertSeries {
+  const work = (p: ExpertPoint) => groupedWork(p.shape, g, rates.bytes_per_element, rates.l2_bytes);
+  return { ...s, points: s.points.map((p) => pointOf(p.shape, p.kernel_source, p.latency_us, work(p), rates)) };
 }
 
 /** Whether two rows are of one series (kernel, shape, tp, ep): the series key of expertSeries. */

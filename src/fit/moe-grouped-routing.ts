@@ -21,7 +21,9 @@ import {
 
 /** A grouped router: n_group groups of E/n_group experts, topk_group of them kept per token. */
 export interface GroupRouting {
+  /** Expert groups (config.json `n_group`; DeepSeek-V3 8). */
   n_group: number;
+  /** Groups a token may route to (config.json `topk_group`; DeepSeek-V3 4), below n_group. */
   topk_group: number;
 }
 
@@ -85,6 +87,7 @@ function addPicks(n: number, experts: number, topk: number, g: GroupRouting, w: 
 
 /**
  * Tokens per expert (length E) of the collector's balanced routing of `tokens` tokens under grouped routing `g`.
+ * Memoised per (tokens, E, k, g): the array returned is shared, so read it, do not modify it.
  * @throws Error when E is not a multiple of n_group or topk_group ≥ n_group (not a grouped router)
  */
 export function groupedBalancedCounts(tokens: number, experts: number, topk: number, g: GroupRouting): Int32Array {
@@ -109,6 +112,8 @@ export function groupedBalancedCounts(tokens: number, experts: number, topk: num
  * The law's work (core/laws/moe-experts.ts ExpertWork) of the measured rank under grouped routing `g`: P pairs and
  * D touched experts from groupedBalancedCounts on experts 0 … E/ep − 1, the weight re-read per touched expert from
  * its own token count (not the mean m).
+ * @param bytes_per_element weight bytes per element of the format (fp8 1, bf16 2)
+ * @param l2_bytes the chip's L2 size, bytes; absent: no re-read bytes (as expertWork)
  */
 export function groupedWork(
   s: ExpertLayerShape,

@@ -313,7 +313,7 @@ describe('balanced series of a geometry routed by groups are left out (core/cata
     const e = reg.flatMap((s) => s.coefficients).find((c) => c.name === 'moe_expert_floor_fp8_block')!.entry;
     expect(e.evidence!.inputs![0]!.filter).toMatch(/; (\d+) balanced series of group-routed geometries left out/);
     // Scored with the law fitted without them and their routing emulated: within the issue's 1.15 (1.090 at session 15;
-    // with balanced routing they scored 1.77).
+    // with balanced routing they scored 1.78).
     const check = (e.evidence!.notes ?? [])
       .map((n) => /left-out group-routed rows scored .*: geo ([\d.]+), bias ([\d.]+) over (\d+)/.exec(n))
       .find((m) => m);

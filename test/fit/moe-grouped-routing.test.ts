@@ -45,6 +45,15 @@ describe('groupedBalancedCounts: DeepSeek-V3 (E 256, k 8, 8 groups of 32, 4 kept
     expect(balanced.pairs).toBe(T);
     expect(w.pairs / balanced.pairs).toBe(5);
   });
+  it('below the stride (T = 16 < ⌈256/8⌉ = 32) the logits spread each token by ⌊i·32/16⌋ = 2i: the same multiples', () => {
+    // Token i selects ⌊2i + 32·j⌋ mod 256, one per group again; the 16 tokens' own experts in groups 0-3 are 0, 2, …,
+    // 30 (+ 32·j), 64 of them, and the ties take experts 0-3 (or the next when one of them is the token's own).
+    const c16 = groupedBalancedCounts(16, 256, 8, DSV3);
+    expect(Array.from(c16.slice(0, 8))).toEqual([16, 16, 16, 16, 3, 0, 1, 0]);
+    expect(c16.filter((x) => x > 0).length).toBe(66);
+    const on = (L: number) => c16.slice(0, L).reduce((a, x) => a + x, 0);
+    expect([256, 128, 64, 32, 16, 8, 4, 2, 1].map(on)).toEqual([128, 128, 96, 80, 72, 68, 64, 32, 16]);
+  });
   it('a router that keeps every group is refused (not grouped)', () => {
     expect(() => groupedBalancedCounts(16, 256, 8, { n_group: 8, topk_group: 8 })).toThrow(/not|kept/);
   });
