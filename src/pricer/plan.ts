@@ -363,10 +363,17 @@ function noteGroupRoutedLeftOut(ctx: PlanContext, node: Extract<GraphNode, { op:
   const key = expertGeometryKey({ hidden: node.k, inter: node.n, experts: node.experts, topk: node.top_k });
   if (!entry?.evidence?.notes?.some((n) => n.startsWith(LEFT_OUT_NOTE) && n.includes(` for ${key} = `))) return;
   const shape = entry.evidence.holdout_error?.geo;
+  // The fit's check of those rows with their routing emulated (src/fit/moe-experts.ts entryNotes), when recorded.
+  const check = entry.evidence.notes
+    ?.map((n) => /^left-out group-routed rows scored .*: geo ([\d.]+), bias ([\d.]+) over (\d+)$/.exec(n))
+    .find((m) => m);
   const note =
     `experts: moe_expert_*_${set} was fitted without ${key}'s balanced rows (this geometry routes by groups, so the ` +
     `collector's balanced rows are not balanced; docs/fitting.md "MoE expert time"): the model's own shape is outside ` +
-    `the fit, priced on the law's reach across the other shapes${shape !== undefined ? ` (shape holdout geo ${shape})` : ''}`;
+    `the fit, priced on the law's reach across the other shapes${shape !== undefined ? ` (shape holdout geo ${shape})` : ''}` +
+    (check
+      ? `; its ${check[3]} rows, their routing emulated, score geo ${check[1]} (bias ${check[2]}) on this law`
+      : '');
   if (!ctx.coef.assumptions.includes(note)) ctx.coef.assumptions.push(note);
 }
 

@@ -253,6 +253,10 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     expect(notes('deepseek-v3').some((n) => n.includes("fitted without h7168/i2048/e256/top8's balanced rows"))).toBe(
       true,
     );
+    // …with the fit's check of those rows on the Triton ep-1 law (135 rows, geo 1.091 at session 15).
+    expect(notes('deepseek-v3').join(' ')).toMatch(
+      /its 135 rows, their routing emulated, score geo 1\.0\d+ \(bias [\d.]+\) on this law/,
+    );
     expect(notes('kimi-k2').some((n) => n.includes('this geometry routes by groups'))).toBe(false);
   });
 
