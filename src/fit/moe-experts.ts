@@ -37,7 +37,7 @@ import {
   WEIGHT_ONLY_EXPERT_ROWS,
 } from '../core/catalog/dtypes.ts';
 import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
-import { groupRoutedModels } from '../core/catalog/group-routing.ts';
+import { groupRoutedModels, leftOutCheckNote, leftOutNote } from '../core/catalog/group-routing.ts';
 import {
   EXPERT_EP_MODES,
   EXPERT_KERNEL_TAGS,
@@ -113,8 +113,8 @@ export interface ExpertDtypeFit {
    * routing is not balanced under DeepSeek's grouped top-k).
    */
   group_routed: string[];
-  /** Per geometry left out: `<geometry> = <models>; n_group …, topk_group …`, from catalog/models/<model>/config.json. */
-  group_routed_why: string[];
+  /** Per geometry left out: the geometry and `<models>; n_group …, topk_group …`, from catalog/models/<model>/config.json. */
+  group_routed_why: Array<{ geometry: string; why: string }>;
   /**
    * The left-out rows scored with this set's law (fitted without them), their work that of the collector's routing
    * under the grouped router (moe-grouped-routing.ts): a cross-geometry check; bias = geometric mean of predicted ÷
@@ -144,8 +144,6 @@ export interface MoeExpertsData {
   kernel_fits: ExpertDtypeFit[];
   /** Dtypes with rows but no fit, and why. */
   not_fitted: Array<{ dtype: string; why: string }>;
-  /** Geometries whose balanced series are left out (groupRoutedGeometries): key → the models routing it by groups. */
-  group_routed_geometries: Array<{ geometry: string; models: string }>;
 }
 
 /** A FamilyFit carrying its data for the report. */
@@ -271,9 +269,10 @@ function fitExpertSet(
     series: series.length,
     screened: screened.map((s) => s.key),
     group_routed: group_routed.map((s) => s.key),
-    group_routed_why: [...new Set(group_routed.map((s) => s.geometry))].map(
-      (g) => `${g} = ${spec.groupRouted.get(g)?.why ?? 'group-routed'}`,
-    ),
+    group_routed_why: [...new Set(group_routed.map((s) => s.geometry))].map((geometry) => ({
+      geometry,
+      why: spec.groupRouted.get(geometry)?.why ?? 'group-routed',
+    })),
     ...optional('group_routed_check', groupRoutedCheck(group_routed, c)),
     points: figurePoints(series, pred),
   };
@@ -449,14 +448,9 @@ function entryNotes(f: ExpertDtypeFit): string[] {
           `the kernel the lane runs at ${f.kernel?.ep_mode === 'ep1' ? 'ep 1' : f.kernel?.ep_mode === 'epn' ? 'ep > 1' : 'every ep'} (docs/pricer.md "Expert kernels")`,
         ]),
     ...(f.pinned.length ? [`pinned at a bound by the fit: ${f.pinned.join(', ')}`] : []),
-    ...f.group_routed_why.map(
-      (w) =>
-        `balanced series left out, routed by groups (catalog/models/<model>/config.json; docs/fitting.md, MoE expert time) for ${w}`,
-    ),
+    ...f.group_routed_why.map((w) => leftOutNote(w.geometry, w.why)),
     ...(f.group_routed_check
-      ? [
-          `left-out group-routed rows scored with this law, the collector's routing under the grouped router emulated (src/fit/moe-grouped-routing.ts): geo ${fmt(f.group_routed_check.geo)}, bias ${fmt(f.group_routed_check.bias)} over ${f.group_routed_check.n}`,
-        ]
+      ? [leftOutCheckNote(fmt(f.group_routed_check.geo), fmt(f.group_routed_check.bias), f.group_routed_check.n)]
       : []),
     ...(f.holdout_tokens
       ? [
@@ -529,10 +523,8 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
     fits: [],
     kernel_fits: [],
     not_fitted: [],
-    group_routed_geometries: [],
   };
   const groupRouted = groupRoutedGeometries();
-  const left = new Set<string>();
   // The table's rows by `moe_dtype`, split once (each dtype's fit and its kernel sets read only their own).
   const byRowDtype = groupBy(rows, (r) => r.dtype);
   for (const dtype of EXPERT_DTYPES) {
@@ -543,7 +535,6 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
       continue;
     }
     const r = p.fit;
-    for (const x of p.parts.group_routed) left.add(x.geometry);
     data.fits.push(r);
     out.coefficients.push(...entries(r, ctx, r.points.length));
     const k = fitKernelSets(mine, r, p.parts, ctx, groupRouted);
@@ -553,8 +544,5 @@ export function fitMoeExperts(rows: readonly MoeRow[], ctx: FitContext): MoeExpe
   }
   for (const n of data.not_fitted)
     out.warnings.push(`moe_experts: ${n.dtype} not fitted on ${ctx.chip.name}: ${n.why}`);
-  data.group_routed_geometries = [...groupRouted]
-    .filter(([g]) => left.has(g))
-    .map(([geometry, g]) => ({ geometry, models: g.why }));
   return { ...out, data };
 }

@@ -5,7 +5,7 @@ import { UserError } from '../core/errors.ts';
 import type { Chip } from '../core/catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import type { GraphNode, ModelGraph } from '../core/catalog/model.ts';
-import type { KvDeclaration } from '../core/catalog/served-format.ts';
+import { isAutoKvDtype, type KvDeclaration } from '../core/catalog/served-format.ts';
 import { CUDAGRAPH_MODES, type Deployment } from './types.ts';
 
 /**
@@ -152,7 +152,7 @@ export function servedDtype(weightDtype: string, checkpoint: StorageDtype): Stor
  */
 export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDtype, declared?: KvDeclaration): number {
   const k = (kvDtype ?? 'auto').toLowerCase();
-  if (k === 'auto' || k === '') {
+  if (isAutoKvDtype(kvDtype)) {
     if (declared && 'not_understood' in declared)
       throw new UserError(
         `KV dtype auto follows the checkpoint's KV-cache declaration, which is not understood: ${declared.not_understood}; pass --kv-dtype to choose the cache`,
@@ -179,8 +179,7 @@ export function kvFromCheckpoint(
   kvDtype: string | undefined,
   declared: KvDeclaration | undefined,
 ): { dtype: string; source: string } | undefined {
-  const auto = kvDtype === undefined || kvDtype === '' || kvDtype.toLowerCase() === 'auto';
-  return auto && declared && 'dtype' in declared ? { dtype: declared.dtype, source: declared.source } : undefined;
+  return isAutoKvDtype(kvDtype) && declared && 'dtype' in declared ? { ...declared } : undefined;
 }
 
 /** The compute format of a GEMM: which ramp coefficients (suffix) and which chip peak. */

@@ -14,6 +14,7 @@ import {
 import { expandStack, type GraphNode, type ModelGraph, type Stack } from '../core/catalog/model.ts';
 import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { EXPERT_KERNEL_TAGS, expertEpMode, expertKernelSet } from '../core/catalog/expert-kernels.ts';
+import { leftOutCheckOf, notesLeaveOut } from '../core/catalog/group-routing.ts';
 import { floorPlusWork, hbmReadUs } from '../core/laws/floor-rate.ts';
 import {
   expertGeometryKey,
@@ -349,30 +350,25 @@ function expertLawPlan(
   return folded.plan;
 }
 
-/** The evidence note the expert fit writes for the geometries whose balanced rows it left out (src/fit/moe-experts.ts). */
-const LEFT_OUT_NOTE = 'balanced series left out, routed by groups';
-
 /**
  * A note when the expert law `set` was fitted without this node's own geometry (its `moe_expert_eps_max_<set>`
  * evidence lists the geometry among the balanced series left out as group-routed: DeepSeek-V3's, docs/fitting.md
  * "MoE expert time"): the model's shape is then outside the fit and its holdouts, and priced by the law's reach
- * across the other shapes (its shape holdout).
+ * across the other shapes (its shape holdout), with the fit's check of those rows where recorded. The note format
+ * is core/catalog/group-routing.ts's.
  */
 function noteGroupRoutedLeftOut(ctx: PlanContext, node: Extract<GraphNode, { op: 'GroupedGEMM' }>, set: string): void {
-  const entry = ctx.coef.reg.entries.get(`moe_expert_eps_max_${set}`)?.entry;
+  const ev = ctx.coef.reg.entries.get(`moe_expert_eps_max_${set}`)?.entry.evidence;
   const key = expertGeometryKey({ hidden: node.k, inter: node.n, experts: node.experts, topk: node.top_k });
-  if (!entry?.evidence?.notes?.some((n) => n.startsWith(LEFT_OUT_NOTE) && n.includes(` for ${key} = `))) return;
-  const shape = entry.evidence.holdout_error?.geo;
-  // The fit's check of those rows with their routing emulated (src/fit/moe-experts.ts entryNotes), when recorded.
-  const check = entry.evidence.notes
-    ?.map((n) => /^left-out group-routed rows scored .*: geo ([\d.]+), bias ([\d.]+) over (\d+)$/.exec(n))
-    .find((m) => m);
+  if (!ev || !notesLeaveOut(ev.notes, key)) return;
+  const shape = ev.holdout_error?.geo;
+  const check = leftOutCheckOf(ev.notes);
   const note =
     `experts: moe_expert_*_${set} was fitted without ${key}'s balanced rows (this geometry routes by groups, so the ` +
     `collector's balanced rows are not balanced; docs/fitting.md "MoE expert time"): the model's own shape is outside ` +
     `the fit, priced on the law's reach across the other shapes${shape !== undefined ? ` (shape holdout geo ${shape})` : ''}` +
     (check
-      ? `; its ${check[3]} rows, their routing emulated, score geo ${check[1]} (bias ${check[2]}) on this law`
+      ? `; its ${check.n} rows, their routing emulated, score geo ${check.geo} (bias ${check.bias}) on this law`
       : '');
   if (!ctx.coef.assumptions.includes(note)) ctx.coef.assumptions.push(note);
 }

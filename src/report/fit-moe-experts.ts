@@ -210,7 +210,9 @@ function figure(data: MoeExpertsData, f: MoeExpertsData['fits'][number]): string
 
 /** The paragraph on the balanced series left out for a grouped router (expertSeries), one line per geometry. */
 function groupRoutedLines(data: MoeExpertsData): string[] {
-  if (!data.group_routed_geometries.length) return [];
+  // Each geometry left out once, with its models (every set that left it out records the same text).
+  const geometries = new Map(allSets(data).flatMap((f) => f.group_routed_why.map((w) => [w.geometry, w.why] as const)));
+  if (!geometries.size) return [];
   const counts = data.fits.map((f) => `${f.set} ${f.group_routed.length}`).filter((t) => !t.endsWith(' 0'));
   return [
     'Left out of every set: the `balanced` series of geometries whose shipped models route each token to a few ' +
@@ -219,7 +221,7 @@ function groupRoutedLines(data: MoeExpertsData): string[] {
       'table\'s most skewed routing (docs/fitting.md "MoE expert time"). Series left out per pooled set: ' +
       `${counts.join(', ')}.`,
     '',
-    ...data.group_routed_geometries.map((g) => `- ${g.geometry}: ${g.models}`),
+    ...[...geometries].map(([geometry, models]) => `- ${geometry}: ${models}`),
     '',
     "The rows left out, scored with each set's law fitted without them and the collector's routing under the grouped " +
       'router emulated (src/fit/moe-grouped-routing.ts: P pairs and D experts of the measured rank from which experts ' +

@@ -85,15 +85,15 @@ const shippedKv = (m: string) => declaredKvFormat(parseConfigJson(loadModelConfi
 describe('declaredKvFormat: the KV-cache format a checkpoint declares (what KV dtype auto prices)', () => {
   it('on the shipped catalog configs, naming the fields that said so', () => {
     expect(shippedKv('minimax-m2.5-nvfp4')).toEqual({
-      kv_dtype: 'fp8',
+      dtype: 'fp8',
       source:
         'config.json quantization_config kv_cache_scheme 8-bit float; hf_quant_config.json kv_cache_quant_algo FP8',
     });
     expect(shippedKv('qwen3-235b-a22b-nvfp4')).toEqual({
-      kv_dtype: 'fp8',
+      dtype: 'fp8',
       source: 'hf_quant_config.json kv_cache_quant_algo FP8',
     });
-    expect(shippedKv('nemotron-3-super-120b-a12b-fp8')?.kv_dtype).toBe('fp8');
+    expect(shippedKv('nemotron-3-super-120b-a12b-fp8')?.dtype).toBe('fp8');
     // kv_cache_quant_algo null (deepseek-v4-flash-nvfp4), kv_cache_scheme null (kimi-k2.5), no quantisation at all.
     expect(shippedKv('deepseek-v4-flash-nvfp4')).toBeUndefined();
     expect(shippedKv('kimi-k2.5')).toBeUndefined();
@@ -102,14 +102,14 @@ describe('declaredKvFormat: the KV-cache format a checkpoint declares (what KV d
   });
   it('every shipped model parses (none is refused), and only 8-bit float caches are declared', () => {
     const declared = knownModels()
-      .map((m) => [m, shippedKv(m)?.kv_dtype] as const)
+      .map((m) => [m, shippedKv(m)?.dtype] as const)
       .filter(([, d]) => d !== undefined);
     expect(new Set(declared.map(([, d]) => d))).toEqual(new Set(['fp8']));
     expect(declared.map(([m]) => m)).toContain('kimi-k2.5-nvfp4');
   });
   it('refuses a value it does not understand and fields that disagree', () => {
     const q = (kv: unknown) => ({ quantization_config: { quant_method: 'fp8', kv_cache_scheme: kv } });
-    expect(declaredKvFormat(q({ num_bits: 8, type: 'int' }), 'm')?.kv_dtype).toBe('int8');
+    expect(declaredKvFormat(q({ num_bits: 8, type: 'int' }), 'm')?.dtype).toBe('int8');
     expect(() => declaredKvFormat(q({ num_bits: 4, type: 'float' }), 'm')).toThrow(
       /m: config.json quantization_config.kv_cache_scheme .* not understood/,
     );
@@ -123,7 +123,7 @@ describe('declaredKvFormat: the KV-cache format a checkpoint declares (what KV d
     );
   });
   it('ModelOpt kv_cache_quant_algo in any case; only FP8 gives a cache dtype (vLLM serves INT8 and NVFP4 at the model dtype)', () => {
-    const algo = (v: string) => declaredKvFormat({}, 'm', { quantization: { kv_cache_quant_algo: v } })?.kv_dtype;
+    const algo = (v: string) => declaredKvFormat({}, 'm', { quantization: { kv_cache_quant_algo: v } })?.dtype;
     expect(['FP8', 'fp8', 'Fp8'].map(algo)).toEqual(['fp8', 'fp8', 'fp8']);
     expect(['INT8', 'nvfp4', 'NVFP4'].map(algo)).toEqual([undefined, undefined, undefined]);
   });
@@ -157,6 +157,7 @@ describe('kvFormatNote: price says when --kv-dtype prices another width than the
   it('nothing under auto (the header says), when they agree (1 B/element), or when nothing is declared', () => {
     expect(kvFormatNote(fp8, { kv_dtype: undefined, bytes_per_element: 1 })).toBeUndefined();
     expect(kvFormatNote(fp8, { kv_dtype: 'auto', bytes_per_element: 1 })).toBeUndefined();
+    expect(kvFormatNote(fp8, { kv_dtype: '', bytes_per_element: 2 })).toBeUndefined(); // '' is auto (validation rows)
     expect(kvFormatNote(fp8, { kv_dtype: 'fp8_e4m3', bytes_per_element: 1 })).toBeUndefined();
     expect(kvFormatNote(undefined, { kv_dtype: 'bf16', bytes_per_element: 2 })).toBeUndefined();
   });

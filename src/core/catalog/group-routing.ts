@@ -112,3 +112,35 @@ export function groupRoutedModels(dir = MODELS_DIR): GroupRoutedModel[] {
   cache.set(dir, out);
   return out;
 }
+
+/**
+ * The expert-law evidence notes about group-routed geometries, written by the fit (src/fit/moe-experts.ts) and read
+ * back by the pricer (src/pricer/plan.ts) for `price`'s note: one format, here, for both.
+ */
+const LEFT_OUT_PREFIX =
+  'balanced series left out, routed by groups (catalog/models/<model>/config.json; docs/fitting.md, MoE expert time) for ';
+const CHECK_PREFIX =
+  "left-out group-routed rows scored with this law, the collector's routing under the grouped router emulated (src/fit/moe-grouped-routing.ts): ";
+
+/** The note naming a geometry whose balanced rows the fit left out: `… for <geometry> = <models; router>`. */
+export const leftOutNote = (geometry: string, why: string): string => `${LEFT_OUT_PREFIX}${geometry} = ${why}`;
+
+/** The note of the left-out rows' check (geo and bias as the fit prints them, n rows). */
+export const leftOutCheckNote = (geo: string, bias: string, n: number): string =>
+  `${CHECK_PREFIX}geo ${geo}, bias ${bias} over ${n}`;
+
+/** Whether an entry's notes say the fit left out `geometry`'s balanced rows. */
+export const notesLeaveOut = (notes: readonly string[] | undefined, geometry: string): boolean =>
+  notes?.some((n) => n.startsWith(`${LEFT_OUT_PREFIX}${geometry} = `)) ?? false;
+
+/** The left-out rows' check an entry's notes record (leftOutCheckNote), as printed; undefined when none. */
+export function leftOutCheckOf(
+  notes: readonly string[] | undefined,
+): { geo: string; bias: string; n: string } | undefined {
+  for (const n of notes ?? []) {
+    if (!n.startsWith(CHECK_PREFIX)) continue;
+    const m = /^geo ([\d.]+), bias ([\d.]+) over (\d+)$/.exec(n.slice(CHECK_PREFIX.length));
+    if (m) return { geo: m[1]!, bias: m[2]!, n: m[3]! };
+  }
+  return undefined;
+}

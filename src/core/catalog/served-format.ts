@@ -197,19 +197,23 @@ export function servedFormatNote(checkpoint: CheckpointFormat, weightDtype: stri
   return `served format ${weightDtype}: set by the deployment (--weight-dtype); the checkpoint's is ${ck}: ${checkpoint.reason}`;
 }
 
-/** The KV-cache format a checkpoint declares and the field or fields that said so. */
+/** The KV-cache format a checkpoint declares and the field or fields that said so (the graph's `global.kv_dtype`). */
 export interface DeclaredKvFormat {
-  kv_dtype: 'fp8' | 'int8';
+  dtype: 'fp8' | 'int8';
   /** e.g. `hf_quant_config.json kv_cache_quant_algo FP8`; several fields joined by "; ". */
   source: string;
 }
+
+/** Whether a deployment's KV dtype is `auto` (also unset or empty: validation rows write '' for auto). */
+export const isAutoKvDtype = (kvDtype: string | undefined): boolean =>
+  kvDtype === undefined || kvDtype === '' || kvDtype.toLowerCase() === 'auto';
 
 /**
  * A ModelOpt `kv_cache_quant_algo` value as the KV dtype vLLM serves for it (any case, as vLLM lowercases it): FP8
  * → fp8; INT8 and NVFP4 → undefined, since vLLM maps only FP8 (its ModelOpt KV map) and otherwise warns and keeps
  * `auto` at the model dtype; null states none. @throws UserError for another value
  */
-function kvAlgo(v: unknown, field: string, where: string): DeclaredKvFormat['kv_dtype'] | undefined {
+function kvAlgo(v: unknown, field: string, where: string): DeclaredKvFormat['dtype'] | undefined {
   if (v === null || v === undefined) return undefined;
   const u = typeof v === 'string' ? v.toUpperCase() : undefined;
   if (u === 'FP8') return 'fp8';
@@ -218,7 +222,7 @@ function kvAlgo(v: unknown, field: string, where: string): DeclaredKvFormat['kv_
 }
 
 /** A compressed-tensors `kv_cache_scheme` as a KV dtype; null states none. @throws UserError for another layout */
-function kvScheme(v: unknown, where: string): DeclaredKvFormat['kv_dtype'] | undefined {
+function kvScheme(v: unknown, where: string): DeclaredKvFormat['dtype'] | undefined {
   if (v === null || v === undefined) return undefined;
   const s = obj(v);
   if (s?.num_bits === 8 && (s.type === 'float' || s.type === 'int')) return s.type === 'float' ? 'fp8' : 'int8';
@@ -240,25 +244,25 @@ function kvScheme(v: unknown, where: string): DeclaredKvFormat['kv_dtype'] | und
  */
 export function declaredKvFormat(config: Obj, where: string, hfQuant?: Obj): DeclaredKvFormat | undefined {
   const { q, hq } = quantConfigs(config, hfQuant);
-  const found: Array<{ kv_dtype: DeclaredKvFormat['kv_dtype']; field: string }> = [];
+  const found: Array<{ dtype: DeclaredKvFormat['dtype']; field: string }> = [];
   const scheme = kvScheme(q?.kv_cache_scheme, where);
   if (scheme) {
     const s = obj(q!.kv_cache_scheme)!;
-    found.push({ kv_dtype: scheme, field: `config.json quantization_config kv_cache_scheme 8-bit ${String(s.type)}` });
+    found.push({ dtype: scheme, field: `config.json quantization_config kv_cache_scheme 8-bit ${String(s.type)}` });
   }
   for (const [v, file] of [
     [q?.kv_cache_quant_algo, 'config.json quantization_config'],
     [hq?.kv_cache_quant_algo, 'hf_quant_config.json'],
   ] as const) {
     const d = kvAlgo(v, `${file} kv_cache_quant_algo`, where);
-    if (d) found.push({ kv_dtype: d, field: `${file} kv_cache_quant_algo ${String(v)}` });
+    if (d) found.push({ dtype: d, field: `${file} kv_cache_quant_algo ${String(v)}` });
   }
   if (!found.length) return undefined;
-  if (found.some((f) => f.kv_dtype !== found[0]!.kv_dtype))
+  if (found.some((f) => f.dtype !== found[0]!.dtype))
     throw new UserError(
-      `${where}: the checkpoint declares different KV-cache dtypes: ${found.map((f) => `${f.field} → ${f.kv_dtype}`).join('; ')}`,
+      `${where}: the checkpoint declares different KV-cache dtypes: ${found.map((f) => `${f.field} → ${f.dtype}`).join('; ')}`,
     );
-  return { kv_dtype: found[0]!.kv_dtype, source: found.map((f) => f.field).join('; ') };
+  return { dtype: found[0]!.dtype, source: found.map((f) => f.field).join('; ') };
 }
 
 /**
@@ -272,8 +276,7 @@ export function declaredKvFormat(config: Obj, where: string, hfQuant?: Obj): Dec
  */
 export function kvDeclaration(config: Obj, where: string, hfQuant?: Obj): KvDeclaration | undefined {
   try {
-    const d = declaredKvFormat(config, where, hfQuant);
-    return d && { dtype: d.kv_dtype, source: d.source };
+    return declaredKvFormat(config, where, hfQuant);
   } catch (err) {
     if (err instanceof UserError) return { not_understood: err.message };
     throw err;
@@ -281,7 +284,7 @@ export function kvDeclaration(config: Obj, where: string, hfQuant?: Obj): KvDecl
 }
 
 /** A graph's record of the checkpoint's KV-cache declaration (model.ts `global.kv_dtype`). */
-export type KvDeclaration = { dtype: DeclaredKvFormat['kv_dtype']; source: string } | { not_understood: string };
+export type KvDeclaration = DeclaredKvFormat | { not_understood: string };
 
 /**
  * One line for `price` when the deployment's own --kv-dtype prices a cache of another width than the checkpoint
@@ -295,7 +298,7 @@ export function kvFormatNote(
   priced: { kv_dtype: string | undefined; bytes_per_element: number },
 ): string | undefined {
   const flag = priced.kv_dtype;
-  if (!declared || flag === undefined || flag.toLowerCase() === 'auto') return undefined;
+  if (!declared || flag === undefined || isAutoKvDtype(flag)) return undefined;
   if ('not_understood' in declared)
     return `KV cache: priced ${flag} as --kv-dtype asks; the checkpoint's declaration is not understood (${declared.not_understood}), so KV dtype auto would refuse`;
   if (bytesPerElement(declared.dtype) === priced.bytes_per_element) return undefined;
