@@ -2,16 +2,17 @@
  * Fitting the expert-time law (src/core/laws/moe-experts.ts) to fused-MoE timings: the numeric
  * part, returning plain data (issue 13 item 1). No I/O, no drawing.
  *
- * With the HBM derate fixed (the `hbm` family's value), the law is linear in seven unknowns:
+ * With the HBM derate fixed (the `hbm` family's value), the law is linear in eight unknowns:
  *
- *   t − read = floor + c1·A + c2·B + c3·R + c4·D + c5·Q + c6·G,   A = W·P/peak, B = W·D/peak, R = route bytes,
- *   D = touched experts, Q = pair bytes P·H·2, G = re-read bytes / (HBM·derate) (µs),  c1 = 1/eps_max,
- *   c2 = m_half/eps_max,  c3 = 1/route_rate,  c4 = expert_us,  c5 = 1/pair_rate,  c6 = reread
+ *   t − read = floor + c1·A + c2·B + c3·R + c4·D + c5·Q + c6·G + c7·X,   A = W·P/peak, B = W·D/peak, R = route bytes,
+ *   D = touched experts, Q = pair bytes P·H·2, G = re-read bytes / (HBM·derate) (µs), X = token bytes T·H·2,
+ *   c1 = 1/eps_max, c2 = m_half/eps_max,  c3 = 1/route_rate,  c4 = expert_us,  c5 = 1/pair_rate,  c6 = reread,
+ *   c7 = 1/token_rate
  *
  * so it is fitted by least squares on RELATIVE residuals (weights 1/t², the scale the geo error
  * scores), every coefficient kept ≥ 0 (a negative one is pinned at 0 and the rest refitted). Normal
  * equations are accumulated per series (one kernel and shape over tokens), so the bootstrap, which
- * resamples whole series (points of one series are not independent), costs a 7×7 sum per series. A column
+ * resamples whole series (points of one series are not independent), costs an 8×8 sum per series. A column
  * that is zero on every row fitted (G where no expert outgrows L2 or no m passes one tile) is pinned at its bound.
  * The max(read, arith) alternative is not linear and is fitted, like the sum for the comparison, by
  * pattern search on mean |ln(pred/meas)|, so both compositions are scored by their own best fit.
@@ -34,8 +35,8 @@ export interface ExpertPoint {
   work: ExpertWork;
   /** Weight read at the derated HBM rate, µs. */
   read_us: number;
-  /** Design row [1, A, B, R, D, Q, G] of the linear form. */
-  f: [number, number, number, number, number, number, number];
+  /** Design row [1, A, B, R, D, Q, G, X] of the linear form. */
+  f: [number, number, number, number, number, number, number, number];
 }
 
 /** Points of one kernel and shape over tokens, sorted by tokens. */
@@ -67,7 +68,7 @@ function expertPoint(r: MoeRow, balanced: boolean, rates: ExpertRates): ExpertPo
   return pointOf(shape, r.kernel_source, r.latency_us, work, rates);
 }
 
-/** A point from its work: the weight read at the derated HBM rate and the design row [1, A, B, R, D, Q, G]. */
+/** A point from its work: the weight read at the derated HBM rate and the design row [1, A, B, R, D, Q, G, X]. */
 function pointOf(
   shape: ExpertLayerShape,
   kernel_source: string,
@@ -90,6 +91,7 @@ function pointOf(
       work.touched,
       work.pair_bytes,
       work.reread_bytes / (rates.hbm_bytes_per_us * rates.hbm_derate),
+      work.token_bytes,
     ],
   };
 }
@@ -178,16 +180,16 @@ export const sameSeries = (a: MoeRow, b: MoeRow): boolean =>
   a.tp === b.tp &&
   a.ep === b.ep;
 
-/** Unknowns of the linear form: floor, c1, c2, c3, c4, c5, c6 (module doc). */
-const K = 7;
+/** Unknowns of the linear form: floor, c1, c2, c3, c4, c5, c6, c7 (module doc). */
+const K = 8;
 
-/** Offset of the right-hand side v in a Normal's array (the 7×7 matrix M fills a[0…48], row-major). */
+/** Offset of the right-hand side v in a Normal's array (the 8×8 matrix M fills a[0…63], row-major). */
 const V_AT = K * K;
 
 /**
- * Weighted normal equations of one series, flat: the 7×7 matrix M row-major in a[7i + j] and the
- * right-hand side v in a[49 + i] (one Float64Array, so the bootstrap's and the holdouts' sums are one
- * loop over 56 numbers per series).
+ * Weighted normal equations of one series, flat: the 8×8 matrix M row-major in a[8i + j] and the
+ * right-hand side v in a[64 + i] (one Float64Array, so the bootstrap's and the holdouts' sums are one
+ * loop over 72 numbers per series).
  */
 export interface Normal {
   a: Float64Array;
@@ -220,7 +222,7 @@ function pointsNormal(points: readonly ExpertPoint[]): Normal {
  */
 const normalOf: (s: ExpertSeries) => Normal = memoByObject(seriesNormal);
 
-/** Scratch of solveInto: the augmented system, at most 7 rows of 8. */
+/** Scratch of solveInto: the augmented system, at most 8 rows of 9. */
 const AUG = new Float64Array(K * (K + 1));
 
 /**
@@ -250,9 +252,9 @@ function solveInto(n: number, out: Float64Array): boolean {
   return true;
 }
 
-/** Coefficients from x = (floor, c1, c2, c3, c4, c5, c6); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
+/** Coefficients from x = (floor, c1, …, c7); undefined when c1 ≤ 0 (no arithmetic term: not a ramp). */
 export function toCoefficients(x: readonly number[]): ExpertCoefficients | undefined {
-  const [floor, c1, c2, c3, c4, c5, c6] = x as [number, number, number, number, number, number, number];
+  const [floor, c1, c2, c3, c4, c5, c6, c7] = x as [number, number, number, number, number, number, number, number];
   if (!(c1 > 0)) return undefined;
   return {
     floor_us: floor,
@@ -262,19 +264,20 @@ export function toCoefficients(x: readonly number[]): ExpertCoefficients | undef
     expert_us: c4,
     pair_bytes_per_us: c5 > 0 ? 1 / c5 : Infinity,
     reread: c6,
+    token_bytes_per_us: c7 > 0 ? 1 / c7 : Infinity,
   };
 }
 
 /**
- * Lower bounds of x = (floor, c1, c2, c3, c4, c5, c6): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM
- * beats the dense peak).
+ * Lower bounds of x = (floor, c1, …, c7): every term ≥ 0, and c1 = 1/eps_max ≥ 1 (no grouped GEMM beats the
+ * dense peak).
  */
-export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0, 0, 0] as const;
+export const EXPERT_LOWER_BOUNDS = [0, 1, 0, 0, 0, 0, 0, 0] as const;
 
 /**
  * Bounded relative least squares from summed normal equations: solve, pin the coefficient furthest
- * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, c2, c3, c4, c5, c6) or
- * undefined when singular.
+ * below its bound (EXPERT_LOWER_BOUNDS) at the bound, repeat. Returns x = (floor, c1, …, c7) or undefined when
+ * singular.
  */
 export function solveNonNegative(n: Normal): number[] | undefined {
   const lo = EXPERT_LOWER_BOUNDS;
@@ -285,6 +288,9 @@ export function solveNonNegative(n: Normal): number[] | undefined {
   // Rows all at ep 1 (one kernel's set): the pair column Q = P·H·2 is the route column R = T·k·H·2 (P = T·k),
   // so the two are one unknown; the pair term is pinned free and the route term carries both.
   if (sameColumn(a, 3, 5)) free[5] = 0;
+  // Rows of one k (every shape routes each token to k experts): the token column X = T·H·2 is the route column
+  // R = T·k·H·2 over k, so the token term is pinned free and the route term carries both.
+  if (proportionalColumns(a, 3, 7)) free[7] = 0;
   // A column zero on every row (the re-read G where no expert outgrows L2 or no m passes one tile) is pinned.
   for (let j = 0; j < K; j++) if (!(a[K * j + j]! > 0)) free[j] = 0;
   for (let pass = 0; pass < K; pass++) {
@@ -315,6 +321,17 @@ export function solveNonNegative(n: Normal): number[] | undefined {
 const FREE = new Uint8Array(K);
 const COLS = new Int32Array(K);
 const SOL = new Float64Array(K);
+
+/**
+ * Whether columns c and d of the design are proportional, read off the normal equations in `a`: Cauchy–Schwarz
+ * holds with equality, M_cd² = M_cc · M_dd, to 1e-12 relative (rounding of the sums).
+ */
+function proportionalColumns(a: Float64Array, c: number, d: number): boolean {
+  const cc = a[K * c + c]!;
+  const dd = a[K * d + d]!;
+  const cd = a[K * c + d]!;
+  return cc > 0 && dd > 0 && cd * cd >= cc * dd * (1 - 1e-12);
+}
 
 /** Whether columns c and d of the normal equations in `a` are one column (identical rows of M and entries of v). */
 function sameColumn(a: Float64Array, c: number, d: number): boolean {
@@ -347,7 +364,12 @@ export function fitExpertSum(series: readonly ExpertSeries[]): ExpertCoefficient
 /** Predicted µs of one point under `c`, as the sum (the law) or the max of read and arithmetic. */
 export function predictExpert(p: ExpertPoint, c: ExpertCoefficients, compose: 'sum' | 'max' = 'sum'): number {
   const arith = (p.f[1] + p.f[2] * c.m_half) / c.eps_max;
-  const fixed = c.floor_us + p.f[3] / c.route_bytes_per_us + p.f[4] * c.expert_us + p.f[5] / c.pair_bytes_per_us;
+  const fixed =
+    c.floor_us +
+    p.f[3] / c.route_bytes_per_us +
+    p.f[4] * c.expert_us +
+    p.f[5] / c.pair_bytes_per_us +
+    p.f[7] / (c.token_bytes_per_us ?? Infinity);
   const read = p.read_us + p.f[6] * (c.reread ?? 0);
   return fixed + (compose === 'sum' ? read + arith : Math.max(read, arith));
 }
@@ -378,7 +400,7 @@ export function predictedError(points: readonly ExpertPoint[], pred: readonly nu
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: points.length };
 }
 
-/** Seeded bootstrap over series of the seven coefficients; 2.5/97.5% quantiles (type-7) of each. */
+/** Seeded bootstrap over series of the eight coefficients; 2.5/97.5% quantiles (type-7) of each. */
 export function bootstrapExpert(
   series: readonly ExpertSeries[],
   opts: { resamples: number; seed: number },
@@ -390,6 +412,7 @@ export function bootstrapExpert(
   expert_us: [number, number];
   pair_bytes_per_us: [number, number];
   reread: [number, number];
+  token_bytes_per_us: [number, number];
   ok: number;
 } {
   const normals = series.map(normalOf);
@@ -409,6 +432,7 @@ export function bootstrapExpert(
     expert_us: ci((c) => c.expert_us),
     pair_bytes_per_us: ci((c) => c.pair_bytes_per_us),
     reread: ci((c) => c.reread ?? 0),
+    token_bytes_per_us: ci((c) => c.token_bytes_per_us ?? Infinity),
     ok: est.length,
   };
 }
@@ -491,7 +515,7 @@ export function shapeHoldout(series: readonly ExpertSeries[]): (ExpertError & { 
 /** Points between two checks of fitExpertLogL1's early stop (a poll that cannot beat the search's best). */
 const ABANDON_CHUNK = 256;
 
-/** The points' term columns for fitExpertLogL1 (law columns 1–6, the read µs and the measured µs), one array each. */
+/** The points' term columns for fitExpertLogL1 (law columns 1–7, the read µs and the measured µs), one array each. */
 interface ExpertColumns {
   A: Float64Array;
   B: Float64Array;
@@ -499,6 +523,7 @@ interface ExpertColumns {
   D: Float64Array;
   Q: Float64Array;
   G: Float64Array;
+  X: Float64Array;
   rd: Float64Array;
   lat: Float64Array;
 }
@@ -512,17 +537,19 @@ function expertColumns(points: readonly ExpertPoint[]): ExpertColumns {
     D: new Float64Array(n),
     Q: new Float64Array(n),
     G: new Float64Array(n),
+    X: new Float64Array(n),
     rd: new Float64Array(n),
     lat: new Float64Array(n),
   };
   points.forEach((p, i) => {
-    [c.A[i], c.B[i], c.R[i], c.D[i], c.Q[i], c.G[i], c.rd[i], c.lat[i]] = [
+    [c.A[i], c.B[i], c.R[i], c.D[i], c.Q[i], c.G[i], c.X[i], c.rd[i], c.lat[i]] = [
       p.f[1],
       p.f[2],
       p.f[3],
       p.f[4],
       p.f[5],
       p.f[6],
+      p.f[7],
       p.read_us,
       p.latency_us,
     ];
@@ -531,18 +558,18 @@ function expertColumns(points: readonly ExpertPoint[]): ExpertColumns {
 }
 
 /**
- * Mean |ln(pred/meas)| over the columns as a function of the seven log-coefficients, for patternSearch.
+ * Mean |ln(pred/meas)| over the columns as a function of the eight log-coefficients, for patternSearch.
  * patternSearch keeps a poll only when it is strictly below its best, and its best is the least value
  * the objective has returned. The terms |ln(pred/meas)| are ≥ 0, so the running sum only grows: a poll
  * whose partial mean already reaches that least value cannot be kept and stops there (the value it
  * returns is ≥ the best, so the search's path and result are the full evaluation's, bit for bit).
  */
 function expertLogL1Objective(cols: ExpertColumns, sum: boolean): (x: readonly number[]) => number {
-  const { A, B, R, D, Q, G, rd, lat } = cols;
+  const { A, B, R, D, Q, G, X, rd, lat } = cols;
   const n = lat.length;
   let least = Infinity;
   return (x: readonly number[]) => {
-    const [fl, inv, mh, invR, ex, invQ, rr] = [
+    const [fl, inv, mh, invR, ex, invQ, rr, invX] = [
       Math.exp(x[0]!),
       Math.exp(-x[1]!),
       Math.exp(x[2]!),
@@ -550,6 +577,7 @@ function expertLogL1Objective(cols: ExpertColumns, sum: boolean): (x: readonly n
       Math.exp(x[4]!),
       Math.exp(-x[5]!),
       Math.exp(x[6]!),
+      Math.exp(-x[7]!),
     ];
     let s = 0;
     for (let i0 = 0; i0 < n; i0 += ABANDON_CHUNK) {
@@ -558,13 +586,13 @@ function expertLogL1Objective(cols: ExpertColumns, sum: boolean): (x: readonly n
       if (sum)
         for (let i = i0; i < end; i++) {
           const ar = (A[i]! + B[i]! * mh) * inv;
-          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + (rd[i]! + G[i]! * rr + ar);
+          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + (rd[i]! + G[i]! * rr + ar);
           s += Math.abs(Math.log(t / lat[i]!));
         }
       else
         for (let i = i0; i < end; i++) {
           const ar = (A[i]! + B[i]! * mh) * inv;
-          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + Math.max(rd[i]! + G[i]! * rr, ar);
+          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + Math.max(rd[i]! + G[i]! * rr, ar);
           s += Math.abs(Math.log(t / lat[i]!));
         }
       if (s / n >= least) return s / n;
@@ -577,7 +605,8 @@ function expertLogL1Objective(cols: ExpertColumns, sum: boolean): (x: readonly n
 
 /**
  * Best fit of either composition under mean |ln(pred/meas)|: pattern search over the logarithms of
- * the seven coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate and pair_rate ≤ 1e12 bytes per µs).
+ * the eight coefficients from `start` (each kept ≥ 1e-3 of its unit, route_rate, pair_rate and token_rate ≤ 1e12
+ * bytes per µs).
  */
 export function fitExpertLogL1(
   points: readonly ExpertPoint[],
@@ -592,6 +621,7 @@ export function fitExpertLogL1(
     expert_us: Math.exp(x[4]!),
     pair_bytes_per_us: Math.exp(x[5]!),
     reread: Math.exp(x[6]!),
+    token_bytes_per_us: Math.exp(x[7]!),
   });
   const obj = expertLogL1Objective(expertColumns(points), compose === 'sum');
   const x0 = [
@@ -602,7 +632,8 @@ export function fitExpertLogL1(
     start.expert_us,
     Math.min(start.pair_bytes_per_us, 1e12),
     start.reread ?? 0,
+    Math.min(start.token_bytes_per_us ?? Infinity, 1e12),
   ].map((v) => Math.log(Math.max(v, 1e-3)));
-  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 160 });
+  const r = patternSearch(obj, x0, [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], { minStep: 0.02, maxEvals: 160 });
   return { c: of(r.x), geo: Math.exp(r.value) };
 }

@@ -16,7 +16,8 @@
  *   moe_expert_per_expert_<d> (us_per_load: µs per touched expert, one load of its weights),
  *   moe_expert_pair_rate_<d> (bytes_per_us: the rank's pairs' activation rows P·H·2),
  *   moe_expert_reread_<d> (dimensionless: HBM passes over a touched expert's L2-missing weights per m-tile past
- *   its first). A floor, m_half, per-expert cost or re-read pinned at 0, or a route or pair term pinned free, is not written (the registry allows 0 only for
+ *   its first), moe_expert_token_rate_<d> (bytes_per_us: the tokens' own activation rows T·H·2). A floor, m_half,
+ *   per-expert cost or re-read pinned at 0, or a route, pair or token term pinned free, is not written (the registry allows 0 only for
  *   not_charged entries); an absent entry prices its term as 0.
  * ci95: seeded bootstrap over series. Holdouts: the largest quarter of token counts; leave one
  * (hidden, inter, experts, topk) shape out. The sum-vs-max comparison (seed footnote 1) is returned as
@@ -93,6 +94,7 @@ export interface ExpertDtypeFit {
     expert_us: [number, number];
     pair_bytes_per_us: [number, number];
     reread: [number, number];
+    token_bytes_per_us: [number, number];
   };
   /** Which coefficients the non-negative fit pinned at 0 (m_half, route). */
   pinned: string[];
@@ -307,6 +309,7 @@ function pinnedOf(c: ExpertCoefficients): string[] {
     ...(c.expert_us === 0 ? ['per_expert (not written)'] : []),
     ...(!Number.isFinite(c.pair_bytes_per_us) ? ['pair_rate (not written: free)'] : []),
     ...(!c.reread ? ['reread (not written)'] : []),
+    ...(!Number.isFinite(c.token_bytes_per_us ?? Infinity) ? ['token_rate (not written: free)'] : []),
   ];
 }
 
@@ -419,6 +422,7 @@ function widen(c: ExpertCoefficients, b: ReturnType<typeof bootstrapExpert>): Ex
     expert_us: w(b.expert_us, c.expert_us),
     pair_bytes_per_us: w(b.pair_bytes_per_us, c.pair_bytes_per_us),
     reread: w(b.reread, c.reread ?? 0),
+    token_bytes_per_us: w(b.token_bytes_per_us, c.token_bytes_per_us ?? Infinity),
   };
 }
 
@@ -441,7 +445,7 @@ function figurePoints(series: readonly ExpertSeries[], pred: readonly number[]):
 /** The notes every entry of a set carries: the law, sum vs max or the kernel, pins, tokens holdout, the left-out rows. */
 function entryNotes(f: ExpertDtypeFit): string[] {
   return [
-    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate + reread·(weights re-read past the first m-tile of ${EXPERT_TILE_M}, L2-missing part)/(HBM·${fmt(f.rates.hbm_derate)}) (core/laws/moe-experts.ts), charged as a sum`,
+    `law: t = floor + D·mats·H·I'·bytes/(HBM·${fmt(f.rates.hbm_derate)}) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + D·per_expert + P·H·2/pair_rate + T·H·2/token_rate + reread·(weights re-read past the first m-tile of ${EXPERT_TILE_M}, L2-missing part)/(HBM·${fmt(f.rates.hbm_derate)}) (core/laws/moe-experts.ts), charged as a sum`,
     ...(f.sum_vs_max
       ? [`sum vs max (each at its best log-L1 fit): geo ${fmt(f.sum_vs_max.sum_geo)} vs ${fmt(f.sum_vs_max.max_geo)}`]
       : [
@@ -495,7 +499,7 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
     ),
   });
   const c = f.coefficients;
-  // A term pinned at 0 (floor, m_half, per_expert, reread) or at "free" (route, pair) is not written: the registry allows 0 only for
+  // A term pinned at 0 (floor, m_half, per_expert, reread) or at "free" (route, pair, token) is not written: the registry allows 0 only for
   // not_charged entries, and an absent entry prices the term as 0 (the evidence notes say which).
   return [
     ...(c.floor_us > 0 ? [mk('floor', c.floor_us, 'us_per_layer', f.ci95.floor_us)] : []),
@@ -509,6 +513,9 @@ function entries(f: ExpertDtypeFit, ctx: FitContext, rowsUsed: number): FamilyFi
       ? [mk('pair_rate', c.pair_bytes_per_us, 'bytes_per_us', f.ci95.pair_bytes_per_us)]
       : []),
     ...(c.reread ? [mk('reread', c.reread, 'dimensionless', f.ci95.reread)] : []),
+    ...(Number.isFinite(c.token_bytes_per_us ?? Infinity)
+      ? [mk('token_rate', c.token_bytes_per_us!, 'bytes_per_us', f.ci95.token_bytes_per_us)]
+      : []),
   ];
 }
 

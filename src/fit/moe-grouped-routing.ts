@@ -158,5 +158,6 @@ export function groupedWork(
     reread_bytes: expertBytes * passes * l2MissFraction(expertBytes, l2_bytes),
     route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
     pair_bytes: pairs * s.hidden * 2,
+    token_bytes: Math.max(0, s.tokens) * s.hidden * 2,
   };
 }

@@ -120,7 +120,10 @@ export interface ExpertLawPlan {
   arithUsPerTouched: number;
   /** One local expert's weights at the derated HBM rate, µs (HBM). */
   readUsPerTouched: number;
-  /** Routed activations per step token k · H · 2 / route_rate plus the rank's pair rows (k·L/E) · H · 2 / pair_rate, µs (HBM). */
+  /**
+   * Routed activations per step token k · H · 2 / route_rate plus the rank's pair rows (k·L/E) · H · 2 / pair_rate plus the
+   * token's own row H · 2 / token_rate, µs (HBM).
+   */
   routeUsPerToken: number;
   /**
    * One touched expert's weights streamed again per m-tile past its first, reread · (L2-missing bytes) / (HBM · derate),
@@ -303,8 +306,9 @@ function addGemmNode(
 /**
  * The fitted expert law for a GroupedGEMM node (issue 13; core/laws/moe-experts.ts; KNOWN DIVERGENCE 12),
  * folded by calling expertWork/expertTerms once on unit work: floor, per-pair and per-touched-expert
- * arithmetic and fixed cost, per-touched-expert read and re-read per extra m-tile, per-token route and pair rows. Needs `moe_expert_eps_max_<dtype>`
- * for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert,pair_rate,reread}_<dtype>` absent price as 0 (the fitter
+ * arithmetic and fixed cost, per-touched-expert read and re-read per extra m-tile, per-token route, pair and token rows. Needs
+ * `moe_expert_eps_max_<dtype>` for the expert weight dtype; `moe_expert_{floor,m_half,route_rate,per_expert,pair_rate,reread,token_rate}_<dtype>`
+ * absent price as 0 (the fitter
  * writes no term pinned at 0). The law is fitted on balanced rows and prices balanced routing: the
  * imbalance median is not applied to it. Undefined (with a note naming the entry) when the entry or
  * the format's dense peak is missing: the caller falls back to the dense GEMM ramp.
@@ -464,6 +468,7 @@ function foldExpertLaw(
     expert_us: ctx.coef.opt(`moe_expert_per_expert_${w}`) ?? 0,
     pair_bytes_per_us: ctx.coef.opt(`moe_expert_pair_rate_${w}`) ?? Infinity,
     reread: ctx.coef.opt(`moe_expert_reread_${w}`) ?? 0,
+    token_bytes_per_us: ctx.coef.opt(`moe_expert_token_rate_${w}`) ?? Infinity,
   };
   const hbm = ctx.coef.chip.hbm_bytes_per_us;
   const r: ExpertRates = {
@@ -490,7 +495,16 @@ function foldExpertLaw(
   const l2_miss_fraction = l2MissFraction(expertBytes, r.l2_bytes);
   const reread_bytes = expertBytes * l2_miss_fraction;
   const perTouched = expertTerms(
-    { ...one, touched: 1, pairs: 0, weight_bytes: expertBytes, route_bytes: 0, pair_bytes: 0, reread_bytes },
+    {
+      ...one,
+      touched: 1,
+      pairs: 0,
+      weight_bytes: expertBytes,
+      route_bytes: 0,
+      pair_bytes: 0,
+      token_bytes: 0,
+      reread_bytes,
+    },
     c,
     r,
   );
@@ -502,6 +516,7 @@ function foldExpertLaw(
       weight_bytes: 0,
       route_bytes: one.route_bytes,
       pair_bytes: one.pair_bytes,
+      token_bytes: one.token_bytes,
       reread_bytes: 0,
     },
     { ...c, m_half: 0 },
@@ -514,8 +529,9 @@ function foldExpertLaw(
     // The fixed cost per touched expert (set-up, scales) is charged with the arithmetic, on the SMs.
     arithUsPerTouched: perTouched.arith_us + perTouched.touch_us,
     readUsPerTouched: perTouched.read_us,
-    // The rank's pairs' activation rows (P·H·2 bytes per step token) are memory traffic, charged with the route.
-    routeUsPerToken: perPair.route_us + perPair.pair_us,
+    // The rank's pairs' activation rows (P·H·2 bytes per step token) and the token's own row (H·2) are memory traffic,
+    // charged with the route.
+    routeUsPerToken: perPair.route_us + perPair.pair_us + perPair.token_us,
     rereadUsPerPass: perTouched.reread_us,
   };
   const reread: ExpertRereadChoice = {

@@ -36,8 +36,8 @@ const allSets = (data: MoeExpertsData): MoeExpertsData['fits'] => [...data.fits,
 
 function table(data: MoeExpertsData): string[] {
   const L = [
-    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | re-read (passes) | n | train geo | holdout tokens geo | holdout shape geo | series (screened, group-routed left out) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| set | distribution | floor (µs/layer) | eps_max | m_half (tokens/expert) | route rate (B/µs) | per touched expert (µs) | pair rate (B/µs) | token rate (B/µs) | re-read (passes) | n | train geo | holdout tokens geo | holdout shape geo | series (screened, group-routed left out) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const f of allSets(data)) {
     const c = f.coefficients;
@@ -46,6 +46,7 @@ function table(data: MoeExpertsData): string[] {
         `${Number.isFinite(c.route_bytes_per_us) ? `${f4(c.route_bytes_per_us)} ${ci(f.ci95.route_bytes_per_us)}` : 'pinned (free)'} | ` +
         `${c.expert_us > 0 ? `${f4(c.expert_us)} ${ci(f.ci95.expert_us)}` : 'pinned (0)'} | ` +
         `${Number.isFinite(c.pair_bytes_per_us) ? `${f4(c.pair_bytes_per_us)} ${ci(f.ci95.pair_bytes_per_us)}` : 'pinned (free)'} | ` +
+        `${Number.isFinite(c.token_bytes_per_us ?? Infinity) ? `${f4(c.token_bytes_per_us!)} ${ci(f.ci95.token_bytes_per_us)}` : 'pinned (free)'} | ` +
         `${c.reread ? `${f4(c.reread)} ${ci(f.ci95.reread)}` : 'pinned (0)'} | ${f.train.n} | ${f4(f.train.geo)} | ` +
         `${f.holdout_tokens ? `${f4(f.holdout_tokens.geo)} (tokens ≥ ${f.holdout_tokens.min_tokens})` : 'n/a'} | ${f.holdout_shape ? `${f4(f.holdout_shape.geo)} (${f.holdout_shape.geometries} shapes)` : 'n/a'} | ${f.series} (${f.screened.length}, ${f.group_routed.length}) |`,
     );
@@ -243,7 +244,7 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
   const L = [
     `## MoE expert time (${data.chip})`,
     '',
-    'Law (core/laws/moe-experts.ts): t = floor + D·per_expert + D·mats·H·I′·bytes/(HBM·hbm_derate) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + P·H·2/pair_rate, ' +
+    'Law (core/laws/moe-experts.ts): t = floor + D·per_expert + D·mats·H·I′·bytes/(HBM·hbm_derate) + W·(P + D·m_half)/(peak·eps_max) + T·k·H·2/route_rate + P·H·2/pair_rate + T·H·2/token_rate, ' +
       'charged as a sum; D distinct local experts touched (routing law), P routed pairs on the rank, W FLOPs per pair. ' +
       `HBM derate ${f4(data.hbm_derate)} (${data.hbm_derate_source}). Relative least squares, coefficients bounded (eps_max ≤ 1, the rest ≥ 0); ci95 from a seeded bootstrap over series.`,
     '',

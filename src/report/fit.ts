@@ -68,7 +68,7 @@ export function familySection(f: FitFamilyResult, chip: Chip): FitSection {
 function moeExpertsSummary(f: MoeExpertsFit): string[] {
   return [...f.data.fits, ...f.data.kernel_fits].map(
     (r) =>
-      `moe_experts ${r.set}: floor ${fmt(r.coefficients.floor_us)} us, eps_max ${fmt(r.coefficients.eps_max)}, m_half ${fmt(r.coefficients.m_half)} tok/expert, route ${fmt(r.coefficients.route_bytes_per_us)} B/us, ${fmt(r.coefficients.expert_us)} us per touched expert, pair ${fmt(r.coefficients.pair_bytes_per_us)} B/us, re-read ${fmt(r.coefficients.reread ?? 0)}; train geo ${fmt(r.train.geo)}, holdout tokens ${r.holdout_tokens ? fmt(r.holdout_tokens.geo) : 'n/a'}, shape ${r.holdout_shape ? fmt(r.holdout_shape.geo) : 'n/a'}${r.sum_vs_max ? `; sum ${fmt(r.sum_vs_max.sum_geo)} vs max ${fmt(r.sum_vs_max.max_geo)}` : ''}`,
+      `moe_experts ${r.set}: floor ${fmt(r.coefficients.floor_us)} us, eps_max ${fmt(r.coefficients.eps_max)}, m_half ${fmt(r.coefficients.m_half)} tok/expert, route ${fmt(r.coefficients.route_bytes_per_us)} B/us, ${fmt(r.coefficients.expert_us)} us per touched expert, pair ${fmt(r.coefficients.pair_bytes_per_us)} B/us, token ${fmt(r.coefficients.token_bytes_per_us ?? Infinity)} B/us, re-read ${fmt(r.coefficients.reread ?? 0)}; train geo ${fmt(r.train.geo)}, holdout tokens ${r.holdout_tokens ? fmt(r.holdout_tokens.geo) : 'n/a'}, shape ${r.holdout_shape ? fmt(r.holdout_shape.geo) : 'n/a'}${r.sum_vs_max ? `; sum ${fmt(r.sum_vs_max.sum_geo)} vs max ${fmt(r.sum_vs_max.max_geo)}` : ''}`,
   );
 }
 

@@ -36,7 +36,7 @@ import type { FitContext } from '../../src/fit/types.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import { listMeasurementFiles, readMeasurements } from '../../src/measurements/store.ts';
 
-/** The expert law's seven coefficients, in the order the recovery tests check them. */
+/** The expert law's eight coefficients, in the order the recovery tests check them. */
 const LAW_COEFS = [
   'floor_us',
   'eps_max',
@@ -45,6 +45,7 @@ const LAW_COEFS = [
   'expert_us',
   'pair_bytes_per_us',
   'reread',
+  'token_bytes_per_us',
 ] as const;
 import { moeExpertsSection, sumVsMaxVerdict } from '../../src/report/fit-moe-experts.ts';
 
@@ -334,6 +335,8 @@ describe('fitMoeExperts recovers known coefficients', () => {
     // (4096, 14336) fp8 experts (176 MB each, past h200's 50 MiB L2) at tp 1 run m up to 4,096: 31 passes re-read, the
     // first (m = 256 at 1,024 tokens) below the tokens holdout's cut (2,048).
     reread: 0.8,
+    // The tokens' own rows: the shapes route each token to 8, 2 or 1 experts, so it is told apart from the route term.
+    token_bytes_per_us: 1e6,
   };
   const fit = fitMoeExperts(synthetic(truth, 0.86), ctx(0.86));
   const f = fit.data.fits.find((x) => x.dtype === 'fp8_block')!;
@@ -351,7 +354,7 @@ describe('fitMoeExperts recovers known coefficients', () => {
     expect(f.holdout_shape!.geo).toBeLessThan(1.05);
     expect(f.distribution).toBe('balanced');
   });
-  it('writes seven entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
+  it('writes eight entries per dtype that pass the gates, and the sum beats the max on data made by the sum', () => {
     expect(fit.coefficients.map((c) => c.name)).toEqual([
       'moe_expert_floor_fp8_block',
       'moe_expert_eps_max_fp8_block',
@@ -360,6 +363,7 @@ describe('fitMoeExperts recovers known coefficients', () => {
       'moe_expert_per_expert_fp8_block',
       'moe_expert_pair_rate_fp8_block',
       'moe_expert_reread_fp8_block',
+      'moe_expert_token_rate_fp8_block',
     ]);
     expect(applyGates(H200, fit.coefficients)).toEqual([]);
     expect(f.sum_vs_max!.sum_better).toBe(true);
@@ -402,6 +406,7 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
     expert_us: 0.5,
     pair_bytes_per_us: 3e6,
     reread: 0.5,
+    token_bytes_per_us: 5e5,
   };
   const cutlass: ExpertCoefficients = {
     floor_us: 45,
@@ -411,6 +416,7 @@ describe('per-kernel sets: the lane\'s kernel per ep mode, fitted on its own row
     expert_us: 2,
     pair_bytes_per_us: 1e6,
     reread: 1.2,
+    token_bytes_per_us: 1.2e6,
   };
   const T = 'vllm_fp8moe_triton_tritonexperts';
   const C = 'vllm_fp8moe_flashinfer_cutlass_flashinferexperts';

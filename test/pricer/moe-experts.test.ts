@@ -20,13 +20,27 @@ const H200 = loadRegistryFile(path.join(REPO_ROOT, 'registry', 'h200.yaml'));
 const DTYPE = 'fp8_block';
 
 /** Copy of sets with the named coefficients' values replaced (`undefined` removes the entry). */
-function withValues(sets: readonly CoefficientSet[], values: Record<string, number | undefined>): CoefficientSet[] {
-  return sets.map((s) => ({
-    ...s,
-    coefficients: s.coefficients
+/**
+ * The sets with entries' values replaced (undefined drops the entry); a name the sets lack is added to the set of
+ * `like[name]`, as a copy of that entry with the value (a term a refit pinned, kept here so the answer stays fixed).
+ */
+function withValues(
+  sets: readonly CoefficientSet[],
+  values: Record<string, number | undefined>,
+  like: Record<string, string> = {},
+): CoefficientSet[] {
+  return sets.map((s) => {
+    const kept = s.coefficients
       .filter((c) => !(c.name in values) || values[c.name] !== undefined)
-      .map((c) => (c.name in values ? { name: c.name, entry: { ...c.entry, value: values[c.name]! } } : c)),
-  }));
+      .map((c) => (c.name in values ? { name: c.name, entry: { ...c.entry, value: values[c.name]! } } : c));
+    const added = Object.entries(like).flatMap(([name, from]) => {
+      const t = s.coefficients.find((c) => c.name === from);
+      return t && !s.coefficients.some((c) => c.name === name)
+        ? [{ name, entry: { ...t.entry, value: values[name]! } }]
+        : [];
+    });
+    return { ...s, coefficients: [...kept, ...added] };
+  });
 }
 
 /** `n` decode requests of one token at 4,096 context (the seed's figure). */
@@ -59,16 +73,25 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
   it('one layer at one token: the hand-worked known answer', () => {
     // Coefficients pinned here (the values the fit wrote on 2026-12-02 with the per-touched-expert and pair
     // terms, before its balanced-routing D; m_half left out: the stored fit now pins it at 0 and writes no
-    // entry to pin), so a refit does not move the answer. The pooled set: the kernel sets are left out.
-    const sets = withValues(POOLED, {
-      [`moe_expert_floor_${DTYPE}`]: 31.15,
-      [`moe_expert_eps_max_${DTYPE}`]: 0.4917,
-      [`moe_expert_m_half_${DTYPE}`]: undefined,
-      [`moe_expert_route_rate_${DTYPE}`]: 4_850_000,
-      [`moe_expert_per_expert_${DTYPE}`]: 0.1472,
-      [`moe_expert_pair_rate_${DTYPE}`]: 781_200,
-      hbm_derate: 0.8576,
-    });
+    // entry to pin; a token rate of 600,000 B/µs, near the 588,600 of session 16, whose fit pins the route term
+    // free: its entry is added back here), so a refit does not move the answer. The pooled set: the kernel sets are left out.
+    const sets = withValues(
+      POOLED,
+      {
+        [`moe_expert_floor_${DTYPE}`]: 31.15,
+        [`moe_expert_eps_max_${DTYPE}`]: 0.4917,
+        [`moe_expert_m_half_${DTYPE}`]: undefined,
+        [`moe_expert_route_rate_${DTYPE}`]: 4_850_000,
+        [`moe_expert_per_expert_${DTYPE}`]: 0.1472,
+        [`moe_expert_pair_rate_${DTYPE}`]: 781_200,
+        [`moe_expert_token_rate_${DTYPE}`]: 600_000,
+        hbm_derate: 0.8576,
+      },
+      {
+        [`moe_expert_route_rate_${DTYPE}`]: `moe_expert_pair_rate_${DTYPE}`,
+        [`moe_expert_token_rate_${DTYPE}`]: `moe_expert_pair_rate_${DTYPE}`,
+      },
+    );
     // DeepSeek-V3 MoE layer: H = 7168, I = 2048, E = 256, k = 8, gated (3 matrices); tp 8, ep 1.
     //   L = E/ep = 256 local experts; I' = 2048/8 = 256; T = 1 token.
     //   P = T·k·L/E = 8 pairs; D = L·(1 − ((E−k)/E)^T) = 256·(1 − 248/256) = 8 experts touched.
@@ -78,11 +101,12 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     //         = 88,080,384 / 973,074,300                                               =  0.09052 µs
     //   route = T·k·H·2 / route_rate = 114,688 / 4,850,000                            =  0.02365 µs
     //   pair  = P·H·2 / pair_rate = 8·7168·2 / 781,200 = 114,688 / 781,200            =  0.14681 µs
+    //   token = T·H·2 / token_rate = 7168·2 / 600,000 = 14,336 / 600,000               =  0.02389 µs
     //   touch = D · per_expert = 8 · 0.1472                                            =  1.17760 µs
     //   floor                                                                          = 31.15 µs
-    //   t = 31.15 + 10.69851 + 0.09052 + 0.02365 + 0.14681 + 1.17760                   = 43.2871 µs
+    //   t = 31.15 + 10.69851 + 0.09052 + 0.02365 + 0.14681 + 0.02389 + 1.17760         = 43.3110 µs
     const p = makePricer('deepseek-v3', 'h200', deployment, sets);
-    expect(expertUsPerLayer(p, 1)).toBeCloseTo(43.2871, 3);
+    expect(expertUsPerLayer(p, 1)).toBeCloseTo(43.311, 3);
     expect(p.price(decode(1)).extrapolation_notes.some((n) => n.includes('moe_expert_eps_max'))).toBe(false);
   });
 
@@ -97,6 +121,7 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
       route_bytes_per_us: reg(`moe_expert_route_rate_${set}`) ?? Infinity,
       expert_us: reg(`moe_expert_per_expert_${set}`) ?? 0,
       pair_bytes_per_us: reg(`moe_expert_pair_rate_${set}`) ?? Infinity,
+      token_bytes_per_us: reg(`moe_expert_token_rate_${set}`) ?? Infinity,
     });
     const r = {
       peak_flops_per_us: chip.peak_tflops.fp8! * 1e6,
@@ -134,6 +159,7 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
       route_bytes_per_us: reg('moe_expert_route_rate_bf16') ?? Infinity,
       expert_us: reg('moe_expert_per_expert_bf16') ?? 0,
       pair_bytes_per_us: reg('moe_expert_pair_rate_bf16') ?? Infinity,
+      token_bytes_per_us: reg('moe_expert_token_rate_bf16') ?? Infinity,
       reread,
     };
     const r = {
@@ -231,7 +257,7 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     // 1 token: the row touches 8 experts, as real routing does (the collector's one expert per group: k = 8 picks
     // over 8 groups; the grouped top-k keeps 4 groups and fills the rest with 4 more experts of them).
     const r1 = expertUsPerLayer(p, 1) / measured(1);
-    expect(r1).toBeCloseTo(0.8938, 3);
+    expect(r1).toBeCloseTo(0.8656, 3); // 0.8938 before the token term (session 16: Triton's floor 37.93 → 36.27 µs)
     expect(1 / r1).toBeLessThanOrEqual(bound * 1.05);
     // 256 tokens: the row is not balanced routing. Under DeepSeek-V3's grouped top-k (n_group 8, topk_group 4) the
     // collector's balanced logits tie every group, so every token lands in groups 0–3: the row touches 128 experts,
@@ -246,8 +272,8 @@ describe('experts on the fitted law (deepseek-v3, h200, fp8_block, tp 8)', () =>
     const priced = expertUsPerLayer(p, 256);
     expect(priced).toBeGreaterThan(measured(256));
     // Less the read of the 128 experts the row does not touch, the priced layer is within 1 % of the row:
-    // (465.5 − 171.2) / 291.8 = 1.009.
-    expect((priced - readOf(128)) / measured(256)).toBeCloseTo(1.009, 2);
+    // (463.7 − 171.2) / 291.8 = 1.003 (1.009 before the token term, session 16).
+    expect((priced - readOf(128)) / measured(256)).toBeCloseTo(1.003, 2);
     // price says the law was fitted without this geometry's balanced rows; Kimi-K2 (n_group 1) gets no such note.
     const notes = (m: string) => makePricer(m, 'h200', deployment, H200).info.assumptions;
     expect(notes('deepseek-v3').some((n) => n.includes("fitted without h7168/i2048/e256/top8's balanced rows"))).toBe(

@@ -16,16 +16,20 @@
  *   touch = D · expert_us                µs: a fixed cost per touched expert (its scales, its tile set-up)
  *   pair  = P · H · 2 / pair_rate        µs: every (token, expert) pair on the rank moves one bf16 activation
  *                                       row of H elements through the grouped GEMM (gathered in, written out)
+ *   token = T · H · 2 / token_rate       µs: every token entering the layer has its bf16 activation row read and its
+ *                                       output row written once, however many experts it picks (the input's
+ *                                       quantisation and permutation, the final reduction)
  *   reread = reread · D · mats·H·I'·bytes · (⌈m / 128⌉ − 1) · max(0, 1 − L2 / (mats·H·I'·bytes)) / (HBM · hbm_derate)
  *                                       µs: every m-tile of 128 rows past a touched expert's first streams its
  *                                       weights again, and the part of one expert's weights that does not fit in
  *                                       L2 comes from HBM (EXPERT_TILE_M; l2MissFraction)
- *   t     = floor + touch + read + reread + arith + route + pair   (charged as a SUM, seed footnote 1)
- *   t_max = floor + touch + max(read + reread, arith) + route + pair  (the alternative the footnote rejects; kept for the comparison)
+ *   t     = floor + touch + read + reread + arith + route + pair + token   (charged as a SUM, seed footnote 1)
+ *   t_max = floor + touch + max(read + reread, arith) + route + pair + token  (the alternative the footnote rejects; kept for the comparison)
  *
  * The fitted coefficients per chip and dtype are eps_max, m_half (tokens per expert), floor (µs per
  * layer: routing, launches), route_rate (bytes per µs), expert_us (µs per touched expert), pair_rate
- * (bytes per µs) and reread (dimensionless: HBM passes over the L2-missing weights per extra m-tile). The
+ * (bytes per µs), token_rate (bytes per µs) and reread (dimensionless: HBM passes over the L2-missing weights per
+ * extra m-tile). The
  * re-read term (stepcal's, 2026-12-02, docs/fitting.md "Weights re-read past the first m-tile") is the ramp's
  * fall past m ≈ 512 on large experts: without it the law is 0.45–0.8× the measured there. The route, touch and pair terms are stepcal's additions to the seed's law (KNOWN DIVERGENCE 12, docs/pricer.md):
  * without the route term the fused-MoE tables are missed by 1.2–1.6× (geo) at wide ep and tp, where the
@@ -33,7 +37,9 @@
  * per-tensor fp8 CUTLASS experts on h200/h100 are missed by 1.45–1.57× (holdout geo), their time at
  * small batches rising ~10 µs per touched expert whatever its size; without the pair term the time per pair
  * at large tokens per expert on narrow experts (I' ≤ 128) is 3–18× what the ramp charges (rtx-pro-6000
- * fp8), and the law extrapolated past 2,048 tokens is 1.6–1.8× too fast (tokens holdout geo) (docs/fitting.md "MoE expert time"). At ep = 1 the
+ * fp8), and the law extrapolated past 2,048 tokens is 1.6–1.8× too fast (tokens holdout geo) (docs/fitting.md "MoE expert time"); the token
+ * term (session 16) is a cost per token that does not grow with k: without it the law fitted on the other shapes
+ * over-prices the many-expert (top-8) shapes and under-prices the top-1/top-2 ones (shape holdout). At ep = 1 the
  * route and pair bytes coincide (P = T·k); at ep > 1 the route counts every routed copy, the pair term
  * only the rank's own.
  * Units: µs, bytes, FLOPs; peaks in FLOPs per µs, HBM in bytes per µs. Pure.
@@ -136,6 +142,8 @@ export interface ExpertCoefficients {
   pair_bytes_per_us: number;
   /** HBM passes over a touched expert's L2-missing weights per m-tile past its first (dimensionless); absent or 0 = none. */
   reread?: number;
+  /** Rate at which the tokens' own activation rows (T·H·2 bytes) are read and written, bytes per µs; absent or Infinity = free. */
+  token_bytes_per_us?: number;
 }
 
 /** The shape-only quantities of the law (no coefficients). */
@@ -154,6 +162,8 @@ export interface ExpertWork {
   route_bytes: number;
   /** Activation bytes of the rank's pairs P · H · 2 (one bf16 row of H per local (token, expert) pair). */
   pair_bytes: number;
+  /** Activation bytes of the tokens entering the layer T · H · 2 (one bf16 row of H per token, whatever its k). */
+  token_bytes: number;
   /**
    * Weight bytes streamed again past each touched expert's first m-tile, from HBM:
    * weight_bytes · expertRereadPasses(m) · l2MissFraction(one expert's bytes, L2) (0 without an L2 size).
@@ -188,10 +198,11 @@ export function expertWork(s: ExpertLayerShape, bytes_per_element: number, l2_by
     reread_bytes: touched * expertBytes * expertRereadPasses(m) * l2MissFraction(expertBytes, l2_bytes),
     route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
     pair_bytes: pairs * s.hidden * 2,
+    token_bytes: Math.max(0, s.tokens) * s.hidden * 2,
   };
 }
 
-/** The seven terms of the law, µs. */
+/** The eight terms of the law, µs. */
 export interface ExpertTerms {
   floor_us: number;
   /** Fixed cost of the touched experts, D · expert_us. */
@@ -203,6 +214,8 @@ export interface ExpertTerms {
   route_us: number;
   /** The rank's pairs' activation rows, P·H·2 / pair_rate. */
   pair_us: number;
+  /** The tokens' own activation rows, T·H·2 / token_rate (0 without a token rate). */
+  token_us: number;
 }
 
 /** The weight read of the touched experts at the derated HBM rate, µs: weight_bytes / (HBM · hbm_derate). */
@@ -212,8 +225,8 @@ export function expertReadUs(w: ExpertWork, r: ExpertRates): number {
 
 /**
  * The law's terms for one layer: floor, fixed cost per touched expert, weight read at the derated HBM rate, grouped-GEMM
- * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic, the rank's pairs' activation rows. A batch that
- * touches nothing costs only the floor.
+ * arithmetic on the ramp ε(m) over tokens per expert, routed-activation traffic, the rank's pairs' activation rows, the tokens'
+ * own rows. A batch that touches nothing costs only the floor.
  */
 export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates): ExpertTerms {
   const read_us = expertReadUs(w, r);
@@ -227,20 +240,21 @@ export function expertTerms(w: ExpertWork, c: ExpertCoefficients, r: ExpertRates
     arith_us,
     route_us: w.route_bytes / c.route_bytes_per_us,
     pair_us: w.pair_bytes / c.pair_bytes_per_us,
+    token_us: c.token_bytes_per_us ? w.token_bytes / c.token_bytes_per_us : 0,
   };
 }
 
-/** Expert time of one layer charged as the seed does: floor + touch + read + re-read + arithmetic + route + pair (µs). */
+/** Expert time of one layer charged as the seed does: floor + touch + read + re-read + arithmetic + route + pair + token (µs). */
 export function expertLayerUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
   const t = expertTerms(expertWork(s, r.bytes_per_element, r.l2_bytes), c, r);
-  return t.floor_us + t.touch_us + t.read_us + t.reread_us + t.arith_us + t.route_us + t.pair_us;
+  return t.floor_us + t.touch_us + t.read_us + t.reread_us + t.arith_us + t.route_us + t.pair_us + t.token_us;
 }
 
 /**
- * The rejected alternative: floor + touch + max(read + re-read, arithmetic) + route + pair (µs). Used only for the
+ * The rejected alternative: floor + touch + max(read + re-read, arithmetic) + route + pair + token (µs). Used only for the
  * sum-vs-max comparison.
  */
 export function expertLayerMaxUs(s: ExpertLayerShape, c: ExpertCoefficients, r: ExpertRates): number {
   const t = expertTerms(expertWork(s, r.bytes_per_element, r.l2_bytes), c, r);
-  return t.floor_us + t.touch_us + Math.max(t.read_us + t.reread_us, t.arith_us) + t.route_us + t.pair_us;
+  return t.floor_us + t.touch_us + Math.max(t.read_us + t.reread_us, t.arith_us) + t.route_us + t.pair_us + t.token_us;
 }
