@@ -369,6 +369,17 @@ describe('fitMoeExperts recovers known coefficients', () => {
     expect(f.sum_vs_max!.sum_better).toBe(true);
     expect(fit.coefficients[0]!.entry.evidence!.family).toBe('moe_experts');
   });
+  it('rows of one k: the token column is the route column over k, so the token term is pinned free and the route carries both', () => {
+    // Only the top-8 shapes: X = T·H·2 = R / 8 on every row, so 1/route_rate + 1/(8·token_rate) is one unknown:
+    // 1 / (1/2e6 + 1/(8·1e6)) = 1 / (5e-7 + 1.25e-7) = 1.6e6 B/µs.
+    const rows = synthetic(truth, 0.86).filter((r) => r.topk === 8);
+    const g = fitMoeExperts(rows, ctx(0.86));
+    const one = g.data.fits.find((x) => x.dtype === 'fp8_block')!;
+    expect(one.coefficients.token_bytes_per_us).toBe(Infinity);
+    expect(one.pinned).toContain('token_rate (not written: free)');
+    expect(Math.abs(one.coefficients.route_bytes_per_us / 1.6e6 - 1)).toBeLessThan(0.1);
+    expect(g.coefficients.map((c) => c.name)).not.toContain('moe_expert_token_rate_fp8_block');
+  });
   it('falls back to power_law_1.01 rows when a table has no balanced routing (a100) and says so', () => {
     const rows = synthetic(truth, 0.86).map((r) => ({ ...r, distribution: 'power_law_1.01' }));
     const g = fitMoeExperts(rows, ctx(0.86)).data.fits[0]!;
