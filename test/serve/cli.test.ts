@@ -68,15 +68,34 @@ describe('stepcal serve', () => {
       '--json',
     ]);
     expect(s.code).toBe(0);
-    const t = await cli(['trace', file, '--unit', 'us', '--json']);
+    // The file carries its unit: no --unit needed (before, trace read these µs as ms, 1000× off).
+    expect(JSON.parse(readFileSync(file, 'utf8')).unit).toBe('us');
+    const t = await cli(['trace', file, '--json']);
     expect(t.code).toBe(0);
     const sv = JSON.parse(s.stdout).metrics;
     const tv = JSON.parse(t.stdout);
+    expect(tv.input_unit).toBe('us');
     expect(tv.ttft.n).toBe(6);
+    expect(sv.ttft.mean_us).toBeGreaterThan(1000); // a real figure, tens of ms: a 10³ slip would show
     expect(tv.ttft.mean_us).toBeCloseTo(sv.ttft.mean_us, 6);
     expect(tv.ttft.p50_us).toBeCloseTo(sv.ttft.p50_us, 6);
     expect(tv.gaps.mean_us).toBeCloseTo(sv.itl.mean_us, 6);
     expect(tv.tokens_per_s).toBeCloseTo(sv.whole.output_tokens_per_s, 6);
+    // TPOT: one mean gap per request
+    const per = JSON.parse((await cli(['trace', file, '--per-request-mean', '--json'])).stdout);
+    expect(per.gaps.n).toBe(sv.tpot.n);
+    expect(per.gaps.mean_us).toBeCloseTo(sv.tpot.mean_us, 6);
+    // the table prints the file's unit: serve's mean TTFT in ms × 1000
+    const table = await cli(['trace', file]);
+    const ttftLine = /TTFT \(us\): n=6, mean=([\d.]+)/.exec(table.stdout);
+    expect(Number(ttftLine?.[1])).toBeCloseTo(sv.ttft.mean_us, 2);
+    // --unit equal to the file's is fine; a contradicting one is refused naming the file and field
+    expect((await cli(['trace', file, '--unit', 'us', '--json'])).stdout).toBe(t.stdout);
+    const clash = await cli(['trace', file, '--unit', 'ms']);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toContain(
+      'tl.json column "unit": the file declares its times in us, but they were to be read in ms',
+    );
     // publish gap D = 0: the first token is delivered when the step that ends its prompt returns
     expect(tv.requests.every((r: { publish_us: number }) => r.publish_us === 0)).toBe(true);
   });

@@ -214,7 +214,10 @@ function runOnce(o: Opts): void {
   const { workload, text } = workloadFrom(o);
   const r = runServe(workload, s.pricer, s.config);
   if (o.timelines)
-    writeFileAtomic(o.timelines, JSON.stringify(r.runs.flatMap((x) => x.requests).map(traceJsonRecord)) + '\n');
+    writeFileAtomic(
+      o.timelines,
+      JSON.stringify({ unit: 'us', requests: r.runs.flatMap((x) => x.requests).map(traceJsonRecord) }) + '\n',
+    );
   const notes = [...new Set(r.runs.flatMap((x) => x.steps.notes))];
   const header = headerOf(s, o, text);
   if (o.json) {
@@ -240,11 +243,11 @@ function runOnce(o: Opts): void {
   process.stdout.write(serveReport(header, r.metrics, notes));
   if (o.timelines)
     process.stdout.write(
-      `\nwrote ${displayPath(o.timelines)} (read it with \`stepcal trace --unit us ${displayPath(o.timelines)}\`)\n`,
+      `\nwrote ${displayPath(o.timelines)} (times in µs, declared in the file; read it with \`stepcal trace ${displayPath(o.timelines)}\`)\n`,
     );
 }
 
-/** A served request in `stepcal trace`'s JSON format (µs: read with --unit us). */
+/** A served request in `stepcal trace`'s JSON format, times in µs (the file's `unit`, written beside the requests). */
 function traceJsonRecord(r: Parameters<typeof toRecord>[0]): object {
   const x = toRecord(r);
   return {
