@@ -235,13 +235,35 @@ function rawAt(o: unknown, column: string): unknown {
   return m ? (rec[m[1]!] as unknown[] | undefined)?.[Number(m[2])] : rec[column];
 }
 
+/** A JSON trace's requests, in µs, and the unit they were read in. */
+export interface ParsedTrace {
+  records: RequestRecord[];
+  unit: TimeUnit;
+}
+
 /**
- * Parse the chapter's JSON trace (core/schemas/trace.ts `TraceJsonSchema`, `TraceRequestSchema`):
- * an array (or `{requests: [...]}`) of `{id, arrival, prompt_start, prompt_end, tokens: [t1, …]}`,
- * times in `unit`. Rows in errors are 1-based request positions in the array.
- * @throws InputError naming file, request position and field
+ * The unit a JSON trace declares (`{"unit": "us", "requests": [...]}`, as `stepcal serve --timelines`
+ * writes it), or undefined for a bare array or an object without `unit`.
+ * @throws InputError naming the file and field "unit" when it is not ms, us or s
  */
-export function parseTraceJson(text: string, file: string, unit: TimeUnit): RequestRecord[] {
+function declaredUnit(top: unknown, file: string): TimeUnit | undefined {
+  if (Array.isArray(top) || typeof top !== 'object' || top === null || !('unit' in top)) return undefined;
+  const u = (top as { unit: unknown }).unit;
+  if (typeof u === 'string' && Object.hasOwn(TIME_UNITS, u)) return u as TimeUnit;
+  throw new InputError({ file, column: 'unit' }, `expected "ms", "us" or "s", got ${JSON.stringify(u)}`);
+}
+
+/**
+ * Read the chapter's JSON trace (core/schemas/trace.ts `TraceJsonSchema`, `TraceRequestSchema`):
+ * an array (or `{unit?, requests: [...]}`) of `{id, arrival, prompt_start, prompt_end, tokens: [t1, …]}`.
+ * Times are in the unit the file declares (`unit`: ms, us or s), else in `given`, else ms. Rows in
+ * errors are 1-based request positions in the array.
+ * @param given the unit the caller was told (`stepcal trace --unit`); undefined = none
+ * @throws InputError naming the file and field "unit" when `given` contradicts the declared unit (the
+ *   file knows its own unit: a contradicting flag would silently scale every time by 10³ or 10⁶), or
+ *   naming file, request position and field for a bad request
+ */
+export function readTraceJson(text: string, file: string, given?: TimeUnit): ParsedTrace {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -251,9 +273,16 @@ export function parseTraceJson(text: string, file: string, unit: TimeUnit): Requ
   const top = TraceJsonSchema.safeParse(raw);
   if (!top.success)
     throw new InputError({ file }, 'expected a JSON array of requests (or an object with a "requests" array)');
+  const declared = declaredUnit(top.data, file);
+  if (declared !== undefined && given !== undefined && given !== declared)
+    throw new InputError(
+      { file, column: 'unit' },
+      `the file declares its times in ${declared}, but they were to be read in ${given} (--unit ${given}); drop --unit, or fix the file's "unit"`,
+    );
+  const unit = declared ?? given ?? 'ms';
   const list = Array.isArray(top.data) ? top.data : top.data.requests;
   const k = TIME_UNITS[unit];
-  return list.map((item, i) => {
+  const records = list.map((item, i): RequestRecord => {
     const row = i + 1;
     const r = TraceRequestSchema.safeParse(item);
     if (!r.success) throw traceIssue(r.error, file, row, unit, (c) => rawAt(item, c));
@@ -267,6 +296,15 @@ export function parseTraceJson(text: string, file: string, unit: TimeUnit): Requ
       where: { file, row },
     };
   });
+  return { records, unit };
+}
+
+/**
+ * `readTraceJson`'s requests, times in `unit` (a file that declares another unit is refused).
+ * @throws InputError as readTraceJson
+ */
+export function parseTraceJson(text: string, file: string, unit: TimeUnit): RequestRecord[] {
+  return readTraceJson(text, file, unit).records;
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import Papa from 'papaparse';
 import { InputError } from '../core/errors.ts';
-import { GrowingBytes, POW10, writeNumber } from './number-text.ts';
+import { decimalNumber, GrowingBytes, POW10, writeNumber } from './number-text.ts';
 
 /** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
 export type Cell = string | number | bigint | boolean | null | undefined;
@@ -30,8 +30,9 @@ export interface CellTable {
   /** The cell's text, trimmed ('' when empty or missing): `textCell`'s value. */
   text(r: number, j: number): string;
   /**
-   * The cell as a number: a number cell itself, a bigint converted, a non-blank decimal string through
-   * `Number()` (a hex, octal or binary literal is NaN); NaN for anything else (blank, missing). `numCell`'s value before its finite check.
+   * The cell as a number: a number cell itself, a bigint converted, a decimal string's value
+   * (number-text.ts `decimalNumber`: a blank, a hex, octal or binary literal or `Infinity` is NaN); NaN
+   * for anything else (missing). `numCell`'s value before its finite check.
    */
   num(r: number, j: number): number;
   /** The cell as read (error messages). */
@@ -57,13 +58,11 @@ function textOfCell(cell: Cell): string {
   return cell === null || cell === undefined ? '' : String(cell).trim();
 }
 
-/** A hex, octal or binary literal (`0x80`, `0o7`, `0b1`): `Number()` reads them, a measured table never means them. */
-const RADIX_LITERAL = /^\s*[+-]?0[xXoObB]/;
-
+/** A number cell itself, a bigint converted, a string through `decimalNumber` (number-text.ts); else NaN. */
 function numberOfCell(cell: Cell): number {
   if (typeof cell === 'number') return cell;
   if (typeof cell === 'bigint') return Number(cell);
-  if (typeof cell === 'string' && cell.trim() !== '' && !RADIX_LITERAL.test(cell)) return Number(cell);
+  if (typeof cell === 'string') return decimalNumber(cell);
   return NaN;
 }
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { createGzip, gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
+import { decimalNumber } from './number-text.ts';
 import { RowColumns, type RowList, readerOf } from './row-columns.ts';
 import { compileRowReader, type RowReader } from './row-check.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
@@ -326,16 +327,17 @@ function rowReader(family: Family): RowReader | undefined {
 }
 
 /**
- * A numeric cell's value: '' is 0 in an optional column; otherwise a finite number, positive for
- * `latency_us` and `measured_us`. @throws InputError naming file, row and column.
+ * A numeric cell's value: '' is 0 in an optional column; otherwise a finite decimal number
+ * (number-text.ts `decimalNumber`: not `0x10`, `0b1`, `Infinity`), positive for `latency_us` and
+ * `measured_us`. @throws InputError naming file, row and column.
  */
 function numberCell(col: string, cell: string, file: string, r: number): number {
-  const v = cell === '' && OPTIONAL_COLUMNS.has(col) ? 0 : Number(cell);
+  const v = cell === '' && OPTIONAL_COLUMNS.has(col) ? 0 : decimalNumber(cell);
   if (cell === '' && !OPTIONAL_COLUMNS.has(col)) {
     throw new InputError({ file, row: r, column: col }, 'expected a number, got an empty cell');
   }
   if (!Number.isFinite(v))
-    throw new InputError({ file, row: r, column: col }, `expected a finite number, got "${cell}"`);
+    throw new InputError({ file, row: r, column: col }, `expected a finite number (decimal), got "${cell}"`);
   if ((col === 'latency_us' || col === 'measured_us') && v <= 0) {
     throw new InputError({ file, row: r, column: col }, `expected a positive number (µs), got ${cell}`);
   }
@@ -639,9 +641,9 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
           ? need(name, 'by every row')
           : (cell(name) ?? '');
       if (v === '') return 0;
-      const x = Number(v);
+      const x = decimalNumber(v);
       if (!Number.isFinite(x))
-        throw new InputError({ file, row: r, column: name }, `expected a finite number, got "${v}"`);
+        throw new InputError({ file, row: r, column: name }, `expected a finite number (decimal), got "${v}"`);
       if (name === 'measured_us' && !(x > 0))
         throw new InputError({ file, row: r, column: name }, `expected a positive number (µs), got ${v}`);
       if (x < 0) throw new InputError({ file, row: r, column: name }, `expected a non-negative number, got ${v}`);

@@ -12,6 +12,20 @@ import { UserError } from '../core/errors.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
 import type { Batch, StepPrice } from './types.ts';
 
+/** How a limit overridden by `--allow-over-capacity` is noted (price, sweep, serve). */
+export const OVER_CAPACITY_NOTE = 'over capacity (--allow-over-capacity): ';
+
+/**
+ * The context-limit problem of a request that reaches `tokens` positions, or undefined within the
+ * limit (or with no stated limit). The one wording of the check: price, sweep and serve.
+ * @param maxPositions the model's max_position_embeddings; undefined = no stated limit
+ * @example contextProblem('llama-3.1-70b', 200000, 131072) → "context: a request reaches 200000 tokens, over llama-3.1-70b's max_position_embeddings 131072"
+ */
+export function contextProblem(model: string, tokens: number, maxPositions: number | undefined): string | undefined {
+  if (maxPositions === undefined || !(tokens > maxPositions)) return undefined;
+  return `context: a request reaches ${tokens} tokens, over ${model}'s max_position_embeddings ${maxPositions}`;
+}
+
 /**
  * Notes (or the error) for a priced batch.
  * @param maxPositions the model's max_position_embeddings; undefined = no stated limit (not checked)
@@ -27,21 +41,17 @@ export function checkLimits(
   allowOverCapacity: boolean,
 ): string[] {
   const problems: string[] = [];
-  if (maxPositions !== undefined) {
-    let longest = 0;
-    for (const r of batch.requests) longest = Math.max(longest, r.computed_tokens + r.scheduled_tokens);
-    if (longest > maxPositions)
-      problems.push(
-        `context: a request reaches ${longest} tokens, over ${model}'s max_position_embeddings ${maxPositions}`,
-      );
-  }
+  let longest = 0;
+  for (const r of batch.requests) longest = Math.max(longest, r.computed_tokens + r.scheduled_tokens);
+  const context = contextProblem(model, longest, maxPositions);
+  if (context) problems.push(context);
   for (const n of price.extrapolation_notes)
     if (n.startsWith('memory:')) problems.push(`capacity: ${n.slice('memory:'.length).trim()}`);
   if (problems.length && !allowOverCapacity)
     throw new UserError(
       `${problems.join('; ')}; this batch cannot run as given (pass --allow-over-capacity to price it anyway, with a note)`,
     );
-  return problems.map((p) => `over capacity (--allow-over-capacity): ${p}`);
+  return problems.map((p) => OVER_CAPACITY_NOTE + p);
 }
 
 /**

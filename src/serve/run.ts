@@ -4,10 +4,11 @@
  * model, registry by name), built the way validation builds its pricer (src/validate/pricing.ts).
  */
 import { loadChip, type Chip } from '../core/catalog/chip.ts';
-import { loadModel, type ModelGraph } from '../core/catalog/model.ts';
-import { UserError } from '../core/errors.ts';
+import { loadModel, maxPositionEmbeddings, type ModelGraph } from '../core/catalog/model.ts';
+import { InputError, UserError } from '../core/errors.ts';
 import type { CoefficientSet } from '../core/schemas/registry.ts';
 import { defaultDeployment } from '../pricer/deployment.ts';
+import { contextProblem, OVER_CAPACITY_NOTE } from '../pricer/limits.ts';
 import { createPricer, type StepPricer } from '../pricer/pricer.ts';
 import { engineProfiledPricer, largeStepLine } from '../pricer/engine.ts';
 import { UNCALIBRATED_ENGINE_NOTE } from '../registry/engine.ts';
@@ -18,6 +19,7 @@ import { kvCapacity, type KvCapacity } from './kv.ts';
 import { serveMetrics, type ServeMetrics } from './metrics.ts';
 import { simulateReplica } from './scheduler.ts';
 import type {
+  ContextLimit,
   EngineProfile,
   ReplicaRun,
   RequestSpec,
@@ -55,12 +57,42 @@ export type Workload =
 export interface ServeResult {
   runs: ReplicaRun[];
   metrics: ServeMetrics;
+  /** Requests served over the model's context limit under `allow_over_capacity` (`checkContext`). */
+  notes: string[];
+}
+
+/**
+ * The model's context limit on each request's prompt + output, as vLLM checks prompt + max_tokens
+ * against max_model_len (its default: max_position_embeddings) and price checks a batch
+ * (pricer/limits.ts `contextProblem`, the same wording).
+ * @param limit absent = no stated limit: nothing checked
+ * @returns with `allow_over_capacity`, one note for all requests over the limit (empty when none is)
+ * @throws UserError for the first request over the limit (an InputError naming file and row for a
+ *   replayed one), with how many are over and `--allow-over-capacity`
+ */
+export function checkContext(requests: readonly RequestSpec[], limit: ContextLimit | undefined): string[] {
+  if (!limit) return [];
+  const over = requests.filter((r) => r.isl + r.osl > limit.max_positions);
+  if (!over.length) return [];
+  const of = `${over.length} of ${requests.length} requests`;
+  const lengths = (r: RequestSpec) => `ISL ${r.isl} + OSL ${r.osl}`;
+  if (limit.allow_over_capacity) {
+    const longest = over.reduce((a, r) => (r.isl + r.osl > a.isl + a.osl ? r : a));
+    const problem = contextProblem(limit.model, longest.isl + longest.osl, limit.max_positions)!;
+    return [`${OVER_CAPACITY_NOTE}${problem} (${of}; the longest, "${longest.id}": ${lengths(longest)})`];
+  }
+  const first = over.reduce((a, r) => ((r.where?.row ?? 0) < (a.where?.row ?? 0) ? r : a));
+  const problem = contextProblem(limit.model, first.isl + first.osl, limit.max_positions)!;
+  const msg = `request "${first.id}" (${lengths(first)}; ${of} over): ${problem}; it cannot be served as given (pass --allow-over-capacity to serve it anyway, with a note)`;
+  if (first.where) throw new InputError({ file: first.where.file, row: first.where.row }, msg);
+  throw new UserError(msg);
 }
 
 /**
  * Simulate every replica and compute the metrics.
- * @throws UserError for an open-loop request without an arrival, a non-positive length, or when no
- *   request completes (all refused), naming the first refusal
+ * @throws UserError for an open-loop request without an arrival, a non-positive length, a request over
+ *   the model's context limit (`checkContext`), or when no request completes (all refused), naming the
+ *   first refusal
  */
 export function runServe(w: Workload, pricer: Pricer, cfg: ServeConfig): ServeResult {
   if (w.kind === 'open') {
@@ -76,6 +108,7 @@ export function runServe(w: Workload, pricer: Pricer, cfg: ServeConfig): ServeRe
     throw new UserError(
       `request "${badLen.id}": ISL and OSL must be positive integers (got ${badLen.isl}, ${badLen.osl})`,
     );
+  const notes = checkContext(w.requests, cfg.context_limit);
   const parts = dealReplicas(w.kind, w.requests, cfg.dp, w.kind === 'closed' ? w.concurrency : 0);
   const runs = parts.map((p, k) => simulateReplica(p, pricer, cfg, k));
   const refused = runs.flatMap((r) => r.refused);
@@ -83,7 +116,7 @@ export function runServe(w: Workload, pricer: Pricer, cfg: ServeConfig): ServeRe
     throw new UserError(`every request was refused; first: ${refused[0]!.id} ${refused[0]!.reason}`);
   const gpus = cfg.dp * cfg.gpus_per_replica;
   const note = `${gpus} GPUs = dp ${cfg.dp} × ${cfg.gpus_per_replica} per replica (max(tp, ep)); all replicas' tokens over all GPUs`;
-  return { runs, metrics: serveMetrics(runs, gpus, note, cfg.spec_tokens) };
+  return { runs, metrics: serveMetrics(runs, gpus, note, cfg.spec_tokens), notes };
 }
 
 /** What `setupServe` needs: names, the deployment and the scheduler knobs. */
@@ -106,6 +139,8 @@ export interface ServeSetupInput {
    * instead of the registry's and its s on SM time (src/pricer/engine.ts); `profile` is then ignored.
    */
   engine?: EngineProfileDoc;
+  /** Serve requests over the model's context limit, with a note, instead of refusing them (default false). */
+  allow_over_capacity?: boolean;
 }
 
 export interface ServeSetup {
@@ -163,6 +198,13 @@ export function setupServe(i: ServeSetupInput): ServeSetup {
     dp: i.dp,
     gpus_per_replica: Math.max(deployment.tp, deployment.ep),
   };
+  const max_positions = maxPositionEmbeddings(i.model);
+  if (max_positions !== undefined)
+    config.context_limit = {
+      model: model.name,
+      max_positions,
+      allow_over_capacity: i.allow_over_capacity ?? false,
+    };
   return { chip, model, deployment, pricer, capacity, config };
 }
 

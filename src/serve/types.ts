@@ -49,6 +49,8 @@ export interface RequestSpec {
   arrival_us?: number;
   /** Mean accepted draft tokens per verification step (speculative decoding), 0..spec_tokens. */
   accepted_per_step?: number;
+  /** The replay row it came from (error messages name file and row); absent for drawn requests. */
+  where?: { file: string; row: number };
 }
 
 /** A workload ready to simulate on one replica. */
@@ -67,6 +69,18 @@ export interface ServeConfig {
   dp: number;
   /** GPUs of one replica (the per-GPU denominator is dp × this). */
   gpus_per_replica: number;
+  /**
+   * The model's context limit (max_position_embeddings), checked on every request's prompt + output
+   * before the run (run.ts `checkContext`); absent = not stated, not checked.
+   */
+  context_limit?: ContextLimit;
+}
+
+/** A model's context limit, and whether requests over it run anyway (with a note) or are refused. */
+export interface ContextLimit {
+  model: string;
+  max_positions: number;
+  allow_over_capacity: boolean;
 }
 
 /** One simulated request's recorded events (the chapter's a, s, e, t1…tn) and its counters. */

@@ -83,7 +83,7 @@ const ARRIVAL_COLUMNS = { arrival_ms: 1000, arrival_s: 1e6, arrival_us: 1 } as c
 /**
  * Parse a replay trace: one row per request with one of `arrival_ms`/`arrival_s`/`arrival_us`, `isl`,
  * `osl`, optional `id` and optional `accepted_per_step` (mean accepted draft tokens per verification
- * step). Rows are sorted by arrival (stable).
+ * step). Rows are sorted by arrival (stable); each request keeps its file and row (`where`).
  * @throws InputError naming file, row and column
  */
 export function parseReplayCsv(text: string, file: string): RequestSpec[] {
@@ -127,6 +127,7 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
       isl: num(rec, row, 'isl', true),
       osl: num(rec, row, 'osl', true),
       arrival_us: num(rec, row, tcol, false) * ARRIVAL_COLUMNS[tcol],
+      where: { file, row },
     };
     if (fields.includes('accepted_per_step') && (rec['accepted_per_step'] ?? '').trim() !== '')
       r.accepted_per_step = num(rec, row, 'accepted_per_step', false);

@@ -246,7 +246,17 @@ function serveRow(r: RequestRow, registry: CoefficientSet[], cache: Map<string, 
   const key = JSON.stringify([r.model, r.chip, deployment, r.dp]);
   let s = cache.get(key);
   if (!s) {
-    s = setupServe({ model: r.model, chip: r.chip, deployment, dp: r.dp, registry, scheduler: DEFAULT_SCHEDULER });
+    // A measured row ran, whatever the model's stated context limit (Splitwise ran llama-2-70b at
+    // 4096 + 128 tokens, over its 4096): replay it, as the step path prices such rows, without refusing.
+    s = setupServe({
+      model: r.model,
+      chip: r.chip,
+      deployment,
+      dp: r.dp,
+      registry,
+      scheduler: DEFAULT_SCHEDULER,
+      allow_over_capacity: true,
+    });
     cache.set(key, s);
   }
   const { max_num_seqs, max_num_batched_tokens, chunked_prefill } = r;

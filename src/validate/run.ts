@@ -2,7 +2,7 @@
  * The validation core: price held-out rows, optionally refit host terms on a declared training
  * subset, and score the rest. Pure given a pricer factory (no file I/O here; see index.ts).
  */
-import { checkStepUnits } from './step-units.ts';
+import { checkStepRowUnits, checkStepUnits } from './step-units.ts';
 import { UserError } from '../core/errors.ts';
 import type { ResourceTimes } from '../pricer/types.ts';
 import { batchSizeOf, bottleneckOf, extrapolationReason, type RowPrice } from './expand.ts';
@@ -444,6 +444,8 @@ export function validateRows(all: readonly LocatedStepRow[], opts: CoreOptions, 
     results,
     results.map((r) => r.predicted_us.no_overlap),
   );
+  // After the file-level check, whose message suits a whole file in another unit better.
+  checkStepRowUnits(P.rows, P.priced);
   // Tiers after the unit checks above, so a file in the wrong unit is refused before any tier fit.
   const T = opts.tiers ? validationTiers(P, opts.chip, opts.tiers, deps) : undefined;
   const held = heldOf(results);

@@ -10,6 +10,7 @@ import {
   analyseRequest,
   parseTraceCsv,
   parseTraceJson,
+  readTraceJson,
   summariseTrace,
   type RequestRecord,
 } from '../../src/analytics/trace.ts';
@@ -170,6 +171,27 @@ describe('request timelines (chapter Listing 2.2)', () => {
     expect(() => parseTraceJson('{"reqs":[]}', 't.json', 'ms')).toThrow(/expected a JSON array of requests/);
     expect(() => parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\n ,0,2,8,10\n', 't.csv', 'ms')).toThrow(
       /t\.csv row 1 column "id": expected a non-empty string or number id/,
+    );
+  });
+
+  it('a JSON trace that declares its unit is read in it; a contradicting unit is refused, a bad one named', () => {
+    const req = '{"id":"A","arrival":0,"prompt_start":1,"prompt_end":2,"tokens":[3,5]}';
+    const us = readTraceJson(`{"unit":"us","requests":[${req}]}`, 't.json');
+    expect(us.unit).toBe('us');
+    expect(us.records[0]!.token_times_us).toEqual([3, 5]);
+    // the same numbers in s: 10⁶ µs each
+    expect(readTraceJson(`{"unit":"s","requests":[${req}]}`, 't.json', 's').records[0]!.token_times_us).toEqual([
+      3e6, 5e6,
+    ]);
+    // no declaration: the given unit, else ms
+    expect(readTraceJson(`[${req}]`, 't.json', 'us').unit).toBe('us');
+    expect(readTraceJson(`{"requests":[${req}]}`, 't.json').records[0]!.arrival_us).toBe(0);
+    expect(readTraceJson(`[${req}]`, 't.json').records[0]!.prompt_end_us).toBe(2000);
+    expect(() => parseTraceJson(`{"unit":"us","requests":[${req}]}`, 't.json', 'ms')).toThrow(
+      /^t\.json column "unit": the file declares its times in us, but they were to be read in ms/,
+    );
+    expect(() => readTraceJson(`{"unit":"min","requests":[${req}]}`, 't.json')).toThrow(
+      /^t\.json column "unit": expected "ms", "us" or "s", got "min"$/,
     );
   });
 

@@ -194,6 +194,13 @@ const steps = (f: (cells: string[]) => void) => (tmp: string) => {
   writeFileSync(path.join(tmp, 's.steps.csv'), [header, ...out].join('\n') + '\n');
 };
 const MEASURED = readFileSync(STEPS, 'utf8').split('\n')[0]!.split(',').indexOf('measured_us');
+/** The h100 held-out steps with data row `row` (1-based) edited by `f`. */
+const stepsRow = (row: number, f: (cells: string[]) => void) => {
+  let n = 0;
+  return steps((c) => {
+    if (++n === row) f(c);
+  });
+};
 const KIND = readFileSync(STEPS, 'utf8').split('\n')[0]!.split(',').indexOf('kind');
 const validate = (tmp: string) => [
   'validate',
@@ -219,6 +226,23 @@ const HELD_OUT: BadInputCase[] = [
     args: validate,
     code: 1,
     message: /likely ×10⁶ too fast.*units\?/,
+  },
+  // main: exit 0, the pooled MAPE 42.6 % → 392 %, no hint (the file's median stays in range)
+  {
+    name: 'one held-out row in ms (83.8 for 83,827 µs)',
+    setup: stepsRow(1, (c) => (c[MEASURED] = '83.8')),
+    args: validate,
+    code: 1,
+    message:
+      /s\.steps\.csv row 1 column "measured_us": measured 83\.8 µs is 1\/\d+(\.\d+)? of this row's priced work .*ms instead of µs\?/,
+  },
+  // main: exit 0, read as 16 µs
+  {
+    name: 'held-out measured_us in hex (0x10)',
+    setup: stepsRow(3, (c) => (c[MEASURED] = '0x10')),
+    args: validate,
+    code: 1,
+    message: 's.steps.csv row 3 column "measured_us": expected a finite number (decimal), got "0x10"',
   },
   {
     name: 'held-out step with an empty kind (the one strict steps reader)',

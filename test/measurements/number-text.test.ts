@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { writeNumber } from '../../src/measurements/number-text.ts';
+import { decimalNumber, writeNumber } from '../../src/measurements/number-text.ts';
 
 /** writeNumber's bytes as text, through a sink that grows like RowColumns' ByteOut. */
 function text(v: number): string {
@@ -75,5 +75,15 @@ describe('writeNumber', () => {
       }),
       { numRuns: 20_000, seed: 17 },
     );
+  });
+});
+
+describe('decimalNumber', () => {
+  it('reads decimal text as Number() does, and nothing else', () => {
+    for (const t of ['16', ' 83.8 ', '-3.5', '+2', '.5', '5.', '1e-7', '2.5E3', '007', '-0'])
+      expect(decimalNumber(t), t).toBe(Number(t));
+    // JS literal syntax Number() accepts: 0x10 → 16, 0o7 → 7, 0b1 → 1, '' → 0, Infinity
+    for (const t of ['0x10', '0X1F', '0o7', '0b1', ' 0B11 ', '', '  ', 'Infinity', '-Infinity', '1e999', '1_000', 'x'])
+      expect(decimalNumber(t), JSON.stringify(t)).toBeNaN();
   });
 });

@@ -102,4 +102,20 @@ describe('compiled row check', () => {
       expect(JSON.stringify(again)).toBe(JSON.stringify(viaZod));
     }
   });
+
+  it('a canonical table refuses a hex, octal or binary latency cell with file, row and column (Number() reads 0x10 as 16)', () => {
+    const rows = readMeasurements(path.join(REPO_ROOT, 'measurements', 'h200'), 'collective').slice(0, 3);
+    const text = rowsToCsv('collective', rows);
+    const lines = text.split('\n');
+    const header = lines[0]!.split(',');
+    const j = header.indexOf('latency_us');
+    for (const v of ['0x10', '0b1', '0o7']) {
+      const cells = lines[2]!.split(',');
+      cells[j] = v;
+      const bad = [lines[0], lines[1], cells.join(','), ...lines.slice(3)].join('\n');
+      expect(() => parseCanonicalCsv('collective', bad, 'c.csv'), v).toThrow(
+        `c.csv row 2 column "latency_us": expected a finite number (decimal), got "${v}"`,
+      );
+    }
+  });
 });

@@ -68,15 +68,34 @@ describe('stepcal serve', () => {
       '--json',
     ]);
     expect(s.code).toBe(0);
-    const t = await cli(['trace', file, '--unit', 'us', '--json']);
+    // The file carries its unit: no --unit needed (before, trace read these µs as ms, 1000× off).
+    expect(JSON.parse(readFileSync(file, 'utf8')).unit).toBe('us');
+    const t = await cli(['trace', file, '--json']);
     expect(t.code).toBe(0);
     const sv = JSON.parse(s.stdout).metrics;
     const tv = JSON.parse(t.stdout);
+    expect(tv.input_unit).toBe('us');
     expect(tv.ttft.n).toBe(6);
+    expect(sv.ttft.mean_us).toBeGreaterThan(1000); // a real figure, tens of ms: a 10³ slip would show
     expect(tv.ttft.mean_us).toBeCloseTo(sv.ttft.mean_us, 6);
     expect(tv.ttft.p50_us).toBeCloseTo(sv.ttft.p50_us, 6);
     expect(tv.gaps.mean_us).toBeCloseTo(sv.itl.mean_us, 6);
     expect(tv.tokens_per_s).toBeCloseTo(sv.whole.output_tokens_per_s, 6);
+    // TPOT: one mean gap per request
+    const per = JSON.parse((await cli(['trace', file, '--per-request-mean', '--json'])).stdout);
+    expect(per.gaps.n).toBe(sv.tpot.n);
+    expect(per.gaps.mean_us).toBeCloseTo(sv.tpot.mean_us, 6);
+    // the table prints the file's unit: serve's mean TTFT in ms × 1000
+    const table = await cli(['trace', file]);
+    const ttftLine = /TTFT \(us\): n=6, mean=([\d.]+)/.exec(table.stdout);
+    expect(Number(ttftLine?.[1])).toBeCloseTo(sv.ttft.mean_us, 2);
+    // --unit equal to the file's is fine; a contradicting one is refused naming the file and field
+    expect((await cli(['trace', file, '--unit', 'us', '--json'])).stdout).toBe(t.stdout);
+    const clash = await cli(['trace', file, '--unit', 'ms']);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toContain(
+      'tl.json column "unit": the file declares its times in us, but they were to be read in ms',
+    );
     // publish gap D = 0: the first token is delivered when the step that ends its prompt returns
     expect(tv.requests.every((r: { publish_us: number }) => r.publish_us === 0)).toBe(true);
   });
@@ -92,6 +111,40 @@ describe('stepcal serve', () => {
     const e = await cli([...BASE, '--trace', bad]);
     expect(e.code).toBe(1);
     expect(e.stderr).toMatch(/bad\.csv row 2 column "isl": expected a positive integer, got "0"/);
+  });
+
+  it("refuses requests over the model's context limit as price does; --allow-over-capacity serves them with a note", async () => {
+    // llama-2-7b: max_position_embeddings 4096; price refuses a 4000-token prompt at context 4000 + 200
+    const L2 = ['serve', '--model', 'llama-2-7b', '--chip', 'h100'];
+    const over = "context: a request reaches 4200 tokens, over llama-2-7b's max_position_embeddings 4096";
+    const price = await cli(['price', '--model', 'llama-2-7b', '--chip', 'h100', '--batch', 'prefill:1x200@4000']);
+    expect(price.code).toBe(1);
+    expect(price.stderr).toContain(over);
+    const drawn = await cli([...L2, '--concurrency', '2', '--requests', '3', '--isl', '4000', '--osl', '200']);
+    expect(drawn.code).toBe(1);
+    expect(drawn.stderr).toContain(
+      `request "r0" (ISL 4000 + OSL 200; 3 of 3 requests over): ${over}; it cannot be served as given (pass --allow-over-capacity`,
+    );
+    // prompt + output = 4096 exactly is within the limit
+    const edge = await cli([...L2, '--concurrency', '1', '--requests', '1', '--isl', '4000', '--osl', '96', '--json']);
+    expect(edge.code).toBe(0);
+    expect(JSON.parse(edge.stdout).over_capacity_notes).toEqual([]);
+    // a replayed row names the file and its row (row 3, though it arrives first)
+    const replay = path.join(tmp, 'long.csv');
+    writeFileSync(replay, 'id,arrival_ms,isl,osl\na,5,100,10\nb,3,4000,10\nc,0,4000,200\n');
+    const row = await cli([...L2, '--trace', replay]);
+    expect(row.code).toBe(1);
+    expect(row.stderr).toContain(`long.csv row 3: request "c" (ISL 4000 + OSL 200; 1 of 3 requests over): ${over};`);
+    const allowed = await cli([...L2, '--trace', replay, '--allow-over-capacity', '--json']);
+    expect(allowed.code).toBe(0);
+    const v = JSON.parse(allowed.stdout);
+    expect(v.over_capacity_notes).toEqual([
+      `over capacity (--allow-over-capacity): ${over} (1 of 3 requests; the longest, "c": ISL 4000 + OSL 200)`,
+    ]);
+    expect(v.metrics.whole.output_tokens).toBe(220);
+    const sweep = await cli([...L2, '--sweep-concurrency', '1,2', '--isl', '4090', '--osl', '8', '--requests', '2']);
+    expect(sweep.code).toBe(1);
+    expect(sweep.stderr).toContain("reaches 4098 tokens, over llama-2-7b's max_position_embeddings 4096");
   });
 
   it('usage errors exit 2: no workload, two workloads, a malformed length, an unknown --deployment key', async () => {

@@ -69,6 +69,26 @@ describe('steps.csv reader', () => {
       /row 1 column "prefill_tokens": expected a finite number/,
     );
     expect(err(stepsCsv([{ ...step, prefill_requests: 0 }])).message).toMatch(/at least one prefill or decode request/);
+  });
+  it('numeric cells are decimal: a hex, octal or binary literal or Infinity names file, row and column', () => {
+    // Number() reads 0x10 as 16 and 0b1 as 1: a measured_us of 0x10 was taken for 16 µs.
+    for (const v of ['0x10', '0o20', '0b1', 'Infinity']) {
+      const e = err(stepsCsv([step, { ...step, measured_us: v }]));
+      expect(e.location, v).toEqual({ file: 'x.steps.csv', row: 2, column: 'measured_us' });
+      expect(e.message).toContain(`expected a finite number (decimal), got "${v}"`);
+    }
+    expect(err(stepsCsv([{ ...step, prefill_tokens: '0x200' }])).location.column).toBe('prefill_tokens');
+    expect(err(stepsCsv([{ ...step, tp: '0b10' }])).location.column).toBe('tp');
+    expect(err(stepsCsv([{ ...step, measured_us: '' }])).message).toMatch(/row 1 column "measured_us": empty cell/);
+    // decimal forms stay numbers
+    const ok = parseStepsCsv(
+      stepsCsv([
+        { ...step, measured_us: '1.6e1' },
+        { ...step, measured_us: ' 16 ' },
+      ]),
+      'x.csv',
+    );
+    expect(ok.rows.map((r) => r.measured_us)).toEqual([16, 16]);
     expect(err('')).toBeInstanceOf(InputError);
   });
 });

@@ -10,6 +10,7 @@ import { readText, writeFileAtomic } from '../../core/io/fs.ts';
 import { oneOf, parseList, parseNonNegative, parsePositive, parsePositiveInt } from '../../analytics/args.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
 import {
+  checkContext,
   DEFAULT_SCHEDULER,
   ENGINE_PROFILES,
   runServe,
@@ -62,6 +63,7 @@ interface Opts extends Record<string, unknown> {
   out?: string;
   timelines?: string;
   json?: boolean;
+  allowOverCapacity?: boolean;
 }
 
 const collect = (v: string, acc: string[]) => [...acc, v];
@@ -159,6 +161,7 @@ function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
     gpu_memory_utilization: o.gpuMemoryUtilization,
     composition: o.composition,
     profile,
+    allow_over_capacity: Boolean(o.allowOverCapacity),
   });
 }
 
@@ -214,9 +217,12 @@ function runOnce(o: Opts): void {
   const { workload, text } = workloadFrom(o);
   const r = runServe(workload, s.pricer, s.config);
   if (o.timelines)
-    writeFileAtomic(o.timelines, JSON.stringify(r.runs.flatMap((x) => x.requests).map(traceJsonRecord)) + '\n');
+    writeFileAtomic(
+      o.timelines,
+      JSON.stringify({ unit: 'us', requests: r.runs.flatMap((x) => x.requests).map(traceJsonRecord) }) + '\n',
+    );
   const notes = [...new Set(r.runs.flatMap((x) => x.steps.notes))];
-  const header = headerOf(s, o, text);
+  const header = [...headerOf(s, o, text), ...r.notes];
   if (o.json) {
     const refused = r.runs.flatMap((x) => x.refused);
     const json = {
@@ -231,6 +237,7 @@ function runOnce(o: Opts): void {
       workload: text,
       metrics: r.metrics,
       refused,
+      over_capacity_notes: r.notes,
       extrapolation_notes: notes,
       timelines: o.timelines ?? null,
     };
@@ -240,11 +247,11 @@ function runOnce(o: Opts): void {
   process.stdout.write(serveReport(header, r.metrics, notes));
   if (o.timelines)
     process.stdout.write(
-      `\nwrote ${displayPath(o.timelines)} (read it with \`stepcal trace --unit us ${displayPath(o.timelines)}\`)\n`,
+      `\nwrote ${displayPath(o.timelines)} (times in µs, declared in the file; read it with \`stepcal trace ${displayPath(o.timelines)}\`)\n`,
     );
 }
 
-/** A served request in `stepcal trace`'s JSON format (µs: read with --unit us). */
+/** A served request in `stepcal trace`'s JSON format, times in µs (the file's `unit`, written beside the requests). */
 function traceJsonRecord(r: Parameters<typeof toRecord>[0]): object {
   const x = toRecord(r);
   return {
@@ -275,20 +282,24 @@ function runSweep(o: Opts): void {
       throw new UsageError(`--sweep-concurrency: expected positive integers, got ${c}`);
     return c;
   });
-  const pts = sweepConcurrency(setups, concs, (c) => generateRequests(Math.max(o.requests, c), isl, osl, o.seed));
+  const requestsFor = (c: number) => generateRequests(Math.max(o.requests, c), isl, osl, o.seed);
   const s0 = setups[0]!.setup;
+  // Every point's requests are the first of the largest point's (one seed): check those once, up front.
+  const limitNotes = checkContext(requestsFor(Math.max(...concs)), s0.config.context_limit);
+  const pts = sweepConcurrency(setups, concs, requestsFor);
   const title =
     `${s0.model.name} on ${s0.chip.name}: closed loop, max(${o.requests}, concurrency) requests per point, ` +
     `ISL ${distText(isl)}, OSL ${distText(osl)}`;
   const out = o.out ?? path.join(REPO_ROOT, 'fits', s0.chip.name, `serve-sweep-${s0.model.name}.svg`);
   writeFileAtomic(out, sweepSvg(pts, title));
   if (o.json) {
-    process.stdout.write(JSON.stringify({ title, svg: out, points: pts }, null, 2) + '\n');
+    process.stdout.write(
+      JSON.stringify({ title, svg: out, over_capacity_notes: limitNotes, points: pts }, null, 2) + '\n',
+    );
     return;
   }
-  process.stdout.write(
-    `${title}\n${headerOf(s0, o, 'sweep').slice(1, 4).join('\n')}\n\n${sweepTable(pts)}\nwrote ${displayPath(out)}\n`,
-  );
+  const head = [...headerOf(s0, o, 'sweep').slice(1, 4), ...limitNotes].join('\n');
+  process.stdout.write(`${title}\n${head}\n\n${sweepTable(pts)}\nwrote ${displayPath(out)}\n`);
 }
 
 export function register(program: Command): void {
@@ -353,5 +364,9 @@ export function register(program: Command): void {
     .option('--out <file>', 'sweep SVG path (default fits/<chip>/serve-sweep-<model>.svg, a build output)')
     .option('--timelines <file>', 'write per-request timelines as `stepcal trace` JSON (µs)')
     .option('--json', 'print JSON (times in µs)')
+    .option(
+      '--allow-over-capacity',
+      "serve requests whose prompt + output exceed the model's context limit (max_position_embeddings), with a note, instead of refusing them",
+    )
     .action((o: Opts) => (o.sweepConcurrency ? runSweep(o) : runOnce(o)));
 }

@@ -7,7 +7,7 @@ import { readText } from '../../core/io/fs.ts';
 import { oneOf } from '../../analytics/args.ts';
 import {
   parseTraceCsv,
-  parseTraceJson,
+  readTraceJson,
   summariseTrace,
   type PercentileConvention,
   type TimeUnit,
@@ -15,7 +15,8 @@ import {
 import { traceJson, traceReport } from '../../report/trace.ts';
 
 interface Opts {
-  unit: TimeUnit;
+  /** Undefined when not given: the JSON file's declared unit, else ms. */
+  unit?: TimeUnit;
   percentile: PercentileConvention;
   perRequestMean?: boolean;
   json?: boolean;
@@ -29,9 +30,13 @@ export function register(program: Command): void {
     )
     .argument(
       '<file>',
-      'JSON array of {id, arrival, prompt_start, prompt_end, tokens: [...]}, or CSV with one row per delivery (id,arrival,prompt_start,prompt_end,token_time)',
+      'JSON array (or {unit, requests: [...]}) of {id, arrival, prompt_start, prompt_end, tokens: [...]}, or CSV with one row per delivery (id,arrival,prompt_start,prompt_end,token_time)',
     )
-    .option('--unit <unit>', 'time unit of the file: ms, us or s', oneOf(['ms', 'us', 's'] as const), 'ms')
+    .option(
+      '--unit <unit>',
+      'time unit of the file: ms, us or s (default: the JSON file\'s "unit", else ms; one contradicting the file\'s "unit" is refused)',
+      oneOf(['ms', 'us', 's'] as const),
+    )
     .option(
       '--percentile <rule>',
       'nearest-rank (sorted[ceil(p·n) − 1]) or type7',
@@ -46,13 +51,15 @@ export function register(program: Command): void {
     .action((file: string, opts: Opts) => {
       const text = readText(file);
       const isCsv = /\.csv(\.gz)?$/i.test(file) || (!/\.json(\.gz)?$/i.test(file) && !/^\s*[[{]/.test(text));
-      const records = isCsv ? parseTraceCsv(text, file, opts.unit) : parseTraceJson(text, file, opts.unit);
+      const { records, unit } = isCsv
+        ? { records: parseTraceCsv(text, file, opts.unit ?? 'ms'), unit: opts.unit ?? 'ms' }
+        : readTraceJson(text, file, opts.unit);
       const s = summariseTrace(records, {
         percentile: opts.percentile,
         gap_mode: opts.perRequestMean ? 'per-request-mean' : 'pooled',
-        unit: opts.unit,
+        unit,
       });
-      if (opts.json) process.stdout.write(JSON.stringify(traceJson(s, opts.unit), null, 2) + '\n');
-      else process.stdout.write(traceReport(s, opts.unit));
+      if (opts.json) process.stdout.write(JSON.stringify(traceJson(s, unit), null, 2) + '\n');
+      else process.stdout.write(traceReport(s, unit));
     });
 }

@@ -1,7 +1,7 @@
 /**
  * The request-trace file formats (`stepcal trace`, seed chapter 2 §2.4 Listing 2.2), one zod schema
  * each, parsed on every load (issue 12 item 1):
- * - JSON: an array of requests, or `{requests: [...]}`; each request
+ * - JSON: an array of requests, or `{unit?, requests: [...]}`; each request
  *   `{id, arrival, prompt_start, prompt_end, tokens: [t1, …]}`, times in the file's unit (numbers, or
  *   numeric strings as spreadsheets export them). Unknown request fields are refused: a misspelt
  *   `prompt_end` must not silently default.
@@ -33,10 +33,13 @@ export const TraceRequestSchema = z
   })
   .strict();
 
-/** A JSON trace file: a bare array or an object with a `requests` array. */
+/**
+ * A JSON trace file: a bare array, or an object with a `requests` array and optionally the `unit` of
+ * its times (ms, us or s; checked by analytics/trace.ts, which names the field).
+ */
 export const TraceJsonSchema = z.union([
   z.array(z.unknown()),
-  z.object({ requests: z.array(z.unknown()) }).passthrough(),
+  z.object({ unit: z.unknown().optional(), requests: z.array(z.unknown()) }).passthrough(),
 ]);
 
 /** CSV columns of a per-delivery trace. */
