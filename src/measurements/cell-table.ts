@@ -9,7 +9,8 @@
  */
 import Papa from 'papaparse';
 import { InputError } from '../core/errors.ts';
-import { decimalNumber, GrowingBytes, POW10, writeNumber } from './number-text.ts';
+import { decimalNumber } from '../core/numeric/decimal.ts';
+import { GrowingBytes, POW10, writeNumber } from './number-text.ts';
 
 /** Cells as they come from CSV (strings) or Parquet (numbers, bigints, strings). */
 export type Cell = string | number | bigint | boolean | null | undefined;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { createGzip, gzipSync } from 'node:zlib';
 import Papa from 'papaparse';
-import { decimalNumber } from './number-text.ts';
+import { decimalNumber } from '../core/numeric/decimal.ts';
 import { RowColumns, type RowList, readerOf } from './row-columns.ts';
 import { compileRowReader, type RowReader } from './row-check.ts';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';

@@ -4,6 +4,7 @@
  */
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
+import { decimalNumber } from '../core/numeric/decimal.ts';
 import { seededRandom } from '../core/numeric/stats.ts';
 import type { ReplicaWorkload, RequestSpec } from './types.ts';
 
@@ -111,7 +112,7 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
   const tcol = tcols[0]!;
   const num = (rec: Record<string, string>, row: number, column: string, integer: boolean): number => {
     const s = (rec[column] ?? '').trim();
-    const v = s === '' ? NaN : Number(s);
+    const v = decimalNumber(s);
     const ok = integer ? Number.isInteger(v) && v >= 1 : Number.isFinite(v) && v >= 0;
     if (!ok)
       throw new InputError(

@@ -26,6 +26,20 @@ function chapterTrace(): RequestRecord[] {
   return parseTraceJson(readFileSync(JSON_FILE, 'utf8'), JSON_FILE, 'ms');
 }
 
+describe('trace times are decimal numbers', () => {
+  it('a numeric string time is read; "0x10" (16 to Number()) is refused naming the field', () => {
+    const ok = parseTraceJson(
+      '[{"id":"A","arrival":"0","prompt_start":"2","prompt_end":"8","tokens":["10"]}]',
+      't.json',
+      'ms',
+    );
+    expect(ok[0]!.arrival_us).toBe(0);
+    expect(() =>
+      parseTraceJson('[{"id":"A","arrival":"0x10","prompt_start":2,"prompt_end":8,"tokens":[10]}]', 't.json', 'ms'),
+    ).toThrow(/t\.json.*arrival/);
+  });
+});
+
 describe('request timelines (chapter Listing 2.2)', () => {
   it('per-request Q/S/D/TTFT and gaps match the printed table', () => {
     const s = summariseTrace(chapterTrace());

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decimalNumber, writeNumber } from '../../src/measurements/number-text.ts';
+import { decimalNumber } from '../../src/core/numeric/decimal.ts';
+import { writeNumber } from '../../src/measurements/number-text.ts';
 
 /** writeNumber's bytes as text, through a sink that grows like RowColumns' ByteOut. */
 function text(v: number): string {

@@ -111,6 +111,12 @@ describe('stepcal serve', () => {
     const e = await cli([...BASE, '--trace', bad]);
     expect(e.code).toBe(1);
     expect(e.stderr).toMatch(/bad\.csv row 2 column "isl": expected a positive integer, got "0"/);
+    // A JS literal that is not a decimal number (Number('0x10') is 16) is refused the same way.
+    const hex = path.join(tmp, 'hex.csv');
+    writeFileSync(hex, 'arrival_ms,isl,osl\n0,100,5\n0x10,50,3\n');
+    const h = await cli([...BASE, '--trace', hex]);
+    expect(h.code).toBe(1);
+    expect(h.stderr).toMatch(/hex\.csv row 2 column "arrival_ms": expected a finite number ≥ 0, got "0x10"/);
   });
 
   it("refuses requests over the model's context limit as price does; --allow-over-capacity serves them with a note", async () => {

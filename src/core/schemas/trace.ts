@@ -10,6 +10,7 @@
  * Times stay in the file's unit here; analytics/trace.ts converts them to µs once.
  */
 import { z } from 'zod';
+import { decimalNumber } from '../numeric/decimal.ts';
 
 /** A finite time: a number or a non-blank numeric string (in the file's unit). */
 export const TraceTime = z.union([
@@ -18,7 +19,7 @@ export const TraceTime = z.union([
     .string()
     .trim()
     .min(1)
-    .transform((s) => Number(s))
+    .transform((s) => decimalNumber(s))
     .pipe(z.number().finite()),
 ]);
 
