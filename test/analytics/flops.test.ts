@@ -288,9 +288,9 @@ describe('stepcal flops (CLI)', () => {
     expect(t.stdout).toMatch(/MFU = .*h200 dense FP8 peak.*fp8-equivalent FLOPs/);
   });
 
-  it('MFU needs both a step time and a reference; bad specs are user errors', async () => {
-    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--chip', 'h200'])).code).toBe(1);
-    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--step-us', '100'])).code).toBe(1);
+  it('MFU needs both a step time and a reference (a usage error); bad specs are user errors', async () => {
+    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--chip', 'h200'])).code).toBe(2);
+    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--step-us', '100'])).code).toBe(2);
     const bad = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:x']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/bad batch spec/);

@@ -9,6 +9,7 @@ import { displayPath } from '../../core/io/paths.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
+import { oneOf } from '../../analytics/args.ts';
 import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
 import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
@@ -276,6 +277,9 @@ function registerUpdate(reg: Command): void {
     );
 }
 
+/** The strict public layouts `registry export` writes and `registry import` reads. */
+const STRICT_FORMATS = ['blis'] as const;
+
 /** `registry export`: the strict public CoefficientSet layout, evidence stripped. */
 function registerExport(reg: Command): void {
   reg
@@ -283,11 +287,10 @@ function registerExport(reg: Command): void {
     .description(
       'write the strict public CoefficientSet layout: one file per set and hardware scope, evidence stripped',
     )
-    .requiredOption('--format <format>', 'only "blis"')
+    .requiredOption('--format <format>', `strict layout: ${STRICT_FORMATS.join(' | ')}`, oneOf(STRICT_FORMATS))
     .option('--out <dir>', 'output directory (default: print every file to stdout)')
     .argument('<file>', 'registry file')
     .action((file: string, o: { format: string; out?: string }) => {
-      if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
       const files = exportBlis(loadRegistryFile(file));
       if (!o.out) {
         for (const f of files) out(`# file: ${f.path}\n${f.text}---`);
@@ -303,7 +306,7 @@ function registerImport(reg: Command): void {
   reg
     .command('import')
     .description('read strict-layout files back into one registry for a chip')
-    .requiredOption('--format <format>', 'only "blis"')
+    .requiredOption('--format <format>', `strict layout: ${STRICT_FORMATS.join(' | ')}`, oneOf(STRICT_FORMATS))
     .requiredOption(
       '--chip <chip>',
       'chip the imported entries belong to (the hardware scope kept, and the datasheet for the physics checks)',
@@ -317,7 +320,6 @@ function registerImport(reg: Command): void {
     )
     .argument('<files...>')
     .action((files: string[], o: { format: string; chip: string; out?: string; catalogDir: string }) => {
-      if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
       const r = importBlis(
         files.map((f) => ({ file: f, text: readText(f) })),
         o.chip,
