@@ -58,6 +58,11 @@ const CASES: { name: string; args: string[]; message: string }[] = [
     message: "option '--gpu-memory-utilization <f>' argument '1.5' is invalid. expected a number > 0 and ≤ 1",
   },
   {
+    name: 'price --batch decode:32@0 (a decode against nothing cached)',
+    args: ['price', '--model', 'llama-3.1-8b', '--chip', 'h100', '--batch', 'decode:32@0'],
+    message: 'bad batch spec "decode:32@0": context must be ≥ 1 for decode',
+  },
+  {
     name: 'flops --step-us without --chip',
     args: ['flops', '--model', 'llama-3.1-8b', '--batch', 'decode:32@1024', '--step-us', '10000'],
     message: 'MFU needs --chip (or --peak-tflops) together with --step-us',

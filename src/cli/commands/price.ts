@@ -80,7 +80,7 @@ export function register(program: Command): void {
   )
     .option(
       '--batch <spec>',
-      'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)',
+      'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1; decode CTX ≥ 1)',
       collectBatch,
       [] as string[],
     )
