@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { oneOf } from '../../analytics/args.ts';
-import { REPO_ROOT } from '../../core/catalog/chip.ts';
+import { loadChip, REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.ts';
@@ -99,6 +99,7 @@ export function register(program: Command): void {
     )
     .option('--engine <name>', 'also score a stored engine profile (registry/engines/<name>.yaml) as it is: tier (e)')
     .action((opts: ValidateOpts) => {
+      loadChip(opts.chip); // an unknown chip is named as price names it, listing the known ones
       if (opts.requests) {
         const registryFile = opts.registry ?? path.join(REPO_ROOT, 'registry', `${opts.chip}.yaml`);
         for (const f of opts.requests) if (!existsSync(f)) throw new UserError(`requests file not found: ${f}`);
