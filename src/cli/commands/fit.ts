@@ -97,6 +97,18 @@ const entryCount = (sets: ReadonlyArray<{ coefficients: readonly unknown[] }>): 
   sets.reduce((n, s) => n + s.coefficients.length, 0);
 
 /**
+ * `fit <family> --check` that fitted no entry of the family compared nothing: not a match to report.
+ * @throws UserError naming the family and the lane (its warnings say why, e.g. "not fitted: no measurements")
+ */
+function refuseEmptyCheck(result: FitAllResult, family: string, lane: string | undefined): void {
+  const fit = result.families.find((f) => f.family === family);
+  if (fit && fit.coefficients.length > 0) return;
+  throw new UserError(
+    `fit --check ${result.chip}: ${family} fitted no entries${lane ? ` from lane ${lane}` : ''}, so nothing was compared${fit?.warnings.length ? ` (${fit.warnings.join('; ')})` : ''}`,
+  );
+}
+
+/**
  * A family-only fit writes a registry holding only what it fits; over an existing `--registry-out` that
  * holds other families' entries it would drop them (an update never drops entries it did not mean to
  * change), so it refuses and says how to merge instead.
@@ -199,6 +211,7 @@ export function register(program: Command): void {
           throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
         if (o.check) {
           const partial = family !== 'all';
+          if (partial) refuseEmptyCheck(result, family, o.lane);
           const drift = partial ? checkFamilyEntries(result, out) : checkFitOutputs(result, out, report);
           if (drift.length)
             throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);
