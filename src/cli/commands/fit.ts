@@ -24,6 +24,7 @@ import {
   registryOutputFile,
   writeFitOutputs,
 } from '../fit-outputs.ts';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
 
@@ -95,6 +96,18 @@ function setFitHeapGrowth(): void {
 /** How many coefficient entries `sets` hold. */
 const entryCount = (sets: ReadonlyArray<{ coefficients: readonly unknown[] }>): number =>
   sets.reduce((n, s) => n + s.coefficients.length, 0);
+
+/**
+ * The refusal of a fit with `count` refusals. A chip onboarded from an upstream folder (its report
+ * fits/<chip>/onboard.md, as `stepcal onboard` writes it) has a registry that leaves out the entries a
+ * non-required gate refuses (docs/onboarding.md), so `fit all` refuses what onboard wrote: the message
+ * names the command that checks and regenerates it.
+ */
+function refusalMessage(chip: string, count: number): string {
+  const base = `fit ${chip}: ${count} refusal(s); nothing written`;
+  if (!existsSync(path.join(REPO_ROOT, 'fits', chip, 'onboard.md'))) return base;
+  return `${base}. registry/${chip}.yaml was written by \`stepcal onboard\` (fits/${chip}/onboard.md), which leaves refused entries out: regenerate it with \`stepcal onboard --chip ${chip} --data <upstream chip folder> --replace-registry\` (without --replace-registry it refuses with the registry diff when the registry would change; docs/onboarding.md)`;
+}
 
 /**
  * `fit <family> --check` that fitted no entry of the family compared nothing: not a match to report.
@@ -207,8 +220,7 @@ export function register(program: Command): void {
         } else {
           process.stdout.write(report.summary.join('\n') + '\n');
         }
-        if (result.refusals.length)
-          throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
+        if (result.refusals.length) throw new UserError(refusalMessage(result.chip, result.refusals.length));
         if (o.check) {
           const partial = family !== 'all';
           if (partial) refuseEmptyCheck(result, family, o.lane);
