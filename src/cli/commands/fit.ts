@@ -6,10 +6,10 @@
  * exits 1 naming every entry or file that would change. Summary on stdout; progress on stderr.
  * Where the outputs go is decided by `planFitOutputs` (docs/fitting.md).
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { runFitEngine, type FitEngineOpts } from './fit-engine.ts';
-import { parseFlagNumber } from '../../core/flags.ts';
+import { flagParser } from '../../core/flags.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { note } from '../../core/io/progress.ts';
 import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
@@ -139,7 +139,9 @@ function refuseDroppingWrite(result: FitAllResult, out: FitOutputOptions, family
 export function register(program: Command): void {
   program
     .command('fit')
-    .description(`fit coefficients from stored measurements: <family> is one of ${FIT_FAMILIES.join(', ')} or all`)
+    .description(
+      `fit coefficients from stored measurements: <family> is one of ${FIT_FAMILIES.join(', ')}, all or engine (an engine profile from step timings)`,
+    )
     .argument('<family>', `${FIT_FAMILIES.join(' | ')} | all | engine`)
     .option('--chip <name>', 'chip name (catalog/chips/<name>.yaml); required except for `fit engine`')
     .option('--engine <name>', 'fit engine: the engine whose profile is fitted (registry/engines/<name>.yaml)')
@@ -164,7 +166,11 @@ export function register(program: Command): void {
       'fit report directory for SVGs and README (default fits/<chip> when the registry is not redirected)',
     )
     .option('--measurements <dir>', 'measurement directory (default measurements/<chip>)')
-    .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
+    .addOption(
+      new Option('--resamples <n>', 'bootstrap resamples (≥ 200)')
+        .argParser(flagParser('--resamples', { integer: true, min: 200 }))
+        .default(200),
+    )
     .action(
       async (
         family: string,
@@ -176,7 +182,7 @@ export function register(program: Command): void {
           registryOut?: string;
           fitsOut?: string;
           measurements?: string;
-          resamples: string;
+          resamples: number;
         },
       ) => {
         if (family === 'engine') return runFitEngine(o);
@@ -184,14 +190,13 @@ export function register(program: Command): void {
           throw new UsageError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all, engine)`);
         }
         if (!o.chip) throw new UsageError(`fit ${family}: --chip <name> is required`);
-        const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
         const families = family === 'all' ? undefined : [family as FitFamily];
         setFitHeapGrowth();
         const result = await fitAll(o.chip, {
           ...(families ? { families } : {}),
           ...(o.lane ? { lane: o.lane } : {}),
           ...(o.measurements ? { measurementsDir: o.measurements } : {}),
-          bootstrap: { resamples, seed: 20261129 },
+          bootstrap: { resamples: o.resamples, seed: 20261129 },
           onFamily: (f, phase, ms) =>
             note(
               phase === 'start'
