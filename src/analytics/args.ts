@@ -27,6 +27,11 @@ export function parseNonNegative(text: string): number {
   return parseWith(text, { min: 0 });
 }
 
+/** Parse a share: a number > 0 and ≤ 1 (`--gpu-memory-utilization 0.9`). */
+export function parseFraction(text: string): number {
+  return parseWith(text, { min: 0, minExclusive: true, max: 1 });
+}
+
 /** Parse a positive integer. */
 export function parsePositiveInt(text: string): number {
   return parseWith(text, { integer: true, min: 1 });

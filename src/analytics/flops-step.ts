@@ -5,7 +5,7 @@
  */
 import { loadChip } from '../core/catalog/chip.ts';
 import { loadModel } from '../core/catalog/model.ts';
-import { UserError } from '../core/errors.ts';
+import { UsageError, UserError } from '../core/errors.ts';
 import { parseBatchSpec } from '../pricer/batch.ts';
 import {
   batchFlops,
@@ -84,19 +84,20 @@ export interface MfuInput {
 /**
  * MFU of a counted step: counted FLOP/s over the reference (dense TFLOP/s per device × gpus), or
  * undefined when no step time is given.
- * @throws UserError when a step time lacks a reference, a reference lacks a step time, or the chip has no peak for the convention
+ * @throws UsageError (exit 2) when a step time lacks a reference or a reference lacks a step time; UserError when
+ *   the chip has no peak for the convention
  */
 export function stepMfu(s: StepFlops, o: MfuInput): StepMfu | undefined {
   if (o.step_us === undefined) {
     if (o.chip || o.peak_tflops)
-      throw new UserError('MFU needs --step-us (the measured step time) together with --chip or --peak-tflops');
+      throw new UsageError('MFU needs --step-us (the measured step time) together with --chip or --peak-tflops');
     return undefined;
   }
   let ref: { flops_per_s: number; basis: string };
   if (o.peak_tflops !== undefined)
     ref = { flops_per_s: o.peak_tflops * 1e12, basis: `given ${o.peak_tflops} TFLOP/s (${s.convention})` };
   else {
-    if (!o.chip) throw new UserError('MFU needs --chip (or --peak-tflops) together with --step-us');
+    if (!o.chip) throw new UsageError('MFU needs --chip (or --peak-tflops) together with --step-us');
     const chip = loadChip(o.chip);
     try {
       ref = referencePeak(chip.peak_tflops, s.convention, dominantGemmFormat(s.shape));

@@ -91,6 +91,28 @@ interface CommanderInternals {
   unknownOption(flag: string): never;
 }
 
+/**
+ * Refuse `help <word>` (also `registry help <word>`) where the word names no command there: commander
+ * prints the parent's help for it and exits 0, as if the help asked for had been shown.
+ * @throws UsageError (exit 2) `help: unknown command "bogus" (known: calibrate, …)`
+ */
+function rejectUnknownHelpTopic(program: Command, argv: readonly string[]): void {
+  const words = argv.slice(2).filter((a) => !a.startsWith('-'));
+  let cmd = program;
+  for (let i = 0; i < words.length; i++) {
+    const names = cmd.commands.map((c) => c.name());
+    if (words[i] === 'help' && names.length && !names.includes('help')) {
+      const topic = words[i + 1];
+      if (topic !== undefined && !names.includes(topic) && !cmd.commands.some((c) => c.aliases().includes(topic)))
+        throw new UsageError(`help: unknown command "${topic}" (known: ${names.join(', ')})`);
+      return;
+    }
+    const next = cmd.commands.find((c) => c.name() === words[i]);
+    if (!next) return;
+    cmd = next;
+  }
+}
+
 /** Every command as a stub: listed in the help with its term and summary, never run. */
 function addStubs(program: Command): void {
   const terms = new Map(COMMANDS.map((c) => [c.name, c.term]));
@@ -124,6 +146,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
+    rejectUnknownHelpTopic(program, argv);
     await program.parseAsync(argv);
     return 0;
   } catch (err) {

@@ -58,3 +58,24 @@ export function parseFlagList(flag: string, text: string, spec: NumberSpec): num
     return r.value;
   });
 }
+
+/**
+ * The value of a choice flag: `text`, compared after `fold` (e.g. upper-casing), when it is one of `choices`.
+ * Flags checked after parsing use it (a `--deployment` override reaches the same check as the flag itself).
+ * @throws UsageError (exit 2) `--format: expected one of blis, got "csv"`.
+ */
+export function parseFlagChoice<T extends string>(
+  flag: string,
+  text: string,
+  choices: readonly T[],
+  fold: (s: string) => string = (s) => s,
+): T {
+  const v = fold(text);
+  if (!(choices as readonly string[]).includes(v)) throw badChoice(flag, text, choices);
+  return v as T;
+}
+
+/** The usage error of a choice flag given `text`: `--format: expected one of blis, got "csv"` (exit 2). */
+export function badChoice(flag: string, text: string, choices: readonly string[]): UsageError {
+  return new UsageError(`${flag}: expected one of ${choices.join(', ')}, got "${text}"`);
+}

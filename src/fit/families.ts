@@ -147,6 +147,13 @@ export class MeasurementStore {
     this.files = listMeasurementFiles(job.dir);
   }
 
+  /** Lanes stored for the tables `family` reads (hbm: gemm's and decode's; moe_experts: moe's), sorted. */
+  lanesOf(family: FitFamily): string[] {
+    const tables: readonly Family[] =
+      family === 'hbm' ? ['gemm', 'attention_decode'] : [family === 'moe_experts' ? 'moe' : family];
+    return [...new Set(this.files.filter((f) => tables.includes(f.family)).map((f) => f.lane))].sort();
+  }
+
   /** The lane fitted for `family`: `--lane` when stored for it, else `defaultLane`; undefined when none. */
   laneFor(family: Family): string | undefined {
     const lanes = this.files.filter((f) => f.family === family).map((f) => f.lane);

@@ -13,7 +13,9 @@ import path from 'node:path';
 import type { Chip } from '../core/catalog/chip.ts';
 import { repairRatesUnderPeak } from './rate-repair.ts';
 import { loadChip, REPO_ROOT } from '../core/catalog/chip.ts';
-import { UserError } from '../core/errors.ts';
+import { UsageError, UserError } from '../core/errors.ts';
+import { displayPath } from '../core/io/paths.ts';
+import { laneSlug } from '../measurements/store.ts';
 import { groupBy } from '../core/numeric/stats.ts';
 import { stringifyCoefficientSets } from '../core/schemas/registry-yaml.ts';
 import type { CoefficientEntry, CoefficientSet } from '../core/schemas/registry.ts';
@@ -198,7 +200,8 @@ async function runFamilies(store: MeasurementStore, want: ReadonlySet<FitFamily>
  * Fit every requested family for `chipName` from its stored measurements, apply the gates and build
  * the registry text. Pure apart from reading the measurement files; draws nothing (src/report/fit.ts
  * renders the README, figures and summary from the result).
- * @throws UserError when the chip is unknown or it has no measurements.
+ * @throws UserError when the chip is unknown or it has no measurements; UsageError when `opts.lane` is
+ *   stored for none of the requested families
  */
 export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<FitAllResult> {
   const chip = loadChip(chipName);
@@ -207,6 +210,7 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
   const job: FitJob = { chip, dir, root, lane: opts.lane, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP };
   const store = new MeasurementStore(job);
   if (!store.files.length) throw new UserError(`no measurements for ${chip.name} in ${dir}`);
+  if (opts.lane !== undefined) refuseUnknownLane(store, opts.families?.length ? opts.families : FIT_FAMILIES);
   const { fits, timings, lanes, workers } = await runFamilies(store, expandFamilies(opts.families), opts);
   const coefficients = fits.flatMap((f) => f.coefficients);
   const repaired = repairRatesUnderPeak(chip, coefficients);
@@ -225,6 +229,21 @@ export async function fitAll(chipName: string, opts: FitOptions = {}): Promise<F
     timings_ms: timings,
     workers,
   };
+}
+
+/**
+ * Refuse a `--lane` stored for none of `families`' tables: each would fit nothing from it (an empty fit
+ * that `fit --check` once reported as matching).
+ * @throws UsageError (exit 2) naming the lanes stored for those families
+ */
+function refuseUnknownLane(store: MeasurementStore, families: readonly FitFamily[]): void {
+  const lane = laneSlug(store.job.lane!);
+  const stored = [...new Set(families.flatMap((f) => store.lanesOf(f)))].sort();
+  if (stored.includes(lane)) return;
+  const one = families.length === 1 ? families[0] : undefined;
+  throw new UsageError(
+    `--lane ${store.job.lane}: ${store.job.chip.name} has no ${one ? `${one} ` : ''}measurements of that lane in ${displayPath(store.job.dir)} (lanes stored${one ? ` for ${one}` : ''}: ${stored.join(', ') || 'none'})`,
+  );
 }
 
 /** Group coefficients into sets in SET_ORDER (coefficient order within a set = fit order). */

@@ -39,7 +39,8 @@ const SPEC = /^(decode|prefill):(\d+)(?:x(\d+))?(?:@(\d+))?$/;
  *   `decode:32x2@1024`    32 requests scheduling 2 tokens each (speculative verify) at 1,024 cached
  *   `prefill:4x2048`      4 prompts of 2,048 tokens, nothing cached
  *   `prefill:4x2048@512`  4 chunks of 2,048 tokens on top of 512 cached tokens
- * @throws UserError showing the accepted forms, or when N or T is 0 (the spec schedules nothing).
+ * @throws UserError showing the accepted forms, when N or T is 0 (the spec schedules nothing), or when a
+ *   decode's CTX is 0 (nothing cached to decode against: that step is a prefill).
  */
 export function parseBatchSpec(spec: string): Request[] {
   const m = SPEC.exec(spec.trim());
@@ -57,6 +58,11 @@ export function parseBatchSpec(spec: string): Request[] {
     throw new UserError(`bad batch spec "${spec}": the tokens per request T must be at least 1`);
   if (m[1] === 'decode') {
     if (m[4] === undefined) throw new UserError(`bad batch spec "${spec}": a decode needs its context (decode:N@CTX)`);
+    // A decode reads a KV cache; with nothing cached the step is the prompt's first chunk, a prefill.
+    if (ctx < 1)
+      throw new UserError(
+        `bad batch spec "${spec}": context must be ≥ 1 for decode (CTX is the tokens already cached; with none cached it is a prefill, prefill:NxT)`,
+      );
     return decodeBatch(n, ctx, tokens ?? 1).requests;
   }
   if (tokens === undefined)

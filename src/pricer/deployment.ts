@@ -127,6 +127,9 @@ const QUANTIZATION: Record<string, StorageDtype | 'checkpoint'> = {
   gptq_marlin: 'int4',
 };
 
+/** The weight dtypes and quantizations a deployment may name (compared lower-cased); `auto` = the checkpoint's. */
+export const WEIGHT_DTYPES: readonly string[] = Object.keys(QUANTIZATION);
+
 /**
  * The dtype the weights are served in: the checkpoint's, overridden by the deployment's quantization
  * (reference §4.2 mapping). @throws UserError listing the known names.
@@ -134,9 +137,7 @@ const QUANTIZATION: Record<string, StorageDtype | 'checkpoint'> = {
 export function servedDtype(weightDtype: string, checkpoint: StorageDtype): StorageDtype {
   const m = QUANTIZATION[weightDtype.toLowerCase()];
   if (!m)
-    throw new UserError(
-      `unknown weight dtype or quantization "${weightDtype}" (known: ${Object.keys(QUANTIZATION).join(', ')})`,
-    );
+    throw new UserError(`unknown weight dtype or quantization "${weightDtype}" (known: ${WEIGHT_DTYPES.join(', ')})`);
   return m === 'checkpoint' ? checkpoint : m;
 }
 
@@ -162,13 +163,26 @@ export function kvBytesPerElement(kvDtype: string | undefined, served: StorageDt
     const b = Math.floor(bytesPerElement(served));
     return b < 1 ? 2 : Math.min(b, 2);
   }
+  const b = explicitKvBytes(k);
+  if (b === undefined) throw new UserError(`unknown KV-cache dtype "${kvDtype}" (known: ${KV_DTYPES.join(', ')})`);
+  return b;
+}
+
+/** The KV-cache dtypes a deployment may name, as listed in messages (their fp8_* / nvfp4_* variants and spelt-out aliases are accepted too). */
+export const KV_DTYPES = ['auto', 'bf16', 'fp16', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'int8', 'nvfp4', 'fp32'] as const;
+
+/** Bytes per element of an explicit (not auto) lower-cased KV dtype; undefined for a name stepcal does not know. */
+function explicitKvBytes(k: string): number | undefined {
   if (k.startsWith('fp8') || k === 'int8') return 1;
   if (k === 'bf16' || k === 'bfloat16' || k === 'fp16' || k === 'float16' || k === 'half') return 2;
   if (k.startsWith('nvfp4')) return bytesPerElement('nvfp4');
   if (k === 'fp32' || k === 'float32') return 4;
-  throw new UserError(
-    `unknown KV-cache dtype "${kvDtype}" (known: auto, bf16, fp16, fp8, fp8_e4m3, fp8_e5m2, int8, nvfp4, fp32)`,
-  );
+  return undefined;
+}
+
+/** Whether kvBytesPerElement accepts `kvDtype` (auto, or a KV dtype it knows; see KV_DTYPES). */
+export function isKnownKvDtype(kvDtype: string): boolean {
+  return isAutoKvDtype(kvDtype) || explicitKvBytes(kvDtype.toLowerCase()) !== undefined;
 }
 
 /**

@@ -257,10 +257,10 @@ describe('shape from a model graph', () => {
 
 describe('stepcal flops (CLI)', () => {
   it('counts a decode batch from a graph YAML path and states the convention and scope', async () => {
-    const r = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--json']);
+    const r = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@1', '--json']);
     // catalog name resolves through loadModel and gives the same counts
     const byName = JSON.parse(
-      (await runCli(['flops', '--model', 'llama-3.1-8b', '--batch', 'decode:1@0', '--json'])).stdout,
+      (await runCli(['flops', '--model', 'llama-3.1-8b', '--batch', 'decode:1@1', '--json'])).stdout,
     );
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
@@ -276,7 +276,7 @@ describe('stepcal flops (CLI)', () => {
       '--model',
       FIXTURE,
       '--batch',
-      'decode:1@0',
+      'decode:1@1',
       '--format-weighted',
       '--chip',
       'h200',
@@ -288,12 +288,12 @@ describe('stepcal flops (CLI)', () => {
     expect(t.stdout).toMatch(/MFU = .*h200 dense FP8 peak.*fp8-equivalent FLOPs/);
   });
 
-  it('MFU needs both a step time and a reference; bad specs are user errors', async () => {
-    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--chip', 'h200'])).code).toBe(1);
-    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@0', '--step-us', '100'])).code).toBe(1);
+  it('MFU needs both a step time and a reference (a usage error); bad specs are user errors', async () => {
+    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@1', '--chip', 'h200'])).code).toBe(2);
+    expect((await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:1@1', '--step-us', '100'])).code).toBe(2);
     const bad = await runCli(['flops', '--model', FIXTURE, '--batch', 'decode:x']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/bad batch spec/);
-    expect((await runCli(['flops', '--model', 'no-such-model', '--batch', 'decode:1@0'])).code).toBe(1);
+    expect((await runCli(['flops', '--model', 'no-such-model', '--batch', 'decode:1@1'])).code).toBe(1);
   });
 });

@@ -51,7 +51,12 @@ describe('batch specs that schedule nothing', () => {
     expect(() => parseBatchSpec('decode:4x0@1024')).toThrow(/tokens per request T must be at least 1/);
     expect(() => parseBatchSpec('prefill:0x2048')).toThrow(/request count/);
     expect(() => parseBatchSpec('prefill:2x0@16')).toThrow(/tokens per request/);
-    expect(parseBatchSpec('decode:1@0')).toHaveLength(1); // nothing cached yet is fine
+    expect(parseBatchSpec('decode:1@1')).toHaveLength(1);
+  });
+  it('a decode against nothing cached is refused (that step is a prefill); a prefill at @0 is fine', () => {
+    expect(() => parseBatchSpec('decode:32@0')).toThrow(/context must be ≥ 1 for decode/);
+    expect(() => parseBatchSpec('decode:4x2@0')).toThrow(/context must be ≥ 1 for decode/);
+    expect(parseBatchSpec('prefill:1x16@0')).toEqual([{ scheduled_tokens: 16, computed_tokens: 0, prompt_tokens: 16 }]);
   });
   it('an explicitly empty batch through the library still prices as host only', () => {
     const r = makePricer('llama-3.1-8b', 'h200').price({ requests: [] });

@@ -138,7 +138,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
     expect(f.stdout).not.toContain("host terms: the registry's");
   });
 
-  it('user errors exit 1 with the file named; a bad composition is refused', async () => {
+  it('user errors exit 1 with the file named; a bad composition is refused (exit 2)', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'stepcal-val-'));
     const bad = path.join(dir, 'bad.steps.csv');
     writeFileSync(bad, 'model,chip,tp,weight_dtype,engine,kind,source\nllama-2-70b,h100,2,fp16,e,step,x\n');
@@ -169,7 +169,8 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
       '--composition',
       'max',
     ]);
-    expect(r3.code).toBe(1);
+    expect(r3.code).toBe(2); // a flag value outside its list is a usage error
+    expect(r3.stderr).toMatch(/argument 'max' is invalid\. expected one of no_overlap, cm_overlap, overlap/);
     const r4 = await cli([
       'validate',
       '--no-tiers',

@@ -6,10 +6,10 @@
  * exits 1 naming every entry or file that would change. Summary on stdout; progress on stderr.
  * Where the outputs go is decided by `planFitOutputs` (docs/fitting.md).
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
 import { runFitEngine, type FitEngineOpts } from './fit-engine.ts';
-import { parseFlagNumber } from '../../core/flags.ts';
+import { flagParser } from '../../core/flags.ts';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { note } from '../../core/io/progress.ts';
 import { lockRootFor, withOutputLockSync } from '../../core/io/staging.ts';
@@ -24,6 +24,7 @@ import {
   registryOutputFile,
   writeFitOutputs,
 } from '../fit-outputs.ts';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
 
@@ -97,6 +98,30 @@ const entryCount = (sets: ReadonlyArray<{ coefficients: readonly unknown[] }>): 
   sets.reduce((n, s) => n + s.coefficients.length, 0);
 
 /**
+ * The refusal of a fit with `count` refusals. A chip onboarded from an upstream folder (its report
+ * fits/<chip>/onboard.md, as `stepcal onboard` writes it) has a registry that leaves out the entries a
+ * non-required gate refuses (docs/onboarding.md), so `fit all` refuses what onboard wrote: the message
+ * names the command that checks and regenerates it.
+ */
+function refusalMessage(chip: string, count: number): string {
+  const base = `fit ${chip}: ${count} refusal(s); nothing written`;
+  if (!existsSync(path.join(REPO_ROOT, 'fits', chip, 'onboard.md'))) return base;
+  return `${base}. registry/${chip}.yaml was written by \`stepcal onboard\` (fits/${chip}/onboard.md), which leaves refused entries out: regenerate it with \`stepcal onboard --chip ${chip} --data <upstream chip folder> --replace-registry\` (without --replace-registry it refuses with the registry diff when the registry would change; docs/onboarding.md)`;
+}
+
+/**
+ * `fit <family> --check` that fitted no entry of the family compared nothing: not a match to report.
+ * @throws UserError naming the family and the lane (its warnings say why, e.g. "not fitted: no measurements")
+ */
+function refuseEmptyCheck(result: FitAllResult, family: string, lane: string | undefined): void {
+  const fit = result.families.find((f) => f.family === family);
+  if (fit && fit.coefficients.length > 0) return;
+  throw new UserError(
+    `fit --check ${result.chip}: ${family} fitted no entries${lane ? ` from lane ${lane}` : ''}, so nothing was compared${fit?.warnings.length ? ` (${fit.warnings.join('; ')})` : ''}`,
+  );
+}
+
+/**
  * A family-only fit writes a registry holding only what it fits; over an existing `--registry-out` that
  * holds other families' entries it would drop them (an update never drops entries it did not mean to
  * change), so it refuses and says how to merge instead.
@@ -114,7 +139,9 @@ function refuseDroppingWrite(result: FitAllResult, out: FitOutputOptions, family
 export function register(program: Command): void {
   program
     .command('fit')
-    .description(`fit coefficients from stored measurements: <family> is one of ${FIT_FAMILIES.join(', ')} or all`)
+    .description(
+      `fit coefficients from stored measurements: <family> is one of ${FIT_FAMILIES.join(', ')}, all or engine (an engine profile from step timings)`,
+    )
     .argument('<family>', `${FIT_FAMILIES.join(' | ')} | all | engine`)
     .option('--chip <name>', 'chip name (catalog/chips/<name>.yaml); required except for `fit engine`')
     .option('--engine <name>', 'fit engine: the engine whose profile is fitted (registry/engines/<name>.yaml)')
@@ -139,7 +166,11 @@ export function register(program: Command): void {
       'fit report directory for SVGs and README (default fits/<chip> when the registry is not redirected)',
     )
     .option('--measurements <dir>', 'measurement directory (default measurements/<chip>)')
-    .option('--resamples <n>', 'bootstrap resamples (≥ 200)', '200')
+    .addOption(
+      new Option('--resamples <n>', 'bootstrap resamples (≥ 200)')
+        .argParser(flagParser('--resamples', { integer: true, min: 200 }))
+        .default(200),
+    )
     .action(
       async (
         family: string,
@@ -151,7 +182,7 @@ export function register(program: Command): void {
           registryOut?: string;
           fitsOut?: string;
           measurements?: string;
-          resamples: string;
+          resamples: number;
         },
       ) => {
         if (family === 'engine') return runFitEngine(o);
@@ -159,14 +190,13 @@ export function register(program: Command): void {
           throw new UsageError(`unknown family "${family}" (known: ${FIT_FAMILIES.join(', ')}, all, engine)`);
         }
         if (!o.chip) throw new UsageError(`fit ${family}: --chip <name> is required`);
-        const resamples = parseFlagNumber('--resamples', o.resamples, { integer: true, min: 200 });
         const families = family === 'all' ? undefined : [family as FitFamily];
         setFitHeapGrowth();
         const result = await fitAll(o.chip, {
           ...(families ? { families } : {}),
           ...(o.lane ? { lane: o.lane } : {}),
           ...(o.measurements ? { measurementsDir: o.measurements } : {}),
-          bootstrap: { resamples, seed: 20261129 },
+          bootstrap: { resamples: o.resamples, seed: 20261129 },
           onFamily: (f, phase, ms) =>
             note(
               phase === 'start'
@@ -195,10 +225,10 @@ export function register(program: Command): void {
         } else {
           process.stdout.write(report.summary.join('\n') + '\n');
         }
-        if (result.refusals.length)
-          throw new UserError(`fit ${o.chip}: ${result.refusals.length} refusal(s); nothing written`);
+        if (result.refusals.length) throw new UserError(refusalMessage(result.chip, result.refusals.length));
         if (o.check) {
           const partial = family !== 'all';
+          if (partial) refuseEmptyCheck(result, family, o.lane);
           const drift = partial ? checkFamilyEntries(result, out) : checkFitOutputs(result, out, report);
           if (drift.length)
             throw new UserError(`fit --check ${o.chip}: committed outputs would change:\n  ${drift.join('\n  ')}`);

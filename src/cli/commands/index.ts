@@ -36,7 +36,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: 'fit',
     term: 'fit [options] <family>',
     summary:
-      'fit coefficients from stored measurements: <family> is one of gemm, hbm, attention_decode, attention_prefill, sparse, mla, collective, expert_alltoall, moe, moe_experts, recurrent, host or all',
+      'fit coefficients from stored measurements: <family> is one of gemm, hbm, attention_decode, attention_prefill, sparse, mla, collective, expert_alltoall, moe, moe_experts, recurrent, host, all or engine (an engine profile from step timings)',
     load: () => import('./fit.ts'),
   },
   {

@@ -5,9 +5,10 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, UserError } from '../../core/errors.ts';
-import { parseFlagNumber } from '../../core/flags.ts';
+import { badChoice, parseFlagChoice, parseFlagNumber } from '../../core/flags.ts';
+import { isKnownKvDtype, KV_DTYPES, WEIGHT_DTYPES } from '../../pricer/deployment.ts';
 import { parseBatchSpec } from '../../pricer/batch.ts';
-import { CUDAGRAPH_MODES, type CudagraphMode, type Deployment } from '../../pricer/types.ts';
+import { CUDAGRAPH_MODES, type Deployment } from '../../pricer/types.ts';
 import type { PriceFlags } from './price-run.ts';
 
 /** Shared deployment flags of `price` and `sweep`. */
@@ -35,16 +36,22 @@ function int(v: string, flag: string, min = 1): number {
   return parseFlagNumber(flag, v, { integer: true, min });
 }
 
-/** Deployment from parsed flags. */
+/**
+ * Deployment from parsed flags (also `serve --deployment` overrides, which reach it as flags).
+ * @throws UsageError (exit 2) for a malformed number or a choice outside its list (the list in the message)
+ */
 export function deploymentFromFlags(o: Record<string, string | undefined>): Partial<Deployment> {
-  const mode = (o.cudagraphMode ?? 'FULL_AND_PIECEWISE').toUpperCase();
-  if (!(CUDAGRAPH_MODES as readonly string[]).includes(mode))
-    throw new UserError(`unknown --cudagraph-mode "${o.cudagraphMode}" (known: ${CUDAGRAPH_MODES.join(', ')})`);
+  const mode = parseFlagChoice('--cudagraph-mode', o.cudagraphMode ?? 'FULL_AND_PIECEWISE', CUDAGRAPH_MODES, (s) =>
+    s.toUpperCase(),
+  );
+  const weightDtype = o.weightDtype ?? 'auto';
+  parseFlagChoice('--weight-dtype', weightDtype, WEIGHT_DTYPES, (s) => s.toLowerCase());
+  if (o.kvDtype && !isKnownKvDtype(o.kvDtype)) throw badChoice('--kv-dtype', o.kvDtype, KV_DTYPES);
   const d: Partial<Deployment> = {
     tp: int(o.tp ?? '1', '--tp'),
     ep: int(o.ep ?? '1', '--ep'),
-    weight_dtype: o.weightDtype ?? 'auto',
-    cudagraph_mode: mode as CudagraphMode,
+    weight_dtype: weightDtype,
+    cudagraph_mode: mode,
     max_capture_size: int(o.maxCaptureSize ?? '512', '--max-capture-size'),
     decode_threshold: int(o.decodeThreshold ?? '1', '--decode-threshold', 0),
   };
@@ -73,7 +80,7 @@ export function register(program: Command): void {
   )
     .option(
       '--batch <spec>',
-      'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1)',
+      'decode:N@CTX | decode:NxT@CTX | prefill:NxTOKENS[@CTX] (repeatable; N, T ≥ 1; decode CTX ≥ 1)',
       collectBatch,
       [] as string[],
     )

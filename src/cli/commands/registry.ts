@@ -8,7 +8,8 @@
 import { displayPath } from '../../core/io/paths.ts';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { oneOf } from '../../analytics/args.ts';
 import { CHIPS_DIR, loadChip, REPO_ROOT, type Chip } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
 import { parseFlagList, parseFlagNumber } from '../../core/flags.ts';
@@ -29,6 +30,7 @@ import {
   widthHoldoutMedians,
   type WidthExtrapolation,
 } from '../../fit/collective-width.ts';
+import { FIT_FAMILIES } from '../../fit/families.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
 import { validateEngineProfileFile } from '../../registry/engine.ts';
 import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
@@ -192,6 +194,25 @@ function registerDiff(reg: Command): void {
     });
 }
 
+/**
+ * The `--only` value: comma-separated fit families, the families a refit's entries carry (FIT_FAMILIES,
+ * also the list its help shows).
+ * @throws InvalidArgumentError (exit 2) `unknown family bogus (known: gemm, hbm, …)`
+ */
+function parseOnlyFamilies(text: string): string[] {
+  const families = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const known: readonly string[] = FIT_FAMILIES;
+  const unknown = families.find((f) => !known.includes(f));
+  if (unknown !== undefined || !families.length)
+    throw new InvalidArgumentError(
+      `${unknown === undefined ? 'no family given' : `unknown family ${unknown}`} (known: ${FIT_FAMILIES.join(', ')})`,
+    );
+  return families;
+}
+
 /** `registry update`: merge a refit into the registry, refused when held-out accuracy gets worse. */
 function registerUpdate(reg: Command): void {
   reg
@@ -202,10 +223,7 @@ function registerUpdate(reg: Command): void {
       'chip whose registry is updated (registry/<chip>.yaml) and whose held-out steps gate the merge',
     )
     .requiredOption('--from <fitted>', 'fitted registry YAML (e.g. the output of stepcal fit)')
-    .option(
-      '--only <families>',
-      'comma-separated families to merge (gemm, hbm, attention_decode, attention_prefill, collective, moe, host)',
-    )
+    .option('--only <families>', `comma-separated families to merge (${FIT_FAMILIES.join(', ')})`, parseOnlyFamilies)
     .option(
       '--tolerance-pct <pp>',
       'allowed worsening of held-out MAPE and |bias| per regime, percentage points',
@@ -251,7 +269,7 @@ function registerUpdate(reg: Command): void {
       async (o: {
         chip: string;
         from: string;
-        only?: string;
+        only?: string[];
         tolerancePct: string;
         acceptWorse?: string;
         acceptShift?: string;
@@ -276,6 +294,9 @@ function registerUpdate(reg: Command): void {
     );
 }
 
+/** The strict public layouts `registry export` writes and `registry import` reads. */
+const STRICT_FORMATS = ['blis'] as const;
+
 /** `registry export`: the strict public CoefficientSet layout, evidence stripped. */
 function registerExport(reg: Command): void {
   reg
@@ -283,11 +304,10 @@ function registerExport(reg: Command): void {
     .description(
       'write the strict public CoefficientSet layout: one file per set and hardware scope, evidence stripped',
     )
-    .requiredOption('--format <format>', 'only "blis"')
+    .requiredOption('--format <format>', `strict layout: ${STRICT_FORMATS.join(' | ')}`, oneOf(STRICT_FORMATS))
     .option('--out <dir>', 'output directory (default: print every file to stdout)')
     .argument('<file>', 'registry file')
     .action((file: string, o: { format: string; out?: string }) => {
-      if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
       const files = exportBlis(loadRegistryFile(file));
       if (!o.out) {
         for (const f of files) out(`# file: ${f.path}\n${f.text}---`);
@@ -303,7 +323,7 @@ function registerImport(reg: Command): void {
   reg
     .command('import')
     .description('read strict-layout files back into one registry for a chip')
-    .requiredOption('--format <format>', 'only "blis"')
+    .requiredOption('--format <format>', `strict layout: ${STRICT_FORMATS.join(' | ')}`, oneOf(STRICT_FORMATS))
     .requiredOption(
       '--chip <chip>',
       'chip the imported entries belong to (the hardware scope kept, and the datasheet for the physics checks)',
@@ -317,7 +337,6 @@ function registerImport(reg: Command): void {
     )
     .argument('<files...>')
     .action((files: string[], o: { format: string; chip: string; out?: string; catalogDir: string }) => {
-      if (o.format !== 'blis') throw new UserError(`--format must be blis, got "${o.format}"`);
       const r = importBlis(
         files.map((f) => ({ file: f, text: readText(f) })),
         o.chip,
@@ -575,7 +594,7 @@ async function update(
   o: {
     chip: string;
     from: string;
-    only?: string;
+    only?: string[];
     acceptWorse?: string;
     acceptShift?: string;
     holdout?: string | boolean;
@@ -597,7 +616,7 @@ async function update(
     chip: o.chip,
     current,
     fitted,
-    ...(o.only ? { only: o.only.split(',').map((s) => s.trim()) } : {}),
+    ...(o.only ? { only: o.only } : {}),
     tolerance_pct: tol,
     ...(o.acceptWorse ? { accept_worse: o.acceptWorse } : {}),
     ...(o.acceptShift ? { accept_shift: o.acceptShift } : {}),

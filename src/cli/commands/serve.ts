@@ -7,7 +7,14 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UsageError } from '../../core/errors.ts';
 import { readText, writeFileAtomic } from '../../core/io/fs.ts';
-import { oneOf, parseList, parseNonNegative, parsePositive, parsePositiveInt } from '../../analytics/args.ts';
+import {
+  oneOf,
+  parseFraction,
+  parseList,
+  parseNonNegative,
+  parsePositive,
+  parsePositiveInt,
+} from '../../analytics/args.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
 import {
   checkContext,
@@ -323,7 +330,7 @@ export function register(program: Command): void {
     .option('--priority <p>', `step order: ${PRIORITIES.join(' | ')}`, oneOf(PRIORITIES), 'decode-first')
     .option('--block-size <n>', 'KV block size, tokens', parsePositiveInt, DEFAULT_SCHEDULER.block_size)
     .option('--kv-blocks <n>', 'KV blocks per replica (default: from HBM − weights)', parsePositiveInt)
-    .option('--gpu-memory-utilization <f>', 'share of HBM the engine uses', parsePositive, 0.9)
+    .option('--gpu-memory-utilization <f>', 'share of HBM the engine uses, in (0, 1]', parseFraction, 0.9)
     .option(
       '--engine-profile <name>',
       `built-in scheduler-side profile (${Object.keys(ENGINE_PROFILES).join(', ')}), used when no --engine is given; a fitted profile (registry/engines/<name>.yaml) is --engine`,

@@ -10,7 +10,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { REPO_ROOT } from '../../core/catalog/chip.ts';
+import { oneOf } from '../../analytics/args.ts';
+import { loadChip, REPO_ROOT } from '../../core/catalog/chip.ts';
 import { UserError } from '../../core/errors.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.ts';
@@ -81,6 +82,7 @@ export function register(program: Command): void {
     .option(
       '--composition <c>',
       `force the headline composition (${COMPOSITIONS.join(' | ')}); default: lowest held-out pooled MAPE of the three`,
+      oneOf(COMPOSITIONS),
     )
     .option('--score-flagged', 'score rows carrying exclusion flags too (admitted_fewer, power_capped, ...)')
     .option('--json', 'print the full result as JSON')
@@ -97,9 +99,7 @@ export function register(program: Command): void {
     )
     .option('--engine <name>', 'also score a stored engine profile (registry/engines/<name>.yaml) as it is: tier (e)')
     .action((opts: ValidateOpts) => {
-      if (opts.composition && !(COMPOSITIONS as readonly string[]).includes(opts.composition)) {
-        throw new UserError(`--composition: expected one of ${COMPOSITIONS.join(', ')}, got "${opts.composition}"`);
-      }
+      loadChip(opts.chip); // an unknown chip is named as price names it, listing the known ones
       if (opts.requests) {
         const registryFile = opts.registry ?? path.join(REPO_ROOT, 'registry', `${opts.chip}.yaml`);
         for (const f of opts.requests) if (!existsSync(f)) throw new UserError(`requests file not found: ${f}`);
