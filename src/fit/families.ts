@@ -34,22 +34,9 @@ import { fitRecurrent, type RecurrentFamilyFit } from './recurrent.ts';
 import { fitSparse, type SparseFit } from './sparse.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
-/** Fitting families in dependency order (the order of a run's results and coefficients). */
-export const FIT_FAMILIES = [
-  'gemm',
-  'hbm',
-  'attention_decode',
-  'attention_prefill',
-  'sparse',
-  'mla',
-  'collective',
-  'expert_alltoall',
-  'moe',
-  'moe_experts',
-  'recurrent',
-  'host',
-] as const;
-export type FitFamily = (typeof FIT_FAMILIES)[number];
+import { FIT_FAMILIES, type FitFamily } from './family-names.ts';
+
+export { FIT_FAMILIES, type FitFamily };
 
 /**
  * The order of a run's results, and so of its coefficients and registry entries: FIT_FAMILIES with

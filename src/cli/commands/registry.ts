@@ -30,7 +30,7 @@ import {
   widthHoldoutMedians,
   type WidthExtrapolation,
 } from '../../fit/collective-width.ts';
-import { FIT_FAMILIES } from '../../fit/families.ts';
+import { FIT_FAMILIES } from '../../fit/family-names.ts';
 import { loadRegistryFile } from '../../registry/load.ts';
 import { validateEngineProfileFile } from '../../registry/engine.ts';
 import { stringifyCoefficientSets } from '../../core/schemas/registry-yaml.ts';
