@@ -707,20 +707,10 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
 
 /**
  * Read and parse one held-out step file (`*.steps.csv` or `.steps.csv.gz`). @see parseStepsCsv
- * @throws InputError naming the file and the reason when it cannot be read (readText's "truncated
- *   gzip file" / "not a valid gzip file" as it is; "is a folder, not a file"; "no such file"; else the
- *   system's code, e.g. EACCES), else as parseStepsCsv.
+ * @throws InputError naming the file when it cannot be read (readText: "file not found", "it is a
+ *   folder, expected a file", "truncated gzip file", …), else as parseStepsCsv.
  */
 export function readStepsFile(file: string): { rows: LocatedStepRow[]; warnings: string[] } {
-  let text: string;
-  try {
-    text = readText(file);
-  } catch (err) {
-    if (err instanceof InputError) throw err;
-    const e = err as NodeJS.ErrnoException;
-    const why =
-      e.code === 'EISDIR' ? 'is a folder, not a file' : e.code === 'ENOENT' ? 'no such file' : (e.code ?? e.message);
-    throw new InputError({ file }, `cannot read file: ${why}`);
-  }
+  const text = readText(file);
   return parseStepsCsv(text, file);
 }

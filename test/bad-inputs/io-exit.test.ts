@@ -141,6 +141,30 @@ const CASES: BadInputCase[] = [
     code: 1,
     message: 'cannot read registry file',
   },
+  // A folder where a file belongs, and a missing input: every reader (io/fs.ts readText) names the
+  // file on one line, exit 1; a missing input is "file not found", never "cannot write".
+  {
+    name: 'registry import of an exported folder (a folder where a file belongs)',
+    setup: (t) => mkdirSync(path.join(t, 'exp', 'h200'), { recursive: true }),
+    args: (t) => ['registry', 'import', '--format', 'blis', '--chip', 'h200', path.join(t, 'exp')],
+    code: 1,
+    message: /^stepcal: \S+\/exp: it is a folder, expected a file\n$/,
+  },
+  ...(
+    [
+      ['serve --trace', (f: string) => ['serve', '--model', 'llama-3.1-8b', '--chip', 'h100', '--trace', f]],
+      ['trace', (f: string) => ['trace', f]],
+      ['window', (f: string) => ['window', f]],
+      ['roofline --config', (f: string) => ['roofline', '--config', f]],
+    ] as const
+  ).map(
+    ([name, args]): BadInputCase => ({
+      name: `${name} of a missing file`,
+      args: (t) => args(path.join(t, 'nope.csv')),
+      code: 1,
+      message: /^stepcal: \S+\/nope\.csv: file not found\n$/,
+    }),
+  ),
   {
     name: 'registry copy --out into a folder',
     setup: (t) => mkdirSync(path.join(t, 'b300.yaml')),
