@@ -8,7 +8,7 @@
  * the header columns), nccl-tests (stdout text), splitwise (perf_model.csv → held-out steps), system
  * (AIC descriptor YAML → chip file). docs/measurements.md describes each.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import {
@@ -22,7 +22,7 @@ import {
 } from '../core/catalog/chip.ts';
 import { UsageError, UserError } from '../core/errors.ts';
 import { parseFlagNumber } from '../core/flags.ts';
-import { readText, sha256, writeFilesAtomic } from '../core/io/fs.ts';
+import { readText, sha256File, writeFilesAtomic } from '../core/io/fs.ts';
 import { pathInside, provenanceRelativePath } from '../core/io/paths.ts';
 import { note, progress } from '../core/io/progress.ts';
 import { lockRootFor, withOutputLockSync } from '../core/io/staging.ts';
@@ -171,7 +171,7 @@ function parseNcclInputs(paths: readonly string[], opts: ImportOpts, chip: strin
   }
   const results: NcclInput[] = [];
   for (const p of paths) {
-    const sha = sha256(readFileSync(p));
+    const sha = sha256File(p);
     const twin = results.find((x) => x.sha === sha);
     if (twin)
       throw new UserError(`${p} and ${twin.file} are the same file (sha256 ${sha.slice(0, 12)}…); give it once`);

@@ -44,6 +44,36 @@ export function provenancePath(dataFile: string): string {
 }
 
 /**
+ * Provenance fields an import does not always produce itself, kept from the file it replaces when it
+ * leaves them out: `notes`, a curator's remarks on the input (scripts/curate.ts: "converted upstream
+ * from Parquet to CSV unchanged …"), which a plain `import --force` of the same table would drop.
+ * Fields computed from the data (coverage, lanes, …) and the collector's run record are not kept.
+ */
+const KEPT_FIELDS = ['notes'] as const;
+type Kept = Pick<Provenance, (typeof KEPT_FIELDS)[number]>;
+
+/**
+ * `provenance` with the KEPT_FIELDS it leaves out taken from the provenance file `provFile` it will
+ * replace (absent, unreadable or not YAML: nothing kept; the import replaces it either way).
+ */
+export function keptFrom<P extends Partial<Provenance>>(provFile: string, provenance: P): P & Partial<Kept> {
+  if (!existsSync(provFile)) return provenance;
+  let old: Record<string, unknown> | undefined;
+  try {
+    old = parseYaml(readText(provFile)) as Record<string, unknown> | undefined;
+  } catch {
+    return provenance;
+  }
+  const out: P & Partial<Kept> = { ...provenance };
+  for (const k of KEPT_FIELDS) {
+    const v = old?.[k];
+    if (out[k] === undefined && Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string'))
+      out[k] = v as string[];
+  }
+  return out;
+}
+
+/**
  * Serialize rows to CSV text with the family's canonical header, written by papaparse (RFC 4180
  * quoting: a cell with a comma, quote, line break or edge space is quoted). Numbers use JS shortest
  * round-trip form; a missing value is an empty cell. Ends with a newline.
@@ -96,7 +126,7 @@ export function prepareMeasurements<F extends Family>(
 ): StagedMeasurements {
   const file = measurementPath(dir, family, lane);
   const data = encodeMeasurementText(file, rowsToCsv(family, rows));
-  const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
+  const prov: Provenance = { ...keptFrom(provenancePath(file), provenance), output_sha256: sha256(data) };
   return {
     file,
     family,
@@ -177,7 +207,7 @@ export async function prepareMeasurementsStreaming<F extends Family>(
   const file = measurementPath(dir, family, lane);
   if (!file.endsWith('.gz')) return prepareMeasurements(dir, family, lane, [...rows], provenance);
   const data = encoded ?? (await gzipRows(family, rows));
-  const prov: Provenance = { ...provenance, output_sha256: sha256(data) };
+  const prov: Provenance = { ...keptFrom(provenancePath(file), provenance), output_sha256: sha256(data) };
   return {
     file,
     family,
@@ -709,20 +739,10 @@ export function parseStepsCsv(text: string, file: string): { rows: LocatedStepRo
 
 /**
  * Read and parse one held-out step file (`*.steps.csv` or `.steps.csv.gz`). @see parseStepsCsv
- * @throws InputError naming the file and the reason when it cannot be read (readText's "truncated
- *   gzip file" / "not a valid gzip file" as it is; "is a folder, not a file"; "no such file"; else the
- *   system's code, e.g. EACCES), else as parseStepsCsv.
+ * @throws InputError naming the file when it cannot be read (readText: "file not found", "it is a
+ *   folder, expected a file", "truncated gzip file", …), else as parseStepsCsv.
  */
 export function readStepsFile(file: string): { rows: LocatedStepRow[]; warnings: string[] } {
-  let text: string;
-  try {
-    text = readText(file);
-  } catch (err) {
-    if (err instanceof InputError) throw err;
-    const e = err as NodeJS.ErrnoException;
-    const why =
-      e.code === 'EISDIR' ? 'is a folder, not a file' : e.code === 'ENOENT' ? 'no such file' : (e.code ?? e.message);
-    throw new InputError({ file }, `cannot read file: ${why}`);
-  }
+  const text = readText(file);
   return parseStepsCsv(text, file);
 }

@@ -4,12 +4,13 @@
  *
  * Rows are 1-based data rows (the header is row 0), matching `InputError`.
  */
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import type { TransformOptions } from 'node:stream';
 import { createGunzip, type ZlibOptions } from 'node:zlib';
 import type { AsyncBuffer, FileMetaData } from 'hyparquet';
 import Papa from 'papaparse';
 import { InputError, UserError } from '../core/errors.ts';
+import { readBytes } from '../core/io/fs.ts';
 import { memoByObject } from '../core/text-memo.ts';
 import {
   type Cell,
@@ -89,7 +90,7 @@ function splitPlainCsv(text: string): string[][] {
 export async function parquetTable(file: string): Promise<RawTable> {
   const { parquetMetadata, parquetRead, parquetSchema } = await import('hyparquet');
   const { compressors } = await import('hyparquet-compressors');
-  const buf = readFileSync(file);
+  const buf = readBytes(file);
   const arrayBuffer = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
   let metadata: FileMetaData;
   try {

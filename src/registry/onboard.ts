@@ -190,14 +190,17 @@ async function prepare(o: OnboardOptions, log: (l: string) => void) {
     chosenTables(scan),
     scan.skipped.filter((s) => s.kind === 'not_a_table').map((s) => s.file),
   );
-  log(formatCoverage(coverage));
+  const coverageText = formatCoverage(coverage);
+  log(coverageText);
   for (const t of scan.tables)
     log(`lane ${t.table}: ${t.chosen.lane} (${t.why}; found ${t.lanes.map((l) => l.lane).join(', ')})`);
   for (const k of skipSummary(scan.skipped)) log(`read or skipped: ${k.kind} ${k.files} file(s), ${k.rows} rows`);
   const missingRequired = REQUIRED_FAMILIES.filter((f) => !coverage.supported.includes(f));
   if (missingRequired.length)
     throw new UserError(
-      `onboard ${o.chip}: the data cannot support required famil${missingRequired.length > 1 ? 'ies' : 'y'} ${missingRequired.join(', ')}; nothing written.\n${formatCoverage(coverage)}`,
+      // The coverage was logged above (once, before this line, which is then the last on stderr); a
+      // caller without a log gets it in the message.
+      `onboard ${o.chip}: the data cannot support required famil${missingRequired.length > 1 ? 'ies' : 'y'} ${missingRequired.join(', ')}; nothing written.${o.log ? '' : `\n${coverageText}`}`,
     );
   const resolved = resolveChip({
     chip: o.chip,
@@ -423,7 +426,8 @@ function guardWrites(
 
 /**
  * Onboard a chip (module comment).
- * @throws UserError with the coverage list when a required family is missing (nothing written), on bad
+ * @throws UserError when a required family is missing (nothing written; the coverage list is logged
+ *   before it, or is in the message when there is no `log`), on bad
  *   inputs (file, row, column named by the importers), when a required family's fit or a gate fails,
  *   or when the write would replace existing files without the flag (the registry is then not written).
  */

@@ -540,7 +540,14 @@ export function validateRegistryText(
       schema(`YAML error in document ${di + 1}: ${doc.errors[0]!.message}`);
       return;
     }
-    const obj = doc.toJS() as unknown;
+    let obj: unknown;
+    try {
+      obj = doc.toJS() as unknown;
+    } catch (err) {
+      // yaml throws ReferenceError for an alias to another document's anchor and for alias bombs.
+      schema(`YAML error in document ${di + 1}: ${(err as Error).message}`);
+      return;
+    }
     if (obj === null || obj === undefined) return;
     if (!isRecord(obj)) {
       schema(`document ${di + 1}: expected a CoefficientSet map`);
@@ -570,14 +577,18 @@ export function validateRegistryText(
     });
     sets.push({ kind: 'CoefficientSet', name: setName, coefficients });
   });
-  if (problems.length === 0 && sets.reduce((n, x) => n + x.coefficients.length, 0) === 0)
-    schema(
-      sets.length === 0
-        ? 'empty registry: no CoefficientSet documents'
-        : `empty registry: ${sets.length} set(s) but no coefficients`,
-    );
+  const empty = problems.length === 0 ? emptyRegistry(sets) : undefined;
+  if (empty) schema(empty);
   problems.push(...validateRegistry(sets, file, opts));
   return { sets, problems };
+}
+
+/** Why `sets` are an empty registry (no documents, or sets without coefficients); undefined when not. */
+function emptyRegistry(sets: readonly CoefficientSet[]): string | undefined {
+  if (sets.some((x) => x.coefficients.length > 0)) return undefined;
+  return sets.length === 0
+    ? 'empty registry: no CoefficientSet documents'
+    : `empty registry: ${sets.length} set(s) but no coefficients`;
 }
 
 /** Read and validate one registry file. A missing file is one problem. */
@@ -603,7 +614,8 @@ export function errorsOf(problems: readonly Problem[]): Problem[] {
  * The check every registry load for pricing runs (src/pricer/setup.ts, validate, calibrate): schema
  * and physics errors of `validateRegistry` with `fileChip` set, so a NaN, a string, eps_max 1.5, a
  * duplicate set or an entry scoped to another chip never reaches a price. Warnings pass.
- * @throws UserError listing the first errors (`file: set S: entry E: field F: message`) and how many.
+ * @throws UserError listing the first errors (`file: set S: entry E: field F: message`) and how many;
+ *   `file: empty registry: …` (as `registry validate` says it) when no set has a coefficient.
  */
 /** `assertRegistryUsable` once per (file, chip, text) in a process; a hit skips the ≈ 30–100 ms check. */
 const usableText = textMemo(16, (text: string, key: string): true => {
@@ -631,6 +643,9 @@ export function loadUsableRegistry(file: string, chip: string): CoefficientSet[]
 }
 
 export function assertRegistryUsable(sets: readonly CoefficientSet[], file: string, chip: string): void {
+  // Said as `registry validate` says it, instead of the first coefficient a price finds missing.
+  const empty = emptyRegistry(sets);
+  if (empty) throw new UserError(`${file}: ${empty}`);
   const errors = errorsOf(validateRegistry(sets, file, { fileChip: chip }));
   if (errors.length === 0) return;
   const shown = errors.slice(0, 5).map(formatProblem);

@@ -141,6 +141,30 @@ const CASES: BadInputCase[] = [
     code: 1,
     message: 'cannot read registry file',
   },
+  // A folder where a file belongs, and a missing input: every reader (io/fs.ts readText) names the
+  // file on one line, exit 1; a missing input is "file not found", never "cannot write".
+  {
+    name: 'registry import of an exported folder (a folder where a file belongs)',
+    setup: (t) => mkdirSync(path.join(t, 'exp', 'h200'), { recursive: true }),
+    args: (t) => ['registry', 'import', '--format', 'blis', '--chip', 'h200', path.join(t, 'exp')],
+    code: 1,
+    message: /^stepcal: \S+\/exp: it is a folder, expected a file\n$/,
+  },
+  ...(
+    [
+      ['serve --trace', (f: string) => ['serve', '--model', 'llama-3.1-8b', '--chip', 'h100', '--trace', f]],
+      ['trace', (f: string) => ['trace', f]],
+      ['window', (f: string) => ['window', f]],
+      ['roofline --config', (f: string) => ['roofline', '--config', f]],
+    ] as const
+  ).map(
+    ([name, args]): BadInputCase => ({
+      name: `${name} of a missing file`,
+      args: (t) => args(path.join(t, 'nope.csv')),
+      code: 1,
+      message: /^stepcal: \S+\/nope\.csv: file not found\n$/,
+    }),
+  ),
   {
     name: 'registry copy --out into a folder',
     setup: (t) => mkdirSync(path.join(t, 'b300.yaml')),
@@ -176,11 +200,12 @@ const CASES: BadInputCase[] = [
     message: /alias\.yaml: YAML error: Unresolved alias/,
   },
   {
-    name: 'YAML alias across documents (registry validate)',
+    name: 'YAML alias across documents (registry validate names the file)',
     setup: (t) => write(t, 'alias.yaml', CROSS_DOC_ALIAS),
     args: (t) => ['registry', 'validate', path.join(t, 'alias.yaml')],
     code: 1,
-    message: 'Unresolved alias',
+    message: /alias\.yaml: YAML error in document 2: Unresolved alias/,
+    stream: 'stdout',
   },
   {
     name: 'billion laughs (price)',
@@ -188,6 +213,28 @@ const CASES: BadInputCase[] = [
     args: (t) => [...PRICE, '--registry', path.join(t, 'lol.yaml')],
     code: 1,
     message: /lol\.yaml: YAML error: Excessive alias count/,
+  },
+  {
+    name: 'billion laughs (registry validate names the file, as price does)',
+    setup: (t) => write(t, 'lol.yaml', LAUGHS),
+    args: (t) => ['registry', 'validate', path.join(t, 'lol.yaml')],
+    code: 1,
+    message: /^\S+\/lol\.yaml: YAML error in document 1: Excessive alias count/,
+    stream: 'stdout',
+  },
+  {
+    name: 'an empty registry file (price says what registry validate says)',
+    setup: (t) => write(t, 'empty.yaml', ''),
+    args: (t) => [...PRICE, '--registry', path.join(t, 'empty.yaml')],
+    code: 1,
+    message: /^stepcal: \S+\/empty\.yaml: empty registry: no CoefficientSet documents\n$/,
+  },
+  {
+    name: 'a registry of sets without coefficients (price)',
+    setup: (t) => write(t, 'none.yaml', 'kind: CoefficientSet\nname: x\ncoefficients: []\n'),
+    args: (t) => [...PRICE, '--registry', path.join(t, 'none.yaml')],
+    code: 1,
+    message: /^stepcal: \S+\/none\.yaml: empty registry: 1 set\(s\) but no coefficients\n$/,
   },
   {
     name: 'billion laughs (registry diff)',

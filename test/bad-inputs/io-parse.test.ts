@@ -122,7 +122,7 @@ const CASES: BadInputCase[] = [
     setup: (t) => mkdirSync(path.join(t, 'd.steps.csv')),
     args: validate('d.steps.csv'),
     code: 1,
-    message: 'd.steps.csv: cannot read file: is a folder, not a file',
+    message: 'd.steps.csv: it is a folder, expected a file',
   },
   {
     name: 'validate --out an existing file names the path itself',

@@ -4,7 +4,9 @@ import type { Command } from 'commander';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { buildProgram } from '../../src/cli/main.ts';
 import { COMMANDS } from '../../src/cli/commands/index.ts';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { provenanceRelativePath } from '../../src/core/io/paths.ts';
+import { keptFrom } from '../../src/measurements/store.ts';
 import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';
 import { runCli as cli } from '../helpers/cli.ts';
 
@@ -153,5 +155,43 @@ describe('lazy command loading (start-up)', () => {
     const r = await cli(['fitt', 'all']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/unknown command 'fitt'[\s\S]*Did you mean fit\?/);
+  });
+});
+
+describe('import --force over a curated file keeps what it does not produce (a temp copy of measurements/h200)', () => {
+  const table = aicPath('h200_sxm', 'gemm_perf', 'vllm-0.24.0');
+  const committed = path.join(REPO_ROOT, 'measurements', 'h200', 'gemm.vllm-0.24.0.provenance.yaml');
+
+  it('same bytes in: the provenance is the committed one byte for byte (notes kept, ../shared path), however the input is spelled', async () => {
+    const out = tmpDir();
+    for (const name of ['gemm.vllm-0.24.0.csv.gz', 'gemm.vllm-0.24.0.provenance.yaml'])
+      copyFileSync(path.join(REPO_ROOT, 'measurements', 'h200', name), path.join(out, name));
+    const want = readFileSync(committed, 'utf8');
+    expect(want).toContain('notes:\n  - converted upstream from Parquet to CSV');
+    // As typed from the checkout, and as the real absolute path (../shared is often a link).
+    for (const spelling of [path.relative(process.cwd(), table), realpathSync(table)]) {
+      const r = await cli(['import', 'aiconfigurator', spelling, '--chip', 'h200', '--force', '--out', out]);
+      expect(r.code).toBe(0);
+      expect(readFileSync(path.join(out, 'gemm.vllm-0.24.0.provenance.yaml'), 'utf8')).toBe(want);
+    }
+  });
+
+  it('keptFrom: notes the import leaves out come from the replaced file; notes it produces replace them', () => {
+    const dir = tmpDir();
+    const file = path.join(dir, 'x.provenance.yaml');
+    writeFileSync(file, 'family: gemm\nnotes:\n  - a curator note\n');
+    expect(keptFrom(file, { family: 'gemm' }).notes).toEqual(['a curator note']);
+    expect(keptFrom(file, { family: 'gemm', notes: ['new'] }).notes).toEqual(['new']);
+    expect(keptFrom(path.join(dir, 'absent.yaml'), { family: 'gemm' }).notes).toBeUndefined();
+    writeFileSync(file, 'notes: [unclosed\n');
+    expect(keptFrom(file, { family: 'gemm' }).notes).toBeUndefined();
+  });
+
+  it('provenanceRelativePath: a file under ../shared records ../shared/… through links and from any spelling', () => {
+    const want = '../shared/datasets/aiconfigurator/h200_sxm/gemm_perf/vllm-0.24.0/gemm_perf.csv';
+    expect(provenanceRelativePath(table)).toBe(want);
+    expect(provenanceRelativePath(realpathSync(table))).toBe(want);
+    expect(provenanceRelativePath(path.relative(process.cwd(), table))).toBe(want);
+    expect(provenanceRelativePath(path.join(REPO_ROOT, 'measurements', 'h200'))).toBe('measurements/h200');
   });
 });

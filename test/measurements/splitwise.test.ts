@@ -242,7 +242,7 @@ describe('step file reader', () => {
       /row 1 column "tp": expected an integer ≥ 1, got 2\.5/,
     );
     expect(() => parseStepsCsv('', 's.csv')).toThrow(/empty file/);
-    expect(() => readStepsFile('/nonexistent/x.steps.csv')).toThrow(/x\.steps\.csv: cannot read file: no such file/);
+    expect(() => readStepsFile('/nonexistent/x.steps.csv')).toThrow(/^\/nonexistent\/x\.steps\.csv: file not found$/);
   });
 
   it('optional columns may be absent (defaults 0 / empty)', () => {

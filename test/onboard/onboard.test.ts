@@ -16,6 +16,7 @@ import { chosenTables, coverageOf, onboardChip } from '../../src/registry/onboar
 import { scanUpstreamFolder } from '../../src/measurements/upstream-folder.ts';
 import { errorsOf, validateRegistry } from '../../src/registry/validate.ts';
 import { fitReportOutputs } from '../../src/report/fit.ts';
+import { runCli } from '../helpers/cli.ts';
 import { sharedRefit } from '../helpers/refit.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets', 'aiconfigurator');
@@ -52,6 +53,22 @@ describe.skipIf(!existsSync(RAW))('stepcal onboard (a100 as a new chip)', () => 
     ).rejects.toThrow(
       /cannot support required family attention_decode; nothing written\.\n.*\ncannot support hbm: no attention_decode table/,
     );
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('the CLI prints the coverage once, before the error, which is the last line on stderr', async () => {
+    const data = path.join(tmp, 'gemm-only');
+    cpSync(path.join(RAW, 'gemm_perf'), path.join(data, 'gemm_perf'), { recursive: true });
+    const out = path.join(tmp, 'gemm-only-out');
+    const r = await runCli(['onboard', '--chip', 'foo', '--data', data, '--out-root', out]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines.filter((l) => l.startsWith('families the data can support: ')).length).toBe(1);
+    expect(lines.filter((l) => l === 'cannot support hbm: no attention_decode table').length).toBe(1);
+    expect(lines.at(-1)).toBe(
+      'stepcal: onboard foo: the data cannot support required family attention_decode; nothing written.',
+    );
+    expect(lines.indexOf('families the data can support: gemm, host')).toBeLessThan(lines.length - 1);
     expect(existsSync(out)).toBe(false);
   });
 

@@ -43,14 +43,46 @@ export function writeFilesAtomic(files: ReadonlyArray<{ file: string; data: stri
   commitFiles(files);
 }
 
+/** Why a file could not be read, by errno code (the rest print the system's message). */
+const READ_WHY: Readonly<Record<string, string>> = {
+  ENOENT: 'file not found',
+  EISDIR: 'it is a folder, expected a file',
+  ENOTDIR: 'a parent of it is a file, not a folder',
+  EACCES: 'cannot read it: permission denied',
+  EPERM: 'cannot read it: operation not permitted',
+  ENAMETOOLONG: 'cannot read it: the name is too long',
+  ELOOP: 'cannot read it: too many levels of symbolic links',
+};
+
+/**
+ * The user error for a failed read of `file`: `<file>: file not found`, `<file>: it is a folder,
+ * expected a file`, `<file>: cannot read it: <reason>` (the read-side twin of staging.ts writeError).
+ */
+export function readError(file: string, err: unknown): InputError {
+  const e = err as NodeJS.ErrnoException;
+  return new InputError({ file }, READ_WHY[e?.code ?? ''] ?? `cannot read it: ${e?.message ?? String(err)}`);
+}
+
+/**
+ * Read a file's bytes.
+ * @throws InputError naming the file when it cannot be read (missing, a folder, no permission, …).
+ */
+export function readBytes(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw readError(file, err);
+  }
+}
+
 /**
  * Read a text file, transparently gunzipping names ending in `.gz`.
  * @throws InputError naming the file when a `.gz` does not decompress (truncated: zlib's Z_BUF_ERROR,
- *   "unexpected end of file", which an empty file gives too; or corrupt); the system's error when the
- *   file cannot be read.
+ *   "unexpected end of file", which an empty file gives too; or corrupt), and when the file cannot
+ *   be read (readBytes: "file not found", "it is a folder, expected a file", …).
  */
 export function readText(file: string): string {
-  const buf = readFileSync(file);
+  const buf = readBytes(file);
   if (!file.endsWith('.gz')) return buf.toString('utf8');
   try {
     return gunzipSync(buf).toString('utf8');
@@ -71,6 +103,7 @@ export function sha256(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** Hex sha256 of a file's bytes. @throws InputError naming the file when it cannot be read (readBytes). */
 export function sha256File(file: string): string {
-  return sha256(readFileSync(file));
+  return sha256(readBytes(file));
 }

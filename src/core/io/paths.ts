@@ -8,6 +8,7 @@
  * Paths are printed and recorded relative to the repository root (REPO_ROOT, the checkout that holds
  * this file), so pins, provenance and messages are the same on every clone.
  */
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.ts';
@@ -48,7 +49,34 @@ export function displayPath(file: string): string {
   return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
 }
 
-/** A path as recorded in provenance: always relative to the repository root (`../shared/...`), with `/` separators. */
+/** The shared data beside the checkout (`<repo>/../shared`, often a link to one copy for every checkout). */
+const SHARED_ROOT = path.join(REPO_ROOT, '..', 'shared');
+
+/**
+ * A path as recorded in provenance, with `/` separators: `../shared/<path inside it>` for a file under
+ * the checkout's `../shared` (compared through links, so `../shared/x`, `/work/shared/x` and a path
+ * through a linked checkout all record the same), else relative to the repository root.
+ */
 export function provenanceRelativePath(file: string): string {
-  return path.relative(REPO_ROOT, path.resolve(file)).split(path.sep).join('/');
+  const real = realOrResolved(file);
+  const inShared = insideOf(realOrResolved(SHARED_ROOT), real);
+  if (inShared !== undefined) return ['..', 'shared', ...inShared.split(path.sep)].join('/');
+  const inRepo = insideOf(realOrResolved(REPO_ROOT), real);
+  const rel = inRepo ?? path.relative(REPO_ROOT, path.resolve(file));
+  return rel.split(path.sep).join('/');
+}
+
+/** `file` with every link resolved; as resolved (`path.resolve`) when it does not exist. */
+function realOrResolved(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
+/** `file` relative to `dir` when it lies inside it, else undefined. */
+function insideOf(dir: string, file: string): string | undefined {
+  const rel = path.relative(dir, file);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : undefined;
 }
