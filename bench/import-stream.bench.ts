@@ -39,13 +39,13 @@ async function writeSynthetic(file: string, peakFlopsPerUs: number, hbmBytesPerU
           Math.max((2 * m * n * k) / (0.7 * peakFlopsPerUs), (2 * (m * k + k * n + m * n)) / (0.8 * hbmBytesPerUs)) + 5;
         lines.push(`VLLM,0.24.0,NVIDIA H200,gemm,default,bfloat16,${m},${n},${k},${(us / 1000).toPrecision(6)}`);
         if (lines.length === 10_000) {
-          if (!gz.write(lines.join('\n') + '\n')) await once(gz, 'drain');
+          if (!gz.write(`${lines.join('\n')}\n`)) await once(gz, 'drain');
           lines = [];
         }
       }
     }
   }
-  if (lines.length) gz.write(lines.join('\n') + '\n');
+  if (lines.length) gz.write(`${lines.join('\n')}\n`);
   gz.end();
   await once(out, 'finish');
 }

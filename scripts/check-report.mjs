@@ -124,7 +124,7 @@ function checkReport(bin, file) {
   const html = readFileSync(file, 'utf8');
   if (/<script|<link|<img|src="http|href="http/i.test(html))
     problems.push('the HTML references external content or scripts');
-  const url = 'file://' + path.resolve(file);
+  const url = `file://${path.resolve(file)}`;
 
   const dom = runChromium(bin, ['--dump-dom', url]);
   if (dom.status !== 0) return [`chromium --dump-dom failed (${dom.status}): ${dom.stderr.slice(-400)}`];

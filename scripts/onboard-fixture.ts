@@ -45,7 +45,7 @@ const UNFITTED = 'mla_bmm/sglang/0.5.14/mla_bmm_perf';
 
 function csv(t: RawTable, rows: ReadonlyArray<RawTable['rows'][number]>): string {
   const cell = (c: unknown) => (typeof c === 'bigint' ? c.toString() : c === null || c === undefined ? '' : String(c));
-  return [t.header.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n') + '\n';
+  return `${[t.header.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n')}\n`;
 }
 
 async function write(rel: string, pick: (t: RawTable) => RawTable['rows']): Promise<void> {

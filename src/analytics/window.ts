@@ -168,14 +168,14 @@ export function parseWindowCsv(text: string, file: string): Endpoint[] {
       throw new InputError({ file, row, column: tsCol }, `expected a finite timestamp, got "${tsText}"`);
     let flagged = false;
     if (hasFlag) {
-      const f = (rec['flag'] ?? '').trim().toLowerCase();
+      const f = (rec.flag ?? '').trim().toLowerCase();
       if (f === '1' || f === 'true') flagged = true;
       else if (f === '0' || f === 'false' || f === '') flagged = false;
-      else throw new InputError({ file, row, column: 'flag' }, `expected 0/1 or true/false, got "${rec['flag']}"`);
+      else throw new InputError({ file, row, column: 'flag' }, `expected 0/1 or true/false, got "${rec.flag}"`);
     }
     const ep: Endpoint = { ts_us: ts * scale, flagged, row };
     if (hasRunning) {
-      const t = (rec['running'] ?? '').trim();
+      const t = (rec.running ?? '').trim();
       const n = Number(t);
       if (t === '' || !Number.isInteger(n) || n < 0)
         throw new InputError({ file, row, column: 'running' }, `expected a non-negative integer, got "${t}"`);

@@ -38,7 +38,7 @@ export class InputError extends UserError {
     readonly location: InputLocation,
     readonly problem: string,
   ) {
-    super(formatLocation(location) + ': ' + problem);
+    super(`${formatLocation(location)}: ${problem}`);
   }
 }
 

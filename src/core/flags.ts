@@ -20,7 +20,7 @@ export function describeSpec(spec: NumberSpec): string {
   const parts: string[] = [];
   if (spec.min !== undefined) parts.push(`${spec.minExclusive ? '>' : '≥'} ${spec.min}`);
   if (spec.max !== undefined) parts.push(`${spec.maxExclusive ? '<' : '≤'} ${spec.max}`);
-  return `${spec.integer ? 'an integer' : 'a number'}${parts.length ? ' ' + parts.join(' and ') : ''}`;
+  return `${spec.integer ? 'an integer' : 'a number'}${parts.length ? ` ${parts.join(' and ')}` : ''}`;
 }
 
 /** The number `text` holds under `spec`, or the problem (`expected an integer ≥ 1, got "0"`). Pure. */

@@ -146,12 +146,7 @@ export interface MeasuredSpec {
 /** Inputs of the context that belong to `family` (by file-name prefix), for provenance. */
 export function familyInputs(ctx: FitContext, family: string): FitContext['inputs'] {
   if (!family) return ctx.inputs;
-  return ctx.inputs.filter((i) =>
-    i.file
-      .split('/')
-      .pop()!
-      .startsWith(family + '.'),
-  );
+  return ctx.inputs.filter((i) => i.file.split('/').pop()!.startsWith(`${family}.`));
 }
 
 /**

@@ -189,7 +189,7 @@ function laneMaker(table: CellTable, fw: number, ver: number, fixedFramework?: s
         'expected a non-empty framework and version (they form the lane)',
       );
     }
-    const key = f + '\u0000' + v;
+    const key = `${f}\u0000${v}`;
     let lane = cache.get(key);
     if (lane === undefined) {
       lane = `${f}-${v}`;

@@ -209,5 +209,5 @@ export function systemToChip(
       ? [`# Not carried (no chip-schema field; memory reservations): misc.${ignored.join(', misc.')}.`]
       : []),
   ].join('\n');
-  return { chip: out, yaml: header + '\n' + stringifyYaml(out, { lineWidth: 0 }), priorsFrom };
+  return { chip: out, yaml: `${header}\n${stringifyYaml(out, { lineWidth: 0 })}`, priorsFrom };
 }

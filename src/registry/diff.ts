@@ -153,5 +153,5 @@ export function formatDiff(d: RegistryDiff): string {
       );
     }
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -97,7 +97,7 @@ export function coverageOf(tables: Partial<Record<AicTable, string[]>>, ignored:
 }
 
 export function formatCoverage(c: Coverage): string {
-  const lines = ['families the data can support: ' + (c.supported.join(', ') || 'none')];
+  const lines = [`families the data can support: ${c.supported.join(', ') || 'none'}`];
   for (const u of c.unsupported) lines.push(`cannot support ${u.family}: no ${u.missing.join(' or ')} table`);
   if (c.supported.includes('host'))
     lines.push('note: host has no per-operator table upstream; its entries are the assumed values (method: assumed)');
@@ -518,7 +518,7 @@ function outputFiles(
   const coverageFile = path.join(root, 'fits', o.chip, 'coverage.json');
   all.push(
     { file: reportFile, data: report },
-    { file: coverageFile, data: JSON.stringify(coverageReportJson(r, root), null, 2) + '\n' },
+    { file: coverageFile, data: `${JSON.stringify(coverageReportJson(r, root), null, 2)}\n` },
   );
   const registry = path.join(root, 'registry', `${o.chip}.yaml`);
   return {

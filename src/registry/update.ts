@@ -168,7 +168,7 @@ export function formatGate(g: GateResult): string {
   const lines = [`held-out accuracy (tolerance ${g.tolerance_pct} pp of MAPE and of |bias|, any regime):`];
   lines.push(...tableLines(GATE_COLUMNS, rows, { gap: ' | ' }).map((l) => `  ${l}`));
   for (const n of g.notes) lines.push(`  note: ${n}`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** Normalised hardware list equals [chip]. */

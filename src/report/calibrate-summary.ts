@@ -307,7 +307,7 @@ function shortVerdict(m: { median_ape_pct: number; p90_ape_pct: number }): strin
   if (full === 'met') return 'met';
   const dm = /median short by ([0-9.]+)/.exec(full)?.[1];
   const dp = /p90 short by ([0-9.]+)/.exec(full)?.[1];
-  return [dm ? `med +${dm}` : '', dp ? `p90 +${dp}` : ''].filter(Boolean).join(' ') + ' pp';
+  return `${[dm ? `med +${dm}` : '', dp ? `p90 +${dp}` : ''].filter(Boolean).join(' ')} pp`;
 }
 
 /** The terminal's held-out table (≤ 100 columns). */
@@ -343,7 +343,7 @@ export const SUMMARY_WIDTH = 100;
 export function wrapLine(line: string, width = SUMMARY_WIDTH): string[] {
   if (line.length <= width) return [line];
   const lead = line.slice(0, line.length - line.trimStart().length);
-  const indent = lead + '  ';
+  const indent = `${lead}  `;
   const out: string[] = [];
   let cur = lead;
   const fresh = () => cur.trim() === '';
@@ -399,11 +399,11 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
   const n = o.sets.reduce((a, s) => a + s.coefficients.length, 0);
   L.push(`registry: ${o.registry_file} (${n} coefficients in ${o.sets.length} sets; gates passed)`);
   const gemm = gemmTextTable(o.sets);
-  if (gemm.rows.length) L.push(...textTable(gemm).map((l) => '  ' + l));
+  if (gemm.rows.length) L.push(...textTable(gemm).map((l) => `  ${l}`));
   L.push(...lawLines(o.sets));
-  L.push(...hostTextLines(o.sets).map((l) => '  ' + l));
+  L.push(...hostTextLines(o.sets).map((l) => `  ${l}`));
   const coll = collectiveTextTable(o.sets);
-  if (coll.rows.length) L.push(...textTable(coll).map((l) => '  ' + l));
+  if (coll.rows.length) L.push(...textTable(coll).map((l) => `  ${l}`));
   const warnings = calibrateWarnings(o);
   if (warnings.length) L.push(`${warnings.length} warning(s): printed once each on stderr, and in the report`);
   const v = o.validation;
@@ -415,7 +415,7 @@ export function calibrateSummaryLines(o: CalibrateOutcome): string[] {
       `held-out accuracy (${v.pinned.inputs.map((i) => i.file).join(', ')}; ${scored} scored rows of ${v.rows.length}; ` +
         `host: ${v.host_fit ? `per-engine fit --fit-host ${v.host_fit.rule} on ${v.host_fit.training_rows.length} rows, not scored` : 'registry'}; headline ${COMPOSITION_LABEL[v.headline]}):`,
     );
-    L.push(...textTable(compactHeldOutTable(v)).map((l) => '  ' + l));
+    L.push(...textTable(compactHeldOutTable(v)).map((l) => `  ${l}`));
     if (v.host_fit) {
       for (const f of v.host_fit.fits.filter((x) => x.composition === v.headline)) {
         L.push(

@@ -23,7 +23,7 @@ export function decodeSection(fit: DecodeFit, chip: Chip): FitSection {
       r,
     ),
   );
-  return { md: md.join('\n') + '\n', summary: fit.results.map((r) => decodeSummary(r, chip)), figures };
+  return { md: `${md.join('\n')}\n`, summary: fit.results.map((r) => decodeSummary(r, chip)), figures };
 }
 
 const suffix = (r: DecodeResult) => (r.kind === 'full' ? '' : '_swa');

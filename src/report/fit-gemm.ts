@@ -14,7 +14,7 @@ export function gemmSection(fit: GemmFit, chip: Chip): FitSection {
   const md: string[] = ['## GEMM efficiency ramp', ''];
   for (const r of fit.ramps) md.push(...rampMarkdown(r, chip));
   return {
-    md: md.join('\n') + '\n',
+    md: `${md.join('\n')}\n`,
     summary: fit.ramps.map(rampSummary),
     figures: fit.ramps.flatMap((r) => rampFigures(r, chip)),
   };

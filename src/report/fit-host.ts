@@ -58,7 +58,7 @@ export function hostSection(fit: HostFit, chip: Chip): FitSection {
 function fittedText(kinds: readonly HostKindFit[]): string[] {
   const row = (k: HostKindFit) => {
     const f = k.fit;
-    return `| ${k.what} | ${k.rows} | ${f.n} | ${fmt(f.a_us)} (${fmt(f.ci95_a[0])}–${fmt(f.ci95_a[1])}) | ${fmt(f.b_us_per_kernel)} (${fmt(f.ci95_b[0])}–${fmt(f.ci95_b[1])}) | ${fmt(k.train.geo)}x | ${k.holdout ? fmt(k.holdout.geo) + 'x' : '–'} |`;
+    return `| ${k.what} | ${k.rows} | ${f.n} | ${fmt(f.a_us)} (${fmt(f.ci95_a[0])}–${fmt(f.ci95_a[1])}) | ${fmt(f.b_us_per_kernel)} (${fmt(f.ci95_b[0])}–${fmt(f.ci95_b[1])}) | ${fmt(k.train.geo)}x | ${k.holdout ? `${fmt(k.holdout.geo)}x` : '–'} |`;
   };
   return [
     'Fitted `t = a + b·N` per kind from host microbenchmark rows (weighted least squares with weights 1/t² on per-N medians; ci95 from its covariance with a Student-t quantile; holdout = largest N).',

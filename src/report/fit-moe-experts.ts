@@ -265,7 +265,7 @@ export function moeExpertsSection(data: MoeExpertsData): MoeExpertsSection {
       `moe_experts ${f.set}: train geo ${f4(f.train.geo)}, holdout tokens ${f.holdout_tokens ? f4(f.holdout_tokens.geo) : 'n/a'}, shape ${f.holdout_shape ? f4(f.holdout_shape.geo) : 'n/a'}`,
   );
   return {
-    md: L.join('\n') + '\n',
+    md: `${L.join('\n')}\n`,
     summary,
     figures: [
       ...allSets(data).map((f) => ({ name: `moe_experts_${f.set}.svg`, svg: figure(data, f) })),

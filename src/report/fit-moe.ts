@@ -32,7 +32,7 @@ export function moeSection(fit: MoeFit, chip: Chip): FitSection {
     return { md: L.join('\n'), summary: [r.message], figures: [] };
   }
   L.push(...statsTable(r), ...tokenTable(r), ...dtypeTable(r), ...errorsText(r));
-  const summary = `moe: ${r.primary.length} pairs (${PRIMARY_DISTRIBUTION}/balanced): median ${fmt(r.stats.median)} [${fmt(r.ci.median_ci95[0])}, ${fmt(r.ci.median_ci95[1])}], p90 ${fmt(r.stats.p90)}; holdout geo ${r.holdout ? fmt(r.holdout.geo) + 'x' : 'n/a'}`;
+  const summary = `moe: ${r.primary.length} pairs (${PRIMARY_DISTRIBUTION}/balanced): median ${fmt(r.stats.median)} [${fmt(r.ci.median_ci95[0])}, ${fmt(r.ci.median_ci95[1])}], p90 ${fmt(r.stats.p90)}; holdout geo ${r.holdout ? `${fmt(r.holdout.geo)}x` : 'n/a'}`;
   const figures = [
     { name: 'moe_imbalance.svg', svg: ratioFigure(chip.name, r) },
     { name: 'moe_imbalance_residuals.svg', svg: residualFigure(chip.name, r) },

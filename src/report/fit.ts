@@ -112,12 +112,10 @@ function fitReadme(result: FitAllResult, sections: readonly FitSection[]): strin
   );
   if (warnings.length) lines.push('## Warnings', '', ...warnings.map((w) => `- ${w}`), '');
   for (const s of sections) if (s.md.trim()) lines.push(s.md.trimEnd(), '');
-  return (
-    lines
-      .join('\n')
-      .replace(/\n{3,}/g, '\n\n')
-      .trimEnd() + '\n'
-  );
+  return `${lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 /** One row of the README's coefficient table: ours beside BLIS's published value. */

@@ -90,5 +90,5 @@ export function flopsText(s: StepFlops, m: StepMfu | undefined, step_us?: number
     if (m.mfu > 1)
       out.push('warning: MFU above 100 %: check the step time, --gpus and that the reference uses the same convention');
   }
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }

@@ -107,7 +107,7 @@ export function serveReport(header: ServeHeader, m: ServeMetrics, notes: readonl
     stepLines(m).trimEnd(),
   ];
   if (notes.length) parts.push('', 'EXTRAPOLATED steps:', ...notes.map((n) => `  - ${n}`));
-  return parts.join('\n') + '\n';
+  return `${parts.join('\n')}\n`;
 }
 
 /** The sweep table: one row per deployment and concurrency. */

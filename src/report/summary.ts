@@ -134,7 +134,7 @@ export function validationSummaryLines(v: ValidationResult): string[] {
         const m = side.regimes[g];
         if (m)
           rows.push([
-            '  ' + label,
+            `  ${label}`,
             g,
             String(m.n),
             ...[m.median_ape_pct, m.p90_ape_pct, m.bias_pct, m.mape_pct].map((x) => fmtDec(x, 1)),
@@ -221,9 +221,9 @@ export function accuracyMarkdown(v: ValidationResult, command: string): string {
     );
   }
   const exT = extrapolationTable(v);
-  if (exT) L.push('Extrapolated rows by reason: ' + extrapolationSentence(v), '', markdownTable(exT));
+  if (exT) L.push(`Extrapolated rows by reason: ${extrapolationSentence(v)}`, '', markdownTable(exT));
   if (v.double_charge) L.push(`Decode double-charge check: ${v.double_charge.note}.`, '');
-  return L.join('\n') + '\n';
+  return `${L.join('\n')}\n`;
 }
 
 /** A fitted term's value with its unit: µs terms to 0.1 µs; the large-step factor × NVLink with its threshold. */

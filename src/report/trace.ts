@@ -49,7 +49,7 @@ export function traceReport(s: TraceSummary, unit: TimeUnit): string {
       : `Whole trace: ${s.tokens} tokens / ${v(s.span_us)} ${unit} = ${fmtFixed(s.tokens_per_s, 1)} tokens/s (first arrival to last delivery; not a steady-state decode rate)`,
   );
   out.push(`Percentiles: ${s.percentile_rule}`);
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 /** JSON-ready object: the summary (µs fields) plus the input unit. */

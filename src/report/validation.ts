@@ -556,7 +556,7 @@ export function shortGroup(key: string, chip = ''): string {
     .split('|')
     .filter((p) => p !== chip && !['prefill', 'decode', 'mixed', 'static_batch', 'step'].includes(p));
   const s = parts.join(' ');
-  return s.length > 26 ? s.slice(0, 25) + '…' : s;
+  return s.length > 26 ? `${s.slice(0, 25)}…` : s;
 }
 
 /** Selected steps for the stacked bar: per regime, the lowest and highest batch of its largest group. */
@@ -676,7 +676,7 @@ export function validationMarkdown(chip: string, v: ValidationResult | null, inp
     for (const f of inp.fitFigures) L.push(`![${f.name}](${f.name})`, '');
   }
   if (v) L.push('## Every row', '', markdownTable(rowTable(v)));
-  return L.join('\n') + '\n';
+  return `${L.join('\n')}\n`;
 }
 
 export function flaggedTable(v: ValidationResult): Table {
@@ -756,12 +756,11 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
         `<p>${esc(v.double_charge.note)} (${v.double_charge.checked_rows} rows; max SM/HBM = ${v.double_charge.max_sm_over_hbm.toFixed(3)}).</p>`,
       );
     const hf = hostFitSection(v);
-    H.push('<h2>Host overheads</h2>', '<ul>' + hf.notes.map((n) => `<li>${esc(n)}</li>`).join('') + '</ul>');
+    H.push('<h2>Host overheads</h2>', `<ul>${hf.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>`);
     for (const t of hf.tables) H.push(htmlTable(t));
     H.push('<h2>Per group</h2>', htmlTable(groupTable(v)));
     if (v.flagged?.length) H.push('<h2>Rows excluded by a flag (priced, not scored)</h2>', htmlTable(flaggedTable(v)));
-    if (v.warnings.length)
-      H.push('<h2>Warnings</h2><ul>' + v.warnings.map((w) => `<li>${esc(w)}</li>`).join('') + '</ul>');
+    if (v.warnings.length) H.push(`<h2>Warnings</h2><ul>${v.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`);
     H.push(
       '<h2>Pinned evaluation</h2><ul>' +
         pinLines(v)
@@ -787,7 +786,7 @@ export function validationHtml(chip: string, v: ValidationResult | null, inp: Re
   }
   if (v) H.push('<h2>Every row</h2>', htmlTable(rowTable(v), 'rows'));
   H.push('</body></html>');
-  return H.join('\n') + '\n';
+  return `${H.join('\n')}\n`;
 }
 
 /**

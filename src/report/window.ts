@@ -47,7 +47,7 @@ export function ratesReport(steps_per_s: number, r: RateInputs): string {
   } else if (r.draft_length > 0) {
     lines.push('useful tokens/s: pass --tau (observed useful tokens per request per step) to report it');
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** The pair table, the counts and steps/s — or "no result". */
@@ -86,5 +86,5 @@ export function windowReport(w: WindowResult): string {
       `steps/s = ${w.selected} selected intervals / ${fmtNum(w.selected_sum_us / 1e6, 9)} s = ${fmtRate(w.steps_per_s)} intervals/s; max selected interval ${ms(w.max_interval_us!)} ms`,
     );
   }
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }

@@ -124,13 +124,13 @@ export function parseReplayCsv(text: string, file: string): RequestSpec[] {
   const out = parsed.data.map((rec, i): RequestSpec => {
     const row = i + 1;
     const r: RequestSpec = {
-      id: (rec['id'] ?? '').trim() || `row${row}`,
+      id: (rec.id ?? '').trim() || `row${row}`,
       isl: num(rec, row, 'isl', true),
       osl: num(rec, row, 'osl', true),
       arrival_us: num(rec, row, tcol, false) * ARRIVAL_COLUMNS[tcol],
       where: { file, row },
     };
-    if (fields.includes('accepted_per_step') && (rec['accepted_per_step'] ?? '').trim() !== '')
+    if (fields.includes('accepted_per_step') && (rec.accepted_per_step ?? '').trim() !== '')
       r.accepted_per_step = num(rec, row, 'accepted_per_step', false);
     return r;
   });

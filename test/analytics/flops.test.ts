@@ -165,9 +165,9 @@ describe('bytes per element count block scales (chapter §2.2.2)', () => {
     expect(32 * blockScaledBytesPerValue(8, 32, 2)).toBe(34);
   });
   it("MXFP8 (one 1-byte scale per 32 values): 512 values take 528 B, the chapter's KV layout unit", () => {
-    expect(512 * SCALED_FORMAT_BYTES_PER_VALUE['mxfp8']!).toBe(528);
-    expect(SCALED_FORMAT_BYTES_PER_VALUE['nvfp4']).toBe(0.5625);
-    expect(SCALED_FORMAT_BYTES_PER_VALUE['mxfp4']).toBe(0.53125);
+    expect(512 * SCALED_FORMAT_BYTES_PER_VALUE.mxfp8!).toBe(528);
+    expect(SCALED_FORMAT_BYTES_PER_VALUE.nvfp4).toBe(0.5625);
+    expect(SCALED_FORMAT_BYTES_PER_VALUE.mxfp4).toBe(0.53125);
   });
 });
 

@@ -191,7 +191,7 @@ const steps = (f: (cells: string[]) => void) => (tmp: string) => {
     f(c);
     return c.join(',');
   });
-  writeFileSync(path.join(tmp, 's.steps.csv'), [header, ...out].join('\n') + '\n');
+  writeFileSync(path.join(tmp, 's.steps.csv'), `${[header, ...out].join('\n')}\n`);
 };
 const MEASURED = readFileSync(STEPS, 'utf8').split('\n')[0]!.split(',').indexOf('measured_us');
 /** The h100 held-out steps with data row `row` (1-based) edited by `f`. */

@@ -16,14 +16,7 @@ const SWEEP = ['sweep', '--model', 'llama-2-7b', '--chip', 'h200'];
 /** The billion-laughs file: 9^6 expansions of one string through nested aliases. */
 const LAUGHS =
   'kind: CoefficientSet\nname: lol\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' +
-  ['b', 'c', 'd', 'e', 'f']
-    .map(
-      (k, i) =>
-        `${k}: &${k} [${Array(9)
-          .fill('*' + 'abcde'[i])
-          .join(',')}]`,
-    )
-    .join('\n') +
+  ['b', 'c', 'd', 'e', 'f'].map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcde'[i]}`).join(',')}]`).join('\n') +
   '\ncoefficients: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n';
 /** An alias in the second document to an anchor of the first (YAML documents do not share anchors). */
 const CROSS_DOC_ALIAS =

@@ -28,7 +28,7 @@ function head(file: string, n: number): string[] {
 function table(tmp: string, lines: string[], sub = 'in', name = 'gemm_perf'): string {
   mkdirSync(path.join(tmp, sub), { recursive: true });
   const f = path.join(tmp, sub, `${name}.csv`);
-  writeFileSync(f, lines.join('\n') + '\n');
+  writeFileSync(f, `${lines.join('\n')}\n`);
   return f;
 }
 

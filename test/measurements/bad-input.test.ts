@@ -137,7 +137,7 @@ describe('bad input is rejected with file/row/column and writes nothing', () => 
     await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(
       /gemm_perf\.csv: empty file: expected a header row and data rows/,
     );
-    writeFileSync(empty, gemm.header + '\n');
+    writeFileSync(empty, `${gemm.header}\n`);
     await expect(runImport('aiconfigurator', [empty], { chip: 'h200', out })).rejects.toThrow(
       /gemm_perf\.csv row 1: no data rows/,
     );

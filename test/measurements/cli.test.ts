@@ -11,7 +11,7 @@ import { aicPath, csvSlice, SPLITWISE_CSV, tmpDir } from './helpers.ts';
 import { runCli as cli } from '../helpers/cli.ts';
 
 function writeCsv(file: string, header: string, lines: string[]): string {
-  writeFileSync(file, [header, ...lines].join('\n') + '\n');
+  writeFileSync(file, `${[header, ...lines].join('\n')}\n`);
   return file;
 }
 

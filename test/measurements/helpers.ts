@@ -36,7 +36,7 @@ export function csvSlice(
 export function writeTable(dir: string, table: string, header: string, lines: string[]): string {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${table}.csv`);
-  writeFileSync(file, [header, ...lines].join('\n') + '\n');
+  writeFileSync(file, `${[header, ...lines].join('\n')}\n`);
   return file;
 }
 

@@ -206,7 +206,7 @@ describe('step file reader', () => {
   });
 
   it('a missing required column or cell is an error naming file, row and column', () => {
-    const noModel = header.replace('model,', '') + '\n' + row.replace('llama-2-70b,', '') + '\n';
+    const noModel = `${header.replace('model,', '')}\n${row.replace('llama-2-70b,', '')}\n`;
     expect(() => parseStepsCsv(noModel, 's.csv')).toThrow(
       /^s\.csv row 1 column "model": missing column: not in row 0 \(header\); required by every row, first needed on this row$/,
     );

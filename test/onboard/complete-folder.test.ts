@@ -200,7 +200,7 @@ describe('stepcal onboard on the reduced complete folder', () => {
     const moe = path.join(data, 'moe', 'vllm', '0.24.0', 'moe_perf.csv');
     const [mHead, mFirst, ...mRest] = readFileSync(moe, 'utf8').trimEnd().split('\n');
     const twice = mFirst!.replace(/,([0-9.]+)$/, (_, v: string) => `,${Number(v) * 2}`);
-    writeFileSync(moe, [mHead, mFirst, twice, ...mRest].join('\n') + '\n');
+    writeFileSync(moe, `${[mHead, mFirst, twice, ...mRest].join('\n')}\n`);
     const out = path.join(tmp, 'no-comm-out');
     const logged: string[] = [];
     const r = await onboardChip(
@@ -249,7 +249,7 @@ describe('stepcal onboard on the reduced complete folder', () => {
     const lat = cols.indexOf('latency');
     const twice = first!.split(',');
     twice[lat] = String(Number(twice[lat]) * 2);
-    writeFileSync(f, [head, first, twice.join(','), ...rest].join('\n') + '\n');
+    writeFileSync(f, `${[head, first, twice.join(','), ...rest].join('\n')}\n`);
     const out = path.join(tmp, 'dup-decode-out');
     await expect(
       onboardChip(
@@ -271,7 +271,7 @@ describe('stepcal onboard on the reduced complete folder', () => {
       if (c[dt] === 'bfloat16') c[lat] = String(Number(c[lat]) * 10);
       return c.join(',');
     });
-    writeFileSync(f, [head, ...slipped].join('\n') + '\n');
+    writeFileSync(f, `${[head, ...slipped].join('\n')}\n`);
     const out = path.join(tmp, 'slip-out');
     await expect(
       onboardChip(

@@ -159,7 +159,7 @@ describe('calibrate one-screen summary', () => {
   });
 
   it('wrapLine breaks after ", " / "; " so "7 µs/step" stays whole, and indents continuations', () => {
-    const line = '  host (assumed): ' + Array.from({ length: 12 }, (_, i) => `term_${i} 7 µs/step`).join(', ');
+    const line = `  host (assumed): ${Array.from({ length: 12 }, (_, i) => `term_${i} 7 µs/step`).join(', ')}`;
     const w = wrapLine(line, 60);
     expect(w.length).toBeGreaterThan(2);
     for (const l of w) expect(l.length).toBeLessThanOrEqual(60);

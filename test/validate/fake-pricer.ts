@@ -55,7 +55,7 @@ export function fakePricer(k: FakeCoeffs, sm_scale = 1): Pricer & { calls: numbe
 /** A steps.csv text from partial rows (header = all columns used). */
 export function stepsCsv(rows: Array<Record<string, string | number>>): string {
   const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  return [cols.join(','), ...rows.map((r) => cols.map((c) => String(r[c] ?? '')).join(','))].join('\n') + '\n';
+  return `${[cols.join(','), ...rows.map((r) => cols.map((c) => String(r[c] ?? '')).join(','))].join('\n')}\n`;
 }
 
 export const BASE = { model: 'm', chip: 'h100', tp: 2, weight_dtype: 'bf16', engine: 'e', source: 'test' };

@@ -99,7 +99,7 @@ describe('request-level validation', () => {
       'model,chip,tp,weight_dtype,engine,workload,concurrency,requests,isl,osl,tpot_mean_us',
       'llama-3.1-8b,h100,1,bf16,vllm,closed,4,8,256,16,7000',
     ];
-    writeFileSync(f, csv.join('\n') + '\n');
+    writeFileSync(f, `${csv.join('\n')}\n`);
     const r = await cli(['validate', '--chip', 'h100', '--requests', SPLIT, f, '--json']);
     expect(r.code).toBe(0);
     const v = JSON.parse(r.stdout);

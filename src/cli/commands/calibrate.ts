@@ -181,7 +181,7 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
   for (const w of calibrateWarnings(outcome)) process.stderr.write(`stepcal: warning: ${w}\n`);
   if (opts.json) {
     process.stdout.write(
-      JSON.stringify(
+      `${JSON.stringify(
         {
           chip,
           checks,
@@ -226,10 +226,10 @@ async function calibrate(chip: string, dir: string, opts: CalibrateOpts): Promis
         },
         null,
         1,
-      ) + '\n',
+      )}\n`,
     );
   } else {
-    process.stdout.write(calibrateSummaryLines(outcome).join('\n') + '\n');
+    process.stdout.write(`${calibrateSummaryLines(outcome).join('\n')}\n`);
   }
   if (validation_note?.startsWith('validation failed')) throw new UserError(validation_note);
 }

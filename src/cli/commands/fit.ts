@@ -210,7 +210,7 @@ export function register(program: Command): void {
         const out = plan.out;
         if (o.json) {
           process.stdout.write(
-            JSON.stringify(
+            `${JSON.stringify(
               {
                 chip: result.chip,
                 refusals: result.refusals,
@@ -220,10 +220,10 @@ export function register(program: Command): void {
               },
               null,
               2,
-            ) + '\n',
+            )}\n`,
           );
         } else {
-          process.stdout.write(report.summary.join('\n') + '\n');
+          process.stdout.write(`${report.summary.join('\n')}\n`);
         }
         if (result.refusals.length) throw new UserError(refusalMessage(result.chip, result.refusals.length));
         if (o.check) {

@@ -84,7 +84,7 @@ export function register(program: Command): void {
         ...(opts.peakTflops !== undefined ? { peak_tflops: opts.peakTflops } : {}),
       });
       process.stdout.write(
-        opts.json ? JSON.stringify(flopsJson(counted, m), null, 2) + '\n' : flopsText(counted, m, opts.stepUs),
+        opts.json ? `${JSON.stringify(flopsJson(counted, m), null, 2)}\n` : flopsText(counted, m, opts.stepUs),
       );
     });
 }

@@ -18,7 +18,7 @@ function printTable(written: WrittenFile[]): void {
   const lines = ['file\tfamily\tlane\trows_in\trows_out\trepeated_configs'];
   for (const w of written)
     lines.push([w.file, w.family, w.lane, w.rows_in, w.rows_out, w.duplicate_configs ?? 0].join('\t'));
-  process.stdout.write(lines.join('\n') + '\n');
+  process.stdout.write(`${lines.join('\n')}\n`);
   for (const w of written) for (const n of w.notes ?? []) process.stdout.write(`  ${path.basename(w.file)}: ${n}\n`);
 }
 
@@ -63,7 +63,7 @@ export function register(program: Command): void {
     )
     .action(async (format: string, paths: string[], opts: ImportOpts) => {
       const written = await runImport(format, paths, opts);
-      if (opts.json) process.stdout.write(JSON.stringify({ format, written }, null, 2) + '\n');
+      if (opts.json) process.stdout.write(`${JSON.stringify({ format, written }, null, 2)}\n`);
       else printTable(written);
     });
 }

@@ -99,7 +99,7 @@ export function register(program: Command): void {
             ...(l2 !== undefined ? { l2_mib: l2 } : {}),
             widths,
             ...(o.siblingRegistryDir ? { siblingRegistryDir: o.siblingRegistryDir } : {}),
-            log: (l) => process.stderr.write(l + '\n'),
+            log: (l) => process.stderr.write(`${l}\n`),
             fitOutputs: fitReportOutputs,
           }),
         );
@@ -108,17 +108,17 @@ export function register(program: Command): void {
         return;
       }
       try {
-        process.stdout.write(JSON.stringify(onboardJson(await run()), null, 2) + '\n');
+        process.stdout.write(`${JSON.stringify(onboardJson(await run()), null, 2)}\n`);
       } catch (err) {
         if (err instanceof UserError) {
           const scan = await scanUpstreamFolder(o.data, o.lane).catch(() => undefined);
           const coverage = scan ? coverageJson(coverageOf(chosenTables(scan))) : undefined;
           process.stdout.write(
-            JSON.stringify(
+            `${JSON.stringify(
               { status: 'failed', chip: o.chip, reason: err.message, coverage, registry_written: false },
               null,
               2,
-            ) + '\n',
+            )}\n`,
           );
         }
         throw err;

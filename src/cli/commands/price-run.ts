@@ -67,7 +67,7 @@ export function formatStepPrice(p: StepPrice): string {
     lines.push("experts_us is the MoE experts' share of sm_us + hbm_us (already counted in them, not extra)");
   }
   if (p.extrapolated) lines.push('', 'EXTRAPOLATED:', ...p.extrapolation_notes.map((n) => `  - ${n}`));
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** Which weight format a shipped model serves and why (served-format.ts); undefined for a model given by path. */
@@ -136,7 +136,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
   if (o.json) {
     const served_format = formatNote(s.model.name, s.deployment.weight_dtype);
     process.stdout.write(
-      JSON.stringify(
+      `${JSON.stringify(
         {
           model: s.model.name,
           chip: s.chip.name,
@@ -166,7 +166,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
         },
         null,
         2,
-      ) + '\n',
+      )}\n`,
     );
     return;
   }
@@ -182,7 +182,7 @@ export function runPrice(o: PriceFlags, deployment: Partial<Deployment>): void {
       formatStepPrice(p),
   );
   if (s.pricer.info.assumptions.length)
-    process.stdout.write('\nassumptions:\n' + s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n') + '\n');
+    process.stdout.write(`\nassumptions:\n${s.pricer.info.assumptions.map((a) => `  - ${a}`).join('\n')}\n`);
   if (notes.length)
     process.stdout.write(
       '\nnotes (limits, coefficients not measured on this chip, the engine profile):\n' +

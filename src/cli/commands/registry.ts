@@ -53,7 +53,7 @@ export const BLIS_WIDTH_HOLDOUT_MEDIANS: Record<string, number> = {
 };
 
 const out = (s: string): void => {
-  process.stdout.write(s.endsWith('\n') ? s : s + '\n');
+  process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
 };
 
 /** Chip facts from a catalog dir, with a clear error. */

@@ -102,11 +102,11 @@ export function register(program: Command): void {
       }
       if (opts.json) {
         process.stdout.write(
-          JSON.stringify(
+          `${JSON.stringify(
             { params: p, positions_per_request: k, points, ridge_ops_per_byte: ridge, crossover: cross ?? null, files },
             null,
             2,
-          ) + '\n',
+          )}\n`,
         );
         return;
       }
@@ -116,7 +116,7 @@ export function register(program: Command): void {
       );
       out.push(`params: ${paramsLine(p)}${opts.config ? ` (from ${opts.config} and flags)` : ''}`);
       out.push('');
-      process.stdout.write(out.join('\n') + '\n' + rooflineTable(points) + '\n');
+      process.stdout.write(`${out.join('\n')}\n${rooflineTable(points)}\n`);
       process.stdout.write(crossoverLine(cross, ridge, k));
       process.stdout.write('bound excludes the serial overhead h; the max assumes perfect overlap (chapter §2.1.1)\n');
       for (const f of files) process.stdout.write(`wrote ${f}\n`);

@@ -145,8 +145,8 @@ function distOption(flags: string, what: string, tokens: number): Option {
 /** One deployment's setup from the flags (plus a --deployment override). */
 function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
   const flags = { ...(o as unknown as Record<string, string | undefined>), ...override };
-  const dp = Number(override['dp'] ?? o.dp);
-  if (!Number.isInteger(dp) || dp < 1) throw new UsageError(`dp must be a positive integer, got "${override['dp']}"`);
+  const dp = Number(override.dp ?? o.dp);
+  if (!Number.isInteger(dp) || dp < 1) throw new UsageError(`dp must be a positive integer, got "${override.dp}"`);
   const profile = ENGINE_PROFILES[engineProfileArg(o.engineProfile)]!;
   const file = o.registry ?? path.join(REPO_ROOT, 'registry', `${o.chip}.yaml`);
   const engine = o.engine !== undefined ? loadEngineProfile(o.engine) : undefined;
@@ -226,7 +226,7 @@ function runOnce(o: Opts): void {
   if (o.timelines)
     writeFileAtomic(
       o.timelines,
-      JSON.stringify({ unit: 'us', requests: r.runs.flatMap((x) => x.requests).map(traceJsonRecord) }) + '\n',
+      `${JSON.stringify({ unit: 'us', requests: r.runs.flatMap((x) => x.requests).map(traceJsonRecord) })}\n`,
     );
   const notes = [...new Set(r.runs.flatMap((x) => x.steps.notes))];
   const header = [...headerOf(s, o, text), ...r.notes];
@@ -248,7 +248,7 @@ function runOnce(o: Opts): void {
       extrapolation_notes: notes,
       timelines: o.timelines ?? null,
     };
-    process.stdout.write(JSON.stringify(json, null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     return;
   }
   process.stdout.write(serveReport(header, r.metrics, notes));
@@ -301,7 +301,7 @@ function runSweep(o: Opts): void {
   writeFileAtomic(out, sweepSvg(pts, title));
   if (o.json) {
     process.stdout.write(
-      JSON.stringify({ title, svg: out, over_capacity_notes: limitNotes, points: pts }, null, 2) + '\n',
+      `${JSON.stringify({ title, svg: out, over_capacity_notes: limitNotes, points: pts }, null, 2)}\n`,
     );
     return;
   }

@@ -78,7 +78,7 @@ export function register(program: Command): void {
       writeFileAtomic(out, sweepSvg(rows, title));
       if (o.json) {
         process.stdout.write(
-          JSON.stringify(
+          `${JSON.stringify(
             {
               model: s.model.name,
               chip: s.chip.name,
@@ -93,7 +93,7 @@ export function register(program: Command): void {
             },
             null,
             2,
-          ) + '\n',
+          )}\n`,
         );
         return;
       }

@@ -59,7 +59,7 @@ export function register(program: Command): void {
         gap_mode: opts.perRequestMean ? 'per-request-mean' : 'pooled',
         unit,
       });
-      if (opts.json) process.stdout.write(JSON.stringify(traceJson(s, unit), null, 2) + '\n');
+      if (opts.json) process.stdout.write(`${JSON.stringify(traceJson(s, unit), null, 2)}\n`);
       else process.stdout.write(traceReport(s, unit));
     });
 }

@@ -42,5 +42,5 @@ export function runRequestValidation(o: {
     registry: loadRegistryFile(o.registryFile),
     ...(o.scoreFlagged ? { excludeFlags: {} } : {}),
   });
-  process.stdout.write(o.json ? JSON.stringify(v, null, 1) + '\n' : requestValidationTable(v));
+  process.stdout.write(o.json ? `${JSON.stringify(v, null, 1)}\n` : requestValidationTable(v));
 }

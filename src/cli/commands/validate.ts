@@ -168,11 +168,11 @@ export function register(program: Command): void {
         // stdout is the machine-readable JSON / markdown; the note goes to stderr
         if (!opts.fitHost) process.stderr.write(`stepcal: note: ${REGISTRY_HOST_NOTE}\n`);
         process.stdout.write(
-          opts.json ? JSON.stringify(v, null, 1) + '\n' : accuracyMarkdown(v, `stepcal validate ${flags.join(' ')}`),
+          opts.json ? `${JSON.stringify(v, null, 1)}\n` : accuracyMarkdown(v, `stepcal validate ${flags.join(' ')}`),
         );
       } else {
         process.stdout.write(
-          [...(opts.fitHost ? [] : [REGISTRY_HOST_NOTE]), ...validationSummaryLines(v)].join('\n') + '\n',
+          `${[...(opts.fitHost ? [] : [REGISTRY_HOST_NOTE]), ...validationSummaryLines(v)].join('\n')}\n`,
         );
         if (written.length)
           process.stdout.write(

@@ -46,7 +46,7 @@ export function register(program: Command): void {
             JSON.stringify({ steps_per_s: opts.stepsPerS, ...rates, ...tokenRates(opts.stepsPerS, rates) }, null, 2) +
               '\n',
           );
-        else process.stdout.write(`steps/s (given) = ${opts.stepsPerS}\n` + ratesReport(opts.stepsPerS, rates));
+        else process.stdout.write(`steps/s (given) = ${opts.stepsPerS}\n${ratesReport(opts.stepsPerS, rates)}`);
         return;
       }
       if (!file) throw new UserError('give a CSV of step timestamps, or --steps-per-s');
@@ -59,7 +59,7 @@ export function register(program: Command): void {
       }
       if (opts.json) {
         const t = w.steps_per_s === null ? {} : tokenRates(w.steps_per_s, rates);
-        process.stdout.write(JSON.stringify({ file, ...w, ...rates, ...t }, null, 2) + '\n');
+        process.stdout.write(`${JSON.stringify({ file, ...w, ...rates, ...t }, null, 2)}\n`);
         return;
       }
       process.stdout.write(windowReport(w));

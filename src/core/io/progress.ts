@@ -74,5 +74,5 @@ export function progress(title: string, total: number): Progress {
 
 /** A one-line status message on stderr (never stdout). Silent under STEPCAL_QUIET=1. */
 export function note(message: string): void {
-  if (process.env.STEPCAL_QUIET !== '1') process.stderr.write(message + '\n');
+  if (process.env.STEPCAL_QUIET !== '1') process.stderr.write(`${message}\n`);
 }

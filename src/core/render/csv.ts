@@ -46,7 +46,7 @@ export function writeCsv(columns: readonly string[], rows: ReadonlyArray<Readonl
     const r = rows[i]!;
     lines[i + 1] = plainLine(r, columns) ?? Papa.unparse([columns.map((c) => r[c])], { newline: '\n', header: false });
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /**

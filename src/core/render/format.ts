@@ -104,8 +104,8 @@ export function fmtPercent(fraction: number, digits = 2): string {
 export function fmtTick(v: number): string {
   const a = Math.abs(v);
   if (a === 0) return '0';
-  if (a >= 1e9) return fmtSig(v / 1e9, 3) + 'G';
-  if (a >= 1e6) return fmtSig(v / 1e6, 3) + 'M';
-  if (a >= 1e4) return fmtSig(v / 1e3, 3) + 'k';
+  if (a >= 1e9) return `${fmtSig(v / 1e9, 3)}G`;
+  if (a >= 1e6) return `${fmtSig(v / 1e6, 3)}M`;
+  if (a >= 1e4) return `${fmtSig(v / 1e3, 3)}k`;
   return fmtSig(v, a >= 1 ? 3 : 2);
 }

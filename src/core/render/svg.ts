@@ -177,7 +177,7 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
     );
   }
   parts.push('</svg>');
-  return parts.join('\n') + '\n';
+  return `${parts.join('\n')}\n`;
 }
 
 /**
@@ -245,5 +245,5 @@ export function stackedBars(
     parts.push(`<text x="${m.l + 6}" y="${ly + 19}">${esc(o.marker_label ?? 'marker')}</text>`);
   }
   parts.push('</svg>');
-  return parts.join('\n') + '\n';
+  return `${parts.join('\n')}\n`;
 }

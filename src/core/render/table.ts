@@ -58,7 +58,7 @@ export function renderTable(
   rows: ReadonlyArray<readonly string[]>,
   opts: TextTableOptions = {},
 ): string {
-  return tableLines(columns, rows, opts).join('\n') + '\n';
+  return `${tableLines(columns, rows, opts).join('\n')}\n`;
 }
 
 /** A `Table` as text lines: first column left-aligned, the others right-aligned, two spaces apart. */
@@ -71,13 +71,13 @@ export function textTable(t: Table): string[] {
 
 /** A GitHub-flavoured markdown table (`|` in cells escaped), with a final newline. */
 export function markdownTable(t: Table): string {
-  const line = (c: readonly string[]) => '| ' + c.map((x) => x.replace(/\|/g, '\\|')).join(' | ') + ' |';
-  return [line(t.header), '|' + t.header.map(() => '---').join('|') + '|', ...t.rows.map(line)].join('\n') + '\n';
+  const line = (c: readonly string[]) => `| ${c.map((x) => x.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return `${[line(t.header), `|${t.header.map(() => '---').join('|')}|`, ...t.rows.map(line)].join('\n')}\n`;
 }
 
 /** An HTML table (cells escaped), optionally with a class, with a final newline. */
 export function htmlTable(t: Table, cls = ''): string {
   const th = t.header.map((h) => `<th>${esc(h)}</th>`).join('');
-  const tr = t.rows.map((r) => '<tr>' + r.map((c) => `<td>${esc(c)}</td>`).join('') + '</tr>').join('\n');
+  const tr = t.rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('\n');
   return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${th}</tr></thead><tbody>\n${tr}\n</tbody></table>\n`;
 }

@@ -176,7 +176,7 @@ export function registryJsonSchema(): Record<string, unknown> {
 
 /** The committed text of docs/registry.schema.json (2-space JSON, trailing newline). */
 export function registryJsonSchemaText(): string {
-  return JSON.stringify(registryJsonSchema(), null, 2) + '\n';
+  return `${JSON.stringify(registryJsonSchema(), null, 2)}\n`;
 }
 
 /** Set names stepcal writes (BLIS's). */
