@@ -184,7 +184,7 @@ describe('stepcal validate (CLI) on the stored Splitwise H100 rows', () => {
       '--engine-sm',
       'on',
     ]);
-    expect(r4.code).toBe(1);
+    expect(r4.code).toBe(2); // a flag that needs another: usage
     expect(r4.stderr).toMatch(/--engine-sm on needs --fit-host/);
     const r5 = await cli([
       'validate',

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { oneOf } from '../../analytics/args.ts';
 import { loadChip, REPO_ROOT } from '../../core/catalog/chip.ts';
-import { UserError } from '../../core/errors.ts';
+import { UsageError, UserError } from '../../core/errors.ts';
 import { displayPath } from '../../core/io/paths.ts';
 import { accuracyMarkdown, validationSummaryLines } from '../../report/summary.ts';
 import { writeReport } from '../../report/write.ts';
@@ -111,8 +111,9 @@ export function register(program: Command): void {
           ...(opts.scoreFlagged ? { scoreFlagged: true } : {}),
         });
       }
+      // A flag that needs another is a usage error (exit 2), as a bad flag value is.
       if (opts.engineSm === 'on' && !opts.fitHost)
-        throw new UserError(
+        throw new UsageError(
           '--engine-sm on needs --fit-host (s is fitted on the same training rows as the host terms)',
         );
       const stepFiles = opts.steps ?? defaultStepFiles(opts.chip);
