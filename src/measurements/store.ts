@@ -54,7 +54,9 @@ type Kept = Pick<Provenance, (typeof KEPT_FIELDS)[number]>;
 
 /**
  * `provenance` with the KEPT_FIELDS it leaves out taken from the provenance file `provFile` it will
- * replace (absent, unreadable or not YAML: nothing kept; the import replaces it either way).
+ * replace, when that file records the same inputs (the same sha256s, in order): a curator's remarks are about
+ * those bytes, not about whatever is imported next. Absent, unreadable or not YAML, or other inputs: nothing
+ * kept (the import replaces it either way).
  */
 export function keptFrom<P extends Partial<Provenance>>(provFile: string, provenance: P): P & Partial<Kept> {
   if (!existsSync(provFile)) return provenance;
@@ -64,6 +66,7 @@ export function keptFrom<P extends Partial<Provenance>>(provFile: string, proven
   } catch {
     return provenance;
   }
+  if (!sameInputs(old?.inputs, provenance.inputs)) return provenance;
   const out: P & Partial<Kept> = { ...provenance };
   for (const k of KEPT_FIELDS) {
     const v = old?.[k];
@@ -71,6 +74,12 @@ export function keptFrom<P extends Partial<Provenance>>(provFile: string, proven
       out[k] = v as string[];
   }
   return out;
+}
+
+/** Whether an old provenance's `inputs` (untyped YAML) list the same sha256s, in order, as the new `inputs`. */
+function sameInputs(old: unknown, inputs: Provenance['inputs'] | undefined): boolean {
+  if (!Array.isArray(old) || !inputs || old.length !== inputs.length) return false;
+  return inputs.every((x, i) => (old[i] as { sha256?: unknown } | null)?.sha256 === x.sha256);
 }
 
 /**

@@ -179,12 +179,22 @@ describe('import --force over a curated file keeps what it does not produce (a t
   it('keptFrom: notes the import leaves out come from the replaced file; notes it produces replace them', () => {
     const dir = tmpDir();
     const file = path.join(dir, 'x.provenance.yaml');
-    writeFileSync(file, 'family: gemm\nnotes:\n  - a curator note\n');
-    expect(keptFrom(file, { family: 'gemm' }).notes).toEqual(['a curator note']);
-    expect(keptFrom(file, { family: 'gemm', notes: ['new'] }).notes).toEqual(['new']);
-    expect(keptFrom(path.join(dir, 'absent.yaml'), { family: 'gemm' }).notes).toBeUndefined();
-    writeFileSync(file, 'notes: [unclosed\n');
+    const a = 'a'.repeat(64);
+    const inputs = [{ file: 'x.csv', sha256: a, rows: 1 }];
+    writeFileSync(
+      file,
+      `family: gemm\ninputs:\n  - file: x.csv\n    sha256: ${a}\n    rows: 1\nnotes:\n  - a curator note\n`,
+    );
+    expect(keptFrom(file, { family: 'gemm', inputs }).notes).toEqual(['a curator note']);
+    expect(keptFrom(file, { family: 'gemm', inputs, notes: ['new'] }).notes).toEqual(['new']);
+    // Other bytes in (another sha256, or no inputs recorded): the curator's note is not about them.
+    expect(
+      keptFrom(file, { family: 'gemm', inputs: [{ ...inputs[0]!, sha256: 'b'.repeat(64) }] }).notes,
+    ).toBeUndefined();
     expect(keptFrom(file, { family: 'gemm' }).notes).toBeUndefined();
+    expect(keptFrom(path.join(dir, 'absent.yaml'), { family: 'gemm', inputs }).notes).toBeUndefined();
+    writeFileSync(file, 'notes: [unclosed\n');
+    expect(keptFrom(file, { family: 'gemm', inputs }).notes).toBeUndefined();
   });
 
   it('provenanceRelativePath: a file under ../shared records ../shared/… through links and from any spelling', () => {
