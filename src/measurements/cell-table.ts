@@ -32,7 +32,7 @@ export interface CellTable {
   text(r: number, j: number): string;
   /**
    * The cell as a number: a number cell itself, a bigint converted, a decimal string's value
-   * (number-text.ts `decimalNumber`: a blank, a hex, octal or binary literal or `Infinity` is NaN); NaN
+   * (core/numeric/decimal.ts `decimalNumber`: a blank, a hex, octal or binary literal or `Infinity` is NaN); NaN
    * for anything else (missing). `numCell`'s value before its finite check.
    */
   num(r: number, j: number): number;
@@ -59,7 +59,7 @@ function textOfCell(cell: Cell): string {
   return cell === null || cell === undefined ? '' : String(cell).trim();
 }
 
-/** A number cell itself, a bigint converted, a string through `decimalNumber` (number-text.ts); else NaN. */
+/** A number cell itself, a bigint converted, a string through `decimalNumber` (core/numeric/decimal.ts); else NaN. */
 function numberOfCell(cell: Cell): number {
   if (typeof cell === 'number') return cell;
   if (typeof cell === 'bigint') return Number(cell);

@@ -367,7 +367,7 @@ function rowReader(family: Family): RowReader | undefined {
 
 /**
  * A numeric cell's value: '' is 0 in an optional column; otherwise a finite decimal number
- * (number-text.ts `decimalNumber`: not `0x10`, `0b1`, `Infinity`), positive for `latency_us` and
+ * (core/numeric/decimal.ts `decimalNumber`: not `0x10`, `0b1`, `Infinity`), positive for `latency_us` and
  * `measured_us`. @throws InputError naming file, row and column.
  */
 function numberCell(col: string, cell: string, file: string, r: number): number {

@@ -6,15 +6,13 @@ import { readText } from '../core/io/fs.ts';
 import type { CoefficientSet, NamedEntry, Scope } from '../core/schemas/registry.ts';
 import { parseCoefficientSets } from '../core/schemas/registry-yaml.ts';
 
-/** Load a registry file (multi-document YAML). */
+/**
+ * Load a registry file (multi-document YAML).
+ * @throws InputError naming the file and why it cannot be read (readText: not found, a folder, unreadable), or
+ *   where it does not parse (parseCoefficientSets)
+ */
 export function loadRegistryFile(file: string): CoefficientSet[] {
-  let text: string;
-  try {
-    text = readText(file);
-  } catch {
-    throw new UserError(`cannot read registry file ${file}`);
-  }
-  return parseCoefficientSets(text, file);
+  return parseCoefficientSets(readText(file), file);
 }
 
 /** A deployment's scope values, matched against entry scopes. */

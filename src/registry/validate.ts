@@ -14,7 +14,7 @@ import { textMemo } from '../core/text-memo.ts';
 import { entryKey, entryLabel, parseCollectiveName, scopedToChip } from '../core/schemas/names.ts';
 import type { CoefficientSet, NamedEntry } from '../core/schemas/registry.ts';
 import { CoefficientEntrySchema, METHODS, UNITS } from '../core/schemas/registry.ts';
-import { UserError } from '../core/errors.ts';
+import { InputError, UserError } from '../core/errors.ts';
 import { FLOOR_MAX_US, FLOOR_MIN_US } from '../measurements/units.ts';
 
 /** One thing wrong with a registry file. */
@@ -591,7 +591,7 @@ function emptyRegistry(sets: readonly CoefficientSet[]): string | undefined {
     : `empty registry: ${sets.length} set(s) but no coefficients`;
 }
 
-/** Read and validate one registry file. A missing file is one problem. */
+/** Read and validate one registry file. A file that cannot be read (missing, a folder) is one problem, saying why. */
 export function validateRegistryFile(
   file: string,
   opts: ValidateOptions = {},
@@ -599,8 +599,9 @@ export function validateRegistryFile(
   let text: string;
   try {
     text = readText(file);
-  } catch {
-    return { sets: [], problems: [{ file, check: 'schema', severity: 'error', message: 'cannot read file' }] };
+  } catch (e) {
+    const message = e instanceof InputError ? e.problem : 'cannot read file';
+    return { sets: [], problems: [{ file, check: 'schema', severity: 'error', message }] };
   }
   return validateRegistryText(text, file, opts);
 }
@@ -610,13 +611,6 @@ export function errorsOf(problems: readonly Problem[]): Problem[] {
   return problems.filter((p) => p.severity === 'error');
 }
 
-/**
- * The check every registry load for pricing runs (src/pricer/setup.ts, validate, calibrate): schema
- * and physics errors of `validateRegistry` with `fileChip` set, so a NaN, a string, eps_max 1.5, a
- * duplicate set or an entry scoped to another chip never reaches a price. Warnings pass.
- * @throws UserError listing the first errors (`file: set S: entry E: field F: message`) and how many;
- *   `file: empty registry: …` (as `registry validate` says it) when no set has a coefficient.
- */
 /** `assertRegistryUsable` once per (file, chip, text) in a process; a hit skips the ≈ 30–100 ms check. */
 const usableText = textMemo(16, (text: string, key: string): true => {
   const file = key.slice(key.indexOf('\n') + 1);
@@ -632,16 +626,19 @@ const usableText = textMemo(16, (text: string, key: string): true => {
  * @throws UserError when the file cannot be read, does not parse, or is not usable (as assertRegistryUsable)
  */
 export function loadUsableRegistry(file: string, chip: string): CoefficientSet[] {
-  let text: string;
-  try {
-    text = readText(file);
-  } catch {
-    throw new UserError(`cannot read registry file ${file}`);
-  }
+  // readText throws an InputError naming the file and why (not found, a folder, unreadable).
+  const text = readText(file);
   usableText(text, `${chip}\n${file}`);
   return parseCoefficientSets(text, file);
 }
 
+/**
+ * The check every registry load for pricing runs (src/pricer/setup.ts, validate, calibrate): schema
+ * and physics errors of `validateRegistry` with `fileChip` set, so a NaN, a string, eps_max 1.5, a
+ * duplicate set or an entry scoped to another chip never reaches a price. Warnings pass.
+ * @throws UserError listing the first errors (`file: set S: entry E: field F: message`) and how many;
+ *   `file: empty registry: …` (as `registry validate` says it) when no set has a coefficient.
+ */
 export function assertRegistryUsable(sets: readonly CoefficientSet[], file: string, chip: string): void {
   // Said as `registry validate` says it, instead of the first coefficient a price finds missing.
   const empty = emptyRegistry(sets);

@@ -132,7 +132,7 @@ const CASES: BadInputCase[] = [
     setup: (t) => mkdirSync(path.join(t, 'reg.yaml')),
     args: (t) => [...PRICE, '--registry', path.join(t, 'reg.yaml')],
     code: 1,
-    message: 'cannot read registry file',
+    message: /^stepcal: \S+\/reg\.yaml: it is a folder, expected a file\n$/,
   },
   // A folder where a file belongs, and a missing input: every reader (io/fs.ts readText) names the
   // file on one line, exit 1; a missing input is "file not found", never "cannot write".
@@ -159,11 +159,19 @@ const CASES: BadInputCase[] = [
     }),
   ),
   {
+    name: 'registry validate of a missing file and a folder: each one problem saying why, the other files still checked',
+    setup: (t) => mkdirSync(path.join(t, 'fold.yaml')),
+    args: (t) => ['registry', 'validate', path.join(t, 'nope.yaml'), path.join(t, 'fold.yaml'), 'registry/h100.yaml'],
+    code: 1,
+    message: /nope\.yaml: file not found\n.*fold\.yaml: it is a folder, expected a file\n3 file\(s\): 2 error\(s\)/s,
+    stream: 'stdout',
+  },
+  {
     name: 'registry copy --out into a folder',
     setup: (t) => mkdirSync(path.join(t, 'b300.yaml')),
     args: (t) => ['registry', 'copy', '--from', 'b200', '--to', 'b300', '--out', path.join(t, 'b300.yaml')],
     code: 1,
-    message: /cannot read registry file .*b300\.yaml/,
+    message: /b300\.yaml: it is a folder, expected a file/,
   },
   {
     name: 'sweep --out is a folder',

@@ -161,7 +161,7 @@ function registerValidate(reg: Command): void {
       const chips = chipLookup(o.catalogDir);
       for (const f of files) {
         // registry/engines/<name>.yaml: an engine profile, checked by the gates `loadEngineProfile` runs
-        if (existsSync(f) && /^kind:\s*EngineProfile\s*$/m.test(readText(f))) {
+        if (isEngineProfileFile(f)) {
           all.push(...validateEngineProfileFile(f));
           continue;
         }
@@ -192,6 +192,18 @@ function registerDiff(reg: Command): void {
       const d = diffRegistries(loadRegistryFile(a), loadRegistryFile(b));
       out(o.json ? JSON.stringify(d, null, 2) : formatDiff(d));
     });
+}
+
+/**
+ * Whether `file` reads as an engine profile (`kind: EngineProfile`). A file that cannot be read (missing, a folder)
+ * is not one: validateRegistryFile then reports it as that file's problem, and the other files are still checked.
+ */
+function isEngineProfileFile(file: string): boolean {
+  try {
+    return /^kind:\s*EngineProfile\s*$/m.test(readText(file));
+  } catch {
+    return false;
+  }
 }
 
 /**

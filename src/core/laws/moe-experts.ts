@@ -18,7 +18,8 @@
  *                                       row of H elements through the grouped GEMM (gathered in, written out)
  *   token = T · H · 2 / token_rate       µs: every token entering the layer has its bf16 activation row read and its
  *                                       output row written once, however many experts it picks (the input's
- *                                       quantisation and permutation, the final reduction)
+ *                                       quantisation and permutation, the final reduction); one row's bytes are
+ *                                       counted and the fitted rate absorbs how often it moves, as for pair
  *   reread = reread · D · mats·H·I'·bytes · (⌈m / 128⌉ − 1) · max(0, 1 − L2 / (mats·H·I'·bytes)) / (HBM · hbm_derate)
  *                                       µs: every m-tile of 128 rows past a touched expert's first streams its
  *                                       weights again, and the part of one expert's weights that does not fit in
