@@ -92,25 +92,38 @@ interface CommanderInternals {
 }
 
 /**
- * Refuse `help <word>` (also `registry help <word>`) where the word names no command there: commander
- * prints the parent's help for it and exits 0, as if the help asked for had been shown.
+ * `help <command> [<subcommand> …]` (also `registry help <subcommand>`) as `<command> [<subcommand> …] --help`, each
+ * word checked to name a command there: commander alone shows only one level (`help registry update` printed the
+ * registry help) and, for a word that names nothing, prints the parent's help and exits 0. `help` alone, or `help help`,
+ * is left to commander (the top-level help). Flags after `help` are kept.
+ * @returns the argv to parse
  * @throws UsageError (exit 2) `help: unknown command "bogus" (known: calibrate, …)`
  */
-function rejectUnknownHelpTopic(program: Command, argv: readonly string[]): void {
+function helpArgv(program: Command, argv: readonly string[]): readonly string[] {
   const words = argv.slice(2).filter((a) => !a.startsWith('-'));
   let cmd = program;
   for (let i = 0; i < words.length; i++) {
     const names = cmd.commands.map((c) => c.name());
     if (words[i] === 'help' && names.length && !names.includes('help')) {
-      const topic = words[i + 1];
-      if (topic !== undefined && !names.includes(topic) && !cmd.commands.some((c) => c.aliases().includes(topic)))
-        throw new UsageError(`help: unknown command "${topic}" (known: ${names.join(', ')})`);
-      return;
+      const topics = words.slice(i + 1);
+      if (!topics.length || (topics.length === 1 && topics[0] === 'help')) return argv;
+      let at = cmd;
+      for (const topic of topics) {
+        const next = at.commands.find((c) => c.name() === topic || c.aliases().includes(topic));
+        if (!next)
+          throw new UsageError(
+            `help: unknown command "${topic}" (known: ${at.commands.map((c) => c.name()).join(', ')})`,
+          );
+        at = next;
+      }
+      const flags = argv.slice(2).filter((a) => a.startsWith('-'));
+      return [...argv.slice(0, 2), ...words.slice(0, i), ...topics, ...flags, '--help'];
     }
     const next = cmd.commands.find((c) => c.name() === words[i]);
-    if (!next) return;
+    if (!next) return argv;
     cmd = next;
   }
+  return argv;
 }
 
 /** Every command as a stub: listed in the help with its term and summary, never run. */
@@ -146,8 +159,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    rejectUnknownHelpTopic(program, argv);
-    await program.parseAsync(argv);
+    await program.parseAsync(helpArgv(program, argv));
     return 0;
   } catch (err) {
     return exitCodeFor(err, debug);

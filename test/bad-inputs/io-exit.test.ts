@@ -89,7 +89,14 @@ const CASES: BadInputCase[] = [
     name: 'sweep --context 0',
     args: [...SWEEP, '--context', '0'],
     code: 2,
-    message: '--context: expected an integer ≥ 1, got "0"',
+    message: '--context: expected an integer ≥ 2, got "0"',
+  },
+  {
+    // The sweep decodes against --context − 1 cached tokens: at 1 none is cached (price refuses decode:N@0 alike).
+    name: 'sweep --context 1',
+    args: [...SWEEP, '--context', '1'],
+    code: 2,
+    message: '--context: expected an integer ≥ 2, got "1"',
   },
   {
     name: 'sweep --batches 1,x,4',

@@ -30,6 +30,18 @@ describe('help <unknown command>', () => {
     }
   });
 
+  it('help follows a command path: help registry update is the update help; help registry bogus and help help', async () => {
+    const up = await runCli(['help', 'registry', 'update']);
+    expect(up.code).toBe(0);
+    expect(up.stdout + up.stderr).toMatch(/^Usage: stepcal registry update/);
+    const bad = await runCli(['help', 'registry', 'bogus']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^stepcal: help: unknown command "bogus" \(known: validate, diff, update/);
+    const hh = await runCli(['help', 'help']);
+    expect(hh.code).toBe(0);
+    expect(hh.stdout + hh.stderr).toMatch(/^Usage: stepcal/);
+  });
+
   it('a flag value "help" is not a help topic', async () => {
     const r = await runCli(['price', '--model', 'help', '--chip', 'h100']);
     expect(r.stderr).toContain('give at least one --batch');

@@ -56,7 +56,11 @@ export function register(program: Command): void {
         'per-resource time and the three estimates (NoOverlap, CMOverlap, Overlap) vs batch size (every request decoding one token)',
       ),
   )
-    .option('--context <tokens>', 'context each request decodes against', '4096')
+    .option(
+      '--context <tokens>',
+      "context each request decodes against, the new token included (≥ 2: a decode reads at least one cached token, as price's decode:N@CTX with CTX ≥ 1)",
+      '4096',
+    )
     .option('--batches <list>', 'comma-separated batch sizes', '1,2,4,8,16,32,64,128,256')
     .option(
       '--out <file>',
@@ -65,7 +69,8 @@ export function register(program: Command): void {
     .option('--json', 'print JSON')
     .action((o: Record<string, string | undefined> & { json?: boolean }) => {
       const s = setupPricer(o.model!, o.chip!, deploymentFromFlags(o), o.registry, o.engine);
-      const ctx = parseFlagNumber('--context', String(o.context), { integer: true, min: 1 });
+      // The sweep decodes against ctx − 1 cached tokens (pricer/sweep.ts): with none cached it would be a prefill.
+      const ctx = parseFlagNumber('--context', String(o.context), { integer: true, min: 2 });
       const sizes = parseFlagList('--batches', String(o.batches), { integer: true, min: 1 });
       // Under --spec-tokens k every decode row verifies 1 + k tokens (vLLM schedules the drafts with the token).
       const rows = sweepDecode(s.pricer, sizes, ctx, 1 + (s.deployment.speculative?.num_spec_tokens ?? 0));
