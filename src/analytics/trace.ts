@@ -244,12 +244,14 @@ export interface ParsedTrace {
 /**
  * The unit a JSON trace declares (`{"unit": "us", "requests": [...]}`, as `stepcal serve --timelines`
  * writes it), or undefined for a bare array or an object without `unit`.
- * @throws InputError naming the file and field "unit" when it is not ms, us or s
+ * @throws InputError naming the file and field "unit" when it is not ms, us or s (in any case)
  */
 function declaredUnit(top: unknown, file: string): TimeUnit | undefined {
   if (Array.isArray(top) || typeof top !== 'object' || top === null || !('unit' in top)) return undefined;
   const u = (top as { unit: unknown }).unit;
-  if (typeof u === 'string' && Object.hasOwn(TIME_UNITS, u)) return u as TimeUnit;
+  // Any case, as the CLI's choices accept (`"US"`, `"Ms"`).
+  const l = typeof u === 'string' ? u.toLowerCase() : undefined;
+  if (l !== undefined && Object.hasOwn(TIME_UNITS, l)) return l as TimeUnit;
   throw new InputError({ file, column: 'unit' }, `expected "ms", "us" or "s", got ${JSON.stringify(u)}`);
 }
 

@@ -26,6 +26,17 @@ function chapterTrace(): RequestRecord[] {
   return parseTraceJson(readFileSync(JSON_FILE, 'utf8'), JSON_FILE, 'ms');
 }
 
+describe('a declared unit is read in any case', () => {
+  it('"US" is us: an arrival of 2000 is 2000 µs', () => {
+    const t = readTraceJson(
+      '{"unit":"US","requests":[{"id":"A","arrival":2000,"prompt_start":3000,"prompt_end":4000,"tokens":[5000]}]}',
+      'u.json',
+    );
+    expect(t.unit).toBe('us');
+    expect(t.records[0]!.arrival_us).toBe(2000);
+  });
+});
+
 describe('trace times are decimal numbers', () => {
   it('a numeric string time is read; "0x10" (16 to Number()) is refused naming the field', () => {
     const ok = parseTraceJson(
