@@ -35,7 +35,7 @@ const CASES: { name: string; args: string[]; message: string }[] = [
   {
     name: 'serve --deployment weight_dtype=fp3 (an override reaches the same check)',
     args: [...SERVE, '--sweep-concurrency', '1,2', '--deployment', 'weight_dtype=fp3'],
-    message: '--weight-dtype: expected one of auto, bf16',
+    message: '--deployment weight-dtype: expected one of auto, bf16',
   },
   {
     name: 'validate --composition bogus',
@@ -61,6 +61,22 @@ const CASES: { name: string; args: string[]; message: string }[] = [
     name: 'price --batch decode:32@0 (a decode against nothing cached)',
     args: ['price', '--model', 'llama-3.1-8b', '--chip', 'h100', '--batch', 'decode:32@0'],
     message: 'bad batch spec "decode:32@0": context must be ≥ 1 for decode',
+  },
+  {
+    // A bad value inside --deployment is named by its key there, not as a flag the user did not pass.
+    name: 'serve --deployment kv_dtype=bogus',
+    args: [
+      'serve',
+      '--model',
+      'llama-3.1-8b',
+      '--chip',
+      'h100',
+      '--sweep-concurrency',
+      '1,4',
+      '--deployment',
+      'tp=8,kv_dtype=bogus',
+    ],
+    message: 'stepcal: --deployment kv-dtype: expected one of auto, bf16',
   },
   {
     name: 'flops --step-us without --chip',
