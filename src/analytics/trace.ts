@@ -302,14 +302,6 @@ export function readTraceJson(text: string, file: string, given?: TimeUnit): Par
 }
 
 /**
- * `readTraceJson`'s requests, times in `unit` (a file that declares another unit is refused).
- * @throws InputError as readTraceJson
- */
-export function parseTraceJson(text: string, file: string, unit: TimeUnit): RequestRecord[] {
-  return readTraceJson(text, file, unit).records;
-}
-
-/**
  * Parse a CSV with one row per token delivery (`id, arrival, prompt_start, prompt_end, token_time`).
  * Rows of one request need not be adjacent; their deliveries keep row order, and their arrival and
  * prompt markers must agree. Requests are listed in first-seen order.

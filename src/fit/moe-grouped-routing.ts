@@ -16,6 +16,7 @@ import {
   type ExpertLayerShape,
   type ExpertWork,
   expertRereadPasses,
+  expertWork,
   l2MissFraction,
 } from '../core/laws/moe-experts.ts';
 
@@ -127,7 +128,8 @@ export function groupedBalancedCounts(tokens: number, experts: number, topk: num
 /**
  * The law's work (core/laws/moe-experts.ts ExpertWork) of the measured rank under grouped routing `g`: P pairs and
  * D touched experts from groupedBalancedCounts on experts 0 … E/ep − 1, the weight re-read per touched expert from
- * its own token count (not the mean m).
+ * its own token count (not the mean m). What the routing does not change (FLOPs per pair, route and token bytes)
+ * is expertWork's own.
  * @param bytes_per_element weight bytes per element of the format (fp8 1, bf16 2)
  * @param l2_bytes the chip's L2 size, bytes; absent: no re-read bytes (as expertWork)
  */
@@ -137,9 +139,10 @@ export function groupedWork(
   bytes_per_element: number,
   l2_bytes?: number,
 ): ExpertWork {
+  const law = expertWork(s, bytes_per_element, l2_bytes);
   const counts = groupedBalancedCounts(s.tokens, s.experts, s.topk, g).subarray(0, s.experts / s.ep);
-  const mats = s.gated === false ? 2 : 3;
-  const expertBytes = mats * s.hidden * (s.inter / s.tp) * bytes_per_element;
+  // One expert's weight bytes, mats·H·I'·bytes: W = 2·mats·H·I' FLOPs per pair (halving is exact).
+  const expertBytes = (law.flops_per_pair / 2) * bytes_per_element;
   let pairs = 0;
   let touched = 0;
   let passes = 0;
@@ -150,14 +153,13 @@ export function groupedWork(
     passes += expertRereadPasses(c);
   }
   return {
+    ...law,
     touched,
     pairs,
     tokens_per_expert: touched > 0 ? pairs / touched : 0,
-    flops_per_pair: 2 * mats * s.hidden * (s.inter / s.tp),
     weight_bytes: touched * expertBytes,
     reread_bytes: expertBytes * passes * l2MissFraction(expertBytes, l2_bytes),
-    route_bytes: Math.max(0, s.tokens) * s.topk * s.hidden * 2,
+    // One bf16 activation row of H per pair on the rank, as expertWork counts its own pairs.
     pair_bytes: pairs * s.hidden * 2,
-    token_bytes: Math.max(0, s.tokens) * s.hidden * 2,
   };
 }

@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import {
   analyseRequest,
   parseTraceCsv,
-  parseTraceJson,
   readTraceJson,
   summariseTrace,
   type RequestRecord,
@@ -23,7 +22,7 @@ const CSV_FILE = path.join(FIX, 'ch02-trace.csv');
 const ms = (x: number) => x * 1000;
 
 function chapterTrace(): RequestRecord[] {
-  return parseTraceJson(readFileSync(JSON_FILE, 'utf8'), JSON_FILE, 'ms');
+  return readTraceJson(readFileSync(JSON_FILE, 'utf8'), JSON_FILE, 'ms').records;
 }
 
 describe('a declared unit is read in any case', () => {
@@ -39,14 +38,16 @@ describe('a declared unit is read in any case', () => {
 
 describe('trace times are decimal numbers', () => {
   it('a numeric string time is read; "0x10" (16 to Number()) is refused naming the field', () => {
-    const ok = parseTraceJson(
+    const ok = readTraceJson(
       '[{"id":"A","arrival":"0","prompt_start":"2","prompt_end":"8","tokens":["10"]}]',
       't.json',
       'ms',
-    );
+    ).records;
     expect(ok[0]!.arrival_us).toBe(0);
-    expect(() =>
-      parseTraceJson('[{"id":"A","arrival":"0x10","prompt_start":2,"prompt_end":8,"tokens":[10]}]', 't.json', 'ms'),
+    expect(
+      () =>
+        readTraceJson('[{"id":"A","arrival":"0x10","prompt_start":2,"prompt_end":8,"tokens":[10]}]', 't.json', 'ms')
+          .records,
     ).toThrow(/t\.json.*arrival/);
   });
 });
@@ -104,7 +105,7 @@ describe('request timelines (chapter Listing 2.2)', () => {
         }),
       ),
     );
-    const s = summariseTrace(parseTraceJson(text, 'x.json', 's'));
+    const s = summariseTrace(readTraceJson(text, 'x.json', 's').records);
     expect(s.ttft.mean_us).toBeCloseTo(19_200, 6);
     expect(s.tokens_per_s).toBeCloseTo(200, 9);
   });
@@ -158,11 +159,11 @@ describe('request timelines (chapter Listing 2.2)', () => {
   });
 
   it('numeric strings parse as times, converted once to µs: "1.5" s = 1,500,000 µs', () => {
-    const [r] = parseTraceJson(
+    const [r] = readTraceJson(
       '{"requests":[{"id":7,"arrival":"0","prompt_start":0.5,"prompt_end":"1.5","tokens":[2,"2.25"]}]}',
       'x.json',
       's',
-    );
+    ).records;
     expect(r).toMatchObject({
       id: '7',
       arrival_us: 0,
@@ -182,18 +183,21 @@ describe('request timelines (chapter Listing 2.2)', () => {
     expect(() => parseTraceCsv('id,arrival,token_time\nA,0,1\n', 't.csv', 'ms')).toThrow(
       /missing column\(s\) prompt_start, prompt_end/,
     );
-    expect(() =>
-      parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"prompt_end":2,"tokens":[3,"z"]}]', 't.json', 'ms'),
+    expect(
+      () =>
+        readTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"prompt_end":2,"tokens":[3,"z"]}]', 't.json', 'ms')
+          .records,
     ).toThrow(/t\.json row 1 column "tokens\[1\]"/);
     expect(() => summariseTrace([...chapterTrace(), chapterTrace()[0]!])).toThrow(/"A" appears twice/);
     // one schema per format (core/schemas/trace.ts): a misspelt field is refused, not defaulted
-    expect(() =>
-      parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"promt_end":2,"tokens":[3]}]', 't.json', 'ms'),
+    expect(
+      () =>
+        readTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"promt_end":2,"tokens":[3]}]', 't.json', 'ms').records,
     ).toThrow(/t\.json row 1: unknown field\(s\) promt_end/);
-    expect(() => parseTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"tokens":[3]}]', 't.json', 'ms')).toThrow(
-      /t\.json row 1 column "prompt_end": expected a finite time in ms, got nothing/,
-    );
-    expect(() => parseTraceJson('{"reqs":[]}', 't.json', 'ms')).toThrow(/expected a JSON array of requests/);
+    expect(
+      () => readTraceJson('[{"id":"A","arrival":0,"prompt_start":1,"tokens":[3]}]', 't.json', 'ms').records,
+    ).toThrow(/t\.json row 1 column "prompt_end": expected a finite time in ms, got nothing/);
+    expect(() => readTraceJson('{"reqs":[]}', 't.json', 'ms').records).toThrow(/expected a JSON array of requests/);
     expect(() => parseTraceCsv('id,arrival,prompt_start,prompt_end,token_time\n ,0,2,8,10\n', 't.csv', 'ms')).toThrow(
       /t\.csv row 1 column "id": expected a non-empty string or number id/,
     );
@@ -212,7 +216,7 @@ describe('request timelines (chapter Listing 2.2)', () => {
     expect(readTraceJson(`[${req}]`, 't.json', 'us').unit).toBe('us');
     expect(readTraceJson(`{"requests":[${req}]}`, 't.json').records[0]!.arrival_us).toBe(0);
     expect(readTraceJson(`[${req}]`, 't.json').records[0]!.prompt_end_us).toBe(2000);
-    expect(() => parseTraceJson(`{"unit":"us","requests":[${req}]}`, 't.json', 'ms')).toThrow(
+    expect(() => readTraceJson(`{"unit":"us","requests":[${req}]}`, 't.json', 'ms').records).toThrow(
       /^t\.json column "unit": the file declares its times in us, but they were to be read in ms/,
     );
     expect(() => readTraceJson(`{"unit":"min","requests":[${req}]}`, 't.json')).toThrow(

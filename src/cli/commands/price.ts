@@ -31,32 +31,35 @@ export function addDeploymentOptions(cmd: Command): Command {
     .option('--spec-tokens <n>', 'speculative tokens per step (drafter = the graph speculator)', '0');
 }
 
-/** An integer flag ≥ min (the shared rule, src/core/flags.ts: a usage error, exit 2). */
-function int(v: string, flag: string, min = 1): number {
-  return parseFlagNumber(flag, v, { integer: true, min });
-}
-
 /**
- * Deployment from parsed flags (also `serve --deployment` overrides, which reach it as flags).
+ * Deployment from parsed flags (camelCase keys, as commander gives them), also `serve --deployment` overrides, which
+ * reach it as flags: `nameOf(flag, key)` names the source of a value in a message (the flag itself by default; serve
+ * names a value its override gave as `--deployment <key>`).
  * @throws UsageError (exit 2) for a malformed number or a choice outside its list (the list in the message)
  */
-export function deploymentFromFlags(o: Record<string, string | undefined>): Partial<Deployment> {
-  const mode = parseFlagChoice('--cudagraph-mode', o.cudagraphMode ?? 'FULL_AND_PIECEWISE', CUDAGRAPH_MODES, (s) =>
+export function deploymentFromFlags(
+  o: Record<string, string | undefined>,
+  nameOf: (flag: string, key: string) => string = (flag) => flag,
+): Partial<Deployment> {
+  const n = (key: string) => nameOf(`--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, key);
+  const int = (key: string, fallback: string, min = 1) =>
+    parseFlagNumber(n(key), o[key] ?? fallback, { integer: true, min });
+  const mode = parseFlagChoice(n('cudagraphMode'), o.cudagraphMode ?? 'FULL_AND_PIECEWISE', CUDAGRAPH_MODES, (s) =>
     s.toUpperCase(),
   );
   const weightDtype = o.weightDtype ?? 'auto';
-  parseFlagChoice('--weight-dtype', weightDtype, WEIGHT_DTYPES, (s) => s.toLowerCase());
-  if (o.kvDtype && !isKnownKvDtype(o.kvDtype)) throw badChoice('--kv-dtype', o.kvDtype, KV_DTYPES);
+  parseFlagChoice(n('weightDtype'), weightDtype, WEIGHT_DTYPES, (s) => s.toLowerCase());
+  if (o.kvDtype && !isKnownKvDtype(o.kvDtype)) throw badChoice(n('kvDtype'), o.kvDtype, KV_DTYPES);
   const d: Partial<Deployment> = {
-    tp: int(o.tp ?? '1', '--tp'),
-    ep: int(o.ep ?? '1', '--ep'),
+    tp: int('tp', '1'),
+    ep: int('ep', '1'),
     weight_dtype: weightDtype,
     cudagraph_mode: mode,
-    max_capture_size: int(o.maxCaptureSize ?? '512', '--max-capture-size'),
-    decode_threshold: int(o.decodeThreshold ?? '1', '--decode-threshold', 0),
+    max_capture_size: int('maxCaptureSize', '512'),
+    decode_threshold: int('decodeThreshold', '1', 0),
   };
   if (o.kvDtype) d.kv_dtype = o.kvDtype;
-  const spec = int(o.specTokens ?? '0', '--spec-tokens', 0);
+  const spec = int('specTokens', '0', 0);
   if (spec > 0) d.speculative = { num_spec_tokens: spec };
   return d;
 }

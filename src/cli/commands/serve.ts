@@ -142,22 +142,6 @@ function distOption(flags: string, what: string, tokens: number): Option {
     .default({ kind: 'fixed', value: tokens } satisfies LengthDist, String(tokens));
 }
 
-/**
- * deploymentFromFlags on the flags with a --deployment override applied; a bad value that came from the override
- * is named as the override's key (`--deployment kv-dtype: expected one of …`), not as a flag the user did not pass.
- * @throws UsageError (exit 2) as deploymentFromFlags
- */
-function overrideDeployment(flags: Record<string, string | undefined>, override: Record<string, string>) {
-  try {
-    return deploymentFromFlags(flags);
-  } catch (e) {
-    const flag = e instanceof UsageError ? /^--([a-z-]+): /.exec(e.message)?.[1] : undefined;
-    const key = flag?.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-    if (!flag || !key || !Object.hasOwn(override, key)) throw e;
-    throw new UsageError(`--deployment ${flag}${(e as Error).message.slice(flag.length + 2)}`);
-  }
-}
-
 /** One deployment's setup from the flags (plus a --deployment override). */
 function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
   const flags = { ...(o as unknown as Record<string, string | undefined>), ...override };
@@ -170,7 +154,10 @@ function setupFrom(o: Opts, override: Record<string, string> = {}): ServeSetup {
     ...(engine ? { engine } : {}),
     model: o.model,
     chip: o.chip,
-    deployment: overrideDeployment(flags, override),
+    // A bad value the override gave is named by its key there, not as a flag the user did not pass.
+    deployment: deploymentFromFlags(flags, (flag, key) =>
+      Object.hasOwn(override, key) ? `--deployment ${flag.slice(2)}` : flag,
+    ),
     dp,
     registry: loadRegistryFile(file),
     scheduler: {
