@@ -109,10 +109,15 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
     y0 = o.y_log ? y0 / 2 : y0 - 1;
     y1 = o.y_log ? y1 * 2 : y1 + 1;
   }
-  const fx = (x: number) =>
-    m.l + (o.x_log ? (Math.log(x) - Math.log(x0)) / (Math.log(x1) - Math.log(x0)) : (x - x0) / (x1 - x0)) * pw;
-  const fy = (y: number) =>
-    m.t + ph - (o.y_log ? (Math.log(y) - Math.log(y0)) / (Math.log(y1) - Math.log(y0)) : (y - y0) / (y1 - y0)) * ph;
+  // The axes' logs taken once per chart (the same values, so the same coordinates as per point).
+  const [lx0, lxSpan, ly0, lySpan] = [
+    Math.log(x0),
+    Math.log(x1) - Math.log(x0),
+    Math.log(y0),
+    Math.log(y1) - Math.log(y0),
+  ];
+  const fx = (x: number) => m.l + (o.x_log ? (Math.log(x) - lx0) / lxSpan : (x - x0) / (x1 - x0)) * pw;
+  const fy = (y: number) => m.t + ph - (o.y_log ? (Math.log(y) - ly0) / lySpan : (y - y0) / (y1 - y0)) * ph;
   const r = (v: number) => v.toFixed(1);
   const parts: string[] = [];
   parts.push(
