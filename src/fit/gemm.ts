@@ -24,7 +24,6 @@ import {
   shapeFactor,
 } from '../core/laws/gemm.ts';
 import { solveLinear } from '../core/numeric/lsq.ts';
-import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
@@ -32,8 +31,8 @@ import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
 import { memoByObject } from '../core/text-memo.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
-import { distinctIndex, halvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
-import { levenbergMarquardt2 } from './lm2.ts';
+import { compassSearch2, distinctIndex, HalvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
+import { levenbergMarquardt2, levenbergMarquardt2On, type Lm2Problem } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /**
@@ -79,45 +78,80 @@ export function fitRamp(
   if (new Set(ms).size < 3) return { eps_max: NaN, m_half: NaN };
   // Parameterised as (eps_max, ln m_half) so both directions have O(1) curvature: the library's
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
-  const res = levenbergMarquardt2(
-    { x: ms, y: effs },
-    ([e, u]) => {
-      const h = Math.exp(u!);
-      return (m) => gemmEfficiency(m, e!, h);
-    },
-    ([e, u]) => {
-      const h = Math.exp(u!);
-      return (m, out) => {
-        out[0] = m / (m + h);
-        out[1] = (-e! * m * h) / ((m + h) * (m + h));
-      };
-    },
-    {
-      initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
-      // Per-point sigmas (weight = 1/sigma², the library's convention); a mean of c rows has sigma ∝ 1/√c.
-      ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
-      damping: 1e-3,
-      maxIterations: LM_ITERATIONS,
-      errorTolerance: 1e-14,
-      improvementThreshold: 1e-6,
-      minValues: [1e-6, Math.log(1e-3)],
-      maxValues: [10, Math.log(1e7)],
-    },
-  );
+  const res = levenbergMarquardt2On(new RampProblem(ms, effs), {
+    initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
+    // Per-point sigmas (weight = 1/sigma², the library's convention); a mean of c rows has sigma ∝ 1/√c.
+    ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
+    damping: 1e-3,
+    maxIterations: LM_ITERATIONS,
+    errorTolerance: 1e-14,
+    improvementThreshold: 1e-6,
+    minValues: [1e-6, Math.log(1e-3)],
+    maxValues: [10, Math.log(1e7)],
+  });
   // Polish on the same (weighted) least-squares objective; see fitShapeHalves.
   const w = counts ?? ms.map(() => 1);
-  const sse = ([e, u]: readonly number[]) => {
-    const h = Math.exp(u!);
+  const sse = (e: number, u: number) => {
+    const h = Math.exp(u);
     let t = 0;
     for (let i = 0; i < ms.length; i++) {
-      const d = gemmEfficiency(ms[i]!, e!, h) - effs[i]!;
+      const d = gemmEfficiency(ms[i]!, e, h) - effs[i]!;
       t += w[i]! * d * d;
     }
     return t;
   };
-  const pol = patternSearch(sse, res.parameterValues, [0.01, 0.05], { minStep: 1e-7, maxEvals: 400 });
-  const [eps_max, u] = pol.x as [number, number];
+  const [e0, u0] = res.parameterValues as [number, number];
+  const pol = compassSearch2(sse, [e0, u0], [0.01, 0.05], 1e-7, 400);
+  const [eps_max, u] = pol.x;
   return { eps_max, m_half: Math.exp(u) };
+}
+
+/**
+ * The ramp eps(m) = e·m/(m + e^u) at the points `ms` with its analytic Jacobian, for
+ * levenbergMarquardt2On: ∂/∂e = m/(m + h), ∂/∂u = −e·m·h/(m + h)², h = e^u.
+ */
+class RampProblem implements Lm2Problem {
+  constructor(
+    private readonly ms: readonly number[],
+    readonly y: readonly number[],
+  ) {}
+  values(e: number, u: number, out: Float64Array): void {
+    const h = Math.exp(u);
+    const ms = this.ms;
+    for (let i = 0; i < ms.length; i++) out[i] = gemmEfficiency(ms[i]!, e, h);
+  }
+  partials(e: number, u: number, d0: Float64Array, d1: Float64Array): void {
+    const h = Math.exp(u);
+    const ms = this.ms;
+    for (let i = 0; i < ms.length; i++) {
+      const m = ms[i]!;
+      d0[i] = m / (m + h);
+      d1[i] = (-e * m * h) / ((m + h) * (m + h));
+    }
+  }
+  /** The same arithmetic one point at a time (a one-point RampProblem), for the library fallback. */
+  pointwise() {
+    const at = (m: number) => new RampProblem([m], []);
+    const f = new Float64Array(1);
+    const d0 = new Float64Array(1);
+    const d1 = new Float64Array(1);
+    return {
+      x: this.ms,
+      model:
+        ([e, u]: number[]) =>
+        (m: number) => {
+          at(m).values(e!, u!, f);
+          return f[0]!;
+        },
+      jacobian:
+        ([e, u]: number[]) =>
+        (m: number, out: Float64Array) => {
+          at(m).partials(e!, u!, d0, d1);
+          out[0] = d0[0]!;
+          out[1] = d1[0]!;
+        },
+    };
+  }
 }
 
 /**
@@ -221,8 +255,9 @@ function polishPacked(
   step: number,
   maxEvals: number,
 ): { n_half: number; k_half: number } {
-  const pol = patternSearch(halvesObjective(c), x0, [step, step], { minStep: 1e-6, maxEvals });
-  const [un, uk] = pol.x as [number, number];
+  const o = new HalvesObjective(c);
+  const pol = compassSearch2((un, uk, axis) => o.value(un, uk, axis), [x0[0]!, x0[1]!], [step, step], 1e-6, maxEvals);
+  const [un, uk] = pol.x;
   return { n_half: Math.exp(un), k_half: Math.exp(uk) };
 }
 
@@ -301,10 +336,15 @@ interface JointRows {
   dims: Array<{ values: Float64Array; index: Int32Array; ln: Float64Array; jac: Float64Array }>;
 }
 
+/** One axis of JointRows (one object shape for every caller, the module's warm-up included). */
+function jointDim(values: Float64Array, index: Int32Array): JointRows['dims'][0] {
+  return { values, index, ln: new Float64Array(values.length), jac: new Float64Array(values.length) };
+}
+
 function packJointRows(rows: readonly Pt[]): JointRows {
   const dim = (xs: number[]) => {
     const d = distinctIndex(xs);
-    return { ...d, ln: new Float64Array(d.values.length), jac: new Float64Array(d.values.length) };
+    return jointDim(d.values, d.index);
   };
   return {
     lnEff: Float64Array.from(rows, (p) => Math.log(p.eff)),
@@ -432,21 +472,20 @@ function jointSseNormal(p: JointRows, x0: number, out: Float64Array): void {
 }
 
 /**
- * One call of jointSseNormal on a one-row table when the module loads, so that its stores after the
- * loop have feedback before any call is long enough for V8 to compile the loop on entry (OSR): code
- * compiled there without that feedback was deoptimised at the loop's end on ≈ 60 calls per h200 fit.
+ * Calls of jointSseNormal on a one-row table when the module loads, so that its stores after the loop
+ * have feedback before any call is long enough for V8 to compile the loop on entry (OSR): code compiled
+ * there without that feedback was deoptimised at the loop's end on ≈ 60 calls per h200 fit. One call
+ * is not enough: V8 allocates a function's feedback vector only after a few calls (lazy feedback
+ * allocation), and a call before that records nothing (with one call, 25 of those deopts were left).
  * Writes only NORMAL_SUMS, which every caller overwrites first.
  */
+const WARM_CALLS = 32;
+
 function warmJointSseNormal(): void {
-  const dim = () => ({
-    values: new Float64Array(1),
-    index: new Int32Array(1),
-    ln: new Float64Array(1),
-    jac: new Float64Array(1),
-  });
+  const dim = () => jointDim(new Float64Array(1), new Int32Array(1));
   jointSseNormal({ lnEff: new Float64Array(1), dims: [dim(), dim(), dim()] }, 0, NORMAL_SUMS);
 }
-warmJointSseNormal();
+for (let i = 0; i < WARM_CALLS; i++) warmJointSseNormal();
 
 /**
  * The damped Gauss–Newton step of jointShapeFit at `x`, with a coefficient held at its bound while the
