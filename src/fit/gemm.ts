@@ -32,7 +32,7 @@ import type { GemmRow } from '../measurements/schema.ts';
 import { memoByObject } from '../core/text-memo.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
 import { compassSearch2, distinctIndex, HalvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
-import { levenbergMarquardt2, levenbergMarquardt2On, type Lm2Problem } from './lm2.ts';
+import { levenbergMarquardt2On, type Lm2Problem } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /**
@@ -48,9 +48,18 @@ export function memoryBoundThresholdM(chip: Chip, dtype: GemmDtype): number {
 
 /** True when n·k·bytes(dtype) / HBM bandwidth > 2·m·n·k / peak (datasheet rates). */
 export function isMemoryBound(row: Pick<GemmRow, 'm' | 'n' | 'k'>, dtype: GemmDtype, chip: Chip): boolean {
-  const peak = peakFlopsPerUs(chip, dtype)!;
-  const memory_us = (row.n * row.k * bytesPerElement(dtype)) / chip.hbm_bytes_per_us;
-  const compute_us = (2 * row.m * row.n * row.k) / peak;
+  return memoryBoundAt(row, bytesPerElement(dtype), chip.hbm_bytes_per_us, peakFlopsPerUs(chip, dtype)!);
+}
+
+/** isMemoryBound with the format's bytes per element, the HBM rate (bytes/µs) and the peak (FLOPs/µs) given. */
+function memoryBoundAt(
+  row: Pick<GemmRow, 'm' | 'n' | 'k'>,
+  bytes_per_element: number,
+  hbm_bytes_per_us: number,
+  peak_flops_per_us: number,
+): boolean {
+  const memory_us = (row.n * row.k * bytes_per_element) / hbm_bytes_per_us;
+  const compute_us = (2 * row.m * row.n * row.k) / peak_flops_per_us;
   return memory_us > compute_us;
 }
 
@@ -199,50 +208,79 @@ export function fitShapeHalves(
   warm = false,
 ): { n_half: number; k_half: number } {
   if (cells.length < 3) return { n_half: NaN, k_half: NaN };
-  if (warm) return polishHalves(cells, [Math.log(init[0]), Math.log(init[1])], 0.02, 150);
-  const idx = cells.map((_, i) => i);
-  const res = levenbergMarquardt2(
-    { x: idx, y: cells.map((c) => c.r) },
-    ([un, uk]) => {
-      const nh = Math.exp(un!);
-      const kh = Math.exp(uk!);
-      return (i) => {
-        const c = cells[i]!;
-        return Math.log(shapeFactor(c.n, nh)) + Math.log(shapeFactor(c.k, kh));
-      };
-    },
-    ([un, uk]) => {
-      const nh = Math.exp(un!);
-      const kh = Math.exp(uk!);
-      return (i, out) => {
-        const c = cells[i]!;
-        out[0] = -nh / (c.n + nh);
-        out[1] = -kh / (c.k + kh);
-      };
-    },
-    {
-      initialValues: [Math.log(init[0]), Math.log(init[1])],
-      weights: cells.map((c) => 1 / Math.sqrt(c.w)),
-      damping: 1e-3,
-      maxIterations: LM_ITERATIONS,
-      errorTolerance: 1e-14,
-      improvementThreshold: 1e-6,
-      minValues: [Math.log(1e-3), Math.log(1e-3)],
-      maxValues: [Math.log(1e6), Math.log(1e6)],
-    },
-  );
+  const packed = packCells(cells);
+  if (warm) return polishPacked(packed, [Math.log(init[0]), Math.log(init[1])], 0.02, 150);
+  const res = levenbergMarquardt2On(new HalvesProblem(packed), {
+    initialValues: [Math.log(init[0]), Math.log(init[1])],
+    weights: cells.map((c) => 1 / Math.sqrt(c.w)),
+    damping: 1e-3,
+    maxIterations: LM_ITERATIONS,
+    errorTolerance: 1e-14,
+    improvementThreshold: 1e-6,
+    minValues: [Math.log(1e-3), Math.log(1e-3)],
+    maxValues: [Math.log(1e6), Math.log(1e6)],
+  });
   // Polish with a compass search on the same weighted objective (the library runs a fixed number of
   // iterations with absolute damping; the polish makes the optimum independent of the start).
-  return polishHalves(cells, res.parameterValues, 0.05, 400);
+  return polishPacked(packed, res.parameterValues, 0.05, 400);
 }
 
-function polishHalves(
-  cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
-  x0: readonly number[],
-  step: number,
-  maxEvals: number,
-): { n_half: number; k_half: number } {
-  return polishPacked(packCells(cells), x0, step, maxEvals);
+/**
+ * ln f(n; e^u_n) + ln f(k; e^u_k) at every cell (f = core/laws shapeFactor) and its Jacobian −h/(x + h)
+ * per axis, for levenbergMarquardt2On: each taken once per distinct n and k (the same numbers as per
+ * cell), then read by each cell's index.
+ */
+class HalvesProblem implements Lm2Problem {
+  readonly y: Float64Array;
+  private readonly n: Float64Array;
+  private readonly k: Float64Array;
+  constructor(private readonly c: PackedCells) {
+    this.y = c.r;
+    this.n = new Float64Array(c.nValues.length);
+    this.k = new Float64Array(c.kValues.length);
+  }
+  values(un: number, uk: number, out: Float64Array): void {
+    const { nValues, kValues, nIndex, kIndex } = this.c;
+    const nh = Math.exp(un);
+    const kh = Math.exp(uk);
+    for (let j = 0; j < nValues.length; j++) this.n[j] = Math.log(shapeFactor(nValues[j]!, nh));
+    for (let j = 0; j < kValues.length; j++) this.k[j] = Math.log(shapeFactor(kValues[j]!, kh));
+    for (let i = 0; i < nIndex.length; i++) out[i] = this.n[nIndex[i]!]! + this.k[kIndex[i]!]!;
+  }
+  partials(un: number, uk: number, d0: Float64Array, d1: Float64Array): void {
+    const { nValues, kValues, nIndex, kIndex } = this.c;
+    const nh = Math.exp(un);
+    const kh = Math.exp(uk);
+    for (let j = 0; j < nValues.length; j++) this.n[j] = -nh / (nValues[j]! + nh);
+    for (let j = 0; j < kValues.length; j++) this.k[j] = -kh / (kValues[j]! + kh);
+    for (let i = 0; i < nIndex.length; i++) {
+      d0[i] = this.n[nIndex[i]!]!;
+      d1[i] = this.k[kIndex[i]!]!;
+    }
+  }
+  /** Cell i's value and partials from the bulk passes (x = cell indices), for the library fallback. */
+  pointwise() {
+    const count = this.c.r.length;
+    const f = new Float64Array(count);
+    const d0 = new Float64Array(count);
+    const d1 = new Float64Array(count);
+    return {
+      x: Array.from({ length: count }, (_, i) => i),
+      model: ([un, uk]: number[]) => {
+        this.values(un!, uk!, f);
+        const at = f.slice();
+        return (i: number) => at[i]!;
+      },
+      jacobian: ([un, uk]: number[]) => {
+        this.partials(un!, uk!, d0, d1);
+        const [a, b] = [d0.slice(), d1.slice()];
+        return (i: number, out: Float64Array) => {
+          out[0] = a[i]!;
+          out[1] = b[i]!;
+        };
+      },
+    };
+  }
 }
 
 /**
@@ -270,12 +308,54 @@ interface Pt {
   kernel_source: string;
 }
 
-function shapeCells(points: readonly Pt[], eps_max: number, m_half: number) {
-  const g = groupBy(points, (p) => `${p.n},${p.k}`);
+/** Rows grouped by (n, k): the groups in first-seen order, each its rows' positions in row order. */
+interface ShapeGroups {
+  n: number[];
+  k: number[];
+  rows: number[][];
+}
+
+/** `rows` grouped by (n, k) (the groups a key string `${n},${k}` would give, in the same order). */
+function shapeGroups(rows: readonly Pt[]): ShapeGroups {
+  const n = distinctIndex(rows.map((p) => p.n));
+  const k = distinctIndex(rows.map((p) => p.k));
+  const groupOf = new Int32Array(n.values.length * k.values.length).fill(-1);
+  const g: ShapeGroups = { n: [], k: [], rows: [] };
+  for (let i = 0; i < rows.length; i++) {
+    const key = n.index[i]! * k.values.length + k.index[i]!;
+    let at = groupOf[key]!;
+    if (at < 0) {
+      at = groupOf[key] = g.rows.length;
+      g.n.push(rows[i]!.n);
+      g.k.push(rows[i]!.k);
+      g.rows.push([]);
+    }
+    g.rows[at]!.push(i);
+  }
+  return g;
+}
+
+/**
+ * The shape cells of `rows` (grouped as `g`) for a ramp: per (n, k), r = median over its rows of
+ * ln(eff / eps(m)) and w = its row count; with `keepK`, only the groups whose k it keeps (the cells of
+ * those rows alone: every row of a group has the group's k).
+ */
+function shapeCells(
+  rows: readonly Pt[],
+  g: ShapeGroups,
+  ramp: Ramp,
+  keepK?: (k: number) => boolean,
+): Array<{ n: number; k: number; r: number; w: number }> {
   const cells: Array<{ n: number; k: number; r: number; w: number }> = [];
-  for (const ps of g.values()) {
-    const r = median(ps.map((p) => Math.log(p.eff / gemmEfficiency(p.m, eps_max, m_half))));
-    cells.push({ n: ps[0]!.n, k: ps[0]!.k, r, w: ps.length });
+  for (let c = 0; c < g.rows.length; c++) {
+    if (keepK && !keepK(g.k[c]!)) continue;
+    const at = g.rows[c]!;
+    const lnRatio = new Array<number>(at.length);
+    for (let j = 0; j < at.length; j++) {
+      const p = rows[at[j]!]!;
+      lnRatio[j] = Math.log(p.eff / gemmEfficiency(p.m, ramp.eps_max, ramp.m_half));
+    }
+    cells.push({ n: g.n[c]!, k: g.k[c]!, r: median(lnRatio), w: at.length });
   }
   return cells;
 }
@@ -350,6 +430,24 @@ function packJointRows(rows: readonly Pt[]): JointRows {
     lnEff: Float64Array.from(rows, (p) => Math.log(p.eff)),
     dims: [dim(rows.map((p) => p.m)), dim(rows.map((p) => p.n)), dim(rows.map((p) => p.k))],
   };
+}
+
+/**
+ * The rows of `p` where `keep` is set, in order, as packJointRows would pack them: the same ln eff per
+ * row, and the distinct values of `p` (a superset: a table entry no row reads adds nothing to a sum).
+ */
+function subsetJointRows(p: JointRows, keep: Uint8Array): JointRows {
+  let count = 0;
+  for (let i = 0; i < keep.length; i++) count += keep[i]!;
+  const lnEff = new Float64Array(count);
+  const index = p.dims.map(() => new Int32Array(count));
+  for (let i = 0, at = 0; i < keep.length; i++) {
+    if (!keep[i]) continue;
+    lnEff[at] = p.lnEff[i]!;
+    for (let u = 0; u < 3; u++) index[u]![at] = p.dims[u]!.index[i]!;
+    at++;
+  }
+  return { lnEff, dims: p.dims.map((d, u) => jointDim(d.values, index[u]!)) };
 }
 
 /** ln(x/(x+h)) and −h/(x+h) per distinct value of each axis at log-coefficients x (into the dims' buffers). */
@@ -532,7 +630,15 @@ export function jointShapeFit(
   init: [number, number, number, number],
   iterations = LM_ITERATIONS,
 ): RampCoefficients & { n_half: number; k_half: number } {
-  const packed = packJointRows(rows);
+  return jointShapeFitPacked(packJointRows(rows), init, iterations);
+}
+
+/** jointShapeFit on rows packed by packJointRows (or a subsetJointRows of them). */
+function jointShapeFitPacked(
+  packed: JointRows,
+  init: [number, number, number, number],
+  iterations: number,
+): RampCoefficients & { n_half: number; k_half: number } {
   const clamp = (x: number[]) => x.map((v, u) => Math.min(JOINT_HI[u]!, Math.max(JOINT_LO, v)));
   let x = clamp(init.map((v) => Math.log(Math.max(v, 1e-3))));
   // A trial is scored by its SSE alone (about half of the trials are rejected); the normal equations
@@ -586,6 +692,15 @@ interface RampSplit {
   /** Compute-bound rows with (without) a held-out k, any m: the shape ramp's split. */
   trainK: Pt[];
   holdKAll: Pt[];
+  /** Per row of `all`: 1 when memory-bound (isMemoryBound). */
+  memoryBound: Uint8Array;
+  /** Per row of `compute`: 1 when its k is not held out (the row is in `trainK`). */
+  inTrainK: Uint8Array;
+  /** Efficiency of each row of `compute`, and of each row of `holdKAll`. */
+  computeEff: number[];
+  holdKEff: number[];
+  /** `compute` grouped by (n, k), for the shape cells. */
+  groups: ShapeGroups;
 }
 
 /**
@@ -612,25 +727,50 @@ function splitRampPoints(
     kernel_source: r.kernel_source,
     eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak),
   }));
-  const compute = all.filter((p) => !isMemoryBound(p, dtype, chip));
+  const memoryBound = new Uint8Array(all.length);
+  const compute: Pt[] = [];
+  const bytes = bytesPerElement(dtype);
+  for (let i = 0; i < all.length; i++) {
+    if (memoryBoundAt(all[i]!, bytes, chip.hbm_bytes_per_us, peak)) memoryBound[i] = 1;
+    else compute.push(all[i]!);
+  }
   const distinctM = new Set(compute.map((p) => p.m));
   if (distinctM.size < 3) {
     return `gemm ${dtype}: m_half unidentifiable (${distinctM.size} distinct m among ${compute.length} compute-bound rows; need ≥ 3)`;
   }
   const heldK = holdoutValues(compute.map((p) => p.k));
   const mMax = Math.max(...distinctM);
-  const notMax = compute.filter((p) => p.m !== mMax);
-  return {
+  const s: RampSplit = {
     all,
     compute,
     heldK,
     mMax,
-    train: notMax.filter((p) => !heldK.has(p.k)),
-    holdK: notMax.filter((p) => heldK.has(p.k)),
-    holdM: compute.filter((p) => p.m === mMax),
-    trainK: compute.filter((p) => !heldK.has(p.k)),
-    holdKAll: compute.filter((p) => heldK.has(p.k)),
+    memoryBound,
+    groups: shapeGroups(compute),
+    train: [],
+    holdK: [],
+    holdM: [],
+    trainK: [],
+    holdKAll: [],
+    inTrainK: new Uint8Array(compute.length),
+    computeEff: compute.map((p) => p.eff),
+    holdKEff: [],
   };
+  // One pass in row order: every list is the filter of `compute` it names.
+  for (let i = 0; i < compute.length; i++) {
+    const p = compute[i]!;
+    const held = heldK.has(p.k);
+    if (p.m !== mMax) (held ? s.holdK : s.train).push(p);
+    else s.holdM.push(p);
+    if (held) {
+      s.holdKAll.push(p);
+      s.holdKEff.push(p.eff);
+    } else {
+      s.trainK.push(p);
+      s.inTrainK[i] = 1;
+    }
+  }
+  return s;
 }
 
 /**
@@ -680,16 +820,18 @@ function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
 /**
  * Seeded cluster bootstrap over whole k values of the shape halves (k is the dimension the fit must
  * cross), with eps_max and m_half fixed at the stored ramp; resamples with a single k are skipped.
+ * `cells` are the stored ramp's cells of every compute-bound row: those of one k, in their order, are
+ * the cells of that k's rows alone (each cell is one (n, k); first-seen order restricted to one k is
+ * that k's rows' first-seen order).
  */
 function bootstrapHalves(
-  compute: readonly Pt[],
-  stored: Ramp,
+  cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
   halves: { n_half: number; k_half: number },
   bootstrap: Bootstrap,
 ) {
-  const byK = groupBy(compute, (p) => p.k);
+  const byK = groupBy(cells, (c) => c.k);
   const ks = [...byK.keys()].sort((a, b) => a - b);
-  const cellsByK = ks.map((k) => shapeCells(byK.get(k)!, stored.eps_max, stored.m_half));
+  const cellsByK = ks.map((k) => byK.get(k)!);
   // Every k's cells packed once (distinct n and k over all of them); a resample copies its k's blocks
   // in resample order into reused buffers: the cells fitShapeHalves(flatMap of the blocks) would pack.
   const all = packCells(cellsByK.flat());
@@ -801,28 +943,18 @@ function jointFits(s: RampSplit, staged: Required<RampCoefficients>, stagedSplit
     c.n_half || 100,
     c.k_half || 100,
   ];
-  const split = jointShapeFit(s.trainK, start(stagedSplit));
-  const full = jointShapeFit(s.compute, start(staged));
-  const holdout = s.holdKAll.length
-    ? fitError(
-        shapePred(split, s.holdKAll),
-        s.holdKAll.map((p) => p.eff),
-      )
-    : noError();
-  const train = fitError(
-    shapePred(full, s.compute),
-    s.compute.map((p) => p.eff),
-  );
+  // Every compute-bound row packed once; the split's rows (trainK) are a subset of them.
+  const rows = packJointRows(s.compute);
+  const split = jointShapeFitPacked(subsetJointRows(rows, s.inTrainK), start(stagedSplit), LM_ITERATIONS);
+  const full = jointShapeFitPacked(rows, start(staged), LM_ITERATIONS);
+  const holdPred = s.holdKAll.length ? shapePred(split, s.holdKAll) : [];
+  const holdout = s.holdKAll.length ? fitError(holdPred, s.holdKEff) : noError();
+  const train = fitError(shapePred(full, s.compute), s.computeEff);
   return {
     ...full,
     train,
     holdout,
-    holdout_geo: holdout.n
-      ? geometricError(
-          shapePred(split, s.holdKAll),
-          s.holdKAll.map((p) => p.eff),
-        )
-      : NaN,
+    holdout_geo: holdout.n ? geometricError(holdPred, s.holdKEff) : NaN,
   };
 }
 
@@ -839,9 +971,10 @@ function shapeFits(
   bootstrap: Bootstrap,
   dtype: GemmDtype,
 ): RampResult['shape'] {
-  const halvesSplit = fitShapeHalves(shapeCells(s.trainK, split.eps_max, split.m_half));
-  const halves = fitShapeHalves(shapeCells(s.compute, stored.eps_max, stored.m_half));
-  const meas = s.holdKAll.map((p) => p.eff);
+  const halvesSplit = fitShapeHalves(shapeCells(s.compute, s.groups, split, (k) => !s.heldK.has(k)));
+  const cells = shapeCells(s.compute, s.groups, stored);
+  const halves = fitShapeHalves(cells);
+  const meas = s.holdKEff;
   const geo = (pred: number[]) => (pred.length ? geometricError(pred, meas) : NaN);
   const holdout_geo_envelope = geo(rampPred(split, s.holdKAll));
   const allSplitK = fitRampAllRows(s.trainK, [allFull.eps_max, allFull.m_half]);
@@ -858,16 +991,13 @@ function shapeFits(
   return {
     n_half: halves.n_half,
     k_half: halves.k_half,
-    ...bootstrapHalves(s.compute, stored, halves, bootstrap),
+    ...bootstrapHalves(cells, halves, bootstrap),
     holdout_geo_envelope,
     holdout_geo_all_rows,
     holdout_geo_shape,
     // Full errors of the staged shape-aware ramp: train on every compute-bound row with the stored
     // halves, holdout on the whole-k rows with halves fitted without them.
-    shape_train: fitError(
-      shapePred({ ...stored, ...halves }, s.compute),
-      s.compute.map((p) => p.eff),
-    ),
+    shape_train: fitError(shapePred({ ...stored, ...halves }, s.compute), s.computeEff),
     shape_holdout: shapeHoldPred.length ? fitError(shapeHoldPred, meas) : noError(),
     joint,
     method,
@@ -905,10 +1035,7 @@ export function fitRampForDtype(
     all_rows_fit: allFull,
     envelope_train: env.train,
     envelope_holdout: env.holdout,
-    all_rows_train: fitError(
-      rampPred(allFull, s.compute),
-      s.compute.map((p) => p.eff),
-    ),
+    all_rows_train: fitError(rampPred(allFull, s.compute), s.computeEff),
     all_rows_holdout: holdRows.length
       ? fitError(
           rampPred(allSplit, holdRows),
@@ -922,7 +1049,7 @@ export function fitRampForDtype(
     held_k: [...s.heldK].sort((a, b) => a - b),
     m_max: s.mMax,
     peak_flops_per_us: peak,
-    points: s.all.map((p) => ({ m: p.m, eff: p.eff, memory_bound: isMemoryBound(p, dtype, chip) })),
+    points: s.all.map((p, i) => ({ m: p.m, eff: p.eff, memory_bound: s.memoryBound[i] === 1 })),
     envelope: env.envFull,
   };
 }
