@@ -25,7 +25,7 @@ import {
 } from '../core/laws/gemm.ts';
 import { solveLinear } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
+import { geometricError, groupBy, median, type7Sorted } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
@@ -85,9 +85,14 @@ export function fitRamp(
   counts?: readonly number[],
 ): { eps_max: number; m_half: number } {
   if (new Set(ms).size < 3) return { eps_max: NaN, m_half: NaN };
+  // The points as Float64Arrays (the same numbers): the loops below then see one array type, whatever
+  // element kind the caller's arrays have (small integers, doubles), and are not deoptimised between them.
+  const x = Float64Array.from(ms);
+  const y = Float64Array.from(effs);
+  const w = counts ? Float64Array.from(counts) : new Float64Array(ms.length).fill(1);
   // Parameterised as (eps_max, ln m_half) so both directions have O(1) curvature: the library's
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
-  const res = levenbergMarquardt2On(new RampProblem(ms, effs), {
+  const res = levenbergMarquardt2On(new RampProblem(x, y), {
     initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
     // Per-point sigmas (weight = 1/sigma², the library's convention); a mean of c rows has sigma ∝ 1/√c.
     ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
@@ -99,12 +104,11 @@ export function fitRamp(
     maxValues: [10, Math.log(1e7)],
   });
   // Polish on the same (weighted) least-squares objective; see fitShapeHalves.
-  const w = counts ?? ms.map(() => 1);
   const sse = (e: number, u: number) => {
     const h = Math.exp(u);
     let t = 0;
-    for (let i = 0; i < ms.length; i++) {
-      const d = gemmEfficiency(ms[i]!, e, h) - effs[i]!;
+    for (let i = 0; i < x.length; i++) {
+      const d = gemmEfficiency(x[i]!, e, h) - y[i]!;
       t += w[i]! * d * d;
     }
     return t;
@@ -121,8 +125,8 @@ export function fitRamp(
  */
 class RampProblem implements Lm2Problem {
   constructor(
-    private readonly ms: readonly number[],
-    readonly y: readonly number[],
+    private readonly ms: Float64Array,
+    readonly y: Float64Array,
   ) {}
   values(e: number, u: number, out: Float64Array): void {
     const h = Math.exp(u);
@@ -140,12 +144,12 @@ class RampProblem implements Lm2Problem {
   }
   /** The same arithmetic one point at a time (a one-point RampProblem), for the library fallback. */
   pointwise() {
-    const at = (m: number) => new RampProblem([m], []);
+    const at = (m: number) => new RampProblem(Float64Array.of(m), new Float64Array(0));
     const f = new Float64Array(1);
     const d0 = new Float64Array(1);
     const d1 = new Float64Array(1);
     return {
-      x: this.ms,
+      x: Array.from(this.ms),
       model:
         ([e, u]: number[]) =>
         (m: number) => {
@@ -299,13 +303,12 @@ function polishPacked(
   return { n_half: Math.exp(un), k_half: Math.exp(uk) };
 }
 
+/** One row of a dtype: its shape and achieved efficiency (fraction of the dense peak). */
 interface Pt {
   m: number;
   n: number;
   k: number;
   eff: number;
-  latency_us: number;
-  kernel_source: string;
 }
 
 /** Rows grouped by (n, k): the groups in first-seen order, each its rows' positions in row order. */
@@ -315,10 +318,11 @@ interface ShapeGroups {
   rows: number[][];
 }
 
-/** `rows` grouped by (n, k) (the groups a key string `${n},${k}` would give, in the same order). */
-function shapeGroups(rows: readonly Pt[]): ShapeGroups {
-  const n = distinctIndex(rows.map((p) => p.n));
-  const k = distinctIndex(rows.map((p) => p.k));
+/**
+ * `rows` grouped by (n, k) (the groups a key string `${n},${k}` would give, in the same order), from
+ * each row's index among the distinct n and k (`distinctIndex`).
+ */
+function shapeGroups(rows: readonly Pt[], n: DistinctIndex, k: DistinctIndex): ShapeGroups {
   const groupOf = new Int32Array(n.values.length * k.values.length).fill(-1);
   const g: ShapeGroups = { n: [], k: [], rows: [] };
   for (let i = 0; i < rows.length; i++) {
@@ -350,14 +354,24 @@ function shapeCells(
   for (let c = 0; c < g.rows.length; c++) {
     if (keepK && !keepK(g.k[c]!)) continue;
     const at = g.rows[c]!;
-    const lnRatio = new Array<number>(at.length);
+    const lnRatio = new Float64Array(at.length);
     for (let j = 0; j < at.length; j++) {
       const p = rows[at[j]!]!;
       lnRatio[j] = Math.log(p.eff / gemmEfficiency(p.m, ramp.eps_max, ramp.m_half));
     }
-    cells.push({ n: g.n[c]!, k: g.k[c]!, r: median(lnRatio), w: at.length });
+    cells.push({ n: g.n[c]!, k: g.k[c]!, r: medianInPlace(lnRatio), w: at.length });
   }
   return cells;
+}
+
+/**
+ * `median` (core/numeric/stats) of `v`, sorting `v` in place: the typed array's native numeric sort orders
+ * values as `median`'s (a, b) => a − b sort does, equal values then being the same number, unless a NaN or
+ * a −0 is among them (−0 and 0 compare equal there and keep their order): then `median` itself.
+ */
+function medianInPlace(v: Float64Array): number {
+  for (let i = 0; i < v.length; i++) if (Number.isNaN(v[i]!) || Object.is(v[i], -0)) return median(Array.from(v));
+  return type7Sorted(v.sort(), 0.5);
 }
 
 /** Ramp results of one dtype, reused by the orchestrator's report and tests. */
@@ -421,16 +435,28 @@ function jointDim(values: Float64Array, index: Int32Array): JointRows['dims'][0]
   return { values, index, ln: new Float64Array(values.length), jac: new Float64Array(values.length) };
 }
 
-function packJointRows(rows: readonly Pt[]): JointRows {
-  const dim = (xs: number[]) => {
-    const d = distinctIndex(xs);
-    return jointDim(d.values, d.index);
-  };
+function packJointRows(rows: readonly Pt[], axes: RowAxes = rowAxes(rows)): JointRows {
   return {
     lnEff: Float64Array.from(rows, (p) => Math.log(p.eff)),
-    dims: [dim(rows.map((p) => p.m)), dim(rows.map((p) => p.n)), dim(rows.map((p) => p.k))],
+    dims: [axes.m, axes.n, axes.k].map((d) => jointDim(d.values, d.index)),
   };
 }
+
+/** Distinct values of a list and each element's position among them (`distinctIndex`). */
+type DistinctIndex = ReturnType<typeof distinctIndex>;
+
+/** Each row's index among the distinct m, n and k of `rows`. */
+interface RowAxes {
+  m: DistinctIndex;
+  n: DistinctIndex;
+  k: DistinctIndex;
+}
+
+const rowAxes = (rows: readonly Pt[]): RowAxes => ({
+  m: distinctIndex(rows.map((p) => p.m)),
+  n: distinctIndex(rows.map((p) => p.n)),
+  k: distinctIndex(rows.map((p) => p.k)),
+});
 
 /**
  * The rows of `p` where `keep` is set, in order, as packJointRows would pack them: the same ln eff per
@@ -699,7 +725,8 @@ interface RampSplit {
   /** Efficiency of each row of `compute`, and of each row of `holdKAll`. */
   computeEff: number[];
   holdKEff: number[];
-  /** `compute` grouped by (n, k), for the shape cells. */
+  /** Each row of `compute`'s index among its distinct m, n, k; and `compute` grouped by (n, k), for the shape cells. */
+  axes: RowAxes;
   groups: ShapeGroups;
 }
 
@@ -723,8 +750,6 @@ function splitRampPoints(
     m: r.m,
     n: r.n,
     k: r.k,
-    latency_us: r.latency_us,
-    kernel_source: r.kernel_source,
     eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak),
   }));
   const memoryBound = new Uint8Array(all.length);
@@ -740,13 +765,15 @@ function splitRampPoints(
   }
   const heldK = holdoutValues(compute.map((p) => p.k));
   const mMax = Math.max(...distinctM);
+  const axes = rowAxes(compute);
   const s: RampSplit = {
     all,
     compute,
     heldK,
     mMax,
     memoryBound,
-    groups: shapeGroups(compute),
+    axes,
+    groups: shapeGroups(compute, axes.n, axes.k),
     train: [],
     holdK: [],
     holdM: [],
@@ -944,7 +971,7 @@ function jointFits(s: RampSplit, staged: Required<RampCoefficients>, stagedSplit
     c.k_half || 100,
   ];
   // Every compute-bound row packed once; the split's rows (trainK) are a subset of them.
-  const rows = packJointRows(s.compute);
+  const rows = packJointRows(s.compute, s.axes);
   const split = jointShapeFitPacked(subsetJointRows(rows, s.inTrainK), start(stagedSplit), LM_ITERATIONS);
   const full = jointShapeFitPacked(rows, start(staged), LM_ITERATIONS);
   const holdPred = s.holdKAll.length ? shapePred(split, s.holdKAll) : [];

@@ -82,7 +82,7 @@ class PointwiseProblem implements Lm2Problem {
 }
 
 /** Σ (y_i − f_i)² / ws_i (the library's errorCalculation) with f_i = `f[i]`. */
-function sse(y: ArrayLike<number>, f: Float64Array, ws: Float64Array): number {
+function sse(y: Float64Array, f: Float64Array, ws: Float64Array): number {
   let error = 0;
   for (let i = 0; i < ws.length; i++) error += (y[i]! - f[i]!) ** 2 / ws[i]!;
   return error;
@@ -101,7 +101,7 @@ interface Step {
  * into `s`; false when H is not positive definite.
  */
 function step(
-  y: ArrayLike<number>,
+  y: Float64Array,
   f: Float64Array,
   j0: Float64Array,
   j1: Float64Array,
@@ -168,7 +168,9 @@ export function levenbergMarquardt2On(
   problem: Lm2Problem,
   o: Lm2Options,
 ): { parameterValues: number[]; parameterError: number } {
-  const n = problem.y.length;
+  // y as a Float64Array (the same numbers), so sse and step see one array type.
+  const y = problem.y instanceof Float64Array ? problem.y : Float64Array.from(problem.y);
+  const n = y.length;
   const ws = new Float64Array(n);
   for (let i = 0; i < n; i++) ws[i] = o.weights ? 1 / o.weights[i]! ** 2 : 1 / 1 ** 2;
   const f = new Float64Array(n);
@@ -179,7 +181,7 @@ export function levenbergMarquardt2On(
   let p1 = o.initialValues[1];
   let damping = o.damping;
   problem.values(p0, p1, f);
-  let error = sse(problem.y, f, ws);
+  let error = sse(y, f, ws);
   let optimalError = error;
   let best0 = p0;
   let best1 = p1;
@@ -187,11 +189,11 @@ export function levenbergMarquardt2On(
   for (let it = 0; it < o.maxIterations && !converged; it++) {
     const previous = error;
     problem.partials(p0, p1, j0, j1);
-    if (!step(problem.y, f, j0, j1, damping, ws, s)) return libraryFit(problem, o);
+    if (!step(y, f, j0, j1, damping, ws, s)) return libraryFit(problem, o);
     p0 = Math.min(Math.max(o.minValues[0], p0 - s.d0), o.maxValues[0]);
     p1 = Math.min(Math.max(o.minValues[1], p1 - s.d1), o.maxValues[1]);
     problem.values(p0, p1, f);
-    error = sse(problem.y, f, ws);
+    error = sse(y, f, ws);
     if (Number.isNaN(error)) break;
     if (error < optimalError - o.errorTolerance) {
       optimalError = error;
