@@ -24,16 +24,15 @@ import {
   shapeFactor,
 } from '../core/laws/gemm.ts';
 import { solveLinear } from '../core/numeric/lsq.ts';
-import { patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
+import { geometricError, groupBy, median, type7Sorted } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { GemmRow } from '../measurements/schema.ts';
 import { memoByObject } from '../core/text-memo.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry, reduceRepeatsBy } from './common.ts';
-import { distinctIndex, halvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
-import { levenbergMarquardt2 } from './lm2.ts';
+import { compassSearch2, distinctIndex, HalvesObjective, packCells, type PackedCells } from './gemm-polish.ts';
+import { levenbergMarquardt2On, type Lm2Problem } from './lm2.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext, type FittedCoefficient } from './types.ts';
 
 /**
@@ -49,9 +48,18 @@ export function memoryBoundThresholdM(chip: Chip, dtype: GemmDtype): number {
 
 /** True when n·k·bytes(dtype) / HBM bandwidth > 2·m·n·k / peak (datasheet rates). */
 export function isMemoryBound(row: Pick<GemmRow, 'm' | 'n' | 'k'>, dtype: GemmDtype, chip: Chip): boolean {
-  const peak = peakFlopsPerUs(chip, dtype)!;
-  const memory_us = (row.n * row.k * bytesPerElement(dtype)) / chip.hbm_bytes_per_us;
-  const compute_us = (2 * row.m * row.n * row.k) / peak;
+  return memoryBoundAt(row, bytesPerElement(dtype), chip.hbm_bytes_per_us, peakFlopsPerUs(chip, dtype)!);
+}
+
+/** isMemoryBound with the format's bytes per element, the HBM rate (bytes/µs) and the peak (FLOPs/µs) given. */
+function memoryBoundAt(
+  row: Pick<GemmRow, 'm' | 'n' | 'k'>,
+  bytes_per_element: number,
+  hbm_bytes_per_us: number,
+  peak_flops_per_us: number,
+): boolean {
+  const memory_us = (row.n * row.k * bytes_per_element) / hbm_bytes_per_us;
+  const compute_us = (2 * row.m * row.n * row.k) / peak_flops_per_us;
   return memory_us > compute_us;
 }
 
@@ -77,47 +85,86 @@ export function fitRamp(
   counts?: readonly number[],
 ): { eps_max: number; m_half: number } {
   if (new Set(ms).size < 3) return { eps_max: NaN, m_half: NaN };
+  // The points as Float64Arrays (the same numbers): the loops below then see one array type, whatever
+  // element kind the caller's arrays have (small integers, doubles), and are not deoptimised between them.
+  const x = Float64Array.from(ms);
+  const y = Float64Array.from(effs);
+  const w = counts ? Float64Array.from(counts) : new Float64Array(ms.length).fill(1);
   // Parameterised as (eps_max, ln m_half) so both directions have O(1) curvature: the library's
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
-  const res = levenbergMarquardt2(
-    { x: ms, y: effs },
-    ([e, u]) => {
-      const h = Math.exp(u!);
-      return (m) => gemmEfficiency(m, e!, h);
-    },
-    ([e, u]) => {
-      const h = Math.exp(u!);
-      return (m, out) => {
-        out[0] = m / (m + h);
-        out[1] = (-e! * m * h) / ((m + h) * (m + h));
-      };
-    },
-    {
-      initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
-      // Per-point sigmas (weight = 1/sigma², the library's convention); a mean of c rows has sigma ∝ 1/√c.
-      ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
-      damping: 1e-3,
-      maxIterations: LM_ITERATIONS,
-      errorTolerance: 1e-14,
-      improvementThreshold: 1e-6,
-      minValues: [1e-6, Math.log(1e-3)],
-      maxValues: [10, Math.log(1e7)],
-    },
-  );
+  const res = levenbergMarquardt2On(new RampProblem(x, y), {
+    initialValues: [init[0], Math.log(Math.max(init[1], 1e-3))],
+    // Per-point sigmas (weight = 1/sigma², the library's convention); a mean of c rows has sigma ∝ 1/√c.
+    ...(counts ? { weights: counts.map((c) => 1 / Math.sqrt(c)) } : {}),
+    damping: 1e-3,
+    maxIterations: LM_ITERATIONS,
+    errorTolerance: 1e-14,
+    improvementThreshold: 1e-6,
+    minValues: [1e-6, Math.log(1e-3)],
+    maxValues: [10, Math.log(1e7)],
+  });
   // Polish on the same (weighted) least-squares objective; see fitShapeHalves.
-  const w = counts ?? ms.map(() => 1);
-  const sse = ([e, u]: readonly number[]) => {
-    const h = Math.exp(u!);
+  const sse = (e: number, u: number) => {
+    const h = Math.exp(u);
     let t = 0;
-    for (let i = 0; i < ms.length; i++) {
-      const d = gemmEfficiency(ms[i]!, e!, h) - effs[i]!;
+    for (let i = 0; i < x.length; i++) {
+      const d = gemmEfficiency(x[i]!, e, h) - y[i]!;
       t += w[i]! * d * d;
     }
     return t;
   };
-  const pol = patternSearch(sse, res.parameterValues, [0.01, 0.05], { minStep: 1e-7, maxEvals: 400 });
-  const [eps_max, u] = pol.x as [number, number];
+  const [e0, u0] = res.parameterValues as [number, number];
+  const pol = compassSearch2(sse, [e0, u0], [0.01, 0.05], 1e-7, 400);
+  const [eps_max, u] = pol.x;
   return { eps_max, m_half: Math.exp(u) };
+}
+
+/**
+ * The ramp eps(m) = e·m/(m + e^u) at the points `ms` with its analytic Jacobian, for
+ * levenbergMarquardt2On: ∂/∂e = m/(m + h), ∂/∂u = −e·m·h/(m + h)², h = e^u.
+ */
+class RampProblem implements Lm2Problem {
+  constructor(
+    private readonly ms: Float64Array,
+    readonly y: Float64Array,
+  ) {}
+  values(e: number, u: number, out: Float64Array): void {
+    const h = Math.exp(u);
+    const ms = this.ms;
+    for (let i = 0; i < ms.length; i++) out[i] = gemmEfficiency(ms[i]!, e, h);
+  }
+  partials(e: number, u: number, d0: Float64Array, d1: Float64Array): void {
+    const h = Math.exp(u);
+    const ms = this.ms;
+    for (let i = 0; i < ms.length; i++) {
+      const m = ms[i]!;
+      d0[i] = m / (m + h);
+      d1[i] = (-e * m * h) / ((m + h) * (m + h));
+    }
+  }
+  /** The same arithmetic one point at a time (a one-point RampProblem), for the library fallback. */
+  pointwise() {
+    const at = (m: number) => new RampProblem(Float64Array.of(m), new Float64Array(0));
+    const f = new Float64Array(1);
+    const d0 = new Float64Array(1);
+    const d1 = new Float64Array(1);
+    return {
+      x: Array.from(this.ms),
+      model:
+        ([e, u]: number[]) =>
+        (m: number) => {
+          at(m).values(e!, u!, f);
+          return f[0]!;
+        },
+      jacobian:
+        ([e, u]: number[]) =>
+        (m: number, out: Float64Array) => {
+          at(m).partials(e!, u!, d0, d1);
+          out[0] = d0[0]!;
+          out[1] = d1[0]!;
+        },
+    };
+  }
 }
 
 /**
@@ -165,50 +212,79 @@ export function fitShapeHalves(
   warm = false,
 ): { n_half: number; k_half: number } {
   if (cells.length < 3) return { n_half: NaN, k_half: NaN };
-  if (warm) return polishHalves(cells, [Math.log(init[0]), Math.log(init[1])], 0.02, 150);
-  const idx = cells.map((_, i) => i);
-  const res = levenbergMarquardt2(
-    { x: idx, y: cells.map((c) => c.r) },
-    ([un, uk]) => {
-      const nh = Math.exp(un!);
-      const kh = Math.exp(uk!);
-      return (i) => {
-        const c = cells[i]!;
-        return Math.log(shapeFactor(c.n, nh)) + Math.log(shapeFactor(c.k, kh));
-      };
-    },
-    ([un, uk]) => {
-      const nh = Math.exp(un!);
-      const kh = Math.exp(uk!);
-      return (i, out) => {
-        const c = cells[i]!;
-        out[0] = -nh / (c.n + nh);
-        out[1] = -kh / (c.k + kh);
-      };
-    },
-    {
-      initialValues: [Math.log(init[0]), Math.log(init[1])],
-      weights: cells.map((c) => 1 / Math.sqrt(c.w)),
-      damping: 1e-3,
-      maxIterations: LM_ITERATIONS,
-      errorTolerance: 1e-14,
-      improvementThreshold: 1e-6,
-      minValues: [Math.log(1e-3), Math.log(1e-3)],
-      maxValues: [Math.log(1e6), Math.log(1e6)],
-    },
-  );
+  const packed = packCells(cells);
+  if (warm) return polishPacked(packed, [Math.log(init[0]), Math.log(init[1])], 0.02, 150);
+  const res = levenbergMarquardt2On(new HalvesProblem(packed), {
+    initialValues: [Math.log(init[0]), Math.log(init[1])],
+    weights: cells.map((c) => 1 / Math.sqrt(c.w)),
+    damping: 1e-3,
+    maxIterations: LM_ITERATIONS,
+    errorTolerance: 1e-14,
+    improvementThreshold: 1e-6,
+    minValues: [Math.log(1e-3), Math.log(1e-3)],
+    maxValues: [Math.log(1e6), Math.log(1e6)],
+  });
   // Polish with a compass search on the same weighted objective (the library runs a fixed number of
   // iterations with absolute damping; the polish makes the optimum independent of the start).
-  return polishHalves(cells, res.parameterValues, 0.05, 400);
+  return polishPacked(packed, res.parameterValues, 0.05, 400);
 }
 
-function polishHalves(
-  cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
-  x0: readonly number[],
-  step: number,
-  maxEvals: number,
-): { n_half: number; k_half: number } {
-  return polishPacked(packCells(cells), x0, step, maxEvals);
+/**
+ * ln f(n; e^u_n) + ln f(k; e^u_k) at every cell (f = core/laws shapeFactor) and its Jacobian −h/(x + h)
+ * per axis, for levenbergMarquardt2On: each taken once per distinct n and k (the same numbers as per
+ * cell), then read by each cell's index.
+ */
+class HalvesProblem implements Lm2Problem {
+  readonly y: Float64Array;
+  private readonly n: Float64Array;
+  private readonly k: Float64Array;
+  constructor(private readonly c: PackedCells) {
+    this.y = c.r;
+    this.n = new Float64Array(c.nValues.length);
+    this.k = new Float64Array(c.kValues.length);
+  }
+  values(un: number, uk: number, out: Float64Array): void {
+    const { nValues, kValues, nIndex, kIndex } = this.c;
+    const nh = Math.exp(un);
+    const kh = Math.exp(uk);
+    for (let j = 0; j < nValues.length; j++) this.n[j] = Math.log(shapeFactor(nValues[j]!, nh));
+    for (let j = 0; j < kValues.length; j++) this.k[j] = Math.log(shapeFactor(kValues[j]!, kh));
+    for (let i = 0; i < nIndex.length; i++) out[i] = this.n[nIndex[i]!]! + this.k[kIndex[i]!]!;
+  }
+  partials(un: number, uk: number, d0: Float64Array, d1: Float64Array): void {
+    const { nValues, kValues, nIndex, kIndex } = this.c;
+    const nh = Math.exp(un);
+    const kh = Math.exp(uk);
+    for (let j = 0; j < nValues.length; j++) this.n[j] = -nh / (nValues[j]! + nh);
+    for (let j = 0; j < kValues.length; j++) this.k[j] = -kh / (kValues[j]! + kh);
+    for (let i = 0; i < nIndex.length; i++) {
+      d0[i] = this.n[nIndex[i]!]!;
+      d1[i] = this.k[kIndex[i]!]!;
+    }
+  }
+  /** Cell i's value and partials from the bulk passes (x = cell indices), for the library fallback. */
+  pointwise() {
+    const count = this.c.r.length;
+    const f = new Float64Array(count);
+    const d0 = new Float64Array(count);
+    const d1 = new Float64Array(count);
+    return {
+      x: Array.from({ length: count }, (_, i) => i),
+      model: ([un, uk]: number[]) => {
+        this.values(un!, uk!, f);
+        const at = f.slice();
+        return (i: number) => at[i]!;
+      },
+      jacobian: ([un, uk]: number[]) => {
+        this.partials(un!, uk!, d0, d1);
+        const [a, b] = [d0.slice(), d1.slice()];
+        return (i: number, out: Float64Array) => {
+          out[0] = a[i]!;
+          out[1] = b[i]!;
+        };
+      },
+    };
+  }
 }
 
 /**
@@ -221,28 +297,81 @@ function polishPacked(
   step: number,
   maxEvals: number,
 ): { n_half: number; k_half: number } {
-  const pol = patternSearch(halvesObjective(c), x0, [step, step], { minStep: 1e-6, maxEvals });
-  const [un, uk] = pol.x as [number, number];
+  const o = new HalvesObjective(c);
+  const pol = compassSearch2((un, uk, axis) => o.value(un, uk, axis), [x0[0]!, x0[1]!], [step, step], 1e-6, maxEvals);
+  const [un, uk] = pol.x;
   return { n_half: Math.exp(un), k_half: Math.exp(uk) };
 }
 
+/** One row of a dtype: its shape and achieved efficiency (fraction of the dense peak). */
 interface Pt {
   m: number;
   n: number;
   k: number;
   eff: number;
-  latency_us: number;
-  kernel_source: string;
 }
 
-function shapeCells(points: readonly Pt[], eps_max: number, m_half: number) {
-  const g = groupBy(points, (p) => `${p.n},${p.k}`);
+/** Rows grouped by (n, k): the groups in first-seen order, each its rows' positions in row order. */
+interface ShapeGroups {
+  n: number[];
+  k: number[];
+  rows: number[][];
+}
+
+/**
+ * `rows` grouped by (n, k) (the groups a key string `${n},${k}` would give, in the same order), from
+ * each row's index among the distinct n and k (`distinctIndex`).
+ */
+function shapeGroups(rows: readonly Pt[], n: DistinctIndex, k: DistinctIndex): ShapeGroups {
+  const groupOf = new Int32Array(n.values.length * k.values.length).fill(-1);
+  const g: ShapeGroups = { n: [], k: [], rows: [] };
+  for (let i = 0; i < rows.length; i++) {
+    const key = n.index[i]! * k.values.length + k.index[i]!;
+    let at = groupOf[key]!;
+    if (at < 0) {
+      at = groupOf[key] = g.rows.length;
+      g.n.push(rows[i]!.n);
+      g.k.push(rows[i]!.k);
+      g.rows.push([]);
+    }
+    g.rows[at]!.push(i);
+  }
+  return g;
+}
+
+/**
+ * The shape cells of `rows` (grouped as `g`) for a ramp: per (n, k), r = median over its rows of
+ * ln(eff / eps(m)) and w = its row count; with `keepK`, only the groups whose k it keeps (the cells of
+ * those rows alone: every row of a group has the group's k).
+ */
+function shapeCells(
+  rows: readonly Pt[],
+  g: ShapeGroups,
+  ramp: Ramp,
+  keepK?: (k: number) => boolean,
+): Array<{ n: number; k: number; r: number; w: number }> {
   const cells: Array<{ n: number; k: number; r: number; w: number }> = [];
-  for (const ps of g.values()) {
-    const r = median(ps.map((p) => Math.log(p.eff / gemmEfficiency(p.m, eps_max, m_half))));
-    cells.push({ n: ps[0]!.n, k: ps[0]!.k, r, w: ps.length });
+  for (let c = 0; c < g.rows.length; c++) {
+    if (keepK && !keepK(g.k[c]!)) continue;
+    const at = g.rows[c]!;
+    const lnRatio = new Float64Array(at.length);
+    for (let j = 0; j < at.length; j++) {
+      const p = rows[at[j]!]!;
+      lnRatio[j] = Math.log(p.eff / gemmEfficiency(p.m, ramp.eps_max, ramp.m_half));
+    }
+    cells.push({ n: g.n[c]!, k: g.k[c]!, r: medianInPlace(lnRatio), w: at.length });
   }
   return cells;
+}
+
+/**
+ * `median` (core/numeric/stats) of `v`, sorting `v` in place: the typed array's native numeric sort orders
+ * values as `median`'s (a, b) => a − b sort does, equal values then being the same number, unless a NaN or
+ * a −0 is among them (−0 and 0 compare equal there and keep their order): then `median` itself.
+ */
+function medianInPlace(v: Float64Array): number {
+  for (let i = 0; i < v.length; i++) if (Number.isNaN(v[i]!) || Object.is(v[i], -0)) return median(Array.from(v));
+  return type7Sorted(v.sort(), 0.5);
 }
 
 /** Ramp results of one dtype, reused by the orchestrator's report and tests. */
@@ -301,15 +430,50 @@ interface JointRows {
   dims: Array<{ values: Float64Array; index: Int32Array; ln: Float64Array; jac: Float64Array }>;
 }
 
-function packJointRows(rows: readonly Pt[]): JointRows {
-  const dim = (xs: number[]) => {
-    const d = distinctIndex(xs);
-    return { ...d, ln: new Float64Array(d.values.length), jac: new Float64Array(d.values.length) };
-  };
+/** One axis of JointRows (one object shape for every caller, the module's warm-up included). */
+function jointDim(values: Float64Array, index: Int32Array): JointRows['dims'][0] {
+  return { values, index, ln: new Float64Array(values.length), jac: new Float64Array(values.length) };
+}
+
+function packJointRows(rows: readonly Pt[], axes: RowAxes = rowAxes(rows)): JointRows {
   return {
     lnEff: Float64Array.from(rows, (p) => Math.log(p.eff)),
-    dims: [dim(rows.map((p) => p.m)), dim(rows.map((p) => p.n)), dim(rows.map((p) => p.k))],
+    dims: [axes.m, axes.n, axes.k].map((d) => jointDim(d.values, d.index)),
   };
+}
+
+/** Distinct values of a list and each element's position among them (`distinctIndex`). */
+type DistinctIndex = ReturnType<typeof distinctIndex>;
+
+/** Each row's index among the distinct m, n and k of `rows`. */
+interface RowAxes {
+  m: DistinctIndex;
+  n: DistinctIndex;
+  k: DistinctIndex;
+}
+
+const rowAxes = (rows: readonly Pt[]): RowAxes => ({
+  m: distinctIndex(rows.map((p) => p.m)),
+  n: distinctIndex(rows.map((p) => p.n)),
+  k: distinctIndex(rows.map((p) => p.k)),
+});
+
+/**
+ * The rows of `p` where `keep` is set, in order, as packJointRows would pack them: the same ln eff per
+ * row, and the distinct values of `p` (a superset: a table entry no row reads adds nothing to a sum).
+ */
+function subsetJointRows(p: JointRows, keep: Uint8Array): JointRows {
+  let count = 0;
+  for (let i = 0; i < keep.length; i++) count += keep[i]!;
+  const lnEff = new Float64Array(count);
+  const index = p.dims.map(() => new Int32Array(count));
+  for (let i = 0, at = 0; i < keep.length; i++) {
+    if (!keep[i]) continue;
+    lnEff[at] = p.lnEff[i]!;
+    for (let u = 0; u < 3; u++) index[u]![at] = p.dims[u]!.index[i]!;
+    at++;
+  }
+  return { lnEff, dims: p.dims.map((d, u) => jointDim(d.values, index[u]!)) };
 }
 
 /** ln(x/(x+h)) and −h/(x+h) per distinct value of each axis at log-coefficients x (into the dims' buffers). */
@@ -432,21 +596,20 @@ function jointSseNormal(p: JointRows, x0: number, out: Float64Array): void {
 }
 
 /**
- * One call of jointSseNormal on a one-row table when the module loads, so that its stores after the
- * loop have feedback before any call is long enough for V8 to compile the loop on entry (OSR): code
- * compiled there without that feedback was deoptimised at the loop's end on ≈ 60 calls per h200 fit.
+ * Calls of jointSseNormal on a one-row table when the module loads, so that its stores after the loop
+ * have feedback before any call is long enough for V8 to compile the loop on entry (OSR): code compiled
+ * there without that feedback was deoptimised at the loop's end on ≈ 60 calls per h200 fit. One call
+ * is not enough: V8 allocates a function's feedback vector only after a few calls (lazy feedback
+ * allocation), and a call before that records nothing (with one call, 25 of those deopts were left).
  * Writes only NORMAL_SUMS, which every caller overwrites first.
  */
+const WARM_CALLS = 32;
+
 function warmJointSseNormal(): void {
-  const dim = () => ({
-    values: new Float64Array(1),
-    index: new Int32Array(1),
-    ln: new Float64Array(1),
-    jac: new Float64Array(1),
-  });
+  const dim = () => jointDim(new Float64Array(1), new Int32Array(1));
   jointSseNormal({ lnEff: new Float64Array(1), dims: [dim(), dim(), dim()] }, 0, NORMAL_SUMS);
 }
-warmJointSseNormal();
+for (let i = 0; i < WARM_CALLS; i++) warmJointSseNormal();
 
 /**
  * The damped Gauss–Newton step of jointShapeFit at `x`, with a coefficient held at its bound while the
@@ -493,7 +656,15 @@ export function jointShapeFit(
   init: [number, number, number, number],
   iterations = LM_ITERATIONS,
 ): RampCoefficients & { n_half: number; k_half: number } {
-  const packed = packJointRows(rows);
+  return jointShapeFitPacked(packJointRows(rows), init, iterations);
+}
+
+/** jointShapeFit on rows packed by packJointRows (or a subsetJointRows of them). */
+function jointShapeFitPacked(
+  packed: JointRows,
+  init: [number, number, number, number],
+  iterations: number,
+): RampCoefficients & { n_half: number; k_half: number } {
   const clamp = (x: number[]) => x.map((v, u) => Math.min(JOINT_HI[u]!, Math.max(JOINT_LO, v)));
   let x = clamp(init.map((v) => Math.log(Math.max(v, 1e-3))));
   // A trial is scored by its SSE alone (about half of the trials are rejected); the normal equations
@@ -547,6 +718,16 @@ interface RampSplit {
   /** Compute-bound rows with (without) a held-out k, any m: the shape ramp's split. */
   trainK: Pt[];
   holdKAll: Pt[];
+  /** Per row of `all`: 1 when memory-bound (isMemoryBound). */
+  memoryBound: Uint8Array;
+  /** Per row of `compute`: 1 when its k is not held out (the row is in `trainK`). */
+  inTrainK: Uint8Array;
+  /** Efficiency of each row of `compute`, and of each row of `holdKAll`. */
+  computeEff: number[];
+  holdKEff: number[];
+  /** Each row of `compute`'s index among its distinct m, n, k; and `compute` grouped by (n, k), for the shape cells. */
+  axes: RowAxes;
+  groups: ShapeGroups;
 }
 
 /**
@@ -569,29 +750,54 @@ function splitRampPoints(
     m: r.m,
     n: r.n,
     k: r.k,
-    latency_us: r.latency_us,
-    kernel_source: r.kernel_source,
     eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak),
   }));
-  const compute = all.filter((p) => !isMemoryBound(p, dtype, chip));
+  const memoryBound = new Uint8Array(all.length);
+  const compute: Pt[] = [];
+  const bytes = bytesPerElement(dtype);
+  for (let i = 0; i < all.length; i++) {
+    if (memoryBoundAt(all[i]!, bytes, chip.hbm_bytes_per_us, peak)) memoryBound[i] = 1;
+    else compute.push(all[i]!);
+  }
   const distinctM = new Set(compute.map((p) => p.m));
   if (distinctM.size < 3) {
     return `gemm ${dtype}: m_half unidentifiable (${distinctM.size} distinct m among ${compute.length} compute-bound rows; need ≥ 3)`;
   }
   const heldK = holdoutValues(compute.map((p) => p.k));
   const mMax = Math.max(...distinctM);
-  const notMax = compute.filter((p) => p.m !== mMax);
-  return {
+  const axes = rowAxes(compute);
+  const s: RampSplit = {
     all,
     compute,
     heldK,
     mMax,
-    train: notMax.filter((p) => !heldK.has(p.k)),
-    holdK: notMax.filter((p) => heldK.has(p.k)),
-    holdM: compute.filter((p) => p.m === mMax),
-    trainK: compute.filter((p) => !heldK.has(p.k)),
-    holdKAll: compute.filter((p) => heldK.has(p.k)),
+    memoryBound,
+    axes,
+    groups: shapeGroups(compute, axes.n, axes.k),
+    train: [],
+    holdK: [],
+    holdM: [],
+    trainK: [],
+    holdKAll: [],
+    inTrainK: new Uint8Array(compute.length),
+    computeEff: compute.map((p) => p.eff),
+    holdKEff: [],
   };
+  // One pass in row order: every list is the filter of `compute` it names.
+  for (let i = 0; i < compute.length; i++) {
+    const p = compute[i]!;
+    const held = heldK.has(p.k);
+    if (p.m !== mMax) (held ? s.holdK : s.train).push(p);
+    else s.holdM.push(p);
+    if (held) {
+      s.holdKAll.push(p);
+      s.holdKEff.push(p.eff);
+    } else {
+      s.trainK.push(p);
+      s.inTrainK[i] = 1;
+    }
+  }
+  return s;
 }
 
 /**
@@ -641,16 +847,18 @@ function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
 /**
  * Seeded cluster bootstrap over whole k values of the shape halves (k is the dimension the fit must
  * cross), with eps_max and m_half fixed at the stored ramp; resamples with a single k are skipped.
+ * `cells` are the stored ramp's cells of every compute-bound row: those of one k, in their order, are
+ * the cells of that k's rows alone (each cell is one (n, k); first-seen order restricted to one k is
+ * that k's rows' first-seen order).
  */
 function bootstrapHalves(
-  compute: readonly Pt[],
-  stored: Ramp,
+  cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
   halves: { n_half: number; k_half: number },
   bootstrap: Bootstrap,
 ) {
-  const byK = groupBy(compute, (p) => p.k);
+  const byK = groupBy(cells, (c) => c.k);
   const ks = [...byK.keys()].sort((a, b) => a - b);
-  const cellsByK = ks.map((k) => shapeCells(byK.get(k)!, stored.eps_max, stored.m_half));
+  const cellsByK = ks.map((k) => byK.get(k)!);
   // Every k's cells packed once (distinct n and k over all of them); a resample copies its k's blocks
   // in resample order into reused buffers: the cells fitShapeHalves(flatMap of the blocks) would pack.
   const all = packCells(cellsByK.flat());
@@ -762,28 +970,18 @@ function jointFits(s: RampSplit, staged: Required<RampCoefficients>, stagedSplit
     c.n_half || 100,
     c.k_half || 100,
   ];
-  const split = jointShapeFit(s.trainK, start(stagedSplit));
-  const full = jointShapeFit(s.compute, start(staged));
-  const holdout = s.holdKAll.length
-    ? fitError(
-        shapePred(split, s.holdKAll),
-        s.holdKAll.map((p) => p.eff),
-      )
-    : noError();
-  const train = fitError(
-    shapePred(full, s.compute),
-    s.compute.map((p) => p.eff),
-  );
+  // Every compute-bound row packed once; the split's rows (trainK) are a subset of them.
+  const rows = packJointRows(s.compute, s.axes);
+  const split = jointShapeFitPacked(subsetJointRows(rows, s.inTrainK), start(stagedSplit), LM_ITERATIONS);
+  const full = jointShapeFitPacked(rows, start(staged), LM_ITERATIONS);
+  const holdPred = s.holdKAll.length ? shapePred(split, s.holdKAll) : [];
+  const holdout = s.holdKAll.length ? fitError(holdPred, s.holdKEff) : noError();
+  const train = fitError(shapePred(full, s.compute), s.computeEff);
   return {
     ...full,
     train,
     holdout,
-    holdout_geo: holdout.n
-      ? geometricError(
-          shapePred(split, s.holdKAll),
-          s.holdKAll.map((p) => p.eff),
-        )
-      : NaN,
+    holdout_geo: holdout.n ? geometricError(holdPred, s.holdKEff) : NaN,
   };
 }
 
@@ -800,9 +998,10 @@ function shapeFits(
   bootstrap: Bootstrap,
   dtype: GemmDtype,
 ): RampResult['shape'] {
-  const halvesSplit = fitShapeHalves(shapeCells(s.trainK, split.eps_max, split.m_half));
-  const halves = fitShapeHalves(shapeCells(s.compute, stored.eps_max, stored.m_half));
-  const meas = s.holdKAll.map((p) => p.eff);
+  const halvesSplit = fitShapeHalves(shapeCells(s.compute, s.groups, split, (k) => !s.heldK.has(k)));
+  const cells = shapeCells(s.compute, s.groups, stored);
+  const halves = fitShapeHalves(cells);
+  const meas = s.holdKEff;
   const geo = (pred: number[]) => (pred.length ? geometricError(pred, meas) : NaN);
   const holdout_geo_envelope = geo(rampPred(split, s.holdKAll));
   const allSplitK = fitRampAllRows(s.trainK, [allFull.eps_max, allFull.m_half]);
@@ -819,16 +1018,13 @@ function shapeFits(
   return {
     n_half: halves.n_half,
     k_half: halves.k_half,
-    ...bootstrapHalves(s.compute, stored, halves, bootstrap),
+    ...bootstrapHalves(cells, halves, bootstrap),
     holdout_geo_envelope,
     holdout_geo_all_rows,
     holdout_geo_shape,
     // Full errors of the staged shape-aware ramp: train on every compute-bound row with the stored
     // halves, holdout on the whole-k rows with halves fitted without them.
-    shape_train: fitError(
-      shapePred({ ...stored, ...halves }, s.compute),
-      s.compute.map((p) => p.eff),
-    ),
+    shape_train: fitError(shapePred({ ...stored, ...halves }, s.compute), s.computeEff),
     shape_holdout: shapeHoldPred.length ? fitError(shapeHoldPred, meas) : noError(),
     joint,
     method,
@@ -866,10 +1062,7 @@ export function fitRampForDtype(
     all_rows_fit: allFull,
     envelope_train: env.train,
     envelope_holdout: env.holdout,
-    all_rows_train: fitError(
-      rampPred(allFull, s.compute),
-      s.compute.map((p) => p.eff),
-    ),
+    all_rows_train: fitError(rampPred(allFull, s.compute), s.computeEff),
     all_rows_holdout: holdRows.length
       ? fitError(
           rampPred(allSplit, holdRows),
@@ -883,7 +1076,7 @@ export function fitRampForDtype(
     held_k: [...s.heldK].sort((a, b) => a - b),
     m_max: s.mMax,
     peak_flops_per_us: peak,
-    points: s.all.map((p) => ({ m: p.m, eff: p.eff, memory_bound: isMemoryBound(p, dtype, chip) })),
+    points: s.all.map((p, i) => ({ m: p.m, eff: p.eff, memory_bound: s.memoryBound[i] === 1 })),
     envelope: env.envFull,
   };
 }

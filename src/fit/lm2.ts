@@ -37,66 +37,111 @@ type Model = (p: number[]) => (x: number) => number;
  */
 type Jacobian = (p: number[]) => (x: number, out: Float64Array) => void;
 
-/** Σ (y_i − f(x_i))² / ws_i at `p` (the library's errorCalculation). */
-function sse(x: readonly number[], y: readonly number[], model: Model, p: number[], ws: Float64Array): number {
+/**
+ * A two-parameter least-squares problem evaluated at every point at once: what `levenbergMarquardt2On`
+ * fits. `values` and `partials` must give what the pointwise `model` and `jacobian` of `pointwise()` give at
+ * each point (the library fallback runs those); one call per parameter point, so the model's per-point
+ * arithmetic is one loop that V8 compiles with the model inlined (no closure, no boxed number per point).
+ */
+export interface Lm2Problem {
+  /** Measured values, one per point. */
+  readonly y: ArrayLike<number>;
+  /** f(x_i; p0, p1) for every point i, into `out`. */
+  values(p0: number, p1: number, out: Float64Array): void;
+  /** ∂f/∂p0 and ∂f/∂p1 at every point, into `d0` and `d1`. */
+  partials(p0: number, p1: number, d0: Float64Array, d1: Float64Array): void;
+  /** The same model point by point (levenbergMarquardt2's arguments), for the library fallback. */
+  pointwise(): { x: readonly number[]; model: Model; jacobian: Jacobian };
+}
+
+/** `Lm2Problem` of a pointwise model (levenbergMarquardt2's arguments). */
+class PointwiseProblem implements Lm2Problem {
+  private readonly partial = new Float64Array(2);
+  constructor(
+    private readonly x: readonly number[],
+    readonly y: readonly number[],
+    private readonly model: Model,
+    private readonly jacobian: Jacobian,
+  ) {}
+  values(p0: number, p1: number, out: Float64Array): void {
+    const f = this.model([p0, p1]);
+    for (let i = 0; i < this.x.length; i++) out[i] = f(this.x[i]!);
+  }
+  partials(p0: number, p1: number, d0: Float64Array, d1: Float64Array): void {
+    const j = this.jacobian([p0, p1]);
+    const out = this.partial;
+    for (let i = 0; i < this.x.length; i++) {
+      j(this.x[i]!, out);
+      d0[i] = out[0]!;
+      d1[i] = out[1]!;
+    }
+  }
+  pointwise() {
+    return { x: this.x, model: this.model, jacobian: this.jacobian };
+  }
+}
+
+/** Σ (y_i − f_i)² / ws_i (the library's errorCalculation) with f_i = `f[i]`. */
+function sse(y: Float64Array, f: Float64Array, ws: Float64Array): number {
   let error = 0;
-  const f = model(p);
-  for (let i = 0; i < x.length; i++) error += (y[i]! - f(x[i]!)) ** 2 / ws[i]!;
+  for (let i = 0; i < ws.length; i++) error += (y[i]! - f[i]!) ** 2 / ws[i]!;
   return error;
 }
 
-/**
- * The Jacobian's output at one point, reused by every step (read before the next point's call). Module-level, so
- * levenbergMarquardt2 is not re-entrant: a model or Jacobian must not call it (none does; JavaScript runs one
- * call at a time per thread, and each worker thread has its own module instance).
- */
-const PARTIALS = new Float64Array(2);
+/** The step's result (δ and g), reused by every step of one fit. */
+interface Step {
+  d0: number;
+  d1: number;
+  g0: number;
+  g1: number;
+}
 
-/** One damped Gauss–Newton step: δ and g (null when H is not positive definite). */
+/**
+ * One damped Gauss–Newton step from f (`f`) and −∂f/∂p (`-j0`, `-j1`) at the current parameters: δ and g
+ * into `s`; false when H is not positive definite.
+ */
 function step(
-  x: readonly number[],
-  y: readonly number[],
-  model: Model,
-  jacobian: Jacobian,
-  p: number[],
+  y: Float64Array,
+  f: Float64Array,
+  j0: Float64Array,
+  j1: Float64Array,
   damping: number,
   ws: Float64Array,
-): { d0: number; d1: number; g0: number; g1: number } | null {
-  const f = model(p);
-  const jac = jacobian(p);
+  s: Step,
+): boolean {
   let h00 = 0;
   let h10 = 0;
   let h11 = 0;
   let g0 = 0;
   let g1 = 0;
-  for (let k = 0; k < x.length; k++) {
-    const fx = f(x[k]!);
-    jac(x[k]!, PARTIALS);
-    const a = -PARTIALS[0]!;
-    const b = -PARTIALS[1]!;
+  for (let k = 0; k < ws.length; k++) {
+    const a = -j0[k]!;
+    const b = -j1[k]!;
     const wa = ws[k]! * a;
     const wb = ws[k]! * b;
     h00 += a * wa;
     h10 += b * wa;
     h11 += b * wb;
-    const r = (y[k]! - fx) / ws[k]!;
+    const r = (y[k]! - f[k]!) / ws[k]!;
     g0 += a * r;
     g1 += b * r;
   }
   h00 += damping;
   h11 += damping;
   // Cholesky of [[h00, h10], [h10, h11]] and its two triangular solves, as ml-matrix does them.
-  if (!(h00 > 0)) return null;
+  if (!(h00 > 0)) return false;
   const l00 = Math.sqrt(h00);
   const l10 = h10 / l00;
   const dd = h11 - l10 * l10;
-  if (!(dd > 0)) return null;
+  if (!(dd > 0)) return false;
   const l11 = Math.sqrt(dd);
   const z0 = g0 / l00;
   const z1 = (g1 - z0 * l10) / l11;
-  const d1 = z1 / l11;
-  const d0 = (z0 - d1 * l10) / l00;
-  return { d0, d1, g0, g1 };
+  s.d1 = z1 / l11;
+  s.d0 = (z0 - s.d1 * l10) / l00;
+  s.g0 = g0;
+  s.g1 = g1;
+  return true;
 }
 
 /**
@@ -110,26 +155,50 @@ export function levenbergMarquardt2(
   jacobian: Jacobian,
   o: Lm2Options,
 ): { parameterValues: number[]; parameterError: number } {
-  const { x, y } = data;
-  const ws = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) ws[i] = o.weights ? 1 / o.weights[i]! ** 2 : 1 / 1 ** 2;
-  const p = [o.initialValues[0], o.initialValues[1]];
+  return levenbergMarquardt2On(new PointwiseProblem(data.x, data.y, model, jacobian), o);
+}
+
+/**
+ * `levenbergMarquardt2` on a problem evaluated at every point at once (same steps, same result bit for
+ * bit). The model's values at the parameters a step starts from are those of the error pass that ended
+ * the step before (the same parameters), so each iteration evaluates the model once, not twice.
+ * @returns the best parameters seen and their error
+ */
+export function levenbergMarquardt2On(
+  problem: Lm2Problem,
+  o: Lm2Options,
+): { parameterValues: number[]; parameterError: number } {
+  // y as a Float64Array (the same numbers), so sse and step see one array type.
+  const y = problem.y instanceof Float64Array ? problem.y : Float64Array.from(problem.y);
+  const n = y.length;
+  const ws = new Float64Array(n);
+  for (let i = 0; i < n; i++) ws[i] = o.weights ? 1 / o.weights[i]! ** 2 : 1 / 1 ** 2;
+  const f = new Float64Array(n);
+  const j0 = new Float64Array(n);
+  const j1 = new Float64Array(n);
+  const s: Step = { d0: 0, d1: 0, g0: 0, g1: 0 };
+  let p0 = o.initialValues[0];
+  let p1 = o.initialValues[1];
   let damping = o.damping;
-  let error = sse(x, y, model, p, ws);
+  problem.values(p0, p1, f);
+  let error = sse(y, f, ws);
   let optimalError = error;
-  let optimal = p.slice();
+  let best0 = p0;
+  let best1 = p1;
   let converged = error <= o.errorTolerance;
   for (let it = 0; it < o.maxIterations && !converged; it++) {
     const previous = error;
-    const s = step(x, y, model, jacobian, p, damping, ws);
-    if (!s) return libraryFit(data, model, jacobian, o);
-    p[0] = Math.min(Math.max(o.minValues[0], p[0]! - s.d0), o.maxValues[0]);
-    p[1] = Math.min(Math.max(o.minValues[1], p[1]! - s.d1), o.maxValues[1]);
-    error = sse(x, y, model, p, ws);
+    problem.partials(p0, p1, j0, j1);
+    if (!step(y, f, j0, j1, damping, ws, s)) return libraryFit(problem, o);
+    p0 = Math.min(Math.max(o.minValues[0], p0 - s.d0), o.maxValues[0]);
+    p1 = Math.min(Math.max(o.minValues[1], p1 - s.d1), o.maxValues[1]);
+    problem.values(p0, p1, f);
+    error = sse(y, f, ws);
     if (Number.isNaN(error)) break;
     if (error < optimalError - o.errorTolerance) {
       optimalError = error;
-      optimal = p.slice();
+      best0 = p0;
+      best1 = p1;
     }
     let denom = 0;
     denom += s.d0 * (s.d0 * damping + s.g0);
@@ -138,17 +207,13 @@ export function levenbergMarquardt2(
       (previous - error) / denom > o.improvementThreshold ? Math.max(damping / 9, 1e-7) : Math.min(damping * 11, 1e7);
     converged = error <= o.errorTolerance;
   }
-  return { parameterValues: optimal, parameterError: optimalError };
+  return { parameterValues: [best0, best1], parameterError: optimalError };
 }
 
 /** The library itself on the same problem (its answer when the damped Hessian is not positive definite). */
-function libraryFit(
-  data: { x: readonly number[]; y: readonly number[] },
-  model: Model,
-  jacobian: Jacobian,
-  o: Lm2Options,
-): { parameterValues: number[]; parameterError: number } {
-  const r = levenbergMarquardt({ x: [...data.x], y: [...data.y] }, (p) => model(p), {
+function libraryFit(problem: Lm2Problem, o: Lm2Options): { parameterValues: number[]; parameterError: number } {
+  const { x, model, jacobian } = problem.pointwise();
+  const r = levenbergMarquardt({ x: [...x], y: Array.from(problem.y) }, (p) => model(p), {
     initialValues: [...o.initialValues],
     ...(o.weights ? { weights: [...o.weights] } : {}),
     jacobianFunction: (p) => {

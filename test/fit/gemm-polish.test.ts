@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { patternSearch } from '../../src/core/numeric/minimize.ts';
 import { seededRandom } from '../../src/core/numeric/resample.ts';
-import { halvesObjective, packCells } from '../../src/fit/gemm-polish.ts';
+import { compassSearch2, HalvesObjective, halvesObjective, packCells } from '../../src/fit/gemm-polish.ts';
 
 const NS = [512, 1024, 2048, 4096, 8192, 14336];
 const KS = [256, 1024, 4096, 7168, 16384];
@@ -79,5 +79,73 @@ describe('GEMM shape-halves polish objective (per-axis sums)', () => {
     expect(f([u, u], -1)).toBeCloseTo(want, 14);
     expect(f([u, u], 0)).toBeCloseTo(want, 14);
     expect(f([u, u], 1)).toBeCloseTo(want, 14);
+  });
+});
+
+describe('compassSearch2 (patternSearch on two coordinates without an array per poll)', () => {
+  /** Objectives with revisits (a lattice-valued bowl), ties, plateaus and a NaN region. */
+  const objectives = (rand: () => number) => {
+    const a = 0.5 + 3 * rand();
+    const b = 2 * (rand() - 0.5);
+    const c0 = 3 * (rand() - 0.5);
+    const c1 = 3 * (rand() - 0.5);
+    return [
+      (x0: number, x1: number) => a * (x0 - c0) ** 2 + b * (x0 - c0) * (x1 - c1) + 2 * (x1 - c1) ** 2,
+      (x0: number, x1: number) => Math.round(8 * ((x0 - c0) ** 2 + (x1 - c1) ** 2)) / 8,
+      (x0: number, x1: number) => Math.abs(x0 - c0) + a * Math.abs(x1 - c1),
+      (x0: number, x1: number) => (x0 > c0 + 1 ? Number.NaN : (x0 - c0) ** 2 + (x1 - c1) ** 4),
+    ];
+  };
+
+  it('polls the same points in the same order and returns what patternSearch returns', () => {
+    const rand = seededRandom(11);
+    let revisits = 0;
+    for (let t = 0; t < 60; t++) {
+      const start: [number, number] = [2 * (rand() - 0.5), 2 * (rand() - 0.5)];
+      const step: [number, number] = [0.01 + rand(), 0.01 + rand()];
+      const minStep = [1e-7, 1e-3, 0.1][t % 3]!;
+      const maxEvals = [400, 37, 150][t % 3]!;
+      for (const f of objectives(rand)) {
+        const mine: number[][] = [];
+        const theirs: number[][] = [];
+        const a = compassSearch2(
+          (x0, x1, axis) => {
+            mine.push([x0, x1, axis]);
+            return f(x0, x1);
+          },
+          start,
+          step,
+          minStep,
+          maxEvals,
+        );
+        const b = patternSearch(
+          (x, axis) => {
+            theirs.push([x[0]!, x[1]!, axis]);
+            return f(x[0]!, x[1]!);
+          },
+          start,
+          step,
+          { minStep, maxEvals },
+        );
+        expect(mine).toEqual(theirs);
+        expect(Object.is(a.x[0], b.x[0]) && Object.is(a.x[1], b.x[1])).toBe(true);
+        expect(Object.is(a.value, b.value)).toBe(true);
+        expect(a.evals).toBe(b.evals);
+        revisits += a.evals - mine.length;
+      }
+    }
+    // Some searches came back to a former best point (the skip was exercised).
+    expect(revisits).toBeGreaterThan(0);
+  });
+
+  it('HalvesObjective in compassSearch2 takes the path of halvesObjective in patternSearch', () => {
+    for (const seed of [4, 5, 6]) {
+      const cs = cells(seed);
+      const o = new HalvesObjective(pack(cs));
+      const a = compassSearch2((un, uk, axis) => o.value(un, uk, axis), [5, 6], [0.05, 0.05], 1e-6, 400);
+      const b = patternSearch(halvesObjective(pack(cs)), [5, 6], [0.05, 0.05], { minStep: 1e-6, maxEvals: 400 });
+      expect(a.x).toEqual(b.x);
+      expect(a.value).toBe(b.value);
+    }
   });
 });

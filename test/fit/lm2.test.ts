@@ -7,7 +7,7 @@
 import { levenbergMarquardt } from 'ml-levenberg-marquardt';
 import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/core/numeric/resample.ts';
-import { levenbergMarquardt2, type Lm2Options } from '../../src/fit/lm2.ts';
+import { levenbergMarquardt2, levenbergMarquardt2On, type Lm2Options, type Lm2Problem } from '../../src/fit/lm2.ts';
 
 type P = number[];
 const ramp = ([e, u]: P) => {
@@ -101,6 +101,41 @@ describe('levenbergMarquardt2', () => {
       expect(mine.parameterValues, `problem ${t}`).toEqual(lib.parameterValues);
       expect(Object.is(mine.parameterValues[0], lib.parameterValues[0])).toBe(true);
       expect(Object.is(mine.parameterValues[1], lib.parameterValues[1])).toBe(true);
+    }
+  });
+
+  it('levenbergMarquardt2On (the model at every point per call) matches the library on the ramp', () => {
+    const rand = seededRandom(23);
+    for (let t = 0; t < 100; t++) {
+      const n = 3 + Math.floor(rand() * 30);
+      const x = Array.from({ length: n }, (_, i) => 2 ** (i % 17) * (1 + (i >> 4)));
+      const mh = Math.exp(2 + 6 * rand());
+      const y = x.map((m) => ((0.9 * m) / (m + mh)) * (1 + 0.05 * (rand() - 0.5)));
+      const problem: Lm2Problem = {
+        y,
+        values: (e, u, out) => {
+          for (let i = 0; i < n; i++) out[i] = ramp([e, u])(x[i]!);
+        },
+        partials: (e, u, d0, d1) => {
+          for (let i = 0; i < n; i++) [d0[i], d1[i]] = rampJac([e, u])(x[i]!) as [number, number];
+        },
+        pointwise: () => ({ x, model: ramp, jacobian: into(rampJac) }),
+      };
+      const o: Lm2Options = {
+        initialValues: [0.5, Math.log(100)],
+        ...(t % 2 ? { weights: x.map(() => 1 / Math.sqrt(1 + Math.floor(rand() * 9))) } : {}),
+        damping: 1e-3,
+        maxIterations: 60,
+        errorTolerance: 1e-14,
+        improvementThreshold: 1e-6,
+        minValues: [1e-6, Math.log(1e-3)],
+        maxValues: [10, Math.log(1e7)],
+      };
+      const mine = levenbergMarquardt2On(problem, o);
+      const { lib } = both(x, y, ramp, rampJac, o);
+      expect(Object.is(mine.parameterValues[0], lib.parameterValues[0]), `problem ${t}`).toBe(true);
+      expect(Object.is(mine.parameterValues[1], lib.parameterValues[1]), `problem ${t}`).toBe(true);
+      expect(mine.parameterError).toBe(lib.parameterError);
     }
   });
 });
