@@ -11,7 +11,6 @@
  * Deterministic.
  */
 import { type DecodeLaw, decodeAttentionUs } from '../core/laws/attention.ts';
-import { solveLinear } from '../core/numeric/lsq.ts';
 
 /** A decode row as the law needs it: KV bytes, work items (batch × KV heads), measured latency. */
 export interface DecodePoint {
@@ -95,6 +94,7 @@ export function gatherClass(
 
 /** A ratio pred/meas beyond e^±345 leaves the products' range: such rows take the per-row logs. */
 const RATIO_MAX = 1e150;
+const RATIO_MIN = 1 / RATIO_MAX;
 
 /**
  * Σ|ln q_i| over the ratios q_i = (floor_us + c_i) · invLat_i, c_i = a_i · scale (a = work, scale =
@@ -105,27 +105,33 @@ const RATIO_MAX = 1e150;
  * ulps of the total (a test checks it, docs/performance.md), at ~5 ns a row instead of ~27.
  */
 function ratioAbsLogSum(a: Float64Array, scale: number, invLat: Float64Array, floor_us: number): number {
+  // The range test only marks the sum for the fallback, taken after the loop (the same result as
+  // returning at the first such row): a return inside the loop cost ≈ 40 % of the row time.
+  const max = RATIO_MAX;
+  const min = RATIO_MIN;
   let hi = 1;
   let lo = 1;
   let acc = 0;
+  let outside = false;
   for (let i = 0; i < invLat.length; i++) {
     const q = (floor_us + a[i]! * scale) * invLat[i]!;
-    if (!(q < RATIO_MAX && q > 1 / RATIO_MAX)) return rowAbsLogSum(a, scale, invLat, floor_us);
     if (q >= 1) {
+      outside ||= !(q < max);
       hi *= q;
-      if (hi > RATIO_MAX) {
+      if (hi > max) {
         acc += Math.log(hi);
         hi = 1;
       }
     } else {
+      outside ||= !(q > min);
       lo *= q;
-      if (lo < 1 / RATIO_MAX) {
+      if (lo < min) {
         acc -= Math.log(lo);
         lo = 1;
       }
     }
   }
-  return acc + Math.log(hi) - Math.log(lo);
+  return outside ? rowAbsLogSum(a, scale, invLat, floor_us) : acc + Math.log(hi) - Math.log(lo);
 }
 
 /**
@@ -198,19 +204,13 @@ export function packedLogL1(a: PackedRows, law: DecodeLaw): number {
   return s / lnLat.length;
 }
 
-/** Log-coefficients → law; a coefficient that is 0 in `fixed` stays exactly 0 (a term left out). */
-const toLaw = (x: readonly number[], fixed?: DecodeLaw): DecodeLaw => ({
+/** Log-coefficients (ln floor, ln rate, ln item_us, ln p_½) → law; a coefficient that is 0 in `fixed` stays exactly 0 (a term left out). */
+const toLaw = (x: Float64Array, fixed: DecodeLaw): DecodeLaw => ({
   floor_us: Math.exp(x[0]!),
   rate: Math.exp(x[1]!),
-  item_us: fixed && fixed.item_us === 0 ? 0 : Math.exp(x[2]!),
-  p_half: fixed && fixed.p_half === 0 ? 0 : Math.exp(x[3]!),
+  item_us: fixed.item_us === 0 ? 0 : Math.exp(x[2]!),
+  p_half: fixed.p_half === 0 ? 0 : Math.exp(x[3]!),
 });
-const toLogs = (l: DecodeLaw): number[] => [
-  Math.log(l.floor_us),
-  Math.log(l.rate),
-  Math.log(Math.max(l.item_us, 1e-9)),
-  Math.log(Math.max(l.p_half, 1e-9)),
-];
 
 /** An IRLS step that improves mean |ln(pred/meas)| by less than this ends the fit. */
 const IRLS_STOP = 1e-8;
@@ -218,17 +218,10 @@ const IRLS_STOP = 1e-8;
 /** Residuals below this (log units) get the IRLS weight of this residual (smoothing of |r| at 0). */
 const IRLS_EPS = 1e-4;
 
-/** One IRLS point: mean |ln(pred/meas)| at a law and the Gauss–Newton normal equations there. */
-interface IrlsPoint {
-  objective: number;
-  A: number[][];
-  b: number[];
-}
-
 /**
  * Rows as the IRLS reads them, grouped by their distinct (work, items) pair: pair k is (`work[k]`,
  * `items[k]`), pairs in first-seen order, and its rows' ln latencies are lnLat[start[k]] …
- * lnLat[start[k+1] − 1], in row order. The law's prediction depends on the pair only, so irlsPoint
+ * lnLat[start[k+1] − 1], in row order. The law's prediction depends on the pair only, so irlsObjective
  * takes one log per pair instead of one per row (h200 decode: 62k rows, 785 pairs), runs over each
  * pair's rows in one tight loop and sums the normal equations once per pair.
  */
@@ -294,37 +287,58 @@ function pairIds(rows: PackedRows): { pt: Uint32Array; work: Float64Array; items
   return { pt, work: work.subarray(0, m), items: items.subarray(0, m) };
 }
 
+/** PairedRows from its arrays: every PairedRows is made here, so the IRLS loops see one object shape. */
+const paired = (lnLat: Float64Array, start: Uint32Array, work: Float64Array, items: Float64Array): PairedRows => ({
+  lnLat,
+  start,
+  work,
+  items,
+});
+
 /**
- * Rows i = 0…n−1 (row i's ln latency `ln[idx[i]]`, or `ln[i]` without idx; its pair `pt[i]` of `m`)
- * grouped by pair, stably (a counting sort), into `lnLat` and `start` (room for n rows and m + 1
- * bounds): views.
+ * The bounds of rows i = 0…n−1 grouped by pair (`pt[i]` of `m`), into `start` (room for m + 1):
+ * start[k] = the first slot of pair k, start[m] = n. The scatter (scatterRows, scatterDrawn) then
+ * moves each bound to its pair's end; unshiftStarts moves them back.
  */
-function groupRows(
-  n: number,
-  ln: Float64Array,
-  idx: ArrayLike<number> | undefined,
-  pt: Uint32Array,
-  m: number,
-  lnLat: Float64Array,
-  start: Uint32Array,
-): { lnLat: Float64Array; start: Uint32Array } {
+function countStarts(n: number, pt: Uint32Array, m: number, start: Uint32Array): void {
   start.fill(0, 0, m + 1);
   for (let i = 0; i < n; i++) start[pt[i]! + 1]!++;
   for (let k = 0; k < m; k++) start[k + 1]! += start[k]!;
-  if (idx) for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = ln[idx[i]!]!;
-  else for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = ln[i]!;
-  // Each bound moved to the next pair's start: shift back.
+}
+
+/** After the scatter each bound start[k] stands at pair k's end (pair k + 1's start): shifted back. */
+function unshiftStarts(m: number, start: Uint32Array): void {
   for (let k = m; k > 0; k--) start[k] = start[k - 1]!;
   start[0] = 0;
-  return { lnLat: lnLat.subarray(0, n), start: start.subarray(0, m + 1) };
+}
+
+/** Row i's ln latency `ln[i]` into its pair's next slot of `lnLat` (a stable counting sort, countStarts). */
+function scatterRows(n: number, ln: Float64Array, pt: Uint32Array, lnLat: Float64Array, start: Uint32Array): void {
+  for (let i = 0; i < n; i++) lnLat[start[pt[i]!]!++] = ln[i]!;
+}
+
+/** scatterRows for drawn rows: row i's ln latency is `ln[idx[i]]`. */
+function scatterDrawn(
+  ln: Float64Array,
+  idx: ArrayLike<number>,
+  pt: Uint32Array,
+  lnLat: Float64Array,
+  start: Uint32Array,
+): void {
+  for (let i = 0; i < idx.length; i++) lnLat[start[pt[i]!]!++] = ln[idx[i]!]!;
 }
 
 /** `rows` grouped by their distinct (work, items) pairs (PairedRows). */
 export function pairRows(rows: PackedRows): PairedRows {
   const { pt, work, items } = pairIds(rows);
   const n = pt.length;
-  const g = groupRows(n, rows.lnLat, undefined, pt, work.length, new Float64Array(n), new Uint32Array(work.length + 1));
-  return { ...g, work, items };
+  const m = work.length;
+  const lnLat = new Float64Array(n);
+  const start = new Uint32Array(m + 1);
+  countStarts(n, pt, m, start);
+  scatterRows(n, rows.lnLat, pt, lnLat, start);
+  unshiftStarts(m, start);
+  return paired(lnLat, start, work, items);
 }
 
 /**
@@ -358,8 +372,11 @@ export function pairedResampler(packed: PackedRows, size: number): (idx: ArrayLi
       pt[i] = k;
     }
     for (let k = 0; k < m; k++) local[ids[k]!] = -1;
-    const g = groupRows(idx.length, packed.lnLat, idx, pt, m, lnLat, start);
-    return { ...g, work: work.subarray(0, m), items: items.subarray(0, m) };
+    const n = idx.length;
+    countStarts(n, pt, m, start);
+    scatterDrawn(packed.lnLat, idx, pt, lnLat, start);
+    unshiftStarts(m, start);
+    return paired(lnLat.subarray(0, n), start.subarray(0, m + 1), work.subarray(0, m), items.subarray(0, m));
   };
 }
 /** Per distinct pair, what the IRLS reads: pred, ln pred, −(read + extra), p·item, extra. */
@@ -368,51 +385,54 @@ const PAIR_STRIDE = 5;
 /**
  * Each pair's prediction pred = floor + p·item_us + read + extra, read = work·(1/rate), extra =
  * read·p_½/p (0 without a ramp), its log and the derivatives of ln pred times pred, into `out`
- * (PAIR_STRIDE per pair).
+ * (PAIR_STRIDE per pair). The logs are taken in a loop of their own: Math.log is a call that
+ * clobbers every floating-point register, which cost the first loop its live values each pair.
  */
 function pairTerms(d: PairedRows, law: DecodeLaw, out: Float64Array): void {
   const { floor_us, item_us, p_half } = law;
   const inv = 1 / law.rate;
-  for (let k = 0; k < d.work.length; k++) {
-    const p = d.items[k]!;
-    const read = d.work[k]! * inv;
+  const { work, items } = d;
+  const np = work.length;
+  for (let k = 0; k < np; k++) {
+    const p = items[k]!;
+    const read = work[k]! * inv;
     const extra = p_half > 0 && p > 0 ? (read * p_half) / p : 0;
-    const pred = floor_us + p * item_us + read + extra;
     const o = k * PAIR_STRIDE;
-    out[o] = pred;
-    out[o + 1] = Math.log(pred);
+    out[o] = floor_us + p * item_us + read + extra;
     out[o + 2] = -(read + extra);
     out[o + 3] = p * item_us;
     out[o + 4] = extra;
   }
+  for (let o = 0; o < np * PAIR_STRIDE; o += PAIR_STRIDE) out[o + 1] = Math.log(out[o]!);
 }
 
 /**
- * mean |ln(pred/meas)| over the rows and, in the same pass, the Gauss–Newton normal equations of
- * the IRLS step at that law: JᵀWJ and JᵀWr, with r_i = ln pred_i − ln meas_i, W_i = 1/max(|r_i|,
- * IRLS_EPS) and J the analytic derivatives of ln pred_i with respect to (ln floor, ln rate, ln
- * item_us, ln p_½). pred_i = floor + p·item_us + read + read·p_½/p with read = work·(1/rate):
- * packedLogL1's prediction to rounding (for a floor + rate law, bit for bit). The row pass takes
- * |r_i| and sums, per pair k, S1_k = Σ 1/max(|r_i|, ε) and S2_k = Σ r_i/max(|r_i|, ε) (`sums`, 2 per
- * pair); since J_i·pred_i depends on the pair only, JᵀWJ = Σ_k (S1_k/pred_k²)·(pred J)(pred J)ᵀ and
- * JᵀWr = Σ_k (S2_k/pred_k)·(pred J) (normalEquations): 14 products per pair instead of per row
- * (docs/fitting.md "Decode attention": the reassociation moves the sums in their last bits).
+ * mean |ln(pred/meas)| over the rows at a law, with the per-pair terms and sums the IRLS step there
+ * needs left in `terms` and `sums` (normalEquations reads them): r_i = ln pred_i − ln meas_i,
+ * W_i = 1/max(|r_i|, IRLS_EPS), J the analytic derivatives of ln pred_i with respect to (ln floor,
+ * ln rate, ln item_us, ln p_½). pred_i = floor + p·item_us + read + read·p_½/p with read =
+ * work·(1/rate): packedLogL1's prediction to rounding (for a floor + rate law, bit for bit). The row
+ * pass takes |r_i| and sums, per pair k, S1_k = Σ 1/max(|r_i|, ε) and S2_k = Σ r_i/max(|r_i|, ε)
+ * (`sums`, 2 per pair); since J_i·pred_i depends on the pair only, JᵀWJ = Σ_k (S1_k/pred_k²)·(pred
+ * J)(pred J)ᵀ and JᵀWr = Σ_k (S2_k/pred_k)·(pred J) (normalEquations): 14 products per pair instead
+ * of per row (docs/fitting.md "Decode attention": the reassociation moves the sums in their last bits).
  */
-function irlsPoint(rows: PairedRows, law: DecodeLaw, terms: Float64Array, sums: Float64Array): IrlsPoint {
+function irlsObjective(rows: PairedRows, law: DecodeLaw, terms: Float64Array, sums: Float64Array): number {
   pairTerms(rows, law, terms);
-  const obj = irlsPairSums(rows, terms, sums);
-  return { objective: obj / rows.lnLat.length, ...normalEquations(rows.work.length, law.floor_us, terms, sums) };
+  return irlsPairSums(rows, terms, sums) / rows.lnLat.length;
 }
 
 /**
- * Σ |r| over the rows and, per pair, Σ w and Σ w·r into `sums` (irlsPoint's loops, in their own
- * function: with the normal equations after them in one function, the loop-entry (OSR) code reached
+ * Σ |r| over the rows and, per pair, Σ w and Σ w·r into `sums` (irlsObjective's row loop, in its own
+ * function: with the normal equations after it in one function, the loop-entry (OSR) code reached
  * that call without its feedback and was deoptimised ≈ 70 times per h200 fit).
  */
 function irlsPairSums(rows: PairedRows, terms: Float64Array, sums: Float64Array): number {
   const { lnLat, start } = rows;
+  const eps = IRLS_EPS;
+  const np = rows.work.length;
   let obj = 0;
-  for (let k = 0; k < rows.work.length; k++) {
+  for (let k = 0; k < np; k++) {
     const lnPred = terms[k * PAIR_STRIDE + 1]!;
     let s1 = 0;
     let s2 = 0;
@@ -420,7 +440,7 @@ function irlsPairSums(rows: PairedRows, terms: Float64Array, sums: Float64Array)
       const r = lnPred - lnLat[i]!;
       const ar = Math.abs(r);
       obj += ar;
-      const iw = 1 / Math.max(ar, IRLS_EPS);
+      const iw = 1 / Math.max(ar, eps);
       s1 += iw;
       s2 += r * iw;
     }
@@ -430,11 +450,26 @@ function irlsPairSums(rows: PairedRows, terms: Float64Array, sums: Float64Array)
   return obj;
 }
 
-/** JᵀWJ and JᵀWr from the per-pair sums of irlsPoint (`npairs` pairs; `j0` = floor, pred·∂ln pred/∂ln floor). */
-function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: Float64Array) {
-  // The 10 distinct entries of the symmetric JᵀWJ and the 4 of JᵀWr, kept in locals.
-  let [a00, a10, a11, a20, a21, a22, a30, a31, a32, a33] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-  let [b0, b1, b2, b3] = [0, 0, 0, 0];
+/**
+ * JᵀWJ and JᵀWr from the per-pair terms and sums of irlsObjective (`npairs` pairs; `j0` = floor,
+ * pred·∂ln pred/∂ln floor) into `ne`: the 10 distinct entries of the symmetric JᵀWJ (a00, a10, a11,
+ * a20, a21, a22, a30, a31, a32, a33), then the 4 of JᵀWr.
+ */
+function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: Float64Array, ne: Float64Array): void {
+  let a00 = 0;
+  let a10 = 0;
+  let a11 = 0;
+  let a20 = 0;
+  let a21 = 0;
+  let a22 = 0;
+  let a30 = 0;
+  let a31 = 0;
+  let a32 = 0;
+  let a33 = 0;
+  let b0 = 0;
+  let b1 = 0;
+  let b2 = 0;
+  let b3 = 0;
   for (let k = 0; k < npairs; k++) {
     const o = k * PAIR_STRIDE;
     const pred = terms[o]!;
@@ -459,25 +494,71 @@ function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: 
     a32 += w * j3 * j2;
     a33 += w * j3 * j3;
   }
-  const A = [
-    [a00, a10, a20, a30],
-    [a10, a11, a21, a31],
-    [a20, a21, a22, a32],
-    [a30, a31, a32, a33],
-  ];
-  return { A, b: [b0, b1, b2, b3] };
+  ne[0] = a00;
+  ne[1] = a10;
+  ne[2] = a11;
+  ne[3] = a20;
+  ne[4] = a21;
+  ne[5] = a22;
+  ne[6] = a30;
+  ne[7] = a31;
+  ne[8] = a32;
+  ne[9] = a33;
+  ne[10] = b0;
+  ne[11] = b1;
+  ne[12] = b2;
+  ne[13] = b3;
+}
+
+/** Entry (u, k) of the symmetric JᵀWJ, row by row, as its index in normalEquations' `ne`. */
+const NE_ENTRY = Uint8Array.of(0, 1, 3, 6, 1, 2, 4, 7, 3, 4, 5, 8, 6, 7, 8, 9);
+
+/**
+ * The damped Gauss–Newton step: the solution of (JᵀWJ + λ·diag(JᵀWJ + 1e-12))·d = −JᵀWr (`ne`,
+ * normalEquations) into `d`, computed as solveLinear (core/numeric/lsq.ts) computes it (partial
+ * pivoting, the same eliminations in the same order, bit for bit) in the 4×5 buffer `M`. Returns false
+ * where solveLinear returns undefined (a pivot of magnitude ≤ 1e-300 or NaN).
+ */
+export function dampedStep(ne: Float64Array, lambda: number, M: Float64Array, d: Float64Array): boolean {
+  for (let u = 0; u < 4; u++) {
+    for (let k = 0; k < 4; k++) {
+      const v = ne[NE_ENTRY[u * 4 + k]!]!;
+      M[u * 5 + k] = u === k ? v + lambda * (v + 1e-12) : v;
+    }
+    M[u * 5 + 4] = -ne[10 + u]!;
+  }
+  for (let c = 0; c < 4; c++) {
+    let p = c;
+    for (let r = c + 1; r < 4; r++) if (Math.abs(M[r * 5 + c]!) > Math.abs(M[p * 5 + c]!)) p = r;
+    const piv = M[p * 5 + c]!;
+    if (!(Math.abs(piv) > 1e-300)) return false;
+    if (p !== c)
+      for (let k = 0; k < 5; k++) {
+        const t = M[c * 5 + k]!;
+        M[c * 5 + k] = M[p * 5 + k]!;
+        M[p * 5 + k] = t;
+      }
+    for (let r = 0; r < 4; r++) {
+      if (r === c) continue;
+      const f = M[r * 5 + c]! / piv;
+      for (let k = c; k <= 4; k++) M[r * 5 + k]! -= f * M[c * 5 + k]!;
+    }
+  }
+  for (let i = 0; i < 4; i++) d[i] = M[i * 5 + 4]! / M[i * 5 + i]!;
+  return true;
 }
 
 /**
  * Minimise mean |ln(pred/meas)| by iteratively reweighted least squares with analytic derivatives
  * (a work-item coefficient that is 0 in `from` stays 0: the floor + rate law is the same search)
- * (each iteration one pass over the rows, irlsPoint, and a 4×4 solve), Levenberg-damped: a step is
- * taken only when it lowers the L1 objective, else the damping grows ×10 (the normal equations of
- * the point kept are reused). Stops after `iters` iterations or when a step improves the objective
- * by less than IRLS_STOP. `maxRate` (bytes per µs): the rate is projected onto ≤ maxRate (the
- * datasheet HBM rate: a fitted asymptote above it is an L2 rate, and the registry gates refuse it).
- * `rows`: packed rows (paired here) or rows already paired (a resample, pairedResampler).
- * Deterministic; 10–40 passes where the derivative-free search needs ~1000.
+ * (each iteration one pass over the rows, irlsObjective, and a 4×4 solve, dampedStep),
+ * Levenberg-damped: a step is taken only when it lowers the L1 objective, else the damping grows ×10
+ * (the normal equations of the point kept are reused; they are summed only at a point the next
+ * iteration steps from). Stops after `iters` iterations or when a step improves the objective by less
+ * than IRLS_STOP. `maxRate` (bytes per µs): the rate is projected onto ≤ maxRate (the datasheet HBM
+ * rate: a fitted asymptote above it is an L2 rate, and the registry gates refuse it). `rows`: packed
+ * rows (paired here) or rows already paired (a resample, pairedResampler). Deterministic; 10–40
+ * passes where the derivative-free search needs ~1000.
  */
 export function irlsFit(
   rows: PackedRows | PairedRows,
@@ -485,34 +566,48 @@ export function irlsFit(
   iters = 40,
   maxRate = Infinity,
 ): DecodeLaw & { objective: number } {
-  const capRate = (v: number[]) => {
-    v[1] = Math.min(v[1]!, Math.log(maxRate));
-    return v;
-  };
   const pairs = 'start' in rows ? rows : pairRows(rows);
-  const terms = new Float64Array(pairs.work.length * PAIR_STRIDE);
-  const sums = new Float64Array(pairs.work.length * 2);
-  let x = capRate(toLogs(from));
+  const np = pairs.work.length;
+  const terms = new Float64Array(np * PAIR_STRIDE);
+  const sums = new Float64Array(np * 2);
+  const [ne, M, d, x, trial] = [14, 20, 4, 4, 4].map((k) => new Float64Array(k)) as [
+    Float64Array,
+    Float64Array,
+    Float64Array,
+    Float64Array,
+    Float64Array,
+  ];
+  const lnMax = Math.log(maxRate);
+  x.set([
+    Math.log(from.floor_us),
+    Math.min(Math.log(from.rate), lnMax),
+    Math.log(Math.max(from.item_us, 1e-9)),
+    Math.log(Math.max(from.p_half, 1e-9)),
+  ]);
   let law = toLaw(x, from);
-  let at = irlsPoint(pairs, law, terms, sums);
+  let objective = irlsObjective(pairs, law, terms, sums);
+  if (iters > 0) normalEquations(np, law.floor_us, terms, sums, ne);
   let lambda = 1e-3;
   for (let it = 0; it < iters && lambda < 1e8; it++) {
-    const damped = at.A.map((row, u) => row.map((v, k) => (u === k ? v + lambda * (v + 1e-12) : v)));
-    const d = solveLinear(
-      damped,
-      at.b.map((v) => -v),
-    );
-    const trial = d ? capRate(x.map((v, k) => v + Math.max(-2, Math.min(2, d[k]!)))) : undefined;
-    const tLaw = trial ? toLaw(trial, from) : undefined;
-    const tAt = tLaw ? irlsPoint(pairs, tLaw, terms, sums) : undefined;
-    if (tAt && tAt.objective < at.objective) {
-      const gain = at.objective - tAt.objective;
-      [x, law, at] = [trial!, tLaw!, tAt];
-      lambda = Math.max(lambda / 10, 1e-9);
-      if (gain < IRLS_STOP) break;
-    } else lambda *= 10;
+    if (dampedStep(ne, lambda, M, d)) {
+      for (let k = 0; k < 4; k++) trial[k] = x[k]! + Math.max(-2, Math.min(2, d[k]!));
+      trial[1] = Math.min(trial[1]!, lnMax);
+      const tLaw = toLaw(trial, from);
+      const tObjective = irlsObjective(pairs, tLaw, terms, sums);
+      if (tObjective < objective) {
+        const gain = objective - tObjective;
+        x.set(trial);
+        law = tLaw;
+        objective = tObjective;
+        lambda = Math.max(lambda / 10, 1e-9);
+        if (gain < IRLS_STOP) break;
+        if (it + 1 < iters) normalEquations(np, law.floor_us, terms, sums, ne);
+        continue;
+      }
+    }
+    lambda *= 10;
   }
-  return { ...law, objective: at.objective };
+  return { floor_us: law.floor_us, rate: law.rate, item_us: law.item_us, p_half: law.p_half, objective };
 }
 
 /**

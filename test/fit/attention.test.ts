@@ -6,6 +6,7 @@ import { solveLinear } from '../../src/core/numeric/lsq.ts';
 import { decodeKvBytes, fitAttentionDecode, fitAttentionPrefill, prefillCausalFlops } from '../../src/fit/attention.ts';
 import { seededRandom } from '../../src/core/numeric/resample.ts';
 import {
+  dampedStep,
   floorLogL1,
   gatherRows,
   irlsFit,
@@ -178,6 +179,32 @@ describe('decode attention: work-item law (issue 16)', () => {
       // Grouped by pair, every drawn row once: the same multiset of ln latencies.
       expect([...got.lnLat].sort()).toEqual([...gathered.lnLat].sort());
       expect(irlsFit(got, from, 25)).toEqual(irlsFit(gathered, from, 25));
+    }
+  });
+
+  it('the damped IRLS step is solveLinear of the damped normal equations, bit for bit', () => {
+    const rand = seededRandom(11);
+    const M = new Float64Array(20);
+    const d = new Float64Array(4);
+    const at = [0, 1, 3, 6, 1, 2, 4, 7, 3, 4, 5, 8, 6, 7, 8, 9];
+    for (let t = 0; t < 200; t++) {
+      // Entries over 12 orders of magnitude; a NaN pivot now and then (no solution either way).
+      const ne = Float64Array.from({ length: 14 }, () => (rand() - 0.3) * 10 ** Math.floor(rand() * 12 - 6));
+      if (t % 17 === 0) ne[t % 10] = NaN;
+      const lambda = 10 ** Math.floor(rand() * 16 - 9);
+      const A = [0, 1, 2, 3].map((u) =>
+        [0, 1, 2, 3].map((k) => {
+          const v = ne[at[u * 4 + k]!]!;
+          return u === k ? v + lambda * (v + 1e-12) : v;
+        }),
+      );
+      const want = solveLinear(
+        A,
+        [10, 11, 12, 13].map((k) => -ne[k]!),
+      );
+      const ok = dampedStep(ne, lambda, M, d);
+      expect(ok).toBe(want !== undefined);
+      if (want) expect([...d].map((v, k) => Object.is(v, want[k]))).toEqual([true, true, true, true]);
     }
   });
 
