@@ -17,13 +17,12 @@
  */
 import { collectiveTime } from '../core/laws/collective.ts';
 import { gridGoldenMin } from '../core/numeric/minimize.ts';
+import { candidateGrid, ResampleRateSearch } from './collective-bootstrap.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, mapePct, median, percentileType7 } from '../core/numeric/stats.ts';
 
 /** Messages at or below this many bytes form the size-independent region the floor is read from. */
 export const SMALL_MESSAGE_BYTES = 4096;
-/** Lower end of the r_t search bracket, as a fraction of r_peak. */
-export const R_T_BRACKET_LOW = 1e-4;
 
 /** One point of a curve after repeats were reduced with the median. */
 export interface CurvePoint {
@@ -93,55 +92,6 @@ export function collectiveObjective(
   return s / n;
 }
 
-/**
- * |ln(t(b_i)/meas_i)| of every point at every L = ln r_t that every resample of a curve evaluates:
- * the bracket ends, the log grid and each point's kink (fitTransitionRate's candidates are these
- * L restricted to the drawn points). Taken once per curve instead of once per resample (issue 17:
- * the collective bootstrap's cost); each value is the one resampleObjective computes at that L.
- */
-interface CandidateTerms {
-  loL: number;
-  hiL: number;
-  /** The bracket ends and grid, in fitTransitionRate's insertion order. */
-  grid: number[];
-  /** Each point's kink L (NaN when outside the open bracket or the point is at or below t0). */
-  kink: Float64Array;
-  terms: Map<number, Float64Array>;
-  /** Each point's message bytes and measured µs, as resampleObjective reads them. */
-  bytes: Float64Array;
-  meas: Float64Array;
-}
-
-/** Grid points of the r_t bracket (ln units), besides its two ends. */
-const R_T_GRID = 48;
-
-function candidateGrid(t0_us: number, r_peak: number, pts: ReadonlyArray<CurvePoint>) {
-  const hiL = Math.log(r_peak);
-  const loL = Math.log(r_peak * R_T_BRACKET_LOW);
-  const grid = [loL, hiL];
-  for (let i = 1; i < R_T_GRID; i++) grid.push(loL + ((hiL - loL) * i) / R_T_GRID);
-  const kink = Float64Array.from(pts, (p) => {
-    if (!(p.latency_us > t0_us)) return NaN;
-    const L = Math.log(p.message_bytes / (p.latency_us - t0_us));
-    return L > loL && L < hiL ? L : NaN;
-  });
-  return { loL, hiL, grid, kink };
-}
-
-function candidateTerms(pts: ReadonlyArray<CurvePoint>, t0_us: number, r_peak: number): CandidateTerms {
-  const g = candidateGrid(t0_us, r_peak, pts);
-  const terms = new Map<number, Float64Array>();
-  for (const L of [...g.grid, ...g.kink]) {
-    if (Number.isNaN(L) || terms.has(L)) continue;
-    const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
-    terms.set(
-      L,
-      Float64Array.from(pts, (p) => Math.abs(Math.log(collectiveTime(p.message_bytes, c) / p.latency_us))),
-    );
-  }
-  return { ...g, terms, ...pointColumns(pts) };
-}
-
 /** The points' message bytes and measured µs as typed columns (a plain loop: `from` with a map function iterates). */
 function pointColumns(pts: ReadonlyArray<CurvePoint>): { bytes: Float64Array; meas: Float64Array } {
   const bytes = new Float64Array(pts.length);
@@ -173,32 +123,26 @@ function distinctInOrder(idx: ArrayLike<number>, n: number): Int32Array {
 /**
  * `collectiveObjective` over the resample `idx` as a function of L = ln r_t, the same value bit for
  * bit: each distinct point's |ln ratio| is taken once per L (a resample repeats about a third of its
- * points), or read from `table` at a candidate L, then summed in idx order, as the direct loop sums
- * them (issue 17: the bootstrap's cost).
+ * points), then summed in idx order, as the direct loop sums them.
  */
 function resampleObjective(
   pts: ReadonlyArray<CurvePoint>,
   t0_us: number,
   r_peak: number,
   idx: ArrayLike<number>,
-  table?: CandidateTerms,
 ): (L: number) => number {
   const used = distinctInOrder(idx, pts.length);
-  const { bytes, meas } = table ?? pointColumns(pts);
+  const { bytes, meas } = pointColumns(pts);
   const computed = new Float64Array(pts.length);
   const n = idx.length;
   return (L) => {
-    let term = table?.terms.get(L);
-    if (!term) {
-      const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
-      for (let u = 0; u < used.length; u++) {
-        const i = used[u]!;
-        computed[i] = Math.abs(Math.log(collectiveTime(bytes[i]!, c) / meas[i]!));
-      }
-      term = computed;
+    const c = { t0_us, r_t_bytes_per_us: Math.exp(L), r_peak_bytes_per_us: r_peak };
+    for (let u = 0; u < used.length; u++) {
+      const i = used[u]!;
+      computed[i] = Math.abs(Math.log(collectiveTime(bytes[i]!, c) / meas[i]!));
     }
     let s = 0;
-    for (let j = 0; j < n; j++) s += term[idx[j]!]!;
+    for (let j = 0; j < n; j++) s += computed[idx[j]!]!;
     return s / n;
   };
 }
@@ -221,19 +165,18 @@ function sortedDistinct(values: number[]): number[] {
  * [ln(r_peak·1e-4), ln r_peak]. The objective is piecewise smooth with kinks where a prediction
  * crosses its measurement (r_t = b_i/(m_i − t0)); we evaluate every kink inside the bracket, the
  * bracket ends and a 48-point log grid, then refine between the best candidate's neighbours with
- * golden-section search. Deterministic. `table` (the bootstrap: candidateTerms of the same pts, t0
- * and r_peak) supplies the candidates' terms.
+ * golden-section search. Deterministic. The bootstrap fits its resamples with ResampleRateSearch
+ * (collective-bootstrap.ts), which gives this function's r_t for each, bit for bit.
  */
 export function fitTransitionRate(
   pts: ReadonlyArray<CurvePoint>,
   t0_us: number,
   r_peak: number,
   idx?: ArrayLike<number>,
-  table?: CandidateTerms,
 ): { r_t: number; objective: number; at_peak: boolean } {
-  const { hiL, grid, kink } = table ?? candidateGrid(t0_us, r_peak, pts);
+  const { hiL, grid, kink } = candidateGrid(t0_us, r_peak, pts);
   const f = idx
-    ? resampleObjective(pts, t0_us, r_peak, idx, table)
+    ? resampleObjective(pts, t0_us, r_peak, idx)
     : (L: number) => collectiveObjective(pts, t0_us, Math.exp(L), r_peak);
   const cand = [...grid];
   const n = idx ? idx.length : pts.length;
@@ -299,14 +242,9 @@ export function bootstrapTransitionRate(
   fit: Pick<CurveFit, 't0_us' | 'r_peak_bytes_per_us' | 'r_t_bytes_per_us'>,
   opts: { resamples: number; seed: number },
 ): { ci95: [number, number]; ok: number; widened: boolean } {
-  const n = pts.length;
-  const table = candidateTerms(pts, fit.t0_us, fit.r_peak_bytes_per_us);
-  const vals = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
-    // A resample without any message above the small region cannot identify a rate.
-    let any = false;
-    for (let i = 0; i < n; i++) if (pts[idx[i]!]!.message_bytes > SMALL_MESSAGE_BYTES) any = true;
-    return any ? fitTransitionRate(pts, fit.t0_us, fit.r_peak_bytes_per_us, idx, table).r_t : undefined;
-  });
+  const search = new ResampleRateSearch(pts, fit.t0_us, fit.r_peak_bytes_per_us);
+  // A resample without any message above the small region cannot identify a rate (undefined).
+  const vals = resampleEstimates(pts.length, opts.resamples, opts.seed, (idx) => search.rate(idx, SMALL_MESSAGE_BYTES));
   if (vals.length === 0) return { ci95: [fit.r_t_bytes_per_us, fit.r_t_bytes_per_us], ok: 0, widened: true };
   let lo = percentileType7(vals, 0.025);
   let hi = percentileType7(vals, 0.975);

@@ -28,6 +28,7 @@ import {
 import type { CoefficientEntry, Evidence } from '../core/schemas/registry.ts';
 import { SET_NAMES } from '../core/schemas/registry.ts';
 import type { MoeRow } from '../measurements/schema.ts';
+import { groupShapes, sortedByKey } from './moe-shapes.ts';
 import { fmt, provenance } from './collective-provenance.ts';
 import type { FamilyFit, FitContext, FittedCoefficient } from './types.ts';
 
@@ -85,39 +86,24 @@ export function pairMoe(rows: ReadonlyArray<MoeRow>, distribution: string): MoeP
 
 /**
  * pairMoe for each of `distributions` (in that order) from one grouping of the rows by shape and
- * kernel (issue 17: the fit pairs two distributions with the same balanced rows; the shape key string
- * is built once per row instead of once per row per distribution). Each result is pairMoe's.
+ * kernel (issue 17: the fit pairs two distributions with the same balanced rows). Each result is
+ * pairMoe's: shapes keyed by the string of their fields joined with `|`, pairs in that key's order
+ * (moe-shapes.ts).
  */
 export function pairMoeAll(rows: ReadonlyArray<MoeRow>, distributions: readonly string[]): MoePairing[] {
-  const shapes = new Map<string, { row: MoeRow; bal: number[]; skw: number[][] }>();
-  let balanced_rows = 0;
-  const skewed_rows = distributions.map(() => 0);
-  for (const r of rows) {
-    const isBal = r.distribution === 'balanced';
-    const d = isBal ? -1 : distributions.indexOf(r.distribution);
-    if (!isBal && d < 0) continue;
-    if (isBal) balanced_rows++;
-    else skewed_rows[d]!++;
-    const k = `${r.lane}|${r.kernel_source}|${r.dtype}|${r.tokens}|${r.hidden}|${r.inter}|${r.topk}|${r.experts}|${r.tp}|${r.ep}`;
-    let s = shapes.get(k);
-    if (!s) {
-      s = { row: r, bal: [], skw: distributions.map(() => []) };
-      shapes.set(k, s);
-    }
-    (isBal ? s.bal : s.skw[d]!).push(r.latency_us);
-  }
-  const keys = [...shapes.keys()].sort();
+  const { groups, balanced_rows, skewed_rows } = groupShapes(rows, distributions);
+  const sorted = sortedByKey(groups);
   return distributions.map((_, d) => {
     const pairs: MoePair[] = [];
     let unpaired_skewed = 0;
     let unpaired_balanced = 0;
-    for (const k of keys) {
-      const s = shapes.get(k)!;
-      const skw = s.skw[d]!;
-      if (!s.bal.length && !skw.length) continue;
-      if (!s.bal.length) unpaired_skewed++;
-      else if (!skw.length) unpaired_balanced++;
-      else pairs.push(moePair(s.row, median(s.bal), median(skw)));
+    for (const g of sorted) {
+      const bal = groups.size(g, 0);
+      const skw = groups.size(g, 1 + d);
+      if (!bal && !skw) continue;
+      if (!bal) unpaired_skewed++;
+      else if (!skw) unpaired_balanced++;
+      else pairs.push(moePair(groups.rows[g]!, groups.median(g, 0), groups.median(g, 1 + d)));
     }
     return { pairs, unpaired_skewed, unpaired_balanced, balanced_rows, skewed_rows: skewed_rows[d]! };
   });
@@ -146,47 +132,106 @@ export function imbalanceStats(ratios: readonly number[]): { median: number; p90
 }
 
 /**
- * A resample's sorted sample by counting: every sorted ratio repeated as often as the resample `idx`
- * drew it (`place`: each pair's index among the sorted ratios). Its own function, loops only: as part
- * of the resample closure, the calls after the loops were reached by loop-entry (OSR) code compiled
- * without their feedback, and the closure was deoptimised at every one of the 200 resamples.
+ * A resample's median (type 7) and p90 (nearest rank) by counting: its sorted sample is every sorted ratio
+ * repeated as often as the resample `idx` drew it (`place`: each pair's index among the sorted ratios),
+ * so its k-th smallest is the sorted ratio where the running count first passes k. The order statistics
+ * type7Sorted and nearestRankSorted read are found so, with their arithmetic, without laying out the
+ * sample (issue 17). `out` gets [median, p90]. Its own function, loops only: as part of the resample
+ * closure, the calls after the loops were reached by loop-entry (OSR) code compiled without their
+ * feedback, and the closure was deoptimised at every one of the 200 resamples.
  */
-function sortedResample(
+function resampleQuantiles(
   idx: ArrayLike<number>,
   place: Int32Array,
   sorted: Float64Array,
   counts: Int32Array,
-  sample: Float64Array,
+  out: Float64Array,
 ): void {
   const n = counts.length;
   counts.fill(0);
   for (let i = 0; i < n; i++) counts[place[idx[i]!]!]!++;
-  for (let j = 0, k = 0; j < n; j++) for (let c = counts[j]!; c > 0; c--) sample[k++] = sorted[j]!;
+  const h = (n - 1) * 0.5;
+  const lo = Math.floor(h);
+  const hi = Math.ceil(h);
+  const nr = Math.max(0, Math.ceil(0.9 * n) - 1);
+  const top = Math.max(hi, nr);
+  let vlo = Number.NaN;
+  let vhi = Number.NaN;
+  let vnr = Number.NaN;
+  // cum: how many of the sample's values are ≤ sorted[j] (ranks cum − counts[j] … cum − 1 are sorted[j])
+  for (let j = 0, cum = 0; j < n && cum <= top; j++) {
+    const c = counts[j]!;
+    if (c === 0) continue;
+    cum += c;
+    if (cum > lo && cum - c <= lo) vlo = sorted[j]!;
+    if (cum > hi && cum - c <= hi) vhi = sorted[j]!;
+    if (cum > nr) vnr = sorted[j]!;
+  }
+  out[0] = vlo + (h - lo) * (vhi - vlo);
+  out[1] = vnr;
 }
+/**
+ * `values` ascending, as a sort by value gives them, and each value's place among them (`place[i]`: equal
+ * values in index order), as the stable sort of the indices by value gives it (issue 17: without its
+ * comparator calls). Values with no NaN and no −0 are sorted natively and placed by binary search; others
+ * by that sort.
+ */
+export function rankedValues(values: readonly number[]): { sorted: Float64Array; place: Int32Array } {
+  const n = values.length;
+  const place = new Int32Array(n);
+  if (values.some((v) => Number.isNaN(v) || Object.is(v, -0))) {
+    const order = Array.from(values, (_, i) => i).sort((a, b) => values[a]! - values[b]!);
+    order.forEach((i, j) => {
+      place[i] = j;
+    });
+    return { sorted: Float64Array.from(order, (i) => values[i]!), place };
+  }
+  const sorted = Float64Array.from(values).sort();
+  const taken = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (sorted[mid]! < v) lo = mid + 1;
+      else hi = mid;
+    }
+    place[i] = lo + taken[lo]!++;
+  }
+  return { sorted, place };
+}
+
+/** imbalanceStats of the ratios, from them sorted ascending (rankedValues). */
+function statsOfSorted(sorted: Float64Array): { median: number; p90: number; p10: number } {
+  return { median: type7Sorted(sorted, 0.5), p90: nearestRankSorted(sorted, 0.9), p10: nearestRankSorted(sorted, 0.1) };
+}
+
 /** Seeded bootstrap over pairs of the median and the p90; intervals widened to contain the estimates if needed. */
 export function bootstrapImbalance(
   ratios: readonly number[],
   opts: { resamples: number; seed: number },
 ): { median_ci95: [number, number]; p90_ci95: [number, number]; widened: string[] } {
-  const n = ratios.length;
-  // The ratios sorted once, and each pair's place among them: a resample's sorted sample is then
-  // every sorted ratio repeated as often as the resample drew it, laid out by counting (O(n), no sort
-  // per resample; the same array the sort gave, so the same statistics; issue 17).
-  const order = Array.from(ratios, (_, i) => i).sort((a, b) => ratios[a]! - ratios[b]!);
-  const sorted = Float64Array.from(order, (i) => ratios[i]!);
-  const place = new Int32Array(n);
-  order.forEach((i, j) => {
-    place[i] = j;
-  });
+  return bootstrapRanked(rankedValues(ratios), imbalanceStats(ratios), opts);
+}
+
+/** bootstrapImbalance from the ratios ranked (rankedValues) and their statistics `est`. */
+function bootstrapRanked(
+  { sorted, place }: { sorted: Float64Array; place: Int32Array },
+  est: { median: number; p90: number },
+  opts: { resamples: number; seed: number },
+): ReturnType<typeof bootstrapImbalance> {
+  // A resample's sorted sample is every sorted ratio repeated as often as the resample drew it, so its
+  // order statistics are read off by counting (O(n), no sort per resample; issue 17).
+  const n = sorted.length;
   const counts = new Int32Array(n);
-  const sample = new Float64Array(n);
+  const q = new Float64Array(2);
   const boot = resampleEstimates(n, opts.resamples, opts.seed, (idx) => {
-    sortedResample(idx, place, sorted, counts, sample);
-    return [type7Sorted(sample, 0.5), nearestRankSorted(sample, 0.9)] as const;
+    resampleQuantiles(idx, place, sorted, counts, q);
+    return [q[0]!, q[1]!] as const;
   });
   const meds = boot.map((b) => b[0]);
   const p90s = boot.map((b) => b[1]);
-  const est = imbalanceStats(ratios);
   const widened: string[] = [];
   const ci = (vals: number[], v: number, name: string): [number, number] => {
     let lo = percentileType7(vals, 0.025);
@@ -206,6 +251,16 @@ function predError(pairs: readonly MoePair[], m: number): { geo: number; mape_pc
   return { geo: geometricError(pred, meas), mape_pct: mapePct(pred, meas), n: pairs.length };
 }
 
+/** The index in 0, 1, 2, … of the k-th (0-based) index not in `skip` (ascending). */
+function complementRank(skip: readonly number[], k: number): number {
+  let p = k;
+  for (const q of skip) {
+    if (q > p) break;
+    p++;
+  }
+  return p;
+}
+
 /** Leave-one-geometry-out: each geometry's pairs predicted with the median of the other geometries' ratios. */
 export function leaveOneGeometryOut(
   pairs: readonly MoePair[],
@@ -217,18 +272,26 @@ export function leaveOneGeometryOut(
   const gid = new Map(geos.map((g, j) => [g, j]));
   const members: number[][] = geos.map(() => []);
   for (let i = 0; i < keys.length; i++) members[gid.get(keys[i]!)!]!.push(i);
-  // Ratios by ascending value (with their geometry), sorted once: each geometry's "others" read in this
-  // order are already sorted, so their median is type-7 at 0.5 of them, the value median() gives.
-  const byRatio = pairs.map((_, i) => i).sort((a, b) => pairs[a]!.ratio - pairs[b]!.ratio);
-  const ratioSorted = Float64Array.from(byRatio, (i) => pairs[i]!.ratio);
-  const gidSorted = Int32Array.from(byRatio, (i) => gid.get(keys[i]!)!);
-  const others = new Float64Array(pairs.length);
+  // Ratios by ascending value, sorted once, and each geometry's places among them (ascending): a
+  // geometry's "others" are the sorted ratios without its places, already sorted, so their median is
+  // type-7 at 0.5 of them, the value median() gives, read off at two ranks (complementRank).
+  const { sorted: ratioSorted, place } = rankedValues(pairs.map((p) => p.ratio));
+  const atPlace = new Int32Array(pairs.length);
+  place.forEach((j, i) => {
+    atPlace[j] = i;
+  });
+  const places: number[][] = geos.map(() => []);
+  for (let j = 0; j < atPlace.length; j++) places[gid.get(keys[atPlace[j]!]!)!]!.push(j);
   const pred: number[] = [];
   const meas: number[] = [];
   for (let g = 0; g < geos.length; g++) {
-    let n = 0;
-    for (let j = 0; j < ratioSorted.length; j++) if (gidSorted[j] !== g) others[n++] = ratioSorted[j]!;
-    const m = type7Sorted(others.subarray(0, n), 0.5);
+    const own = places[g]!;
+    // type7Sorted(others, 0.5)'s arithmetic on the others' order statistics
+    const h = (ratioSorted.length - own.length - 1) * 0.5;
+    const lo = Math.floor(h);
+    const hi = Math.ceil(h);
+    const vlo = ratioSorted[complementRank(own, lo)]!;
+    const m = vlo + (h - lo) * (ratioSorted[complementRank(own, hi)]! - vlo);
     for (const i of members[g]!) {
       pred.push(m * pairs[i]!.balanced_us);
       meas.push(pairs[i]!.skewed_us);
@@ -276,9 +339,9 @@ function refusedMoe(rows: readonly MoeRow[], prim: MoePairing, chip: string): Mo
 export function fitMoe(rows: MoeRow[], ctx: FitContext): MoeFit {
   const [prim, sec] = pairMoeAll(rows, [PRIMARY_DISTRIBUTION, SECONDARY_DISTRIBUTION]) as [MoePairing, MoePairing];
   if (prim.pairs.length === 0) return refusedMoe(rows, prim, ctx.chip.name);
-  const ratios = prim.pairs.map((p) => p.ratio);
-  const est = imbalanceStats(ratios);
-  const bs = bootstrapImbalance(ratios, ctx.bootstrap);
+  const ranked = rankedValues(prim.pairs.map((p) => p.ratio));
+  const est = statsOfSorted(ranked.sorted);
+  const bs = bootstrapRanked(ranked, est, ctx.bootstrap);
   const train = predError(prim.pairs, est.median);
   const hold = leaveOneGeometryOut(prim.pairs);
   const lanes = [...new Set(prim.pairs.map((p) => p.lane))].sort();
@@ -304,16 +367,11 @@ function moeCoefficients(
   const filter = `distribution ∈ {balanced, ${PRIMARY_DISTRIBUTION}}, paired on identical (lane, kernel_source, dtype, tokens, hidden, inter, topk, experts, tp, ep); repeats reduced by median`;
   const prov = provenance(ctx, r.lanes, filter, prim.balanced_rows + prim.skewed_rows);
   const sec = r.secondary;
+  // median() and percentileNearestRank(·, 0.9) of the ratios (positive: rankedValues sorts them natively)
+  const secStats = sec.length ? statsOfSorted(rankedValues(sec.map((p) => p.ratio)).sorted) : undefined;
   const notes = [
     `ratio = latency(${PRIMARY_DISTRIBUTION}) / latency(balanced) over ${prim.pairs.length} pairs (${prim.unpaired_skewed} skewed and ${prim.unpaired_balanced} balanced shapes unpaired)`,
-    `median type-7, p90 nearest rank; ${SECONDARY_DISTRIBUTION} (reported, not written): median ${fmt(sec.length ? median(sec.map((p) => p.ratio)) : NaN)}, p90 ${fmt(
-      sec.length
-        ? percentileNearestRank(
-            sec.map((p) => p.ratio),
-            0.9,
-          )
-        : NaN,
-    )}`,
+    `median type-7, p90 nearest rank; ${SECONDARY_DISTRIBUTION} (reported, not written): median ${fmt(secStats?.median ?? NaN)}, p90 ${fmt(secStats?.p90 ?? NaN)}`,
     ...r.ci.widened.map(
       (w) => `bootstrap percentile interval of the ${w} missed the estimate and was widened to contain it`,
     ),

@@ -14,6 +14,7 @@ import {
   reduceRepeats,
   type CurvePoint,
 } from '../../src/fit/collective-curve.ts';
+import { ResampleRateSearch } from '../../src/fit/collective-bootstrap.ts';
 import { collectiveDtypeClass, collectiveName, fitCollectives, selectBackend } from '../../src/fit/collective.ts';
 import type { CollectiveRow } from '../../src/measurements/schema.ts';
 import { extrapolateCollectiveWidths } from '../../src/fit/collective-width.ts';
@@ -229,6 +230,29 @@ describe('curve fit', () => {
     };
     expect(boot.ok).toBe(vals.length);
     expect(boot.ci95).toEqual([Math.min(q(0.025), f.r_t_bytes_per_us), Math.max(q(0.975), f.r_t_bytes_per_us)]);
+  });
+});
+
+describe('collective bootstrap search (issue 17: shared across resamples)', () => {
+  it('gives every resample the r_t fitTransitionRate gives it, bit for bit, on noisy curves and repeated sizes', () => {
+    const rand = seededRandom(41);
+    for (let curve = 0; curve < 12; curve++) {
+      const t0 = 5 + 20 * rand();
+      const rate = 1e4 * 10 ** (2 * rand());
+      // some curves repeat a latency, so kinks coincide (equal candidates)
+      const pts: CurvePoint[] = SIZES.map((b) => ({
+        message_bytes: b,
+        latency_us: curve % 3 === 0 ? t0 + b / rate : (t0 + b / rate) * (0.7 + 0.6 * rand()),
+      }));
+      const f = fitCurve(pts);
+      const search = new ResampleRateSearch(pts, f.t0_us, f.r_peak_bytes_per_us);
+      for (let k = 0; k < 60; k++) {
+        const idx = Uint32Array.from(pts, () => Math.floor(rand() * pts.length));
+        const any = Array.from(idx).some((i) => pts[i]!.message_bytes > 4096);
+        const direct = any ? fitTransitionRate(pts, f.t0_us, f.r_peak_bytes_per_us, idx).r_t : undefined;
+        expect(search.rate(idx, 4096)).toBe(direct);
+      }
+    }
   });
 });
 

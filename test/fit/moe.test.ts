@@ -11,11 +11,12 @@ import {
   leaveOneGeometryOut,
   pairMoe,
   pairMoeAll,
+  rankedValues,
 } from '../../src/fit/moe.ts';
 import type { MoeRow } from '../../src/measurements/schema.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import { resampleEstimates } from '../../src/core/numeric/resample.ts';
-import { nearestRankSorted, percentileType7, seededRandom, type7Sorted } from '../../src/core/numeric/stats.ts';
+import { median, nearestRankSorted, percentileType7, seededRandom, type7Sorted } from '../../src/core/numeric/stats.ts';
 import { MOE_RESIDUAL_POINTS, moeSection } from '../../src/report/fit-moe.ts';
 
 const ctx = (resamples = 200): FitContext => ({
@@ -91,6 +92,102 @@ describe('pairMoeAll', () => {
     expect([a!.unpaired_skewed, a!.unpaired_balanced, a!.skewed_rows]).toEqual([0, 1, 1]);
     expect(b!.pairs.map((p) => p.ratio)).toEqual([1.7]);
     expect([b!.unpaired_skewed, b!.unpaired_balanced, b!.skewed_rows, b!.balanced_rows]).toEqual([1, 1, 2, 2]);
+  });
+});
+
+/** pairMoeAll as first written: a key string per row, a Map of them, the keys sorted (the reference). */
+function pairByKeyStrings(rows: readonly MoeRow[], distributions: readonly string[]) {
+  const shapes = new Map<string, { row: MoeRow; bal: number[]; skw: number[][] }>();
+  let balanced_rows = 0;
+  const skewed_rows = distributions.map(() => 0);
+  for (const r of rows) {
+    const isBal = r.distribution === 'balanced';
+    const d = isBal ? -1 : distributions.indexOf(r.distribution);
+    if (!isBal && d < 0) continue;
+    if (isBal) balanced_rows++;
+    else skewed_rows[d]!++;
+    const k = `${r.lane}|${r.kernel_source}|${r.dtype}|${r.tokens}|${r.hidden}|${r.inter}|${r.topk}|${r.experts}|${r.tp}|${r.ep}`;
+    const s = shapes.get(k) ?? { row: r, bal: [], skw: distributions.map(() => []) };
+    shapes.set(k, s);
+    (isBal ? s.bal : s.skw[d]!).push(r.latency_us);
+  }
+  const keys = [...shapes.keys()].sort();
+  return distributions.map((_, d) => {
+    const pairs = [];
+    let unpaired_skewed = 0;
+    let unpaired_balanced = 0;
+    for (const k of keys) {
+      const s = shapes.get(k)!;
+      const skw = s.skw[d]!;
+      if (!s.bal.length && !skw.length) continue;
+      if (!s.bal.length) unpaired_skewed++;
+      else if (!skw.length) unpaired_balanced++;
+      else {
+        const { lane, kernel_source, dtype, tokens, hidden, inter, topk, experts, tp, ep } = s.row;
+        const [b, w] = [median(s.bal), median(skw)];
+        pairs.push({
+          lane,
+          kernel_source,
+          dtype,
+          tokens,
+          hidden,
+          inter,
+          topk,
+          experts,
+          tp,
+          ep,
+          balanced_us: b,
+          skewed_us: w,
+          ratio: w / b,
+        });
+      }
+    }
+    return { pairs, unpaired_skewed, unpaired_balanced, balanced_rows, skewed_rows: skewed_rows[d]! };
+  });
+}
+
+describe('pairMoeAll by fields (issue 17) against key strings', () => {
+  const rand = seededRandom(17);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const randomRows = (kernels: readonly string[], dtypes: readonly string[]): MoeRow[] =>
+    Array.from({ length: 600 }, () => ({
+      ...base,
+      lane: pick(['vllm-0.24.0', 'vllm-0.9', 'sglang']),
+      kernel_source: pick(kernels),
+      dtype: pick(dtypes),
+      tokens: pick([1, 2, 16, 128, 1024, 12, 3]),
+      hidden: pick([4096, 2048, 7168]),
+      topk: pick([8, 2]),
+      ep: pick([1, 8]),
+      distribution: pick(['balanced', 'balanced', 'power_law_1.01', 'power_law_1.2', 'uniform']),
+      latency_us: 10 + 100 * rand(),
+    }));
+  it('gives the same pairs, in the same order, with the same counts (repeats, unpaired shapes, other distributions)', () => {
+    const rows = randomRows(['k', 'k2', 'triton_k'], ['bf16', 'fp8']);
+    expect(pairMoeAll(rows, ['power_law_1.01', 'power_law_1.2'])).toEqual(
+      pairByKeyStrings(rows, ['power_law_1.01', 'power_law_1.2']),
+    );
+  });
+  it('merges shapes whose fields differ but join to one key string, as the key strings did', () => {
+    // kernel 'a|b' with dtype 'c' and kernel 'a' with dtype 'b|c' join alike: one key, one pair
+    const rows = randomRows(['a|b', 'a', 'k'], ['c', 'b|c']);
+    expect(pairMoeAll(rows, ['power_law_1.01'])).toEqual(pairByKeyStrings(rows, ['power_law_1.01']));
+  });
+});
+
+describe('rankedValues', () => {
+  it('sorts as a sort by value and places ties in index order, as the stable argsort does', () => {
+    const rand = seededRandom(3);
+    for (const values of [
+      Array.from({ length: 300 }, () => Math.round(rand() * 40) / 8),
+      [3, 1, 2, 1, 3, 0, -0, 0, Number.NaN, 2],
+      [5],
+    ]) {
+      const order = values.map((_, i) => i).sort((a, b) => values[a]! - values[b]!);
+      const r = rankedValues(values);
+      expect(Array.from(r.sorted)).toEqual(order.map((i) => values[i]));
+      expect(Array.from(r.place)).toEqual(values.map((_, i) => order.indexOf(i)));
+    }
   });
 });
 
