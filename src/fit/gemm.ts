@@ -79,17 +79,17 @@ export const HALF_UNIT_NOTE = 'unit of the half: elements (features), stored as 
  * Jacobian (`levenbergMarquardt2`: ml-levenberg-marquardt's steps on plain numbers). @returns NaNs when fewer than 3 distinct m (m_half unidentifiable).
  */
 export function fitRamp(
-  ms: readonly number[],
-  effs: readonly number[],
+  ms: Numbers,
+  effs: Numbers,
   init: [number, number] = [Math.max(...effs), 100],
   counts?: readonly number[],
 ): { eps_max: number; m_half: number } {
-  if (new Set(ms).size < 3) return { eps_max: NaN, m_half: NaN };
+  if (fewerThanThreeDistinct(ms)) return { eps_max: NaN, m_half: NaN };
   // The points as Float64Arrays (the same numbers): the loops below then see one array type, whatever
   // element kind the caller's arrays have (small integers, doubles), and are not deoptimised between them.
-  const x = Float64Array.from(ms);
-  const y = Float64Array.from(effs);
-  const w = counts ? Float64Array.from(counts) : new Float64Array(ms.length).fill(1);
+  const x = toFloat64(ms);
+  const y = toFloat64(effs);
+  const w = counts ? toFloat64(counts) : new Float64Array(ms.length).fill(1);
   // Parameterised as (eps_max, ln m_half) so both directions have O(1) curvature: the library's
   // damping is absolute, and m_half in tokens would otherwise converge very slowly.
   const res = levenbergMarquardt2On(new RampProblem(x, y), {
@@ -117,6 +117,34 @@ export function fitRamp(
   const pol = compassSearch2(sse, [e0, u0], [0.01, 0.05], 1e-7, 400);
   const [eps_max, u] = pol.x;
   return { eps_max, m_half: Math.exp(u) };
+}
+
+/** A list of numbers, plain or typed. */
+type Numbers = readonly number[] | Float64Array;
+
+/** `xs` as a Float64Array (itself when it is one; else a copy by index, no iterator). */
+function toFloat64(xs: Numbers): Float64Array {
+  if (xs instanceof Float64Array) return xs;
+  const out = new Float64Array(xs.length);
+  for (let i = 0; i < xs.length; i++) out[i] = xs[i]!;
+  return out;
+}
+
+/** `new Set(xs).size < 3` (SameValueZero: NaN equals NaN, 0 equals −0) without building the set. */
+function fewerThanThreeDistinct(xs: Numbers): boolean {
+  const same = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isNaN(b));
+  let first = 0;
+  let second = 0;
+  let count = 0;
+  for (let i = 0; i < xs.length; i++) {
+    const v = xs[i]!;
+    if ((count >= 1 && same(v, first)) || (count >= 2 && same(v, second))) continue;
+    if (count === 2) return false;
+    if (count === 0) first = v;
+    else second = v;
+    count++;
+  }
+  return true;
 }
 
 /**
@@ -177,7 +205,8 @@ export function fitRampAllRows(
   init?: [number, number],
 ): { eps_max: number; m_half: number } {
   const acc = new Map<number, { s: number; c: number }>();
-  for (const p of points) {
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]!;
     const a = acc.get(p.m);
     if (a) {
       a.s += p.eff;
@@ -197,7 +226,10 @@ export function fitRampAllRows(
 /** Best efficiency per distinct m, sorted by m. */
 export function envelope(points: ReadonlyArray<{ m: number; eff: number }>): Array<{ m: number; eff: number }> {
   const best = new Map<number, number>();
-  for (const p of points) if (!(best.get(p.m)! >= p.eff)) best.set(p.m, p.eff);
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]!;
+    if (!(best.get(p.m)! >= p.eff)) best.set(p.m, p.eff);
+  }
   return [...best.entries()].sort((a, b) => a[0] - b[0]).map(([m, eff]) => ({ m, eff }));
 }
 
@@ -437,9 +469,16 @@ function jointDim(values: Float64Array, index: Int32Array): JointRows['dims'][0]
 
 function packJointRows(rows: readonly Pt[], axes: RowAxes = rowAxes(rows)): JointRows {
   return {
-    lnEff: Float64Array.from(rows, (p) => Math.log(p.eff)),
+    lnEff: lnEffs(rows),
     dims: [axes.m, axes.n, axes.k].map((d) => jointDim(d.values, d.index)),
   };
+}
+
+/** ln eff of each row. */
+function lnEffs(rows: readonly Pt[]): Float64Array {
+  const out = new Float64Array(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = Math.log(rows[i]!.eff);
+  return out;
 }
 
 /** Distinct values of a list and each element's position among them (`distinctIndex`). */
@@ -707,7 +746,8 @@ const shapePred = (c: RampCoefficients, pts: readonly Pt[]): number[] =>
 
 /** One dtype's points and their holdout split: whole k values (holdoutValues) and the largest m. */
 interface RampSplit {
-  all: Pt[];
+  /** Every row (the report's scatter, RampResult.points), in row order. */
+  points: RampResult['points'];
   compute: Pt[];
   heldK: Set<number>;
   mMax: number;
@@ -718,8 +758,6 @@ interface RampSplit {
   /** Compute-bound rows with (without) a held-out k, any m: the shape ramp's split. */
   trainK: Pt[];
   holdKAll: Pt[];
-  /** Per row of `all`: 1 when memory-bound (isMemoryBound). */
-  memoryBound: Uint8Array;
   /** Per row of `compute`: 1 when its k is not held out (the row is in `trainK`). */
   inTrainK: Uint8Array;
   /** Efficiency of each row of `compute`, and of each row of `holdKAll`. */
@@ -746,18 +784,17 @@ function splitRampPoints(
   repeatsReduced: boolean,
 ): RampSplit | string {
   const rows = repeatsReduced ? rowsIn : reduceRepeatsBy(rowsIn, ['m', 'n', 'k', 'kernel_source']);
-  const all: Pt[] = rows.map((r) => ({
-    m: r.m,
-    n: r.n,
-    k: r.k,
-    eff: achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak),
-  }));
-  const memoryBound = new Uint8Array(all.length);
+  // Every row's efficiency and class (isMemoryBound) in one pass: the report's points, and the
+  // compute-bound rows the ramp is fitted on.
+  const points: RampResult['points'] = [];
   const compute: Pt[] = [];
   const bytes = bytesPerElement(dtype);
-  for (let i = 0; i < all.length; i++) {
-    if (memoryBoundAt(all[i]!, bytes, chip.hbm_bytes_per_us, peak)) memoryBound[i] = 1;
-    else compute.push(all[i]!);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    const eff = achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak);
+    const memory_bound = memoryBoundAt(r, bytes, chip.hbm_bytes_per_us, peak);
+    points.push({ m: r.m, eff, memory_bound });
+    if (!memory_bound) compute.push({ m: r.m, n: r.n, k: r.k, eff });
   }
   const distinctM = new Set(compute.map((p) => p.m));
   if (distinctM.size < 3) {
@@ -767,11 +804,10 @@ function splitRampPoints(
   const mMax = Math.max(...distinctM);
   const axes = rowAxes(compute);
   const s: RampSplit = {
-    all,
+    points,
     compute,
     heldK,
     mMax,
-    memoryBound,
     axes,
     groups: shapeGroups(compute, axes.n, axes.k),
     train: [],
@@ -817,12 +853,15 @@ function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
     envFull.map((p) => p.m),
     envFull.map((p) => p.eff),
   );
+  // A resample's points in two buffers reused by every resample (fitRamp keeps neither).
+  const ms = new Float64Array(envFull.length);
+  const effs = new Float64Array(envFull.length);
   const boot = resampleEstimates(envFull.length, bootstrap.resamples, bootstrap.seed, (idx) => {
-    const f = fitRamp(
-      Array.from(idx, (i) => envFull[i]!.m),
-      Array.from(idx, (i) => envFull[i]!.eff),
-      [stored.eps_max, stored.m_half],
-    );
+    for (let j = 0; j < idx.length; j++) {
+      ms[j] = envFull[idx[j]!]!.m;
+      effs[j] = envFull[idx[j]!]!.eff;
+    }
+    const f = fitRamp(ms, effs, [stored.eps_max, stored.m_half]);
     return Number.isFinite(f.eps_max) ? f : undefined;
   });
   return {
@@ -1055,8 +1094,8 @@ export function fitRampForDtype(
   const holdRows = [...s.holdK, ...s.holdM];
   return {
     dtype,
-    rows_total: s.all.length,
-    rows_memory_bound: s.all.length - s.compute.length,
+    rows_total: s.points.length,
+    rows_memory_bound: s.points.length - s.compute.length,
     m_threshold: memoryBoundThresholdM(chip, dtype),
     envelope_fit: { eps_max: stored.eps_max, m_half: stored.m_half, ci_eps: env.ci_eps, ci_m_half: env.ci_m_half },
     all_rows_fit: allFull,
@@ -1076,9 +1115,33 @@ export function fitRampForDtype(
     held_k: [...s.heldK].sort((a, b) => a - b),
     m_max: s.mMax,
     peak_flops_per_us: peak,
-    points: s.all.map((p, i) => ({ m: p.m, eff: p.eff, memory_bound: s.memoryBound[i] === 1 })),
+    points: s.points,
     envelope: env.envFull,
   };
+}
+
+/**
+ * `groupBy(rows, (r) => r.dtype)` (same groups, same order), reading the Map only when the dtype changes
+ * from the row before (the tables store each dtype's rows together).
+ */
+function groupByDtype(rows: readonly GemmRow[]): Map<string, GemmRow[]> {
+  const m = new Map<string, GemmRow[]>();
+  let key: string | undefined;
+  let group: GemmRow[] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    if (r.dtype !== key) {
+      key = r.dtype;
+      let g = m.get(key);
+      if (!g) {
+        g = [];
+        m.set(key, g);
+      }
+      group = g;
+    }
+    group.push(r);
+  }
+  return m;
 }
 
 /** The dtype of a gemm row as a GemmDtype, or undefined for formats without a ramp. */
@@ -1098,7 +1161,7 @@ export type GemmFit = FamilyFit & { ramps: RampResult[] };
 export function fitGemm(rowsIn: readonly GemmRow[], ctx: FitContext): GemmFit {
   const fit: GemmFit = { ...emptyFamilyFit('gemm'), ramps: [] };
   const rows = reduceGemmRepeats(rowsIn);
-  const byDtype = groupBy(rows, (r) => r.dtype);
+  const byDtype = groupByDtype(rows);
   const dtypes = [...byDtype.keys()].sort(
     (a, b) => GEMM_DTYPES.indexOf(a as GemmDtype) - GEMM_DTYPES.indexOf(b as GemmDtype),
   );

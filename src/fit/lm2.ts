@@ -88,6 +88,15 @@ function sse(y: Float64Array, f: Float64Array, ws: Float64Array): number {
   return error;
 }
 
+/** The undamped normal equations at the current parameters: H = G·diag(ws)·Gᵀ (h00, h10, h11) and g. */
+interface Normal {
+  h00: number;
+  h10: number;
+  h11: number;
+  g0: number;
+  g1: number;
+}
+
 /** The step's result (δ and g), reused by every step of one fit. */
 interface Step {
   d0: number;
@@ -96,19 +105,15 @@ interface Step {
   g1: number;
 }
 
-/**
- * One damped Gauss–Newton step from f (`f`) and −∂f/∂p (`-j0`, `-j1`) at the current parameters: δ and g
- * into `s`; false when H is not positive definite.
- */
-function step(
+/** H and g (into `ne`) from f (`f`) and −∂f/∂p (`-j0`, `-j1`) at the current parameters. */
+function normalSums(
   y: Float64Array,
   f: Float64Array,
   j0: Float64Array,
   j1: Float64Array,
-  damping: number,
   ws: Float64Array,
-  s: Step,
-): boolean {
+  ne: Normal,
+) {
   let h00 = 0;
   let h10 = 0;
   let h11 = 0;
@@ -126,8 +131,18 @@ function step(
     g0 += a * r;
     g1 += b * r;
   }
-  h00 += damping;
-  h11 += damping;
+  ne.h00 = h00;
+  ne.h10 = h10;
+  ne.h11 = h11;
+  ne.g0 = g0;
+  ne.g1 = g1;
+}
+
+/** One damped Gauss–Newton step from `ne`: δ and g into `s`; false when H + damping·I is not positive definite. */
+function step(ne: Normal, damping: number, s: Step): boolean {
+  const h00 = ne.h00 + damping;
+  const h10 = ne.h10;
+  const h11 = ne.h11 + damping;
   // Cholesky of [[h00, h10], [h10, h11]] and its two triangular solves, as ml-matrix does them.
   if (!(h00 > 0)) return false;
   const l00 = Math.sqrt(h00);
@@ -135,12 +150,12 @@ function step(
   const dd = h11 - l10 * l10;
   if (!(dd > 0)) return false;
   const l11 = Math.sqrt(dd);
-  const z0 = g0 / l00;
-  const z1 = (g1 - z0 * l10) / l11;
+  const z0 = ne.g0 / l00;
+  const z1 = (ne.g1 - z0 * l10) / l11;
   s.d1 = z1 / l11;
   s.d0 = (z0 - s.d1 * l10) / l00;
-  s.g0 = g0;
-  s.g1 = g1;
+  s.g0 = ne.g0;
+  s.g1 = ne.g1;
   return true;
 }
 
@@ -177,6 +192,7 @@ export function levenbergMarquardt2On(
   const j0 = new Float64Array(n);
   const j1 = new Float64Array(n);
   const s: Step = { d0: 0, d1: 0, g0: 0, g1: 0 };
+  const ne: Normal = { h00: 0, h10: 0, h11: 0, g0: 0, g1: 0 };
   let p0 = o.initialValues[0];
   let p1 = o.initialValues[1];
   let damping = o.damping;
@@ -186,14 +202,26 @@ export function levenbergMarquardt2On(
   let best0 = p0;
   let best1 = p1;
   let converged = error <= o.errorTolerance;
+  // A step that leaves the parameters where they were (bit for bit) leaves f, the partials, H, g and the
+  // error as they were: only the damping changes, so they are not recomputed (over half the iterations
+  // of the GEMM ramp fits, which run all 60 long after converging).
+  let stale = true;
   for (let it = 0; it < o.maxIterations && !converged; it++) {
     const previous = error;
-    problem.partials(p0, p1, j0, j1);
-    if (!step(y, f, j0, j1, damping, ws, s)) return libraryFit(problem, o);
-    p0 = Math.min(Math.max(o.minValues[0], p0 - s.d0), o.maxValues[0]);
-    p1 = Math.min(Math.max(o.minValues[1], p1 - s.d1), o.maxValues[1]);
-    problem.values(p0, p1, f);
-    error = sse(y, f, ws);
+    if (stale) {
+      problem.partials(p0, p1, j0, j1);
+      normalSums(y, f, j0, j1, ws, ne);
+    }
+    if (!step(ne, damping, s)) return libraryFit(problem, o);
+    const n0 = Math.min(Math.max(o.minValues[0], p0 - s.d0), o.maxValues[0]);
+    const n1 = Math.min(Math.max(o.minValues[1], p1 - s.d1), o.maxValues[1]);
+    stale = !(Object.is(n0, p0) && Object.is(n1, p1));
+    if (stale) {
+      p0 = n0;
+      p1 = n1;
+      problem.values(p0, p1, f);
+      error = sse(y, f, ws);
+    }
     if (Number.isNaN(error)) break;
     if (error < optimalError - o.errorTolerance) {
       optimalError = error;
