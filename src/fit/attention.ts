@@ -17,7 +17,7 @@ import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { floorPlusWork } from '../core/laws/floor-rate.ts';
 import { gemmEfficiency } from '../core/laws/gemm.ts';
 import type { DecodeLaw } from '../core/laws/attention.ts';
-import { gssMinimize, patternSearch } from '../core/numeric/minimize.ts';
+import { gssMinimize2, patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
@@ -90,7 +90,7 @@ export const BOOTSTRAP_SEARCH = { step0: 0.01, maxStep: 0.2, minStep: 1e-5, maxE
 
 /**
  * Fit floor (µs) and rate (work per µs) minimising mean |ln(pred/meas)| by generating-set search
- * (`gssMinimize`, coordinate and diagonal directions) in (ln floor, ln rate) down to a 1e-6 step.
+ * (`gssMinimize2`, gssMinimize's coordinate and diagonal directions) in (ln floor, ln rate) down to a 1e-6 step.
  * Two starts: `init` when given, and the data start (floor = the 5th percentile of latency among
  * the smallest-work decile, rate = median work/latency of the largest-work decile); the lower
  * objective wins (ties → the first). The objective is not convex: it has a boundary minimum with the
@@ -116,8 +116,8 @@ export function fitFloorRate(
   let best: { floor_us: number; rate: number; objective: number } | undefined;
   const packed = packRows(points);
   for (const start of init ? [init, dataStart] : [dataStart]) {
-    const r = gssMinimize(
-      (x) => searchLogL1(packed, Math.exp(x[0]!), Math.exp(x[1]!)),
+    const r = gssMinimize2(
+      (lnFloor, lnRate) => searchLogL1(packed, Math.exp(lnFloor), Math.exp(lnRate)),
       [Math.log(start[0]), Math.log(start[1])],
       0.5,
       FIT_SEARCH,
@@ -342,8 +342,8 @@ function stagedResampleFitter(
 
 /** One warm-started search with the bootstrap settings (a resample near the full-data optimum). */
 function warmFit(packed: PackedRows, at: [number, number]): { floor_us: number; rate: number } {
-  const r = gssMinimize(
-    (x) => searchLogL1(packed, Math.exp(x[0]!), Math.exp(x[1]!)),
+  const r = gssMinimize2(
+    (lnFloor, lnRate) => searchLogL1(packed, Math.exp(lnFloor), Math.exp(lnRate)),
     [Math.log(at[0]), Math.log(at[1])],
     BOOTSTRAP_SEARCH.step0,
     BOOTSTRAP_SEARCH,
