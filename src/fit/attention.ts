@@ -33,6 +33,7 @@ import {
   type PackedRows,
   packRows,
   pairedResampler,
+  pairRows,
   predictLaw,
   readTimes,
   scratchRows,
@@ -89,6 +90,43 @@ export const FIT_SEARCH = { minStep: 1e-6, maxEvals: 4000 } as const;
 export const BOOTSTRAP_SEARCH = { step0: 0.01, maxStep: 0.2, minStep: 1e-5, maxEvals: 1500 } as const;
 
 /**
+ * fitFloorRate's data start: [the 5th percentile of latency (µs) among the smallest-work tenth of
+ * the points, floored at 1e-3; the median work/latency of the largest-work tenth, floored at 1e-9].
+ * The tenths are those of a stable sort by work (rows of equal work in their given order), found
+ * without sorting the points: the works sorted as numbers give the two cut values; every row
+ * strictly beyond a cut is in its tenth, and of the rows at the cut, the first ones (smallest tenth)
+ * or the last ones (largest tenth) in the given order fill it.
+ */
+function floorRateDataStart(points: readonly WorkPoint[]): [number, number] {
+  const n = points.length;
+  const tenth = Math.max(1, Math.floor(n / 10));
+  const works = new Float64Array(n);
+  for (let i = 0; i < n; i++) works[i] = points[i]!.work;
+  const sorted = works.slice().sort();
+  const lowCut = sorted[tenth - 1]!;
+  const highCut = sorted[n - tenth]!;
+  let atLow = tenth;
+  let atHigh = tenth;
+  let equalHigh = 0;
+  for (let i = 0; i < n; i++) {
+    if (works[i]! < lowCut) atLow--;
+    if (works[i]! > highCut) atHigh--;
+    else if (works[i] === highCut) equalHigh++;
+  }
+  // atLow rows at lowCut fill the smallest tenth (the first ones); the last atHigh at highCut the largest.
+  let skipHigh = equalHigh - atHigh;
+  const small: number[] = [];
+  const large: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const w = works[i]!;
+    if (w < lowCut || (w === lowCut && atLow-- > 0)) small.push(points[i]!.latency_us);
+    if (w > highCut || (w === highCut && skipHigh-- <= 0)) large.push(w / points[i]!.latency_us);
+  }
+  small.sort((a, b) => a - b);
+  return [Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3), Math.max(median(large), 1e-9)];
+}
+
+/**
  * Fit floor (µs) and rate (work per µs) minimising mean |ln(pred/meas)| by generating-set search
  * (`gssMinimize2`, gssMinimize's coordinate and diagonal directions) in (ln floor, ln rate) down to a 1e-6 step.
  * Two starts: `init` when given, and the data start (floor = the 5th percentile of latency among
@@ -102,17 +140,7 @@ export function fitFloorRate(
   init?: [number, number],
 ): { floor_us: number; rate: number; objective: number } {
   if (points.length < 2) return { floor_us: NaN, rate: NaN, objective: NaN };
-  const byWork = [...points].sort((a, b) => a.work - b.work);
-  const tenth = Math.max(1, Math.floor(byWork.length / 10));
-  const small = byWork
-    .slice(0, tenth)
-    .map((p) => p.latency_us)
-    .sort((a, b) => a - b);
-  const large = byWork.slice(-tenth).map((p) => p.work / p.latency_us);
-  const dataStart: [number, number] = [
-    Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3),
-    Math.max(median(large), 1e-9),
-  ];
+  const dataStart = floorRateDataStart(points);
   let best: { floor_us: number; rate: number; objective: number } | undefined;
   const packed = packRows(points);
   for (const start of init ? [init, dataStart] : [dataStart]) {
@@ -449,11 +477,12 @@ function decodeCandidates(
   staged: ReturnType<typeof fitDecodeTwoStage>;
   joint: { floor_us: number; rate: number; objective: number };
 } {
-  const packed = packRows(pts);
+  // Paired once for both full-data IRLS fits (irlsFit would pair the packed rows per call).
+  const paired = pairRows(packRows(pts));
   const start = fitFloorRate(thinned(pts));
-  const joint = irlsFit(packed, floorRate(start.floor_us, start.rate), 40, maxRate);
+  const joint = irlsFit(paired, floorRate(start.floor_us, start.rate), 40, maxRate);
   const staged = fitDecodeTwoStage(pts, l2, [joint.floor_us, joint.rate]);
-  const parallel = fitParallelLaw(packed, joint, 'cold', maxRate);
+  const parallel = fitParallelLaw(paired, joint, 'cold', maxRate);
   const fitters: Array<[DecodeMethod, DecodeLaw, LawFitter]> = [
     [
       'staged',
@@ -802,20 +831,20 @@ function lowerHoldout(cs: readonly PrefillCandidate[]): PrefillCandidate {
  * 1024, the lower objective wins; a half-point under S_HALF_MIN_TOKENS is refitted as s_half = 0). Holdout: whole head geometries, for both.
  */
 function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh: number, peak: number) {
-  const base = (r: AttentionPrefillRow) => ({
-    latency_us: r.latency_us,
-    group: geometry(r),
-    kernel_source: r.kernel_source,
-  });
-  const tokPts: WorkPoint[] = rows.map((r) => ({
-    work: prefillCausalFlops(r) / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
-    ...base(r),
-  }));
-  const seqPts: WorkPoint[] = rows.map((r) => ({
-    work: prefillCausalFlops(r) / (peak * eps),
-    items: r.new_tokens,
-    ...base(r),
-  }));
+  const tokPts: WorkPoint[] = [];
+  const seqPts: WorkPoint[] = [];
+  for (const r of rows) {
+    const flops = prefillCausalFlops(r);
+    const { latency_us, kernel_source } = r;
+    const group = geometry(r);
+    tokPts.push({
+      work: flops / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
+      latency_us,
+      group,
+      kernel_source,
+    });
+    seqPts.push({ work: flops / (peak * eps), items: r.new_tokens, latency_us, group, kernel_source });
+  }
   const held = holdoutValues(tokPts.map((p) => p.group));
   const split = `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}`;
   const f = fitFloorRate(tokPts);
