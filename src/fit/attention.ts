@@ -77,7 +77,10 @@ export function prefillCausalFlops(
 /** mean |ln(floorPlusWork(floor, work, rate)/meas)| over points (the law of core/laws/floor-rate.ts). */
 export function logL1(points: readonly WorkPoint[], floor_us: number, rate: number): number {
   let s = 0;
-  for (const p of points) s += Math.abs(Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us));
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]!;
+    s += Math.abs(Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us));
+  }
   return s / points.length;
 }
 
@@ -261,6 +264,25 @@ function geometry(r: { n_q: number; n_kv: number; head_dim: number }): string {
   return `${r.n_q}/${r.n_kv}/${r.head_dim}`;
 }
 
+/**
+ * geometry, built once per distinct geometry of a fit's rows (h200 decode: 33k rows, a few dozen
+ * geometries): the same strings. Counts that are not integers in [0, 65536) are keyed as built.
+ */
+function geometryMemo(): (r: { n_q: number; n_kv: number; head_dim: number }) => string {
+  const seen = new Map<number, string>();
+  const small = (v: number) => Number.isInteger(v) && v >= 0 && v < 65536;
+  return (r) => {
+    if (!(small(r.n_q) && small(r.n_kv) && small(r.head_dim))) return geometry(r);
+    const key = (r.n_q * 65536 + r.n_kv) * 65536 + r.head_dim;
+    let g = seen.get(key);
+    if (g === undefined) {
+      g = geometry(r);
+      seen.set(key, g);
+    }
+    return g;
+  };
+}
+
 /** Fits a floor/rate law to points (the joint fit, or the decode two-stage fit). */
 type PointFitter = (points: readonly WorkPoint[], init: [number, number]) => { floor_us: number; rate: number };
 /** Fits a decode law (any of the candidates) to points. */
@@ -272,19 +294,25 @@ const fromPointFitter =
     return floorRate(f.floor_us, f.rate);
   };
 
-/** Holdout by whole group: fit on groups not in `held`, evaluate on `held`. */
-function groupHoldout(
-  points: readonly WorkPoint[],
-  held: ReadonlySet<string>,
-  fitter: LawFitter,
-): FitError | undefined {
-  const tr = points.filter((p) => !held.has(p.group));
-  const ho = points.filter((p) => held.has(p.group));
+/** A holdout split of points: the training rows, the held-out rows and their latencies (µs). */
+interface HoldoutSplit {
+  tr: WorkPoint[];
+  ho: WorkPoint[];
+  meas: number[];
+}
+
+/** Points split by whole group (groups in `held` held out, both sides in point order); undefined when a side is empty. */
+function splitGroups(points: readonly WorkPoint[], held: ReadonlySet<string>): HoldoutSplit | undefined {
+  const tr: WorkPoint[] = [];
+  const ho: WorkPoint[] = [];
+  for (const p of points) (held.has(p.group) ? ho : tr).push(p);
   if (!tr.length || !ho.length) return undefined;
-  return fitError(
-    predictLaw(ho, fitter(tr)),
-    ho.map((p) => p.latency_us),
-  );
+  return { tr, ho, meas: ho.map((p) => p.latency_us) };
+}
+
+/** Holdout error of a split: fit on its training rows, evaluate on the held-out ones (undefined without a split). */
+function splitError(split: HoldoutSplit | undefined, fitter: LawFitter): FitError | undefined {
+  return split ? fitError(predictLaw(split.ho, fitter(split.tr)), split.meas) : undefined;
 }
 
 /**
@@ -425,33 +453,47 @@ export interface DecodeResult {
 }
 
 /**
- * Holdout of a decode fit: whole head geometries (holdoutValues) for full attention; for sliding
- * window, leave one window width out, median geo and MAPE over the folds.
+ * The holdout splits of a decode fit, made once for its three candidates: whole head geometries
+ * (holdoutValues) for full attention; for sliding window, one split per window width (leave one out).
  */
-function decodeHoldout(
-  pts: readonly WorkPoint[],
-  kind: 'full' | 'swa',
-  fitter: LawFitter,
-): (FitError & { split: string }) | undefined {
+interface DecodeFolds {
+  kind: 'full' | 'swa';
+  /** Full: the held geometries' label; swa: the window widths, ascending. */
+  label: string;
+  splits: Array<HoldoutSplit | undefined>;
+}
+
+function decodeFolds(pts: readonly WorkPoint[], kind: 'full' | 'swa'): DecodeFolds {
   if (kind === 'full') {
     const held = holdoutValues(pts.map((p) => p.group));
-    const e = groupHoldout(pts, held, fitter);
-    return e ? { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } : undefined;
+    return { kind, label: [...held].join(', '), splits: [splitGroups(pts, held)] };
   }
   const windows = [...new Set(pts.map((p) => p.group))].sort((a, b) => Number(a) - Number(b));
-  const folds: FitError[] = [];
-  for (const w of windows) {
-    const e = groupHoldout(pts, new Set([w]), fitter);
-    if (e) folds.push(e);
+  return { kind, label: windows.join(', '), splits: windows.map((w) => splitGroups(pts, new Set([w]))) };
+}
+
+/**
+ * Holdout of a decode fit on its folds (decodeFolds): the held geometries' error for full attention;
+ * for sliding window, the median geo and MAPE over the window folds.
+ */
+function decodeHoldout(folds: DecodeFolds, fitter: LawFitter): (FitError & { split: string }) | undefined {
+  if (folds.kind === 'full') {
+    const e = splitError(folds.splits[0], fitter);
+    return e ? { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${folds.label}}` } : undefined;
   }
-  if (!folds.length) return undefined;
-  const geo = median(folds.map((e) => e.geo));
-  const mape = median(folds.map((e) => e.mape_pct));
+  const errors: FitError[] = [];
+  for (const split of folds.splits) {
+    const e = splitError(split, fitter);
+    if (e) errors.push(e);
+  }
+  if (!errors.length) return undefined;
+  const geo = median(errors.map((e) => e.geo));
+  const mape = median(errors.map((e) => e.mape_pct));
   return {
     geo,
     mape_pct: mape,
-    n: folds.reduce((a, e) => a + e.n, 0),
-    split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds`,
+    n: errors.reduce((a, e) => a + e.n, 0),
+    split: `leave one window width out (${folds.label}), median over ${errors.length} folds`,
   };
 }
 
@@ -497,8 +539,9 @@ function decodeCandidates(
     ['parallel', parallel, (ps) => fitParallelLaw(packRows(ps), parallel, 'warm', maxRate)],
   ];
   const meas = pts.map((p) => p.latency_us);
+  const folds = decodeFolds(pts, kind);
   const candidates = fitters.map(([method, law, fitter]) => {
-    const holdout = decodeHoldout(pts, kind, fitter);
+    const holdout = decodeHoldout(folds, fitter);
     return { method, law, train: fitError(predictLaw(pts, law), meas), ...(holdout ? { holdout } : {}) };
   });
   return { candidates, staged, joint };
@@ -566,11 +609,12 @@ export function fitDecodeKind(
   kind: 'full' | 'swa',
   ctx: FitContext,
 ): DecodeResult | string {
+  const geo = geometryMemo();
   const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
     items: r.batch * r.n_kv,
     latency_us: r.latency_us,
-    group: kind === 'full' ? geometry(r) : String(r.window),
+    group: kind === 'full' ? geo(r) : String(r.window),
     kernel_source: r.kernel_source,
   }));
   if (pts.length < 3) return `attention_decode ${kind}: only ${pts.length} rows`;
@@ -833,10 +877,11 @@ function lowerHoldout(cs: readonly PrefillCandidate[]): PrefillCandidate {
 function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh: number, peak: number) {
   const tokPts: WorkPoint[] = [];
   const seqPts: WorkPoint[] = [];
+  const geo = geometryMemo();
   for (const r of rows) {
     const flops = prefillCausalFlops(r);
     const { latency_us, kernel_source } = r;
-    const group = geometry(r);
+    const group = geo(r);
     tokPts.push({
       work: flops / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
       latency_us,
@@ -850,7 +895,8 @@ function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh
   const f = fitFloorRate(tokPts);
   const packed = packRows(seqPts);
   const start = fitFloorRate(thinned(seqPts));
-  const seqFit = (ps: PackedRows, from?: DecodeLaw) => {
+  const seqFit = (packed: PackedRows, from?: DecodeLaw) => {
+    const ps = pairRows(packed);
     if (from) return irlsFit(ps, from);
     const [a, b] = [64, 1024].map((p_half) => irlsFit(ps, { ...floorRate(start.floor_us, start.rate), p_half }));
     const best = b!.objective < a!.objective ? b! : a!;
@@ -864,7 +910,7 @@ function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh
     ['sequence_ramp', seq, seqPts, (ps) => seqFit(packRows(ps), seq)],
   ];
   return out.map(([method, law, points, fitter]): PrefillCandidate => {
-    const he = groupHoldout(points, held, fitter);
+    const he = splitError(splitGroups(points, held), fitter);
     const train = fitError(
       predictLaw(points, law),
       points.map((p) => p.latency_us),
