@@ -337,18 +337,18 @@ export function fitDecodeTwoStage(
   }
   const r = fitFloorRate(big, init);
   const tinyPacked = packRows(tiny);
-  const floor_us = floorStage(tinyPacked, r.rate, init?.[0] ?? r.floor_us, false, new Float64Array(tiny.length));
+  const floor_us = floorStage(tinyPacked, r.rate, init?.[0] ?? r.floor_us, false, new Float64Array(2 * tiny.length));
   return { floor_us, rate: r.rate, two_stage: true, rate_floor_us: r.floor_us };
 }
 
 /**
  * The staged fit's floor stage: the floor (µs) minimising mean |ln(pred/meas)| over `tiny` with the
  * rate held, by a 1-D pattern search in ln floor from `from_us` (step 0.5 down to 1e-6; warm, a
- * resample: 0.05 down to 1e-5). `buf` (room for tiny's rows) holds work / rate, computed once.
+ * resample: 0.05 down to 1e-5). `buf` (room for two per tiny row) holds work / rate beside 1/latency (readTimes), computed once.
  */
 function floorStage(tiny: PackedRows, rate: number, from_us: number, warm: boolean, buf: Float64Array): number {
   const read = readTimes(tiny, rate, buf);
-  const fl = patternSearch((x) => floorLogL1(read, tiny, Math.exp(x[0]!)), [Math.log(from_us)], [warm ? 0.05 : 0.5], {
+  const fl = patternSearch((x) => floorLogL1(read, Math.exp(x[0]!)), [Math.log(from_us)], [warm ? 0.05 : 0.5], {
     minStep: warm ? 1e-5 : 1e-6,
     maxEvals: 400,
   });
@@ -373,7 +373,7 @@ function stagedResampleFitter(
     scratchRows(size),
     scratchRows(size),
     scratchRows(size),
-    new Float64Array(size),
+    new Float64Array(2 * size),
   ];
   let cls: Uint8Array | undefined;
   let clsOf: PackedRows | undefined;
