@@ -17,7 +17,7 @@ import { l2Bytes, peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { floorPlusWork } from '../core/laws/floor-rate.ts';
 import { gemmEfficiency } from '../core/laws/gemm.ts';
 import type { DecodeLaw } from '../core/laws/attention.ts';
-import { gssMinimize, patternSearch } from '../core/numeric/minimize.ts';
+import { gssMinimize2, patternSearch } from '../core/numeric/minimize.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { geometricError, groupBy, median } from '../core/numeric/stats.ts';
 import type { FitError } from '../core/schemas/registry.ts';
@@ -33,6 +33,7 @@ import {
   type PackedRows,
   packRows,
   pairedResampler,
+  pairRows,
   predictLaw,
   readTimes,
   scratchRows,
@@ -76,7 +77,10 @@ export function prefillCausalFlops(
 /** mean |ln(floorPlusWork(floor, work, rate)/meas)| over points (the law of core/laws/floor-rate.ts). */
 export function logL1(points: readonly WorkPoint[], floor_us: number, rate: number): number {
   let s = 0;
-  for (const p of points) s += Math.abs(Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us));
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]!;
+    s += Math.abs(Math.log(floorPlusWork(floor_us, p.work, rate) / p.latency_us));
+  }
   return s / points.length;
 }
 
@@ -89,8 +93,45 @@ export const FIT_SEARCH = { minStep: 1e-6, maxEvals: 4000 } as const;
 export const BOOTSTRAP_SEARCH = { step0: 0.01, maxStep: 0.2, minStep: 1e-5, maxEvals: 1500 } as const;
 
 /**
+ * fitFloorRate's data start: [the 5th percentile of latency (µs) among the smallest-work tenth of
+ * the points, floored at 1e-3; the median work/latency of the largest-work tenth, floored at 1e-9].
+ * The tenths are those of a stable sort by work (rows of equal work in their given order), found
+ * without sorting the points: the works sorted as numbers give the two cut values; every row
+ * strictly beyond a cut is in its tenth, and of the rows at the cut, the first ones (smallest tenth)
+ * or the last ones (largest tenth) in the given order fill it.
+ */
+function floorRateDataStart(points: readonly WorkPoint[]): [number, number] {
+  const n = points.length;
+  const tenth = Math.max(1, Math.floor(n / 10));
+  const works = new Float64Array(n);
+  for (let i = 0; i < n; i++) works[i] = points[i]!.work;
+  const sorted = works.slice().sort();
+  const lowCut = sorted[tenth - 1]!;
+  const highCut = sorted[n - tenth]!;
+  let atLow = tenth;
+  let atHigh = tenth;
+  let equalHigh = 0;
+  for (let i = 0; i < n; i++) {
+    if (works[i]! < lowCut) atLow--;
+    if (works[i]! > highCut) atHigh--;
+    else if (works[i] === highCut) equalHigh++;
+  }
+  // atLow rows at lowCut fill the smallest tenth (the first ones); the last atHigh at highCut the largest.
+  let skipHigh = equalHigh - atHigh;
+  const small: number[] = [];
+  const large: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const w = works[i]!;
+    if (w < lowCut || (w === lowCut && atLow-- > 0)) small.push(points[i]!.latency_us);
+    if (w > highCut || (w === highCut && skipHigh-- <= 0)) large.push(w / points[i]!.latency_us);
+  }
+  small.sort((a, b) => a - b);
+  return [Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3), Math.max(median(large), 1e-9)];
+}
+
+/**
  * Fit floor (µs) and rate (work per µs) minimising mean |ln(pred/meas)| by generating-set search
- * (`gssMinimize`, coordinate and diagonal directions) in (ln floor, ln rate) down to a 1e-6 step.
+ * (`gssMinimize2`, gssMinimize's coordinate and diagonal directions) in (ln floor, ln rate) down to a 1e-6 step.
  * Two starts: `init` when given, and the data start (floor = the 5th percentile of latency among
  * the smallest-work decile, rate = median work/latency of the largest-work decile); the lower
  * objective wins (ties → the first). The objective is not convex: it has a boundary minimum with the
@@ -102,22 +143,12 @@ export function fitFloorRate(
   init?: [number, number],
 ): { floor_us: number; rate: number; objective: number } {
   if (points.length < 2) return { floor_us: NaN, rate: NaN, objective: NaN };
-  const byWork = [...points].sort((a, b) => a.work - b.work);
-  const tenth = Math.max(1, Math.floor(byWork.length / 10));
-  const small = byWork
-    .slice(0, tenth)
-    .map((p) => p.latency_us)
-    .sort((a, b) => a - b);
-  const large = byWork.slice(-tenth).map((p) => p.work / p.latency_us);
-  const dataStart: [number, number] = [
-    Math.max(small[Math.floor(small.length * 0.05)]!, 1e-3),
-    Math.max(median(large), 1e-9),
-  ];
+  const dataStart = floorRateDataStart(points);
   let best: { floor_us: number; rate: number; objective: number } | undefined;
   const packed = packRows(points);
   for (const start of init ? [init, dataStart] : [dataStart]) {
-    const r = gssMinimize(
-      (x) => searchLogL1(packed, Math.exp(x[0]!), Math.exp(x[1]!)),
+    const r = gssMinimize2(
+      (lnFloor, lnRate) => searchLogL1(packed, Math.exp(lnFloor), Math.exp(lnRate)),
       [Math.log(start[0]), Math.log(start[1])],
       0.5,
       FIT_SEARCH,
@@ -233,6 +264,25 @@ function geometry(r: { n_q: number; n_kv: number; head_dim: number }): string {
   return `${r.n_q}/${r.n_kv}/${r.head_dim}`;
 }
 
+/**
+ * geometry, built once per distinct geometry of a fit's rows (h200 decode: 33k rows, a few dozen
+ * geometries): the same strings. Counts that are not integers in [0, 65536) are keyed as built.
+ */
+function geometryMemo(): (r: { n_q: number; n_kv: number; head_dim: number }) => string {
+  const seen = new Map<number, string>();
+  const small = (v: number) => Number.isInteger(v) && v >= 0 && v < 65536;
+  return (r) => {
+    if (!(small(r.n_q) && small(r.n_kv) && small(r.head_dim))) return geometry(r);
+    const key = (r.n_q * 65536 + r.n_kv) * 65536 + r.head_dim;
+    let g = seen.get(key);
+    if (g === undefined) {
+      g = geometry(r);
+      seen.set(key, g);
+    }
+    return g;
+  };
+}
+
 /** Fits a floor/rate law to points (the joint fit, or the decode two-stage fit). */
 type PointFitter = (points: readonly WorkPoint[], init: [number, number]) => { floor_us: number; rate: number };
 /** Fits a decode law (any of the candidates) to points. */
@@ -244,19 +294,25 @@ const fromPointFitter =
     return floorRate(f.floor_us, f.rate);
   };
 
-/** Holdout by whole group: fit on groups not in `held`, evaluate on `held`. */
-function groupHoldout(
-  points: readonly WorkPoint[],
-  held: ReadonlySet<string>,
-  fitter: LawFitter,
-): FitError | undefined {
-  const tr = points.filter((p) => !held.has(p.group));
-  const ho = points.filter((p) => held.has(p.group));
+/** A holdout split of points: the training rows, the held-out rows and their latencies (µs). */
+interface HoldoutSplit {
+  tr: WorkPoint[];
+  ho: WorkPoint[];
+  meas: number[];
+}
+
+/** Points split by whole group (groups in `held` held out, both sides in point order); undefined when a side is empty. */
+function splitGroups(points: readonly WorkPoint[], held: ReadonlySet<string>): HoldoutSplit | undefined {
+  const tr: WorkPoint[] = [];
+  const ho: WorkPoint[] = [];
+  for (const p of points) (held.has(p.group) ? ho : tr).push(p);
   if (!tr.length || !ho.length) return undefined;
-  return fitError(
-    predictLaw(ho, fitter(tr)),
-    ho.map((p) => p.latency_us),
-  );
+  return { tr, ho, meas: ho.map((p) => p.latency_us) };
+}
+
+/** Holdout error of a split: fit on its training rows, evaluate on the held-out ones (undefined without a split). */
+function splitError(split: HoldoutSplit | undefined, fitter: LawFitter): FitError | undefined {
+  return split ? fitError(predictLaw(split.ho, fitter(split.tr)), split.meas) : undefined;
 }
 
 /**
@@ -281,18 +337,18 @@ export function fitDecodeTwoStage(
   }
   const r = fitFloorRate(big, init);
   const tinyPacked = packRows(tiny);
-  const floor_us = floorStage(tinyPacked, r.rate, init?.[0] ?? r.floor_us, false, new Float64Array(tiny.length));
+  const floor_us = floorStage(tinyPacked, r.rate, init?.[0] ?? r.floor_us, false, new Float64Array(2 * tiny.length));
   return { floor_us, rate: r.rate, two_stage: true, rate_floor_us: r.floor_us };
 }
 
 /**
  * The staged fit's floor stage: the floor (µs) minimising mean |ln(pred/meas)| over `tiny` with the
  * rate held, by a 1-D pattern search in ln floor from `from_us` (step 0.5 down to 1e-6; warm, a
- * resample: 0.05 down to 1e-5). `buf` (room for tiny's rows) holds work / rate, computed once.
+ * resample: 0.05 down to 1e-5). `buf` (room for two per tiny row) holds work / rate beside 1/latency (readTimes), computed once.
  */
 function floorStage(tiny: PackedRows, rate: number, from_us: number, warm: boolean, buf: Float64Array): number {
   const read = readTimes(tiny, rate, buf);
-  const fl = patternSearch((x) => floorLogL1(read, tiny, Math.exp(x[0]!)), [Math.log(from_us)], [warm ? 0.05 : 0.5], {
+  const fl = patternSearch((x) => floorLogL1(read, Math.exp(x[0]!)), [Math.log(from_us)], [warm ? 0.05 : 0.5], {
     minStep: warm ? 1e-5 : 1e-6,
     maxEvals: 400,
   });
@@ -317,7 +373,7 @@ function stagedResampleFitter(
     scratchRows(size),
     scratchRows(size),
     scratchRows(size),
-    new Float64Array(size),
+    new Float64Array(2 * size),
   ];
   let cls: Uint8Array | undefined;
   let clsOf: PackedRows | undefined;
@@ -342,8 +398,8 @@ function stagedResampleFitter(
 
 /** One warm-started search with the bootstrap settings (a resample near the full-data optimum). */
 function warmFit(packed: PackedRows, at: [number, number]): { floor_us: number; rate: number } {
-  const r = gssMinimize(
-    (x) => searchLogL1(packed, Math.exp(x[0]!), Math.exp(x[1]!)),
+  const r = gssMinimize2(
+    (lnFloor, lnRate) => searchLogL1(packed, Math.exp(lnFloor), Math.exp(lnRate)),
     [Math.log(at[0]), Math.log(at[1])],
     BOOTSTRAP_SEARCH.step0,
     BOOTSTRAP_SEARCH,
@@ -397,33 +453,47 @@ export interface DecodeResult {
 }
 
 /**
- * Holdout of a decode fit: whole head geometries (holdoutValues) for full attention; for sliding
- * window, leave one window width out, median geo and MAPE over the folds.
+ * The holdout splits of a decode fit, made once for its three candidates: whole head geometries
+ * (holdoutValues) for full attention; for sliding window, one split per window width (leave one out).
  */
-function decodeHoldout(
-  pts: readonly WorkPoint[],
-  kind: 'full' | 'swa',
-  fitter: LawFitter,
-): (FitError & { split: string }) | undefined {
+interface DecodeFolds {
+  kind: 'full' | 'swa';
+  /** Full: the held geometries' label; swa: the window widths, ascending. */
+  label: string;
+  splits: Array<HoldoutSplit | undefined>;
+}
+
+function decodeFolds(pts: readonly WorkPoint[], kind: 'full' | 'swa'): DecodeFolds {
   if (kind === 'full') {
     const held = holdoutValues(pts.map((p) => p.group));
-    const e = groupHoldout(pts, held, fitter);
-    return e ? { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}` } : undefined;
+    return { kind, label: [...held].join(', '), splits: [splitGroups(pts, held)] };
   }
   const windows = [...new Set(pts.map((p) => p.group))].sort((a, b) => Number(a) - Number(b));
-  const folds: FitError[] = [];
-  for (const w of windows) {
-    const e = groupHoldout(pts, new Set([w]), fitter);
-    if (e) folds.push(e);
+  return { kind, label: windows.join(', '), splits: windows.map((w) => splitGroups(pts, new Set([w]))) };
+}
+
+/**
+ * Holdout of a decode fit on its folds (decodeFolds): the held geometries' error for full attention;
+ * for sliding window, the median geo and MAPE over the window folds.
+ */
+function decodeHoldout(folds: DecodeFolds, fitter: LawFitter): (FitError & { split: string }) | undefined {
+  if (folds.kind === 'full') {
+    const e = splitError(folds.splits[0], fitter);
+    return e ? { ...e, split: `head geometry n_q/n_kv/head_dim ∈ {${folds.label}}` } : undefined;
   }
-  if (!folds.length) return undefined;
-  const geo = median(folds.map((e) => e.geo));
-  const mape = median(folds.map((e) => e.mape_pct));
+  const errors: FitError[] = [];
+  for (const split of folds.splits) {
+    const e = splitError(split, fitter);
+    if (e) errors.push(e);
+  }
+  if (!errors.length) return undefined;
+  const geo = median(errors.map((e) => e.geo));
+  const mape = median(errors.map((e) => e.mape_pct));
   return {
     geo,
     mape_pct: mape,
-    n: folds.reduce((a, e) => a + e.n, 0),
-    split: `leave one window width out (${windows.join(', ')}), median over ${folds.length} folds`,
+    n: errors.reduce((a, e) => a + e.n, 0),
+    split: `leave one window width out (${folds.label}), median over ${errors.length} folds`,
   };
 }
 
@@ -449,11 +519,12 @@ function decodeCandidates(
   staged: ReturnType<typeof fitDecodeTwoStage>;
   joint: { floor_us: number; rate: number; objective: number };
 } {
-  const packed = packRows(pts);
+  // Paired once for both full-data IRLS fits (irlsFit would pair the packed rows per call).
+  const paired = pairRows(packRows(pts));
   const start = fitFloorRate(thinned(pts));
-  const joint = irlsFit(packed, floorRate(start.floor_us, start.rate), 40, maxRate);
+  const joint = irlsFit(paired, floorRate(start.floor_us, start.rate), 40, maxRate);
   const staged = fitDecodeTwoStage(pts, l2, [joint.floor_us, joint.rate]);
-  const parallel = fitParallelLaw(packed, joint, 'cold', maxRate);
+  const parallel = fitParallelLaw(paired, joint, 'cold', maxRate);
   const fitters: Array<[DecodeMethod, DecodeLaw, LawFitter]> = [
     [
       'staged',
@@ -468,8 +539,9 @@ function decodeCandidates(
     ['parallel', parallel, (ps) => fitParallelLaw(packRows(ps), parallel, 'warm', maxRate)],
   ];
   const meas = pts.map((p) => p.latency_us);
+  const folds = decodeFolds(pts, kind);
   const candidates = fitters.map(([method, law, fitter]) => {
-    const holdout = decodeHoldout(pts, kind, fitter);
+    const holdout = decodeHoldout(folds, fitter);
     return { method, law, train: fitError(predictLaw(pts, law), meas), ...(holdout ? { holdout } : {}) };
   });
   return { candidates, staged, joint };
@@ -537,11 +609,12 @@ export function fitDecodeKind(
   kind: 'full' | 'swa',
   ctx: FitContext,
 ): DecodeResult | string {
+  const geo = geometryMemo();
   const pts: WorkPoint[] = rows.map((r) => ({
     work: decodeKvBytes(r),
     items: r.batch * r.n_kv,
     latency_us: r.latency_us,
-    group: kind === 'full' ? geometry(r) : String(r.window),
+    group: kind === 'full' ? geo(r) : String(r.window),
     kernel_source: r.kernel_source,
   }));
   if (pts.length < 3) return `attention_decode ${kind}: only ${pts.length} rows`;
@@ -802,26 +875,28 @@ function lowerHoldout(cs: readonly PrefillCandidate[]): PrefillCandidate {
  * 1024, the lower objective wins; a half-point under S_HALF_MIN_TOKENS is refitted as s_half = 0). Holdout: whole head geometries, for both.
  */
 function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh: number, peak: number) {
-  const base = (r: AttentionPrefillRow) => ({
-    latency_us: r.latency_us,
-    group: geometry(r),
-    kernel_source: r.kernel_source,
-  });
-  const tokPts: WorkPoint[] = rows.map((r) => ({
-    work: prefillCausalFlops(r) / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
-    ...base(r),
-  }));
-  const seqPts: WorkPoint[] = rows.map((r) => ({
-    work: prefillCausalFlops(r) / (peak * eps),
-    items: r.new_tokens,
-    ...base(r),
-  }));
+  const tokPts: WorkPoint[] = [];
+  const seqPts: WorkPoint[] = [];
+  const geo = geometryMemo();
+  for (const r of rows) {
+    const flops = prefillCausalFlops(r);
+    const { latency_us, kernel_source } = r;
+    const group = geo(r);
+    tokPts.push({
+      work: flops / (peak * gemmEfficiency(r.batch * r.new_tokens, eps, mh)),
+      latency_us,
+      group,
+      kernel_source,
+    });
+    seqPts.push({ work: flops / (peak * eps), items: r.new_tokens, latency_us, group, kernel_source });
+  }
   const held = holdoutValues(tokPts.map((p) => p.group));
   const split = `head geometry n_q/n_kv/head_dim ∈ {${[...held].join(', ')}}`;
   const f = fitFloorRate(tokPts);
   const packed = packRows(seqPts);
   const start = fitFloorRate(thinned(seqPts));
-  const seqFit = (ps: PackedRows, from?: DecodeLaw) => {
+  const seqFit = (packed: PackedRows, from?: DecodeLaw) => {
+    const ps = pairRows(packed);
     if (from) return irlsFit(ps, from);
     const [a, b] = [64, 1024].map((p_half) => irlsFit(ps, { ...floorRate(start.floor_us, start.rate), p_half }));
     const best = b!.objective < a!.objective ? b! : a!;
@@ -835,7 +910,7 @@ function prefillCandidates(rows: readonly AttentionPrefillRow[], eps: number, mh
     ['sequence_ramp', seq, seqPts, (ps) => seqFit(packRows(ps), seq)],
   ];
   return out.map(([method, law, points, fitter]): PrefillCandidate => {
-    const he = groupHoldout(points, held, fitter);
+    const he = splitError(splitGroups(points, held), fitter);
     const train = fitError(
       predictLaw(points, law),
       points.map((p) => p.latency_us),

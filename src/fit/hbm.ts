@@ -47,14 +47,19 @@ export function memoryBoundReads(
 ): Read[] {
   const min = 2 * cacheResidentBytes(l2_mib);
   const out: Read[] = [];
-  for (const r of reduceGemmRepeats(gemm)) {
+  // Index loops: a for-of over 60k rows made an iterator result per row until the loop was optimised.
+  const gemmRows = reduceGemmRepeats(gemm);
+  for (let i = 0; i < gemmRows.length; i++) {
+    const r = gemmRows[i]!;
     if (r.dtype !== 'bf16' || r.m > HBM_MAX_M) continue;
     const bytes = r.n * r.k * 2;
     if (bytes >= min) out.push({ source: 'gemm', bytes, latency_us: r.latency_us });
   }
   // Decode repeats (same kernel and configuration) are reduced by their median too, like the GEMM
   // rows (docs/fitting.md "Repeats"); the shipped decode tables have none, so this changes nothing there.
-  for (const r of reduceDecodeRepeats(decode)) {
+  const decodeRows = reduceDecodeRepeats(decode);
+  for (let i = 0; i < decodeRows.length; i++) {
+    const r = decodeRows[i]!;
     if (r.window !== 0) continue;
     const bytes = decodeKvBytes(r);
     if (bytes >= min) out.push({ source: 'attention_decode', bytes, latency_us: r.latency_us });

@@ -219,8 +219,8 @@ describe('decode attention: work-item law (issue 16)', () => {
     const byRow = pts.reduce((s, p) => s + Math.abs(Math.log((5 + p.work / 2e6) / p.latency_us)), 0) / pts.length;
     expect(byRow).toBeGreaterThan(20); // mean |40 sin i| ≈ 25.5
     expect(searchLogL1(rows, 5, 2e6) / byRow).toBeCloseTo(1, 13);
-    const read = readTimes(rows, 2e6, new Float64Array(pts.length));
-    expect(floorLogL1(read, rows, 5) / byRow).toBeCloseTo(1, 13);
+    const read = readTimes(rows, 2e6, new Float64Array(2 * pts.length));
+    expect(floorLogL1(read, 5) / byRow).toBeCloseTo(1, 13);
     // One ratio of e^400 (beyond the products' range) takes the per-row logs: (400 + 0) / 2.
     const wide = packRows([
       { work: 0, latency_us: 1 },

@@ -3,7 +3,7 @@
  * same warm search on the row-by-row objective (searchLogL1 over the gathered resample).
  */
 import { describe, expect, it } from 'vitest';
-import { gssMinimize } from '../../src/core/numeric/minimize.ts';
+import { gssMinimize, gssMinimize2 } from '../../src/core/numeric/minimize.ts';
 import { seededRandom } from '../../src/core/numeric/resample.ts';
 import { BOOTSTRAP_SEARCH } from '../../src/fit/attention.ts';
 import { gatherRows, packRows, scratchRows, searchLogL1 } from '../../src/fit/attention-decode-law.ts';
@@ -56,6 +56,30 @@ describe('groupedWarmFit', () => {
         expect(got.rate).toBeGreaterThan(3.5e6);
         expect(got.rate).toBeLessThan(5e6);
       }
+    }
+  });
+
+  it('gssMinimize2 takes the path of gssMinimize bit for bit (same polls, evaluations and result)', () => {
+    const pts = reads(7);
+    const src = packRows(pts);
+    for (const [x0, step0, opts] of [
+      [[Math.log(9), Math.log(4.2e6)], BOOTSTRAP_SEARCH.step0, BOOTSTRAP_SEARCH],
+      [[Math.log(50), Math.log(1e6)], 0.5, { minStep: 1e-6, maxEvals: 4000 }],
+      [[0, Math.log(4.2e6)], 0.5, { minStep: 1e-6, maxEvals: 37 }],
+    ] as const) {
+      const seen2: number[] = [];
+      const seen1: number[] = [];
+      const f = (a: number, b: number, log: number[]) => {
+        log.push(a, b);
+        return searchLogL1(src, Math.exp(a), Math.exp(b));
+      };
+      const got = gssMinimize2((a, b) => f(a, b, seen2), [x0[0], x0[1]], step0, opts);
+      const want = gssMinimize((x) => f(x[0]!, x[1]!, seen1), x0, step0, opts);
+      expect(got.evals).toBe(want.evals);
+      expect(Object.is(got.value, want.value)).toBe(true);
+      expect(got.x.map((v, k) => Object.is(v, want.x[k]))).toEqual([true, true]);
+      expect(seen2.length).toBe(seen1.length);
+      expect(seen2.every((v, k) => Object.is(v, seen1[k]))).toBe(true);
     }
   });
 });

@@ -137,6 +137,76 @@ export function gssMinimize(
 }
 
 /**
+ * gssMinimize for two parameters, with the objective taking them as two numbers (`f(x0, x1)`): the
+ * same polls in the same order with the same arithmetic (coordinate directions, then the diagonals
+ * (1, 1)/√2 and (1, −1)/√2; the last successful direction first; a direction flipped when its
+ * negative succeeds), the same skipped revisits of the latest VISITED_BESTS best points, the same
+ * step doubling and halving and the same evaluation count, so the same path and result bit for bit;
+ * without an array per poll (the bootstrap resamples of src/fit run thousands of polls each).
+ * @returns the best point, its value and the evaluations counted (as gssMinimize)
+ */
+export function gssMinimize2(
+  f: (x0: number, x1: number) => number,
+  x0: readonly [number, number],
+  step0: number,
+  opts: { minStep?: number; maxEvals?: number; maxStep?: number } = {},
+): { x: number[]; value: number; evals: number } {
+  const minStep = opts.minStep ?? 1e-6;
+  const maxStep = opts.maxStep ?? step0;
+  const maxEvals = opts.maxEvals ?? 4000;
+  // Direction d is (dirs[2d], dirs[2d + 1]).
+  const dirs = Float64Array.of(1, 0, 0, 1, Math.SQRT1_2, Math.SQRT1_2, Math.SQRT1_2, -1 * Math.SQRT1_2);
+  let [a, b] = x0;
+  // The latest best points, oldest first: (bests[2i], bests[2i + 1]) for i < nBests.
+  const bests = new Float64Array(2 * VISITED_BESTS);
+  let nBests = 0;
+  const moved = () => {
+    if (nBests === VISITED_BESTS) bests.copyWithin(0, 2);
+    else nBests++;
+    bests[2 * nBests - 2] = a;
+    bests[2 * nBests - 1] = b;
+  };
+  const seen = (ya: number, yb: number) => {
+    for (let i = 0; i < nBests; i++) if (Object.is(bests[2 * i]!, ya) && Object.is(bests[2 * i + 1]!, yb)) return true;
+    return false;
+  };
+  moved();
+  let best = f(a, b);
+  let evals = 1;
+  let step = step0;
+  let last = 0;
+  while (evals < maxEvals && step >= minStep) {
+    let improved = false;
+    poll: for (let o = -1; o < 4; o++) {
+      const d = o < 0 ? last : o;
+      if (o === last) continue;
+      for (let sign = 1; sign >= -1; sign -= 2) {
+        const ya = a + sign * step * dirs[2 * d]!;
+        const yb = b + sign * step * dirs[2 * d + 1]!;
+        const v = seen(ya, yb) ? best : f(ya, yb);
+        evals++;
+        if (v < best) {
+          best = v;
+          a = ya;
+          b = yb;
+          moved();
+          improved = true;
+          if (sign < 0) {
+            dirs[2 * d] = -dirs[2 * d]!;
+            dirs[2 * d + 1] = -dirs[2 * d + 1]!;
+          }
+          last = d;
+          break poll;
+        }
+        if (evals >= maxEvals) break poll;
+      }
+    }
+    step = improved ? Math.min(step * 2, maxStep) : step / 2;
+  }
+  return { x: [a, b], value: best, evals };
+}
+
+/**
  * Minimise a 1-D function that is unimodal near its minimum: evaluate it on `grid` (sorted), then
  * refine by golden-section search between the best grid point's neighbours.
  *
