@@ -27,7 +27,7 @@ import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { rampSlowdown } from '../core/laws/gemm.ts';
 import { MLA_LATENT_ELEMENTS, MLA_PREFILL_FLOPS_PER_PAIR_HEAD } from '../core/laws/mla.ts';
-import { nnlsRelative, relativeSystem } from '../core/numeric/lsq.ts';
+import { nnlsRelative, nnlsRelativeRows, relativeSystem } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { MlaRow } from '../measurements/schema.ts';
@@ -241,7 +241,7 @@ function valuesText(s: Solved): string {
 function writeLaw(s: Solved, other: Solved | undefined, ctx: FitContext, out: MlaFit): void {
   const sys = relativeSystem(s.X, s.y);
   const boot = resampleEstimates(s.train.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
-    nnlsRelative(sys, s.y, idx),
+    nnlsRelativeRows(sys, idx),
   );
   const cmp = other
     ? `comparison, ${other.law.what} (${other.law.filter}): ${valuesText(other)}; train geo ${fmt(other.errs.train.geo)}, holdout geo ${fmt(other.fit.holdout_geo.all)}`

@@ -355,6 +355,18 @@ export function sumNormals(normals: readonly Normal[], weight?: Uint32Array): No
   return { a: out };
 }
 
+/** sumNormals of the normals laid side by side in `flat` (72 numbers each), weighted by `weight`, into `out`. */
+function weightedSumInto(flat: Float64Array, weight: Uint32Array, out: Float64Array): void {
+  const W = V_AT + K;
+  out.fill(0);
+  for (let s = 0; s < weight.length; s++) {
+    const w = weight[s]!;
+    if (!w) continue;
+    const at = s * W;
+    for (let k = 0; k < W; k++) out[k] = out[k]! + w * flat[at + k]!;
+  }
+}
+
 /** Fit the sum law to series; undefined when the arithmetic term vanishes or the system is singular. */
 export function fitExpertSum(series: readonly ExpertSeries[]): ExpertCoefficients | undefined {
   const x = solveNonNegative(sumNormals(series.map(normalOf)));
@@ -415,12 +427,18 @@ export function bootstrapExpert(
   token_bytes_per_us: [number, number];
   ok: number;
 } {
-  const normals = series.map(normalOf);
+  // The series' normal equations side by side in one array, and one sum reused: a resample's sum is
+  // sumNormals' (each series' 72 numbers times its count, added in series order), bit for bit.
+  const W = V_AT + K;
+  const flat = new Float64Array(series.length * W);
+  for (let i = 0; i < series.length; i++) flat.set(normalOf(series[i]!).a, i * W);
   const w = new Uint32Array(series.length);
+  const sum: Normal = { a: new Float64Array(W) };
   const est = resampleEstimates(series.length, opts.resamples, opts.seed, (idx) => {
     w.fill(0);
-    for (const i of idx) w[i]!++;
-    const x = solveNonNegative(sumNormals(normals, w));
+    for (let j = 0; j < idx.length; j++) w[idx[j]!]!++;
+    weightedSumInto(flat, w, sum.a);
+    const x = solveNonNegative(sum);
     return (x && toCoefficients(x)) || undefined;
   });
   const ci = (f: (c: ExpertCoefficients) => number) => ciFromEstimates(est.map(f));

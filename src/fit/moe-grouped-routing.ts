@@ -43,18 +43,19 @@ function selected(i: number, tokens: number, experts: number, topk: number, out:
   return n;
 }
 
-/** Buffers of one counting run (groupedBalancedCounts): selected experts, membership, group counts, group order. */
+/** Buffers of one counting run (groupedBalancedCounts): selected experts, membership, group counts, kept groups. */
 interface Scratch {
   sel: Int32Array;
   isSel: Uint8Array;
   groupCount: Int32Array;
-  order: number[];
+  kept: Uint8Array;
 }
 
 /**
  * Add one token's k picks under the grouped top-k to `counts` (module comment): the topk_group groups with the
  * most selected experts (capped at 2, the top-2 score; ties: the lower group), the selected experts inside them,
- * then the lowest-index others, k in all. `n` selected experts are in w.sel.
+ * then the lowest-index others, k in all. `n` selected experts are in w.sel (distinct; sorted here in place).
+ * No sort calls or arrays per token (issue 17): the kept groups are taken by score 2, 1, 0, each in index order.
  */
 function addPicks(
   n: number,
@@ -67,30 +68,32 @@ function addPicks(
 ): void {
   const size = experts / g.n_group;
   w.groupCount.fill(0);
+  w.kept.fill(0);
   for (let x = 0; x < n; x++) {
     w.isSel[w.sel[x]!] = 1;
     w.groupCount[Math.floor(w.sel[x]! / size)]!++;
   }
-  const score = (grp: number) => Math.min(w.groupCount[grp]!, 2);
-  const kept = w.order
-    .sort((a, b) => score(b) - score(a) || a - b)
-    .slice(0, g.topk_group)
-    .sort((a, b) => a - b);
+  let keep = g.topk_group;
+  for (let score = 2; score >= 0 && keep > 0; score--)
+    for (let grp = 0; grp < g.n_group && keep > 0; grp++)
+      if (Math.min(w.groupCount[grp]!, 2) === score) {
+        w.kept[grp] = 1;
+        keep--;
+      }
+  w.sel.subarray(0, n).sort();
   let left = topk;
-  const high = Array.from(w.sel.subarray(0, n))
-    .filter((e) => kept.includes(Math.floor(e / size)))
-    .sort((a, b) => a - b);
-  for (const e of high)
-    if (left > 0) {
-      counts[e]! += weight;
+  for (let x = 0; x < n && left > 0; x++)
+    if (w.kept[Math.floor(w.sel[x]! / size)]) {
+      counts[w.sel[x]!]! += weight;
       left--;
     }
-  for (const grp of kept)
-    for (let e = grp * size; e < (grp + 1) * size && left > 0; e++)
-      if (!w.isSel[e]) {
-        counts[e]! += weight;
-        left--;
-      }
+  for (let grp = 0; grp < g.n_group; grp++)
+    if (w.kept[grp])
+      for (let e = grp * size; e < (grp + 1) * size && left > 0; e++)
+        if (!w.isSel[e]) {
+          counts[e]! += weight;
+          left--;
+        }
   for (let x = 0; x < n; x++) w.isSel[w.sel[x]!] = 0;
 }
 
@@ -112,7 +115,7 @@ export function groupedBalancedCounts(tokens: number, experts: number, topk: num
     sel: new Int32Array(topk),
     isSel: new Uint8Array(experts),
     groupCount: new Int32Array(g.n_group),
-    order: Array.from({ length: g.n_group }, (_, grp) => grp),
+    kept: new Uint8Array(g.n_group),
   };
   // From the stride on, a token's selection depends on i mod E only: each residue once, weighted by its tokens.
   const s = Math.ceil(experts / topk);

@@ -23,7 +23,7 @@
  */
 import { l2Bytes } from '../core/catalog/chip.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
-import { weightedNormalSums } from '../core/numeric/unrolled.ts';
+import { pointWeightedNormalSums } from '../core/numeric/unrolled.ts';
 import { groupBy, percentileType7 } from '../core/numeric/stats.ts';
 import { recurrentDecodeBytesPerRow, recurrentPrefillFlopsPerToken } from '../core/laws/recurrent.ts';
 import { SET_NAMES, type FitError, type Units } from '../core/schemas/registry.ts';
@@ -170,59 +170,83 @@ function pickPoints(rows: readonly RecurrentRow[], recipe: Recipe) {
   return best;
 }
 
-/** Solve the k×k normal equations (Gaussian elimination with pivoting); undefined when singular. */
-function solveNormal(A: number[][], rhs: number[]): number[] | undefined {
-  const k = rhs.length;
-  const M = A.map((row, i) => [...row, rhs[i]!]);
-  for (let c = 0; c < k; c++) {
+/** Scratch of solveNormal: the augmented system, at most 3 rows of 4 (wider systems grow it). */
+let AUG = new Float64Array(12);
+
+/**
+ * Solve the q×q normal equations A (row-major) with right-hand side rhs by Gaussian elimination with
+ * partial pivoting on the augmented rows [A | rhs] (one scratch array; the arithmetic of eliminating
+ * on row arrays, step for step), writing x to `out`; false when singular.
+ */
+function solveNormal(A: Float64Array, rhs: Float64Array, q: number, out: Float64Array): boolean {
+  const w = q + 1;
+  if (AUG.length < q * w) AUG = new Float64Array(q * w);
+  const M = AUG;
+  for (let i = 0; i < q; i++) {
+    for (let j = 0; j < q; j++) M[i * w + j] = A[i * q + j]!;
+    M[i * w + q] = rhs[i]!;
+  }
+  for (let c = 0; c < q; c++) {
     let p = c;
-    for (let r = c + 1; r < k; r++) if (Math.abs(M[r]![c]!) > Math.abs(M[p]![c]!)) p = r;
-    [M[c], M[p]] = [M[p]!, M[c]!];
-    if (!(Math.abs(M[c]![c]!) > 0)) return undefined;
-    for (let r = 0; r < k; r++) {
+    for (let r = c + 1; r < q; r++) if (Math.abs(M[r * w + c]!) > Math.abs(M[p * w + c]!)) p = r;
+    if (p !== c)
+      for (let j = 0; j < w; j++) {
+        const t = M[c * w + j]!;
+        M[c * w + j] = M[p * w + j]!;
+        M[p * w + j] = t;
+      }
+    if (!(Math.abs(M[c * w + c]!) > 0)) return false;
+    for (let r = 0; r < q; r++) {
       if (r === c) continue;
-      const f = M[r]![c]! / M[c]![c]!;
-      for (let j = c; j <= k; j++) M[r]![j]! -= f * M[c]![j]!;
+      const f = M[r * w + c]! / M[c * w + c]!;
+      for (let j = c; j <= q; j++) M[r * w + j] = M[r * w + j]! - f * M[c * w + j]!;
     }
   }
-  return M.map((row, i) => row[k]! / row[i]!);
+  for (let i = 0; i < q; i++) out[i] = M[i * w + q]! / M[i * w + i]!;
+  return true;
 }
 
-/** Points packed for fitting: regressors row-major (n × k) and latencies (µs). */
+/** Points packed for fitting: regressors row-major (n × k), latencies (µs) and the first IRLS weights 1/t². */
 interface Packed {
   x: Float64Array;
   t: Float64Array;
   k: number;
+  w0: Float64Array;
 }
 
 function packPoints(points: readonly LayerPoint[]): Packed {
   const k = points[0]!.x.length;
   const x = new Float64Array(points.length * k);
   const t = new Float64Array(points.length);
+  const w0 = new Float64Array(points.length);
   points.forEach((p, n) => {
     for (let j = 0; j < k; j++) x[n * k + j] = p.x[j]!;
     t[n] = p.latency_us;
+    w0[n] = 1 / t[n]! ** 2;
   });
-  return { x, t, k };
+  return { x, t, k, w0 };
 }
 
+/** Scratch of wls: the active columns, the normal equations and their solution (k ≤ 8). */
+const COLS = new Int32Array(8);
+const NORMAL_A = new Float64Array(64);
+const NORMAL_RHS = new Float64Array(8);
+const SOLUTION = new Float64Array(8);
+
 /**
- * Weighted least squares of t on the active regressors (weights per point), the others held at 0.
+ * Weighted least squares of t on the active regressors, the others held at 0; `w` the weight of each
+ * point (by index into the points: a resample's repeats share it).
  * Sums accumulate point by point in the same order and association as a plain loop over the points
  * (core/numeric/unrolled.ts: the loop over the active columns unrolled).
  */
 function wls(d: Packed, use: ArrayLike<number>, active: boolean[], w: Float64Array): number[] {
-  const cols = Int32Array.from(active.flatMap((a, i): number[] => (a ? [i] : [])));
-  const q = cols.length;
-  const A = new Float64Array(q * q);
-  const rhs = new Float64Array(q);
-  if (q > 0) weightedNormalSums(q)(d.x, d.t, d.k, use, w, cols, A, rhs);
-  const sol = solveNormal(
-    Array.from({ length: q }, (_, a) => Array.from(A.subarray(a * q, a * q + q))),
-    Array.from(rhs),
-  );
+  let q = 0;
+  for (let i = 0; i < active.length; i++) if (active[i]) COLS[q++] = i;
+  // The sums write A[0 … q² − 1] and rhs[0 … q − 1], reading cols[0 … q − 1].
+  if (q > 0) pointWeightedNormalSums(q)(d.x, d.t, d.k, use, w, COLS, NORMAL_A, NORMAL_RHS);
+  const ok = solveNormal(NORMAL_A, NORMAL_RHS, q, SOLUTION);
   const c = new Array<number>(active.length).fill(0);
-  for (let i = 0; i < q; i++) c[cols[i]!] = sol ? sol[i]! : Number.NaN;
+  for (let i = 0; i < q; i++) c[COLS[i]!] = ok ? SOLUTION[i]! : Number.NaN;
   return c;
 }
 
@@ -239,30 +263,48 @@ export function fitLinearLog(points: readonly LayerPoint[]): number[] | undefine
   return fitPacked(packPoints(points), Uint32Array.from(points.keys()));
 }
 
-/** IRLS weights at coefficients `c`: w_n = 1/(t_n·max(pred_n, 1e-9)), pred_n summed over j in order. */
-function reweight(d: Packed, use: ArrayLike<number>, c: Float64Array, w: Float64Array): void {
+/**
+ * IRLS weights at coefficients `c`, by point: w_u = 1/(t_u·max(pred_u, 1e-9)) for each point u in `distinct`
+ * (the points of `use`), pred_u summed over j in order.
+ */
+function reweight(d: Packed, distinct: Int32Array, c: readonly number[], w: Float64Array): void {
   const { x, t, k } = d;
-  for (let n = 0; n < use.length; n++) {
-    const u = use[n]!;
+  for (let m = 0; m < distinct.length; m++) {
+    const u = distinct[m]!;
     const row = u * k;
     let pred = 0;
     for (let j = 0; j < k; j++) pred = pred + c[j]! * x[row + j]!;
-    w[n] = 1 / (t[u]! * Math.max(pred, 1e-9));
+    w[u] = 1 / (t[u]! * Math.max(pred, 1e-9));
   }
+}
+
+/** The distinct values of `use` (each in 0…n−1), in first-seen order. */
+function distinctOf(use: ArrayLike<number>, n: number): Int32Array {
+  const seen = new Uint8Array(n);
+  const out = new Int32Array(Math.min(n, use.length));
+  let m = 0;
+  for (let j = 0; j < use.length; j++) {
+    const u = use[j]!;
+    if (seen[u]) continue;
+    seen[u] = 1;
+    out[m++] = u;
+  }
+  return out.subarray(0, m);
 }
 
 /** fitLinearLog on the packed points at `use` (a bootstrap resample: points packed once, not per resample). */
 function fitPacked(d: Packed, use: ArrayLike<number>): number[] | undefined {
   const active = new Array<boolean>(d.k).fill(true);
-  const w = new Float64Array(use.length);
-  for (let n = 0; n < use.length; n++) w[n] = 1 / d.t[use[n]!]! ** 2;
+  // weights by point: 1/t² first (packed once), then each pass's IRLS weights
+  const w = Float64Array.from(d.w0);
+  const distinct = distinctOf(use, d.t.length);
   let c = wls(d, use, active, w);
   for (let pass = 0; pass < 6; pass++) {
     for (let j = firstBad(c, active); j >= 0 && active.some(Boolean); j = firstBad(c, active)) {
       active[j] = false;
       c = wls(d, use, active, w);
     }
-    reweight(d, use, Float64Array.from(c), w);
+    reweight(d, distinct, c, w);
     if (pass < 5) c = wls(d, use, active, w);
   }
   return c.slice(1).some((v) => v > 0) && c.every((v) => Number.isFinite(v)) ? c : undefined;

@@ -36,7 +36,7 @@ import {
   msaPrefillWork,
   prefillFormUs,
 } from '../core/laws/sparse.ts';
-import { nnlsRelative, relativeSystem } from '../core/numeric/lsq.ts';
+import { nnlsRelative, nnlsRelativeRows, relativeSystem } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { SparseRow } from '../measurements/schema.ts';
@@ -277,7 +277,7 @@ function fitLaw(spec: LawSpec, all: readonly SparseRow[], ctx: FitContext, out: 
     return;
   }
   const boot = resampleEstimates(train.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
-    nnlsRelative(sys, y, idx),
+    nnlsRelativeRows(sys, idx),
   );
   const pred = (rs: readonly SparseRow[]) => rs.map((r) => predictRow(spec, beta, r));
   const trainErr = fitError(pred(train), y);

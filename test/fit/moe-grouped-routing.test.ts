@@ -58,3 +58,50 @@ describe('groupedBalancedCounts: DeepSeek-V3 (E 256, k 8, 8 groups of 32, 4 kept
     expect(() => groupedBalancedCounts(16, 256, 8, { n_group: 8, topk_group: 8 })).toThrow(/not|kept/);
   });
 });
+
+/**
+ * The grouped top-k of one token written plainly (the module comment): the selected experts of the collector's
+ * balanced logits, the topk_group groups by top-2 score (ties: lower group), the selected experts inside them
+ * ascending, then the lowest-index others of the kept groups, k in all.
+ */
+function referenceCounts(tokens: number, experts: number, topk: number, g: { n_group: number; topk_group: number }) {
+  const counts = new Array<number>(experts).fill(0);
+  const s = Math.ceil(experts / topk);
+  const size = experts / g.n_group;
+  for (let i = 0; i < tokens; i++) {
+    const sel = [
+      ...new Set(
+        Array.from({ length: topk }, (_, j) =>
+          tokens >= s ? (i + j * s) % experts : Math.floor((i * s) / tokens + j * s) % experts,
+        ),
+      ),
+    ];
+    const score = (grp: number) => Math.min(sel.filter((e) => Math.floor(e / size) === grp).length, 2);
+    const kept = Array.from({ length: g.n_group }, (_, grp) => grp)
+      .sort((a, b) => score(b) - score(a) || a - b)
+      .slice(0, g.topk_group)
+      .sort((a, b) => a - b);
+    const inKept = (e: number) => kept.includes(Math.floor(e / size));
+    const picks = [
+      ...sel.filter(inKept).sort((a, b) => a - b),
+      ...kept.flatMap((grp) => Array.from({ length: size }, (_, x) => grp * size + x).filter((e) => !sel.includes(e))),
+    ].slice(0, topk);
+    for (const e of picks) counts[e]!++;
+  }
+  return counts;
+}
+
+describe('groupedBalancedCounts against the token-by-token grouped top-k', () => {
+  it.each([
+    [64, 4, 8, 4],
+    [128, 6, 4, 2],
+    [256, 8, 8, 3],
+    [160, 8, 16, 4],
+    [32, 2, 2, 1],
+  ])('E %i, k %i, %i groups with %i kept, tokens 1 … 600', (experts, topk, n_group, topk_group) => {
+    for (const tokens of [1, 3, 7, 16, 31, 33, 64, 100, 255, 600]) {
+      const got = groupedBalancedCounts(tokens, experts, topk, { n_group, topk_group });
+      expect(Array.from(got)).toEqual(referenceCounts(tokens, experts, topk, { n_group, topk_group }));
+    }
+  });
+});

@@ -13,6 +13,7 @@ import {
   recurrentStateBytes,
 } from '../../src/core/laws/recurrent.ts';
 import { seededRandom } from '../../src/core/numeric/stats.ts';
+import { pointWeightedNormalSums, weightedNormalSums } from '../../src/core/numeric/unrolled.ts';
 import { fitRecurrent } from '../../src/fit/recurrent.ts';
 import type { FitContext } from '../../src/fit/types.ts';
 import type { RecurrentRow } from '../../src/measurements/schema.ts';
@@ -155,5 +156,35 @@ describe('real h200 tables (vLLM 0.24.0 GDN, vLLM Kimi-K3 preview KDA, TRT-LLM r
   it('Mamba2 on h200: the conv update is fitted, the prefill scan is not measured', () => {
     expect(get('mamba2', 'decode').kernels).toEqual(['causal_conv1d_update']);
     expect(f.data.not_fitted.map((n) => `${n.mixer}/${n.phase}`)).toEqual(['mamba2/prefill']);
+  });
+});
+
+describe('per-point weights (issue 17: the bootstrap weighs each drawn point once)', () => {
+  it('pointWeightedNormalSums equals weightedNormalSums with the weights spread over the draws, bit for bit', () => {
+    const rand = seededRandom(23);
+    for (let trial = 0; trial < 50; trial++) {
+      const k = 1 + (trial % 3);
+      const n = 5 + Math.floor(rand() * 60);
+      const x = Float64Array.from({ length: n * k }, () => rand() * 10 ** Math.floor(rand() * 6));
+      const t = Float64Array.from({ length: n }, () => 1 + rand() * 100);
+      const w = Float64Array.from({ length: n }, () => 1 / (rand() + 1e-3));
+      const use = Uint32Array.from({ length: n }, () => Math.floor(rand() * n));
+      const cols = Int32Array.from([...Array(k).keys()].filter((j) => j === 0 || rand() > 0.3));
+      const q = cols.length;
+      const [A1, r1, A2, r2] = [q * q, q, q * q, q].map((m) => new Float64Array(m));
+      weightedNormalSums(q)(
+        x,
+        t,
+        k,
+        use,
+        Float64Array.from(use, (u) => w[u]!),
+        cols,
+        A1!,
+        r1!,
+      );
+      pointWeightedNormalSums(q)(x, t, k, use, w, cols, A2!, r2!);
+      expect(Array.from(A2!)).toEqual(Array.from(A1!));
+      expect(Array.from(r2!)).toEqual(Array.from(r1!));
+    }
   });
 });

@@ -11,7 +11,8 @@ import {
   msaWeightParams,
   prefillFormUs,
 } from '../../src/core/laws/sparse.ts';
-import { nnlsRelative } from '../../src/core/numeric/lsq.ts';
+import { nnlsRelative, nnlsRelativeRows, relativeSystem } from '../../src/core/numeric/lsq.ts';
+import { seededRandom } from '../../src/core/numeric/stats.ts';
 import { fitSparse, predictRow, SPARSE_LAWS } from '../../src/fit/sparse.ts';
 import type { SparseRow } from '../../src/measurements/schema.ts';
 import { readMeasurements } from '../../src/measurements/store.ts';
@@ -259,4 +260,24 @@ describe('the shipped fit', () => {
       expect(reg.get('sparse_decode_rate')?.scope.model).toBeUndefined();
     });
   }
+});
+
+describe('nnlsRelativeRows (issue 17: the bootstrap resamples sum the row terms eight at a time)', () => {
+  it('gives nnlsRelative(sys, y, idx) bit for bit, p = 1 … 6, resamples with repeats', () => {
+    const rand = seededRandom(31);
+    for (let trial = 0; trial < 60; trial++) {
+      const p = 1 + (trial % 6);
+      const n = 2 * p + Math.floor(rand() * 200);
+      const X = Array.from({ length: n }, () =>
+        Array.from({ length: p }, (_, j) => (j === 0 ? 1 : rand() * 10 ** (3 * j))),
+      );
+      const y = X.map((x) => x.reduce((s, v, j) => s + v * 10 ** -(2 * j), 0) * (0.8 + 0.4 * rand()));
+      const sys = relativeSystem(X, y);
+      const idx = Uint32Array.from({ length: n }, () => Math.floor(rand() * n));
+      const want = nnlsRelative(sys, y, idx);
+      const got = nnlsRelativeRows(sys, idx);
+      expect(got.length).toBe(want.length);
+      expect(got.map((v, j) => Object.is(v, want[j]))).toEqual(got.map(() => true));
+    }
+  });
 });

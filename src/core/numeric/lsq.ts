@@ -160,3 +160,131 @@ export function nnlsRelative(
   if (!best) throw new Error('nnlsRelative: no finite non-negative solution');
   return best;
 }
+
+/**
+ * Into `acc` (length sys.stride): the sums over `rows` (in order) of each row's terms, acc[k] = Σ_t
+ * terms[rows[t]·stride + k], as nnlsRelative accumulates them, bit for bit: each k's sum adds the same
+ * numbers in the same order from 0. The terms are summed eight (then four, then the rest) at a time in
+ * locals, one pass over the rows per block (issue 17: the loop that loads and stores acc[k] per term was most of a bootstrap fit).
+ */
+export function sumRelativeTerms(sys: RelativeSystem, rows: ArrayLike<number>, acc: Float64Array): void {
+  const { stride } = sys;
+  let k0 = 0;
+  for (; k0 + 8 <= stride; k0 += 8) sumEight(sys, rows, k0, acc);
+  if (k0 + 4 <= stride) {
+    sumFour(sys, rows, k0, acc);
+    k0 += 4;
+  }
+  if (k0 < stride) sumTail(sys, rows, k0, acc);
+}
+
+/** sumRelativeTerms for terms k0 … k0 + 7, in locals. */
+function sumEight(sys: RelativeSystem, rows: ArrayLike<number>, k0: number, acc: Float64Array): void {
+  const { stride, terms } = sys;
+  let a0 = 0;
+  let a1 = 0;
+  let a2 = 0;
+  let a3 = 0;
+  let a4 = 0;
+  let a5 = 0;
+  let a6 = 0;
+  let a7 = 0;
+  for (let t = 0; t < rows.length; t++) {
+    const o = rows[t]! * stride + k0;
+    a0 += terms[o]!;
+    a1 += terms[o + 1]!;
+    a2 += terms[o + 2]!;
+    a3 += terms[o + 3]!;
+    a4 += terms[o + 4]!;
+    a5 += terms[o + 5]!;
+    a6 += terms[o + 6]!;
+    a7 += terms[o + 7]!;
+  }
+  acc[k0] = a0;
+  acc[k0 + 1] = a1;
+  acc[k0 + 2] = a2;
+  acc[k0 + 3] = a3;
+  acc[k0 + 4] = a4;
+  acc[k0 + 5] = a5;
+  acc[k0 + 6] = a6;
+  acc[k0 + 7] = a7;
+}
+
+/** sumRelativeTerms for terms k0 … k0 + 3, in locals. */
+function sumFour(sys: RelativeSystem, rows: ArrayLike<number>, k0: number, acc: Float64Array): void {
+  const { stride, terms } = sys;
+  let a0 = 0;
+  let a1 = 0;
+  let a2 = 0;
+  let a3 = 0;
+  for (let t = 0; t < rows.length; t++) {
+    const o = rows[t]! * stride + k0;
+    a0 += terms[o]!;
+    a1 += terms[o + 1]!;
+    a2 += terms[o + 2]!;
+    a3 += terms[o + 3]!;
+  }
+  acc[k0] = a0;
+  acc[k0 + 1] = a1;
+  acc[k0 + 2] = a2;
+  acc[k0 + 3] = a3;
+}
+
+/** sumRelativeTerms for the last one to three terms, k0 … stride − 1, in locals. */
+function sumTail(sys: RelativeSystem, rows: ArrayLike<number>, k0: number, acc: Float64Array): void {
+  const { stride, terms } = sys;
+  const m = stride - k0;
+  let a0 = 0;
+  let a1 = 0;
+  let a2 = 0;
+  for (let t = 0; t < rows.length; t++) {
+    const o = rows[t]! * stride + k0;
+    a0 += terms[o]!;
+    if (m > 1) a1 += terms[o + 1]!;
+    if (m > 2) a2 += terms[o + 2]!;
+  }
+  acc[k0] = a0;
+  if (m > 1) acc[k0 + 1] = a1;
+  if (m > 2) acc[k0 + 2] = a2;
+}
+
+/**
+ * nnlsRelative(sys, y, rows), bit for bit, for the rows `rows` of a RelativeSystem (a bootstrap resample):
+ * the row sums by sumRelativeTerms, then nnlsRelative's solve of every subset of free coefficients.
+ * @returns the coefficients, length p (0 for a pinned one)
+ * @throws Error when no subset gives a finite solution
+ */
+export function nnlsRelativeRows(sys: RelativeSystem, rows: ArrayLike<number>): number[] {
+  const { p, stride } = sys;
+  const acc = new Float64Array(stride);
+  sumRelativeTerms(sys, rows, acc);
+  // From here nnlsRelative's solve, step for step.
+  const G = new Float64Array(p * p);
+  let k = 0;
+  for (let a = 0; a < p; a++) for (let b = a; b < p; b++) G[a * p + b] = G[b * p + a] = acc[k++]!;
+  const h = acc.subarray(k);
+  const free = new Int32Array(p);
+  const M = new Float64Array(p * (p + 1));
+  const sol = new Float64Array(p);
+  const beta = new Float64Array(p);
+  let best: number[] | undefined;
+  let bestSse = Infinity;
+  for (let mask = 1; mask < 1 << p; mask++) {
+    let nf = 0;
+    for (let a = 0; a < p; a++) if (mask & (1 << a)) free[nf++] = a;
+    if (!solveSubset(G, h, p, free, nf, M, sol)) continue;
+    beta.fill(0);
+    for (let j = 0; j < nf; j++) beta[free[j]!] = sol[j]!;
+    let sse = rows.length;
+    for (let a = 0; a < p; a++) {
+      sse -= 2 * beta[a]! * h[a]!;
+      for (let b = 0; b < p; b++) sse += beta[a]! * G[a * p + b]! * beta[b]!;
+    }
+    if (best === undefined || sse < bestSse - 1e-12 * Math.abs(bestSse)) {
+      bestSse = sse;
+      best = Array.from(beta);
+    }
+  }
+  if (!best) throw new Error('nnlsRelative: no finite non-negative solution');
+  return best;
+}

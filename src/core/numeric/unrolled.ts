@@ -51,3 +51,41 @@ export function weightedNormalSums(q: number): WeightedNormalSums {
   }
   return f;
 }
+
+/**
+ * WeightedNormalSums with the weights indexed by point, not by position in `use`: w_u for u = use[n]
+ * (a resample's repeats share their point's weight, taken once per point).
+ */
+export type PointWeightedNormalSums = WeightedNormalSums;
+
+const POINT_WEIGHTED = new Map<number, PointWeightedNormalSums>();
+
+/**
+ * The weighted normal equations of `q` active columns with per-point weights (PointWeightedNormalSums):
+ * A[a·q + b] = Σ_n (w_u·x_{u,a'})·x_{u,b'}, rhs[a] = Σ_n (w_u·x_{u,a'})·t_u, u = use[n], summed over n in
+ * order from 0, compiled once per q; the same sums as weightedNormalSums given w'[n] = w[use[n]].
+ * @throws Error when q is not an integer in 1…8
+ */
+export function pointWeightedNormalSums(q: number): PointWeightedNormalSums {
+  if (!Number.isInteger(q) || q < 1 || q > 8)
+    throw new Error(`pointWeightedNormalSums: ${q} columns (expected 1 to 8)`);
+  let f = POINT_WEIGHTED.get(q);
+  if (!f) {
+    const ix = [...Array(q).keys()];
+    const ab = ix.flatMap((a) => ix.map((b) => [a, b] as const));
+    const body = [
+      ix.map((a) => `const c${a} = cols[${a}];`).join(' '),
+      `let ${[...ix.map((a) => `r${a} = 0`), ...ab.map(([a, b]) => `a${a}_${b} = 0`)].join(', ')};`,
+      'for (let n = 0; n < use.length; n++) {',
+      '  const u = use[n]; const row = u * k; const wn = w[u]; const tn = t[u]; let wa;',
+      `  ${ix.map((a) => `const x${a} = x[row + c${a}];`).join(' ')}`,
+      ...ix.map((a) => `  wa = wn * x${a}; r${a} += wa * tn; ${ix.map((b) => `a${a}_${b} += wa * x${b};`).join(' ')}`),
+      '}',
+      ix.map((a) => `rhs[${a}] = r${a};`).join(' '),
+      ab.map(([a, b]) => `A[${a * q + b}] = a${a}_${b};`).join(' '),
+    ].join('\n');
+    f = new Function('x', 't', 'k', 'use', 'w', 'cols', 'A', 'rhs', body) as PointWeightedNormalSums;
+    POINT_WEIGHTED.set(q, f);
+  }
+  return f;
+}
