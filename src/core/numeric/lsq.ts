@@ -104,7 +104,7 @@ export function relativeSystem(X: readonly (readonly number[])[], y: readonly nu
 }
 
 /**
- * β ≥ 0 minimising the summed squared relative error of X·β against y.
+ * β ≥ 0 minimising the summed squared relative error of X·β against y (nnlsRelativeRows over `idx`).
  * @param X design rows (one per measurement, p ≤ 6 columns, non-negative work counts), or their
  *   `relativeSystem` (then `y` is unused: pass the same y)
  * @param y measured values (> 0)
@@ -118,52 +118,12 @@ export function nnlsRelative(
   idx?: ArrayLike<number>,
 ): number[] {
   const sys = 'terms' in X ? X : relativeSystem(X, y);
-  const { p, stride, terms } = sys;
-  const rows = idx ?? Array.from({ length: sys.n }, (_, i) => i);
-  // Normal equations of the scaled system (X_i / y_i) β ≈ 1, shared by every subset. Accumulated in one flat
-  // array over the upper triangle (a·b = b·a exactly, so the mirror is bit-identical to the full sum).
-  // acc holds the upper triangle in (a, b ≥ a) order, then h: one flat loop per row.
-  const acc = new Float64Array(stride);
-  for (let t = 0; t < rows.length; t++) {
-    const o = rows[t]! * stride;
-    for (let k = 0; k < stride; k++) acc[k]! += terms[o + k]!;
-  }
-  // G (p×p, symmetric, row-major) and h, then every subset of free coefficients solved in place in
-  // reused buffers (solveSubset: solveLinear's arithmetic, without its arrays).
-  const G = new Float64Array(p * p);
-  let k = 0;
-  for (let a = 0; a < p; a++) for (let b = a; b < p; b++) G[a * p + b] = G[b * p + a] = acc[k++]!;
-  const h = acc.subarray(k);
-  const free = new Int32Array(p);
-  const M = new Float64Array(p * (p + 1));
-  const sol = new Float64Array(p);
-  const beta = new Float64Array(p);
-  let best: number[] | undefined;
-  let bestSse = Infinity;
-  for (let mask = 1; mask < 1 << p; mask++) {
-    let nf = 0;
-    for (let a = 0; a < p; a++) if (mask & (1 << a)) free[nf++] = a;
-    if (!solveSubset(G, h, p, free, nf, M, sol)) continue;
-    beta.fill(0);
-    for (let j = 0; j < nf; j++) beta[free[j]!] = sol[j]!;
-    // SSE = n − 2 βᵀh + βᵀGβ (the scaled targets are all 1).
-    let sse = rows.length;
-    for (let a = 0; a < p; a++) {
-      sse -= 2 * beta[a]! * h[a]!;
-      for (let b = 0; b < p; b++) sse += beta[a]! * G[a * p + b]! * beta[b]!;
-    }
-    if (best === undefined || sse < bestSse - 1e-12 * Math.abs(bestSse)) {
-      bestSse = sse;
-      best = Array.from(beta);
-    }
-  }
-  if (!best) throw new Error('nnlsRelative: no finite non-negative solution');
-  return best;
+  return nnlsRelativeRows(sys, idx ?? Array.from({ length: sys.n }, (_, i) => i));
 }
 
 /**
  * Into `acc` (length sys.stride): the sums over `rows` (in order) of each row's terms, acc[k] = Σ_t
- * terms[rows[t]·stride + k], as nnlsRelative accumulates them, bit for bit: each k's sum adds the same
+ * terms[rows[t]·stride + k], bit for bit the sums of the plain loop over rows and terms: each k's sum adds the same
  * numbers in the same order from 0. The terms are summed eight (then four, then the rest) at a time in
  * locals, one pass over the rows per block (issue 17: the loop that loads and stores acc[k] per term was most of a bootstrap fit).
  */
@@ -249,8 +209,11 @@ function sumTail(sys: RelativeSystem, rows: ArrayLike<number>, k0: number, acc: 
 }
 
 /**
- * nnlsRelative(sys, y, rows), bit for bit, for the rows `rows` of a RelativeSystem (a bootstrap resample):
- * the row sums by sumRelativeTerms, then nnlsRelative's solve of every subset of free coefficients.
+ * β ≥ 0 minimising the summed squared relative error over the rows `rows` of a RelativeSystem (every
+ * row, or a bootstrap resample; nnlsRelative's solve): the normal equations of the scaled system
+ * (X_i / y_i) β ≈ 1 summed by sumRelativeTerms (the upper triangle in (a, b ≥ a) order, then h; a·b = b·a
+ * exactly, so the mirror is bit-identical to the full sum), then every subset of free coefficients solved
+ * in place in reused buffers (solveSubset: solveLinear's arithmetic, without its arrays); the lowest SSE wins.
  * @returns the coefficients, length p (0 for a pinned one)
  * @throws Error when no subset gives a finite solution
  */
@@ -258,7 +221,6 @@ export function nnlsRelativeRows(sys: RelativeSystem, rows: ArrayLike<number>): 
   const { p, stride } = sys;
   const acc = new Float64Array(stride);
   sumRelativeTerms(sys, rows, acc);
-  // From here nnlsRelative's solve, step for step.
   const G = new Float64Array(p * p);
   let k = 0;
   for (let a = 0; a < p; a++) for (let b = a; b < p; b++) G[a * p + b] = G[b * p + a] = acc[k++]!;
@@ -275,6 +237,7 @@ export function nnlsRelativeRows(sys: RelativeSystem, rows: ArrayLike<number>): 
     if (!solveSubset(G, h, p, free, nf, M, sol)) continue;
     beta.fill(0);
     for (let j = 0; j < nf; j++) beta[free[j]!] = sol[j]!;
+    // SSE = n − 2 βᵀh + βᵀGβ (the scaled targets are all 1).
     let sse = rows.length;
     for (let a = 0; a < p; a++) {
       sse -= 2 * beta[a]! * h[a]!;

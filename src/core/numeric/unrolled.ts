@@ -23,15 +23,16 @@ export type WeightedNormalSums = (
   rhs: Float64Array,
 ) => void;
 
-const WEIGHTED = new Map<number, WeightedNormalSums>();
+const WEIGHTED = new Map<string, WeightedNormalSums>();
 
 /**
- * The weighted normal equations of `q` active columns (WeightedNormalSums), compiled once per q.
- * @throws Error when q is not an integer in 1…8
+ * The unrolled sums of `q` columns with each point's weight read as `w[<weight>]` (`n`: by position in
+ * `use`; `u`: by point), compiled once per (q, weight).
  */
-export function weightedNormalSums(q: number): WeightedNormalSums {
-  if (!Number.isInteger(q) || q < 1 || q > 8) throw new Error(`weightedNormalSums: ${q} columns (expected 1 to 8)`);
-  let f = WEIGHTED.get(q);
+function compiled(q: number, weight: 'n' | 'u', name: string): WeightedNormalSums {
+  if (!Number.isInteger(q) || q < 1 || q > 8) throw new Error(`${name}: ${q} columns (expected 1 to 8)`);
+  const key = `${weight}${q}`;
+  let f = WEIGHTED.get(key);
   if (!f) {
     const ix = [...Array(q).keys()];
     const ab = ix.flatMap((a) => ix.map((b) => [a, b] as const));
@@ -39,7 +40,7 @@ export function weightedNormalSums(q: number): WeightedNormalSums {
       ix.map((a) => `const c${a} = cols[${a}];`).join(' '),
       `let ${[...ix.map((a) => `r${a} = 0`), ...ab.map(([a, b]) => `a${a}_${b} = 0`)].join(', ')};`,
       'for (let n = 0; n < use.length; n++) {',
-      '  const u = use[n]; const row = u * k; const wn = w[n]; const tn = t[u]; let wa;',
+      `  const u = use[n]; const row = u * k; const wn = w[${weight}]; const tn = t[u]; let wa;`,
       `  ${ix.map((a) => `const x${a} = x[row + c${a}];`).join(' ')}`,
       ...ix.map((a) => `  wa = wn * x${a}; r${a} += wa * tn; ${ix.map((b) => `a${a}_${b} += wa * x${b};`).join(' ')}`),
       '}',
@@ -47,9 +48,17 @@ export function weightedNormalSums(q: number): WeightedNormalSums {
       ab.map(([a, b]) => `A[${a * q + b}] = a${a}_${b};`).join(' '),
     ].join('\n');
     f = new Function('x', 't', 'k', 'use', 'w', 'cols', 'A', 'rhs', body) as WeightedNormalSums;
-    WEIGHTED.set(q, f);
+    WEIGHTED.set(key, f);
   }
   return f;
+}
+
+/**
+ * The weighted normal equations of `q` active columns (WeightedNormalSums), compiled once per q.
+ * @throws Error when q is not an integer in 1…8
+ */
+export function weightedNormalSums(q: number): WeightedNormalSums {
+  return compiled(q, 'n', 'weightedNormalSums');
 }
 
 /**
@@ -58,8 +67,6 @@ export function weightedNormalSums(q: number): WeightedNormalSums {
  */
 export type PointWeightedNormalSums = WeightedNormalSums;
 
-const POINT_WEIGHTED = new Map<number, PointWeightedNormalSums>();
-
 /**
  * The weighted normal equations of `q` active columns with per-point weights (PointWeightedNormalSums):
  * A[a·q + b] = Σ_n (w_u·x_{u,a'})·x_{u,b'}, rhs[a] = Σ_n (w_u·x_{u,a'})·t_u, u = use[n], summed over n in
@@ -67,25 +74,5 @@ const POINT_WEIGHTED = new Map<number, PointWeightedNormalSums>();
  * @throws Error when q is not an integer in 1…8
  */
 export function pointWeightedNormalSums(q: number): PointWeightedNormalSums {
-  if (!Number.isInteger(q) || q < 1 || q > 8)
-    throw new Error(`pointWeightedNormalSums: ${q} columns (expected 1 to 8)`);
-  let f = POINT_WEIGHTED.get(q);
-  if (!f) {
-    const ix = [...Array(q).keys()];
-    const ab = ix.flatMap((a) => ix.map((b) => [a, b] as const));
-    const body = [
-      ix.map((a) => `const c${a} = cols[${a}];`).join(' '),
-      `let ${[...ix.map((a) => `r${a} = 0`), ...ab.map(([a, b]) => `a${a}_${b} = 0`)].join(', ')};`,
-      'for (let n = 0; n < use.length; n++) {',
-      '  const u = use[n]; const row = u * k; const wn = w[u]; const tn = t[u]; let wa;',
-      `  ${ix.map((a) => `const x${a} = x[row + c${a}];`).join(' ')}`,
-      ...ix.map((a) => `  wa = wn * x${a}; r${a} += wa * tn; ${ix.map((b) => `a${a}_${b} += wa * x${b};`).join(' ')}`),
-      '}',
-      ix.map((a) => `rhs[${a}] = r${a};`).join(' '),
-      ab.map(([a, b]) => `A[${a * q + b}] = a${a}_${b};`).join(' '),
-    ].join('\n');
-    f = new Function('x', 't', 'k', 'use', 'w', 'cols', 'A', 'rhs', body) as PointWeightedNormalSums;
-    POINT_WEIGHTED.set(q, f);
-  }
-  return f;
+  return compiled(q, 'u', 'pointWeightedNormalSums');
 }
