@@ -30,7 +30,9 @@ export function fitError(pred: readonly number[], meas: readonly number[]): FitE
  * hold, 0 and -0 alike (the groups a key string of the fields joined would give; test/fit/common.test.ts).
  * Each row's fields are hashed to one 32-bit number (a string field by the small id of its text), so
  * no key string is built and hashed per row (issue 17: on the 107k-row GEMM table the joined keys were
- * most of the reduction's time). Rows of one hash are told apart by comparing their fields.
+ * most of the reduction's time). The groups sit in an open-addressing table of typed arrays (linear
+ * probing from the mixed hash's low bits; a slot is taken only by a group whose first row has the same hash
+ * and equal fields), so no Map entry or number box is made per row.
  */
 export function reduceRepeatsBy<T extends { latency_us: number }>(
   rows: readonly T[],
@@ -38,32 +40,64 @@ export function reduceRepeatsBy<T extends { latency_us: number }>(
 ): T[] {
   const ids = new Map<string, number>();
   const { hash, equal } = compiledFields(fields as readonly string[]);
-  const hashOf = (r: T) => hash(r, ids);
-  const same = (i: number, r: T) => equal(out[i]!, r);
-  // hash → the slot of its first row, or every slot with that hash once two differ
-  const slots = new Map<number, number | number[]>();
+  const mask = (1 << Math.max(4, Math.ceil(Math.log2(2 * rows.length + 1)))) - 1;
+  const table = new Int32Array(mask + 1).fill(-1); // slot → group (its index in `out`)
+  const groupHash = new Int32Array(rows.length);
+  const groupOf = new Int32Array(rows.length); // row → its group
+  const size = new Int32Array(rows.length); // group → rows in it
   const out: T[] = [];
-  const repeats: Array<T[] | undefined> = [];
-  for (const r of rows) {
-    const h = hashOf(r);
-    const at = slots.get(h);
-    let s: number | undefined;
-    if (typeof at === 'number') s = same(at, r) ? at : undefined;
-    else if (at) s = at.find((i) => same(i, r));
-    if (s === undefined) {
-      if (at === undefined) slots.set(h, out.length);
-      else slots.set(h, typeof at === 'number' ? [at, out.length] : [...at, out.length]);
-      out.push(r);
-      repeats.push(undefined);
-      continue;
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    const h = hash(r, ids);
+    let p = spread(h) & mask;
+    let g = table[p]!;
+    while (g !== -1 && !(groupHash[g] === h && equal(out[g]!, r))) {
+      p = (p + 1) & mask;
+      g = table[p]!;
     }
-    const g = repeats[s];
-    if (g) g.push(r);
-    else repeats[s] = [out[s]!, r];
+    if (g === -1) {
+      g = out.length;
+      table[p] = g;
+      groupHash[g] = h;
+      out.push(r);
+    }
+    groupOf[i] = g;
+    size[g]!++;
   }
-  for (let s = 0; s < out.length; s++) {
-    const g = repeats[s];
-    if (g) out[s] = { ...g[0]!, latency_us: median(g.map((r) => r.latency_us)) };
+  return repeatsToMedians(rows, out, groupOf, size);
+}
+
+/**
+ * The hash's bits mixed (murmur3's 32-bit finaliser) before its low bits pick a slot: FNV-1a's
+ * multiply carries only upward, and the low words of whole-number doubles are 0, so unmixed low bits
+ * would crowd the GEMM table's rows into a few probe runs.
+ */
+function spread(h: number): number {
+  let x = h ^ (h >>> 16);
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  return x ^ (x >>> 16);
+}
+
+/** reduceRepeatsBy's last step: each group of more than one row becomes its first row with the median latency. */
+function repeatsToMedians<T extends { latency_us: number }>(
+  rows: readonly T[],
+  out: T[],
+  groupOf: Int32Array,
+  size: Int32Array,
+): T[] {
+  const repeats: Array<number[] | undefined> = [];
+  for (let i = 0; i < rows.length; i++) {
+    const g = groupOf[i]!;
+    if (size[g]! < 2) continue;
+    const lat = repeats[g];
+    if (lat) lat.push(rows[i]!.latency_us);
+    else repeats[g] = [rows[i]!.latency_us];
+  }
+  for (let g = 0; g < out.length; g++) {
+    const lat = repeats[g];
+    if (lat) out[g] = { ...out[g]!, latency_us: median(lat) };
   }
   return out;
 }

@@ -81,4 +81,22 @@ describe('reduceRepeatsBy', () => {
       expect(byFields.length).toBeLessThan(rows.length);
     }
   });
+
+  it('equals it on a GEMM-like grid of whole numbers, where the probe runs are long (open addressing)', () => {
+    // whole-number doubles have a zero low word, so the slot depends on the mixed hash; every
+    // (m, n) on a 2^a × 64·b grid, twice, shuffled by the seeded stream: 40 × 200 configurations
+    const rnd = lcg(7);
+    const rows: Row[] = [];
+    for (let rep = 0; rep < 2; rep++)
+      for (let a = 0; a < 40; a++)
+        for (let b = 1; b <= 200; b++)
+          rows.push({ kernel: 'k', m: 2 ** (a % 20) * (a < 20 ? 1 : 3), n: 64 * b, latency_us: 1 + rnd() });
+    for (let i = rows.length - 1; i > 0; i--) {
+      const j = Math.floor(rnd() * (i + 1));
+      [rows[i], rows[j]] = [rows[j]!, rows[i]!];
+    }
+    const out = reduceRepeatsBy(rows, ['kernel', 'm', 'n']);
+    expect(out.length).toBe(8000);
+    expect(out).toEqual(reduceByKey(rows, (r) => `${r.kernel}|${r.m}|${r.n}`));
+  });
 });
