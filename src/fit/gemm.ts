@@ -889,6 +889,11 @@ function envelopeFits(s: RampSplit, bootstrap: Bootstrap) {
  * `cells` are the stored ramp's cells of every compute-bound row: those of one k, in their order, are
  * the cells of that k's rows alone (each cell is one (n, k); first-seen order restricted to one k is
  * that k's rows' first-seen order).
+ *
+ * A k drawn c times enters its resample once, each of its cells with weight c·w (`resampleBlocks`): the
+ * same objective as its c copies (the weights are integer row counts, so c·w and every W_j are exact),
+ * summed over ≈ 63 % of the cells, so its sums agree with the copies' to rounding, not bit for bit; the
+ * intervals may move in their last digits (issue 17: the polls are ≈ 60 % of the GEMM bootstrap).
  */
 function bootstrapHalves(
   cells: ReadonlyArray<{ n: number; k: number; r: number; w: number }>,
@@ -899,28 +904,48 @@ function bootstrapHalves(
   const ks = [...byK.keys()].sort((a, b) => a - b);
   const cellsByK = ks.map((k) => byK.get(k)!);
   // Every k's cells packed once (distinct n and k over all of them); a resample copies its k's blocks
-  // in resample order into reused buffers: the cells fitShapeHalves(flatMap of the blocks) would pack.
+  // in first-drawn order into reused buffers.
   const all = packCells(cellsByK.flat());
   const start = new Int32Array(ks.length + 1);
   cellsByK.forEach((c, i) => {
     start[i + 1] = start[i]! + c.length;
   });
-  const buf = resampleCells(all, ks.length * Math.max(...cellsByK.map((c) => c.length)));
-  const seen = new Uint8Array(ks.length);
+  const buf = resampleCells(all, all.r.length);
+  const drawn = new Int32Array(ks.length);
   const fits = resampleEstimates(ks.length, bootstrap.resamples, bootstrap.seed + 1, (idx) => {
-    seen.fill(0);
-    let distinct = 0;
-    let m = 0;
-    for (const i of idx) {
-      if (!seen[i]!) distinct++;
-      seen[i] = 1;
-      for (let j = start[i]!; j < start[i + 1]!; j++, m++) copyCell(all, j, buf, m);
-    }
+    const { distinct, copies, m } = resampleBlocks(idx, drawn, start, all, buf);
     if (distinct < 2) return undefined;
-    if (m < 3) return { n_half: NaN, k_half: NaN };
+    if (copies < 3) return { n_half: NaN, k_half: NaN };
     return polishPacked(headCells(buf, m), [Math.log(halves.n_half), Math.log(halves.k_half)], 0.02, 150);
   });
   return { ci_n: ciFromEstimates(fits.map((f) => f.n_half)), ci_k: ciFromEstimates(fits.map((f) => f.k_half)) };
+}
+
+/**
+ * The cells of one resample of whole k blocks (`idx`, block indices; `start`, each block's first cell in
+ * `all`) into `buf`: each block drawn once, in first-drawn order, its weights times the times drawn.
+ * `drawn` is scratch (one per block). @returns the distinct blocks, the cells counted with repeats, and the cells written
+ */
+function resampleBlocks(idx: Uint32Array, drawn: Int32Array, start: Int32Array, all: PackedCells, buf: PackedCells) {
+  drawn.fill(0);
+  let distinct = 0;
+  let copies = 0;
+  for (const i of idx) {
+    if (!drawn[i]!) distinct++;
+    drawn[i]!++;
+    copies += start[i + 1]! - start[i]!;
+  }
+  let m = 0;
+  for (const i of idx) {
+    const c = drawn[i]!;
+    if (!c) continue;
+    drawn[i] = 0;
+    for (let j = start[i]!; j < start[i + 1]!; j++, m++) {
+      copyCell(all, j, buf, m);
+      buf.w[m] = c * all.w[j]!;
+    }
+  }
+  return { distinct, copies, m };
 }
 
 /** Buffers for up to `size` cells of `all` (its distinct n and k values shared). */
