@@ -786,23 +786,24 @@ function splitRampPoints(
   const rows = repeatsReduced ? rowsIn : reduceRepeatsBy(rowsIn, ['m', 'n', 'k', 'kernel_source']);
   // Every row's efficiency and class (isMemoryBound) in one pass: the report's points, and the
   // compute-bound rows the ramp is fitted on.
-  const points: RampResult['points'] = [];
+  const points: RampResult['points'] = new Array(rows.length);
   const compute: Pt[] = [];
   const bytes = bytesPerElement(dtype);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]!;
     const eff = achievedEfficiency(r.m, r.n, r.k, r.latency_us, peak);
     const memory_bound = memoryBoundAt(r, bytes, chip.hbm_bytes_per_us, peak);
-    points.push({ m: r.m, eff, memory_bound });
+    points[i] = { m: r.m, eff, memory_bound };
     if (!memory_bound) compute.push({ m: r.m, n: r.n, k: r.k, eff });
   }
-  const distinctM = new Set(compute.map((p) => p.m));
-  if (distinctM.size < 3) {
-    return `gemm ${dtype}: m_half unidentifiable (${distinctM.size} distinct m among ${compute.length} compute-bound rows; need ≥ 3)`;
-  }
-  const heldK = holdoutValues(compute.map((p) => p.k));
-  const mMax = Math.max(...distinctM);
+  // The distinct m and k are the axes' (first-seen, as a Set of them would keep them).
   const axes = rowAxes(compute);
+  const distinctM = axes.m.values;
+  if (distinctM.length < 3) {
+    return `gemm ${dtype}: m_half unidentifiable (${distinctM.length} distinct m among ${compute.length} compute-bound rows; need ≥ 3)`;
+  }
+  const heldK = holdoutValues(axes.k.values);
+  const mMax = Math.max(...distinctM);
   const s: RampSplit = {
     points,
     compute,
