@@ -422,55 +422,36 @@ function pairTerms(d: PairedRows, law: DecodeLaw, out: Float64Array): void {
 }
 
 /**
- * mean |ln(pred/meas)| over the rows at a law, with the per-pair terms and sums the IRLS step there
- * needs left in `terms` and `sums` (normalEquations reads them): r_i = ln pred_i − ln meas_i,
+ * mean |ln(pred/meas)| over the rows at a law, with the normal equations of the IRLS step there in
+ * `ne` (the 10 distinct entries of the symmetric JᵀWJ, a00, a10, a11, a20, a21, a22, a30, a31, a32,
+ * a33, then the 4 of JᵀWr; `terms`: PAIR_STRIDE per pair, scratch): r_i = ln pred_i − ln meas_i,
  * W_i = 1/max(|r_i|, IRLS_EPS), J the analytic derivatives of ln pred_i with respect to (ln floor,
  * ln rate, ln item_us, ln p_½). pred_i = floor + p·item_us + read + read·p_½/p with read =
  * work·(1/rate): packedLogL1's prediction to rounding (for a floor + rate law, bit for bit). The row
- * pass takes |r_i| and sums, per pair k, S1_k = Σ 1/max(|r_i|, ε) and S2_k = Σ r_i/max(|r_i|, ε)
- * (`sums`, 2 per pair); since J_i·pred_i depends on the pair only, JᵀWJ = Σ_k (S1_k/pred_k²)·(pred
- * J)(pred J)ᵀ and JᵀWr = Σ_k (S2_k/pred_k)·(pred J) (normalEquations): 14 products per pair instead
- * of per row (docs/fitting.md "Decode attention": the reassociation moves the sums in their last bits).
+ * pass takes |r_i| and sums, per pair k, S1_k = Σ 1/max(|r_i|, ε) and S2_k = Σ r_i/max(|r_i|, ε);
+ * since J_i·pred_i depends on the pair only, JᵀWJ = Σ_k (S1_k/pred_k²)·(pred J)(pred J)ᵀ and JᵀWr =
+ * Σ_k (S2_k/pred_k)·(pred J): 14 products per pair instead of per row (docs/fitting.md "Decode
+ * attention": the reassociation moves the sums in their last bits). The normal equations are summed
+ * in the row pass (irlsPairSums), at every point, also one whose step irlsFit then rejects.
  */
-function irlsObjective(rows: PairedRows, law: DecodeLaw, terms: Float64Array, sums: Float64Array): number {
+function irlsObjective(rows: PairedRows, law: DecodeLaw, terms: Float64Array, ne: Float64Array): number {
   pairTerms(rows, law, terms);
-  return irlsPairSums(rows, terms, sums) / rows.lnLat.length;
+  return irlsPairSums(rows, law.floor_us, terms, ne) / rows.lnLat.length;
 }
 
 /**
- * Σ |r| over the rows and, per pair, Σ w and Σ w·r into `sums` (irlsObjective's row loop, in its own
- * function: with the normal equations after it in one function, the loop-entry (OSR) code reached
- * that call without its feedback and was deoptimised ≈ 70 times per h200 fit).
+ * Σ |r| over the rows, and the normal equations from each pair's Σ w and Σ w·r and its terms (`j0` =
+ * floor, pred·∂ln pred/∂ln floor) into `ne` (irlsObjective). One loop over the pairs: the 14 sums of
+ * a pair overlap its rows' dependent additions (summed after the row pass in a loop of their own,
+ * they cost ≈ 10 ns a pair more; the same operations in the same order, bit for bit). In a function
+ * of its own: with the step's solve after it in one function, the loop-entry (OSR) code reached that
+ * call without its feedback and was deoptimised ≈ 70 times per h200 fit.
  */
-function irlsPairSums(rows: PairedRows, terms: Float64Array, sums: Float64Array): number {
+function irlsPairSums(rows: PairedRows, j0: number, terms: Float64Array, ne: Float64Array): number {
   const { lnLat, start } = rows;
   const eps = IRLS_EPS;
   const np = rows.work.length;
   let obj = 0;
-  for (let k = 0; k < np; k++) {
-    const lnPred = terms[k * PAIR_STRIDE + 1]!;
-    let s1 = 0;
-    let s2 = 0;
-    for (let i = start[k]!, end = start[k + 1]!; i < end; i++) {
-      const r = lnPred - lnLat[i]!;
-      const ar = Math.abs(r);
-      obj += ar;
-      const iw = 1 / Math.max(ar, eps);
-      s1 += iw;
-      s2 += r * iw;
-    }
-    sums[2 * k] = s1;
-    sums[2 * k + 1] = s2;
-  }
-  return obj;
-}
-
-/**
- * JᵀWJ and JᵀWr from the per-pair terms and sums of irlsObjective (`npairs` pairs; `j0` = floor,
- * pred·∂ln pred/∂ln floor) into `ne`: the 10 distinct entries of the symmetric JᵀWJ (a00, a10, a11,
- * a20, a21, a22, a30, a31, a32, a33), then the 4 of JᵀWr.
- */
-function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: Float64Array, ne: Float64Array): void {
   let a00 = 0;
   let a10 = 0;
   let a11 = 0;
@@ -485,11 +466,22 @@ function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: 
   let b1 = 0;
   let b2 = 0;
   let b3 = 0;
-  for (let k = 0; k < npairs; k++) {
+  for (let k = 0; k < np; k++) {
     const o = k * PAIR_STRIDE;
+    const lnPred = terms[o + 1]!;
+    let s1 = 0;
+    let s2 = 0;
+    for (let i = start[k]!, end = start[k + 1]!; i < end; i++) {
+      const r = lnPred - lnLat[i]!;
+      const ar = Math.abs(r);
+      obj += ar;
+      const iw = 1 / Math.max(ar, eps);
+      s1 += iw;
+      s2 += r * iw;
+    }
     const pred = terms[o]!;
-    const w = sums[2 * k]! / (pred * pred);
-    const wr = sums[2 * k + 1]! / pred;
+    const w = s1 / (pred * pred);
+    const wr = s2 / pred;
     // Derivatives of ln pred times pred: floor, −(read + extra), p·item, extra.
     const j1 = terms[o + 2]!;
     const j2 = terms[o + 3]!;
@@ -523,14 +515,35 @@ function normalEquations(npairs: number, j0: number, terms: Float64Array, sums: 
   ne[11] = b1;
   ne[12] = b2;
   ne[13] = b3;
+  return obj;
 }
 
-/** Entry (u, k) of the symmetric JᵀWJ, row by row, as its index in normalEquations' `ne`. */
+/**
+ * Calls of irlsPairSums when the module loads (two pairs of two rows), so that the code after its
+ * row loop (the stores into `ne`) has feedback before V8 optimises it: the loop-entry (OSR) code,
+ * compiled during the first fit's first pass, otherwise left the loop into stores it had no feedback
+ * for and was deoptimised at every later call (196 times per h200 decode + prefill fit, finishing
+ * each pass in the interpreter). The result is discarded.
+ */
+function warmIrlsPairSums(): void {
+  const rows = paired(
+    Float64Array.of(1, 2, 3, 4),
+    Uint32Array.of(0, 2, 4),
+    Float64Array.of(1, 2),
+    Float64Array.of(1, 1),
+  );
+  const terms = Float64Array.of(1, 0, -1, 0, 0, 2, 1, -1, 0, 0);
+  const ne = new Float64Array(14);
+  for (let k = 0; k < 3; k++) irlsPairSums(rows, 1, terms, ne);
+}
+warmIrlsPairSums();
+
+/** Entry (u, k) of the symmetric JᵀWJ, row by row, as its index in irlsPairSums' `ne`. */
 const NE_ENTRY = Uint8Array.of(0, 1, 3, 6, 1, 2, 4, 7, 3, 4, 5, 8, 6, 7, 8, 9);
 
 /**
  * The damped Gauss–Newton step: the solution of (JᵀWJ + λ·diag(JᵀWJ + 1e-12))·d = −JᵀWr (`ne`,
- * normalEquations) into `d`, computed as solveLinear (core/numeric/lsq.ts) computes it (partial
+ * irlsPairSums) into `d`, computed as solveLinear (core/numeric/lsq.ts) computes it (partial
  * pivoting, the same eliminations in the same order, bit for bit) in the 4×5 buffer `M`. Returns false
  * where solveLinear returns undefined (a pivot of magnitude ≤ 1e-300 or NaN).
  */
@@ -582,16 +595,16 @@ export function irlsFit(
   maxRate = Infinity,
 ): DecodeLaw & { objective: number } {
   const pairs = 'start' in rows ? rows : pairRows(rows);
-  const np = pairs.work.length;
-  const terms = new Float64Array(np * PAIR_STRIDE);
-  const sums = new Float64Array(np * 2);
-  const [ne, M, d, x, trial] = [14, 20, 4, 4, 4].map((k) => new Float64Array(k)) as [
-    Float64Array,
+  const terms = new Float64Array(pairs.work.length * PAIR_STRIDE);
+  const [M, d, x, trial] = [20, 4, 4, 4].map((k) => new Float64Array(k)) as [
     Float64Array,
     Float64Array,
     Float64Array,
     Float64Array,
   ];
+  // The normal equations of the point kept (`ne`) and of the trial point (`tNe`), swapped on a step taken.
+  let ne = new Float64Array(14);
+  let tNe = new Float64Array(14);
   const lnMax = Math.log(maxRate);
   x.set([
     Math.log(from.floor_us),
@@ -600,23 +613,22 @@ export function irlsFit(
     Math.log(Math.max(from.p_half, 1e-9)),
   ]);
   let law = toLaw(x, from);
-  let objective = irlsObjective(pairs, law, terms, sums);
-  if (iters > 0) normalEquations(np, law.floor_us, terms, sums, ne);
+  let objective = irlsObjective(pairs, law, terms, ne);
   let lambda = 1e-3;
   for (let it = 0; it < iters && lambda < 1e8; it++) {
     if (dampedStep(ne, lambda, M, d)) {
       for (let k = 0; k < 4; k++) trial[k] = x[k]! + Math.max(-2, Math.min(2, d[k]!));
       trial[1] = Math.min(trial[1]!, lnMax);
       const tLaw = toLaw(trial, from);
-      const tObjective = irlsObjective(pairs, tLaw, terms, sums);
+      const tObjective = irlsObjective(pairs, tLaw, terms, tNe);
       if (tObjective < objective) {
         const gain = objective - tObjective;
         x.set(trial);
         law = tLaw;
         objective = tObjective;
+        [ne, tNe] = [tNe, ne];
         lambda = Math.max(lambda / 10, 1e-9);
         if (gain < IRLS_STOP) break;
-        if (it + 1 < iters) normalEquations(np, law.floor_us, terms, sums, ne);
         continue;
       }
     }
