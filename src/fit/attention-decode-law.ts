@@ -519,24 +519,23 @@ function irlsPairSums(rows: PairedRows, j0: number, terms: Float64Array, ne: Flo
 }
 
 /**
- * Calls of irlsPairSums when the module loads (two pairs of two rows), so that the code after its
+ * Calls of irlsPairSums before irlsFit's first fit (two pairs of 256 rows, three times: enough
+ * bytecode run for V8 to allocate the function's feedback and fill it), so that the code after its
  * row loop (the stores into `ne`) has feedback before V8 optimises it: the loop-entry (OSR) code,
  * compiled during the first fit's first pass, otherwise left the loop into stores it had no feedback
  * for and was deoptimised at every later call (196 times per h200 decode + prefill fit, finishing
- * each pass in the interpreter). The result is discarded.
+ * each pass in the interpreter). Run at the first fit rather than when the module loads, so that no
+ * garbage collection in between can age the feedback out. The results are discarded.
  */
 function warmIrlsPairSums(): void {
-  const rows = paired(
-    Float64Array.of(1, 2, 3, 4),
-    Uint32Array.of(0, 2, 4),
-    Float64Array.of(1, 2),
-    Float64Array.of(1, 1),
-  );
-  const terms = Float64Array.of(1, 0, -1, 0, 0, 2, 1, -1, 0, 0);
+  const n = 512;
+  const ln = Float64Array.from({ length: n }, (_, i) => (i % 7) * 0.25);
+  const rows = paired(ln, Uint32Array.of(0, n / 2, n), Float64Array.of(1, 2), Float64Array.of(1, 1));
+  const terms = Float64Array.of(1, 0.5, -1, 0, 0, 2, 1, -1, 0, 0);
   const ne = new Float64Array(14);
   for (let k = 0; k < 3; k++) irlsPairSums(rows, 1, terms, ne);
 }
-warmIrlsPairSums();
+let irlsWarmed = false;
 
 /** Entry (u, k) of the symmetric JᵀWJ, row by row, as its index in irlsPairSums' `ne`. */
 const NE_ENTRY = Uint8Array.of(0, 1, 3, 6, 1, 2, 4, 7, 3, 4, 5, 8, 6, 7, 8, 9);
@@ -577,6 +576,28 @@ export function dampedStep(ne: Float64Array, lambda: number, M: Float64Array, d:
 }
 
 /**
+ * irlsFit's buffers, shared by its calls (it calls nothing that fits, and reads no entry it has not
+ * written in the same call): the 4×5 solve, the step, the point and the trial point (log
+ * coefficients), and the two normal-equation sets. Allocated per call they were 7 typed arrays per
+ * bootstrap resample, the larger ones outside the heap.
+ */
+const IRLS_STATE = {
+  M: new Float64Array(20),
+  d: new Float64Array(4),
+  x: new Float64Array(4),
+  trial: new Float64Array(4),
+  ne: new Float64Array(14),
+  tNe: new Float64Array(14),
+};
+
+/** Room for PAIR_STRIDE terms per pair, `np` pairs, shared by irlsFit's calls (grown, never shrunk). */
+let irlsTermsBuf = new Float64Array(0);
+function irlsTerms(np: number): Float64Array {
+  if (irlsTermsBuf.length < np * PAIR_STRIDE) irlsTermsBuf = new Float64Array(np * PAIR_STRIDE);
+  return irlsTermsBuf;
+}
+
+/**
  * Minimise mean |ln(pred/meas)| by iteratively reweighted least squares with analytic derivatives
  * (a work-item coefficient that is 0 in `from` stays 0: the floor + rate law is the same search)
  * (each iteration one pass over the rows, irlsObjective, and a 4×4 solve, dampedStep),
@@ -594,17 +615,16 @@ export function irlsFit(
   iters = 40,
   maxRate = Infinity,
 ): DecodeLaw & { objective: number } {
+  if (!irlsWarmed) {
+    warmIrlsPairSums();
+    irlsWarmed = true;
+  }
   const pairs = 'start' in rows ? rows : pairRows(rows);
-  const terms = new Float64Array(pairs.work.length * PAIR_STRIDE);
-  const [M, d, x, trial] = [20, 4, 4, 4].map((k) => new Float64Array(k)) as [
-    Float64Array,
-    Float64Array,
-    Float64Array,
-    Float64Array,
-  ];
+  const terms = irlsTerms(pairs.work.length);
+  const { M, d, x, trial } = IRLS_STATE;
   // The normal equations of the point kept (`ne`) and of the trial point (`tNe`), swapped on a step taken.
-  let ne = new Float64Array(14);
-  let tNe = new Float64Array(14);
+  let ne = IRLS_STATE.ne;
+  let tNe = IRLS_STATE.tNe;
   const lnMax = Math.log(maxRate);
   x.set([
     Math.log(from.floor_us),
@@ -626,7 +646,9 @@ export function irlsFit(
         x.set(trial);
         law = tLaw;
         objective = tObjective;
-        [ne, tNe] = [tNe, ne];
+        const kept = ne;
+        ne = tNe;
+        tNe = kept;
         lambda = Math.max(lambda / 10, 1e-9);
         if (gain < IRLS_STOP) break;
         continue;
