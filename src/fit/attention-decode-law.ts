@@ -374,7 +374,10 @@ export function pairedResampler(packed: PackedRows, size: number): (idx: ArrayLi
     new Uint32Array(size + 1),
   ];
   return (idx) => {
+    // Each pair's rows are counted as they are met (start[k + 1], zeroed when pair k is first seen):
+    // countStarts' counts without its second pass over the rows.
     let m = 0;
+    start[0] = 0;
     for (let i = 0; i < idx.length; i++) {
       const s = src.pt[idx[i]!]!;
       let k = local[s]!;
@@ -383,12 +386,14 @@ export function pairedResampler(packed: PackedRows, size: number): (idx: ArrayLi
         work[m] = src.work[s]!;
         items[m] = src.items[s]!;
         ids[m++] = s;
+        start[m] = 0;
       }
       pt[i] = k;
+      start[k + 1]!++;
     }
     for (let k = 0; k < m; k++) local[ids[k]!] = -1;
     const n = idx.length;
-    countStarts(n, pt, m, start);
+    for (let k = 0; k < m; k++) start[k + 1]! += start[k]!;
     scatterDrawn(packed.lnLat, idx, pt, lnLat, start);
     unshiftStarts(m, start);
     return paired(lnLat.subarray(0, n), start.subarray(0, m + 1), work.subarray(0, m), items.subarray(0, m));
