@@ -559,66 +559,146 @@ function expertColumns(points: readonly ExpertPoint[]): ExpertColumns {
     rd: new Float64Array(n),
     lat: new Float64Array(n),
   };
-  points.forEach((p, i) => {
-    [c.A[i], c.B[i], c.R[i], c.D[i], c.Q[i], c.G[i], c.X[i], c.rd[i], c.lat[i]] = [
-      p.f[1],
-      p.f[2],
-      p.f[3],
-      p.f[4],
-      p.f[5],
-      p.f[6],
-      p.f[7],
-      p.read_us,
-      p.latency_us,
-    ];
-  });
+  for (let i = 0; i < n; i++) {
+    const p = points[i]!;
+    const f = p.f;
+    c.A[i] = f[1];
+    c.B[i] = f[2];
+    c.R[i] = f[3];
+    c.D[i] = f[4];
+    c.Q[i] = f[5];
+    c.G[i] = f[6];
+    c.X[i] = f[7];
+    c.rd[i] = p.read_us;
+    c.lat[i] = p.latency_us;
+  }
   return c;
+}
+
+/**
+ * Search state of expertLogL1Objective: the least value returned so far, and each point's prediction (µs) and
+ * signed ln(pred/meas) at the point that returned it (`t0`, `l0`; `cached` once one has), with the same two
+ * for the poll being evaluated (`t`, `l`), swapped in when it is kept.
+ */
+interface LogL1State {
+  least: number;
+  cached: boolean;
+  t0: Float64Array;
+  l0: Float64Array;
+  t: Float64Array;
+  l: Float64Array;
 }
 
 /**
  * Mean |ln(pred/meas)| over the columns as a function of the eight log-coefficients, for patternSearch.
  * patternSearch keeps a poll only when it is strictly below its best, and its best is the least value
- * the objective has returned. The terms |ln(pred/meas)| are ≥ 0, so the running sum only grows: a poll
- * whose partial mean already reaches that least value cannot be kept and stops there (the value it
- * returns is ≥ the best, so the search's path and result are the full evaluation's, bit for bit).
+ * the objective has returned; a poll it does not keep is used only through that comparison. Two ways
+ * stop such a poll before its n logarithms, neither changing the search's path or result, bit for bit:
+ * - a lower bound from the best point's terms: ln(t/m) = ln(t0/m) + ln(r), r = t/t0, and
+ *   1 − 1/r ≤ ln r ≤ r − 1, so |ln(t/m)| ≥ the distance from −ln(t0/m) to [1 − 1/r, r − 1] (a division, no
+ *   log). When the bounds' mean exceeds the least value by far more than rounding (relative 1e-9, plus
+ *   1e-12 per point), the poll cannot be kept and that mean is returned;
+ * - otherwise the terms are summed in point order, and once the partial mean reaches the least value (the
+ *   terms are ≥ 0, so the sum only grows) the poll cannot be kept and that partial mean is returned.
+ * A poll kept was summed in full, in point order: its value is the plain evaluation's.
  */
 function expertLogL1Objective(cols: ExpertColumns, sum: boolean): (x: readonly number[]) => number {
-  const { A, B, R, D, Q, G, X, rd, lat } = cols;
-  const n = lat.length;
-  let least = Infinity;
-  return (x: readonly number[]) => {
-    const [fl, inv, mh, invR, ex, invQ, rr, invX] = [
-      Math.exp(x[0]!),
-      Math.exp(-x[1]!),
-      Math.exp(x[2]!),
-      Math.exp(-x[3]!),
-      Math.exp(x[4]!),
-      Math.exp(-x[5]!),
-      Math.exp(x[6]!),
-      Math.exp(-x[7]!),
-    ];
-    let s = 0;
-    for (let i0 = 0; i0 < n; i0 += ABANDON_CHUNK) {
-      const end = Math.min(n, i0 + ABANDON_CHUNK);
-      // One loop per composition (the choice hoisted out of the loop over points).
-      if (sum)
-        for (let i = i0; i < end; i++) {
-          const ar = (A[i]! + B[i]! * mh) * inv;
-          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + (rd[i]! + G[i]! * rr + ar);
-          s += Math.abs(Math.log(t / lat[i]!));
-        }
-      else
-        for (let i = i0; i < end; i++) {
-          const ar = (A[i]! + B[i]! * mh) * inv;
-          const t = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + Math.max(rd[i]! + G[i]! * rr, ar);
-          s += Math.abs(Math.log(t / lat[i]!));
-        }
-      if (s / n >= least) return s / n;
+  const n = cols.lat.length;
+  const st: LogL1State = {
+    least: Infinity,
+    cached: false,
+    t0: new Float64Array(n),
+    l0: new Float64Array(n),
+    t: new Float64Array(n),
+    l: new Float64Array(n),
+  };
+  return (x) => {
+    if (sum) predictSumInto(cols, x, st.t);
+    else predictMaxInto(cols, x, st.t);
+    if (st.cached) {
+      const bound = boundLogL1(st.t, st.t0, st.l0) / n;
+      if (bound >= st.least * (1 + 1e-9) + 1e-12) return bound;
     }
-    const v = s / n;
-    if (v < least) least = v;
+    const v = sumLogL1(st.t, cols.lat, st.l, st.least);
+    if (v < st.least) keep(st, v);
     return v;
   };
+}
+
+/** A poll is the least value so far: its predictions and terms become the reference of the bound. */
+function keep(st: LogL1State, v: number): void {
+  st.least = v;
+  [st.t0, st.t] = [st.t, st.t0];
+  [st.l0, st.l] = [st.l, st.l0];
+  st.cached = true;
+}
+
+/** Each point's predicted µs under the sum composition at log-coefficients x, into `t`. */
+function predictSumInto(cols: ExpertColumns, x: readonly number[], t: Float64Array): void {
+  const { A, B, R, D, Q, G, X, rd } = cols;
+  const fl = Math.exp(x[0]!);
+  const inv = Math.exp(-x[1]!);
+  const mh = Math.exp(x[2]!);
+  const invR = Math.exp(-x[3]!);
+  const ex = Math.exp(x[4]!);
+  const invQ = Math.exp(-x[5]!);
+  const rr = Math.exp(x[6]!);
+  const invX = Math.exp(-x[7]!);
+  for (let i = 0; i < t.length; i++) {
+    const ar = (A[i]! + B[i]! * mh) * inv;
+    t[i] = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + (rd[i]! + G[i]! * rr + ar);
+  }
+}
+
+/** predictSumInto under the max composition (max(read, arith) for read + arith). */
+function predictMaxInto(cols: ExpertColumns, x: readonly number[], t: Float64Array): void {
+  const { A, B, R, D, Q, G, X, rd } = cols;
+  const fl = Math.exp(x[0]!);
+  const inv = Math.exp(-x[1]!);
+  const mh = Math.exp(x[2]!);
+  const invR = Math.exp(-x[3]!);
+  const ex = Math.exp(x[4]!);
+  const invQ = Math.exp(-x[5]!);
+  const rr = Math.exp(x[6]!);
+  const invX = Math.exp(-x[7]!);
+  for (let i = 0; i < t.length; i++) {
+    const ar = (A[i]! + B[i]! * mh) * inv;
+    t[i] = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + Math.max(rd[i]! + G[i]! * rr, ar);
+  }
+}
+
+/**
+ * Sum over points of a lower bound of |ln(t/m)| from the reference's t0 and l0 = ln(t0/m): the distance from
+ * −l0 to [1 − t0/t, t/t0 − 1], the range of ln(t/t0) (expertLogL1Objective).
+ */
+function boundLogL1(t: Float64Array, t0: Float64Array, l0: Float64Array): number {
+  let s = 0;
+  for (let i = 0; i < t.length; i++) {
+    const d = t[i]! - t0[i]!;
+    const lo = l0[i]! + d / t[i]!;
+    const hi = l0[i]! + d / t0[i]!;
+    s += lo > 0 ? lo : hi < 0 ? -hi : 0;
+  }
+  return s;
+}
+
+/**
+ * Mean of |ln(t/m)| over points summed in order, each signed ln(t/m) written to `l`; stops at the first
+ * ABANDON_CHUNK boundary where the partial mean reaches `least` and returns that partial mean.
+ */
+function sumLogL1(t: Float64Array, lat: Float64Array, l: Float64Array, least: number): number {
+  const n = t.length;
+  let s = 0;
+  for (let i0 = 0; i0 < n; i0 += ABANDON_CHUNK) {
+    const end = Math.min(n, i0 + ABANDON_CHUNK);
+    for (let i = i0; i < end; i++) {
+      const v = Math.log(t[i]! / lat[i]!);
+      l[i] = v;
+      s += Math.abs(v);
+    }
+    if (s / n >= least) break;
+  }
+  return s / n;
 }
 
 /**
