@@ -633,17 +633,24 @@ function keep(st: LogL1State, v: number): void {
   st.cached = true;
 }
 
+/** The eight log-coefficients as the factors the prediction loops multiply by (rates as their inverses). */
+function expFactors(x: readonly number[]) {
+  return {
+    fl: Math.exp(x[0]!),
+    inv: Math.exp(-x[1]!),
+    mh: Math.exp(x[2]!),
+    invR: Math.exp(-x[3]!),
+    ex: Math.exp(x[4]!),
+    invQ: Math.exp(-x[5]!),
+    rr: Math.exp(x[6]!),
+    invX: Math.exp(-x[7]!),
+  };
+}
+
 /** Each point's predicted µs under the sum composition at log-coefficients x, into `t`. */
 function predictSumInto(cols: ExpertColumns, x: readonly number[], t: Float64Array): void {
   const { A, B, R, D, Q, G, X, rd } = cols;
-  const fl = Math.exp(x[0]!);
-  const inv = Math.exp(-x[1]!);
-  const mh = Math.exp(x[2]!);
-  const invR = Math.exp(-x[3]!);
-  const ex = Math.exp(x[4]!);
-  const invQ = Math.exp(-x[5]!);
-  const rr = Math.exp(x[6]!);
-  const invX = Math.exp(-x[7]!);
+  const { fl, inv, mh, invR, ex, invQ, rr, invX } = expFactors(x);
   for (let i = 0; i < t.length; i++) {
     const ar = (A[i]! + B[i]! * mh) * inv;
     t[i] = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + (rd[i]! + G[i]! * rr + ar);
@@ -653,14 +660,7 @@ function predictSumInto(cols: ExpertColumns, x: readonly number[], t: Float64Arr
 /** predictSumInto under the max composition (max(read, arith) for read + arith). */
 function predictMaxInto(cols: ExpertColumns, x: readonly number[], t: Float64Array): void {
   const { A, B, R, D, Q, G, X, rd } = cols;
-  const fl = Math.exp(x[0]!);
-  const inv = Math.exp(-x[1]!);
-  const mh = Math.exp(x[2]!);
-  const invR = Math.exp(-x[3]!);
-  const ex = Math.exp(x[4]!);
-  const invQ = Math.exp(-x[5]!);
-  const rr = Math.exp(x[6]!);
-  const invX = Math.exp(-x[7]!);
+  const { fl, inv, mh, invR, ex, invQ, rr, invX } = expFactors(x);
   for (let i = 0; i < t.length; i++) {
     const ar = (A[i]! + B[i]! * mh) * inv;
     t[i] = fl + R[i]! * invR + D[i]! * ex + Q[i]! * invQ + X[i]! * invX + Math.max(rd[i]! + G[i]! * rr, ar);
