@@ -6,10 +6,12 @@
  *
  *   decode, per KV dtype (suffix '' bf16, `_fp8kv` fp8), keys = batch · (past + 1):
  *     module: t = floor + per_request · B + per_request_head · B · H + keys · (E / rate + H · head_token)
- *     kernel: t = floor + keys · (E / rate + H · head_token)
+ *     kernel: the wave law (src/fit/mla-kernel.ts) or t = floor + keys · (E / rate + H · head_token),
+ *             whichever trains better (kernelDecode)
  *   prefill (bf16 KV), work = Σ pairs · 640 · H · ε_max/ε(s) / (bf16 peak · ε_max), tokens T = B · s:
  *     module: t = floor + per_token · T + per_token_head · T · H + per_token_sq · T² + work / work_scale
- *     kernel: t = floor + work / work_scale
+ *     kernel: t = floor + head_token · T · H + work / work_scale
+ *   kernel rows are screened for timing spikes first (mla-kernel.ts screenSpikes).
  *
  * E = 576 latent elements × the cache dtype's bytes; H = per-GPU query heads. Module rows are the
  * DeepSeek-V3 checkpoint's format (gemm_type fp8_block): the attention terms do not depend on the linear
@@ -26,12 +28,21 @@
 import { peakFlopsPerUs } from '../core/catalog/chip.ts';
 import { prefillPairs } from '../core/laws/attention.ts';
 import { rampSlowdown } from '../core/laws/gemm.ts';
-import { MLA_LATENT_ELEMENTS, MLA_PREFILL_FLOPS_PER_PAIR_HEAD } from '../core/laws/mla.ts';
-import { nnlsRelative, nnlsRelativeRows, relativeSystem } from '../core/numeric/lsq.ts';
+import { MLA_LATENT_ELEMENTS, MLA_PREFILL_FLOPS_PER_PAIR_HEAD, type MlaWaveDecode } from '../core/laws/mla.ts';
+import { nnlsRelative, nnlsRelativeRows, type RelativeSystem, relativeSystem } from '../core/numeric/lsq.ts';
 import { resampleEstimates } from '../core/numeric/resample.ts';
 import { SET_NAMES, type Units } from '../core/schemas/registry.ts';
 import type { MlaRow } from '../measurements/schema.ts';
 import { ciFromEstimates, fitError, fmt, holdoutValues, measuredEntry } from './common.ts';
+import {
+  fitWaveClass,
+  SPIKE_RATIO,
+  screenSpikes,
+  WAVE_BLOCKS,
+  WAVE_SPLITS,
+  waveClass,
+  waveRowUs,
+} from './mla-kernel.ts';
 import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** The module rows' linear-layer format the fit uses: DeepSeek-V3's checkpoint format. */
@@ -46,8 +57,8 @@ export function mlaEntryBytes(kv_dtype: string): number {
 interface MlaLaw {
   what: string;
   filter: string;
-  /** The pricer's law is fitted on these rows (module; kernel where a chip has no module table). */
-  priced: boolean;
+  /** The kernel tables: rows screened for timing spikes first (mla-kernel.ts screenSpikes). */
+  screen: boolean;
   rows: (r: MlaRow) => boolean;
   design: (r: MlaRow) => number[];
   /** Registry name, units, whether β is 1/value (a rate or a work scale), and how the pricer uses it. */
@@ -62,12 +73,18 @@ const term = (name: string, units: Units, inverse: boolean, charge: string): Ter
 /** How the pricer uses each kind of term (docs/pricer.md "MLA"). */
 const CHARGE = {
   attention: 'charged by the pricer as the MLA attention term',
+  floor:
+    "not charged: the pricer's floor is the attention kernel's of the GQA tables (decode attention_decode_floor_mla, else attention_decode_floor; prefill the prefill-attention floor)",
+  wave: 'charged by the pricer as the MLA decode attention term where the registry has no module law (core/laws/mla.ts mlaWaveDecodeUs)',
   weights: "not charged: the projections' weight reads (∝ local heads), charged as the graph's GEMMs",
   projection: "not charged: the projections' arithmetic, charged as the graph's GEMMs",
+  kernelTokenHead:
+    "charged by the pricer as µs per prefill token per local query head where the registry has no module law: the kernel's own per-(query token × head) cost (it runs no projections)",
   projectionSq:
     "not charged: the projections' cost per token rising with the step's tokens T, in µs per token per token of the step (T²; us_per_token is BLIS's nearest unit); the graph's GEMMs do not charge this rise (docs/pricer.md KNOWN DIVERGENCE 33)",
 } as const;
 
+/** The linear decode law of a table: module (with the projections' terms) or kernel (rows screened for spikes). */
 function decodeLaw(op: 'decode_module' | 'decode_kernel', kv: 'bf16' | 'fp8'): MlaLaw {
   const module = op === 'decode_module';
   const sfx = kv === 'fp8' ? '_fp8kv' : '';
@@ -75,12 +92,12 @@ function decodeLaw(op: 'decode_module' | 'decode_kernel', kv: 'bf16' | 'fp8'): M
   const attn = (r: MlaRow) => [keys(r) * E, keys(r) * r.heads];
   return {
     what: `${module ? 'module' : 'kernel'} decode, ${kv} KV`,
-    filter: `op ${op}, kv_dtype ${kv}${module ? `, gemm_dtype ${MLA_MODULE_GEMM}` : ''}`,
-    priced: module,
+    filter: `op ${op}, kv_dtype ${kv}${module ? `, gemm_dtype ${MLA_MODULE_GEMM}` : ', timing spikes screened'}`,
+    screen: !module,
     rows: (r) => r.op === op && r.kv_dtype === kv && (!module || r.gemm_dtype === MLA_MODULE_GEMM),
     design: module ? (r) => [1, r.heads, r.batch, r.batch * r.heads, ...attn(r)] : (r) => [1, ...attn(r)],
     terms: [
-      term(`mla_decode_floor${sfx}`, 'us_per_layer', false, CHARGE.attention),
+      term(`mla_decode_floor${sfx}`, 'us_per_layer', false, CHARGE.floor),
       ...(module
         ? [
             term(`mla_decode_per_head${sfx}`, 'us_per_layer', false, CHARGE.weights),
@@ -109,13 +126,13 @@ function prefillLaw(op: 'prefill_module' | 'prefill_kernel', peak: number, eps: 
   const T = (r: MlaRow) => r.batch * r.query_tokens;
   return {
     what: `${module ? 'module' : 'kernel'} prefill`,
-    filter: `op ${op}, kv_dtype bf16, query_tokens > 1${module ? `, gemm_dtype ${MLA_MODULE_GEMM}` : ''}`,
-    priced: module,
+    filter: `op ${op}, kv_dtype bf16, query_tokens > 1${module ? `, gemm_dtype ${MLA_MODULE_GEMM}` : ', timing spikes screened'}`,
+    screen: !module,
     rows: (r) =>
       r.op === op && r.kv_dtype === 'bf16' && r.query_tokens > 1 && (!module || r.gemm_dtype === MLA_MODULE_GEMM),
-    design: module ? (r) => [1, r.heads, T(r), T(r) * r.heads, T(r) * T(r), w(r)] : (r) => [1, w(r)],
+    design: module ? (r) => [1, r.heads, T(r), T(r) * r.heads, T(r) * T(r), w(r)] : (r) => [1, T(r) * r.heads, w(r)],
     terms: [
-      term('mla_prefill_floor', 'us_per_layer', false, CHARGE.attention),
+      term('mla_prefill_floor', 'us_per_layer', false, CHARGE.floor),
       ...(module
         ? [
             term('mla_prefill_per_head', 'us_per_layer', false, CHARGE.weights),
@@ -123,7 +140,7 @@ function prefillLaw(op: 'prefill_module' | 'prefill_kernel', peak: number, eps: 
             term('mla_prefill_per_token_head', 'us_per_token', false, CHARGE.projection),
             term('mla_prefill_per_token_sq', 'us_per_token', false, CHARGE.projectionSq),
           ]
-        : []),
+        : [term('mla_prefill_head_token', 'us_per_token', false, CHARGE.kernelTokenHead)]),
       term('mla_prefill_work_scale', 'dimensionless', true, CHARGE.attention),
     ],
     context: (r) => r.query_tokens,
@@ -162,100 +179,245 @@ export interface MlaFit extends FamilyFit {
 
 const dot = (x: readonly number[], b: readonly number[]) => x.reduce((s, v, j) => s + v * b[j]!, 0);
 
-/** One law solved on its fit rows (no bootstrap): β, the design matrix and the scored split. */
+/** A law solved on its fit rows (no bootstrap): values in term order, how a resample refits, the scored split. */
 interface Solved {
-  law: MlaLaw;
-  beta: number[];
-  X: number[][];
-  y: number[];
+  what: string;
+  filter: string;
+  terms: Term[];
+  values: number[];
+  /** The values refitted on a bootstrap resample of `train` (indices into it); undefined when it fails. */
+  refit: (idx: Uint32Array) => number[] | undefined;
   train: MlaRow[];
   fit: MlaLawFit;
   errs: { train: ReturnType<typeof fitError>; hold?: ReturnType<typeof fitError> };
   notes: string[];
 }
 
+/** A law's rows split for its holdout: every 4th distinct context and every 4th distinct batch. */
+interface Split {
+  rows: MlaRow[];
+  train: MlaRow[];
+  hold: MlaRow[];
+  ctxHold: Set<number>;
+  batchHold: Set<number>;
+  isHold: (r: MlaRow) => boolean;
+}
+
+function splitRows(rows: MlaRow[], context: (r: MlaRow) => number): Split {
+  const ctxHold = holdoutValues(rows.map(context));
+  const batchHold = holdoutValues(rows.map((r) => r.batch));
+  const isHold = (r: MlaRow) => ctxHold.has(context(r)) || batchHold.has(r.batch);
+  return { rows, train: rows.filter((r) => !isHold(r)), hold: rows.filter(isHold), ctxHold, batchHold, isHold };
+}
+
+/** What scoring needs of a law: its name, terms and holdout context axis. */
+type LawInfo = Pick<MlaLaw, 'what' | 'filter' | 'terms' | 'context' | 'contextName'>;
+
 /**
- * Solve one law (module comment): holdout along context (every 4th distinct value) and along batch, fitted
- * on rows in neither. Undefined when too few rows; a refusal when a rate term is pinned at 0.
+ * Score a law's values on its split (train and holdout errors, the notes, the report's points) into a Solved.
+ * `spikes`: the rows the spike screen took out (mla-kernel.ts), scored in a note beside the holdout.
+ */
+function scoreLaw(
+  law: LawInfo,
+  sp: Split,
+  values: number[],
+  predict: (r: MlaRow) => number,
+  refit: Solved['refit'],
+  spikes?: { screened: MlaRow[]; of: number },
+): Solved {
+  const pred = new Map<MlaRow, number>();
+  for (const r of sp.rows) pred.set(r, predict(r));
+  const at = (r: MlaRow) => pred.get(r) ?? predict(r);
+  const err = (rs: readonly MlaRow[]) =>
+    fitError(
+      rs.map(at),
+      rs.map((r) => r.latency_us),
+    );
+  const geo = (rs: readonly MlaRow[]) => (rs.length ? err(rs).geo : NaN);
+  const errs = { train: err(sp.train), ...(sp.hold.length ? { hold: err(sp.hold) } : {}) };
+  const holdout_geo = {
+    all: errs.hold?.geo ?? NaN,
+    context: geo(sp.hold.filter((r) => sp.ctxHold.has(law.context(r)))),
+    batch: geo(sp.hold.filter((r) => sp.batchHold.has(r.batch))),
+  };
+  const notes = [
+    `law: ${law.what} (src/core/laws/mla.ts, src/fit/mla.ts${spikes ? ', src/fit/mla-kernel.ts' : ''})`,
+    `holdout along context (${law.contextName} ${[...sp.ctxHold].join(', ')}): geo ${holdout_geo.context}`,
+    `holdout along batch (${[...sp.batchHold].join(', ')}): geo ${holdout_geo.batch}`,
+  ];
+  if (spikes) {
+    const held = [...sp.hold, ...spikes.screened.filter(sp.isHold)];
+    notes.push(
+      `timing spikes screened (a row of more work measured < ${SPIKE_RATIO}× of it): ${spikes.screened.length} of ${spikes.of} rows; holdout geo with the screened rows scored too: ${geo(held)}`,
+    );
+  }
+  const points = sp.rows.map((r) => ({
+    measured_us: r.latency_us,
+    predicted_us: at(r),
+    holdout: sp.isHold(r),
+    context: law.context(r),
+    batch: r.batch,
+    heads: r.heads,
+  }));
+  const fit: MlaLawFit = {
+    what: law.what,
+    priced: false,
+    beta: values,
+    names: law.terms.map((t) => t.name),
+    train_geo: errs.train.geo,
+    context_name: law.contextName,
+    holdout_geo,
+    points,
+  };
+  return { ...law, values, refit, train: sp.train, fit, errs, notes };
+}
+
+/** A law's rows, screened for timing spikes where the law asks (the kernel tables). */
+function lawRows(law: MlaLaw, all: readonly MlaRow[]): { rows: MlaRow[]; spikes?: { screened: MlaRow[]; of: number } } {
+  const rows = all.filter(law.rows);
+  if (!law.screen) return { rows };
+  const { kept, screened } = screenSpikes(rows);
+  return { rows: kept, spikes: { screened, of: rows.length } };
+}
+
+/**
+ * Solve one linear law (module comment): holdout along context (every 4th distinct value) and along batch,
+ * fitted on rows in neither. Undefined when too few rows; a refusal when a rate term is pinned at 0.
  */
 function solveLaw(law: MlaLaw, all: readonly MlaRow[], out: MlaFit): Solved | undefined {
-  const rows = all.filter(law.rows);
-  const ctxHold = holdoutValues(rows.map(law.context));
-  const batchHold = holdoutValues(rows.map((r) => r.batch));
-  const isHold = (r: MlaRow) => ctxHold.has(law.context(r)) || batchHold.has(r.batch);
-  const train = rows.filter((r) => !isHold(r));
-  const hold = rows.filter(isHold);
-  if (train.length < 4 * law.terms.length) {
-    if (rows.length) out.warnings.push(`mla: ${law.what}: ${train.length} fit rows, too few; not fitted`);
+  const { rows, spikes } = lawRows(law, all);
+  const sp = splitRows(rows, law.context);
+  if (sp.train.length < 4 * law.terms.length) {
+    if (rows.length) out.warnings.push(`mla: ${law.what}: ${sp.train.length} fit rows, too few; not fitted`);
     return undefined;
   }
-  const X = train.map(law.design);
-  const y = train.map((r) => r.latency_us);
+  const X = sp.train.map(law.design);
+  const y = sp.train.map((r) => r.latency_us);
   const beta = nnlsRelative(X, y);
   if (law.terms.some((t, j) => t.inverse && !(beta[j]! > 0))) {
     out.refusals.push(`mla: ${law.what}: the fit pins the rate term at 0 (no dependence on the work in the rows)`);
     return undefined;
   }
-  const err = (rs: readonly MlaRow[]) =>
-    fitError(
-      rs.map((r) => dot(law.design(r), beta)),
-      rs.map((r) => r.latency_us),
-    );
-  const geo = (rs: readonly MlaRow[]) => (rs.length ? err(rs).geo : NaN);
-  const errs = { train: err(train), ...(hold.length ? { hold: err(hold) } : {}) };
-  const holdout_geo = {
-    all: errs.hold?.geo ?? NaN,
-    context: geo(hold.filter((r) => ctxHold.has(law.context(r)))),
-    batch: geo(hold.filter((r) => batchHold.has(r.batch))),
+  const toValues = (b: readonly number[]) => law.terms.map((t, j) => (t.inverse ? 1 / b[j]! : b[j]!));
+  let sys: RelativeSystem | undefined;
+  const refit = (idx: Uint32Array) => {
+    sys ??= relativeSystem(X, y);
+    return toValues(nnlsRelativeRows(sys, idx));
   };
-  const notes = [
-    `law: ${law.what} (src/core/laws/mla.ts, src/fit/mla.ts)`,
-    `holdout along context (${law.contextName} ${[...ctxHold].join(', ')}): geo ${holdout_geo.context}`,
-    `holdout along batch (${[...batchHold].join(', ')}): geo ${holdout_geo.batch}`,
+  return scoreLaw(law, sp, toValues(beta), (r) => dot(law.design(r), beta), refit, spikes);
+}
+
+/** The wave law's values in its term order (waveTerms). */
+function waveValues(l: MlaWaveDecode, oneHead: boolean): number[] {
+  const v = [l.floor_us, l.wave_us, l.key_us];
+  return oneHead ? [...v, l.splits] : [...v, l.key_head_us, l.block_heads, l.splits];
+}
+
+/** The wave law's registry terms: `_h1` for the one-head kernel, then the cache dtype's suffix. */
+function waveTerms(kv: 'bf16' | 'fp8', oneHead: boolean): Term[] {
+  const sfx = `${oneHead ? '_h1' : ''}${kv === 'fp8' ? '_fp8kv' : ''}`;
+  const floorCharge =
+    "not charged: the eager kernel's floor; the pricer's floor is the decode-attention kernel floor (attention_decode_floor_mla, else attention_decode_floor)";
+  return [
+    term(`mla_decode_floor${sfx}`, 'us_per_layer', false, floorCharge),
+    term(`mla_decode_wave_us${sfx}`, 'us_per_layer', false, CHARGE.wave),
+    term(`mla_decode_key_us${sfx}`, 'us_per_token', false, CHARGE.wave),
+    ...(oneHead ? [] : [term(`mla_decode_key_head_us${sfx}`, 'us_per_token', false, CHARGE.wave)]),
+    ...(oneHead ? [] : [term(`mla_decode_block_heads${sfx}`, 'dimensionless', false, CHARGE.wave)]),
+    term(`mla_decode_splits${sfx}`, 'dimensionless', false, CHARGE.wave),
   ];
-  const points = rows.map((r) => ({
-    measured_us: r.latency_us,
-    predicted_us: dot(law.design(r), beta),
-    holdout: isHold(r),
-    context: law.context(r),
-    batch: r.batch,
-    heads: r.heads,
-  }));
-  const fit = {
-    what: law.what,
-    priced: false,
-    beta,
-    names: law.terms.map((t) => t.name),
-    train_geo: errs.train.geo,
-    context_name: law.contextName,
-  };
-  return { law, beta, X, y, train, errs, notes, fit: { ...fit, holdout_geo, points } };
+}
+
+/**
+ * The decode kernel's wave law (mla-kernel.ts) for one cache dtype: one law for the rows with two or more heads
+ * and one for the one-head rows, each with its grid point chosen on its training rows; a resample re-chooses
+ * among the grid points within a factor 2 of the fit's.
+ */
+function solveWaves(kv: 'bf16' | 'fp8', all: readonly MlaRow[], slots: number, out: MlaFit): Solved[] {
+  const base = decodeLaw('decode_kernel', kv);
+  const { rows, spikes } = lawRows(base, all);
+  const solved: Solved[] = [];
+  for (const oneHead of [false, true]) {
+    const cls = rows.filter((r) => (r.heads === 1) === oneHead);
+    const sp = splitRows(cls, base.context);
+    const what = `${base.what}, ${oneHead ? 'one head (non-grouped kernel)' : 'two or more heads (grouped kernel)'}, in waves`;
+    if (sp.train.length < 24) {
+      if (cls.length) out.warnings.push(`mla: ${what}: ${sp.train.length} fit rows, too few; not fitted`);
+      continue;
+    }
+    const c = waveClass(sp.train, slots, oneHead);
+    const f = fitWaveClass(c, Array.from(sp.train.keys()));
+    if (!f) continue;
+    const refit = (idx: Uint32Array) => {
+      const r = fitWaveClass(c, idx, f.law);
+      return r && waveValues(r.law, oneHead);
+    };
+    const law: LawInfo = {
+      ...base,
+      what,
+      filter: `${base.filter}, heads ${oneHead ? '1' : '≥ 2'}, on ${slots} SMs`,
+      terms: waveTerms(kv, oneHead),
+    };
+    const screened = spikes && { ...spikes, screened: spikes.screened.filter((r) => (r.heads === 1) === oneHead) };
+    const s = scoreLaw(law, sp, waveValues(f.law, oneHead), (r) => waveRowUs(f.law, r, slots), refit, screened);
+    s.notes.push(
+      `grid: block_heads of ${oneHead ? '1 (one head)' : WAVE_BLOCKS.join(', ')} × splits of ${WAVE_SPLITS.join(', ')}, chosen by training geo (${fmt(f.geo)})`,
+    );
+    solved.push(s);
+  }
+  return solved;
+}
+
+/** Training geo of laws over their rows together: exp of the row-weighted mean of ln geo. */
+function pooledTrainGeo(laws: readonly Solved[]): number {
+  const n = laws.reduce((a, l) => a + l.errs.train.n, 0);
+  return Math.exp(laws.reduce((a, l) => a + l.errs.train.n * Math.log(l.errs.train.geo), 0) / n);
+}
+
+/**
+ * The kernel decode law of one cache dtype: the wave law (solveWaves) or the linear floor + keys · (E / rate +
+ * H · head_token), whichever has the lower training geo over the screened rows (the holdout stays unseen).
+ * vLLM's Triton MLA decode (a100, l40s) runs in waves; FlashMLA and the Blackwell kernels do not (b200 wave law
+ * train 1.51 against 1.24). The other form's fit goes to the report as a comparison (into out.mla, first).
+ */
+function kernelDecode(kv: 'bf16' | 'fp8', rows: readonly MlaRow[], slots: number, out: MlaFit): Solved[] {
+  const waves = solveWaves(kv, rows, slots, out);
+  const linear = solveLaw(decodeLaw('decode_kernel', kv), rows, out);
+  if (!linear || !waves.length) return linear ? [linear] : waves;
+  const [gw, gl] = [pooledTrainGeo(waves), linear.errs.train.geo];
+  const note = `kernel decode form chosen by training geo over the screened rows: waves ${fmt(gw)}, floor + keys · (E / rate + H · head_token) ${fmt(gl)}`;
+  const [chosen, other] = gw < gl ? [waves, [linear]] : [[linear], waves];
+  for (const s of chosen) s.notes.push(note);
+  out.mla.push(...other.map((s) => s.fit));
+  return chosen;
 }
 
 /** A law's values as text (the comparison note): `name value` per term. */
 function valuesText(s: Solved): string {
-  return s.law.terms.map((t, j) => `${t.name} ${fmt(t.inverse ? 1 / s.beta[j]! : s.beta[j]!)}`).join(', ');
+  return s.terms.map((t, j) => `${t.name} ${fmt(s.values[j]!)}`).join(', ');
 }
 
-/** Write a solved law's coefficients (bootstrap ci95) with the other table's law as a comparison note. */
-function writeLaw(s: Solved, other: Solved | undefined, ctx: FitContext, out: MlaFit): void {
-  const sys = relativeSystem(s.X, s.y);
-  const boot = resampleEstimates(s.train.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, (idx) =>
-    nnlsRelativeRows(sys, idx),
-  );
-  const cmp = other
-    ? `comparison, ${other.law.what} (${other.law.filter}): ${valuesText(other)}; train geo ${fmt(other.errs.train.geo)}, holdout geo ${fmt(other.fit.holdout_geo.all)}`
-    : `no ${s.law.what.startsWith('module') ? 'kernel' : 'module'} table to compare with on ${ctx.chip.name}`;
-  s.law.terms.forEach((t, j) => {
-    const value = t.inverse ? 1 / s.beta[j]! : s.beta[j]!;
-    const ci = ciFromEstimates(boot.map((b) => (t.inverse ? 1 / b[j]! : b[j]!)));
+/** Write a solved law's coefficients (bootstrap ci95) with the other table's laws as a comparison note. */
+function writeLaw(s: Solved, others: readonly Solved[], ctx: FitContext, out: MlaFit): void {
+  const boot = resampleEstimates(s.train.length, ctx.bootstrap.resamples, ctx.bootstrap.seed, s.refit);
+  const cmp = others.length
+    ? others
+        .map(
+          (o) =>
+            `comparison, ${o.what} (${o.filter}): ${valuesText(o)}; train geo ${fmt(o.errs.train.geo)}, holdout geo ${fmt(o.fit.holdout_geo.all)}`,
+        )
+        .join('; ')
+    : `no ${s.what.startsWith('module') ? 'kernel' : 'module'} table to compare with on ${ctx.chip.name}`;
+  s.terms.forEach((t, j) => {
+    const value = s.values[j]!;
+    const ci = ciFromEstimates(boot.map((b) => b[j]!));
     const entry = measuredEntry(
       {
         value,
         units: t.units,
         family: 'mla',
         ctx,
-        used: { filter: s.law.filter, rows_used: s.train.length },
+        used: { filter: s.filter, rows_used: s.train.length },
         ci95: [Math.min(ci[0], value), Math.max(ci[1], value)],
         ci_method: 'bootstrap',
         train: s.errs.train,
@@ -268,7 +430,7 @@ function writeLaw(s: Solved, other: Solved | undefined, ctx: FitContext, out: Ml
       // A term the non-negative fit pins at 0 is written as not charged (the sparse family's rule).
       entry.method = 'not_charged';
       entry.fitted = false;
-      entry.rationale = `MLA ${s.law.what}: the non-negative least-squares fit pins this term at 0 (${s.train.length} rows); priced as 0`;
+      entry.rationale = `MLA ${s.what}: the non-negative least-squares fit pins this term at 0 (${s.train.length} rows); priced as 0`;
     }
     out.coefficients.push({ set: SET_NAMES.attention, name: t.name, entry });
   });
@@ -277,30 +439,33 @@ function writeLaw(s: Solved, other: Solved | undefined, ctx: FitContext, out: Ml
 
 /**
  * Fit every MLA law present in the rows. The registry's coefficients come from the module tables (the serving
- * lane, CUDA-graph replay); the kernel tables' law is solved beside them as the comparison (their vLLM 0.14.0
- * rows on Hopper carry a ~150 µs eager floor), and stands in only on a chip without a module table (a100).
- * Prefill needs this run's bf16 GEMM ramp (`ctx.prior`: gemm_eps_max_bf16, gemm_m_half_bf16), the ramp the
- * pricer divides prefill attention by; without it the prefill laws are refused.
+ * lane, CUDA-graph replay); the kernel tables' laws are solved beside them as the comparison (their vLLM
+ * rows carry an eager floor, ~150 µs on Hopper, and timing spikes, screened), and stand in only on a chip
+ * without a module table (a100): decode as the wave law (mla-kernel.ts), prefill as floor + per-(token × head)
+ * + work / work_scale. Prefill needs this run's bf16 GEMM ramp (`ctx.prior`: gemm_eps_max_bf16,
+ * gemm_m_half_bf16), the ramp the pricer divides prefill attention by; without it the prefill laws are refused.
  * @returns coefficients in law order: decode bf16 KV, decode fp8 KV, prefill
  */
 export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   const out: MlaFit = { ...emptyFamilyFit('mla'), mla: [] };
-  const pairs: Array<[MlaLaw, MlaLaw]> = [
-    [decodeLaw('decode_module', 'bf16'), decodeLaw('decode_kernel', 'bf16')],
-    [decodeLaw('decode_module', 'fp8'), decodeLaw('decode_kernel', 'fp8')],
-  ];
+  const pairs: Array<[Solved | undefined, Solved[]]> = (['bf16', 'fp8'] as const).map((kv) => [
+    solveLaw(decodeLaw('decode_module', kv), rows, out),
+    kernelDecode(kv, rows, ctx.chip.sm_count, out),
+  ]);
   const eps = ctx.prior.get('gemm_eps_max_bf16');
   const mh = ctx.prior.get('gemm_m_half_bf16');
   const peak = peakFlopsPerUs(ctx.chip, 'bf16');
   if (eps === undefined || mh === undefined || peak === undefined)
     out.refusals.push('mla: prefill needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first');
-  else pairs.push([prefillLaw('prefill_module', peak, eps, mh), prefillLaw('prefill_kernel', peak, eps, mh)]);
-  for (const [moduleLaw, kernelLaw] of pairs) {
-    const m = solveLaw(moduleLaw, rows, out);
-    const k = solveLaw(kernelLaw, rows, out);
-    if (m) writeLaw(m, k, ctx, out);
-    else if (k) writeLaw(k, undefined, ctx, out);
-    for (const s of [m, k]) if (s) out.mla.push(s.fit);
+  else {
+    const m = solveLaw(prefillLaw('prefill_module', peak, eps, mh), rows, out);
+    const k = solveLaw(prefillLaw('prefill_kernel', peak, eps, mh), rows, out);
+    pairs.push([m, k ? [k] : []]);
+  }
+  for (const [m, ks] of pairs) {
+    if (m) writeLaw(m, ks, ctx, out);
+    else for (const k of ks) writeLaw(k, [], ctx, out);
+    for (const s of [...(m ? [m] : []), ...ks]) out.mla.push(s.fit);
   }
   return out;
 }

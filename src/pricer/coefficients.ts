@@ -10,7 +10,7 @@ import type { Chip } from '../core/catalog/chip.ts';
 import { bytesPerElement, type StorageDtype } from '../core/catalog/dtypes.ts';
 import type { DecodeLaw } from '../core/laws/attention.ts';
 import { all2allSpan, nvlinkDomainGpus, ringSpan } from '../core/laws/placement.ts';
-import type { MlaDecode } from '../core/laws/mla.ts';
+import type { MlaDecode, MlaWaveDecode } from '../core/laws/mla.ts';
 import type { A2aMode } from '../core/laws/expert-alltoall.ts';
 import type { MhcHalf, MsaDecodeLaw, MsaPrefillLaw, PrefillForm } from '../core/laws/sparse.ts';
 import type { ResolvedCoefficients } from '../registry/load.ts';
@@ -229,6 +229,34 @@ export class PricerCoefficients {
       );
     const floor = this.opt('attention_decode_floor_mla') ?? this.opt('attention_decode_floor') ?? 0;
     return { floor_us: floor, bytes_per_us: rate, head_token_us: this.opt(`mla_decode_head_token${sfx}`) ?? 0 };
+  }
+
+  /**
+   * The MLA decode kernel's wave law (core/laws/mla.ts MlaWaveDecode; docs/fitting.md "MLA"), fitted on the
+   * kernel tables where a chip has no module table (a100), at `heads` local query heads: the one-head kernel's
+   * law (`_h1`) at one head where the registry has it. Used only where mlaDecode (the module law) is undefined;
+   * the floor as mlaDecode's. Undefined without `mla_decode_wave_us`.
+   * @param kvB cache bytes per element (`_fp8kv` entries for 1 where fitted, else the bf16-cache law, noted)
+   */
+  mlaWaveDecode(kvB: number, heads: number): MlaWaveDecode | undefined {
+    if (this.reg.has('mla_decode_rate') || this.reg.has('mla_decode_rate_fp8kv')) return undefined;
+    let sfx = kvB === 1 ? '_fp8kv' : '';
+    if (sfx && !this.reg.has(`mla_decode_wave_us${sfx}`)) sfx = '';
+    const h1 = heads === 1 && this.reg.has(`mla_decode_wave_us_h1${sfx}`) ? '_h1' : '';
+    const at = (name: string) => this.opt(`mla_decode_${name}${h1}${sfx}`);
+    const wave_us = at('wave_us');
+    if (wave_us === undefined) return undefined;
+    this.staticNotes.add(
+      `MLA decode: no module fit on ${this.chip.name}; the kernel tables' wave law${h1 ? ' (one-head kernel)' : ''} at the batch's mean context (KNOWN DIVERGENCE 34)${kvB !== 2 && sfx === '' ? `, the bf16-cache law for a ${kvB}-byte cache` : ''}`,
+    );
+    return {
+      floor_us: this.opt('attention_decode_floor_mla') ?? this.opt('attention_decode_floor') ?? 0,
+      wave_us,
+      key_us: at('key_us') ?? 0,
+      key_head_us: at('key_head_us') ?? 0,
+      block_heads: at('block_heads') ?? 1,
+      splits: at('splits') ?? 1,
+    };
   }
 
   /**

@@ -41,7 +41,7 @@ import {
   msaPrefillWork,
   type PrefillForm,
 } from '../core/laws/sparse.ts';
-import { mlaDecodeUsPerKey } from '../core/laws/mla.ts';
+import { mlaDecodeUsPerKey, mlaWaveProgramsPerRow, mlaWaveUsPerKey } from '../core/laws/mla.ts';
 import { expertsTouched } from '../core/laws/moe.ts';
 import { deepepMessageBytes, mnnvlMessageBytes } from '../core/laws/expert-alltoall.ts';
 import type { CollectiveCurve, ExpertRereadChoice, PricerCoefficients, RampFormat } from './coefficients.ts';
@@ -77,15 +77,31 @@ export interface AttnPlan {
    */
   decLaw: DecodeLaw;
   decHeads: number;
+  /** Decode priced in waves instead of decLaw (an MLA kernel-table registry, a100); undefined elsewhere. */
+  decWave: WavePlan | undefined;
   /** Decode: µs per decode token of the step, whatever it reads (the MSA module's per-request and projection terms); 0 elsewhere. */
   decUsPerDecodeToken: number;
   /** Prefill: floor µs and µs per attended key pair at ε_max (the walk folds in each row's ramp). */
   preFloor: number;
   preUsPerPair: number;
+  /** Prefill: µs per prefill token of the step (the MLA kernel law's per-(token × local head) cost); 0 elsewhere. */
+  preUsPerToken: number;
   /** The model's own measured prefill form (coefficients.ts prefillForm), priced instead of the pairs; undefined = none. */
   form: PrefillForm | undefined;
   /** Bytes the form's kernel reads per query-key pair (one cached entry). */
   formBytesPerPair: number;
+}
+
+/**
+ * An MLA decode kernel's wave law at a node's local heads (core/laws/mla.ts mlaWaveDecodeUs): floor, µs per
+ * wave, µs per key of the mean context per wave, programs per decode row, and the SMs they fill.
+ */
+export interface WavePlan {
+  floor_us: number;
+  wave_us: number;
+  us_per_key: number;
+  programs_per_row: number;
+  slots: number;
 }
 
 /**
@@ -682,6 +698,22 @@ function decodeLaw(ctx: PlanContext, node: AttentionNode) {
 }
 
 /**
+ * The MLA decode wave law at `qHeads` local heads where the registry has it and no module law
+ * (coefficients.ts mlaWaveDecode; core/laws/mla.ts), else undefined.
+ */
+function wavePlan(ctx: PlanContext, qHeads: number): WavePlan | undefined {
+  const w = ctx.coef.mlaWaveDecode(ctx.kvB, qHeads);
+  if (!w) return undefined;
+  return {
+    floor_us: w.floor_us,
+    wave_us: w.wave_us,
+    us_per_key: mlaWaveUsPerKey(w, qHeads),
+    programs_per_row: mlaWaveProgramsPerRow(w, qHeads),
+    slots: ctx.coef.chip.sm_count,
+  };
+}
+
+/**
  * Decode floor (µs) and µs per key read of an attention node: MLA's own law over its latent bytes and local
  * heads where the registry has it (core/laws/mla.ts; KNOWN DIVERGENCE 25), else floor + bytes / rate of its kind
  * (decodeLaw).
@@ -743,9 +775,11 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
         ? { ...dc, rate: 1 / floorPlusWork(0, c.kv, dc.rate) }
         : { floor_us: 0, rate: 1 / readUs(ctx, c.kv), item_us: 0, p_half: 0 },
       decHeads: 1,
+      decWave: undefined,
       decUsPerDecodeToken: 0,
       preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
       preUsPerPair: perPair * (ctx.prefillScale ?? 1),
+      preUsPerToken: 0,
       form: undefined,
       formBytesPerPair: 0,
     });
@@ -764,9 +798,11 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
       p_half: 0,
     },
     decHeads: 1,
+    decWave: undefined,
     decUsPerDecodeToken: d.per_request_us + unitDec.flops / d.flops_per_us,
     preFloor: 0,
     preUsPerPair: 0,
+    preUsPerToken: 0,
     form: {
       fixed_us: p.fixed_us,
       per_request_us: p.per_request_us,
@@ -779,9 +815,11 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
     reader: all,
     decLaw: { floor_us: 0, rate: d.index_bytes_per_us / c.index, item_us: 0, p_half: 0 },
     decHeads: 1,
+    decWave: undefined,
     decUsPerDecodeToken: 0,
     preFloor: 0,
     preUsPerPair: 0,
+    preUsPerToken: 0,
     form: { ...none, bytes_per_us: p.index_flops_per_us },
     formBytesPerPair: unitPre.index_flops,
   });
@@ -800,7 +838,12 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): 
   // its latent cache is replicated, which kvPerToken reflects). KNOWN DIVERGENCE 13: an indexer's heads are not split (issue 14):
   // every rank scores the whole index for the top-k it needs.
   const qHeads = indexer ? node.n_q : node.n_q / ctx.tp;
-  const dc = decodeCost(ctx, node, kvPerToken, qHeads);
+  const mla = node.kind === 'mla' && !indexer;
+  const wave = mla ? wavePlan(ctx, qHeads) : undefined;
+  // With a wave law the generated code prices decWave; decLaw then holds its one-wave floor and µs per key.
+  const dc = wave
+    ? { floor_us: wave.floor_us, rate: 1 / wave.us_per_key, item_us: 0, p_half: 0 }
+    : decodeCost(ctx, node, kvPerToken, qHeads);
   const flopsPerPair = (indexer ? 2 : 4) * qHeads * (node.prefill_d_h ?? node.d_h);
   // KNOWN DIVERGENCE 4 (reference §4.5 [CHECK]): work_scale is fitted against the bf16 ramp, so
   // prefill attention is priced on the bf16 peak and ramp whatever the served weight dtype.
@@ -809,9 +852,11 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): 
     reader: readerIndex(ctx.readers, r),
     decLaw: dc,
     decHeads: kvHeadsPerRank(ctx, node),
+    decWave: wave,
     decUsPerDecodeToken: 0,
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
+    preUsPerToken: mla ? (ctx.coef.opt('mla_prefill_head_token') ?? 0) * qHeads : 0,
     form: node.kind === 'sparse' ? ctx.coef.prefillForm(indexer ? 'indexer' : 'sparse') : undefined,
     formBytesPerPair: kvPerToken, // KNOWN DIVERGENCE 14: read per query block, pairs × entry bytes
   });
@@ -1041,9 +1086,20 @@ function canonicalKind(kp: KindPlan): KindPlan {
     reader: a.reader,
     decLaw: { floor_us: a.decLaw.floor_us, rate: a.decLaw.rate, item_us: a.decLaw.item_us, p_half: a.decLaw.p_half },
     decHeads: a.decHeads,
+    decWave:
+      a.decWave === undefined
+        ? undefined
+        : {
+            floor_us: a.decWave.floor_us,
+            wave_us: a.decWave.wave_us,
+            us_per_key: a.decWave.us_per_key,
+            programs_per_row: a.decWave.programs_per_row,
+            slots: a.decWave.slots,
+          },
     decUsPerDecodeToken: a.decUsPerDecodeToken,
     preFloor: a.preFloor,
     preUsPerPair: a.preUsPerPair,
+    preUsPerToken: a.preUsPerToken,
     form:
       a.form === undefined
         ? undefined

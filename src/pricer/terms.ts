@@ -26,6 +26,7 @@ import { decodeAttentionUs, type DecodeLaw } from '../core/laws/attention.ts';
 import { collectiveUs } from '../core/laws/collective.ts';
 import { floorPlusUnits } from '../core/laws/floor-rate.ts';
 import { rampUs } from '../core/laws/gemm.ts';
+import { mlaWaveDecodeUs } from '../core/laws/mla.ts';
 import { expertsTouched } from '../core/laws/moe.ts';
 import { expertRereadPasses } from '../core/laws/moe-experts.ts';
 import { prefillFormUs, type PrefillForm } from '../core/laws/sparse.ts';
@@ -81,6 +82,7 @@ export interface KindVariant {
 const LAWS = {
   rampUs,
   decodeAttentionUs,
+  mlaWaveDecodeUs,
   floorPlusUnits,
   prefillFormUs,
   collectiveUs,
@@ -145,10 +147,13 @@ function gemmCode(kp: KindPlan, k: Consts): string[] {
 function decodeAttnCode(attn: readonly AttnPlan[], k: Consts): string[] {
   if (attn.length === 0) return [];
   const out = [`if (inp[${IN_ANY_DECODE}] !== 0) {`];
-  for (const a of attn)
-    out.push(
-      `  hbm += decodeAttentionUs(${k.k(doubleLaw(a.decLaw))}, decRows * ${k.c(a.decHeads)}, dec[${a.reader}]) + decTok * ${k.c(a.decUsPerDecodeToken)};`,
-    );
+  for (const a of attn) {
+    const w = a.decWave;
+    const t = w
+      ? `mlaWaveDecodeUs(${k.c(w.floor_us)}, ${k.c(w.wave_us)}, ${k.c(w.us_per_key)}, ${k.c(w.programs_per_row)}, ${k.c(w.slots)}, decRows, dec[${a.reader}])`
+      : `decodeAttentionUs(${k.k(doubleLaw(a.decLaw))}, decRows * ${k.c(a.decHeads)}, dec[${a.reader}])`;
+    out.push(`  hbm += ${t} + decTok * ${k.c(a.decUsPerDecodeToken)};`);
+  }
   out.push('}');
   return out;
 }
@@ -157,7 +162,7 @@ function decodeAttnCode(attn: readonly AttnPlan[], k: Consts): string[] {
 function prefillAttnCode(attn: readonly AttnPlan[], k: Consts): string[] {
   return attn.map((a) =>
     a.form === undefined
-      ? `sm += floorPlusUnits(${k.c(a.preFloor)}, pre[${a.reader}], ${k.c(a.preUsPerPair)});`
+      ? `sm += floorPlusUnits(${k.c(a.preFloor)}, pre[${a.reader}], ${k.c(a.preUsPerPair)})${a.preUsPerToken > 0 ? ` + inp[${IN_PRE_TOK}] * ${k.c(a.preUsPerToken)}` : ''};`
       : `sm += prefillFormUs(${k.k(doubleForm(a.form))}, inp[${IN_N_PREFILL}], inp[${IN_PRE_TOK}], preRaw[${a.reader}] * ${k.c(a.formBytesPerPair)});`,
   );
 }

@@ -43,11 +43,14 @@ export function mlaSection(f: MlaFit, chip: Chip): FitSection {
   const L = [
     `## MLA: latent attention (${chip.name})`,
     '',
-    'Laws (src/core/laws/mla.ts): decode t = floor + keys·(latent bytes / rate + heads·head_token), module rows ' +
-      'add per_head·heads + per_request·B + per_request_head·B·heads (the projections); prefill t = floor + work / ' +
-      'work_scale on the bf16 ramp, module rows add per_head·heads + per_token·T + per_token_head·T·heads + per_token_sq·T². The ' +
-      'registry takes the vLLM module law (the kernel law where a chip has no module table); the pricer charges ' +
-      'rate, head_token and work_scale only (docs/pricer.md "MLA"). Holdout: every 4th distinct context and batch.',
+    'Laws (src/core/laws/mla.ts): module decode t = floor + keys·(latent bytes / rate + heads·head_token) + ' +
+      'per_head·heads + per_request·B + per_request_head·B·heads (the projections); module prefill t = floor + work / ' +
+      'work_scale on the bf16 ramp + per_head·heads + per_token·T + per_token_head·T·heads + per_token_sq·T². Kernel ' +
+      'rows (timing spikes screened): decode in waves, t = max(floor, W·(wave_us + k·(key_us + hb·key_head_us))), ' +
+      'W = ceil(B·ceil(heads / block_heads)·splits / SMs), k keys per request, hb = min(heads, block_heads), one-head ' +
+      'rows their own law; prefill t = floor + head_token·T·heads + work / work_scale. The registry takes the vLLM ' +
+      'module law (the kernel laws where a chip has no module table); the pricer charges the attention terms only, ' +
+      'with the GQA tables\' kernel floor (docs/pricer.md "MLA"). Holdout: every 4th distinct context and batch.',
     '',
     '| law | registry | train geo | holdout geo | along context | along batch |',
     '|---|---|---|---|---|---|',

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { mlaDecodeUsPerKey } from '../../src/core/laws/mla.ts';
-import { decodeBatch } from '../../src/pricer/batch.ts';
+import { decodeBatch, prefillBatch } from '../../src/pricer/batch.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
 import { makePricer } from './helpers.ts';
 
@@ -25,6 +25,34 @@ describe('deepseek-v3 MLA decode on the fitted law', () => {
     const p = makePricer('deepseek-v3', 'h200', { tp: 8 }, shipped('h200'));
     const hbm = (ctx: number) => p.price(decodeBatch(1, ctx)).resources_us.hbm;
     expect(hbm(8192) - hbm(4096)).toBeCloseTo(61 * 4096 * perKey, 6);
+  });
+  it('a100 tp 8 (kernel tables only): 4096 more keys cost one wave per 27 requests of 4 programs on 108 SMs', () => {
+    // a100's registry has no module law: the decode kernel's wave law (core/laws/mla.ts). 16 local heads in one
+    // 16-head block × 4 splits = 4 programs per request; 108 SMs hold 27 requests' programs in one wave, 28 take two.
+    // Per key per wave: key_us + 16 · key_head_us. The fp8 cache (deepseek-v3's default) is priced on the bf16-cache
+    // law (the tables have no fp8 cache), so the cost is per key, not per byte.
+    const v = (n: string) => value('a100', n);
+    expect(v('mla_decode_block_heads')).toBe(16);
+    expect(v('mla_decode_splits')).toBe(4);
+    const perKey = v('mla_decode_key_us') + 16 * v('mla_decode_key_head_us');
+    const p = makePricer('deepseek-v3', 'a100', { tp: 8 }, shipped('a100'));
+    const hbm = (n: number, ctx: number) => p.price(decodeBatch(n, ctx)).resources_us.hbm;
+    expect(hbm(1, 8192) - hbm(1, 4096)).toBeCloseTo(61 * 4096 * perKey, 6);
+    expect(hbm(27, 8192) - hbm(27, 4096)).toBeCloseTo(61 * 4096 * perKey, 6);
+    expect(hbm(28, 8192) - hbm(28, 4096)).toBeCloseTo(61 * 2 * 4096 * perKey, 6);
+    expect(p.info.assumptions.join(' ')).not.toMatch(/full-attention rate/);
+  });
+  it('a100 prefill charges the kernel law µs per (prefill token × local head) on top of the pairs', () => {
+    // Without mla_prefill_head_token the same registry prices 61 layers × 2048 tokens × 16 heads × head_token less.
+    const ht = value('a100', 'mla_prefill_head_token');
+    const without = shipped('a100').map((s) => ({
+      ...s,
+      coefficients: s.coefficients.filter((c) => c.name !== 'mla_prefill_head_token'),
+    }));
+    const sm = (reg: typeof without) =>
+      makePricer('deepseek-v3', 'a100', { tp: 8 }, reg).price(prefillBatch(1, 2048)).resources_us.sm;
+    expect(ht).toBeGreaterThan(0);
+    expect(sm(shipped('a100')) - sm(without)).toBeCloseTo(61 * 2048 * 16 * ht, 6);
   });
   it('no full-attention fallback note on any chip whose registry has the MLA fit', () => {
     for (const chip of ['h200', 'h100', 'b200', 'gb200', 'a100', 'l40s']) {

@@ -44,3 +44,56 @@ export function mlaDecodeUsPerKey(c: MlaDecode, heads: number, entry_bytes: numb
 export function mlaDecodeUs(c: MlaDecode, keys: number, heads: number, entry_bytes: number): number {
   return c.floor_us + keys * mlaDecodeUsPerKey(c, heads, entry_bytes);
 }
+
+/**
+ * An MLA decode kernel that runs in waves (docs/fitting.md "MLA", a100's kernel tables): one program per
+ * (request, block of `block_heads` query heads, KV split), `splits` = the KV splits over the programs one SM
+ * holds at once, so a call runs ceil(rows · ceil(heads / block_heads) · splits / SMs) waves of equal cost.
+ * vLLM's grouped Triton decode (16-head blocks, 4 KV splits) fits at 16 and 4 on a100's 108 SMs; its
+ * one-head kernel (no grouping) is its own law (registry `_h1`).
+ */
+export interface MlaWaveDecode {
+  floor_us: number;
+  /** µs each wave costs whatever it reads. */
+  wave_us: number;
+  /** µs per key one request attends, per wave (the latent read and the work every program pays). */
+  key_us: number;
+  /** µs per key per query head in a program's block. */
+  key_head_us: number;
+  /** Query heads one program serves. */
+  block_heads: number;
+  /** Programs per (request, head block), over the programs one SM holds at once. */
+  splits: number;
+}
+
+/** Programs one decode row launches, in SM slots: ceil(heads / block_heads) · splits. */
+export function mlaWaveProgramsPerRow(c: MlaWaveDecode, heads: number): number {
+  return Math.ceil(heads / c.block_heads) * c.splits;
+}
+
+/** µs per key per wave at `heads` local query heads: key_us + min(heads, block_heads) · key_head_us. */
+export function mlaWaveUsPerKey(c: MlaWaveDecode, heads: number): number {
+  return c.key_us + Math.min(heads, c.block_heads) * c.key_head_us;
+}
+
+/**
+ * One wave-law MLA decode call (attention only), µs: max(floor, waves · (wave_us + keys / rows · us_per_key)),
+ * waves = ceil(rows · programs_per_row / slots). Exact for rows of one context; a batch of mixed contexts
+ * is priced at its mean context (KNOWN DIVERGENCE 34: the kernel's wave is as long as its longest program).
+ * @param rows decode rows (requests) of the call; 0 → 0 µs
+ * @param keys Σ over the rows of the keys each attends
+ * @param slots the chip's SM count (chip catalog `sm_count`)
+ */
+export function mlaWaveDecodeUs(
+  floor_us: number,
+  wave_us: number,
+  us_per_key: number,
+  programs_per_row: number,
+  slots: number,
+  rows: number,
+  keys: number,
+): number {
+  if (rows <= 0) return 0;
+  const waves = Math.ceil((rows * programs_per_row) / slots);
+  return Math.max(floor_us, waves * (wave_us + (keys / rows) * us_per_key));
+}
