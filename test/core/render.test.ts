@@ -14,6 +14,7 @@ import {
   fmtSigExp,
   fmtTick,
 } from '../../src/core/render/format.ts';
+import { chart } from '../../src/core/render/svg.ts';
 import { htmlTable, markdownTable, renderTable, tableLines, textTable } from '../../src/core/render/table.ts';
 
 describe('core/render/format', () => {
@@ -135,5 +136,32 @@ describe('core/render/csv', () => {
       }),
       { numRuns: 200, seed: 11 },
     );
+  });
+});
+
+describe('core/render/svg chart', () => {
+  const pts: Array<[number, number]> = [
+    [1, -0.62],
+    [10, 0.05],
+    [1000, 0.31],
+  ];
+  it('a linear axis through 0 labels its tick 0, not the running sum’s rounding error', () => {
+    // Ticks from −0.6 in steps of 0.2: −0.6 + 3 · 0.2 = 5.55e-17 in doubles; the tick must read 0.
+    const svg = chart([{ label: 'r', points: pts, style: 'scatter' }], {
+      title: 't',
+      x_label: 'x',
+      y_label: 'y',
+      x_log: true,
+    });
+    expect(svg).toMatch(/>0<\/text>/);
+    expect(svg).not.toMatch(/e-1[0-9]/);
+  });
+  it('a title wider than the figure is centred on it at a smaller size; a short one keeps 13 px over the plot', () => {
+    const long = 'x'.repeat(120); // 120 × 7.8 px = 936 px > 720: size 13 · 704 / 936 = 9.8 px, centred at 360
+    const a = chart([{ label: 'r', points: pts, style: 'scatter' }], { title: long, x_label: 'x', y_label: 'y' });
+    expect(a).toContain(`<text x="360" y="18" text-anchor="middle" font-size="9.8" font-weight="bold">${long}</text>`);
+    // 'short' is 5 × 7.8 = 39 px: fits around the plot's centre (720 / 2 − 170 / 2 = 275).
+    const b = chart([{ label: 'r', points: pts, style: 'scatter' }], { title: 'short', x_label: 'x', y_label: 'y' });
+    expect(b).toContain('<text x="275" y="18" text-anchor="middle" font-size="13" font-weight="bold">short</text>');
   });
 });

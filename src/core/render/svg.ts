@@ -59,8 +59,25 @@ function niceLinearTicks(lo: number, hi: number, count = 6): number[] {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
   const out: number[] = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+  // A tick the running sum leaves a rounding error away from 0 is 0 (else it reads "-5.6e-17").
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+    out.push(Math.abs(v) < step * 1e-9 ? 0 : +v.toPrecision(12));
   return out;
+}
+
+/** Average advance of a bold 13 px sans-serif glyph, px (a title's width estimate). */
+const TITLE_PX_PER_CHAR = 7.8;
+
+/**
+ * A chart's bold title centred at x, or, when its estimated width (TITLE_PX_PER_CHAR per character) would pass
+ * the figure's edges, centred on the figure at the font size that fits its width less 16 px (long set names
+ * were clipped on both sides).
+ */
+function titleText(title: string, x: number, W: number): string {
+  const est = title.length * TITLE_PX_PER_CHAR;
+  const fits = est / 2 <= Math.min(x, W - x) - 8;
+  const [cx, size] = fits ? [x, 13] : [W / 2, Math.min(13, +((13 * (W - 16)) / est).toFixed(1))];
+  return `<text x="${cx}" y="18" text-anchor="middle" font-size="${size}" font-weight="bold">${esc(title)}</text>`;
 }
 
 function logTicks(lo: number, hi: number): number[] {
@@ -124,9 +141,7 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
   );
   parts.push(`<rect width="${W}" height="${H}" fill="white"/>`);
-  parts.push(
-    `<text x="${W / 2 - m.r / 2}" y="18" text-anchor="middle" font-size="13" font-weight="bold">${esc(o.title)}</text>`,
-  );
+  parts.push(titleText(o.title, W / 2 - m.r / 2, W));
   const xt = o.x_log ? logTicks(x0, x1) : niceLinearTicks(x0, x1);
   const yt = o.y_log ? logTicks(y0, y1) : niceLinearTicks(y0, y1);
   for (const t of xt) {
@@ -214,7 +229,7 @@ export function stackedBars(
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="18" text-anchor="middle" font-size="13" font-weight="bold">${esc(o.title)}</text>`,
+    titleText(o.title, W / 2, W),
   ];
   items.forEach((it, i) => {
     const y = m.t + i * rowH;
