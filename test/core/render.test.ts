@@ -14,7 +14,7 @@ import {
   fmtSigExp,
   fmtTick,
 } from '../../src/core/render/format.ts';
-import { chart } from '../../src/core/render/svg.ts';
+import { chart, wrapWords } from '../../src/core/render/svg.ts';
 import { htmlTable, markdownTable, renderTable, tableLines, textTable } from '../../src/core/render/table.ts';
 
 describe('core/render/format', () => {
@@ -163,5 +163,22 @@ describe('core/render/svg chart', () => {
     // 'short' is 5 × 7.8 = 39 px: fits around the plot's centre (720 / 2 − 170 / 2 = 275).
     const b = chart([{ label: 'r', points: pts, style: 'scatter' }], { title: 'short', x_label: 'x', y_label: 'y' });
     expect(b).toContain('<text x="275" y="18" text-anchor="middle" font-size="13" font-weight="bold">short</text>');
+  });
+  it('legend labels wrap at spaces to the legend column (170 − 31 px at 6.1 px a glyph: 22 characters)', () => {
+    expect(wrapWords('fit at each row: floor + p·item + work/rate(p)', 22)).toEqual([
+      'fit at each row: floor',
+      '+ p·item +',
+      'work/rate(p)',
+    ]);
+    expect(wrapWords('a-very-long-single-word-label', 10)).toEqual(['a-very-long-single-word-label']);
+    const svg = chart([{ label: 'fit at each row: floor + p·item + work/rate(p)', points: pts, style: 'scatter' }], {
+      title: 't',
+      x_label: 'x',
+      y_label: 'y',
+    });
+    // Three tspans, 13 px apart, at the legend's text column (70 + 480 + 12 + 15 = 577).
+    expect(svg).toContain(
+      '<tspan x="577" dy="0">fit at each row: floor</tspan><tspan x="577" dy="13">+ p·item +</tspan><tspan x="577" dy="13">work/rate(p)</tspan>',
+    );
   });
 });

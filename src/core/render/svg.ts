@@ -92,6 +92,50 @@ function logTicks(lo: number, hi: number): number[] {
   return out.length ? out : [lo, hi];
 }
 
+/** Average advance of an 11 px sans-serif glyph, px (a legend label's width estimate). */
+const LEGEND_PX_PER_CHAR = 6.1;
+
+/** `text` broken at spaces into lines of at most `max` characters (a longer word keeps its own line). */
+export function wrapWords(text: string, max: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && line.length + 1 + word.length > max) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return [...lines, line];
+}
+
+/**
+ * The legend right of the plot from (x, y): a swatch and label per series, then each reference line's label,
+ * every label wrapped at `max` characters per line (13 px a line, 3 px between entries).
+ */
+function legend(
+  parts: string[],
+  series: readonly Series[],
+  hLines: ReadonlyArray<{ label: string }>,
+  x: number,
+  y: number,
+  max: number,
+): void {
+  let at = y;
+  const text = (label: string, tx: number, fill: string) => {
+    const lines = wrapWords(label, max);
+    const spans = lines.map((l, j) => `<tspan x="${tx}" dy="${j ? 13 : 0}">${esc(l)}</tspan>`).join('');
+    parts.push(`<text x="${tx}" y="${at + 2}"${fill}>${spans}</text>`);
+    at += 13 * lines.length + 3;
+  };
+  series.forEach((s, i) => {
+    parts.push(
+      `<rect x="${x}" y="${at - 7}" width="10" height="10" fill="${s.color ?? PALETTE[i % PALETTE.length]!}"/>`,
+    );
+    text(s.label, x + 15, '');
+  });
+  for (const h of hLines) text(`--- ${h.label}`, x, ' fill="#555"');
+}
+
 /** Render a line/scatter chart. */
 export function chart(series: readonly Series[], o: ChartOptions): string {
   const W = o.width ?? 720;
@@ -185,17 +229,7 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
     }
   });
   parts.push(`</g>`);
-  series.forEach((s, i) => {
-    const color = s.color ?? PALETTE[i % PALETTE.length]!;
-    const y = m.t + 10 + i * 16;
-    parts.push(`<rect x="${m.l + pw + 12}" y="${y - 7}" width="10" height="10" fill="${color}"/>`);
-    parts.push(`<text x="${m.l + pw + 27}" y="${y + 2}">${esc(s.label)}</text>`);
-  });
-  for (const [i, h] of (o.h_lines ?? []).entries()) {
-    parts.push(
-      `<text x="${m.l + pw + 12}" y="${m.t + 10 + (series.length + i) * 16 + 2}" fill="#555">--- ${esc(h.label)}</text>`,
-    );
-  }
+  legend(parts, series, o.h_lines ?? [], m.l + pw + 12, m.t + 10, Math.floor((m.r - 31) / LEGEND_PX_PER_CHAR));
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }
