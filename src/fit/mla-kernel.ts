@@ -159,6 +159,7 @@ export function waveRowUs(law: MlaWaveDecode, r: MlaRow, slots: number): number 
     slots,
     r.batch,
     r.batch * k,
+    k,
   );
 }
 

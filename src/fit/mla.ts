@@ -378,18 +378,22 @@ function pooledTrainGeo(laws: readonly Solved[]): number {
  * The kernel decode law of one cache dtype: the wave law (solveWaves) or the linear floor + keys · (E / rate +
  * H · head_token), whichever has the lower training geo over the screened rows (the holdout stays unseen).
  * vLLM's Triton MLA decode (a100, l40s) runs in waves; FlashMLA and the Blackwell kernels do not (b200 wave law
- * train 1.51 against 1.24). The other form's fit goes to the report as a comparison (into out.mla, first).
+ * train 1.51 against 1.24). The other form's fit is reported after the chosen ones (fitMla).
  */
-function kernelDecode(kv: 'bf16' | 'fp8', rows: readonly MlaRow[], slots: number, out: MlaFit): Solved[] {
+function kernelDecode(
+  kv: 'bf16' | 'fp8',
+  rows: readonly MlaRow[],
+  slots: number,
+  out: MlaFit,
+): { chosen: Solved[]; other: Solved[] } {
   const waves = solveWaves(kv, rows, slots, out);
   const linear = solveLaw(decodeLaw('decode_kernel', kv), rows, out);
-  if (!linear || !waves.length) return linear ? [linear] : waves;
+  if (!linear || !waves.length) return { chosen: linear ? [linear] : waves, other: [] };
   const [gw, gl] = [pooledTrainGeo(waves), linear.errs.train.geo];
   const note = `kernel decode form chosen by training geo over the screened rows: waves ${fmt(gw)}, floor + keys · (E / rate + H · head_token) ${fmt(gl)}`;
   const [chosen, other] = gw < gl ? [waves, [linear]] : [[linear], waves];
   for (const s of chosen) s.notes.push(note);
-  out.mla.push(...other.map((s) => s.fit));
-  return chosen;
+  return { chosen, other };
 }
 
 /** A law's values as text (the comparison note): `name value` per term. */
@@ -448,10 +452,11 @@ function writeLaw(s: Solved, others: readonly Solved[], ctx: FitContext, out: Ml
  */
 export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   const out: MlaFit = { ...emptyFamilyFit('mla'), mla: [] };
-  const pairs: Array<[Solved | undefined, Solved[]]> = (['bf16', 'fp8'] as const).map((kv) => [
-    solveLaw(decodeLaw('decode_module', kv), rows, out),
-    kernelDecode(kv, rows, ctx.chip.sm_count, out),
-  ]);
+  const pairs: Array<[Solved | undefined, Solved[], Solved[]]> = (['bf16', 'fp8'] as const).map((kv) => {
+    const m = solveLaw(decodeLaw('decode_module', kv), rows, out);
+    const k = kernelDecode(kv, rows, ctx.chip.sm_count, out);
+    return [m, k.chosen, k.other];
+  });
   const eps = ctx.prior.get('gemm_eps_max_bf16');
   const mh = ctx.prior.get('gemm_m_half_bf16');
   const peak = peakFlopsPerUs(ctx.chip, 'bf16');
@@ -460,12 +465,12 @@ export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   else {
     const m = solveLaw(prefillLaw('prefill_module', peak, eps, mh), rows, out);
     const k = solveLaw(prefillLaw('prefill_kernel', peak, eps, mh), rows, out);
-    pairs.push([m, k ? [k] : []]);
+    pairs.push([m, k ? [k] : [], []]);
   }
-  for (const [m, ks] of pairs) {
+  for (const [m, ks, other] of pairs) {
     if (m) writeLaw(m, ks, ctx, out);
     else for (const k of ks) writeLaw(k, [], ctx, out);
-    for (const s of [...(m ? [m] : []), ...ks]) out.mla.push(s.fit);
+    for (const s of [...(m ? [m] : []), ...ks, ...other]) out.mla.push(s.fit);
   }
   return out;
 }

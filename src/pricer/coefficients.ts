@@ -231,31 +231,44 @@ export class PricerCoefficients {
     return { floor_us: floor, bytes_per_us: rate, head_token_us: this.opt(`mla_decode_head_token${sfx}`) ?? 0 };
   }
 
+  /** Whether the registry's MLA laws are the kernel tables' (no module law: a100), whose prefill and decode terms the pricer then charges. */
+  mlaKernelOnly(): boolean {
+    return !['mla_decode_rate', 'mla_decode_rate_fp8kv', 'mla_prefill_per_token'].some((n) => this.reg.has(n));
+  }
+
   /**
    * The MLA decode kernel's wave law (core/laws/mla.ts MlaWaveDecode; docs/fitting.md "MLA"), fitted on the
    * kernel tables where a chip has no module table (a100), at `heads` local query heads: the one-head kernel's
-   * law (`_h1`) at one head where the registry has it. Used only where mlaDecode (the module law) is undefined;
-   * the floor as mlaDecode's. Undefined without `mla_decode_wave_us`.
+   * law (`_h1`) at one head where the registry has it. Used only where the registry has no module law
+   * (mlaKernelOnly); the floor as mlaDecode's. Undefined without `mla_decode_wave_us`.
    * @param kvB cache bytes per element (`_fp8kv` entries for 1 where fitted, else the bf16-cache law, noted)
+   * @param heads local query heads (n_q / tp)
+   * @throws UserError when the registry has `mla_decode_wave_us` but not every other entry of its law
    */
   mlaWaveDecode(kvB: number, heads: number): MlaWaveDecode | undefined {
-    if (this.reg.has('mla_decode_rate') || this.reg.has('mla_decode_rate_fp8kv')) return undefined;
+    if (!this.mlaKernelOnly()) return undefined;
     let sfx = kvB === 1 ? '_fp8kv' : '';
     if (sfx && !this.reg.has(`mla_decode_wave_us${sfx}`)) sfx = '';
     const h1 = heads === 1 && this.reg.has(`mla_decode_wave_us_h1${sfx}`) ? '_h1' : '';
-    const at = (name: string) => this.opt(`mla_decode_${name}${h1}${sfx}`);
-    const wave_us = at('wave_us');
-    if (wave_us === undefined) return undefined;
+    const name = (n: string) => `mla_decode_${n}${h1}${sfx}`;
+    if (!this.reg.has(name('wave_us'))) return undefined;
+    const needed = ['key_us', 'splits', ...(h1 ? [] : ['key_head_us', 'block_heads'])].map(name);
+    const missing = needed.filter((n) => !this.reg.has(n));
+    if (missing.length)
+      throw new UserError(
+        `registry for ${this.chip.name}: ${name('wave_us')} is present but ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} missing; the MLA decode wave law needs all of ${[name('wave_us'), ...needed].join(', ')} (refit with \`stepcal fit mla --chip ${this.chip.name}\`)`,
+      );
     this.staticNotes.add(
-      `MLA decode: no module fit on ${this.chip.name}; the kernel tables' wave law${h1 ? ' (one-head kernel)' : ''} at the batch's mean context (KNOWN DIVERGENCE 34)${kvB !== 2 && sfx === '' ? `, the bf16-cache law for a ${kvB}-byte cache` : ''}`,
+      `MLA decode: no module fit on ${this.chip.name}; the kernel tables' wave law${h1 ? ' (one-head kernel)' : ''}, a mixed batch at its mean context bounded by one wave of its longest row (KNOWN DIVERGENCE 34); below the kernel rows' eager floor (${name('floor')} ${this.opt(name('floor'))?.toPrecision(4) ?? '?'} µs) its wave times are extrapolated from the longer contexts${kvB !== 2 && sfx === '' ? `; the bf16-cache law for a ${kvB}-byte cache` : ''}`,
     );
+    const v = (n: string) => this.reg.value(name(n));
     return {
       floor_us: this.opt('attention_decode_floor_mla') ?? this.opt('attention_decode_floor') ?? 0,
-      wave_us,
-      key_us: at('key_us') ?? 0,
-      key_head_us: at('key_head_us') ?? 0,
-      block_heads: at('block_heads') ?? 1,
-      splits: at('splits') ?? 1,
+      wave_us: v('wave_us'),
+      key_us: v('key_us'),
+      key_head_us: h1 ? 0 : v('key_head_us'),
+      block_heads: h1 ? 1 : v('block_heads'),
+      splits: v('splits'),
     };
   }
 

@@ -151,6 +151,18 @@ export class LiveBatch {
     };
   }
 
+  /** The longest decode row's context after the step (computed + scheduled), 0 with none: one pass over the slots. */
+  longestDecode(): number {
+    let hi = 0;
+    for (let h = 0; h < this.high; h++) {
+      const k = this.kind[h];
+      if (k !== UNIFORM && k !== OTHER) continue;
+      const x = this.comp[h]! + this.clock + this.sched[h]!;
+      if (x > hi) hi = x;
+    }
+    return hi;
+  }
+
   /** Walk the batch into `w` (walk.ts walkRowSums): the kept sums and the prefill rows in handle order. */
   walkInto(w: BatchWalk): void {
     const n = this.nPre;

@@ -714,6 +714,19 @@ function wavePlan(ctx: PlanContext, qHeads: number): WavePlan | undefined {
 }
 
 /**
+ * The MLA kernel prefill law's µs per (prefill token × local head) where the registry has no module law
+ * (coefficients.ts mlaKernelOnly; a module law's per_token_head is the projections', never charged), else 0.
+ */
+function mlaPrefillHeadTokenUs(ctx: PlanContext): number {
+  const ht = ctx.coef.mlaKernelOnly() ? ctx.coef.opt('mla_prefill_head_token') : undefined;
+  if (ht === undefined) return 0;
+  ctx.coef.staticNotes.add(
+    `MLA prefill: no module fit on ${ctx.coef.chip.name}; the kernel tables' per-(prefill token × local head) cost charged beside the pairs (mla_prefill_head_token ${ht.toPrecision(4)} µs)`,
+  );
+  return ht;
+}
+
+/**
  * Decode floor (µs) and µs per key read of an attention node: MLA's own law over its latent bytes and local
  * heads where the registry has it (core/laws/mla.ts; KNOWN DIVERGENCE 25), else floor + bytes / rate of its kind
  * (decodeLaw).
@@ -856,7 +869,7 @@ function addAttentionNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): 
     decUsPerDecodeToken: 0,
     preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
     preUsPerPair: rampUsPerToken(flopsPerPair, ctx.bf16.peak_flops_per_us, ctx.bf16.eps, scale),
-    preUsPerToken: mla ? (ctx.coef.opt('mla_prefill_head_token') ?? 0) * qHeads : 0,
+    preUsPerToken: mla ? mlaPrefillHeadTokenUs(ctx) * qHeads : 0,
     form: node.kind === 'sparse' ? ctx.coef.prefillForm(indexer ? 'indexer' : 'sparse') : undefined,
     formBytesPerPair: kvPerToken, // KNOWN DIVERGENCE 14: read per query block, pairs × entry bytes
   });

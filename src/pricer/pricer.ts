@@ -321,6 +321,7 @@ export function createPricer(
     host,
     // Prefill attention's per-sequence half-point (issue 16), else the bf16 GEMM ramp's m_half.
     walkPlan: walkPlan(ctx.readers, deployment, specTokens, ctx.coef.opt('attention_prefill_s_half') ?? ctx.bf16.mh),
+    needsDecodeMax: [target, drafter].some((ps) => ps?.withPrefill.some((k) => k.attn.some((a) => a.decWave))),
     notes: buildNotesPlan(
       reg,
       chip,

@@ -21,6 +21,7 @@ import {
   IN_ALL_TOK,
   IN_ANY_DECODE,
   IN_BIG,
+  IN_DEC_MAX,
   IN_DEC_ROWS,
   IN_DEC_TOK,
   IN_LEN,
@@ -55,6 +56,8 @@ export interface StepPlan {
   dspark: boolean;
   host: HostCoefficients;
   walkPlan: WalkPlan;
+  /** A kind prices decode in waves (plan.ts WavePlan): each call finds the longest decode row (inp[IN_DEC_MAX]). */
+  needsDecodeMax: boolean;
   notes: NotesPlan;
   scratch: StepScratch;
 }
@@ -289,6 +292,7 @@ function priceDspark(p: StepPlan, drafter: PassPlan, perKind: PerKind | undefine
  */
 export function priceStep(p: StepPlan, batch: Batch, popts: PriceOptions | undefined, out: StepPrice): StepPrice {
   walkBatch(p.walkPlan, batch, p.scratch.walk);
+  if (p.needsDecodeMax) p.scratch.inp[IN_DEC_MAX] = longestDecode(p.walkPlan.threshold, batch);
   return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
 }
 
@@ -300,6 +304,7 @@ export function priceColumnsStep(
   out: StepPrice,
 ): StepPrice {
   walkColumns(p.walkPlan, batch, p.scratch.walk);
+  if (p.needsDecodeMax) p.scratch.inp[IN_DEC_MAX] = longestDecodeColumn(p.walkPlan.threshold, batch);
   return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
 }
 
@@ -316,7 +321,29 @@ export function priceLiveStep(
 ): StepPrice {
   if (live.plan !== p.walkPlan) throw new UserError('priceLiveInto: this LiveBatch was made by another pricer');
   live.walkInto(p.scratch.walk);
+  if (p.needsDecodeMax) p.scratch.inp[IN_DEC_MAX] = live.longestDecode();
   return plainCall(p, popts) ? pricePlain(p, out) : priceWalked(p, popts, out);
+}
+
+/** The longest decode row's context after the step (computed + scheduled over rows with 0 < scheduled ≤ threshold); 0 with none. */
+function longestDecode(threshold: number, batch: Batch): number {
+  let hi = 0;
+  for (const q of batch.requests) {
+    const s = q.scheduled_tokens;
+    if (s > 0 && s <= threshold && q.computed_tokens + s > hi) hi = q.computed_tokens + s;
+  }
+  return hi;
+}
+
+/** `longestDecode` over a ColumnBatch. */
+function longestDecodeColumn(threshold: number, batch: ColumnBatch): number {
+  let hi = 0;
+  for (let i = 0; i < batch.n; i++) {
+    const s = batch.scheduled[i]!;
+    const x = batch.computed[i]! + s;
+    if (s > 0 && s <= threshold && x > hi) hi = x;
+  }
+  return hi;
 }
 
 /**

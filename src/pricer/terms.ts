@@ -58,7 +58,9 @@ export const IN_ANY_DECODE = 6; // 1 when the pass has a decode row, else 0
 export const IN_ALL_TOK = 7; // the head: every token of the pass (its final norm runs on all)
 /** Output: the largest collective message beyond the fitted tables so far, bytes (0 = none). */
 export const IN_BIG = 8;
-export const IN_LEN = 9;
+/** The longest decode row's context after the step (keys it attends); set only where a kind prices decode in waves (StepPlan.needsDecodeMax), else 0. */
+export const IN_DEC_MAX = 9;
+export const IN_LEN = 10;
 
 /** A compiled kind: adds its layers into `acc` and leaves one layer's times in `lays` at its offset. */
 export type KindFn = (
@@ -150,7 +152,7 @@ function decodeAttnCode(attn: readonly AttnPlan[], k: Consts): string[] {
   for (const a of attn) {
     const w = a.decWave;
     const t = w
-      ? `mlaWaveDecodeUs(${k.c(w.floor_us)}, ${k.c(w.wave_us)}, ${k.c(w.us_per_key)}, ${k.c(w.programs_per_row)}, ${k.c(w.slots)}, decRows, dec[${a.reader}])`
+      ? `mlaWaveDecodeUs(${k.c(w.floor_us)}, ${k.c(w.wave_us)}, ${k.c(w.us_per_key)}, ${k.c(w.programs_per_row)}, ${k.c(w.slots)}, decRows, dec[${a.reader}], inp[${IN_DEC_MAX}])`
       : `decodeAttentionUs(${k.k(doubleLaw(a.decLaw))}, decRows * ${k.c(a.decHeads)}, dec[${a.reader}])`;
     out.push(`  hbm += ${t} + decTok * ${k.c(a.decUsPerDecodeToken)};`);
   }

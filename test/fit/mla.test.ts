@@ -117,15 +117,20 @@ describe('the decode kernel in waves (mla-kernel.ts; core/laws/mla.ts mlaWaveDec
     expect(mlaWaveProgramsPerRow(law, 16)).toBe(4);
     expect(mlaWaveUsPerKey(law, 16)).toBeCloseTo(0.0298, 15);
     // 27 requests = 108 programs = one wave; 28 = 112 programs = two waves (2 · 132.0608 = 264.1216).
-    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 27, 27 * 4096)).toBeCloseTo(132.0608, 9);
-    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 28, 28 * 4096)).toBeCloseTo(264.1216, 9);
-    // Two requests of 4096 and 8192 keys: one wave at the mean 6144 keys, 10 + 6144 · 0.0298 = 193.0912.
-    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 2, 12288)).toBeCloseTo(193.0912, 9);
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 27, 27 * 4096, 4096)).toBeCloseTo(132.0608, 9);
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 28, 28 * 4096, 4096)).toBeCloseTo(264.1216, 9);
+    // Two requests of 4096 and 8192 keys, one wave: as long as its longest program, 10 + 8192 · 0.0298 = 254.1216
+    // (the mean 6144 would give 193.0912), so adding the 4096-key request to the 8192 one costs nothing here.
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 2, 12288, 8192)).toBeCloseTo(254.1216, 9);
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 1, 8192, 8192)).toBeCloseTo(254.1216, 9);
+    // 56 requests (two waves), 55 at 100 keys and one at 8192: the longest row's wave, 254.1216, beats the two
+    // waves at the mean (55 · 100 + 8192) / 56 = 244.5 keys: 2 · (10 + 244.5 · 0.0298) = 34.5722.
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 56, 55 * 100 + 8192, 8192)).toBeCloseTo(254.1216, 9);
     // One request at 2 keys: 10 + 2 · 0.0298 = 10.06 < floor 17.3; 32 heads: two blocks of 16, 8 programs.
-    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 1, 2)).toBe(17.3);
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 1, 2, 2)).toBe(17.3);
     expect(mlaWaveProgramsPerRow(law, 32)).toBe(8);
     expect(mlaWaveUsPerKey(law, 2)).toBeCloseTo(0.025 + 2 * 3e-4, 15);
-    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 0, 0)).toBe(0);
+    expect(mlaWaveDecodeUs(17.3, 10, 0.0298, 4, 108, 0, 0, 0)).toBe(0);
   });
 
   /** a100 kernel rows from known wave laws (heads ≥ 2: block 16, splits 4; one head: splits 2), ±2 % noise. */

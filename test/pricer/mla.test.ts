@@ -42,6 +42,33 @@ describe('deepseek-v3 MLA decode on the fitted law', () => {
     expect(hbm(28, 8192) - hbm(28, 4096)).toBeCloseTo(61 * 2 * 4096 * perKey, 6);
     expect(p.info.assumptions.join(' ')).not.toMatch(/full-attention rate/);
   });
+  it('a100: adding a shorter decode request never lowers the step, on every batch form (Batch, columns, live)', () => {
+    // One request at 65,536 keys alone, then with one at 4,096 beside it: one wave either way (8 programs on 108
+    // SMs), as long as its longest program, so the attention term stays and the rest of the step only grows.
+    const p = makePricer('deepseek-v3', 'a100', { tp: 8 }, shipped('a100'));
+    const req = (computed: number) => ({ scheduled_tokens: 1, computed_tokens: computed, prompt_tokens: computed });
+    const alone = p.price({ requests: [req(65535)] }).resources_us.hbm;
+    const both = p.price({ requests: [req(65535), req(4095)] }).resources_us.hbm;
+    expect(both).toBeGreaterThanOrEqual(alone);
+    // The same numbers from a ColumnBatch and a LiveBatch of the same rows.
+    const cols = { n: 2, scheduled: Float64Array.from([1, 1]), computed: Float64Array.from([65535, 4095]) };
+    const out = p.price({ requests: [] });
+    expect(p.priceColumnsInto(cols, out).resources_us.hbm).toBe(both);
+    const live = p.liveBatch();
+    live.add(1, 65535);
+    live.add(1, 4095);
+    expect(p.priceLiveInto(live, out).resources_us.hbm).toBe(both);
+  });
+  it('a100 registry with part of the wave law is refused, naming what is missing', () => {
+    const drop = (name: string) =>
+      shipped('a100').map((s) => ({ ...s, coefficients: s.coefficients.filter((c) => c.name !== name) }));
+    expect(() => makePricer('deepseek-v3', 'a100', { tp: 8 }, drop('mla_decode_key_us'))).toThrow(
+      /mla_decode_wave_us is present but mla_decode_key_us is missing/,
+    );
+    expect(() => makePricer('deepseek-v3', 'a100', { tp: 8 }, drop('mla_decode_splits'))).toThrow(
+      /mla_decode_splits is missing/,
+    );
+  });
   it('a100 prefill charges the kernel law µs per (prefill token × local head) on top of the pairs', () => {
     // Without mla_prefill_head_token the same registry prices 61 layers × 2048 tokens × 16 heads × head_token less.
     const ht = value('a100', 'mla_prefill_head_token');

@@ -12,8 +12,11 @@
  *   floor and work_scale; flops_per_pair = 4 · heads · prefill_d_h (2 · heads · (qk_head_dim + v_head_dim)).
  * - A module row (the whole vLLM module) adds the projections: decode + per_request · B + per_request_head · B ·
  *   heads; prefill + per_token · T + per_token_head · T · heads + per_token_sq · T² (the T² rise is charged nowhere:
- *   KNOWN DIVERGENCE 33). The pricer charges the projections as the
- *   graph's GEMMs, so it never charges these terms (docs/pricer.md "MLA").
+ *   KNOWN DIVERGENCE 33). The pricer charges the projections as the graph's GEMMs, so it never charges these
+ *   terms (docs/pricer.md "MLA").
+ * - A registry fitted on the kernel tables only (a100): decode in waves (MlaWaveDecode, mlaWaveDecodeUs below),
+ *   prefill + head_token · T · heads (the kernel's own per-(query token × head) cost, charged: a kernel row has
+ *   no projections).
  */
 
 /** DeepSeek-V3's latent entry: kv_lora_rank 512 + qk_rope_head_dim 64 elements per cached token (config.json). */
@@ -77,11 +80,14 @@ export function mlaWaveUsPerKey(c: MlaWaveDecode, heads: number): number {
 }
 
 /**
- * One wave-law MLA decode call (attention only), µs: max(floor, waves · (wave_us + keys / rows · us_per_key)),
- * waves = ceil(rows · programs_per_row / slots). Exact for rows of one context; a batch of mixed contexts
- * is priced at its mean context (KNOWN DIVERGENCE 34: the kernel's wave is as long as its longest program).
+ * One wave-law MLA decode call (attention only), µs: max(floor, waves · (wave_us + keys / rows · us_per_key),
+ * wave_us + longest · us_per_key), waves = ceil(rows · programs_per_row / slots): the waves at the rows' mean
+ * context, and never under one wave of the longest row (a wave is as long as its longest program, so adding a
+ * shorter row never lowers the price). Exact for rows of one context (every fitted row); a mixed batch of
+ * several waves is priced at its mean context (KNOWN DIVERGENCE 34).
  * @param rows decode rows (requests) of the call; 0 → 0 µs
  * @param keys Σ over the rows of the keys each attends
+ * @param longest the keys the longest row attends (≤ keys)
  * @param slots the chip's SM count (chip catalog `sm_count`)
  */
 export function mlaWaveDecodeUs(
@@ -92,8 +98,9 @@ export function mlaWaveDecodeUs(
   slots: number,
   rows: number,
   keys: number,
+  longest: number,
 ): number {
   if (rows <= 0) return 0;
   const waves = Math.ceil((rows * programs_per_row) / slots);
-  return Math.max(floor_us, waves * (wave_us + (keys / rows) * us_per_key));
+  return Math.max(floor_us, waves * (wave_us + (keys / rows) * us_per_key), wave_us + longest * us_per_key);
 }
