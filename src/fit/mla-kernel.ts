@@ -108,35 +108,40 @@ export interface WaveFit {
  * θ on every row and the floor at the rows' 5th-percentile latency, until the rows under the floor repeat
  * (≤ 30 passes). Undefined when too few rows stay above the floor.
  */
-function fitMaxFloor(d: WaveDesign, y: Float64Array, idx: ArrayLike<number>): MlaWaveDecode | undefined {
+function fitMaxFloor(
+  d: WaveDesign,
+  y: Float64Array,
+  idx: ArrayLike<number>,
+  sc: FloorScratch,
+): MlaWaveDecode | undefined {
   const n = idx.length;
   let theta = nnlsRelativeRows(d.sys, idx);
-  const sorted = Float64Array.from({ length: n }, (_, t) => y[idx[t]!]!).sort();
+  const sorted = sc.sorted.subarray(0, n);
+  for (let t = 0; t < n; t++) sorted[t] = y[idx[t]!]!;
+  sorted.sort();
   let floor = sorted[Math.floor(0.05 * (n - 1))]!;
-  let under = new Uint8Array(n);
-  const linear = (i: number) => {
-    let s = 0;
-    for (let j = 0; j < d.cols; j++) s += d.X[i * d.cols + j]! * theta[j]!;
-    return s;
-  };
+  const { under, above } = sc;
   for (let pass = 0; pass < 30; pass++) {
-    const next = new Uint8Array(n);
-    const above: number[] = [];
     let a = 0;
     let b = 0;
+    let m = 0;
+    let same = pass > 0;
     for (let t = 0; t < n; t++) {
       const i = idx[t]!;
-      if (linear(i) < floor) {
-        next[t] = 1;
+      let lin = 0;
+      for (let j = 0; j < d.cols; j++) lin += d.X[i * d.cols + j]! * theta[j]!;
+      const u = lin < floor ? 1 : 0;
+      if (u !== under[t]) same = false;
+      under[t] = u;
+      if (u) {
         a += 1 / y[i]!;
         b += 1 / (y[i]! * y[i]!);
-      } else above.push(i);
+      } else above[m++] = i;
     }
-    if (above.length <= d.cols) return undefined;
-    if (pass > 0 && next.every((v, t) => v === under[t])) break;
-    under = next;
+    if (m <= d.cols) return undefined;
+    if (same) break;
     if (b > 0) floor = a / b;
-    theta = nnlsRelativeRows(d.sys, above);
+    theta = nnlsRelativeRows(d.sys, above.subarray(0, m));
   }
   return {
     floor_us: floor,
@@ -146,6 +151,13 @@ function fitMaxFloor(d: WaveDesign, y: Float64Array, idx: ArrayLike<number>): Ml
     block_heads: d.block,
     splits: d.splits,
   };
+}
+
+/** fitMaxFloor's buffers for a class (its resamples draw as many rows as it has): latencies sorted, rows under the floor, rows above. */
+interface FloorScratch {
+  sorted: Float64Array;
+  under: Uint8Array;
+  above: Uint32Array;
 }
 
 /** µs the wave law prices one kernel row at on `slots` SMs (core/laws/mla.ts, the pricer's function). */
@@ -179,6 +191,7 @@ export interface WaveClass {
   slots: number;
   designs: WaveDesign[];
   y: Float64Array;
+  scratch: FloorScratch;
 }
 
 /**
@@ -188,7 +201,9 @@ export interface WaveClass {
 export function waveClass(rows: readonly MlaRow[], slots: number, oneHead: boolean): WaveClass {
   const blocks = oneHead ? [1] : WAVE_BLOCKS;
   const designs = blocks.flatMap((b) => WAVE_SPLITS.map((s) => waveDesign(rows, b, s, slots, oneHead ? 2 : 3)));
-  return { rows, slots, designs, y: Float64Array.from(rows, (r) => r.latency_us) };
+  const n = rows.length;
+  const scratch = { sorted: new Float64Array(n), under: new Uint8Array(n), above: new Uint32Array(n) };
+  return { rows, slots, designs, y: Float64Array.from(rows, (r) => r.latency_us), scratch };
 }
 
 /**
@@ -200,7 +215,7 @@ export function fitWaveClass(c: WaveClass, idx: ArrayLike<number>, near?: MlaWav
   for (const d of c.designs) {
     if (near && (d.block > 2 * near.block_heads || 2 * d.block < near.block_heads)) continue;
     if (near && (d.splits > 2 * near.splits || 2 * d.splits < near.splits)) continue;
-    const law = fitMaxFloor(d, c.y, idx);
+    const law = fitMaxFloor(d, c.y, idx, c.scratch);
     if (!law) continue;
     const geo = waveGeo(law, c.rows, idx, c.slots);
     if (!best || geo < best.geo) best = { law, geo };

@@ -218,24 +218,21 @@ function sumTail(sys: RelativeSystem, rows: ArrayLike<number>, k0: number, acc: 
  * @throws Error when no subset gives a finite solution
  */
 export function nnlsRelativeRows(sys: RelativeSystem, rows: ArrayLike<number>): number[] {
-  const { p, stride } = sys;
-  const acc = new Float64Array(stride);
+  const { p } = sys;
+  // One set of buffers for every call (p ≤ 6, relativeSystem; no call re-enters): a bootstrap solves this
+  // thousands of times, and seven typed arrays per solve were most of what the fits allocated here.
+  const { acc, G, h, free, M, sol, beta, best } = NNLS_SCRATCH;
   sumRelativeTerms(sys, rows, acc);
-  const G = new Float64Array(p * p);
   let k = 0;
   for (let a = 0; a < p; a++) for (let b = a; b < p; b++) G[a * p + b] = G[b * p + a] = acc[k++]!;
-  const h = acc.subarray(k);
-  const free = new Int32Array(p);
-  const M = new Float64Array(p * (p + 1));
-  const sol = new Float64Array(p);
-  const beta = new Float64Array(p);
-  let best: number[] | undefined;
+  for (let a = 0; a < p; a++) h[a] = acc[k + a]!;
+  let found = false;
   let bestSse = Infinity;
   for (let mask = 1; mask < 1 << p; mask++) {
     let nf = 0;
     for (let a = 0; a < p; a++) if (mask & (1 << a)) free[nf++] = a;
     if (!solveSubset(G, h, p, free, nf, M, sol)) continue;
-    beta.fill(0);
+    beta.fill(0, 0, p);
     for (let j = 0; j < nf; j++) beta[free[j]!] = sol[j]!;
     // SSE = n − 2 βᵀh + βᵀGβ (the scaled targets are all 1).
     let sse = rows.length;
@@ -243,11 +240,24 @@ export function nnlsRelativeRows(sys: RelativeSystem, rows: ArrayLike<number>): 
       sse -= 2 * beta[a]! * h[a]!;
       for (let b = 0; b < p; b++) sse += beta[a]! * G[a * p + b]! * beta[b]!;
     }
-    if (best === undefined || sse < bestSse - 1e-12 * Math.abs(bestSse)) {
+    if (!found || sse < bestSse - 1e-12 * Math.abs(bestSse)) {
       bestSse = sse;
-      best = Array.from(beta);
+      found = true;
+      best.set(beta.subarray(0, p));
     }
   }
-  if (!best) throw new Error('nnlsRelative: no finite non-negative solution');
-  return best;
+  if (!found) throw new Error('nnlsRelative: no finite non-negative solution');
+  return Array.from(best.subarray(0, p));
 }
+
+/** nnlsRelativeRows' buffers, sized for its largest system (6 coefficients: stride 27). */
+const NNLS_SCRATCH = {
+  acc: new Float64Array(27),
+  G: new Float64Array(36),
+  h: new Float64Array(6),
+  free: new Int32Array(6),
+  M: new Float64Array(42),
+  sol: new Float64Array(6),
+  beta: new Float64Array(6),
+  best: new Float64Array(6),
+};
