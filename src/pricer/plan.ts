@@ -762,6 +762,29 @@ function msaShape(ctx: PlanContext, node: AttentionNode): MsaShape {
 }
 
 /**
+ * A `kind: msa` node's attention where the registry has no MSA module law: its kind's decode law over the
+ * selected KV (`kvBytes` per token read), prefill pairs at the bf16 ramp (docs/pricer.md "MSA").
+ */
+function msaWithoutLaw(ctx: PlanContext, node: AttentionNode, s: MsaShape, kvBytes: number, sel: number): AttnPlan {
+  const dc = decodeLaw(ctx, node);
+  const perPair = rampUsPerToken(4 * s.heads * s.head_dim, ctx.bf16.peak_flops_per_us, ctx.bf16.eps);
+  return {
+    reader: sel,
+    decLaw: dc
+      ? { ...dc, rate: 1 / floorPlusWork(0, kvBytes, dc.rate) }
+      : { floor_us: 0, rate: 1 / readUs(ctx, kvBytes), item_us: 0, p_half: 0 },
+    decHeads: 1,
+    decWave: undefined,
+    decUsPerDecodeToken: 0,
+    preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
+    preUsPerPair: perPair * (ctx.prefillScale ?? 1),
+    preUsPerToken: 0,
+    form: undefined,
+    formBytesPerPair: 0,
+  };
+}
+
+/**
  * A `kind: msa` node priced by MiniMax-M3's measured module law (core/laws/sparse.ts msaDecodeWork /
  * msaPrefillWork at unit work; docs/pricer.md "MSA"): two attention entries, the selected KV (reader capped
  * at index_topk) and the index-key stream (whole context). Decode: floor + the module weights once per step,
@@ -780,22 +803,7 @@ function addMsaNode(ctx: PlanContext, kp: KindPlan, node: AttentionNode): void {
   const sel = readerIndex(ctx.readers, attentionReader(node));
   const all = readerIndex(ctx.readers, { window: Infinity, ratio: 0, cap: Infinity });
   if (law === undefined) {
-    const dc = decodeLaw(ctx, node);
-    const perPair = rampUsPerToken(4 * s.heads * s.head_dim, ctx.bf16.peak_flops_per_us, ctx.bf16.eps);
-    kp.attn.push({
-      reader: sel,
-      decLaw: dc
-        ? { ...dc, rate: 1 / floorPlusWork(0, c.kv, dc.rate) }
-        : { floor_us: 0, rate: 1 / readUs(ctx, c.kv), item_us: 0, p_half: 0 },
-      decHeads: 1,
-      decWave: undefined,
-      decUsPerDecodeToken: 0,
-      preFloor: ctx.prefillScale === undefined ? 0 : ctx.prefillFloor,
-      preUsPerPair: perPair * (ctx.prefillScale ?? 1),
-      preUsPerToken: 0,
-      form: undefined,
-      formBytesPerPair: 0,
-    });
+    kp.attn.push(msaWithoutLaw(ctx, node, s, c.kv, sel));
     return;
   }
   const { decode: d, prefill: p } = law;
