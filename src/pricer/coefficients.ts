@@ -231,9 +231,16 @@ export class PricerCoefficients {
     return { floor_us: floor, bytes_per_us: rate, head_token_us: this.opt(`mla_decode_head_token${sfx}`) ?? 0 };
   }
 
-  /** Whether the registry's MLA laws are the kernel tables' (no module law: a100), whose prefill and decode terms the pricer then charges. */
+  /**
+   * Whether the registry's MLA laws are the kernel tables' (no module law: a100), whose prefill and decode terms
+   * the pricer then charges: no module projection term (`mla_decode_per_request*`, `mla_prefill_per_token`; a
+   * module fit writes them even when pinned at 0). A kernel fit's linear decode form has a rate too, so the rate
+   * does not tell them apart.
+   */
   mlaKernelOnly(): boolean {
-    return !['mla_decode_rate', 'mla_decode_rate_fp8kv', 'mla_prefill_per_token'].some((n) => this.reg.has(n));
+    return !['mla_decode_per_request', 'mla_decode_per_request_fp8kv', 'mla_prefill_per_token'].some((n) =>
+      this.reg.has(n),
+    );
   }
 
   /**

@@ -81,6 +81,27 @@ describe('deepseek-v3 MLA decode on the fitted law', () => {
     expect(ht).toBeGreaterThan(0);
     expect(sm(shipped('a100')) - sm(without)).toBeCloseTo(61 * 2048 * 16 * ht, 6);
   });
+  it('a kernel-only registry whose decode took the linear form still charges the kernel prefill term', () => {
+    // a100 with its wave entries swapped for a linear kernel decode law (rate, head_token: what kernelDecode
+    // writes where that form trains better): no module projection term, so the registry is still kernel-only.
+    const h200 = shipped('h200').flatMap((s) => s.coefficients);
+    const linear = ['mla_decode_rate', 'mla_decode_head_token'].map((n) => h200.find((c) => c.name === n)!);
+    const swapped = (keepHeadToken: boolean) =>
+      shipped('a100').map((s) => ({
+        ...s,
+        coefficients: [
+          ...s.coefficients.filter(
+            (c) =>
+              !/^mla_decode_(wave_us|key_us|key_head_us|block_heads|splits)/.test(c.name) &&
+              (keepHeadToken || c.name !== 'mla_prefill_head_token'),
+          ),
+          ...(s.coefficients.some((c) => c.name === 'mla_decode_floor') ? linear : []),
+        ],
+      }));
+    const sm = (keep: boolean) =>
+      makePricer('deepseek-v3', 'a100', { tp: 8 }, swapped(keep)).price(prefillBatch(1, 2048)).resources_us.sm;
+    expect(sm(true) - sm(false)).toBeCloseTo(61 * 2048 * 16 * value('a100', 'mla_prefill_head_token'), 6);
+  });
   it('no full-attention fallback note on any chip whose registry has the MLA fit', () => {
     for (const chip of ['h200', 'h100', 'b200', 'gb200', 'a100', 'l40s']) {
       const p = makePricer('deepseek-v3', chip, { tp: 8 }, shipped(chip));
