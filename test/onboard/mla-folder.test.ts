@@ -126,6 +126,9 @@ describe('stepcal onboard with MLA tables', () => {
     expect(r.family_coverage.find((f) => f.family === 'mla')).toMatchObject({ status: 'measured' });
     const names = loadRegistryFile(r.files.registry).flatMap((x) => x.coefficients.map((c) => c.name));
     expect(names).toContain('mla_decode_rate');
+    // The fixture's vLLM module rows are bf16 / nvfp4 only: the module law is fitted on the bf16 rows (src/fit/mla.ts moduleGemm).
+    expect(names).toContain('mla_decode_per_request');
+    expect(r.warnings.some((w) => w.startsWith('mla: no fp8_block module rows'))).toBe(true);
   }, 600_000);
 
   it('a chosen TRT-LLM module table is refused with its reason; the run goes on', async () => {
