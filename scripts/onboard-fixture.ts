@@ -10,7 +10,8 @@
  * fitted table of the chosen lanes is cut to about ROWS rows by a fixed stride (every n-th row, so each
  * sweep keeps its spread); the other lanes' comm tables (SGLang `backend`, TRT-LLM `implementation`)
  * are kept whole; one reuse pointer, one collection_meta.yaml and one unfitted table (first 50 rows)
- * keep each skip reason exercised. Deterministic: rerunning writes the same bytes.
+ * keep each skip reason exercised; the MLA tables go to `test/fixtures/onboard-mla/` (below). Deterministic:
+ * rerunning writes the same bytes.
  */
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -65,6 +66,30 @@ await write(UNFITTED, (t) => t.rows.slice(0, 50));
 for (const rel of COPY) {
   mkdirSync(path.dirname(path.join(OUT, SKU, rel)), { recursive: true });
   copyFileSync(path.join(SRC, SKU, rel), path.join(OUT, SKU, rel));
+}
+// The MLA tables (test/onboard/mla-folder.test.ts), apart so the fixture above stays a folder without MLA:
+// the module tables of the vLLM lane, the kernel tables of the SGLang lane (no vLLM lane holds them) and one
+// TRT-LLM module table (another lane here; the chosen one, and refused, where no vLLM lane holds it).
+const OUT_MLA = path.join(REPO_ROOT, 'test', 'fixtures', 'onboard-mla', SKU);
+const MLA_ROWS: Record<string, number> = {
+  'mla/vllm/0.24.0/mla_generation_module_perf': 300,
+  'mla/vllm/0.24.0/mla_context_module_perf': 200,
+  'mla/sglang/0.5.14/generation_mla_perf': 300,
+  'mla/sglang/0.5.14/context_mla_perf': 200,
+  'mla/trtllm/1.3.0rc20/mla_generation_module_perf': 60,
+};
+rmSync(path.dirname(OUT_MLA), { recursive: true, force: true });
+for (const [rel, n] of Object.entries(MLA_ROWS)) {
+  const t = await parquetTable(path.join(SRC, SKU, `${rel}.parquet`));
+  const out = path.join(OUT_MLA, `${rel}.csv`);
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(
+    out,
+    csv(
+      t,
+      t.rows.filter((_, i) => i % Math.max(1, Math.floor(t.rows.length / n)) === 0),
+    ),
+  );
 }
 mkdirSync(path.join(OUT, 'systems'), { recursive: true });
 copyFileSync(path.join(SRC, 'systems', `${SKU}.yaml`), path.join(OUT, 'systems', `${SKU}.yaml`));

@@ -14,7 +14,7 @@
  *   kernel rows are screened for timing spikes first (mla-kernel.ts screenSpikes).
  *
  * E = 576 latent elements × the cache dtype's bytes; H = per-GPU query heads. Module rows are the
- * DeepSeek-V3 checkpoint's format (gemm_type fp8_block): the attention terms do not depend on the linear
+ * DeepSeek-V3 checkpoint's format (gemm_type fp8_block; bf16 on a chip without it, moduleGemm): the attention terms do not depend on the linear
  * layers' format, the projection terms (per_request*, per_token*) do, and the pricer charges only the former.
  * per_token_sq (µs per token per token of the step) lets the projections' cost per token rise with the step's
  * tokens T (the module runs its GEMMs at m = T): on l40s the residuals of the law without it are a function
@@ -47,6 +47,20 @@ import { emptyFamilyFit, type FamilyFit, type FitContext } from './types.ts';
 
 /** The module rows' linear-layer format the fit uses: DeepSeek-V3's checkpoint format. */
 export const MLA_MODULE_GEMM = 'fp8_block';
+/** The format fitted where a chip's module rows hold no MLA_MODULE_GEMM row (moduleGemm). */
+export const MLA_MODULE_GEMM_FALLBACK = 'bfloat16';
+
+/**
+ * The linear-layer format of the module rows a fit uses: MLA_MODULE_GEMM (fp8_block) wherever a module row
+ * has it (every curated chip), else bf16 where a module row has that (the onboarded rtx-pro-6000's vLLM 0.24.0
+ * rows are bf16 and nvfp4 only). The attention terms the pricer charges do not depend on the linear layers'
+ * format; only the projections' terms (never charged) do. Pure.
+ */
+export function moduleGemm(rows: readonly MlaRow[]): string {
+  const module = rows.filter((r) => r.op.endsWith('_module'));
+  if (!module.length || module.some((r) => r.gemm_dtype === MLA_MODULE_GEMM)) return MLA_MODULE_GEMM;
+  return module.some((r) => r.gemm_dtype === MLA_MODULE_GEMM_FALLBACK) ? MLA_MODULE_GEMM_FALLBACK : MLA_MODULE_GEMM;
+}
 
 /** Latent entry bytes of a row's cache dtype. */
 export function mlaEntryBytes(kv_dtype: string): number {
@@ -85,16 +99,16 @@ const CHARGE = {
 } as const;
 
 /** The linear decode law of a table: module (with the projections' terms) or kernel (rows screened for spikes). */
-function decodeLaw(op: 'decode_module' | 'decode_kernel', kv: 'bf16' | 'fp8'): MlaLaw {
+function decodeLaw(op: 'decode_module' | 'decode_kernel', kv: 'bf16' | 'fp8', gemm = MLA_MODULE_GEMM): MlaLaw {
   const module = op === 'decode_module';
   const sfx = kv === 'fp8' ? '_fp8kv' : '';
   const E = mlaEntryBytes(kv);
   const attn = (r: MlaRow) => [keys(r) * E, keys(r) * r.heads];
   return {
     what: `${module ? 'module' : 'kernel'} decode, ${kv} KV`,
-    filter: `op ${op}, kv_dtype ${kv}${module ? `, gemm_dtype ${MLA_MODULE_GEMM}` : ', timing spikes screened'}`,
+    filter: `op ${op}, kv_dtype ${kv}${module ? `, gemm_dtype ${gemm}` : ', timing spikes screened'}`,
     screen: !module,
-    rows: (r) => r.op === op && r.kv_dtype === kv && (!module || r.gemm_dtype === MLA_MODULE_GEMM),
+    rows: (r) => r.op === op && r.kv_dtype === kv && (!module || r.gemm_dtype === gemm),
     design: module ? (r) => [1, r.heads, r.batch, r.batch * r.heads, ...attn(r)] : (r) => [1, ...attn(r)],
     terms: [
       term(`mla_decode_floor${sfx}`, 'us_per_layer', false, CHARGE.floor),
@@ -120,16 +134,21 @@ function prefillWork(r: MlaRow, peak: number, eps: number, mh: number): number {
   return (flops * rampSlowdown(r.query_tokens, mh)) / (peak * eps);
 }
 
-function prefillLaw(op: 'prefill_module' | 'prefill_kernel', peak: number, eps: number, mh: number): MlaLaw {
+function prefillLaw(
+  op: 'prefill_module' | 'prefill_kernel',
+  peak: number,
+  eps: number,
+  mh: number,
+  gemm = MLA_MODULE_GEMM,
+): MlaLaw {
   const module = op === 'prefill_module';
   const w = (r: MlaRow) => prefillWork(r, peak, eps, mh);
   const T = (r: MlaRow) => r.batch * r.query_tokens;
   return {
     what: `${module ? 'module' : 'kernel'} prefill`,
-    filter: `op ${op}, kv_dtype bf16, query_tokens > 1${module ? `, gemm_dtype ${MLA_MODULE_GEMM}` : ', timing spikes screened'}`,
+    filter: `op ${op}, kv_dtype bf16, query_tokens > 1${module ? `, gemm_dtype ${gemm}` : ', timing spikes screened'}`,
     screen: !module,
-    rows: (r) =>
-      r.op === op && r.kv_dtype === 'bf16' && r.query_tokens > 1 && (!module || r.gemm_dtype === MLA_MODULE_GEMM),
+    rows: (r) => r.op === op && r.kv_dtype === 'bf16' && r.query_tokens > 1 && (!module || r.gemm_dtype === gemm),
     design: module ? (r) => [1, r.heads, T(r), T(r) * r.heads, T(r) * T(r), w(r)] : (r) => [1, T(r) * r.heads, w(r)],
     terms: [
       term('mla_prefill_floor', 'us_per_layer', false, CHARGE.floor),
@@ -446,14 +465,20 @@ function writeLaw(s: Solved, others: readonly Solved[], ctx: FitContext, out: Ml
  * lane, CUDA-graph replay); the kernel tables' laws are solved beside them as the comparison (their vLLM
  * rows carry an eager floor, ~150 µs on Hopper, and timing spikes, screened), and stand in only on a chip
  * without a module table (a100): decode as the wave law (mla-kernel.ts), prefill as floor + per-(token × head)
- * + work / work_scale. Prefill needs this run's bf16 GEMM ramp (`ctx.prior`: gemm_eps_max_bf16,
+ * + work / work_scale. Module rows of the fp8_block linear layers, else bf16 (moduleGemm, with a warning).
+ * Prefill needs this run's bf16 GEMM ramp (`ctx.prior`: gemm_eps_max_bf16,
  * gemm_m_half_bf16), the ramp the pricer divides prefill attention by; without it the prefill laws are refused.
  * @returns coefficients in law order: decode bf16 KV, decode fp8 KV, prefill
  */
 export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   const out: MlaFit = { ...emptyFamilyFit('mla'), mla: [] };
+  const gemm = moduleGemm(rows);
+  if (gemm !== MLA_MODULE_GEMM)
+    out.warnings.push(
+      `mla: no ${MLA_MODULE_GEMM} module rows (the checkpoint's linear-layer format); the module laws are fitted on the ${gemm} module rows (the attention terms the pricer charges do not depend on the linear layers' format, the projections' terms, never charged, do)`,
+    );
   const pairs: Array<[Solved | undefined, Solved[], Solved[]]> = (['bf16', 'fp8'] as const).map((kv) => {
-    const m = solveLaw(decodeLaw('decode_module', kv), rows, out);
+    const m = solveLaw(decodeLaw('decode_module', kv, gemm), rows, out);
     const k = kernelDecode(kv, rows, ctx.chip.sm_count, out);
     return [m, k.chosen, k.other];
   });
@@ -463,7 +488,7 @@ export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   if (eps === undefined || mh === undefined || peak === undefined)
     out.refusals.push('mla: prefill needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first');
   else {
-    const m = solveLaw(prefillLaw('prefill_module', peak, eps, mh), rows, out);
+    const m = solveLaw(prefillLaw('prefill_module', peak, eps, mh, gemm), rows, out);
     const k = solveLaw(prefillLaw('prefill_kernel', peak, eps, mh), rows, out);
     pairs.push([m, k ? [k] : [], []]);
   }

@@ -20,6 +20,7 @@ import type { Chip } from '../core/catalog/chip.ts';
 import type { GemmDtype, StorageDtype } from '../core/catalog/dtypes.ts';
 import { Columns, type RawTable } from './table.ts';
 import { type CellTable, CsvChunk, cellsOf, intAt, latencyAt, numberAt } from './cell-table.ts';
+import { isMlaTable, type MlaTable, mapMlaTableByFramework, mlaImportFilter } from './mla-import.ts';
 import { mapRecurrent } from './recurrent.ts';
 import type { CollectiveBackend, CollectiveOp, Family, FamilyRow } from './schema.ts';
 import { FAMILY_COLUMNS } from './schema.ts';
@@ -38,6 +39,10 @@ export const AIC_TABLES = {
   gdn_perf: 'recurrent',
   kda_perf: 'recurrent',
   mamba2_perf: 'recurrent',
+  mla_generation_module_perf: 'mla',
+  mla_context_module_perf: 'mla',
+  generation_mla_perf: 'mla',
+  context_mla_perf: 'mla',
 } as const satisfies Record<string, Family>;
 export type AicTable = keyof typeof AIC_TABLES;
 
@@ -52,6 +57,10 @@ export const AIC_OP_CATEGORY: Record<AicTable, string> = {
   gdn_perf: 'linear_attention',
   kda_perf: 'kda',
   mamba2_perf: 'linear_attention',
+  mla_generation_module_perf: 'mla',
+  mla_context_module_perf: 'mla',
+  generation_mla_perf: 'mla',
+  context_mla_perf: 'mla',
 };
 
 /** The table name of a file from its base name (`gemm_perf.csv`, `.parquet`, `.csv.gz`), or undefined. */
@@ -214,8 +223,13 @@ function checkOp(table: CellTable, r: number, j: number, expected: ReadonlySet<s
   return op;
 }
 
+/** Tables mapped as row objects (recurrent.ts, mla-import.ts) rather than into a RowSink. */
+type ObjectTable = 'gdn_perf' | 'kda_perf' | 'mamba2_perf' | MlaTable;
+const isRecurrent = (t: AicTable): t is 'gdn_perf' | 'kda_perf' | 'mamba2_perf' =>
+  t === 'gdn_perf' || t === 'kda_perf' || t === 'mamba2_perf';
+
 /** Output columns of each table's rows: its family's stored columns (schema.ts), the order its mapper sets them in (`o.int`, `o.num`, `o.text` column c). */
-const OUT_KEYS: Record<Exclude<AicTable, 'gdn_perf' | 'kda_perf' | 'mamba2_perf'>, readonly string[]> = {
+const OUT_KEYS: Record<Exclude<AicTable, ObjectTable>, readonly string[]> = {
   gemm_perf: FAMILY_COLUMNS.gemm,
   context_attention_perf: FAMILY_COLUMNS.attention_prefill,
   generation_attention_perf: FAMILY_COLUMNS.attention_decode,
@@ -230,8 +244,8 @@ export function mapAicRows<T extends AicTable>(
   table: RawTable,
   chip: string,
 ): FamilyRow[(typeof AIC_TABLES)[T]][] {
-  if (tableName === 'gdn_perf' || tableName === 'kda_perf' || tableName === 'mamba2_perf')
-    return mapRecurrent(table, chip, tableName) as never;
+  if (isRecurrent(tableName)) return mapRecurrent(table, chip, tableName) as never;
+  if (isMlaTable(tableName)) return mapMlaTableByFramework(tableName, table, chip) as never;
   const rows: FamilyRow[(typeof AIC_TABLES)[T]][] = [];
   mapAicInto(tableName, cellsOf(table), chip, (keys) => objectSink(keys, rows));
   return rows;
@@ -240,7 +254,8 @@ export function mapAicRows<T extends AicTable>(
 /**
  * Map a table (or one chunk of it) into the sink `sinkFor` gives for the table's output columns:
  * rows in input order, each checked cell by cell (an InputError names file, row and column).
- * Recurrent tables are mapped as row objects (recurrent.ts) and pushed into `rows` instead.
+ * Recurrent and MLA tables are mapped as row objects (recurrent.ts; mla-import.ts, with the step
+ * convention the table's framework names) and pushed into `rows` instead.
  */
 export function mapAicInto(
   tableName: AicTable,
@@ -250,9 +265,13 @@ export function mapAicInto(
   rows?: RowColumns<object>,
   stored?: (lines: Buffer) => void,
 ): void {
-  if (tableName === 'gdn_perf' || tableName === 'kda_perf' || tableName === 'mamba2_perf') {
-    if (!rows) throw new UserError(`recurrent table ${tableName}: map it with mapAicRows`);
-    for (const r of mapRecurrent(table.toRawTable(), chip, tableName)) rows.push(r);
+  if (isRecurrent(tableName) || isMlaTable(tableName)) {
+    if (!rows) throw new UserError(`table ${tableName}: map it with mapAicRows`);
+    const raw = table.toRawTable();
+    const out = isMlaTable(tableName)
+      ? mapMlaTableByFramework(tableName, raw, chip)
+      : mapRecurrent(raw, chip, tableName);
+    for (const r of out) rows.push(r);
     return;
   }
   const map = MAPPERS[tableName];
@@ -784,6 +803,19 @@ export function checkRepeatSpread(
   return `repeats agree: worst spread ${w.ratio.toFixed(3)}× (max/min) over ${c.duplicate_configs} repeated configurations (bound ${REPEAT_SPREAD_MAX}×)`;
 }
 
+/**
+ * The repeat verdict of an MLA table, never a refusal: as scripts/curate.ts curateMla does, repeats are
+ * collapsed to their mean (a pair's median) whatever their spread. The kernel tables repeat every local
+ * head count (the 128- and 64-native head chains, ~0.35 % apart at the median), and their pairs that
+ * disagree are eager timing spikes (up to 17× on the curated h200 table) that src/fit/mla-kernel.ts
+ * screens, not mislabelled columns. @returns a line for the import summary
+ */
+function mlaRepeatSpread(c: Pick<Collapsed<unknown>, 'worst_spread' | 'duplicate_configs'>): string {
+  const w = c.worst_spread;
+  if (!w) return 'no repeated configurations';
+  return `MLA repeats collapsed to their mean as curated (curateMla): worst spread ${w.ratio.toFixed(3)}× over ${c.duplicate_configs} repeated configurations${w.ratio > REPEAT_SPREAD_MAX ? ` (above the ${REPEAT_SPREAD_MAX}× bound other tables are refused at: a timing spike the MLA fit screens)` : ''}`;
+}
+
 /** Which column holds each family's dtype for coverage reporting. */
 const COVERAGE_DTYPE: Partial<Record<Family, string>> = {
   gemm: 'dtype',
@@ -917,6 +949,13 @@ export function aicUnitConversions(table: AicTable): Record<string, string> {
     u.new_tokens = 'isl';
     u.prefix_tokens = 'step';
   }
+  if (table === 'mla_generation_module_perf' || table === 'generation_mla_perf')
+    u.past_tokens =
+      'vLLM: step − 1 (attended = step); SGLang / TRT-LLM kernel: step (attended = step + 1) (src/measurements/mla-import.ts)';
+  if (table === 'mla_context_module_perf' || table === 'context_mla_perf') {
+    u.query_tokens = 'isl';
+    u.past_tokens = 'step';
+  }
   return u;
 }
 
@@ -969,7 +1008,7 @@ export function normalizeMappedRows(
     unknown,
     RowList<unknown>
   >;
-  const spread = checkRepeatSpread(col, raw.file, (i) => i + 1);
+  const spread = isMlaTable(table) ? mlaRepeatSpread(col) : checkRepeatSpread(col, raw.file, (i) => i + 1);
   const { lane, counts } = majorityLane(col.rows as RowList<{ lane: string }>);
   const filters = [
     `mapped ${table} columns to stepcal ${family} (dtype spellings normalized, kernel_source kept)`,
@@ -979,6 +1018,7 @@ export function normalizeMappedRows(
     col.duplicate_configs > 0
       ? `collapsed ${col.duplicate_configs} repeated configurations (${col.rows_removed} rows removed) to their median latency`
       : 'no repeated configurations',
+    ...(isMlaTable(table) ? [mlaImportFilter(table, Object.keys(counts)), spread] : []),
   ];
   return {
     table,

@@ -83,6 +83,82 @@ export function mapMlaTable(table: MlaTable, t: RawTable, chip: string, steps: S
 }
 
 /**
+ * Upstream MLA tables stepcal does not read, with why (the folder scan counts them as `unfitted_table`
+ * with this reason; scripts/curate.ts curateMla leaves them out for the same one).
+ */
+export const MLA_NOT_READ: Readonly<Record<string, string>> = {
+  wideep_context_mla_perf:
+    'SGLang WideEP MLA: labelled fp8 but ran bf16, eager, with the q/kv-a projection replaced by randn (aiconfigurator-modern README "Quirks"); it times neither served format, so stepcal does not read it',
+  wideep_generation_mla_perf:
+    'SGLang WideEP MLA: labelled fp8 but ran bf16, eager, with the q/kv-a projection replaced by randn (aiconfigurator-modern README "Quirks"); it times neither served format, so stepcal does not read it',
+};
+
+/** Whether a table name is one of MLA_TABLES. */
+export function isMlaTable(name: string): name is MlaTable {
+  return name in MLA_TABLES;
+}
+
+/**
+ * The generation `step` convention of an upstream MLA table by the framework that collected it (the
+ * dataset README, "Generation `step` conventions"): vLLM → `attended` (the 0.24.0 module tables: step is
+ * the total length; the 0.14.0 kernel tables built seq_lens = step); SGLang and TRT-LLM kernel tables →
+ * `cached` (attended step + 1). A TRT-LLM (or any non-vLLM) *module* table is not documented — neither
+ * its `step` convention nor what its module times — so it is refused rather than guessed.
+ * @param framework the table's `framework` cell, any case (`VLLM`, `SGLang`, `TRTLLM`)
+ * @returns undefined with `why` when the table cannot be read with a known convention
+ */
+export function mlaStepConvention(
+  table: MlaTable,
+  framework: string,
+): { steps: StepConvention } | { steps?: undefined; why: string } {
+  const fw = framework.toLowerCase();
+  const module = MLA_TABLES[table].op.endsWith('_module');
+  if (fw === 'vllm') return { steps: 'attended' };
+  if (fw !== 'sglang' && fw !== 'trtllm')
+    return { why: `framework "${framework}" has no documented MLA step convention (vLLM, SGLang or TRT-LLM)` };
+  if (!module) return { steps: 'cached' };
+  return {
+    why: `a ${framework} MLA module table: the dataset README documents the module tables for vLLM only (generation step = total length, the vLLM DeepseekV2MLAAttention forward); this framework's step convention and module content are not documented, so the table is refused rather than guessed`,
+  };
+}
+
+/**
+ * Map an upstream MLA table with the step convention its `framework` column names (mlaStepConvention);
+ * every row must name one framework (one table, one collector).
+ * @throws InputError naming file, row and column `framework` for a mixed or undocumented framework, or
+ *   whatever mapMlaTable throws for a bad cell
+ */
+export function mapMlaTableByFramework(table: MlaTable, t: RawTable, chip: string): MlaRow[] {
+  if (!t.rows.length) return [];
+  const j = columnIndex(t, 'framework');
+  const fw = text(t, 0, j);
+  for (let r = 1; r < t.rows.length; r++)
+    if (text(t, r, j).toLowerCase() !== fw.toLowerCase())
+      throw new InputError(
+        { file: t.file, row: r + 1, column: 'framework' },
+        `expected one framework per MLA table (row 1 says "${fw}", this row "${text(t, r, j)}"): the step convention is per framework`,
+      );
+  const c = mlaStepConvention(table, fw);
+  if (!c.steps) throw new InputError({ file: t.file, row: 1, column: 'framework' }, `${table}: ${c.why}`);
+  return mapMlaTable(table, t, chip, c.steps);
+}
+
+/**
+ * The provenance line of one imported MLA table: its op and, per lane, the `step` convention applied
+ * (mlaStepConvention). Pure.
+ */
+export function mlaImportFilter(table: MlaTable, lanes: readonly string[]): string {
+  const op = MLA_TABLES[table].op;
+  if (!op.startsWith('decode'))
+    return `${table} → op ${op}; query_tokens = isl, past_tokens = step (the cached prefix)`;
+  const per = lanes.map((l) => {
+    const c = mlaStepConvention(table, l.split('-')[0] ?? '');
+    return `${l}: ${c.steps === 'attended' ? 'past_tokens = step − 1 (attended = step)' : 'past_tokens = step (attended = step + 1)'}`;
+  });
+  return `${table} → op ${op}; ${per.join('; ')}; kv_cache_dtype bfloat16 → bf16; heads = num_heads (per GPU)`;
+}
+
+/**
  * Collapse rows that repeat one key (the gb200 SGLang kernel tables keep every key twice, README "Quirks")
  * to one row at their mean latency, in first-seen order.
  * @returns the rows and how many repeats were collapsed

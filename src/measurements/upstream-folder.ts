@@ -9,12 +9,15 @@
  * Lane choice (issue 15 item 1): per table, the newest vLLM version folder that holds the table
  * (NCCL tables: the newest NCCL version), versions in PEP 440 order; a `--lane` override wins. Where
  * no vLLM lane holds a table, the newest SGLang, then TRT-LLM, lane is taken and the choice says so.
+ * The four MLA tables (mla-import.ts MLA_TABLES) follow the same rule; the SGLang WideEP MLA tables are
+ * counted `unfitted_table` with why (MLA_NOT_READ).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { UserError } from '../core/errors.ts';
 import { AIC_TABLES, type AicTable } from './aiconfigurator.ts';
+import { MLA_NOT_READ } from './mla-import.ts';
 
 /** One table file found, with the lane its folder names. */
 export interface LaneFile {
@@ -165,10 +168,11 @@ export async function scanUpstreamFolder(dir: string, laneOverrides: readonly st
       found.push({ file: f, table, lane: `${fw}-${version}`, framework: fw, version, rows: rowCount(f, footerRows) });
     } else if (m) {
       const cat = path.basename(path.dirname(path.dirname(path.dirname(f))));
+      const why = MLA_NOT_READ[m[1]!] ?? "an op stepcal does not fit yet (not in the importer's tables)";
       skipped.push({
         file: f,
         kind: 'unfitted_table',
-        reason: `${cat}/${m[1]}: an op stepcal does not fit yet (not in the importer's tables)`,
+        reason: `${cat}/${m[1]}: ${why}`,
         rows: rowCount(f, footerRows),
       });
     } else skipped.push({ file: f, kind: 'not_a_table', reason: 'not an upstream table, pointer or metadata file' });

@@ -20,6 +20,8 @@ export const FAMILY_NEEDS: Record<string, string[]> = {
   collective: ['collective'],
   moe: ['moe'],
   recurrent: ['recurrent'],
+  /** Optional: the four upstream MLA tables (module and kernel; mla-import.ts). */
+  mla: ['mla'],
   host: [],
 };
 
@@ -126,6 +128,10 @@ export function pricingLimits(
   const status = new Map(fams.map((f) => [f.family, f.status]));
   if (status.get('moe') === 'missing') refuses.push('MoE models: no moe_* coefficients (no MoE table)');
   if (status.get('attention_prefill') === 'missing') refuses.push('prefill steps: no attention_prefill_* coefficients');
+  if (status.get('mla') === 'missing')
+    extrapolates.push(
+      'MLA models (DeepSeek-class): no mla_* coefficients (no MLA table fitted); MLA attention priced with the full-attention rate, noted on every price',
+    );
   const names = new Set(sets.flatMap((s) => s.coefficients.map((c) => c.name)));
   for (const dt of GEMM_DTYPES)
     if (!names.has(`gemm_eps_max_${dt}`))

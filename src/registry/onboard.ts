@@ -339,6 +339,13 @@ function loadSiblings(o: OnboardOptions, log: (l: string) => void): ChipRegistry
   return siblings;
 }
 
+/**
+ * Families never filled from siblings: hbm (fitted with gemm), and mla, whose decode law is chosen per
+ * chip by its kernel (wave law or linear law, src/fit/mla.ts) so a cross-chip median could mix the forms
+ * and leave a partial law the pricer refuses; without it MLA prices at the full-attention rate, as before.
+ */
+const NOT_EXTRAPOLATED = new Set(['hbm', 'mla']);
+
 /** Collective widths with no entry, then families the data lacks or the fit left empty. */
 function extrapolate(o: OnboardOptions, chip: Chip, start: CoefficientSet[], log: (l: string) => void) {
   let sets = start;
@@ -353,7 +360,7 @@ function extrapolate(o: OnboardOptions, chip: Chip, start: CoefficientSet[], log
   const siblings = loadSiblings(o, log);
   const families: FamilyExtrapolation[] = [];
   const fittedFamilies = new Set(sets.flatMap((s) => s.coefficients.map((c) => familyOf(c.name, c.entry))));
-  for (const family of Object.keys(FAMILY_NEEDS).filter((f) => f !== 'hbm' && !fittedFamilies.has(f))) {
+  for (const family of Object.keys(FAMILY_NEEDS).filter((f) => !NOT_EXTRAPOLATED.has(f) && !fittedFamilies.has(f))) {
     const r = extrapolateFamily({ chip, sets }, siblings, family);
     families.push(r);
     if (r.status === 'extrapolated')

@@ -11,7 +11,7 @@ import {
   mlaWaveProgramsPerRow,
   mlaWaveUsPerKey,
 } from '../../src/core/laws/mla.ts';
-import { fitMla, mlaEntryBytes } from '../../src/fit/mla.ts';
+import { fitMla, mlaEntryBytes, moduleGemm } from '../../src/fit/mla.ts';
 import { SPIKE_RATIO, screenSpikes, waveRowUs } from '../../src/fit/mla-kernel.ts';
 import { mapMlaTable, collapseMlaRepeats } from '../../src/measurements/mla-import.ts';
 import type { MlaRow } from '../../src/measurements/schema.ts';
@@ -78,6 +78,16 @@ describe('fitMla recovers known coefficients', () => {
   // floor 40 µs, 0.4 µs per head (weights), 0.1 µs per request, 0.004 µs per request·head,
   // rate 3e6 B/µs (β = 1/3e6), 1e-6 µs per head·key.
   const beta = [40, 0.4, 0.1, 0.004, 1 / 3e6, 1e-6];
+  it('module rows of bf16 linear layers only (no fp8_block, the onboarded rtx-pro-6000): fitted on them, with a warning', () => {
+    const bf16 = synthetic(beta, 0).map((r) => ({ ...r, gemm_dtype: 'bfloat16' }));
+    expect(moduleGemm(bf16)).toBe('bfloat16');
+    // fp8_block present anywhere (every curated chip): only fp8_block rows are fitted; bf16 rows beside them are ignored.
+    expect(moduleGemm([...bf16, row({})])).toBe('fp8_block');
+    const f = fitMla(bf16, ctx());
+    expect(f.coefficients.find((c) => c.name === 'mla_decode_rate_fp8kv')!.entry.value / 3e6).toBeCloseTo(1, 4);
+    expect(f.warnings.some((w) => w.startsWith('mla: no fp8_block module rows'))).toBe(true);
+    expect(fitMla(synthetic(beta, 0), ctx()).warnings.some((w) => w.includes('no fp8_block'))).toBe(false);
+  });
   it('exact rows: every coefficient back to 1e-6 relative', () => {
     const f = fitMla(synthetic(beta, 0), ctx());
     const v = new Map(f.coefficients.map((c) => [c.name, c.entry.value]));

@@ -111,11 +111,19 @@ describe('upstream folder scan (lane rule, counted skips)', () => {
       'gdn_perf:vllm-0.24.0:6',
       'kda_perf:vllm-0.1.dev19262:2',
       'mamba2_perf:trtllm-1.3.0rc20:2',
+      // MLA (mla-import.ts): the module tables from vLLM, the kernel tables from SGLang (no vLLM lane holds them).
+      'mla_generation_module_perf:vllm-0.24.0:4',
+      'mla_context_module_perf:vllm-0.24.0:4',
+      'generation_mla_perf:sglang-0.5.14:4',
+      'context_mla_perf:sglang-0.5.14:4',
     ]);
+    // The folder's 16 MLA table files (mla/: vllm 0.19.0 and 0.24.0 two each, sglang 0.5.10 and 0.5.14 two
+    // each, trtllm 1.3.0rc10 and rc20 four each) were all unfitted_table: now 4 are chosen and the other 12
+    // are other_lane, so unfitted_table 40 − 16 = 24 and other_lane 34 + 12 = 46.
     expect(s.counts).toEqual({
-      other_lane: 34,
+      other_lane: 46,
       reuse_pointer: 25,
-      unfitted_table: 40,
+      unfitted_table: 24,
       metadata: 57,
       not_a_table: 0,
       refused_table: 0,

@@ -275,6 +275,8 @@ describe.skipIf(!existsSync(RAW))(
         'collective',
         'moe',
         'recurrent',
+        // optional, listed when the folder has no MLA table; never extrapolated (families below)
+        'mla',
       ]);
       expect(j.coverage.tables).toEqual({ gemm_perf: 1, generation_attention_perf: 1 });
       expect(j.registry).toBe(path.join(out, 'registry', 'a100.yaml'));
