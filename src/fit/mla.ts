@@ -51,13 +51,13 @@ export const MLA_MODULE_GEMM = 'fp8_block';
 export const MLA_MODULE_GEMM_FALLBACK = 'bfloat16';
 
 /**
- * The linear-layer format of the module rows a fit uses: MLA_MODULE_GEMM (fp8_block) wherever a module row
- * has it (every curated chip), else bf16 where a module row has that (the onboarded rtx-pro-6000's vLLM 0.24.0
+ * The linear-layer format of one op's module rows a fit uses: MLA_MODULE_GEMM (fp8_block) wherever a row of
+ * that op has it (every curated chip), else bf16 where one has that (decode and prefill chosen apart) (the onboarded rtx-pro-6000's vLLM 0.24.0
  * rows are bf16 and nvfp4 only). The attention terms the pricer charges do not depend on the linear layers'
  * format; only the projections' terms (never charged) do. Pure.
  */
-export function moduleGemm(rows: readonly MlaRow[]): string {
-  const module = rows.filter((r) => r.op.endsWith('_module'));
+export function moduleGemm(rows: readonly MlaRow[], op: 'decode_module' | 'prefill_module'): string {
+  const module = rows.filter((r) => r.op === op);
   if (!module.length || module.some((r) => r.gemm_dtype === MLA_MODULE_GEMM)) return MLA_MODULE_GEMM;
   return module.some((r) => r.gemm_dtype === MLA_MODULE_GEMM_FALLBACK) ? MLA_MODULE_GEMM_FALLBACK : MLA_MODULE_GEMM;
 }
@@ -472,13 +472,14 @@ function writeLaw(s: Solved, others: readonly Solved[], ctx: FitContext, out: Ml
  */
 export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   const out: MlaFit = { ...emptyFamilyFit('mla'), mla: [] };
-  const gemm = moduleGemm(rows);
-  if (gemm !== MLA_MODULE_GEMM)
-    out.warnings.push(
-      `mla: no ${MLA_MODULE_GEMM} module rows (the checkpoint's linear-layer format); the module laws are fitted on the ${gemm} module rows (the attention terms the pricer charges do not depend on the linear layers' format, the projections' terms, never charged, do)`,
-    );
+  const gemm = { decode_module: moduleGemm(rows, 'decode_module'), prefill_module: moduleGemm(rows, 'prefill_module') };
+  for (const [op, g] of Object.entries(gemm))
+    if (g !== MLA_MODULE_GEMM)
+      out.warnings.push(
+        `mla: no ${MLA_MODULE_GEMM} ${op} rows (the checkpoint's linear-layer format); its module law is fitted on the ${g} rows (the attention terms the pricer charges do not depend on the linear layers' format, the projections' terms, never charged, do)`,
+      );
   const pairs: Array<[Solved | undefined, Solved[], Solved[]]> = (['bf16', 'fp8'] as const).map((kv) => {
-    const m = solveLaw(decodeLaw('decode_module', kv, gemm), rows, out);
+    const m = solveLaw(decodeLaw('decode_module', kv, gemm.decode_module), rows, out);
     const k = kernelDecode(kv, rows, ctx.chip.sm_count, out);
     return [m, k.chosen, k.other];
   });
@@ -488,7 +489,7 @@ export function fitMla(rows: readonly MlaRow[], ctx: FitContext): MlaFit {
   if (eps === undefined || mh === undefined || peak === undefined)
     out.refusals.push('mla: prefill needs the bf16 GEMM ramp (gemm_eps_max_bf16, gemm_m_half_bf16); fit gemm first');
   else {
-    const m = solveLaw(prefillLaw('prefill_module', peak, eps, mh, gemm), rows, out);
+    const m = solveLaw(prefillLaw('prefill_module', peak, eps, mh, gemm.prefill_module), rows, out);
     const k = solveLaw(prefillLaw('prefill_kernel', peak, eps, mh), rows, out);
     pairs.push([m, k ? [k] : [], []]);
   }

@@ -804,16 +804,17 @@ export function checkRepeatSpread(
 }
 
 /**
- * The repeat verdict of an MLA table, never a refusal: as scripts/curate.ts curateMla does, repeats are
- * collapsed to their mean (a pair's median) whatever their spread. The kernel tables repeat every local
- * head count (the 128- and 64-native head chains, ~0.35 % apart at the median), and their pairs that
- * disagree are eager timing spikes (up to 17× on the curated h200 table) that src/fit/mla-kernel.ts
- * screens, not mislabelled columns. @returns a line for the import summary
+ * The repeat verdict of an MLA table, never a refusal: repeats are collapsed to their median whatever their
+ * spread (the tables repeat in pairs, whose median is the mean scripts/curate.ts curateMla takes). The kernel
+ * tables repeat every local head count (the 128- and 64-native head chains, ~0.35 % apart at the median), and
+ * their pairs that disagree are eager timing spikes (up to 17× on the curated h200 table) that
+ * src/fit/mla-kernel.ts screens, not mislabelled columns. @returns a line for the import summary, or
+ * undefined without repeats
  */
-function mlaRepeatSpread(c: Pick<Collapsed<unknown>, 'worst_spread' | 'duplicate_configs'>): string {
+function mlaRepeatSpread(c: Pick<Collapsed<unknown>, 'worst_spread' | 'duplicate_configs'>): string | undefined {
   const w = c.worst_spread;
-  if (!w) return 'no repeated configurations';
-  return `MLA repeats collapsed to their mean as curated (curateMla): worst spread ${w.ratio.toFixed(3)}× over ${c.duplicate_configs} repeated configurations${w.ratio > REPEAT_SPREAD_MAX ? ` (above the ${REPEAT_SPREAD_MAX}× bound other tables are refused at: a timing spike the MLA fit screens)` : ''}`;
+  if (!w) return undefined;
+  return `MLA repeats collapsed whatever their spread: worst ${w.ratio.toFixed(3)}× over ${c.duplicate_configs} repeated configurations${w.ratio > REPEAT_SPREAD_MAX ? ` (above the ${REPEAT_SPREAD_MAX}× bound other tables are refused at: a timing spike the MLA fit screens)` : ''}`;
 }
 
 /** Which column holds each family's dtype for coverage reporting. */
@@ -1018,7 +1019,7 @@ export function normalizeMappedRows(
     col.duplicate_configs > 0
       ? `collapsed ${col.duplicate_configs} repeated configurations (${col.rows_removed} rows removed) to their median latency`
       : 'no repeated configurations',
-    ...(isMlaTable(table) ? [mlaImportFilter(table, Object.keys(counts)), spread] : []),
+    ...(isMlaTable(table) ? [mlaImportFilter(table, Object.keys(counts)), ...(spread ? [spread] : [])] : []),
   ];
   return {
     table,
@@ -1034,6 +1035,6 @@ export function normalizeMappedRows(
     coverage: coverageByDtype(family, col.rows as never, repeatKey(family)),
     filters,
     units: aicUnitConversions(table),
-    repeat_spread: spread,
+    repeat_spread: spread ?? 'no repeated configurations',
   };
 }

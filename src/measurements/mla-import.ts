@@ -118,7 +118,7 @@ export function mlaStepConvention(
     return { why: `framework "${framework}" has no documented MLA step convention (vLLM, SGLang or TRT-LLM)` };
   if (!module) return { steps: 'cached' };
   return {
-    why: `a ${framework} MLA module table: the dataset README documents the module tables for vLLM only (generation step = total length, the vLLM DeepseekV2MLAAttention forward); this framework's step convention and module content are not documented, so the table is refused rather than guessed`,
+    why: `a ${framework} MLA module table: the dataset README documents the module tables for vLLM only (the vLLM DeepseekV2MLAAttention forward${MLA_TABLES[table].op === 'decode_module' ? '; generation step = total length' : ''}); this framework's ${MLA_TABLES[table].op === 'decode_module' ? 'step convention and ' : ''}module content are not documented, so the table is refused rather than guessed`,
   };
 }
 

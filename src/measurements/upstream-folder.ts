@@ -95,8 +95,16 @@ type FooterRows = (ab: ArrayBuffer) => bigint | number;
 function rowCount(file: string, footerRows: FooterRows): number {
   if (file.endsWith('.gz')) return -1;
   const buf = readFileSync(file);
-  if (file.endsWith('.parquet'))
-    return Number(footerRows(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer));
+  if (file.endsWith('.parquet')) {
+    try {
+      return Number(footerRows(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer));
+    } catch (e) {
+      // A truncated or foreign file is a data error of that file, not an internal one.
+      throw new UserError(
+        `${file}: not a readable Parquet file (${(e as Error).message}); re-copy it from the upstream folder`,
+      );
+    }
+  }
   let n = 0;
   for (const b of buf) if (b === 10) n++;
   return Math.max(0, n - 1);

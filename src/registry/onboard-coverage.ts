@@ -117,6 +117,30 @@ function widthsByOp(sets: readonly CoefficientSet[]): Map<string, { measured: nu
   return out;
 }
 
+/**
+ * What MLA pricing lacks: the whole family (no MLA table fitted), or one half of it — no decode law
+ * (`mla_decode_rate*` or `mla_decode_wave_us*`: decode at the full-attention rate) or no prefill law
+ * (`mla_prefill_work_scale`: prefill at the general prefill-attention work scale).
+ */
+function mlaLimits(status: string | undefined, names: ReadonlySet<string>): string[] {
+  if (status === 'missing')
+    return [
+      'MLA models (DeepSeek-class): no mla_* coefficients (no MLA table fitted); MLA attention priced with the full-attention rate, noted on every price',
+    ];
+  if (status === undefined) return [];
+  const has = (prefix: string) => [...names].some((n) => n.startsWith(prefix));
+  const out: string[] = [];
+  if (!has('mla_decode_rate') && !has('mla_decode_wave_us'))
+    out.push(
+      'MLA decode: no mla_decode law fitted (no decode table kept); MLA decode priced with the full-attention rate, noted on every price',
+    );
+  if (!names.has('mla_prefill_work_scale'))
+    out.push(
+      'MLA prefill: no mla_prefill law fitted (no prefill table kept); MLA prefill at the general prefill-attention work scale',
+    );
+  return out;
+}
+
 /** What pricing refuses or extrapolates on this registry (module comment). */
 export function pricingLimits(
   chip: Chip,
@@ -128,11 +152,8 @@ export function pricingLimits(
   const status = new Map(fams.map((f) => [f.family, f.status]));
   if (status.get('moe') === 'missing') refuses.push('MoE models: no moe_* coefficients (no MoE table)');
   if (status.get('attention_prefill') === 'missing') refuses.push('prefill steps: no attention_prefill_* coefficients');
-  if (status.get('mla') === 'missing')
-    extrapolates.push(
-      'MLA models (DeepSeek-class): no mla_* coefficients (no MLA table fitted); MLA attention priced with the full-attention rate, noted on every price',
-    );
   const names = new Set(sets.flatMap((s) => s.coefficients.map((c) => c.name)));
+  extrapolates.push(...mlaLimits(status.get('mla'), names));
   for (const dt of GEMM_DTYPES)
     if (!names.has(`gemm_eps_max_${dt}`))
       refuses.push(

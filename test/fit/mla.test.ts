@@ -80,12 +80,15 @@ describe('fitMla recovers known coefficients', () => {
   const beta = [40, 0.4, 0.1, 0.004, 1 / 3e6, 1e-6];
   it('module rows of bf16 linear layers only (no fp8_block, the onboarded rtx-pro-6000): fitted on them, with a warning', () => {
     const bf16 = synthetic(beta, 0).map((r) => ({ ...r, gemm_dtype: 'bfloat16' }));
-    expect(moduleGemm(bf16)).toBe('bfloat16');
-    // fp8_block present anywhere (every curated chip): only fp8_block rows are fitted; bf16 rows beside them are ignored.
-    expect(moduleGemm([...bf16, row({})])).toBe('fp8_block');
+    expect(moduleGemm(bf16, 'decode_module')).toBe('bfloat16');
+    // fp8_block present among an op's rows (every curated chip): only fp8_block rows are fitted; bf16 rows beside
+    // them are ignored. Each op chooses apart: an fp8_block prefill row does not take the bf16 decode rows away.
+    expect(moduleGemm([...bf16, row({})], 'decode_module')).toBe('fp8_block');
+    expect(moduleGemm([...bf16, row({ op: 'prefill_module', query_tokens: 16 })], 'decode_module')).toBe('bfloat16');
+    expect(moduleGemm([...bf16, row({ op: 'prefill_module', query_tokens: 16 })], 'prefill_module')).toBe('fp8_block');
     const f = fitMla(bf16, ctx());
     expect(f.coefficients.find((c) => c.name === 'mla_decode_rate_fp8kv')!.entry.value / 3e6).toBeCloseTo(1, 4);
-    expect(f.warnings.some((w) => w.startsWith('mla: no fp8_block module rows'))).toBe(true);
+    expect(f.warnings.some((w) => w.startsWith('mla: no fp8_block decode_module rows'))).toBe(true);
     expect(fitMla(synthetic(beta, 0), ctx()).warnings.some((w) => w.includes('no fp8_block'))).toBe(false);
   });
   it('exact rows: every coefficient back to 1e-6 relative', () => {

@@ -10,7 +10,7 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../src/core/catalog/chip.ts';
+import { loadChip, REPO_ROOT } from '../../src/core/catalog/chip.ts';
 import { InputError } from '../../src/core/errors.ts';
 import { mapAicRows } from '../../src/measurements/aiconfigurator.ts';
 import { mlaStepConvention } from '../../src/measurements/mla-import.ts';
@@ -19,6 +19,7 @@ import { readMeasurements } from '../../src/measurements/store.ts';
 import { csvTable } from '../../src/measurements/table.ts';
 import { scanUpstreamFolder } from '../../src/measurements/upstream-folder.ts';
 import { loadRegistryFile } from '../../src/registry/load.ts';
+import { pricingLimits } from '../../src/registry/onboard-coverage.ts';
 import { onboardChip, type OnboardOptions } from '../../src/registry/onboard.ts';
 import { fitReportOutputs } from '../../src/report/fit.ts';
 
@@ -128,7 +129,7 @@ describe('stepcal onboard with MLA tables', () => {
     expect(names).toContain('mla_decode_rate');
     // The fixture's vLLM module rows are bf16 / nvfp4 only: the module law is fitted on the bf16 rows (src/fit/mla.ts moduleGemm).
     expect(names).toContain('mla_decode_per_request');
-    expect(r.warnings.some((w) => w.startsWith('mla: no fp8_block module rows'))).toBe(true);
+    expect(r.warnings.some((w) => w.startsWith('mla: no fp8_block decode_module rows'))).toBe(true);
   }, 600_000);
 
   it('a chosen TRT-LLM module table is refused with its reason; the run goes on', async () => {
@@ -159,4 +160,25 @@ describe('stepcal onboard with MLA tables', () => {
     expect(r.families.some((f) => f.family === 'mla')).toBe(false);
     expect(r.pricing.extrapolates.some((x) => x.startsWith('MLA models'))).toBe(true);
   }, 600_000);
+});
+
+describe('onboarding data errors and MLA limits', () => {
+  it('a truncated Parquet table in the folder is a data error naming the file, not an internal one', async () => {
+    const dir = path.join(tmp, 'truncated');
+    cpSync(BASE, dir, { recursive: true });
+    const bad = path.join(dir, 'mla', 'vllm', '0.24.0');
+    mkdirSync(bad, { recursive: true });
+    writeFileSync(path.join(bad, 'mla_generation_module_perf.parquet'), 'PAR1 cut short');
+    await expect(scanUpstreamFolder(dir, [])).rejects.toThrow(
+      /mla_generation_module_perf\.parquet: not a readable Parquet file/,
+    );
+  });
+  it('a fit with MLA prefill but no MLA decode law says decode prices at the full-attention rate', () => {
+    const entry = { value: 1, units: 'dimensionless', method: 'measured' } as never;
+    const sets = [{ name: 'cost-model-attention', coefficients: [{ name: 'mla_prefill_work_scale', entry }] }] as never;
+    const fams = [{ family: 'mla', status: 'measured', entries: { measured: 1 }, tables: [], refused: [] }] as never;
+    const limits = pricingLimits(loadChip('h200'), sets, fams);
+    expect(limits.extrapolates.join('\n')).toMatch(/MLA decode: no mla_decode law fitted/);
+    expect(limits.extrapolates.join('\n')).not.toMatch(/MLA prefill: no mla_prefill law/);
+  });
 });
