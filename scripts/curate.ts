@@ -27,7 +27,7 @@ import { writeMeasurements } from '../src/measurements/store.ts';
 import type { ExpertA2aRow, Family, FamilyRow, MlaRow, Provenance, SparseRow } from '../src/measurements/schema.ts';
 import { mapDeepepTable } from '../src/measurements/deepep-import.ts';
 import { MNNVL_KERNEL, mapTrtllmA2aTable } from '../src/measurements/trtllm-a2a-import.ts';
-import { collapseMlaRepeats, mapMlaTable, type MlaTable, type StepConvention } from '../src/measurements/mla-import.ts';
+import { collapseMlaRepeats, mapMlaTableByFramework, type MlaTable } from '../src/measurements/mla-import.ts';
 
 const SHARED = path.resolve(REPO_ROOT, '..', 'shared', 'datasets');
 const AIC = path.join(SHARED, 'aiconfigurator');
@@ -330,30 +330,31 @@ async function curateSparse(): Promise<void> {
 
 /**
  * The MLA family (issue 13 item 2), one file per chip: the vLLM 0.24.0 module tables and the attention-kernel
- * tables (vLLM 0.14.0 on Hopper, A100 and L40S; SGLang 0.5.14 on Blackwell, where vLLM has none), with each
- * table's generation `step` convention (src/measurements/mla-import.ts).
+ * tables (vLLM 0.14.0 on Hopper, A100 and L40S; SGLang 0.5.14 on Blackwell, where vLLM has none), each table
+ * read with the generation `step` convention its `framework` column names (mla-import.ts mapMlaTableByFramework,
+ * the one onboarding uses).
  */
-const MLA_SOURCES: Record<string, Array<{ dir: string; tables: MlaTable[]; steps: StepConvention }>> = {
+const MLA_SOURCES: Record<string, Array<{ dir: string; tables: MlaTable[] }>> = {
   h200_sxm: [
-    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
-    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' },
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'] },
+    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'] },
   ],
   h100_sxm: [
-    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
-    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' },
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'] },
+    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'] },
   ],
   b200_sxm: [
-    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
-    { dir: 'sglang/0.5.14', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'cached' },
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'] },
+    { dir: 'sglang/0.5.14', tables: ['generation_mla_perf', 'context_mla_perf'] },
   ],
   gb200: [
-    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
-    { dir: 'sglang/0.5.14', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'cached' },
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'] },
+    { dir: 'sglang/0.5.14', tables: ['generation_mla_perf', 'context_mla_perf'] },
   ],
-  a100_sxm: [{ dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' }],
+  a100_sxm: [{ dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'] }],
   l40s: [
-    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'], steps: 'attended' },
-    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'], steps: 'attended' },
+    { dir: 'vllm/0.24.0', tables: ['mla_generation_module_perf', 'mla_context_module_perf'] },
+    { dir: 'vllm/0.14.0', tables: ['generation_mla_perf', 'context_mla_perf'] },
   ],
 };
 
@@ -365,7 +366,7 @@ async function curateMla(): Promise<void> {
     for (const src of sources)
       for (const table of src.tables) {
         const rel = path.join(sku, 'mla', src.dir, `${table}.parquet`);
-        const mapped = mapMlaTable(table, await parquetTable(path.join(MODERN, rel)), chip, src.steps);
+        const mapped = mapMlaTableByFramework(table, await parquetTable(path.join(MODERN, rel)), chip);
         all.push(...mapped);
         read.add(rel, mapped.length);
       }
