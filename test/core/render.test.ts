@@ -181,4 +181,34 @@ describe('core/render/svg chart', () => {
       '<tspan x="577" dy="0">fit at each row: floor</tspan><tspan x="577" dy="13">+ p·item +</tspan><tspan x="577" dy="13">work/rate(p)</tspan>',
     );
   });
+  it('dots at the data extremes sit inside the frame (3 % of the span added), and a dashed line gets a dashed swatch', () => {
+    // x from 2 to 8 on a linear axis: padded by 0.18 each side, so x = 2 maps inside the 70 px frame:
+    // 70 + (2 − 1.82) / (8.18 − 1.82) · 480 = 83.6.
+    const svg = chart(
+      [
+        {
+          label: 'dots',
+          points: [
+            [2, 1],
+            [8, 3],
+          ],
+          style: 'scatter',
+        },
+        {
+          label: 'dashed',
+          points: [
+            [2, 1],
+            [8, 3],
+          ],
+          style: 'line',
+          dash: '4 3',
+        },
+      ],
+      { title: 't', x_label: 'x', y_label: 'y' },
+    );
+    expect(svg).toContain('<circle cx="83.6"');
+    expect(svg).toMatch(
+      /<line x1="562" y1="[0-9.]+" x2="574" y2="[0-9.]+" stroke="#d62728" stroke-width="2" stroke-dasharray="4 3"\/>/,
+    );
+  });
 });

@@ -92,6 +92,22 @@ function logTicks(lo: number, hi: number): number[] {
   return out.length ? out : [lo, hi];
 }
 
+/** The share of an axis' span added beyond its data on each side of a chart with dots (padRange). */
+const DOT_PAD = 0.03;
+
+/**
+ * [lo, hi] widened by DOT_PAD of its span on each side (on a log axis, of its log span); `keepLo` keeps a linear
+ * axis's 0 where the chart starts it there.
+ */
+function padRange(lo: number, hi: number, log: boolean, keepLo: boolean): [number, number] {
+  if (log) {
+    const f = (hi / lo) ** DOT_PAD;
+    return [lo / f, hi * f];
+  }
+  const d = (hi - lo) * DOT_PAD;
+  return [keepLo ? lo : lo - d, hi + d];
+}
+
 /** Average advance of an 11 px sans-serif glyph, px (a legend label's width estimate). */
 const LEGEND_PX_PER_CHAR = 6.1;
 
@@ -128,8 +144,12 @@ function legend(
     at += 13 * lines.length + 3;
   };
   series.forEach((s, i) => {
+    const color = s.color ?? PALETTE[i % PALETTE.length]!;
+    // A line's swatch is a stroke in its own dash, so series told apart by dash are told apart here too.
     parts.push(
-      `<rect x="${x}" y="${at - 7}" width="10" height="10" fill="${s.color ?? PALETTE[i % PALETTE.length]!}"/>`,
+      s.style === 'line'
+        ? `<line x1="${x}" y1="${at - 2}" x2="${x + 12}" y2="${at - 2}" stroke="${color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`
+        : `<rect x="${x}" y="${at - 7}" width="10" height="10" fill="${color}"/>`,
     );
     text(s.label, x + 15, '');
   });
@@ -169,6 +189,11 @@ export function chart(series: readonly Series[], o: ChartOptions): string {
   if (y1 === y0) {
     y0 = o.y_log ? y0 / 2 : y0 - 1;
     y1 = o.y_log ? y1 * 2 : y1 + 1;
+  }
+  if (series.some((sr) => sr.style === 'scatter')) {
+    // Dots at the data's extremes sit inside the frame, not half cut by the plot's clip.
+    if (!o.x_range) [x0, x1] = padRange(x0, x1, o.x_log === true, false);
+    if (!o.y_range) [y0, y1] = padRange(y0, y1, o.y_log === true, !o.y_log && y0 === 0);
   }
   // The axes' logs taken once per chart (the same values, so the same coordinates as per point).
   const [lx0, lxSpan, ly0, lySpan] = [
