@@ -159,7 +159,15 @@ describe('core/render/svg chart', () => {
   it('a title wider than the figure is centred on it at a smaller size; a short one keeps 13 px over the plot', () => {
     const long = 'x'.repeat(120); // 120 × 7.8 px = 936 px > 720: size 13 · 704 / 936 = 9.8 px, centred at 360
     const a = chart([{ label: 'r', points: pts, style: 'scatter' }], { title: long, x_label: 'x', y_label: 'y' });
+    // No space to break it at: one line at 9.8 px.
     expect(a).toContain(`<text x="360" y="18" text-anchor="middle" font-size="9.8" font-weight="bold">${long}</text>`);
+    // With spaces, a title that would need under 10 px breaks at the space nearest its middle: two halves of
+    // 59 characters (59 · 7.8 = 460.2 px fits 704 px: 13 px), the second line 13 · 1.15 = 14.95 → 14.9 px lower.
+    const words = `${'a'.repeat(59)} ${'b'.repeat(59)}`;
+    const c = chart([{ label: 'r', points: pts, style: 'scatter' }], { title: words, x_label: 'x', y_label: 'y' });
+    expect(c).toContain(
+      `<text x="360" y="14" text-anchor="middle" font-size="13" font-weight="bold"><tspan x="360" dy="0">${'a'.repeat(59)}</tspan><tspan x="360" dy="14.9">${'b'.repeat(59)}</tspan></text>`,
+    );
     // 'short' is 5 × 7.8 = 39 px: fits around the plot's centre (720 / 2 − 170 / 2 = 275).
     const b = chart([{ label: 'r', points: pts, style: 'scatter' }], { title: 'short', x_label: 'x', y_label: 'y' });
     expect(b).toContain('<text x="275" y="18" text-anchor="middle" font-size="13" font-weight="bold">short</text>');
@@ -210,5 +218,37 @@ describe('core/render/svg chart', () => {
     expect(svg).toMatch(
       /<line x1="562" y1="[0-9.]+" x2="574" y2="[0-9.]+" stroke="#d62728" stroke-width="2" stroke-dasharray="4 3"\/>/,
     );
+  });
+  it('a log axis under 2.5 decades ticks at 1, 2 and 5 × each power of ten; a wider one at the powers only', () => {
+    const labels = (svg: string) => [...svg.matchAll(/text-anchor="middle">([^<]+)<\/text>/g)].map((m) => m[1]);
+    const narrow = chart(
+      [
+        {
+          label: 'r',
+          points: [
+            [1, 1],
+            [200, 2],
+          ],
+          style: 'line',
+        },
+      ],
+      { title: 't', x_label: 'x', y_label: 'y', x_log: true },
+    );
+    expect(labels(narrow)).toEqual(expect.arrayContaining(['1', '2', '5', '10', '20', '50', '100', '200']));
+    const wide = chart(
+      [
+        {
+          label: 'r',
+          points: [
+            [1, 1],
+            [1e5, 2],
+          ],
+          style: 'line',
+        },
+      ],
+      { title: 't', x_label: 'x', y_label: 'y', x_log: true },
+    );
+    expect(labels(wide)).not.toContain('2');
+    expect(labels(wide)).toEqual(expect.arrayContaining(['1', '10', '100', '1000', '10k', '100k']));
   });
 });

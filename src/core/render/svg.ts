@@ -70,25 +70,45 @@ const TITLE_PX_PER_CHAR = 7.8;
 
 /**
  * A chart's bold title centred at x, or, when its estimated width (TITLE_PX_PER_CHAR per character) would pass
- * the figure's edges, centred on the figure at the font size that fits its width less 16 px (long set names
- * were clipped on both sides).
+ * the figure's edges, centred on the figure at the font size that fits its width less 16 px; a title that
+ * would need under 10 px is broken at the space nearest its middle into two lines (long set names were
+ * clipped on both sides).
  */
 function titleText(title: string, x: number, W: number): string {
   const est = title.length * TITLE_PX_PER_CHAR;
   const fits = est / 2 <= Math.min(x, W - x) - 8;
-  const [cx, size] = fits ? [x, 13] : [W / 2, Math.min(13, +((13 * (W - 16)) / est).toFixed(1))];
-  return `<text x="${cx}" y="18" text-anchor="middle" font-size="${size}" font-weight="bold">${esc(title)}</text>`;
+  const sizeFor = (chars: number) => Math.min(13, +((13 * (W - 16)) / (chars * TITLE_PX_PER_CHAR)).toFixed(1));
+  const open = (cx: number, size: number, y = 18) =>
+    `<text x="${cx}" y="${y}" text-anchor="middle" font-size="${size}" font-weight="bold">`;
+  if (fits) return `${open(x, 13)}${esc(title)}</text>`;
+  const cut = nearestSpace(title);
+  if (sizeFor(title.length) >= 10 || cut < 0) return `${open(W / 2, sizeFor(title.length))}${esc(title)}</text>`;
+  const [a, b] = [title.slice(0, cut), title.slice(cut + 1)];
+  const size = sizeFor(Math.max(a.length, b.length));
+  return `${open(W / 2, size, 14)}<tspan x="${W / 2}" dy="0">${esc(a)}</tspan><tspan x="${W / 2}" dy="${+(size * 1.15).toFixed(1)}">${esc(b)}</tspan></text>`;
 }
 
+/** Index of the space nearest the middle of `s`, −1 when it has none. */
+function nearestSpace(s: string): number {
+  const mid = s.length / 2;
+  let best = -1;
+  for (let i = s.indexOf(' '); i >= 0; i = s.indexOf(' ', i + 1))
+    if (best < 0 || Math.abs(i - mid) < Math.abs(best - mid)) best = i;
+  return best;
+}
+
+/** Log-axis ticks: the powers of ten in range (every k-th past 8 decades), with 2 and 5 × them on an axis under 2.5 decades. */
 function logTicks(lo: number, hi: number): number[] {
   const out: number[] = [];
   const a = Math.floor(Math.log10(lo));
   const b = Math.ceil(Math.log10(hi));
   const stride = Math.max(1, Math.ceil((b - a) / 8));
-  for (let e = a; e <= b; e += stride) {
-    const v = 10 ** e;
-    if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
-  }
+  const steps = Math.log10(hi / lo) < 2.5 ? [1, 2, 5] : [1];
+  for (let e = a; e <= b; e += stride)
+    for (const m of steps) {
+      const v = +(m * 10 ** e).toPrecision(12);
+      if (v >= lo * 0.999 && v <= hi * 1.001) out.push(v);
+    }
   return out.length ? out : [lo, hi];
 }
 
