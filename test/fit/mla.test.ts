@@ -175,6 +175,23 @@ describe('the decode kernel in waves (mla-kernel.ts; core/laws/mla.ts mlaWaveDec
   }
   const a100 = () => ({ ...ctx(), chip: loadChip('a100') });
 
+  it('kernel rows of the linear law (a FlashMLA-like kernel, no waves) keep the linear form: rate and head_token', () => {
+    // t = 10 + keys · (1152 / 2e6 + H · 2e-6) over the wave grid's rows: no block/splits quantises it, so the
+    // linear form trains better than every wave design and is the one written.
+    const rows = waveRows().map((r) => ({
+      ...r,
+      latency_us: 10 + r.batch * (r.past_tokens + 1) * (1152 / 2e6 + r.heads * 2e-6),
+    }));
+    const f = fitMla(rows, a100());
+    const names = f.coefficients.map((c) => c.name);
+    expect(names).toContain('mla_decode_rate');
+    expect(names.some((n) => n.startsWith('mla_decode_wave_us'))).toBe(false);
+    expect(f.coefficients.find((c) => c.name === 'mla_decode_rate')!.entry.value / 2e6).toBeCloseTo(1, 4);
+    const note = f.coefficients.find((c) => c.name === 'mla_decode_rate')!.entry.evidence!.notes!.join(' ');
+    expect(note).toMatch(
+      /kernel decode form chosen by training geo over the screened rows: waves [0-9.]+, floor \+ keys/,
+    );
+  });
   it('recovers block 16 and splits 4 (one head: splits 2) and each known value inside its ci95', () => {
     const f = fitMla(waveRows(), a100());
     const e = (name: string) => f.coefficients.find((c) => c.name === name)!.entry;
