@@ -12,7 +12,14 @@
  * rows are their own law (vLLM runs a non-grouped kernel at one KV group: 4.8× slower per key on a100).
  * Pure: rows in, laws and scores out.
  */
-import { type MlaWaveDecode, mlaWaveDecodeUs, mlaWaveProgramsPerRow, mlaWaveUsPerKey } from '../core/laws/mla.ts';
+import {
+  type MlaWaveDecode,
+  mlaDecodeWaves,
+  mlaHeadsInBlock,
+  mlaWaveDecodeUs,
+  mlaWaveProgramsPerRow,
+  mlaWaveUsPerKey,
+} from '../core/laws/mla.ts';
 import { nnlsRelativeRows, type RelativeSystem, relativeSystem } from '../core/numeric/lsq.ts';
 import type { MlaRow } from '../measurements/schema.ts';
 
@@ -77,10 +84,12 @@ interface WaveDesign {
 function waveDesign(rows: readonly MlaRow[], block: number, splits: number, slots: number, cols: number): WaveDesign {
   const X = new Float64Array(rows.length * cols);
   const Xr: number[][] = [];
+  const grid = { block_heads: block, splits };
   rows.forEach((r, i) => {
-    const W = Math.ceil((r.batch * Math.ceil(r.heads / block) * splits) / slots);
+    // The law's own wave count and heads per program (core/laws/mla.ts), at this grid point.
+    const W = mlaDecodeWaves(r.batch, mlaWaveProgramsPerRow(grid, r.heads), slots);
     const k = r.past_tokens + r.query_tokens;
-    const x = cols === 3 ? [W, W * k, W * k * Math.min(r.heads, block)] : [W, W * k];
+    const x = cols === 3 ? [W, W * k, W * k * mlaHeadsInBlock(grid, r.heads)] : [W, W * k];
     X.set(x, i * cols);
     Xr.push(x);
   });
@@ -96,7 +105,7 @@ function waveDesign(rows: readonly MlaRow[], block: number, splits: number, slot
   };
 }
 
-/** A class's fitted law and its training error (geo of max(floor, X·θ) over the rows fitted). */
+/** A class's fitted law and its training error (geo of the law, waveRowUs, over the rows fitted). */
 export interface WaveFit {
   law: MlaWaveDecode;
   geo: number;

@@ -303,8 +303,12 @@ function lawRows(law: MlaLaw, all: readonly MlaRow[]): { rows: MlaRow[]; spikes?
  * Solve one linear law (module comment): holdout along context (every 4th distinct value) and along batch,
  * fitted on rows in neither. Undefined when too few rows; a refusal when a rate term is pinned at 0.
  */
-function solveLaw(law: MlaLaw, all: readonly MlaRow[], out: MlaFit): Solved | undefined {
-  const { rows, spikes } = lawRows(law, all);
+function solveLaw(
+  law: MlaLaw,
+  all: readonly MlaRow[],
+  out: MlaFit,
+  { rows, spikes }: ReturnType<typeof lawRows> = lawRows(law, all),
+): Solved | undefined {
   const sp = splitRows(rows, law.context);
   if (sp.train.length < 4 * law.terms.length) {
     if (rows.length) out.warnings.push(`mla: ${law.what}: ${sp.train.length} fit rows, too few; not fitted`);
@@ -352,9 +356,13 @@ function waveTerms(kv: 'bf16' | 'fp8', oneHead: boolean): Term[] {
  * and one for the one-head rows, each with its grid point chosen on its training rows; a resample re-chooses
  * among the grid points within a factor 2 of the fit's.
  */
-function solveWaves(kv: 'bf16' | 'fp8', all: readonly MlaRow[], slots: number, out: MlaFit): Solved[] {
-  const base = decodeLaw('decode_kernel', kv);
-  const { rows, spikes } = lawRows(base, all);
+function solveWaves(
+  base: MlaLaw,
+  kv: 'bf16' | 'fp8',
+  { rows, spikes }: ReturnType<typeof lawRows>,
+  slots: number,
+  out: MlaFit,
+): Solved[] {
   const solved: Solved[] = [];
   for (const oneHead of [false, true]) {
     const cls = rows.filter((r) => (r.heads === 1) === oneHead);
@@ -405,8 +413,11 @@ function kernelDecode(
   slots: number,
   out: MlaFit,
 ): { chosen: Solved[]; other: Solved[] } {
-  const waves = solveWaves(kv, rows, slots, out);
-  const linear = solveLaw(decodeLaw('decode_kernel', kv), rows, out);
+  // The kernel rows screened once for both forms.
+  const law = decodeLaw('decode_kernel', kv);
+  const screened = lawRows(law, rows);
+  const waves = solveWaves(law, kv, screened, slots, out);
+  const linear = solveLaw(law, rows, out, screened);
   if (!linear || !waves.length) return { chosen: linear ? [linear] : waves, other: [] };
   const [gw, gl] = [pooledTrainGeo(waves), linear.errs.train.geo];
   const note = `kernel decode form chosen by training geo over the screened rows: waves ${fmt(gw)}, floor + keys · (E / rate + H · head_token) ${fmt(gl)}`;

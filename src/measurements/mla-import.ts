@@ -86,11 +86,11 @@ export function mapMlaTable(table: MlaTable, t: RawTable, chip: string, steps: S
  * Upstream MLA tables stepcal does not read, with why (the folder scan counts them as `unfitted_table`
  * with this reason; scripts/curate.ts curateMla leaves them out for the same one).
  */
+const WIDEEP_NOT_READ =
+  'SGLang WideEP MLA: labelled fp8 but ran bf16, eager, with the q/kv-a projection replaced by randn (aiconfigurator-modern README "Quirks"); it times neither served format, so stepcal does not read it';
 export const MLA_NOT_READ: Readonly<Record<string, string>> = {
-  wideep_context_mla_perf:
-    'SGLang WideEP MLA: labelled fp8 but ran bf16, eager, with the q/kv-a projection replaced by randn (aiconfigurator-modern README "Quirks"); it times neither served format, so stepcal does not read it',
-  wideep_generation_mla_perf:
-    'SGLang WideEP MLA: labelled fp8 but ran bf16, eager, with the q/kv-a projection replaced by randn (aiconfigurator-modern README "Quirks"); it times neither served format, so stepcal does not read it',
+  wideep_context_mla_perf: WIDEEP_NOT_READ,
+  wideep_generation_mla_perf: WIDEEP_NOT_READ,
 };
 
 /** Whether a table name is one of MLA_TABLES. */

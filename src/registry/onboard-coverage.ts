@@ -122,7 +122,7 @@ function widthsByOp(sets: readonly CoefficientSet[]): Map<string, { measured: nu
  * (`mla_decode_rate*` or `mla_decode_wave_us*`: decode at the full-attention rate) or no prefill law
  * (`mla_prefill_work_scale`: prefill at the general prefill-attention work scale).
  */
-function mlaLimits(status: string | undefined, names: ReadonlySet<string>): string[] {
+function mlaLimits(status: FamilyStatus | undefined, names: ReadonlySet<string>): string[] {
   if (status === 'missing')
     return [
       'MLA models (DeepSeek-class): no mla_* coefficients (no MLA table fitted); MLA attention priced with the full-attention rate, noted on every price',

@@ -70,13 +70,23 @@ export interface MlaWaveDecode {
 }
 
 /** Programs one decode row launches, in SM slots: ceil(heads / block_heads) · splits. */
-export function mlaWaveProgramsPerRow(c: MlaWaveDecode, heads: number): number {
+export function mlaWaveProgramsPerRow(c: Pick<MlaWaveDecode, 'block_heads' | 'splits'>, heads: number): number {
   return Math.ceil(heads / c.block_heads) * c.splits;
 }
 
-/** µs per key per wave at `heads` local query heads: key_us + min(heads, block_heads) · key_head_us. */
+/** Query heads one program serves at `heads` local heads: min(heads, block_heads). */
+export function mlaHeadsInBlock(c: Pick<MlaWaveDecode, 'block_heads'>, heads: number): number {
+  return Math.min(heads, c.block_heads);
+}
+
+/** µs per key per wave at `heads` local query heads: key_us + mlaHeadsInBlock · key_head_us. */
 export function mlaWaveUsPerKey(c: MlaWaveDecode, heads: number): number {
-  return c.key_us + Math.min(heads, c.block_heads) * c.key_head_us;
+  return c.key_us + mlaHeadsInBlock(c, heads) * c.key_head_us;
+}
+
+/** Waves of one call: ceil(rows · programs_per_row / slots), slots = the chip's SM count. */
+export function mlaDecodeWaves(rows: number, programs_per_row: number, slots: number): number {
+  return Math.ceil((rows * programs_per_row) / slots);
 }
 
 /**
@@ -101,6 +111,6 @@ export function mlaWaveDecodeUs(
   longest: number,
 ): number {
   if (rows <= 0) return 0;
-  const waves = Math.ceil((rows * programs_per_row) / slots);
+  const waves = mlaDecodeWaves(rows, programs_per_row, slots);
   return Math.max(floor_us, waves * (wave_us + (keys / rows) * us_per_key), wave_us + longest * us_per_key);
 }
